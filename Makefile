@@ -1,0 +1,46 @@
+# The two commands of the course (see README.md):
+#   make course   install into .venv, fetch the data, build the notebooks, run every lesson
+#   make test     install into .venv, run the test suite
+# Other targets: setup, data, notebooks, smoke (every lesson in smoke mode), student, bench.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+# The tested torch. Installed before the rest so pip never picks a different (multi-GB) build.
+TORCH  ?= torch==2.13.0
+
+.PHONY: setup data notebooks course smoke test student bench clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet "$(TORCH)"
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $(STAMP)
+
+data: setup
+	@if [ -f data_scripts/fetch_all.py ]; then $(PY) data_scripts/fetch_all.py; fi
+
+notebooks: setup
+	$(PY) -m minattn.course --notebooks-only
+
+course: setup data
+	$(PY) -m minattn.course
+
+smoke: setup
+	MINATTN_SMOKE=1 $(PY) -m minattn.course
+
+test: setup
+	$(PY) -m pytest || { rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests"; exit $$rc; }
+
+student: setup
+	$(PY) -m minattn.exercises student student
+
+bench: setup
+	for b in benchmarks/*.py; do $(PY) $$b --quick || exit 1; done
+
+clean:
+	rm -rf $(VENV) figures notebooks student .pytest_cache

@@ -1,0 +1,312 @@
+"""Scaled dot-product attention and multi-head attention — NumPy reference, then PyTorch.
+
+    Attention(Q, K, V) = softmax(Q Kᵀ / √d + M) V
+
+    q: (..., Lq, d)    k: (..., Lk, d)    v: (..., Lk, dv)    mask: broadcastable to (..., Lq, Lk)
+    output: (..., Lq, dv)                 weights: (..., Lq, Lk)
+
+The mask is boolean, True = "may attend". Masked scores become -inf before the softmax; a
+query row with no allowed key gets zero weights and a zero output (not NaN), in the forward
+and in the backward pass.
+
+Read the NumPy functions first: they state the math. Each `*_torch` function below repeats
+its NumPy twin line for line, so autograd can check our hand-written backward.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .utils import check_mask, check_ndim, check_same_device, fail, shape_str
+
+
+# ============================================================================ input checks
+def check_attention_inputs(q, k, v, mask=None) -> None:
+    """Raise ValueError (expected vs given) unless q, k, v and mask fit together.
+
+    Works on NumPy arrays and torch tensors alike (it only looks at .shape, .dtype, .device).
+    """
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        check_ndim(name, x, 2, "(..., N, d)")
+    check_same_device(q=q, k=k, v=v, mask=mask)
+    if q.shape[-1] != k.shape[-1]:
+        fail("q and k must have the same feature size d (last axis)",
+             f"k of shape (..., Lk, {q.shape[-1]})", f"q {shape_str(q.shape)}, k {shape_str(k.shape)}")
+    if k.shape[-2] != v.shape[-2]:
+        fail("k and v must have the same number of keys Lk (second-to-last axis)",
+             f"v of shape (..., {k.shape[-2]}, dv)", f"k {shape_str(k.shape)}, v {shape_str(v.shape)}")
+    if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
+        fail("q, k and v must share their leading (batch, head) axes",
+             "equal shapes before the last two axes",
+             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}, v {shape_str(v.shape)}")
+    if q.shape[-2] == 0 or k.shape[-2] == 0 or (q.ndim > 2 and 0 in q.shape[:-2]):
+        fail("empty input", "at least one query, one key and one batch element",
+             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}")
+    check_mask(mask, tuple(q.shape[:-1]) + (k.shape[-2],))
+
+
+# ============================================================================ NumPy reference
+def softmax_np(scores: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """Softmax over the last axis, stable for any finite input, with an optional boolean mask.
+
+    softmax(x)_j = exp(x_j - m) / Σ_j' exp(x_j' - m),  m = max_j x_j   (m cancels, overflow doesn't)
+
+    Masked entries (mask False) get weight 0. A row with every entry masked gets all zeros.
+    """
+    # BEGIN EXERCISE 1.1 numerically stable (masked) softmax over the last axis
+    if mask is not None:
+        scores = np.where(mask, scores, -np.inf)
+    row_max = scores.max(axis=-1, keepdims=True)
+    row_max = np.where(np.isfinite(row_max), row_max, 0.0)  # an all-masked row has max -inf
+    exp = np.exp(scores - row_max)  # exp(-inf) = 0: masked entries vanish
+    total = exp.sum(axis=-1, keepdims=True)
+    return exp / np.where(total == 0.0, 1.0, total)  # 0 / 1 = 0 for all-masked rows
+    # END EXERCISE
+
+
+def attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None,
+                 scale: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Scaled dot-product attention.
+
+    Args:
+        q: (..., Lq, d) queries;  k: (..., Lk, d) keys;  v: (..., Lk, dv) values.
+        mask: bool, broadcastable to (..., Lq, Lk); True = may attend.
+        scale: multiplies the scores; default 1/√d.
+    Returns:
+        output (..., Lq, dv) and weights (..., Lq, Lk).
+    """
+    check_attention_inputs(q, k, v, mask)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    # BEGIN EXERCISE 1.2 attention forward: scores, masked softmax, weighted sum of values
+    scores = (q @ np.swapaxes(k, -1, -2)) * scale  # (..., Lq, Lk)
+    weights = softmax_np(scores, mask)  # (..., Lq, Lk), rows sum to 1 (or 0)
+    output = weights @ v  # (..., Lq, dv)
+    # END EXERCISE
+    return output, weights
+
+
+def attention_backward_np(grad_out: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                          mask: np.ndarray | None = None, scale: float | None = None
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Gradients of a scalar loss w.r.t. q, k, v, given grad_out = ∂loss/∂output (..., Lq, dv).
+
+    With S = scale·QKᵀ, P = softmax(S), O = PV and G = ∂loss/∂O:
+        ∂V = Pᵀ G
+        ∂P = G Vᵀ
+        ∂S = P ⊙ (∂P − rowsum(∂P ⊙ P))      (the softmax Jacobian, applied row by row)
+        ∂Q = scale · ∂S K        ∂K = scale · ∂Sᵀ Q
+    Masked entries have P = 0, so ∂S = 0 there: no gradient flows through a masked edge.
+    """
+    check_attention_inputs(q, k, v, mask)
+    if grad_out.shape != q.shape[:-1] + (v.shape[-1],):
+        fail("grad_out must have the output's shape", shape_str(q.shape[:-1] + (v.shape[-1],)),
+             shape_str(grad_out.shape))
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    _, weights = attention_np(q, k, v, mask, scale)  # recompute P (as FlashAttention does)
+    # BEGIN EXERCISE 1.3 attention backward: dq, dk, dv from grad_out
+    grad_v = np.swapaxes(weights, -1, -2) @ grad_out  # (..., Lk, dv)
+    grad_weights = grad_out @ np.swapaxes(v, -1, -2)  # (..., Lq, Lk)
+    row_dot = (grad_weights * weights).sum(axis=-1, keepdims=True)  # (..., Lq, 1)
+    grad_scores = weights * (grad_weights - row_dot)  # (..., Lq, Lk)
+    grad_q = scale * grad_scores @ k  # (..., Lq, d)
+    grad_k = scale * np.swapaxes(grad_scores, -1, -2) @ q  # (..., Lk, d)
+    # END EXERCISE
+    return grad_q, grad_k, grad_v
+
+
+def split_heads_np(x: np.ndarray, num_heads: int) -> np.ndarray:
+    """(B, N, H·dh) -> (B, H, N, dh)."""
+    B, N, D = x.shape
+    return x.reshape(B, N, num_heads, D // num_heads).transpose(0, 2, 1, 3)
+
+
+def merge_heads_np(x: np.ndarray) -> np.ndarray:
+    """(B, H, N, dh) -> (B, N, H·dh)."""
+    B, H, N, dh = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(B, N, H * dh)
+
+
+def multi_head_attention_np(query: np.ndarray, key: np.ndarray, value: np.ndarray,
+                            params: dict[str, np.ndarray], num_heads: int,
+                            mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Multi-head attention, the NumPy reference of `MultiHeadAttention`.
+
+    MHA(X_q, X_k, X_v) = concat_h(Attention(X_q W_qʰ, X_k W_kʰ, X_v W_vʰ)) W_o
+
+    Args:
+        query: (B, Lq, D);  key, value: (B, Lk, D).
+        params: 'w_q', 'w_k', 'w_v', 'w_o' of shape (D, D) stored as torch's nn.Linear does
+            (y = x @ w.T + b), and biases 'b_q', 'b_k', 'b_v', 'b_o' (D,) — see
+            `MultiHeadAttention.numpy_params()`.
+        mask: bool, broadcastable to (B, H, Lq, Lk); True = may attend.
+    Returns:
+        output (B, Lq, D) and per-head weights (B, H, Lq, Lk).
+    """
+    check_mha_inputs(query, key, value, num_heads, params["w_q"].shape[1])
+    q = split_heads_np(query @ params["w_q"].T + params["b_q"], num_heads)  # (B, H, Lq, dh)
+    k = split_heads_np(key @ params["w_k"].T + params["b_k"], num_heads)  # (B, H, Lk, dh)
+    v = split_heads_np(value @ params["w_v"].T + params["b_v"], num_heads)  # (B, H, Lk, dh)
+    heads, weights = attention_np(q, k, v, mask)
+    output = merge_heads_np(heads) @ params["w_o"].T + params["b_o"]  # (B, Lq, D)
+    return output, weights
+
+
+def check_mha_inputs(query, key, value, num_heads: int, d_model: int) -> None:
+    """(B, Lq, D), (B, Lk, D), (B, Lk, D) with D = d_model; shared by NumPy and torch."""
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        if x.ndim != 3 or x.shape[-1] != d_model:
+            fail(f"{name} has the wrong shape", f"(B, N, {d_model})", shape_str(x.shape))
+    if not (query.shape[0] == key.shape[0] == value.shape[0]):
+        fail("query, key and value must have the same batch size B",
+             "equal first axes", f"{query.shape[0]}, {key.shape[0]}, {value.shape[0]}")
+    if key.shape[1] != value.shape[1]:
+        fail("key and value must have the same length Lk", f"value of length {key.shape[1]}",
+             f"{value.shape[1]}")
+    check_same_device(query=query, key=key, value=value)
+
+
+# ============================================================================ PyTorch
+def softmax_torch(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """Torch twin of `softmax_np` (differentiable; all-masked rows give zeros, no NaN)."""
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    row_max = scores.amax(dim=-1, keepdim=True).detach()  # m cancels: no gradient needed
+    row_max = torch.where(torch.isfinite(row_max), row_max, torch.zeros_like(row_max))
+    exp = torch.exp(scores - row_max)
+    total = exp.sum(dim=-1, keepdim=True)
+    return exp / torch.where(total == 0, torch.ones_like(total), total)
+
+
+def attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                    mask: torch.Tensor | None = None, scale: float | None = None
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Torch twin of `attention_np`: returns output (..., Lq, dv) and weights (..., Lq, Lk).
+
+    This explicit path materialises the (Lq, Lk) weights — use it when you want to look at
+    them. `fast_attention_torch` gives the same output without storing them.
+    """
+    check_attention_inputs(q, k, v, mask)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scores = (q @ k.transpose(-1, -2)) * scale  # (..., Lq, Lk)
+    weights = softmax_torch(scores, mask)
+    return weights @ v, weights
+
+
+def fast_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                         mask: torch.Tensor | None = None, scale: float | None = None,
+                         is_causal: bool = False) -> torch.Tensor:
+    """Same output as `attention_torch`, through PyTorch's fused kernel (no weights returned).
+
+    F.scaled_dot_product_attention picks a flash / memory-efficient kernel when it can, so the
+    (Lq, Lk) matrix is never stored. Two differences from our convention are patched here:
+    a fully masked row comes back as NaN from some kernels (we return zeros), and `is_causal`
+    (no mask given) lets the kernel skip materialising the causal mask.
+    """
+    check_attention_inputs(q, k, v, mask)
+    if mask is None:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale)
+    has_key = mask.any(dim=-1, keepdim=True)  # (..., Lq, 1): does the row see any key?
+    # Open the empty rows so the kernel sees finite numbers (no NaN in forward or backward),
+    # then zero their output.
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask | ~has_key, scale=scale)
+    return out.masked_fill(~has_key, 0.0)
+
+
+def split_heads_torch(x: torch.Tensor, num_heads: int) -> torch.Tensor:
+    """(B, N, H·dh) -> (B, H, N, dh)."""
+    B, N, D = x.shape
+    return x.view(B, N, num_heads, D // num_heads).transpose(1, 2)
+
+
+def merge_heads_torch(x: torch.Tensor) -> torch.Tensor:
+    """(B, H, N, dh) -> (B, N, H·dh)."""
+    B, H, N, dh = x.shape
+    return x.transpose(1, 2).reshape(B, N, H * dh)
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention (batch first), the trainable twin of `multi_head_attention_np`.
+
+    forward(query (B, Lq, D), key (B, Lk, D), value (B, Lk, D), mask=None, need_weights=False)
+        -> output (B, Lq, D), weights (B, H, Lq, Lk) or None
+
+    With need_weights=False the fused `F.scaled_dot_product_attention` runs (fast, O(N)
+    memory); with need_weights=True the explicit path runs and returns per-head weights.
+    `torch.nn.MultiheadAttention` averages weights over heads by default: use
+    `weights.mean(1)` to compare. Its masks mean the opposite (True = blocked) — ours follow
+    SDPA (True = may attend).
+    """
+
+    def __init__(self, d_model: int, num_heads: int, bias: bool = True):
+        super().__init__()
+        if num_heads <= 0 or d_model % num_heads != 0:
+            fail("d_model must split evenly into heads", f"d_model divisible by num_heads",
+                 f"d_model={d_model}, num_heads={num_heads}")
+        self.d_model, self.num_heads = d_model, num_heads
+        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, query: torch.Tensor, key: torch.Tensor | None = None,
+                value: torch.Tensor | None = None, mask: torch.Tensor | None = None,
+                need_weights: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
+        key = query if key is None else key  # self-attention by default
+        value = key if value is None else value
+        check_mha_inputs(query, key, value, self.num_heads, self.d_model)
+        q = split_heads_torch(self.q_proj(query), self.num_heads)  # (B, H, Lq, dh)
+        k = split_heads_torch(self.k_proj(key), self.num_heads)  # (B, H, Lk, dh)
+        v = split_heads_torch(self.v_proj(value), self.num_heads)  # (B, H, Lk, dh)
+        if need_weights:
+            heads, weights = attention_torch(q, k, v, mask)
+        else:
+            heads, weights = fast_attention_torch(q, k, v, mask), None
+        return self.out_proj(merge_heads_torch(heads)), weights
+
+    def numpy_params(self) -> dict[str, np.ndarray]:
+        """The weights as float64 NumPy arrays, keyed as `multi_head_attention_np` expects."""
+        params = {}
+        for short, layer in (("q", self.q_proj), ("k", self.k_proj), ("v", self.v_proj),
+                             ("o", self.out_proj)):
+            params[f"w_{short}"] = layer.weight.detach().cpu().double().numpy()
+            bias = layer.bias if layer.bias is not None else torch.zeros(self.d_model)
+            params[f"b_{short}"] = bias.detach().cpu().double().numpy()
+        return params
+
+    @torch.no_grad()
+    def load_from_torch(self, mha: nn.MultiheadAttention) -> "MultiHeadAttention":
+        """Copy the weights of a `torch.nn.MultiheadAttention` (same d_model and heads)."""
+        if mha.embed_dim != self.d_model or mha.num_heads != self.num_heads:
+            fail("nn.MultiheadAttention does not match", f"d_model={self.d_model}, "
+                 f"heads={self.num_heads}", f"embed_dim={mha.embed_dim}, heads={mha.num_heads}")
+        w_q, w_k, w_v = mha.in_proj_weight.chunk(3)  # stacked [W_q; W_k; W_v]
+        for layer, w in ((self.q_proj, w_q), (self.k_proj, w_k), (self.v_proj, w_v)):
+            layer.weight.copy_(w)
+        self.out_proj.weight.copy_(mha.out_proj.weight)
+        if mha.in_proj_bias is not None and self.q_proj.bias is not None:
+            for layer, b in zip((self.q_proj, self.k_proj, self.v_proj), mha.in_proj_bias.chunk(3)):
+                layer.bias.copy_(b)
+            self.out_proj.bias.copy_(mha.out_proj.bias)
+        return self
+
+
+# ============================================================================ mask helpers
+def causal_mask(n_queries: int, n_keys: int | None = None, device=None) -> torch.Tensor:
+    """(Lq, Lk) bool, True where key j <= query i (+ offset when Lk > Lq: queries are the last
+    Lq positions, as when a cache of earlier keys is prepended)."""
+    n_keys = n_queries if n_keys is None else n_keys
+    i = torch.arange(n_queries, device=device)[:, None] + (n_keys - n_queries)
+    j = torch.arange(n_keys, device=device)[None, :]
+    return j <= i
+
+
+def padding_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
+    """(B,) lengths -> (B, 1, 1, max_len) bool, True on real tokens; broadcasts over heads
+    and queries."""
+    keys = torch.arange(max_len, device=lengths.device)
+    return (keys[None, :] < lengths[:, None])[:, None, None, :]

@@ -1,0 +1,138 @@
+"""Benchmark plumbing shared by `benchmarks/*.py` (not used by lessons or tests).
+
+The machine these run on is noisy, so every benchmark
+  * interleaves its contenders (A B C A B C ... rather than A A A B B B),
+  * reports medians of repeats,
+  * compares contenders measured side by side in the same run (ratios, not absolute times).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import resource
+import statistics
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+
+def bench_args(description: str) -> argparse.Namespace:
+    """The flags every benchmark takes: --quick, --json PATH, --repeats R."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help="small sizes, few repeats (seconds)")
+    parser.add_argument("--json", type=Path, default=None, help="save the measurements here")
+    parser.add_argument("--repeats", type=int, default=None, help="repeats per measurement")
+    return parser.parse_args()
+
+
+def sync(device) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_interleaved(fns: dict[str, Callable[[], object]], repeats: int,
+                     warmup: int = 1, device="cpu") -> dict[str, float]:
+    """Median wall time (seconds) of each callable, run round-robin `repeats` times."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            sync(device)
+            t0 = time.perf_counter()
+            fn()
+            sync(device)
+            times[name].append(time.perf_counter() - t0)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _child(fn, queue):
+    try:
+        before = _rss_bytes()
+        fn()
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
+        queue.put(max(peak - before, 0))
+    except Exception as exc:  # report, don't hang the parent
+        queue.put(repr(exc))
+
+
+def peak_memory(fn: Callable[[], object], device="cpu") -> float | None:
+    """Extra peak memory (bytes) that running `fn` needs.
+
+    CUDA: torch's own allocator statistics. CPU (Linux): `fn` runs in a forked child; the
+    child's peak resident set minus its resident set before the call. Returns None when it
+    cannot be measured here (not Linux) or when `fn` failed (e.g. out of memory).
+    """
+    if torch.device(device).type == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        fn()
+        sync(device)
+        return float(torch.cuda.max_memory_allocated() - base)
+    if not Path("/proc/self/statm").exists():
+        return None
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=_child, args=(fn, queue))
+    proc.start()
+    proc.join()
+    result = queue.get() if not queue.empty() else None
+    return float(result) if isinstance(result, (int, float)) else None
+
+
+def fmt_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    return f"{seconds * 1e3:.2f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def fmt_bytes(n: float | None) -> str:
+    if n is None:
+        return "—"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def print_table(rows: list[dict], columns: list[str]) -> str:
+    """Print rows (dicts) as a Markdown table with the given columns; returns the text."""
+    header = "| " + " | ".join(columns) + " |"
+    rule = "|" + "|".join("---" for _ in columns) + "|"
+    lines = [header, rule]
+    for row in rows:
+        lines.append("| " + " | ".join(str(row.get(c, "")) for c in columns) + " |")
+    text = "\n".join(lines)
+    print(text)
+    return text
+
+
+def save_json(path: Path | None, payload: dict) -> None:
+    """Write the measurements (with the machine they came from) when --json was given."""
+    if path is None:
+        return
+    payload = dict(payload)
+    payload["machine"] = {
+        "cpu_count": os.cpu_count(),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2))
+    tmp.replace(path)
+    print(f"saved {path}")
