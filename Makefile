@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-stamp
 # The tested torch. Installed before the rest so pip never picks a different (multi-GB) build.
 TORCH  ?= torch==2.13.0
 
-.PHONY: setup data notebooks course smoke test student bench clean
+.PHONY: setup data notebooks course smoke test student exercises bench clean
 
 setup: $(STAMP)
 
@@ -44,3 +44,7 @@ bench: setup
 
 clean:
 	rm -rf $(VENV) figures notebooks student .pytest_cache
+
+# In a student copy: which exercises pass?
+exercises: setup
+	$(PY) -m pytest --exercises -q

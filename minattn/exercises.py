@@ -1,19 +1,19 @@
 """Classroom exercises: build a student copy of the course and report which exercises pass.
 
-In the library, a solution is a marked region:
-
-        # BEGIN EXERCISE 1.1 numerically stable (masked) softmax over the last axis
-        ...the teacher's solution...
-        # END EXERCISE
+In the library, a solution is a region of code between a comment line
+`# BEGIN EXERCISE <id> <what to implement>` and a comment line `# END EXERCISE`
+(see `softmax_np` in minattn/attention.py).
 
     python -m minattn.exercises list               # every exercise, where it lives
     python -m minattn.exercises student DIR        # a student copy of the repo in DIR
+    python -m minattn.exercises student DIR --only 1.1 1.2   # remove just these
 
 In the student copy each region's body becomes
     raise NotImplementedError("Exercise 1.1: numerically stable (masked) softmax ...")
 and the markers stay, so the student knows where to write. Tests tied to an exercise carry
 `@pytest.mark.exercise("1.1")`; `pytest --exercises` in the copy runs those tests and prints a
-table of which exercises pass.
+table of which exercises pass (`pytest --exercises 1.2` for one exercise). Exercises build on
+each other (attention uses the softmax): a table line says which exercise is still in the way.
 """
 
 from __future__ import annotations
@@ -62,16 +62,17 @@ def find_exercises(text: str, path: Path = Path("?")) -> list[Exercise]:
     return found
 
 
-def strip_solutions(text: str) -> str:
-    """Replace each marked region's body with a NotImplementedError naming the exercise."""
+def strip_solutions(text: str, only: set[str] | None = None) -> str:
+    """Replace each marked region's body with a NotImplementedError naming the exercise
+    (only the exercises whose ids are in `only`, when given)."""
     out, inside = [], False
     for line in text.splitlines(keepends=True):
-        if m := BEGIN.match(line):
+        if (m := BEGIN.match(line)) and (only is None or m["id"] in only):
             inside = True
             what = m["what"] or "see the docstring"
             message = f"Exercise {m['id']}: {what}".replace('"', "'")
             out += [line, f'{m["indent"]}raise NotImplementedError("{message}")\n']
-        elif END.match(line):
+        elif END.match(line) and inside:
             inside = False
             out.append(line)
         elif not inside:
@@ -90,8 +91,10 @@ def all_exercises(root: Path = REPO_ROOT) -> list[Exercise]:
     return exercises
 
 
-def make_student_copy(dest: Path, root: Path = REPO_ROOT) -> list[Exercise]:
-    """Copy the repository to `dest` with every solution removed; returns the exercises."""
+def make_student_copy(dest: Path, root: Path = REPO_ROOT,
+                      only: set[str] | None = None) -> list[Exercise]:
+    """Copy the repository to `dest` with the solutions removed (all, or those in `only`);
+    returns the exercises removed."""
     dest = Path(dest).resolve()
     if dest == root.resolve() or root.resolve() in dest.parents and dest.name != "student":
         raise ValueError(f"student copy must go outside the repository (or to ./student), got {dest}")
@@ -99,9 +102,15 @@ def make_student_copy(dest: Path, root: Path = REPO_ROOT) -> list[Exercise]:
         shutil.rmtree(dest)
     shutil.copytree(root, dest, ignore=shutil.ignore_patterns(*IGNORED))
     exercises = all_exercises(root)
+    if only is not None:
+        unknown = set(only) - {e.id for e in exercises}
+        if unknown:
+            raise ValueError(f"unknown exercise ids {sorted(unknown)}; "
+                             f"known: {[e.id for e in exercises]}")
+        exercises = [e for e in exercises if e.id in only]
     for path in {e.path for e in exercises}:
         target = dest / path
-        target.write_text(strip_solutions(target.read_text()))
+        target.write_text(strip_solutions(target.read_text(), only))
     (dest / ".student-copy").write_text("This is a student copy: solutions were removed.\n")
     return exercises
 
@@ -112,17 +121,19 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("list", help="list every exercise")
     student = sub.add_parser("student", help="build a student copy")
     student.add_argument("dest", type=Path)
+    student.add_argument("--only", nargs="+", default=None,
+                         help="remove only these exercises (hand them out one at a time)")
     args = parser.parse_args(argv)
 
     if args.command == "list":
         for e in all_exercises():
             print(f"{e.id:6} {e.path}:{e.line}  {e.what}")
         return 0
-    exercises = make_student_copy(args.dest)
+    exercises = make_student_copy(args.dest, only=set(args.only) if args.only else None)
     print(f"student copy in {args.dest} with {len(exercises)} exercises removed:")
     for e in exercises:
         print(f"  {e.id:6} {e.path}:{e.line}  {e.what}")
-    print(f"\nStudents: cd {args.dest} && make setup && .venv/bin/python -m pytest --exercises")
+    print(f"\nStudents: cd {args.dest} && make exercises")
     return 0
 
 

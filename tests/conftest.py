@@ -16,14 +16,16 @@ import torch
 
 
 def pytest_addoption(parser):
-    parser.addoption("--exercises", action="store_true",
-                     help="run only exercise tests and print which exercises pass")
+    parser.addoption("--exercises", nargs="*", default=None, metavar="ID",
+                     help="run only exercise tests (all, or the ids given) and report which pass")
     parser.addoption("--exercise-report", default=None, help="write the exercise table as JSON")
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--exercises"):
-        items[:] = [item for item in items if item.get_closest_marker("exercise")]
+    wanted = config.getoption("--exercises")
+    if wanted is not None:
+        items[:] = [item for item in items if (m := item.get_closest_marker("exercise"))
+                    and (not wanted or str(m.args[0]) in wanted)]
     if not torch.cuda.is_available():
         skip = pytest.mark.skip(reason="needs a CUDA device")
         for item in items:
@@ -31,8 +33,8 @@ def pytest_collection_modifyitems(config, items):
                 item.add_marker(skip)
 
 
-_RESULTS: dict[str, dict[str, int]] = defaultdict(lambda: {"passed": 0, "failed": 0,
-                                                          "not_implemented": 0})
+_RESULTS: dict[str, dict] = defaultdict(lambda: {"passed": 0, "failed": 0, "not_implemented": 0,
+                                                 "messages": []})
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -49,10 +51,14 @@ def pytest_runtest_makereport(item, call):
         counts["failed"] += 1
         if call.excinfo is not None and call.excinfo.errisinstance(NotImplementedError):
             counts["not_implemented"] += 1
+            message = str(call.excinfo.value)
+            if message not in counts["messages"]:
+                counts["messages"].append(message)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    if not _RESULTS or not (config.getoption("--exercises") or config.getoption("--exercise-report")):
+    if not _RESULTS or (config.getoption("--exercises") is None
+                        and not config.getoption("--exercise-report")):
         return
     write = terminalreporter.write_line
     terminalreporter.section("exercises")
@@ -66,6 +72,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         else:
             state = "FAIL"
         write(f"exercise {ex_id:6} {state:20} {c['passed']}/{total} tests pass")
+        for message in c["messages"]:  # which exercise is in the way (may be an earlier one)
+            write(f"    raised: {message}")
     path = config.getoption("--exercise-report")
     if path:
         with open(path, "w") as f:

@@ -1,0 +1,310 @@
+"""Lesson 01: scaled dot-product and multi-head attention.
+
+The oracles: NumPy vs torch in float64 (same math, two implementations), our hand-written
+backward vs torch autograd, and our torch code vs PyTorch's own SDPA and nn.MultiheadAttention.
+"""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from minattn.attention import (
+    MultiHeadAttention,
+    attention_backward_np,
+    attention_np,
+    attention_torch,
+    causal_mask,
+    fast_attention_torch,
+    multi_head_attention_np,
+    padding_mask,
+    softmax_np,
+    softmax_torch,
+)
+
+
+def random_qkv(rng, batch=(2, 3), lq=5, lk=7, d=4, dv=6):
+    q = rng.standard_normal(batch + (lq, d))
+    k = rng.standard_normal(batch + (lk, d))
+    v = rng.standard_normal(batch + (lk, dv))
+    return q, k, v
+
+
+def t64(x):
+    return torch.tensor(x, dtype=torch.float64, requires_grad=True)
+
+
+# ----------------------------------------------------------------------------- softmax
+@pytest.mark.exercise("1.1")
+def test_softmax_matches_definition(rng):
+    x = rng.standard_normal((3, 4, 5))
+    expected = np.exp(x) / np.exp(x).sum(-1, keepdims=True)
+    np.testing.assert_allclose(softmax_np(x), expected, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.exercise("1.1")
+def test_softmax_is_stable_for_huge_logits():
+    x = np.array([[1e4, 0.0, -1e4], [1e4, 1e4, 1e4]])
+    w = softmax_np(x)
+    assert np.all(np.isfinite(w))
+    np.testing.assert_allclose(w, [[1, 0, 0], [1 / 3, 1 / 3, 1 / 3]], atol=1e-12)
+    wt = softmax_torch(torch.tensor(x))
+    np.testing.assert_allclose(wt.numpy(), w, atol=1e-12)
+
+
+@pytest.mark.exercise("1.1")
+def test_softmax_masked_entries_get_zero_and_empty_rows_are_zero():
+    x = np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]])
+    mask = np.array([[True, False, True], [False, False, False]])
+    w = softmax_np(x, mask)
+    np.testing.assert_allclose(w[0], [np.e ** -2 / (1 + np.e ** -2), 0, 1 / (1 + np.e ** -2)])
+    np.testing.assert_array_equal(w[1], [0, 0, 0])
+
+
+# ----------------------------------------------------------------------------- forward
+def test_hand_checkable_example():
+    """One query, two keys: scores (0, 1)·(1/√1) -> weights softmax([0, 2]) on v."""
+    q = np.array([[2.0]])
+    k = np.array([[0.0], [1.0]])
+    v = np.array([[10.0], [20.0]])
+    out, w = attention_np(q, k, v)
+    w1 = np.exp(2) / (1 + np.exp(2))
+    np.testing.assert_allclose(w, [[1 - w1, w1]])
+    np.testing.assert_allclose(out, [[10 * (1 - w1) + 20 * w1]])
+
+
+@pytest.mark.exercise("1.2")
+@pytest.mark.parametrize("use_mask", [False, True])
+def test_numpy_matches_torch_float64(rng, use_mask):
+    q, k, v = random_qkv(rng)
+    mask = rng.random((2, 3, 5, 7)) < 0.6 if use_mask else None
+    out_np, w_np = attention_np(q, k, v, mask)
+    out_t, w_t = attention_torch(*map(torch.tensor, (q, k, v)),
+                                 None if mask is None else torch.tensor(mask))
+    np.testing.assert_allclose(out_np, out_t.numpy(), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(w_np, w_t.numpy(), rtol=0, atol=1e-10)
+
+
+@pytest.mark.exercise("1.2")
+def test_weights_rows_sum_to_one_and_respect_mask(rng):
+    q, k, v = random_qkv(rng)
+    mask = rng.random((5, 7)) < 0.5
+    mask[:, 0] = True  # every row sees at least one key
+    _, w = attention_np(q, k, v, mask)
+    np.testing.assert_allclose(w.sum(-1), 1.0, atol=1e-12)
+    assert np.all(w[..., ~mask] == 0)
+
+
+@pytest.mark.exercise("1.2")
+def test_scale_argument(rng):
+    q, k, v = random_qkv(rng)
+    out_default, _ = attention_np(q, k, v)
+    out_explicit, _ = attention_np(q * 2, k, v, scale=0.5 / np.sqrt(4))
+    np.testing.assert_allclose(out_default, out_explicit, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- backward
+@pytest.mark.exercise("1.3")
+@pytest.mark.parametrize("use_mask", [False, True])
+def test_numpy_backward_matches_autograd(rng, use_mask):
+    q, k, v = random_qkv(rng)
+    mask = rng.random((2, 1, 5, 7)) < 0.6 if use_mask else None
+    grad_out = rng.standard_normal((2, 3, 5, 6))
+    qt, kt, vt = t64(q), t64(k), t64(v)
+    out, _ = attention_torch(qt, kt, vt, None if mask is None else torch.tensor(mask))
+    out.backward(torch.tensor(grad_out))
+    grads = attention_backward_np(grad_out, q, k, v, mask)
+    for ours, theirs in zip(grads, (qt.grad, kt.grad, vt.grad)):
+        np.testing.assert_allclose(ours, theirs.numpy(), rtol=0, atol=1e-8)
+
+
+@pytest.mark.exercise("1.3")
+def test_numpy_backward_matches_finite_differences(rng):
+    q, k, v = random_qkv(rng, batch=(1,), lq=2, lk=3, d=2, dv=2)
+    grad_out = rng.standard_normal((1, 2, 2))
+    grad_q, _, _ = attention_backward_np(grad_out, q, k, v)
+    eps = 1e-6
+    for idx in np.ndindex(q.shape):
+        bump = np.zeros_like(q)
+        bump[idx] = eps
+        plus = (attention_np(q + bump, k, v)[0] * grad_out).sum()
+        minus = (attention_np(q - bump, k, v)[0] * grad_out).sum()
+        assert abs((plus - minus) / (2 * eps) - grad_q[idx]) < 1e-7
+
+
+# ----------------------------------------------------------------------------- vs PyTorch SDPA
+def sdpa_masks(lq, lk, rng):
+    lengths = torch.tensor([lk, lk - 3])
+    return {
+        "none": None,
+        "causal": causal_mask(lq, lk),
+        "padding": padding_mask(lengths, lk),
+        "arbitrary": torch.tensor(rng.random((2, 4, lq, lk)) < 0.7) | torch.eye(lq, lk, dtype=torch.bool),
+    }
+
+
+@pytest.mark.parametrize("kind", ["none", "causal", "padding", "arbitrary"])
+def test_torch_matches_sdpa_float32(rng, kind):
+    q, k, v = (torch.tensor(a, dtype=torch.float32) for a in random_qkv(rng, (2, 4), 9, 9, 8, 8))
+    mask = sdpa_masks(9, 9, rng)[kind]
+    expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    ours, _ = attention_torch(q, k, v, mask)
+    fast = fast_attention_torch(q, k, v, mask)
+    torch.testing.assert_close(ours, expected, rtol=0, atol=1e-5)
+    torch.testing.assert_close(fast, expected, rtol=0, atol=1e-5)
+
+
+def test_fast_path_causal_flag(rng):
+    q, k, v = (torch.tensor(a, dtype=torch.float32) for a in random_qkv(rng, (1, 2), 6, 6, 4, 4))
+    torch.testing.assert_close(fast_attention_torch(q, k, v, is_causal=True),
+                               attention_torch(q, k, v, causal_mask(6))[0], rtol=0, atol=1e-5)
+
+
+# ----------------------------------------------------------------------------- fully masked rows
+def test_fully_masked_rows_are_zero_not_nan(rng):
+    q, k, v = random_qkv(rng, batch=(2,), lq=3, lk=4)
+    mask = np.ones((2, 3, 4), dtype=bool)
+    mask[0, 1] = False  # query 1 of batch 0 sees nothing
+    out_np, w_np = attention_np(q, k, v, mask)
+    assert np.all(out_np[0, 1] == 0) and np.all(w_np[0, 1] == 0)
+    grads_np = attention_backward_np(np.ones_like(out_np), q, k, v, mask)
+    assert all(np.all(np.isfinite(g)) for g in grads_np)
+
+    for fn in (lambda *a: attention_torch(*a)[0], fast_attention_torch):
+        qt, kt, vt = t64(q), t64(k), t64(v)
+        out = fn(qt, kt, vt, torch.tensor(mask))
+        assert torch.all(out[0, 1] == 0)
+        out.sum().backward()
+        for g in (qt.grad, kt.grad, vt.grad):
+            assert torch.isfinite(g).all()
+        assert torch.all(qt.grad[0, 1] == 0)
+        np.testing.assert_allclose(qt.grad.numpy(), grads_np[0], atol=1e-10)
+
+
+def test_huge_logits_do_not_overflow():
+    q = np.array([[100.0, 100.0]])
+    k = np.array([[100.0, 100.0], [-100.0, -100.0]])  # scores ±1e4 / √2
+    v = np.array([[1.0], [2.0]])
+    out, w = attention_np(q, k, v)
+    assert np.all(np.isfinite(w)) and np.allclose(out, [[1.0]])
+    out_t, _ = attention_torch(*map(torch.tensor, (q, k, v)))
+    assert torch.isfinite(out_t).all()
+
+
+# ----------------------------------------------------------------------------- multi-head
+@pytest.mark.parametrize("self_attention", [True, False])
+def test_multihead_matches_torch_module(self_attention):
+    torch.manual_seed(0)
+    d_model, heads = 16, 4
+    ours = MultiHeadAttention(d_model, heads)
+    theirs = torch.nn.MultiheadAttention(d_model, heads, batch_first=True)
+    ours.load_from_torch(theirs)
+    x = torch.randn(3, 5, d_model)
+    kv = x if self_attention else torch.randn(3, 7, d_model)
+    lk = kv.shape[1]
+    allowed = torch.rand(3, 5, lk) < 0.7
+    allowed[..., 0] = True
+    # nn.MultiheadAttention: attn_mask True = blocked, 3-D masks are (B·H, Lq, Lk).
+    their_mask = (~allowed).repeat_interleave(heads, dim=0)
+    expected, expected_w = theirs(x, kv, kv, attn_mask=their_mask, need_weights=True)
+    out, w = ours(x, kv, kv, mask=allowed[:, None], need_weights=True)
+    torch.testing.assert_close(out, expected, rtol=0, atol=1e-5)
+    torch.testing.assert_close(w.mean(1), expected_w, rtol=0, atol=1e-6)
+    fast, none = ours(x, kv, kv, mask=allowed[:, None])
+    assert none is None
+    torch.testing.assert_close(fast, expected, rtol=0, atol=1e-5)
+
+
+def test_multihead_numpy_matches_torch_float64(rng):
+    torch.manual_seed(0)
+    module = MultiHeadAttention(12, 3).double()
+    x = rng.standard_normal((2, 4, 12))
+    y = rng.standard_normal((2, 6, 12))
+    mask = rng.random((2, 1, 4, 6)) < 0.6
+    out_np, w_np = multi_head_attention_np(x, y, y, module.numpy_params(), 3, mask)
+    out_t, w_t = module(torch.tensor(x), torch.tensor(y), torch.tensor(y),
+                        mask=torch.tensor(mask), need_weights=True)
+    np.testing.assert_allclose(out_np, out_t.detach().numpy(), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(w_np, w_t.detach().numpy(), rtol=0, atol=1e-10)
+
+
+def test_multihead_follows_input_device_and_dtype():
+    module = MultiHeadAttention(8, 2).to(torch.float64)
+    out, _ = module(torch.randn(1, 3, 8, dtype=torch.float64))
+    assert out.dtype == torch.float64 and out.device.type == "cpu"
+
+
+@pytest.mark.cuda
+def test_multihead_on_cuda_matches_cpu():
+    torch.manual_seed(0)
+    module = MultiHeadAttention(16, 4)
+    x = torch.randn(2, 5, 16)
+    expected, _ = module(x, need_weights=True)
+    out, _ = module.cuda()(x.cuda())
+    torch.testing.assert_close(out.cpu(), expected, rtol=1e-4, atol=1e-4)
+
+
+# ----------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("shapes, message", [
+    (((2, 5, 4), (2, 7, 3), (2, 7, 6)), "same feature size"),
+    (((2, 5, 4), (2, 7, 4), (2, 6, 6)), "same number of keys"),
+    (((2, 5, 4), (3, 7, 4), (3, 7, 6)), "leading"),
+    (((4,), (7, 4), (7, 6)), "too few dimensions"),
+    (((2, 0, 4), (2, 7, 4), (2, 7, 6)), "empty"),
+    (((0, 5, 4), (0, 7, 4), (0, 7, 6)), "empty"),
+])
+def test_bad_shapes_raise_value_error(shapes, message):
+    arrays = [np.zeros(s) for s in shapes]
+    with pytest.raises(ValueError, match=message) as err:
+        attention_np(*arrays)
+    assert "expected" in str(err.value) and "got" in str(err.value)
+    with pytest.raises(ValueError, match=message):
+        attention_torch(*map(torch.tensor, arrays))
+
+
+def test_bad_masks_raise_value_error(rng):
+    q, k, v = random_qkv(rng, batch=(2,), lq=3, lk=4)
+    with pytest.raises(ValueError, match="dtype.*bool"):
+        attention_np(q, k, v, np.ones((3, 4)))  # float mask
+    with pytest.raises(ValueError, match=r"broadcastable to \(2, 3, 4\)"):
+        attention_np(q, k, v, np.ones((3, 3), dtype=bool))  # wrong shape
+    with pytest.raises(ValueError, match="dtype"):
+        attention_torch(*map(torch.tensor, (q, k, v)), torch.ones(3, 4, dtype=torch.int64))
+
+
+def test_multihead_bad_input():
+    with pytest.raises(ValueError, match="divisible"):
+        MultiHeadAttention(10, 3)
+    module = MultiHeadAttention(8, 2)
+    with pytest.raises(ValueError, match=r"\(B, N, 8\)"):
+        module(torch.randn(2, 3, 6))
+    with pytest.raises(ValueError, match="batch size"):
+        module(torch.randn(2, 3, 8), torch.randn(3, 3, 8))
+
+
+def test_different_devices_raise(monkeypatch):
+    q = torch.zeros(1, 2, 4)
+    k = torch.zeros(1, 2, 4, device="meta")  # a second device that exists everywhere
+    with pytest.raises(ValueError, match="different devices"):
+        attention_torch(q, k, k)
+
+
+# ----------------------------------------------------------------------------- properties
+@settings(max_examples=40, deadline=None)
+@given(batch=st.integers(1, 3), lq=st.integers(1, 6), lk=st.integers(1, 6), d=st.integers(1, 5),
+       dv=st.integers(1, 5), seed=st.integers(0, 2**31 - 1), p_keep=st.floats(0.0, 1.0))
+def test_property_numpy_torch_sdpa_agree(batch, lq, lk, d, dv, seed, p_keep):
+    rng = np.random.default_rng(seed)
+    q, k, v = random_qkv(rng, (batch,), lq, lk, d, dv)
+    mask = rng.random((batch, lq, lk)) < p_keep  # may contain fully masked rows
+    out_np, w_np = attention_np(q, k, v, mask)
+    assert np.all(np.isfinite(out_np))
+    sums = w_np.sum(-1)
+    assert np.allclose(sums[mask.any(-1)], 1.0) and np.all(sums[~mask.any(-1)] == 0)
+    qt, kt, vt, mt = map(torch.tensor, (q, k, v, mask))
+    out_t, _ = attention_torch(qt, kt, vt, mt)
+    np.testing.assert_allclose(out_np, out_t.numpy(), atol=1e-10)
+    fast = fast_attention_torch(qt, kt, vt, mt)
+    np.testing.assert_allclose(out_np, fast.numpy(), atol=1e-10)
