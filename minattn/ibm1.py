@@ -1,0 +1,469 @@
+"""IBM Model 1 and the bag-of-words proxy — NumPy reference, then PyTorch.
+
+Direction, stated once and kept everywhere in the course:
+    source x = the INPUT sentence,  target y = the OUTPUT sentence,
+    t(y | x) = "probability that input word x translates to output word y".
+In lesson 06 x is English and y is German (as in the seed paper's Multi30k En→De models).
+NLTK names them the other way round: `AlignedSent(words=target_y, mots=source_x)`, and its
+`translation_table[y][x]` is t(y | x). The NULL source word is `None` (NLTK's choice too).
+
+IBM Model 1 (Brown et al. 1993) on a corpus of pairs (x^m, y^m):
+
+    p(y^m | x^m) ∝ Π_j (1/(l+1)) Σ_i t(y_j | x_i)          i over NULL + the l source words
+    E-step:  post(i | j) = t(y_j | x_i) / Σ_i' t(y_j | x_i')      (alignment posterior)
+             count(x, y) = Σ_m Σ_j Σ_i [x_i = x][y_j = y] post(i | j)
+    M-step:  t(y | x) = count(x, y) / Σ_y' count(x, y')
+
+Everything runs on flat "alignment point" arrays: one entry per (target token j, source
+position i) of the same sentence pair, NULL first. A point knows its target token and its
+entry in the SPARSE table (only co-occurring (x, y) are stored), so one EM iteration is a
+gather, a segment sum and a bincount over the whole corpus — no Python loop over sentences.
+
+Two modes (`mode=`):
+    "textbook": every target token counts once; no floor.
+    "nltk":     reproduces `nltk.translate.IBMModel1` exactly: NULL always on, start value
+                1/|target vocabulary|, M-step floor 1e-12, and a target word repeated k times
+                in one sentence has its counts weighted by 1/k (NLTK normalises per word type,
+                so the repeats count once in total). Off the co-occurrence support NLTK's table
+                still answers 1/|V_y| (never updated); ours stores nothing there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .utils import fail
+
+NULL = None        # the NULL source word (src_vocab[0] is always NULL, used or not)
+MIN_PROB = 1e-12   # NLTK's M-step floor (IBMModel.MIN_PROB)
+MODES = ("textbook", "nltk")
+
+
+# ============================================================================ the corpus
+@dataclass
+class Bitext:
+    """A parallel corpus as flat index arrays (M pairs, T target tokens, P points, E entries).
+
+    src_vocab[0] is NULL; `null` says whether NULL takes part in the alignments.
+    src_ids (S,), src_start (M+1,): source tokens of pair m are src_ids[src_start[m]:src_start[m+1]]
+    tgt_ids (T,), tgt_start (M+1,): the same for the target side
+    Alignment points: one per (target token j, source position i) of the same pair, NULL first.
+    EM order (sorted by table entry, so that reading t is sequential and the random accesses
+    hit the small (T,) arrays):
+      point_entry (P,): the table entry (x, y) of each point;  point_tgt (P,): its target token j
+    Corpus order (for alignments): the points of target token j are seg_start[j]:seg_start[j+1],
+      seg_entry (P,): their table entries
+    entry_src, entry_tgt (E,): coordinates (x, y) of the stored entries, sorted by (x, y)
+    """
+    src_vocab: list
+    tgt_vocab: list
+    null: bool
+    src_ids: np.ndarray
+    src_start: np.ndarray
+    tgt_ids: np.ndarray
+    tgt_start: np.ndarray
+    point_entry: np.ndarray
+    point_tgt: np.ndarray
+    seg_start: np.ndarray
+    seg_entry: np.ndarray
+    entry_src: np.ndarray
+    entry_tgt: np.ndarray
+
+    def __post_init__(self):
+        self.src_index = {w: i for i, w in enumerate(self.src_vocab)}
+        self.tgt_index = {w: i for i, w in enumerate(self.tgt_vocab)}
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.src_start) - 1
+
+    @property
+    def width(self) -> np.ndarray:
+        """(T,) number of points of each target token: |x^m| (+1 with NULL)."""
+        return np.diff(self.seg_start)
+
+
+def _ids(sentences, index: dict, side: str):
+    """Token lists -> (flat ids, offsets), growing `index` (word -> id) in first-seen order."""
+    flat, lengths = [], []
+    for m, sent in enumerate(sentences):
+        if isinstance(sent, str) or not hasattr(sent, "__len__"):
+            fail(f"{side} sentence {m} is not a token list", "a list of tokens, e.g. s.split()",
+                 f"{type(sent).__name__} {str(sent)[:40]!r}")
+        if len(sent) == 0:
+            fail(f"{side} sentence {m} is empty", "at least one token per sentence", "[]")
+        flat.extend(sent)
+        lengths.append(len(sent))
+    ids = np.fromiter((index.setdefault(w, len(index)) for w in flat), np.int64, len(flat))
+    return ids, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+
+
+def _sort_points(keys: np.ndarray) -> np.ndarray:
+    """argsort of the points' entry keys, ties in corpus order (so sums run in corpus order).
+
+    Packing (key, point index) into one int64 lets NumPy's fast value sort do an argsort's job.
+    """
+    n = len(keys)
+    shift = max(n.bit_length(), 1)
+    if int(keys.max()) < (1 << (62 - shift)):
+        return np.sort((keys << shift) | np.arange(n)) & ((1 << shift) - 1)
+    return np.argsort(keys, kind="stable")
+
+
+def make_bitext(sources, targets, null: bool = True) -> Bitext:
+    """Index a parallel corpus: sources[m] (input x^m) and targets[m] (output y^m) are token lists."""
+    sources, targets = list(sources), list(targets)
+    if len(sources) != len(targets):
+        fail("sources and targets must pair up", "as many target sentences as source sentences",
+             f"{len(sources)} sources, {len(targets)} targets")
+    if len(sources) == 0:
+        fail("empty corpus", "at least one sentence pair", "0 pairs")
+    src_index, tgt_index = {NULL: 0}, {}
+    src_ids, src_start = _ids(sources, src_index, "source")
+    tgt_ids, tgt_start = _ids(targets, tgt_index, "target")
+    n0 = int(null)
+    tgt_sent = np.repeat(np.arange(len(targets)), np.diff(tgt_start))     # (T,) pair of token j
+    width = np.diff(src_start)[tgt_sent] + n0                             # points per target token
+    seg_start = np.concatenate([[0], np.cumsum(width)])
+    point_tgt = np.repeat(np.arange(len(tgt_ids)), width)                 # (P,)
+    pos = np.arange(seg_start[-1]) - seg_start[point_tgt]                 # 0 = NULL when null
+    src_tok = src_start[tgt_sent[point_tgt]] + pos - n0
+    src_word = np.where(pos < n0, 0, src_ids[np.maximum(src_tok, 0)])
+    keys = src_word * len(tgt_index) + tgt_ids[point_tgt]                 # entry key x·|V_y| + y
+    del pos, src_tok, src_word
+    order = _sort_points(keys)                                            # corpus -> EM order
+    sorted_keys = keys[order]
+    first = np.concatenate([[True], sorted_keys[1:] != sorted_keys[:-1]])
+    point_entry = np.cumsum(first) - 1
+    seg_entry = np.empty(len(keys), np.int32)
+    seg_entry[order] = point_entry
+    uniq = sorted_keys[first]
+    return Bitext(list(src_index), list(tgt_index), bool(null), src_ids, src_start, tgt_ids,
+                  tgt_start, point_entry, point_tgt[order], seg_start, seg_entry,
+                  (uniq // len(tgt_index)).astype(np.int32), (uniq % len(tgt_index)).astype(np.int32))
+
+
+def target_weights(bx: Bitext, mode: str = "textbook") -> np.ndarray:
+    """(T,) weight of each target token: 1, or 1/k for a word seen k times in its sentence (nltk)."""
+    if mode not in MODES:
+        fail("unknown mode", f"one of {MODES}", repr(mode))
+    if mode == "textbook":
+        return np.ones(len(bx.tgt_ids))
+    tgt_sent = np.repeat(np.arange(bx.n_pairs), np.diff(bx.tgt_start))
+    key = tgt_sent * len(bx.tgt_vocab) + bx.tgt_ids
+    _, inverse, k = np.unique(key, return_inverse=True, return_counts=True)
+    return 1.0 / k[inverse.reshape(-1)]
+
+
+def _check_table(t, bx: Bitext) -> None:
+    if t.ndim != 1 or t.shape[0] != len(bx.entry_src):
+        fail("translation table does not fit the corpus",
+             f"one value per stored entry, shape ({len(bx.entry_src)},)", f"shape {tuple(t.shape)}")
+
+
+# ============================================================================ NumPy reference
+def uniform_table(bx: Bitext) -> np.ndarray:
+    """(E,) the starting table t(y | x) = 1/|V_y| (NLTK's start; any constant gives the same EM)."""
+    return np.full(len(bx.entry_src), 1.0 / len(bx.tgt_vocab))
+
+
+def count_table_np(bx: Bitext) -> np.ndarray:
+    """(E,) the co-occurrence count table C(x, y) of the seed paper (MATH.md item 7).
+
+    For every pair, every target token y and every source token x add 1/|x^m| to C(x, y).
+    With `bx.null` the NULL word is one more source token of every sentence (1/(|x^m|+1)).
+    """
+    return np.bincount(bx.point_entry, weights=np.take(1.0 / bx.width, bx.point_tgt),
+                       minlength=len(bx.entry_src))
+
+
+def e_step_np(t: np.ndarray, bx: Bitext, weights: np.ndarray | None = None):
+    """Expected counts under the table t, and the (weighted) log-likelihood of t.
+
+    With Z_j = Σ_i t(y_j | x_i) (NULL included), the posterior of point (j, i) is t(y_j|x_i)/Z_j,
+    so the expected count of entry e = (x, y) sums over the points of e:
+
+        count(x, y) = Σ_(j,i) of e  w_j t(y | x) / Z_j  =  t(y | x) · Σ_(j,i) of e  w_j / Z_j
+
+    Args:
+        t: (E,) current t(y | x);  weights: (T,) per target token (default 1).
+    Returns:
+        counts (E,);  loglik = Σ_j w_j log p(y_j | x^m) with p(y_j | x^m) = Z_j / (l + null)
+    """
+    _check_table(t, bx)
+    weights = np.ones(len(bx.tgt_ids)) if weights is None else weights
+    # BEGIN EXERCISE 6.1 E-step: normalisers Z_j, expected counts, log-likelihood
+    p = np.take(t, bx.point_entry)                          # (P,) t(y_j | x_i) at every point
+    Z = np.bincount(bx.point_tgt, weights=p, minlength=len(bx.tgt_ids))        # (T,) Z_j
+    counts = t * np.bincount(bx.point_entry, weights=np.take(weights / Z, bx.point_tgt),
+                             minlength=len(t))
+    loglik = float(weights @ np.log(Z / bx.width))
+    return counts, loglik
+    # END EXERCISE
+
+
+def m_step_np(counts: np.ndarray, bx: Bitext, floor: float = 0.0) -> np.ndarray:
+    """t(y | x) = counts(x, y) / Σ_y' counts(x, y'), then max(., floor) (NLTK uses 1e-12)."""
+    _check_table(counts, bx)
+    # BEGIN EXERCISE 6.2 M-step: normalise the counts of each source word x over y
+    total = np.bincount(bx.entry_src, weights=counts, minlength=len(bx.src_vocab))   # (V_x,)
+    return np.maximum(counts / np.take(total, bx.entry_src), floor)
+    # END EXERCISE
+
+
+def em_np(bx: Bitext, iterations: int, mode: str = "textbook", t: np.ndarray | None = None):
+    """Run EM; returns (t (E,), log-likelihoods of the table before each iteration)."""
+    if mode == "nltk" and not bx.null:
+        fail("NLTK mode needs the NULL word", "make_bitext(..., null=True)", "null=False")
+    weights = target_weights(bx, mode)
+    floor = MIN_PROB if mode == "nltk" else 0.0
+    t = uniform_table(bx) if t is None else t
+    history = []
+    for _ in range(iterations):
+        counts, loglik = e_step_np(t, bx, weights)
+        t = m_step_np(counts, bx, floor)
+        history.append(loglik)
+    return t, history
+
+
+def sentence_log_prob_np(t: np.ndarray, bx: Bitext) -> np.ndarray:
+    """(M,) log p(y^m | x^m) = Σ_j log((1/(l+null)) Σ_i t(y_j | x_i))  (no length term)."""
+    _check_table(t, bx)
+    per_token = np.log(np.add.reduceat(t[bx.seg_entry], bx.seg_start[:-1]) / bx.width)
+    return np.add.reduceat(per_token, bx.tgt_start[:-1])
+
+
+def viterbi_np(t: np.ndarray, bx: Bitext) -> np.ndarray:
+    """(T,) best source position for each target token (0-based in x^m; -1 = NULL).
+
+    Ties go to the later source position and a source word beats NULL in a tie (NLTK's rule).
+    """
+    _check_table(t, bx)
+    p = t[bx.seg_entry]                                              # (P,) corpus order
+    best = np.maximum.reduceat(p, bx.seg_start[:-1])                 # (T,)
+    at_max = p >= np.repeat(best, bx.width)
+    last = np.maximum.reduceat(np.where(at_max, np.arange(len(p)), -1), bx.seg_start[:-1])
+    return (last - bx.seg_start[:-1] - int(bx.null)).astype(np.int64)
+
+
+def alignments(bx: Bitext, a: np.ndarray) -> list[list[tuple]]:
+    """Split viterbi_np's output per pair as NLTK does: [(j, i or None), ...]."""
+    return [[(j, None if i < 0 else int(i)) for j, i in enumerate(a[s:e])]
+            for s, e in zip(bx.tgt_start[:-1], bx.tgt_start[1:])]
+
+
+def alignment_matrix_np(t: np.ndarray, bx: Bitext, m: int) -> np.ndarray:
+    """(|y^m|, (1 if null) + |x^m|) alignment posteriors of pair m: row j sums to 1."""
+    _check_table(t, bx)
+    j0, j1 = bx.tgt_start[m], bx.tgt_start[m + 1]
+    p = t[bx.seg_entry[bx.seg_start[j0]:bx.seg_start[j1]]].reshape(j1 - j0, -1)
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def to_dense(values: np.ndarray, bx: Bitext) -> np.ndarray:
+    """(V_x, V_y) dense copy of a sparse table (row 0 = NULL); only for small vocabularies."""
+    _check_table(values, bx)
+    dense = np.zeros((len(bx.src_vocab), len(bx.tgt_vocab)))
+    dense[bx.entry_src, bx.entry_tgt] = values
+    return dense
+
+
+def top_translations(t: np.ndarray, bx: Bitext, x, k: int = 3) -> list[tuple]:
+    """The k most probable output words y for input word x: [(y, t(y | x)), ...]."""
+    if x not in bx.src_index:
+        fail("unknown source word", "a word of the source vocabulary", repr(x))
+    rows = np.flatnonzero(bx.entry_src == bx.src_index[x])
+    best = rows[np.argsort(-t[rows], kind="stable")[:k]]
+    return [(bx.tgt_vocab[bx.entry_tgt[e]], float(t[e])) for e in best]
+
+
+# ============================================================================ NLTK bridge
+def nltk_bitext(sources, targets):
+    """The same corpus for NLTK: AlignedSent(words=TARGET y, mots=SOURCE x) — note the order."""
+    from nltk.translate import AlignedSent
+    return [AlignedSent(list(y), list(x)) for x, y in zip(sources, targets)]
+
+
+def table_from_nltk(model, bx: Bitext) -> np.ndarray:
+    """(E,) NLTK's translation_table[y][x] read at our stored entries."""
+    table = model.translation_table
+    return np.array([table[bx.tgt_vocab[y]][bx.src_vocab[x]]
+                     for x, y in zip(bx.entry_src, bx.entry_tgt)])
+
+
+# ============================================================================ PyTorch
+def bitext_tensors(bx: Bitext, mode: str = "textbook", device=None) -> dict[str, torch.Tensor]:
+    """The arrays an EM step needs, as torch tensors on `device` (int64 indices, float64 values)."""
+    as_t = lambda a, dt=torch.int64: torch.as_tensor(np.asarray(a), dtype=dt, device=device)
+    return dict(point_entry=as_t(bx.point_entry), point_tgt=as_t(bx.point_tgt),
+                entry_src=as_t(bx.entry_src), width=as_t(bx.width, torch.float64),
+                weights=as_t(target_weights(bx, mode), torch.float64),
+                n_src=torch.tensor(len(bx.src_vocab)))
+
+
+def em_step_torch(t: torch.Tensor, bt: dict[str, torch.Tensor], floor: float = 0.0):
+    """One EM iteration (e_step_np then m_step_np) in torch; index_add_ plays np.bincount. Returns (new t (E,), log-likelihood of the old t). Runs where t lives."""
+    if t.ndim != 1 or t.shape[0] != bt["entry_src"].shape[0]:
+        fail("translation table does not fit the corpus",
+             f"shape ({bt['entry_src'].shape[0]},)", f"shape {tuple(t.shape)}")
+    p = t[bt["point_entry"]]
+    Z = torch.zeros_like(bt["width"]).index_add_(0, bt["point_tgt"], p)
+    r = (bt["weights"] / Z)[bt["point_tgt"]]
+    counts = t * torch.zeros_like(t).index_add_(0, bt["point_entry"], r)
+    total = torch.zeros(int(bt["n_src"]), dtype=t.dtype, device=t.device)
+    total.index_add_(0, bt["entry_src"], counts)
+    loglik = bt["weights"] @ torch.log(Z / bt["width"])
+    return torch.clamp_min(counts / total[bt["entry_src"]], floor), loglik
+
+
+def em_torch(bx: Bitext, iterations: int, mode: str = "textbook", device=None):
+    """em_np in torch (float64); returns (t as a NumPy array, log-likelihoods)."""
+    if mode == "nltk" and not bx.null:
+        fail("NLTK mode needs the NULL word", "make_bitext(..., null=True)", "null=False")
+    bt = bitext_tensors(bx, mode, device)
+    t = torch.as_tensor(uniform_table(bx), device=device)
+    floor = MIN_PROB if mode == "nltk" else 0.0
+    history = []
+    for _ in range(iterations):
+        t, loglik = em_step_torch(t, bt, floor)
+        history.append(loglik)
+    return t.cpu().numpy(), [float(h) for h in history]
+
+
+# ============================================================================ bag-of-words proxy
+def bag_matrices(bx: Bitext) -> tuple[np.ndarray, np.ndarray]:
+    """Dense per-pair bags: xbar (M, V_x) word frequencies of x^m (rows sum to 1, column 0 =
+    NULL stays 0) and ycount (M, V_y) word counts of y^m. Small vocabularies only."""
+    xbar = np.zeros((bx.n_pairs, len(bx.src_vocab)))
+    src_sent = np.repeat(np.arange(bx.n_pairs), np.diff(bx.src_start))
+    np.add.at(xbar, (src_sent, bx.src_ids), 1.0 / np.diff(bx.src_start)[src_sent])
+    ycount = np.zeros((bx.n_pairs, len(bx.tgt_vocab)))
+    tgt_sent = np.repeat(np.arange(bx.n_pairs), np.diff(bx.tgt_start))
+    np.add.at(ycount, (tgt_sent, bx.tgt_ids), 1.0)
+    return xbar, ycount
+
+
+class BagOfWordsProxy(nn.Module):
+    """p(y | x^m) = softmax(W · (1/n) Σ_i E[x_i])  (MATH.md item 3): uniform attention over
+    input embeddings, one linear layer, no decoder state. E and W start i.i.d. N(0, 1/d)."""
+
+    def __init__(self, n_src: int, n_tgt: int, d: int):
+        super().__init__()
+        self.embed = nn.Parameter(torch.randn(n_src, d) / d ** 0.5)    # E: (V_x, d)
+        self.out = nn.Parameter(torch.randn(n_tgt, d) / d ** 0.5)      # W: (V_y, d)
+
+    def forward(self, xbar: torch.Tensor) -> torch.Tensor:
+        """xbar: (B, V_x) bag of input words (rows sum to 1) -> logits (B, V_y)."""
+        return (xbar @ self.embed) @ self.out.T
+
+    def word_logits(self) -> torch.Tensor:
+        """(V_x, V_y) θ(x, y) = w_y · e_x: the logit of y when the input is the single word x."""
+        return self.embed @ self.out.T
+
+
+def proxy_loss(model: BagOfWordsProxy, xbar, ycount) -> torch.Tensor:
+    """-Σ_m Σ_j log p(y_j | x^m): summed (not averaged) over the corpus, as in the paper."""
+    return -(ycount * F.log_softmax(model(xbar), dim=-1)).sum()
+
+
+def proxy_logit_velocity(model: BagOfWordsProxy, xbar, ycount) -> torch.Tensor:
+    """(V_x, V_y) dθ/dt under gradient flow (Ė = -∂L/∂E, Ẇ = -∂L/∂W) at the model's weights.
+
+    θ = E Wᵀ, so dθ/dt = Ė Wᵀ + E Ẇᵀ = -(∂L/∂E Wᵀ + E (∂L/∂W)ᵀ).
+    """
+    gE, gW = torch.autograd.grad(proxy_loss(model, xbar, ycount), [model.embed, model.out])
+    return -(gE @ model.out.T + model.embed @ gW.T).detach()
+
+
+def proxy_prediction_np(counts: np.ndarray) -> np.ndarray:
+    """The seed's prediction for dθ/dt at initialisation as d → ∞ (MATH.md item 7):
+
+        2 · (C(x, y) − (1/|V_y|) Σ_y' C(x, y'))      counts: dense (V_x, V_y) table C
+
+    The 2 is one term from Ẇ and one from Ė; each tends to C − mean_y C because at N(0, 1/d)
+    e_x·e_x' → [x = x'], w_y·w_y' → [y = y'] and the softmax starts uniform.
+    """
+    return 2.0 * (counts - counts.mean(axis=1, keepdims=True))
+
+
+def proxy_agreement(bx: Bitext, d: int, seed: int = 0) -> tuple[float, np.ndarray, np.ndarray]:
+    """Correlation over all (x, y) of the proxy's measured dθ/dt at a fresh N(0, 1/d)
+    initialisation with the prediction; returns (r, measured (V_x-1, V_y), predicted)."""
+    if bx.null:
+        fail("the proxy has no NULL word", "make_bitext(..., null=False)", "null=True")
+    xbar, ycount = (torch.as_tensor(a) for a in bag_matrices(bx))
+    torch.manual_seed(seed)
+    model = BagOfWordsProxy(xbar.shape[1], ycount.shape[1], d).double()
+    measured = proxy_logit_velocity(model, xbar, ycount).numpy()[1:]      # drop the NULL row
+    predicted = proxy_prediction_np(to_dense(count_table_np(bx), bx))[1:]
+    return float(np.corrcoef(measured.ravel(), predicted.ravel())[0, 1]), measured, predicted
+
+
+# ============================================================================ synthetic corpora
+def dictionary_corpus(n_pairs: int, n_words: int, rng: np.random.Generator,
+                      length=(4, 10), n_function: int = 0):
+    """Pairs built from a hidden one-to-one dictionary x_k -> y_{π(k)}: each target sentence is
+    the word-by-word translation of its source, shuffled, plus up to 2 target-only 'function
+    words' f_* (nothing to align to but NULL). Words follow a Zipf law. Returns (src, tgt, π)."""
+    perm = rng.permutation(n_words)
+    freq = 1.0 / np.arange(1, n_words + 1)
+    src, tgt = [], []
+    for _ in range(n_pairs):
+        ks = rng.choice(n_words, size=rng.integers(length[0], length[1] + 1), p=freq / freq.sum())
+        ys = [f"y{perm[k]:02d}" for k in ks]
+        if n_function:
+            ys += [f"f{int(f)}" for f in rng.integers(0, n_function, size=rng.integers(0, 3))]
+        src.append([f"x{k:02d}" for k in ks])
+        tgt.append([ys[i] for i in rng.permutation(len(ys))])
+    return src, tgt, {f"x{k:02d}": f"y{perm[k]:02d}" for k in range(n_words)}
+
+
+def permutation_corpus(n_pairs: int, n_types: int, n_vocab: int, rng: np.random.Generator,
+                       offset: int = 0):
+    """Copying data of seed §3.3: x = a random permutation of n_types words sampled from a vocabulary
+    of n_vocab ('40-of-40' when equal, '40-of-60' control), and y = x."""
+    src = [[f"w{offset + int(k):02d}" for k in rng.permutation(rng.choice(n_vocab, n_types,
+                                                                          replace=False))]
+           for _ in range(n_pairs)]
+    return src, [list(s) for s in src]
+
+
+def two_sets_corpus(n_pairs: int, n_types: int, rng: np.random.Generator):
+    """Mixture of permutations of two disjoint word sets (seed §3.3): half of the pairs copy a
+    permutation of w00..w(n-1), half one of wn..w(2n-1)."""
+    a, _ = permutation_corpus(n_pairs // 2, n_types, n_types, rng)
+    b, _ = permutation_corpus(n_pairs - n_pairs // 2, n_types, n_types, rng, offset=n_types)
+    order = rng.permutation(n_pairs)
+    src = [(a + b)[i] for i in order]
+    return src, [list(s) for s in src]
+
+
+# ============================================================================ plots (lessons 05, 06)
+def plot_table(ax, table, src_labels, tgt_labels, title=None, vmax=None):
+    """A (V_x, V_y) count or translation table: rows = source words x, columns = target words y."""
+    from .lesson import heatmap
+
+    im = heatmap(ax, table, xlabels=tgt_labels, ylabels=src_labels, title=title, vmax=vmax)
+    ax.set_xlabel("target y (output)")
+    ax.set_ylabel("source x (input)")
+    return im
+
+
+def plot_alignment(ax, matrix, src_tokens, tgt_tokens, title=None, null: bool | None = None):
+    """A (|y|, |x|) alignment (or attention) matrix: rows = target positions (queries),
+    columns = source positions (keys), the orientation of every attention map in the course.
+    `null` (default: inferred from the width) prepends a NULL column label."""
+    from .lesson import heatmap
+
+    src_tokens = list(src_tokens)
+    if null or (null is None and np.shape(matrix)[1] == len(src_tokens) + 1):
+        src_tokens = ["NULL"] + src_tokens
+    im = heatmap(ax, matrix, xlabels=src_tokens, ylabels=list(tgt_tokens), title=title, vmax=1.0)
+    ax.set_xlabel("source x (input)")
+    ax.set_ylabel("target y (output)")
+    return im
