@@ -273,6 +273,15 @@ def to_dense(values: np.ndarray, bx: Bitext) -> np.ndarray:
     return dense
 
 
+def entry_index(bx: Bitext, x, y) -> int | None:
+    """Position of t(y | x) in the sparse table, or None when x and y never co-occur."""
+    sx, sy = bx.src_index.get(x), bx.tgt_index.get(y)
+    if sx is None or sy is None:
+        return None
+    hits = np.flatnonzero((bx.entry_src == sx) & (bx.entry_tgt == sy))
+    return int(hits[0]) if len(hits) else None
+
+
 def top_translations(t: np.ndarray, bx: Bitext, x, k: int = 3) -> list[tuple]:
     """The k most probable output words y for input word x: [(y, t(y | x)), ...]."""
     if x not in bx.src_index:
