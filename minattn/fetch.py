@@ -19,6 +19,7 @@ readers with a network (`download`).
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
 import shutil
@@ -238,7 +239,7 @@ def download(url: str, dest: Path, sha256: str, timeout: float = 30.0,
             while True:
                 try:
                     block = response.read(CHUNK)
-                except (OSError, ValueError) as err:  # connection reset mid-body
+                except (OSError, ValueError, http.client.HTTPException) as err:  # cut mid-body
                     raise ChecksumError(f"{url}: download broke off after {received} bytes "
                                         f"({err})") from err
                 if not block:
