@@ -402,7 +402,8 @@ def proxy_prediction_np(counts: np.ndarray) -> np.ndarray:
 
 def proxy_agreement(bx: Bitext, d: int, seed: int = 0) -> tuple[float, np.ndarray, np.ndarray]:
     """Correlation over all (x, y) of the proxy's measured dθ/dt at a fresh N(0, 1/d)
-    initialisation with the prediction; returns (r, measured (V_x-1, V_y), predicted)."""
+    initialisation with the prediction; returns (r, measured (V_x-1, V_y), predicted).
+    r is nan when the prediction is constant (a flat count table, e.g. 40-of-40 copying)."""
     if bx.null:
         fail("the proxy has no NULL word", "make_bitext(..., null=False)", "null=True")
     xbar, ycount = (torch.as_tensor(a) for a in bag_matrices(bx))
@@ -410,7 +411,9 @@ def proxy_agreement(bx: Bitext, d: int, seed: int = 0) -> tuple[float, np.ndarra
     model = BagOfWordsProxy(xbar.shape[1], ycount.shape[1], d).double()
     measured = proxy_logit_velocity(model, xbar, ycount).numpy()[1:]      # drop the NULL row
     predicted = proxy_prediction_np(to_dense(count_table_np(bx), bx))[1:]
-    return float(np.corrcoef(measured.ravel(), predicted.ravel())[0, 1]), measured, predicted
+    with np.errstate(invalid="ignore", divide="ignore"):   # flat table: prediction 0, r = nan
+        r = float(np.corrcoef(measured.ravel(), predicted.ravel())[0, 1])
+    return r, measured, predicted
 
 
 # ============================================================================ synthetic corpora

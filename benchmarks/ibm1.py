@@ -1,0 +1,186 @@
+"""IBM Model 1: minattn.ibm1 (vectorised NumPy, torch) against nltk.translate.IBMModel1.
+
+    .venv/bin/python benchmarks/ibm1.py            # 10,000 pairs, then the full Bible corpus
+    .venv/bin/python benchmarks/ibm1.py --quick    # 1,000 pairs, seconds
+    .venv/bin/python benchmarks/ibm1.py --json bench_results/ibm1.json
+
+Source x = English (input), target y = German (output); NLTK gets AlignedSent(words=y, mots=x).
+Both sides get the same token lists (tokenising is outside the clock). Measured side by side
+in one run, interleaved, medians:
+  * one EM iteration (NLTK: `model.train(bitext)`; ours: e_step_np + m_step_np in NLTK mode,
+    and em_step_torch on each device),
+  * end to end, token lists in, translation table and Viterbi alignments out, 5 iterations
+    (NLTK: IBMModel1(bitext, 5); ours: make_bitext + em_np + viterbi_np),
+  * extra peak memory of the end-to-end run, max |t_ours - t_nltk| over the table, and the
+    number of target tokens whose Viterbi alignment differs (and whether only at ties).
+Corpus: the Bible (en-de) from minattn.data when it has been fetched, otherwise a synthetic
+corpus with similar sizes (ibm1.dictionary_corpus); the table says which.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from minattn import ibm1  # noqa: E402
+from minattn.bench import (bench_args, fmt_bytes, fmt_time, peak_memory, print_table,  # noqa: E402
+                           save_json, time_interleaved)
+
+ITERATIONS = 5
+
+
+def load_corpus(n_pairs: int | None):
+    """(name, sources, targets): Bible verses when available, else a synthetic stand-in."""
+    try:
+        from minattn.data import DatasetMissing, load_parallel, tokenize
+        try:
+            pairs = load_parallel(pair="en-de")
+            pairs = pairs if n_pairs is None else pairs[:n_pairs]
+            return (f"Bible en-de ({len(pairs):,} verses)",
+                    [tokenize(en) for en, _ in pairs], [tokenize(de) for _, de in pairs])
+        except DatasetMissing as exc:
+            print(f"Bible not fetched ({exc}); using a synthetic corpus")
+    except ImportError:
+        print("minattn.data not available; using a synthetic corpus")
+    n = n_pairs or 31_102
+    src, tgt, _ = ibm1.dictionary_corpus(n, 8000, np.random.default_rng(0), length=(10, 40),
+                                         n_function=20)
+    return f"synthetic ({n:,} pairs, 8,000 words, 10-40 tokens)", src, tgt
+
+
+def ours_end_to_end(src, tgt):
+    bx = ibm1.make_bitext(src, tgt)
+    t, _ = ibm1.em_np(bx, ITERATIONS, mode="nltk")
+    return bx, t, ibm1.viterbi_np(t, bx)
+
+
+def nltk_end_to_end(src, tgt):
+    from nltk.translate import IBMModel1
+
+    bitext = ibm1.nltk_bitext(src, tgt)
+    return IBMModel1(bitext, ITERATIONS), bitext
+
+
+def compare(src, tgt, repeats: int, nltk: str, tag: str):
+    """Time per EM iteration and end to end; returns table rows and the raw numbers.
+
+    nltk="interleaved": NLTK takes part in every measurement; nltk="once": NLTK runs end to
+    end a single time after ours (the full corpus, where one NLTK run takes minutes).
+    """
+    rows, raw, last = [], {}, {}
+    bx = ibm1.make_bitext(src, tgt)
+    print(f"{tag}: {bx.n_pairs:,} pairs, {len(bx.src_vocab) - 1:,} source / "
+          f"{len(bx.tgt_vocab):,} target words, {len(bx.tgt_ids):,} target tokens, "
+          f"{len(bx.point_entry):,} alignment points, {len(bx.entry_src):,} table entries")
+    raw["sizes"] = dict(pairs=bx.n_pairs, src_words=len(bx.src_vocab) - 1,
+                        tgt_words=len(bx.tgt_vocab), tgt_tokens=len(bx.tgt_ids),
+                        points=len(bx.point_entry), entries=len(bx.entry_src))
+
+    # --- one EM iteration -------------------------------------------------------------
+    weights = ibm1.target_weights(bx, "nltk")
+    state = {"t": ibm1.uniform_table(bx)}
+
+    def ours_step():
+        counts, _ = ibm1.e_step_np(state["t"], bx, weights)
+        state["t"] = ibm1.m_step_np(counts, bx, ibm1.MIN_PROB)
+
+    step_fns = {"ours NumPy": ours_step}
+    for device in ["cpu"] + (["cuda"] if torch.cuda.is_available() else []):
+        bt = ibm1.bitext_tensors(bx, "nltk", device)
+        tstate = {"t": torch.as_tensor(ibm1.uniform_table(bx), device=device)}
+
+        def torch_step(bt=bt, tstate=tstate):
+            tstate["t"], _ = ibm1.em_step_torch(tstate["t"], bt, ibm1.MIN_PROB)
+
+        step_fns[f"ours torch {device}"] = torch_step
+    if nltk == "interleaved":
+        from nltk.translate import IBMModel1
+
+        bitext = ibm1.nltk_bitext(src, tgt)
+        model = IBMModel1(bitext, 0)
+        step_fns["NLTK"] = lambda: model.train(bitext)
+    step = time_interleaved(step_fns, repeats=repeats, warmup=1,
+                            device="cuda" if torch.cuda.is_available() else "cpu")
+    raw["iteration_s"] = step
+
+    # --- end to end -------------------------------------------------------------------
+    def ours():
+        last["ours"] = ours_end_to_end(src, tgt)
+
+    def theirs():
+        last["nltk"] = nltk_end_to_end(src, tgt)
+
+    e2e_fns = {"ours NumPy": ours}
+    if nltk == "interleaved":
+        e2e_fns["NLTK"] = theirs
+    e2e = time_interleaved(e2e_fns, repeats=repeats, warmup=0)
+    mem = {name: peak_memory(fn) for name, fn in e2e_fns.items()}
+    if nltk == "once":
+        start = time.perf_counter()
+        theirs()
+        e2e["NLTK"], mem["NLTK"] = time.perf_counter() - start, None
+    raw["end_to_end_s"], raw["peak_bytes"] = e2e, mem
+
+    obx, t, a = last["ours"]
+    model, bitext = last["nltk"]
+    raw["max_abs_diff"] = float(np.abs(t - ibm1.table_from_nltk(model, obx)).max())
+    # NLTK's Viterbi choice per target token (-1 = NULL), then: where the two differ, is it a
+    # tie (two source words whose t agree to 1e-12, broken differently by rounding)?
+    theirs_a = np.concatenate([[-1 if i is None else i for _, i in sorted(s.alignment)]
+                               for s in bitext])
+    differ = np.flatnonzero(a != theirs_a)
+    t_at = lambda choice: t[obx.seg_entry[obx.seg_start[:-1][differ] + choice[differ] + 1]]
+    raw["alignment_differs"] = int(len(differ))
+    raw["alignment_differs_not_tie"] = int((np.abs(t_at(a) - t_at(theirs_a)) > 1e-12).sum())
+    raw["target_tokens"] = int(len(a))
+    for name in list(step_fns) + (["NLTK"] if nltk == "once" else []):
+        row = {"corpus": tag, "implementation": name}
+        if name in step:
+            row["EM iteration"] = fmt_time(step[name])
+            if "NLTK" in step:
+                row["iteration speed-up"] = f"{step['NLTK'] / step[name]:.0f}×"
+        if name in e2e:
+            row["end to end (5 it.)"] = fmt_time(e2e[name])
+            row["end-to-end speed-up"] = f"{e2e['NLTK'] / e2e[name]:.1f}×"
+            row["peak memory"] = fmt_bytes(mem[name])
+        rows.append(row)
+    return rows, raw
+
+
+def main() -> None:
+    args = bench_args(__doc__.splitlines()[0])
+    quick = args.quick
+    repeats = args.repeats or (2 if quick else 3)
+    t0 = time.perf_counter()
+    name, src, tgt = load_corpus(1_000 if quick else 10_000)
+    rows, raw = compare(src, tgt, repeats, nltk="interleaved", tag=name)
+    results = {"main": raw}
+    if not quick:  # the whole corpus: ours with repeats, NLTK once (one run takes minutes)
+        name_full, src, tgt = load_corpus(None)
+        full_rows, full_raw = compare(src, tgt, repeats, nltk="once", tag=name_full)
+        rows += full_rows
+        results["full"] = full_raw
+    columns = ["corpus", "implementation", "EM iteration", "iteration speed-up",
+               "end to end (5 it.)", "end-to-end speed-up", "peak memory"]
+    print()
+    print_table(rows, columns)
+    for key, res in results.items():
+        if "max_abs_diff" in res:
+            print(f"{key}: max |t_ours - t_nltk| = {res['max_abs_diff']:.2e}; Viterbi alignments "
+                  f"differ for {res['alignment_differs']:,} of {res['target_tokens']:,} target "
+                  f"tokens, {res['alignment_differs_not_tie']} of them not at a tie "
+                  f"(|t difference| > 1e-12)")
+    print(f"(medians of {repeats} interleaved repeats; NLTK on the full corpus: one run; "
+          f"{time.perf_counter() - t0:.0f} s in all)")
+    save_json(args.json, {"benchmark": "ibm1", "quick": quick, "repeats": repeats,
+                          "results": results})
+
+
+if __name__ == "__main__":
+    main()
