@@ -1,0 +1,301 @@
+"""A pretrained sentence encoder in pure torch: BERT (all-MiniLM-L6-v2) on lesson 01's attention.
+
+BERT is a stack of identical post-norm layers over summed embeddings:
+
+    h⁰ = LN(E_word[ids] + E_pos[0..L) + E_type[0])                         (B, L, D)
+    a  = LN(hˡ + MHA(hˡ, mask))                          MHA = minattn's MultiHeadAttention
+    hˡ⁺¹ = LN(a + W₂ GELU(W₁ a + b₁) + b₂)                FFN: D -> 4D -> D
+
+all-MiniLM-L6-v2 has 6 layers, D = 384, 12 heads of 32, FFN 1536; sentence-transformers
+trained it so that the *mean of the token states over real tokens* is a sentence embedding.
+Padding must not leak into that mean or into attention: the key mask comes from
+`minattn.attention.padding_mask` and `mean_pool` divides by the number of real tokens.
+
+The weights load from `model.safetensors` (fetched by `python data_scripts/minilm.py`), the
+tokenizer from `tokenizer.json` with the `tokenizers` package; no `transformers` needed.
+`token_states` caches a dataset's token states under data/cache/ so that heads trained on the
+frozen encoder do not run it every epoch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm import tqdm
+
+from . import data
+from .attention import MultiHeadAttention, padding_mask
+from .fetch import atomic_write
+from .utils import fail, shape_str
+
+
+@dataclass(frozen=True)
+class BertConfig:
+    vocab_size: int = 30522
+    hidden_size: int = 384
+    num_hidden_layers: int = 6
+    num_attention_heads: int = 12
+    intermediate_size: int = 1536
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    layer_norm_eps: float = 1e-12
+
+    @classmethod
+    def from_json(cls, path: str | Path) -> "BertConfig":
+        """Read the fields we use from a Hugging Face `config.json` (the rest is ignored)."""
+        raw = json.loads(Path(path).read_text())
+        if raw.get("hidden_act", "gelu") != "gelu":
+            fail("unsupported activation", "hidden_act 'gelu'", repr(raw["hidden_act"]))
+        return cls(**{k: raw[k] for k in cls.__dataclass_fields__ if k in raw})
+
+
+# ============================================================================ the model
+class EncoderLayer(nn.Module):
+    """One post-norm BERT layer: attention + residual + LayerNorm, FFN + residual + LayerNorm."""
+
+    def __init__(self, cfg: BertConfig):
+        super().__init__()
+        self.attention = MultiHeadAttention(cfg.hidden_size, cfg.num_attention_heads)
+        self.attention_norm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+        self.ffn_in = nn.Linear(cfg.hidden_size, cfg.intermediate_size)
+        self.ffn_out = nn.Linear(cfg.intermediate_size, cfg.hidden_size)
+        self.ffn_norm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor, need_weights: bool = False):
+        """x (B, L, D), mask (B, 1, 1, L) bool -> (B, L, D), weights (B, H, L, L) or None."""
+        attended, weights = self.attention(x, mask=mask, need_weights=need_weights)
+        x = self.attention_norm(x + attended)
+        # F.gelu is the exact erf form, which is what BERT's "gelu" means.
+        x = self.ffn_norm(x + self.ffn_out(F.gelu(self.ffn_in(x))))
+        return x, weights
+
+
+class MiniLMEncoder(nn.Module):
+    """A BERT encoder (MiniLM-sized by default) built on `minattn.attention.MultiHeadAttention`.
+
+    forward(input_ids (B, L) long, attention_mask (B, L) bool/0-1, right-padded)
+        -> token states (B, L, D) of the last layer
+    Dropout is left out: this module is for inference and frozen features.
+    """
+
+    def __init__(self, cfg: BertConfig = BertConfig()):
+        super().__init__()
+        self.config = cfg
+        self.word_embeddings = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.position_embeddings = nn.Embedding(cfg.max_position_embeddings, cfg.hidden_size)
+        self.token_type_embeddings = nn.Embedding(cfg.type_vocab_size, cfg.hidden_size)
+        self.embedding_norm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
+        self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
+
+    def check_inputs(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        """Validate ids and mask; returns the lengths (B,) of the right-padded rows."""
+        if input_ids.ndim != 2 or input_ids.dtype != torch.long:
+            fail("input_ids have the wrong shape or dtype", "(B, L) int64",
+                 f"{shape_str(input_ids.shape)} {input_ids.dtype}")
+        if attention_mask.shape != input_ids.shape:
+            fail("attention_mask does not match input_ids", shape_str(input_ids.shape),
+                 shape_str(attention_mask.shape))
+        if input_ids.shape[1] > self.config.max_position_embeddings:
+            fail("sequence too long", f"L <= {self.config.max_position_embeddings}",
+                 f"L = {input_ids.shape[1]}")
+        mask = attention_mask.bool()
+        lengths = mask.sum(dim=1)
+        if not torch.equal(mask, padding_mask(lengths, mask.shape[1])[:, 0, 0]):
+            fail("attention_mask is not right-padded", "each row 1…1 0…0 (real tokens first)",
+                 "a row with a 0 before a 1")
+        return lengths
+
+    def run(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+            need_weights: bool = False) -> tuple[list[torch.Tensor], list[torch.Tensor | None]]:
+        """All hidden states [embeddings, layer 1, ..., layer N] and per-layer attention weights."""
+        lengths = self.check_inputs(input_ids, attention_mask)
+        B, L = input_ids.shape
+        mask = padding_mask(lengths, L)  # (B, 1, 1, L): every query sees the real keys only
+        positions = torch.arange(L, device=input_ids.device)
+        x = (self.word_embeddings(input_ids) + self.position_embeddings(positions)[None]
+             + self.token_type_embeddings(torch.zeros_like(input_ids)))
+        states, weights = [self.embedding_norm(x)], []
+        for layer in self.layers:
+            x, w = layer(states[-1], mask, need_weights)
+            states.append(x)
+            weights.append(w)
+        return states, weights
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return self.run(input_ids, attention_mask)[0][-1]
+
+    @torch.no_grad()
+    def load_bert_state_dict(self, state: dict[str, torch.Tensor]) -> "MiniLMEncoder":
+        """Copy weights named as in Hugging Face's BertModel (with or without a 'bert.' prefix)."""
+        state = {k.removeprefix("bert."): v for k, v in state.items()}
+        mine = self.state_dict()
+        missing = [ours for ours in mine if bert_name(ours) not in state]
+        if missing:
+            fail("checkpoint is missing weights", "BERT names for every parameter",
+                 f"no {bert_name(missing[0])!r} (and {len(missing) - 1} more)")
+        for ours, tensor in mine.items():
+            theirs = state[bert_name(ours)]
+            if theirs.shape != tensor.shape:
+                fail(f"weight {bert_name(ours)} has the wrong shape", shape_str(tensor.shape),
+                     shape_str(theirs.shape))
+            tensor.copy_(theirs)
+        return self
+
+
+def bert_name(ours: str) -> str:
+    """Our parameter name -> the Hugging Face BertModel name of the same tensor."""
+    fixed = {"word_embeddings": "embeddings.word_embeddings",
+             "position_embeddings": "embeddings.position_embeddings",
+             "token_type_embeddings": "embeddings.token_type_embeddings",
+             "embedding_norm": "embeddings.LayerNorm"}
+    head, _, rest = ours.partition(".")
+    if head in fixed:
+        return f"{fixed[head]}.{rest}"
+    _, i, module, *param = ours.split(".")  # layers.<i>.<module>[.<sub>].<weight|bias>
+    per_layer = {"attention.q_proj": "attention.self.query",
+                 "attention.k_proj": "attention.self.key",
+                 "attention.v_proj": "attention.self.value",
+                 "attention.out_proj": "attention.output.dense",
+                 "attention_norm": "attention.output.LayerNorm",
+                 "ffn_in": "intermediate.dense", "ffn_out": "output.dense",
+                 "ffn_norm": "output.LayerNorm"}
+    sub = ".".join([module] + param[:-1])
+    return f"encoder.layer.{i}.{per_layer[sub]}.{param[-1]}"
+
+
+# ============================================================================ loading + tokens
+def load_minilm(device: str | torch.device = "cpu", data_dir: str | Path | None = None,
+                max_len: int = 256):
+    """(encoder in eval mode on `device`, tokenizer) from data/minilm/ (see data_scripts).
+
+    The shipped tokenizer.json pads every input to a fixed 128 tokens and truncates at 128;
+    we pad to the longest sentence of each batch instead and truncate at `max_len` (256, the
+    length sentence-transformers uses for this model).
+    """
+    from safetensors.torch import load_file
+    from tokenizers import Tokenizer
+
+    folder = data.dataset_dir("minilm", data_dir)
+    encoder = MiniLMEncoder(BertConfig.from_json(folder / "config.json"))
+    encoder.load_bert_state_dict(load_file(str(folder / "model.safetensors")))
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]"), pad_token="[PAD]")
+    tokenizer.enable_truncation(max_length=max_len)
+    return encoder.to(device).eval(), tokenizer
+
+
+def encode_batch(tokenizer, texts: list[str], device=None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Tokenize `texts` -> input_ids (B, L) int64 and attention_mask (B, L) bool."""
+    if isinstance(texts, str) or not texts or not all(isinstance(t, str) for t in texts):
+        fail("texts must be a non-empty list of strings", "list[str]",
+             repr(texts)[:60] if not isinstance(texts, list) else f"list of {len(texts)}")
+    encodings = tokenizer.encode_batch(list(texts))
+    ids = torch.tensor([e.ids for e in encodings], dtype=torch.long, device=device)
+    mask = torch.tensor([e.attention_mask for e in encodings], dtype=torch.bool, device=device)
+    return ids, mask
+
+
+def mean_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Masked mean over tokens: (B, L, D), (B, L) bool -> (B, D).
+
+        pooled_b = Σ_i m_bi h_bi / Σ_i m_bi        (a row with no real token pools to 0)
+
+    Padding contributes nothing, so a sentence gets the same vector whatever it is padded to.
+    """
+    if states.ndim != 3 or mask.shape != states.shape[:2]:
+        fail("mean_pool inputs do not fit", "states (B, L, D) and mask (B, L)",
+             f"states {shape_str(states.shape)}, mask {shape_str(mask.shape)}")
+    weights = mask.to(states.dtype).unsqueeze(-1)  # (B, L, 1)
+    return (states * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+
+
+@torch.no_grad()
+def embed(encoder: MiniLMEncoder, tokenizer, texts: list[str], batch_size: int = 64,
+          normalize: bool = True, progress: bool = False) -> torch.Tensor:
+    """Sentence embeddings (N, D): masked mean of the last layer, L2-normalised by default
+    (as sentence-transformers does for all-MiniLM-L6-v2, so a dot product is a cosine)."""
+    device = next(encoder.parameters()).device
+    out = []
+    for start in tqdm(range(0, len(texts), batch_size), desc="embed", disable=not progress):
+        ids, mask = encode_batch(tokenizer, texts[start:start + batch_size], device)
+        out.append(mean_pool(encoder(ids, mask), mask))
+    pooled = torch.cat(out)
+    return F.normalize(pooled, dim=-1) if normalize else pooled
+
+
+# ============================================================================ token-state cache
+class TokenStates:
+    """Last-layer token states of N texts, packed without padding: `states[offsets[i]:
+    offsets[i+1]]` are text i's tokens ([CLS] … [SEP]). Stored as float16 to halve the disk."""
+
+    def __init__(self, states: np.ndarray, offsets: np.ndarray, ids: np.ndarray):
+        self.states, self.offsets, self.ids = states, offsets, ids
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def lengths(self) -> np.ndarray:
+        return np.diff(self.offsets)
+
+    def batch(self, indices, device=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """Texts `indices` padded to their longest: states (B, L, D) float32, mask (B, L) bool."""
+        indices = np.asarray(indices, dtype=np.int64).reshape(-1)
+        if len(indices) == 0 or indices.min() < 0 or indices.max() >= len(self):
+            fail("indices out of range", f"a non-empty list of ints in [0, {len(self)})",
+                 f"{indices[:5].tolist()}{'…' if len(indices) > 5 else ''}")
+        lengths = self.offsets[indices + 1] - self.offsets[indices]
+        out = np.zeros((len(indices), int(lengths.max()), self.states.shape[1]), np.float32)
+        for row, (i, n) in enumerate(zip(indices, lengths)):
+            out[row, :n] = self.states[self.offsets[i]:self.offsets[i] + n]
+        mask = np.arange(out.shape[1])[None, :] < lengths[:, None]
+        return torch.from_numpy(out).to(device), torch.from_numpy(mask).to(device)
+
+
+def fingerprint(encoder: nn.Module) -> str:
+    """sha256 of the encoder's weights: the cache key changes when the weights do."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(encoder.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().float().cpu().numpy().tobytes())
+    return digest.hexdigest()
+
+
+@torch.no_grad()
+def token_states(encoder: MiniLMEncoder, tokenizer, texts: list[str], name: str,
+                 batch_size: int = 64, data_dir: str | Path | None = None) -> TokenStates:
+    """Token states of `texts`, computed once and then read from data/cache/<name>-<key>.npz.
+
+    The key hashes the weights, the tokenizer's settings and the texts, so changing any of
+    them computes (and stores) a new cache instead of silently reusing a stale one.
+    """
+    key = hashlib.sha256()
+    key.update(fingerprint(encoder).encode())
+    key.update(tokenizer.to_str().encode())
+    for text in texts:
+        key.update(text.encode() + b"\0")
+    root = Path(data_dir if data_dir is not None else data.DATA_DIR) / "cache"
+    path = root / f"{name}-{key.hexdigest()[:16]}.npz"
+    if path.exists():
+        with np.load(path) as z:
+            return TokenStates(z["states"], z["offsets"], z["ids"])
+    device = next(encoder.parameters()).device
+    chunks, ids, lengths = [], [], []
+    for start in tqdm(range(0, len(texts), batch_size), desc=f"token states {name}"):
+        batch_ids, mask = encode_batch(tokenizer, texts[start:start + batch_size], device)
+        states = encoder(batch_ids, mask).cpu().numpy().astype(np.float16)
+        for row, n in enumerate(mask.sum(dim=1).tolist()):
+            chunks.append(states[row, :n])
+            ids.append(batch_ids[row, :n].cpu().numpy())
+            lengths.append(n)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    packed = TokenStates(np.concatenate(chunks), offsets, np.concatenate(ids).astype(np.int32))
+    with atomic_write(path) as f:
+        np.savez(f, states=packed.states, offsets=packed.offsets, ids=packed.ids)
+    return packed
