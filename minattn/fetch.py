@@ -178,8 +178,8 @@ def open_member(archive: Path, member: str) -> Iterator[tuple[BinaryIO, int]]:
                 yield f, info.size
 
 
-def extract(archive: Path, member: str, dest: Path, sha256: str) -> Path:
-    """Extract one member of an archive to `dest`, verified and atomically."""
+def extract(archive: Path, member: str, dest: Path, sha256: str | None) -> Path:
+    """Extract one member of an archive to `dest` atomically, verified when `sha256` is given."""
     with open_member(archive, member) as (f, size):
         copy_stream(f, dest, sha256, total=size, desc=Path(member).name)
     return Path(dest)
@@ -203,7 +203,7 @@ def read_members(archive: Path, keep: Callable[[str], bool]) -> dict[str, bytes]
 
 
 # ============================================================================ URLs
-def download(url: str, dest: Path, sha256: str, timeout: float = 30.0,
+def download(url: str, dest: Path, sha256: str, timeout: float = 60.0,
              progress: bool = True) -> Path:
     """Download `url` to `dest` with a progress bar; keep it only if complete and verified.
 
@@ -314,6 +314,47 @@ def prepare(name: str, files: dict[str, str], build: Callable[[Path, Path], dict
         shutil.rmtree(stage, ignore_errors=True)
     report(name, folder, files, stats, f"built in {time.perf_counter() - start:.1f} s")
     return stats
+
+
+def fetch_archives(name: str, archives: dict[str, tuple[str, str]],
+                   members: dict[str, tuple[str, str, str | None]],
+                   root: Path | None = None) -> Path:
+    """Download verified archives into <root>/<name>/ and extract members next to them.
+
+    Args:
+        archives: file name -> (url, sha256). Each is downloaded once and verified.
+        members: output file name -> (archive file name, member path, sha256 or None).
+            None when no digest of the member is published: the verified archive pins it.
+    For the papers' datasets, which need a network; the packaged ones use `prepare`.
+    """
+    folder = (root or data_root()) / name
+    sweep_partials(folder)
+    for fname, (url, digest) in archives.items():
+        if not (folder / fname).exists():
+            print(f"[{name}] downloading {url}", flush=True)
+        download(url, folder / fname, digest)
+    for out, (archive, member, digest) in members.items():
+        if (folder / out).exists() and (digest is None or sha256_file(folder / out) == digest):
+            continue
+        extract(folder / archive, member, folder / out, digest)
+    total = sum(p.stat().st_size for p in folder.iterdir() if p.is_file())
+    print(f"[{name}] ready, verified: {folder} ({fmt_bytes(total)})")
+    for out in members:
+        print(f"    {out:32} {fmt_bytes((folder / out).stat().st_size):>10}")
+    return folder
+
+
+def run_main(main: Callable[[], object]) -> None:
+    """Run a data script's main(): a plain message and exit status 2 when offline, 1 when a
+    checksum fails (no traceback for either: both are situations, not bugs)."""
+    try:
+        main()
+    except Offline as err:
+        print(f"offline: {err}", file=sys.stderr)
+        sys.exit(2)
+    except ChecksumError as err:
+        print(f"checksum failed: {err}", file=sys.stderr)
+        sys.exit(1)
 
 
 def report(name: str, folder: Path, files: dict[str, str], stats: dict, how: str) -> None:

