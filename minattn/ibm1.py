@@ -17,7 +17,7 @@ IBM Model 1 (Brown et al. 1993) on a corpus of pairs (x^m, y^m):
 Everything runs on flat "alignment point" arrays: one entry per (target token j, source
 position i) of the same sentence pair, NULL first. A point knows its target token and its
 entry in the SPARSE table (only co-occurring (x, y) are stored), so one EM iteration is a
-gather, a segment sum and a bincount over the whole corpus — no Python loop over sentences.
+gather and two np.bincount calls over the whole corpus — no Python loop over sentences.
 
 Two modes (`mode=`):
     "textbook": every target token counts once; no floor.
@@ -196,7 +196,10 @@ def e_step_np(t: np.ndarray, bx: Bitext, weights: np.ndarray | None = None):
         counts (E,);  loglik = Σ_j w_j log p(y_j | x^m) with p(y_j | x^m) = Z_j / (l + null)
     """
     _check_table(t, bx)
-    weights = np.ones(len(bx.tgt_ids)) if weights is None else weights
+    weights = np.ones(len(bx.tgt_ids)) if weights is None else np.asarray(weights, float)
+    if weights.shape != bx.tgt_ids.shape:
+        fail("weights do not fit the corpus", f"one per target token, shape {bx.tgt_ids.shape}",
+             f"shape {weights.shape}")
     # BEGIN EXERCISE 6.1 E-step: normalisers Z_j, expected counts, log-likelihood
     p = np.take(t, bx.point_entry)                          # (P,) t(y_j | x_i) at every point
     Z = np.bincount(bx.point_tgt, weights=p, minlength=len(bx.tgt_ids))        # (T,) Z_j
@@ -242,6 +245,8 @@ def viterbi_np(t: np.ndarray, bx: Bitext) -> np.ndarray:
     """(T,) best source position for each target token (0-based in x^m; -1 = NULL).
 
     Ties go to the later source position and a source word beats NULL in a tie (NLTK's rule).
+    Two words that always co-occur have equal t in exact arithmetic; rounding (ours or NLTK's)
+    can break such a tie either way, so there the choice may differ from NLTK's.
     """
     _check_table(t, bx)
     p = t[bx.seg_entry]                                              # (P,) corpus order

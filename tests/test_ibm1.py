@@ -250,3 +250,5 @@ def test_bad_table_and_mode():
         ibm1.em_np(ibm1.make_bitext(SRC, TGT, null=False), 1, mode="nltk")
     with pytest.raises(ValueError, match="unknown source word"):
         ibm1.top_translations(ibm1.uniform_table(bx), bx, "haus")  # a target word, not a source one
+    with pytest.raises(ValueError, match="weights do not fit"):
+        ibm1.e_step_np(ibm1.uniform_table(bx), bx, np.ones(2))
