@@ -286,14 +286,19 @@ def token_states(encoder: MiniLMEncoder, tokenizer, texts: list[str], name: str,
         with np.load(path) as z:
             return TokenStates(z["states"], z["offsets"], z["ids"])
     device = next(encoder.parameters()).device
-    chunks, ids, lengths = [], [], []
+    # Batch texts of similar length together (sorted by token count) so that little compute
+    # goes to padding; results are put back in the original order.
+    n_tokens = [len(e.ids) for e in tokenizer.encode_batch(list(texts))]
+    order = np.argsort(n_tokens, kind="stable")
+    chunks, ids = [None] * len(texts), [None] * len(texts)
     for start in tqdm(range(0, len(texts), batch_size), desc=f"token states {name}"):
-        batch_ids, mask = encode_batch(tokenizer, texts[start:start + batch_size], device)
+        batch = order[start:start + batch_size]
+        batch_ids, mask = encode_batch(tokenizer, [texts[i] for i in batch], device)
         states = encoder(batch_ids, mask).cpu().numpy().astype(np.float16)
-        for row, n in enumerate(mask.sum(dim=1).tolist()):
-            chunks.append(states[row, :n])
-            ids.append(batch_ids[row, :n].cpu().numpy())
-            lengths.append(n)
+        for row, (i, n) in enumerate(zip(batch, mask.sum(dim=1).tolist())):
+            chunks[i] = states[row, :n]
+            ids[i] = batch_ids[row, :n].cpu().numpy()
+    lengths = [len(c) for c in chunks]
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     packed = TokenStates(np.concatenate(chunks), offsets, np.concatenate(ids).astype(np.int32))
     with atomic_write(path) as f:

@@ -190,7 +190,8 @@ def test_token_state_cache_round_trip(tiny, tmp_path, monkeypatch):
 
 # ============================================================================ transformers parity
 def hf_model(state_or_dir, cfg_dict):
-    transformers = pytest.importorskip("transformers")
+    import transformers
+
     config = transformers.BertConfig(**cfg_dict)
     model = transformers.BertModel(config, add_pooling_layer=False)
     model.load_state_dict(state_or_dir, strict=False)
@@ -199,6 +200,7 @@ def hf_model(state_or_dir, cfg_dict):
 
 
 def test_matches_transformers_tiny(tiny_dir, tiny):
+    pytest.importorskip("transformers")
     from safetensors.torch import load_file
 
     encoder, tok = tiny
@@ -216,6 +218,7 @@ def test_matches_transformers_tiny(tiny_dir, tiny):
 def test_matches_transformers_minilm():
     """float32: within 1e-5 (measured 1e-5 at worst over 64 sentences, values up to ~10);
     float64: the same function, to rounding."""
+    pytest.importorskip("transformers")
     from safetensors.torch import load_file
 
     encoder, tok = load_minilm()
