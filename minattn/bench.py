@@ -9,10 +9,9 @@ The machine these run on is noisy, so every benchmark
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
-import multiprocessing as mp
 import os
-import resource
 import statistics
 import time
 from pathlib import Path
@@ -52,27 +51,36 @@ def time_interleaved(fns: dict[str, Callable[[], object]], repeats: int,
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 
-def _rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
 
 
-def _child(fn, queue):
+def _return_freed_memory_to_the_os() -> None:
+    """Make glibc give every large block back to the OS when it is freed (and now), so the
+    resident set measures what is live. Without this, freed blocks stay resident and a later
+    measurement reuses them without the peak moving."""
     try:
-        before = _rss_bytes()
-        fn()
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # KiB on Linux
-        queue.put(max(peak - before, 0))
-    except Exception as exc:  # report, don't hang the parent
-        queue.put(repr(exc))
+        libc = ctypes.CDLL("libc.so.6")
+        M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+        libc.mallopt(M_MMAP_THRESHOLD, 64 * 1024)
+        libc.mallopt(M_TRIM_THRESHOLD, 64 * 1024)
+        libc.malloc_trim(0)
+    except OSError:  # not glibc: measurements are upper bounds of the truth
+        pass
 
 
 def peak_memory(fn: Callable[[], object], device="cpu") -> float | None:
-    """Extra peak memory (bytes) that running `fn` needs.
+    """Extra peak memory (bytes) that running `fn` needs, measured in this process.
 
-    CUDA: torch's own allocator statistics. CPU (Linux): `fn` runs in a forked child; the
-    child's peak resident set minus its resident set before the call. Returns None when it
-    cannot be measured here (not Linux) or when `fn` failed (e.g. out of memory).
+    CUDA: torch's own allocator statistics. CPU (Linux): the kernel's high-water mark of the
+    resident set (VmHWM), reset just before the call by writing 5 to /proc/self/clear_refs,
+    minus the resident set before the call. Returns None where that is not available.
+    (An earlier version forked a child per measurement: fork after torch's OpenMP threads have
+    started can deadlock, so we do not fork.)
     """
     if torch.device(device).type == "cuda":
         torch.cuda.empty_cache()
@@ -81,15 +89,15 @@ def peak_memory(fn: Callable[[], object], device="cpu") -> float | None:
         fn()
         sync(device)
         return float(torch.cuda.max_memory_allocated() - base)
-    if not Path("/proc/self/statm").exists():
+    try:
+        _return_freed_memory_to_the_os()
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # reset the peak resident set to the current one
+        before = _status_kib("VmRSS")
+    except OSError:
         return None
-    ctx = mp.get_context("fork")
-    queue = ctx.Queue()
-    proc = ctx.Process(target=_child, args=(fn, queue))
-    proc.start()
-    proc.join()
-    result = queue.get() if not queue.empty() else None
-    return float(result) if isinstance(result, (int, float)) else None
+    fn()
+    return float(max(_status_kib("VmHWM") - before, 0) * 1024)
 
 
 def fmt_time(seconds: float | None) -> str:

@@ -60,6 +60,6 @@ def train(model: torch.nn.Module,
             with torch.no_grad():
                 metrics = evaluate()
             history.log(step, **metrics)
-            bar.set_postfix(loss=f"{loss.item():.3f}",
+            bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False,
                             **{k: f"{v:.3f}" for k, v in metrics.items()})
     return history
