@@ -14,17 +14,20 @@ IBM Model 1 (Brown et al. 1993) on a corpus of pairs (x^m, y^m):
              count(x, y) = Σ_m Σ_j Σ_i [x_i = x][y_j = y] post(i | j)
     M-step:  t(y | x) = count(x, y) / Σ_y' count(x, y')
 
-Everything runs on flat "alignment point" arrays: one entry per (target token j, source
-position i) of the same sentence pair, NULL first. A point knows its target token and its
-entry in the SPARSE table (only co-occurring (x, y) are stored), so one EM iteration is a
-gather and two np.bincount calls over the whole corpus — no Python loop over sentences.
+Model 1 ignores word order, so a sentence pair is two BAGS of words: its distinct target
+words y (with their counts k_y) and its distinct source words x (with their counts c_x). The
+EM runs on flat "point" arrays, one per (distinct target word, distinct source word or NULL)
+of the same pair: a point knows its target row, its multiplicity c_x and its entry in the
+SPARSE table (only co-occurring (x, y) are stored). One EM iteration is then a gather and two
+np.bincount calls over the whole corpus — no Python loop over sentences. (Per-position
+points would give the same numbers; bags are 1.8x fewer points on the Bible.)
 
 Two modes (`mode=`):
     "textbook": every target token counts once; no floor.
     "nltk":     reproduces `nltk.translate.IBMModel1` exactly: NULL always on, start value
                 1/|target vocabulary|, M-step floor 1e-12, and a target word repeated k times
-                in one sentence has its counts weighted by 1/k (NLTK normalises per word type,
-                so the repeats count once in total). Off the co-occurrence support NLTK's table
+                in one sentence counts once (NLTK normalises per word type: each of the k
+                tokens gets weight 1/k). Off the co-occurrence support NLTK's table
                 still answers 1/|V_y| (never updated); ours stores nothing there.
 """
 
@@ -47,18 +50,21 @@ MODES = ("textbook", "nltk")
 # ============================================================================ the corpus
 @dataclass
 class Bitext:
-    """A parallel corpus as flat index arrays (M pairs, T target tokens, P points, E entries).
+    """A parallel corpus as flat index arrays (M pairs, T target tokens, R target rows, P points).
 
     src_vocab[0] is NULL; `null` says whether NULL takes part in the alignments.
-    src_ids (S,), src_start (M+1,): source tokens of pair m are src_ids[src_start[m]:src_start[m+1]]
-    tgt_ids (T,), tgt_start (M+1,): the same for the target side
-    Alignment points: one per (target token j, source position i) of the same pair, NULL first.
-    EM order (sorted by table entry, so that reading t is sequential and the random accesses
-    hit the small (T,) arrays):
-      point_entry (P,): the table entry (x, y) of each point;  point_tgt (P,): its target token j
-    Corpus order (for alignments): the points of target token j are seg_start[j]:seg_start[j+1],
-      seg_entry (P,): their table entries
-    entry_src, entry_tgt (E,): coordinates (x, y) of the stored entries, sorted by (x, y)
+    Tokens:  src_ids (S,), src_start (M+1,): source tokens of pair m are
+             src_ids[src_start[m]:src_start[m+1]];  tgt_ids (T,), tgt_start (M+1,) likewise.
+    Bags:    src_bag_* (B,): the distinct source words of each pair (word, count, last position),
+             pair m's in src_bag_start[m]:src_bag_start[m+1]; src_tok_bag (S,): bag item of each
+             source token, counted from its pair's first item.
+             row_* (R,): the distinct target words of each pair (word, count k, pair),
+             row_start (M+1,); tgt_tok_row (T,): the row of each target token.
+    Points, EM order (sorted by entry: reading t is sequential, the random accesses hit the
+             small (R,) arrays): point_entry, point_row, point_mult (P,).
+    Points, corpus order (row by row, NULL first): seg_start (R+1,), seg_entry (P,),
+             seg_mult (P,), seg_last (P,) the last position of the point's source word (NULL -1).
+    entry_src, entry_tgt (E,): the coordinates (x, y) of the stored entries, sorted by (x, y).
     """
     src_vocab: list
     tgt_vocab: list
@@ -67,10 +73,23 @@ class Bitext:
     src_start: np.ndarray
     tgt_ids: np.ndarray
     tgt_start: np.ndarray
+    src_bag_word: np.ndarray
+    src_bag_count: np.ndarray
+    src_bag_last: np.ndarray
+    src_bag_start: np.ndarray
+    src_tok_bag: np.ndarray
+    row_word: np.ndarray
+    row_count: np.ndarray
+    row_pair: np.ndarray
+    row_start: np.ndarray
+    tgt_tok_row: np.ndarray
     point_entry: np.ndarray
-    point_tgt: np.ndarray
+    point_row: np.ndarray
+    point_mult: np.ndarray
     seg_start: np.ndarray
     seg_entry: np.ndarray
+    seg_mult: np.ndarray
+    seg_last: np.ndarray
     entry_src: np.ndarray
     entry_tgt: np.ndarray
 
@@ -84,12 +103,15 @@ class Bitext:
 
     @property
     def width(self) -> np.ndarray:
-        """(T,) number of points of each target token: |x^m| (+1 with NULL)."""
-        return np.diff(self.seg_start)
+        """(R,) |x^m| (+1 with NULL) for each target row: p(y | x^m) = Σ_i t(y | x_i) / width."""
+        return (np.diff(self.src_start) + int(self.null))[self.row_pair]
 
 
-def _ids(sentences, index: dict, side: str):
-    """Token lists -> (flat ids, offsets), growing `index` (word -> id) in first-seen order."""
+def _ids(sentences, side: str, first=()):
+    """Token lists -> (flat ids (N,), offsets (M+1,), vocabulary in first-seen order).
+
+    `first` words get the first ids (the source side reserves id 0 for NULL).
+    """
     flat, lengths = [], []
     for m, sent in enumerate(sentences):
         if isinstance(sent, str) or not hasattr(sent, "__len__"):
@@ -99,8 +121,23 @@ def _ids(sentences, index: dict, side: str):
             fail(f"{side} sentence {m} is empty", "at least one token per sentence", "[]")
         flat.extend(sent)
         lengths.append(len(sent))
-    ids = np.fromiter((index.setdefault(w, len(index)) for w in flat), np.int64, len(flat))
-    return ids, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    index = dict.fromkeys([*first, *flat])            # C-speed dedup that keeps first-seen order
+    for i, w in enumerate(index):
+        index[w] = i
+    ids = np.fromiter(map(index.__getitem__, flat), np.int64, len(flat))
+    return ids, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64), list(index)
+
+
+def _bags(ids: np.ndarray, start: np.ndarray, vocab_size: int):
+    """Distinct words of each sentence: (word, count, sentence, start (M+1,), item of each token).
+
+    Items are sorted by (sentence, word id), so each sentence's bag is contiguous.
+    """
+    sent = np.repeat(np.arange(len(start) - 1), np.diff(start))
+    keys, item, count = np.unique(sent * vocab_size + ids, return_inverse=True, return_counts=True)
+    bag_sent = keys // vocab_size
+    bag_start = np.concatenate([[0], np.cumsum(np.bincount(bag_sent, minlength=len(start) - 1))])
+    return keys % vocab_size, count, bag_sent, bag_start, item.reshape(-1)
 
 
 def _sort_points(keys: np.ndarray) -> np.ndarray:
@@ -123,19 +160,27 @@ def make_bitext(sources, targets, null: bool = True) -> Bitext:
              f"{len(sources)} sources, {len(targets)} targets")
     if len(sources) == 0:
         fail("empty corpus", "at least one sentence pair", "0 pairs")
-    src_index, tgt_index = {NULL: 0}, {}
-    src_ids, src_start = _ids(sources, src_index, "source")
-    tgt_ids, tgt_start = _ids(targets, tgt_index, "target")
-    n0 = int(null)
-    tgt_sent = np.repeat(np.arange(len(targets)), np.diff(tgt_start))     # (T,) pair of token j
-    width = np.diff(src_start)[tgt_sent] + n0                             # points per target token
+    src_ids, src_start, src_vocab = _ids(sources, "source", first=[NULL])
+    tgt_ids, tgt_start, tgt_vocab = _ids(targets, "target")
+    n_src, n_tgt, n0 = len(src_vocab), len(tgt_vocab), int(null)
+    # bags of words: distinct words per pair, with counts
+    sb_word, sb_count, _, sb_start, src_item = _bags(src_ids, src_start, n_src)
+    pos = np.arange(len(src_ids)) - np.repeat(src_start[:-1], np.diff(src_start))
+    sb_last = np.full(len(sb_word), -1)
+    np.maximum.at(sb_last, src_item, pos)                       # NLTK's tie rule needs it
+    row_word, row_count, row_pair, row_start, tgt_tok_row = _bags(tgt_ids, tgt_start, n_tgt)
+    # points: for each target row, NULL (if used) and then every source bag item of its pair
+    width = np.diff(sb_start)[row_pair] + n0
     seg_start = np.concatenate([[0], np.cumsum(width)])
-    point_tgt = np.repeat(np.arange(len(tgt_ids)), width)                 # (P,)
-    pos = np.arange(seg_start[-1]) - seg_start[point_tgt]                 # 0 = NULL when null
-    src_tok = src_start[tgt_sent[point_tgt]] + pos - n0
-    src_word = np.where(pos < n0, 0, src_ids[np.maximum(src_tok, 0)])
-    keys = src_word * len(tgt_index) + tgt_ids[point_tgt]                 # entry key x·|V_y| + y
-    del pos, src_tok, src_word
+    point_row = np.repeat(np.arange(len(row_word)), width)                 # (P,)
+    k = np.arange(seg_start[-1]) - seg_start[point_row]                    # 0 = NULL when null
+    item = sb_start[row_pair[point_row]] + k - n0
+    is_null, item = k < n0, np.maximum(item, 0)
+    src_word = np.where(is_null, 0, sb_word[item])
+    mult = np.where(is_null, 1.0, sb_count[item])
+    seg_last = np.where(is_null, -1, sb_last[item]).astype(np.int32)
+    keys = src_word * n_tgt + row_word[point_row]                         # entry key x·|V_y| + y
+    del k, item, is_null, src_word
     order = _sort_points(keys)                                            # corpus -> EM order
     sorted_keys = keys[order]
     first = np.concatenate([[True], sorted_keys[1:] != sorted_keys[:-1]])
@@ -143,21 +188,19 @@ def make_bitext(sources, targets, null: bool = True) -> Bitext:
     seg_entry = np.empty(len(keys), np.int32)
     seg_entry[order] = point_entry
     uniq = sorted_keys[first]
-    return Bitext(list(src_index), list(tgt_index), bool(null), src_ids, src_start, tgt_ids,
-                  tgt_start, point_entry, point_tgt[order], seg_start, seg_entry,
-                  (uniq // len(tgt_index)).astype(np.int32), (uniq % len(tgt_index)).astype(np.int32))
+    return Bitext(src_vocab, tgt_vocab, bool(null), src_ids, src_start, tgt_ids,
+                  tgt_start, sb_word, sb_count, sb_last, sb_start,
+                  src_item - np.repeat(sb_start[:-1], np.diff(src_start)),
+                  row_word, row_count, row_pair, row_start, tgt_tok_row,
+                  point_entry, point_row[order], mult[order], seg_start, seg_entry, mult, seg_last,
+                  (uniq // n_tgt).astype(np.int32), (uniq % n_tgt).astype(np.int32))
 
 
 def target_weights(bx: Bitext, mode: str = "textbook") -> np.ndarray:
-    """(T,) weight of each target token: 1, or 1/k for a word seen k times in its sentence (nltk)."""
+    """(R,) weight of each target row: its count k (textbook: every token counts) or 1 (nltk)."""
     if mode not in MODES:
         fail("unknown mode", f"one of {MODES}", repr(mode))
-    if mode == "textbook":
-        return np.ones(len(bx.tgt_ids))
-    tgt_sent = np.repeat(np.arange(bx.n_pairs), np.diff(bx.tgt_start))
-    key = tgt_sent * len(bx.tgt_vocab) + bx.tgt_ids
-    _, inverse, k = np.unique(key, return_inverse=True, return_counts=True)
-    return 1.0 / k[inverse.reshape(-1)]
+    return bx.row_count.astype(float) if mode == "textbook" else np.ones(len(bx.row_word))
 
 
 def _check_table(t, bx: Bitext) -> None:
@@ -175,36 +218,41 @@ def uniform_table(bx: Bitext) -> np.ndarray:
 def count_table_np(bx: Bitext) -> np.ndarray:
     """(E,) the co-occurrence count table C(x, y) of the seed paper (MATH.md item 7).
 
-    For every pair, every target token y and every source token x add 1/|x^m| to C(x, y).
-    With `bx.null` the NULL word is one more source token of every sentence (1/(|x^m|+1)).
+    For every pair, every target token y and every source token x add 1/|x^m| to C(x, y):
+    a point adds k_y · c_x / |x^m|. With `bx.null` the NULL word is one more source token of
+    every sentence (1/(|x^m|+1)).
     """
-    return np.bincount(bx.point_entry, weights=np.take(1.0 / bx.width, bx.point_tgt),
+    per_row = bx.row_count / bx.width                                   # (R,) k_y / |x^m|
+    return np.bincount(bx.point_entry, weights=bx.point_mult * np.take(per_row, bx.point_row),
                        minlength=len(bx.entry_src))
 
 
 def e_step_np(t: np.ndarray, bx: Bitext, weights: np.ndarray | None = None):
     """Expected counts under the table t, and the (weighted) log-likelihood of t.
 
-    With Z_j = Σ_i t(y_j | x_i) (NULL included), the posterior of point (j, i) is t(y_j|x_i)/Z_j,
-    so the expected count of entry e = (x, y) sums over the points of e:
+    For a target word y of pair m, Z = Σ_i t(y | x_i) over the positions i (NULL included) =
+    Σ_x c_x t(y | x) over its bag; the posterior of position i is t(y | x_i) / Z. Summing the
+    posteriors of the c_x positions holding x, the expected count of entry (x, y) is
 
-        count(x, y) = Σ_(j,i) of e  w_j t(y | x) / Z_j  =  t(y | x) · Σ_(j,i) of e  w_j / Z_j
+        count(x, y) = Σ_rows w_r c_x t(y | x) / Z_r  =  t(y | x) · Σ_points of (x,y) c_x w_r / Z_r
 
     Args:
-        t: (E,) current t(y | x);  weights: (T,) per target token (default 1).
+        t: (E,) current t(y | x);  weights: (R,) per target row (target_weights; default k).
     Returns:
-        counts (E,);  loglik = Σ_j w_j log p(y_j | x^m) with p(y_j | x^m) = Z_j / (l + null)
+        counts (E,);  loglik = Σ_r w_r log p(y_r | x^m) with p(y | x^m) = Z / (|x^m| + null)
     """
     _check_table(t, bx)
-    weights = np.ones(len(bx.tgt_ids)) if weights is None else np.asarray(weights, float)
-    if weights.shape != bx.tgt_ids.shape:
-        fail("weights do not fit the corpus", f"one per target token, shape {bx.tgt_ids.shape}",
+    weights = bx.row_count.astype(float) if weights is None else np.asarray(weights, float)
+    if weights.shape != bx.row_word.shape:
+        fail("weights do not fit the corpus", f"one per target row, shape {bx.row_word.shape}",
              f"shape {weights.shape}")
-    # BEGIN EXERCISE 6.1 E-step: normalisers Z_j, expected counts, log-likelihood
-    p = np.take(t, bx.point_entry)                          # (P,) t(y_j | x_i) at every point
-    Z = np.bincount(bx.point_tgt, weights=p, minlength=len(bx.tgt_ids))        # (T,) Z_j
-    counts = t * np.bincount(bx.point_entry, weights=np.take(weights / Z, bx.point_tgt),
-                             minlength=len(t))
+    # BEGIN EXERCISE 6.1 E-step: normalisers Z, expected counts, log-likelihood
+    p = np.take(t, bx.point_entry)                           # (P,) t(y | x) at every point
+    p *= bx.point_mult                                       # c_x t(y | x)  (in place: P is big)
+    Z = np.bincount(bx.point_row, weights=p, minlength=len(weights))          # (R,)
+    share = np.take(weights / Z, bx.point_row)               # (P,) w_r / Z_r
+    share *= bx.point_mult                                   # c_x w_r / Z_r
+    counts = t * np.bincount(bx.point_entry, weights=share, minlength=len(t))
     loglik = float(weights @ np.log(Z / bx.width))
     return counts, loglik
     # END EXERCISE
@@ -215,7 +263,8 @@ def m_step_np(counts: np.ndarray, bx: Bitext, floor: float = 0.0) -> np.ndarray:
     _check_table(counts, bx)
     # BEGIN EXERCISE 6.2 M-step: normalise the counts of each source word x over y
     total = np.bincount(bx.entry_src, weights=counts, minlength=len(bx.src_vocab))   # (V_x,)
-    return np.maximum(counts / np.take(total, bx.entry_src), floor)
+    t = counts / np.take(total, bx.entry_src)
+    return np.maximum(t, floor, out=t)
     # END EXERCISE
 
 
@@ -237,8 +286,9 @@ def em_np(bx: Bitext, iterations: int, mode: str = "textbook", t: np.ndarray | N
 def sentence_log_prob_np(t: np.ndarray, bx: Bitext) -> np.ndarray:
     """(M,) log p(y^m | x^m) = Σ_j log((1/(l+null)) Σ_i t(y_j | x_i))  (no length term)."""
     _check_table(t, bx)
-    per_token = np.log(np.add.reduceat(t[bx.seg_entry], bx.seg_start[:-1]) / bx.width)
-    return np.add.reduceat(per_token, bx.tgt_start[:-1])
+    Z = np.add.reduceat(t[bx.seg_entry] * bx.seg_mult, bx.seg_start[:-1])         # (R,)
+    per_row = bx.row_count * np.log(Z / bx.width)
+    return np.bincount(bx.row_pair, weights=per_row, minlength=bx.n_pairs)
 
 
 def viterbi_np(t: np.ndarray, bx: Bitext) -> np.ndarray:
@@ -250,10 +300,11 @@ def viterbi_np(t: np.ndarray, bx: Bitext) -> np.ndarray:
     """
     _check_table(t, bx)
     p = t[bx.seg_entry]                                              # (P,) corpus order
-    best = np.maximum.reduceat(p, bx.seg_start[:-1])                 # (T,)
-    at_max = p >= np.repeat(best, bx.width)
-    last = np.maximum.reduceat(np.where(at_max, np.arange(len(p)), -1), bx.seg_start[:-1])
-    return (last - bx.seg_start[:-1] - int(bx.null)).astype(np.int64)
+    best = np.maximum.reduceat(p, bx.seg_start[:-1])                 # (R,)
+    at_max = p >= np.repeat(best, np.diff(bx.seg_start))
+    # among the points at the maximum, the latest source position (NULL is -1: it loses ties)
+    choice = np.maximum.reduceat(np.where(at_max, bx.seg_last, -2), bx.seg_start[:-1])  # (R,)
+    return choice[bx.tgt_tok_row]
 
 
 def alignments(bx: Bitext, a: np.ndarray) -> list[list[tuple]]:
@@ -262,11 +313,20 @@ def alignments(bx: Bitext, a: np.ndarray) -> list[list[tuple]]:
             for s, e in zip(bx.tgt_start[:-1], bx.tgt_start[1:])]
 
 
+def position_entries(bx: Bitext, m: int) -> np.ndarray:
+    """(|y^m|, null + |x^m|) table entry of every (target position, source position) of pair m;
+    column 0 is NULL when `bx.null`."""
+    rows = bx.tgt_tok_row[bx.tgt_start[m]:bx.tgt_start[m + 1]]
+    cols = bx.src_tok_bag[bx.src_start[m]:bx.src_start[m + 1]] + int(bx.null)
+    if bx.null:
+        cols = np.concatenate([[0], cols])
+    return bx.seg_entry[bx.seg_start[rows][:, None] + cols[None, :]]
+
+
 def alignment_matrix_np(t: np.ndarray, bx: Bitext, m: int) -> np.ndarray:
-    """(|y^m|, (1 if null) + |x^m|) alignment posteriors of pair m: row j sums to 1."""
+    """(|y^m|, null + |x^m|) alignment posteriors a_ji of pair m: row j sums to 1."""
     _check_table(t, bx)
-    j0, j1 = bx.tgt_start[m], bx.tgt_start[m + 1]
-    p = t[bx.seg_entry[bx.seg_start[j0]:bx.seg_start[j1]]].reshape(j1 - j0, -1)
+    p = t[position_entries(bx, m)]
     return p / p.sum(axis=1, keepdims=True)
 
 
@@ -314,21 +374,25 @@ def table_from_nltk(model, bx: Bitext) -> np.ndarray:
 def bitext_tensors(bx: Bitext, mode: str = "textbook", device=None) -> dict[str, torch.Tensor]:
     """The arrays an EM step needs, as torch tensors on `device` (int64 indices, float64 values)."""
     as_t = lambda a, dt=torch.int64: torch.as_tensor(np.asarray(a), dtype=dt, device=device)
-    return dict(point_entry=as_t(bx.point_entry), point_tgt=as_t(bx.point_tgt),
-                entry_src=as_t(bx.entry_src), width=as_t(bx.width, torch.float64),
+    return dict(point_entry=as_t(bx.point_entry), point_row=as_t(bx.point_row),
+                point_mult=as_t(bx.point_mult, torch.float64), entry_src=as_t(bx.entry_src),
+                width=as_t(bx.width, torch.float64),
                 weights=as_t(target_weights(bx, mode), torch.float64),
                 n_src=torch.tensor(len(bx.src_vocab)))
 
 
 def em_step_torch(t: torch.Tensor, bt: dict[str, torch.Tensor], floor: float = 0.0):
-    """One EM iteration (e_step_np then m_step_np) in torch; index_add_ plays np.bincount. Returns (new t (E,), log-likelihood of the old t). Runs where t lives."""
+    """One EM iteration (e_step_np then m_step_np) in torch; index_add_ plays np.bincount.
+
+    Returns (new t (E,), log-likelihood of the old t as a 0-dim tensor). Runs where t lives.
+    """
     if t.ndim != 1 or t.shape[0] != bt["entry_src"].shape[0]:
         fail("translation table does not fit the corpus",
              f"shape ({bt['entry_src'].shape[0]},)", f"shape {tuple(t.shape)}")
-    p = t[bt["point_entry"]]
-    Z = torch.zeros_like(bt["width"]).index_add_(0, bt["point_tgt"], p)
-    r = (bt["weights"] / Z)[bt["point_tgt"]]
-    counts = t * torch.zeros_like(t).index_add_(0, bt["point_entry"], r)
+    p = t[bt["point_entry"]] * bt["point_mult"]
+    Z = torch.zeros_like(bt["width"]).index_add_(0, bt["point_row"], p)
+    share = (bt["weights"] / Z)[bt["point_row"]] * bt["point_mult"]
+    counts = t * torch.zeros_like(t).index_add_(0, bt["point_entry"], share)
     total = torch.zeros(int(bt["n_src"]), dtype=t.dtype, device=t.device)
     total.index_add_(0, bt["entry_src"], counts)
     loglik = bt["weights"] @ torch.log(Z / bt["width"])
@@ -354,11 +418,10 @@ def bag_matrices(bx: Bitext) -> tuple[np.ndarray, np.ndarray]:
     """Dense per-pair bags: xbar (M, V_x) word frequencies of x^m (rows sum to 1, column 0 =
     NULL stays 0) and ycount (M, V_y) word counts of y^m. Small vocabularies only."""
     xbar = np.zeros((bx.n_pairs, len(bx.src_vocab)))
-    src_sent = np.repeat(np.arange(bx.n_pairs), np.diff(bx.src_start))
-    np.add.at(xbar, (src_sent, bx.src_ids), 1.0 / np.diff(bx.src_start)[src_sent])
+    src_pair = np.repeat(np.arange(bx.n_pairs), np.diff(bx.src_bag_start))
+    xbar[src_pair, bx.src_bag_word] = bx.src_bag_count / np.diff(bx.src_start)[src_pair]
     ycount = np.zeros((bx.n_pairs, len(bx.tgt_vocab)))
-    tgt_sent = np.repeat(np.arange(bx.n_pairs), np.diff(bx.tgt_start))
-    np.add.at(ycount, (tgt_sent, bx.tgt_ids), 1.0)
+    ycount[bx.row_pair, bx.row_word] = bx.row_count
     return xbar, ycount
 
 
