@@ -43,6 +43,9 @@ DATASETS = {
     "glove": (["vectors.npy", "vocab.txt"], "GloVe 6B 50d vectors", "glove"),
     "minilm": (["model.safetensors", "config.json", "tokenizer.json"],
                "all-MiniLM-L6-v2 encoder files", "minilm"),
+    # the papers' own character-level benchmarks: fetched only by users with a network
+    "enwik8": (["enwik8"], "enwik8 (needs a network to fetch)", "enwik8"),
+    "text8": (["text8"], "text8 (needs a network to fetch)", "text8"),
 }
 
 
@@ -213,6 +216,9 @@ def load_lm_text(name: str = "ptb", split: str = "train",
     as <eos>. Train 887,521 words / 42,068 lines; valid 70,390 / 3,370; test 78,669 / 3,761.
     "shakespeare": the 42 works as one text (5.06 M characters), split contiguously 90/5/5
     at line ends; use it character by character.
+    "enwik8", "text8": the papers' benchmarks, only if fetched (they need a network). The
+    standard contiguous split, 90M / 5M / 5M characters of the 10^8. enwik8 is bytes; each
+    byte becomes one character (latin-1), so its vocabulary is at most 256 symbols.
     """
     if split not in SPLITS:
         fail("unknown split", f"one of {SPLITS}", repr(split))
@@ -223,7 +229,14 @@ def load_lm_text(name: str = "ptb", split: str = "train",
         cut1 = text.find("\n", int(0.90 * len(text))) + 1
         cut2 = text.find("\n", int(0.95 * len(text))) + 1
         return {"train": text[:cut1], "valid": text[cut1:cut2], "test": text[cut2:]}[split]
-    fail("unknown language-modelling text", "'ptb' or 'shakespeare'", repr(name))
+    if name in ("enwik8", "text8"):
+        with open(dataset_dir(name, data_dir) / name, "rb") as f:
+            size = f.seek(0, 2)
+            lo, hi = {"train": (0, 90), "valid": (90, 95), "test": (95, 100)}[split]  # percent
+            f.seek(size * lo // 100)
+            return f.read(size * hi // 100 - size * lo // 100).decode("latin-1")
+    fail("unknown language-modelling text", "'ptb', 'shakespeare', 'enwik8' or 'text8'",
+         repr(name))
 
 
 # ============================================================================ word vectors

@@ -15,7 +15,7 @@ import pytest
 from minattn import data
 from minattn.data import DatasetMissing
 
-FIXTURES = Path(__file__).parent / "fixtures" / "data"
+FIXTURES = Path(__file__).parent / "fixtures" / "datasets"
 SCRIPTS = Path(__file__).resolve().parent.parent / "data_scripts"
 
 
@@ -134,10 +134,20 @@ def test_lm_text_fixture():
     whole = (FIXTURES / "shakespeare" / "shakespeare.txt").read_text()
     assert "".join(parts) == whole  # contiguous, nothing lost or repeated
     assert all(p.endswith("\n") for p in parts[:2]) and len(parts[0]) >= 0.9 * len(whole)
-    with pytest.raises(ValueError, match="'ptb' or 'shakespeare'"):
+    with pytest.raises(ValueError, match="'ptb', 'shakespeare'"):
         data.load_lm_text("wikitext", data_dir=FIXTURES)
     with pytest.raises(ValueError, match="unknown split"):
         data.load_lm_text("ptb", None, data_dir=FIXTURES)
+
+
+@pytest.mark.parametrize("name", ["enwik8", "text8"])
+def test_char_benchmarks_split_90_5_5(name):
+    raw = (FIXTURES / name / name).read_bytes()
+    parts = [data.load_lm_text(name, sp, data_dir=FIXTURES) for sp in data.SPLITS]
+    assert [len(p) for p in parts] == [180, 10, 10] and len(raw) == 200
+    assert "".join(parts).encode("latin-1") == raw  # one character per byte, nothing lost
+    with pytest.raises(DatasetMissing, match=f"data_scripts/{name}.py"):
+        data.load_lm_text(name, data_dir=FIXTURES / "nowhere")
 
 
 def test_glove_fixture_rows_match_words():
@@ -260,7 +270,8 @@ def test_data_scripts_pin_every_file():
     """Every packaged dataset script records a sha256 for each file it keeps, and the
     fetch-all list, the scripts and the loaders' dataset table agree."""
     fetch_all = load_script("fetch_all")
-    assert sorted(fetch_all.PACKAGED) == sorted(data.DATASETS)
+    assert set(fetch_all.PACKAGED) <= set(data.DATASETS)
+    assert set(data.DATASETS) <= set(fetch_all.PACKAGED) | set(fetch_all.PAPERS)
     for name in fetch_all.PACKAGED:
         script = load_script(name)
         assert script.NAME == name and set(data.DATASETS[name][0]) <= set(script.FILES)

@@ -250,3 +250,13 @@ def test_related_sentences_are_closer():
     for a, b in ((0, 1), (2, 3)):
         others = [c for c in range(5) if c not in (a, b)]
         assert sim[a, b] > sim[a, others].max() + 0.2 and sim[a, b] > sim[b, others].max() + 0.2
+
+
+@pytest.mark.cuda
+def test_runs_on_the_device_of_its_inputs(tiny_dir):
+    cpu_encoder, tok = load_minilm(data_dir=tiny_dir)
+    gpu_encoder, _ = load_minilm(device="cuda", data_dir=tiny_dir)
+    texts = ["the cat sat on the mat .", "a dog"]
+    on_gpu = embed(gpu_encoder, tok, texts)
+    assert on_gpu.device.type == "cuda"
+    assert torch.allclose(on_gpu.cpu(), embed(cpu_encoder, tok, texts), atol=1e-4)
