@@ -11,14 +11,18 @@ in one run, interleaved, medians:
     and em_step_torch on each device),
   * end to end, token lists in, translation table and Viterbi alignments out, 5 iterations
     (NLTK: IBMModel1(bitext, 5); ours: make_bitext + em_np + viterbi_np),
-  * extra peak memory of the end-to-end run, max |t_ours - t_nltk| over the table, and the
-    number of target tokens whose Viterbi alignment differs (and whether only at ties).
+  * extra peak memory of one end-to-end run (in a fresh process), max |t_ours - t_nltk| over
+    the table, and the number of target tokens whose Viterbi alignment differs (and whether
+    only at ties: two source words whose t agree to 1e-12, broken differently by rounding).
 Corpus: the Bible (en-de) from minattn.data when it has been fetched, otherwise a synthetic
 corpus with similar sizes (ibm1.dictionary_corpus); the table says which.
 """
 
 from __future__ import annotations
 
+import gc
+import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -29,8 +33,8 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from minattn import ibm1  # noqa: E402
-from minattn.bench import (bench_args, fmt_bytes, fmt_time, peak_memory, print_table,  # noqa: E402
-                           save_json, time_interleaved)
+from minattn.bench import (bench_args, fmt_bytes, fmt_time, print_table, save_json,  # noqa: E402
+                           time_interleaved)
 
 ITERATIONS = 5
 
@@ -67,7 +71,38 @@ def nltk_end_to_end(src, tgt):
     return IBMModel1(bitext, ITERATIONS), bitext
 
 
-def compare(src, tgt, repeats: int, nltk: str, tag: str):
+CONTENDERS = {"ours NumPy": ours_end_to_end, "NLTK": nltk_end_to_end}
+
+
+def fresh_peak_memory(name: str, n_pairs: int | None) -> float | None:
+    """Extra peak memory (bytes) of one end-to-end run, measured in a fresh Python process:
+    peak resident set (VmHWM, reset once the corpus is loaded) minus the resident set then.
+    (A forked child would inherit the parent's heap, which hides what pure Python allocates.)"""
+    cmd = [sys.executable, __file__, "--memory-child", name, str(n_pairs or 0)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    try:
+        return float(json.loads(proc.stdout.strip().splitlines()[-1])["extra_bytes"])
+    except (ValueError, IndexError, KeyError):
+        print(f"memory measurement of {name} failed: {proc.stderr[-500:]}")
+        return None
+
+
+def _status_kib(field: str) -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(field + ":"))
+
+
+def memory_child(name: str, n_pairs: int) -> None:
+    _, src, tgt = load_corpus(n_pairs or None)
+    gc.collect()
+    with open("/proc/self/clear_refs", "w") as f:    # reset the peak (VmHWM) to the current RSS
+        f.write("5")
+    before = _status_kib("VmRSS")
+    CONTENDERS[name](src, tgt)
+    print(json.dumps({"extra_bytes": max(_status_kib("VmHWM") - before, 0) * 1024}))
+
+
+def compare(src, tgt, repeats: int, nltk: str, tag: str, n_pairs: int | None):
     """Time per EM iteration and end to end; returns table rows and the raw numbers.
 
     nltk="interleaved": NLTK takes part in every measurement; nltk="once": NLTK runs end to
@@ -120,11 +155,11 @@ def compare(src, tgt, repeats: int, nltk: str, tag: str):
     if nltk == "interleaved":
         e2e_fns["NLTK"] = theirs
     e2e = time_interleaved(e2e_fns, repeats=repeats, warmup=0)
-    mem = {name: peak_memory(fn) for name, fn in e2e_fns.items()}
     if nltk == "once":
         start = time.perf_counter()
         theirs()
-        e2e["NLTK"], mem["NLTK"] = time.perf_counter() - start, None
+        e2e["NLTK"] = time.perf_counter() - start
+    mem = {name: fresh_peak_memory(name, n_pairs) for name in e2e}
     raw["end_to_end_s"], raw["peak_bytes"] = e2e, mem
 
     obx, t, a = last["ours"]
@@ -135,7 +170,14 @@ def compare(src, tgt, repeats: int, nltk: str, tag: str):
     theirs_a = np.concatenate([[-1 if i is None else i for _, i in sorted(s.alignment)]
                                for s in bitext])
     differ = np.flatnonzero(a != theirs_a)
-    t_at = lambda choice: t[obx.seg_entry[obx.seg_start[:-1][differ] + choice[differ] + 1]]
+    diff_rows = obx.tgt_tok_row[differ]
+    first_src = obx.src_start[obx.row_pair[diff_rows]]
+
+    def t_at(choice):  # t(y_j | x_choice) for the differing tokens; choice -1 = NULL
+        i = choice[differ]
+        item = np.where(i < 0, -1, obx.src_tok_bag[first_src + np.maximum(i, 0)])
+        return t[obx.seg_entry[obx.seg_start[diff_rows] + 1 + item]]
+
     raw["alignment_differs"] = int(len(differ))
     raw["alignment_differs_not_tie"] = int((np.abs(t_at(a) - t_at(theirs_a)) > 1e-12).sum())
     raw["target_tokens"] = int(len(a))
@@ -158,12 +200,13 @@ def main() -> None:
     quick = args.quick
     repeats = args.repeats or (2 if quick else 3)
     t0 = time.perf_counter()
-    name, src, tgt = load_corpus(1_000 if quick else 10_000)
-    rows, raw = compare(src, tgt, repeats, nltk="interleaved", tag=name)
+    n_first = 1_000 if quick else 10_000
+    name, src, tgt = load_corpus(n_first)
+    rows, raw = compare(src, tgt, repeats, nltk="interleaved", tag=name, n_pairs=n_first)
     results = {"main": raw}
     if not quick:  # the whole corpus: ours with repeats, NLTK once (one run takes minutes)
         name_full, src, tgt = load_corpus(None)
-        full_rows, full_raw = compare(src, tgt, repeats, nltk="once", tag=name_full)
+        full_rows, full_raw = compare(src, tgt, repeats, nltk="once", tag=name_full, n_pairs=None)
         rows += full_rows
         results["full"] = full_raw
     columns = ["corpus", "implementation", "EM iteration", "iteration speed-up",
@@ -183,4 +226,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) == 4 and sys.argv[1] == "--memory-child":
+        memory_child(sys.argv[2], int(sys.argv[3]))
+    else:
+        main()
