@@ -120,7 +120,7 @@ print("output of a query that may see no key:", empty_row, "— zeros, not NaN")
 # vector, and its Jacobian $\partial P / \partial S = \mathrm{diag}(P) - PP^\top$ goes to zero —
 # the gradient that should teach the model where to look vanishes. Dividing by $\sqrt d$ keeps
 # the scores at unit variance for every $d$. We measure it: random queries and keys, 64 keys
-# per query, 2,000 queries per $d$.
+# per query, 2,000 queries per $d$ (100 in smoke mode).
 
 # %%
 def softmax_statistics(d, scaled, rng, n_queries=2000, n_keys=64):
@@ -138,7 +138,9 @@ def softmax_statistics(d, scaled, rng, n_queries=2000, n_keys=64):
 
 rng = set_seed(0)
 dims = [2, 8, 32, 128, 512, 2048]
-stats = {scaled: np.array([softmax_statistics(d, scaled, rng) for d in dims]) for scaled in (True, False)}
+n_queries = L.size(full=2000, smoke=100)
+stats = {scaled: np.array([softmax_statistics(d, scaled, rng, n_queries) for d in dims])
+         for scaled in (True, False)}
 print(f"{'d':>6} | {'entropy /√d':>11} {'raw':>6} | {'max w /√d':>9} {'raw':>6} | {'Jacobian /√d':>12} {'raw':>6}")
 for i, d in enumerate(dims):
     print(f"{d:>6} | {stats[True][i, 0]:11.3f} {stats[False][i, 0]:6.3f} | "
