@@ -260,3 +260,11 @@ def test_runs_on_the_device_of_its_inputs(tiny_dir):
     on_gpu = embed(gpu_encoder, tok, texts)
     assert on_gpu.device.type == "cuda"
     assert torch.allclose(on_gpu.cpu(), embed(cpu_encoder, tok, texts), atol=1e-4)
+
+
+def test_embed_batches_by_length_but_keeps_input_order(tiny):
+    encoder, tok = tiny
+    texts = ["a big red dog ran far away on the log .", "the cat", "the dog sat on the mat"]
+    together = embed(encoder, tok, texts, batch_size=2)  # batches: (1, 2), (0,)
+    one_by_one = torch.cat([embed(encoder, tok, [t]) for t in texts])
+    assert torch.allclose(together, one_by_one, atol=1e-6)
