@@ -64,11 +64,13 @@ rng = set_seed(0)
 #
 # Each output token spreads one unit of "credit" evenly over the input tokens of its sentence —
 # exactly what uniform attention does. The library stores only the $(x, y)$ that co-occur
-# (a *sparse* table: on the Bible that is a few million of the 150 million cells).
+# (a *sparse* table: on the Bible, 3 million of the 300 million cells).
 #
-# The whole corpus lives in flat arrays: one **alignment point** per (output token $j$, input
-# position $i$) of the same pair, each knowing its output token and its table entry. Counting is
-# then one `np.bincount` — no loop over sentences.
+# Word order plays no part, so each pair is just two **bags of words**: its distinct output
+# words $y$ (with counts $k_y$) and its distinct input words $x$ (with counts $c_x$). The whole
+# corpus lives in flat arrays with one **point** per (distinct $y$, distinct $x$) of the same
+# pair, each knowing its row $y$, its multiplicity $c_x$ and its table entry. Counting is then one
+# `np.bincount` — no loop over sentences.
 
 # %%
 show(ibm1.make_bitext)
@@ -294,10 +296,10 @@ print(f"torch ({L.device}) vs NumPy after {iterations} iterations: max |diff| = 
 # %% [markdown]
 # ### The count table against the trained table
 #
-# Rows: common English words; columns: their EM translations plus the most frequent German
-# words. One EM step (the normalised count table, left) spreads each row over the frequent
-# words — *und*, *die*, *der* co-occur with everything. EM (right) explains those by "and",
-# "the" and NULL, and each row concentrates on its translation.
+# Rows: common English words; columns: their EM translations plus the four most frequent German
+# tokens. One EM step (the normalised count table, left) spreads each row over the frequent
+# tokens — ",", *und*, "." and *der* co-occur with everything. EM (right) explains those by
+# ",", "and", "." and "the" (and NULL), and each row concentrates on its translation.
 
 # %%
 t_first, _ = ibm1.em_np(bible, 1)
@@ -309,8 +311,9 @@ fig, axes = plt.subplots(1, 2, figsize=(15, 6))
 for ax, (table, title) in zip(axes, [(t_first, "1 EM step = normalised count table"),
                                      (t_bible, f"{iterations} EM steps")]):
     dense = ibm1.to_dense(table, bible)[np.ix_(rows, cols)]
-    ibm1.plot_table(ax, dense, common, [bible.tgt_vocab[c] for c in cols],
-                    title=f"{corpus_name}: {title}", vmax=dense.max())
+    im = ibm1.plot_table(ax, dense, common, [bible.tgt_vocab[c] for c in cols],
+                         title=f"{corpus_name}: {title}", vmax=dense.max())
+    fig.colorbar(im, ax=ax, shrink=0.8, label="t(y | x)")
 fig.tight_layout()
 L.savefig(fig, "bible_tables")
 
@@ -412,7 +415,8 @@ for name, bx in perm_bitexts.items():
 #   input tokens of its sentence equally. One EM step of IBM Model 1 from uniform is the
 #   normalised count table; more EM steps let input words compete to explain each output word.
 # * The bag-of-words proxy's word logits start moving at a rate $2(C - \text{row mean})$ — the
-#   correlation we measured goes from about 0.5 at $d = 4$ to above 0.99 at $d \ge 1024$.
+#   correlation we measured (full mode, 5 seeds) goes from about 0.4 at $d = 4$ to 0.99 at
+#   $d = 1024$ and 0.998 at $d = 4096$.
 # * Where $C$ is flat (40-of-40 copying, each block of the two-set mixture) the first-order
 #   signal is zero: KTIW is not learned early, attention has nothing to be attracted to, and
 #   lesson 05's copying can fail. Where $C$ has structure (40-of-60), it learns.
