@@ -20,17 +20,16 @@ character-level language models, so the test text is text the model never saw ne
 from __future__ import annotations
 
 import functools
-import os
 import re
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
+from .fetch import data_root
 from .utils import fail
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DATA_DIR = Path(os.environ.get("MINATTN_DATA") or REPO_ROOT / "data")
+DATA_DIR = data_root()  # <repo>/data, or $MINATTN_DATA when set (read once, at import)
 SPLITS = ("train", "valid", "test")
 FRACTIONS = (0.8, 0.1, 0.1)  # train / valid / test for datasets without an official split
 

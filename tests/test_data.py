@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import sqlite3
 import zipfile
 from pathlib import Path
@@ -51,7 +52,8 @@ def test_missing_dataset_names_the_script(tmp_path, call, script):
 
 
 def test_data_dir_default_and_module_override(monkeypatch):
-    assert data.DATA_DIR.name == "data" or "MINATTN_DATA" in __import__("os").environ
+    env = os.environ.get("MINATTN_DATA")
+    assert data.DATA_DIR == (Path(env) if env else Path(__file__).resolve().parents[1] / "data")
     monkeypatch.setattr(data, "DATA_DIR", FIXTURES)  # loaders read the global at call time
     assert len(data.load_parallel()) == 10
 
