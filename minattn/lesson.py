@@ -69,8 +69,11 @@ class Lesson:
         """Pick the full-mode or the smoke-mode value of a size (steps, examples, seeds...)."""
         return smoke if self.smoke else full
 
-    def savefig(self, fig, name: str) -> Path:
-        """Save `fig` as <figure_dir>/<name>.png; show it inline in a notebook, then close it."""
+    def savefig(self, fig, name: str) -> None:
+        """Save `fig` as <figure_dir>/<name>.png; show it inline in a notebook, then close it.
+
+        Returns nothing, so that a notebook cell ending with this call shows only the figure.
+        """
         path = self.figure_dir / f"{name}.png"
         fig.savefig(path, dpi=110, bbox_inches="tight")
         if in_notebook():
@@ -78,7 +81,6 @@ class Lesson:
         else:
             print(f"  saved figure {path}")
         plt.close(fig)
-        return path
 
 
 def show(obj) -> None:
