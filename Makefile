@@ -33,7 +33,7 @@ course: setup data
 smoke: setup
 	MINATTN_SMOKE=1 $(PY) -m minattn.course
 
-test: setup
+test: setup data
 	$(PY) -m pytest || { rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests"; exit $$rc; }
 
 student: setup
