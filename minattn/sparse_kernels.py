@@ -35,8 +35,14 @@ def band_mask_torch(block: int, w_left: int, w_right: int, device=None) -> torch
     key t of that span is position s - w_left + t, so j - i in [-w_left, w_right] becomes
     a <= t <= a + w_left + w_right. One small mask serves every block: that is the trick.
     """
-    a = torch.arange(block, device=device)[:, None]
-    t = torch.arange(block + w_left + w_right, device=device)[None, :]
+    return torch.from_numpy(_band_np(block, w_left, w_right)).to(device)
+
+
+def _band_np(block: int, w_left: int, w_right: int) -> np.ndarray:
+    # Built in NumPy: a handful of tiny index ops that would each cost a thread-pool wake-up
+    # in torch.
+    a = np.arange(block)[:, None]
+    t = np.arange(block + w_left + w_right)[None, :]
     return (t >= a) & (t <= a + w_left + w_right)
 
 
@@ -149,7 +155,10 @@ def window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w:
         out = out.index_copy(-3, wrong, fixed)
 
     # Back from (..., δ, nb, c, dv) to (..., N, dv).
-    out = out.flatten(-3, -2)[..., :m, :].transpose(-2, -3).flatten(-3, -2)[..., :n, :]
+    if dilation == 1:
+        out = out.flatten(-4, -2)[..., :n, :]  # a view
+    else:
+        out = out.flatten(-3, -2)[..., :m, :].transpose(-2, -3).flatten(-3, -2)[..., :n, :]
 
     # (4) global queries attend to every key (j <= i when causal): G rows of N keys.
     if g.numel():
@@ -190,13 +199,12 @@ def _irregular_blocks(n, w, dilation, causal, c, global_idx):
     blocks = np.flatnonzero(wrong)
     q_place = start[blocks][None, :, None] + np.arange(c) + 0 * residue  # (δ, nw, c)
     k_place = start[blocks][None, :, None] - w + np.arange(c + w + w_right) + 0 * residue
-    a, t = np.arange(c)[:, None], np.arange(c + w + w_right)[None, :]
-    band = (t >= a) & (t <= a + w + w_right)  # the same band as band_mask_torch
-    exact = band & ((k_place >= 0) & (k_place < lengths))[:, :, None, :]
+    exact = _band_np(c, w, w_right) & ((k_place >= 0) & (k_place < lengths))[:, :, None, :]
     if global_idx.size:
         exact = np.concatenate([exact, global_visible(blocks)], axis=-1)
     exact |= (q_place >= lengths)[..., None]  # padded queries: any finite row will do
-    return q_place, k_place, exact
+    # Places outside a class are clamped to a real one (any finite row): `exact` masks them.
+    return np.minimum(q_place, m - 1), np.clip(k_place, 0, m - 1), exact
 
 
 def _blocks_with_globals(qc, kc, vc, extra_k, extra_v, w, w_right, c, scale):
@@ -223,14 +231,14 @@ def _exact_blocks(qc, kc, vc, extra_k, extra_v, q_place, k_place, exact, scale):
     """Recompute a few blocks with their own masks. q_place (δ, nw, c) and k_place
     (δ, nw, span) say which places of each class they hold; exact (δ, nw, c, span [+ G])."""
     classes = torch.arange(qc.shape[-3], device=qc.device)[:, None, None]
-    last = qc.shape[-2] - 1  # places outside the class are clamped; `exact` masks them out
-    q_sel = qc[..., classes, q_place.clamp(0, last), :]  # (..., δ, nw, c, d)
-    k_sel = _append_globals(kc[..., classes, k_place.clamp(0, last), :], extra_k)
-    v_sel = _append_globals(vc[..., classes, k_place.clamp(0, last), :], extra_v)
+    q_sel = qc[..., classes, q_place, :]  # (..., δ, nw, c, d)
+    k_sel = _append_globals(kc[..., classes, k_place, :], extra_k)  # (..., δ, nw, span [+G], d)
+    v_sel = _append_globals(vc[..., classes, k_place, :], extra_v)
     # Merge (batch..., δ, nw) into two axes: SDPA's fast CPU kernel wants 4-d inputs.
     q4, k4, v4 = (x.reshape(-1, x.shape[-4] * x.shape[-3], *x.shape[-2:])
                   for x in (q_sel, k_sel, v_sel))
-    out = F.scaled_dot_product_attention(q4, k4, v4, attn_mask=exact.flatten(0, 1), scale=scale)
+    mask = exact.flatten(0, 1)[None]  # (1, δ·nw, c, span [+ G]): 4-d, for the fast kernel
+    out = F.scaled_dot_product_attention(q4, k4, v4, attn_mask=mask, scale=scale)
     return out.reshape(*q_sel.shape[:-1], out.shape[-1])
 
 

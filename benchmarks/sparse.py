@@ -1,0 +1,255 @@
+"""Sparse attention: dense masked SDPA vs our window and block-sparse kernels vs FlexAttention.
+
+    python benchmarks/sparse.py            # N = 1k ... 64k, w in {32, 128} (~10 min on 2 cores)
+    python benchmarks/sparse.py --quick    # N = 1k ... 4k, w = 32 (well under a minute)
+    python benchmarks/sparse.py --json bench_results/sparse.json
+
+B = 1, H = 4, d = 64, float32. Contenders, all computing attention over a sliding window of
+half-width w (|i - j| <= w):
+    dense        F.scaled_dot_product_attention with the (N, N) bool mask (N² work and memory)
+    window       minattn.sparse_kernels.window_attention_torch (default block c = 64)
+    block-sparse minattn.sparse_kernels.block_sparse_attention_torch on a BigBird layout of
+                 64-token blocks (window of max(1, w / 64) blocks, 1 global, 1 random block):
+                 a different pattern with a comparable number of keys per query
+    flex         torch.compile(flex_attention), forward only (no backward on CPU), its BlockMask
+                 built from block indices (create_block_mask would build an N² grid)
+Dense stops at N = 16k (the full run) or 4k (--quick): its float copy of the mask alone is
+4·N² bytes (16 GiB at N = 64k) and one forward+backward at 32k would take minutes.
+
+Times are medians of interleaved repeats; memory is the extra peak resident memory of one call
+(minattn.bench.peak_memory). Read the ratio columns: they compare numbers measured side by side. A
+second table measures the block-sparse kernel against its number of non-zero blocks. The plot
+goes to figures/02_sparse_patterns/benchmark.png (MINATTN_FIGURES overrides figures/).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from minattn.bench import (bench_args, fmt_bytes, fmt_time, peak_memory, print_table, save_json,
+                           time_interleaved)
+from minattn.lesson import REPO_ROOT
+from minattn.sparse import bigbird_layout_np
+from minattn.sparse_kernels import block_sparse_attention_torch, window_attention_torch
+
+B, H, D = 1, 4, 64
+BS_BLOCK = 64  # block-sparse block size
+FLEX_BLOCK = 128  # FlexAttention's default block size on CPU
+
+
+def flex_window(n: int, w: int):
+    """A compiled FlexAttention forward for the sliding window, or None where flex is missing.
+
+    The BlockMask lists, for every query block, the key blocks the window touches; the
+    mask_mod refines the partial blocks. Nothing of size N² is built.
+    """
+    try:
+        from torch.nn.attention.flex_attention import BlockMask, flex_attention
+    except ImportError:
+        return None
+    nb = -(-n // FLEX_BLOCK)
+    reach = -(-w // FLEX_BLOCK)
+    cand = torch.arange(nb)[:, None] + torch.arange(-reach, reach + 1)  # (nb, 2·reach + 1)
+    valid = (cand >= 0) & (cand < nb)
+    order = torch.argsort((~valid).int(), dim=1, stable=True)  # valid block indices first
+    kv_idx = torch.gather(torch.where(valid, cand, 0), 1, order).int()
+    kv_idx = torch.cat([kv_idx, kv_idx.new_zeros(nb, max(nb - kv_idx.shape[1], 0))], 1)[:, :nb]
+
+    def mask_mod(b, h, q_idx, kv_idx):
+        return (q_idx - kv_idx).abs() <= w
+
+    block_mask = BlockMask.from_kv_blocks(valid.sum(1).int()[None, None], kv_idx[None, None],
+                                          BLOCK_SIZE=FLEX_BLOCK, mask_mod=mask_mod,
+                                          seq_lengths=(n, n))
+    compiled = torch.compile(flex_attention)
+    return lambda q, k, v: compiled(q, k, v, block_mask=block_mask)
+
+
+def dense_window(n: int, w: int):
+    i = torch.arange(n)
+    mask = (i[:, None] - i).abs() <= w  # built once, outside the timed call
+    return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def block_sparse_bigbird(n: int, w: int):
+    layout = bigbird_layout_np(-(-n // BS_BLOCK), window=max(1, w // BS_BLOCK), n_global=1,
+                               n_random=1, seed=0)
+    return lambda q, k, v: block_sparse_attention_torch(q, k, v, layout, BS_BLOCK)
+
+
+def forward_only(fn, q, k, v):
+    def run():
+        with torch.no_grad():
+            fn(q, k, v)
+    return run
+
+
+def forward_backward(fn, q, k, v):
+    grad = torch.ones(*q.shape[:-1], v.shape[-1])
+
+    def run():
+        fn(q, k, v).backward(grad)
+        q.grad = k.grad = v.grad = None
+    return run
+
+
+def measure(n: int, w: int, dense_max: int, with_flex: bool, repeats: int) -> dict:
+    gen = torch.Generator().manual_seed(n + w)
+    q, k, v = (torch.randn(B, H, n, D, generator=gen).requires_grad_() for _ in range(3))
+    fns = {"window": lambda q, k, v: window_attention_torch(q, k, v, w),
+           "block-sparse": block_sparse_bigbird(n, w)}
+    if n <= dense_max:
+        fns["dense"] = dense_window(n, w)
+    result = {"n": n, "w": w}
+    if with_flex:
+        flex = flex_window(n, w)
+        if flex is not None:
+            start = time.perf_counter()
+            with torch.no_grad():
+                flex(q, k, v)  # compiles
+            result["flex_compile_s"] = time.perf_counter() - start
+            fns["flex"] = flex
+    result["fwd_s"] = time_interleaved({name: forward_only(f, q, k, v) for name, f in fns.items()},
+                                       repeats)
+    trainable = {name: f for name, f in fns.items() if name != "flex"}
+    result["fwd_bwd_s"] = time_interleaved(
+        {name: forward_backward(f, q, k, v) for name, f in trainable.items()}, repeats)
+    result["fwd_mem"] = {name: peak_memory(forward_only(f, q, k, v)) for name, f in fns.items()}
+    result["fwd_bwd_mem"] = {name: peak_memory(forward_backward(f, q, k, v))
+                             for name, f in trainable.items()}
+    return result
+
+
+def ratio(a, b, digits=1):
+    return f"{a / b:.{digits}f}×" if a and b else "—"
+
+
+def block_sparse_scaling(n: int, repeats: int) -> list[dict]:
+    """Time of the block-sparse kernel vs its number of non-zero blocks P (fixed N)."""
+    gen = torch.Generator().manual_seed(1)
+    q, k, v = (torch.randn(B, H, n, D, generator=gen) for _ in range(3))
+    layouts = {r: bigbird_layout_np(n // BS_BLOCK, window=1, n_global=0, n_random=r, seed=r)
+               for r in (0, 1, 3, 7, 15)}
+    fns = {r: forward_only(lambda q, k, v, lay=lay: block_sparse_attention_torch(
+        q, k, v, lay, BS_BLOCK), q, k, v) for r, lay in layouts.items()}
+    times = time_interleaved(fns, repeats)
+    base = times[0] / int(layouts[0].sum())
+    return [{"random blocks": r, "non-zero blocks P": int(lay.sum()), "fwd": fmt_time(times[r]),
+             "time / P": f"{times[r] / int(lay.sum()) * 1e6:.1f} µs",
+             "(time / P) / (time / P at r=0)": f"{times[r] / int(lay.sum()) / base:.2f}",
+             "_s": times[r], "_p": int(lay.sum())} for r, lay in layouts.items()]
+
+
+def plot(results: list[dict], path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    colors = {"dense": "tab:red", "window": "tab:blue", "block-sparse": "tab:green",
+              "flex": "tab:purple"}
+    for ax, key, title in ((axes[0], "fwd_s", "forward"), (axes[1], "fwd_bwd_s",
+                                                          "forward + backward")):
+        for w, style in ((128, "-"), (32, "--")):
+            rows = [r for r in results if r["w"] == w]
+            for name, color in colors.items():
+                pts = [(r["n"], r[key][name]) for r in rows if name in r[key]]
+                if pts:
+                    ax.plot(*zip(*pts), style, marker="o", color=color, label=f"{name}, w={w}")
+        ns = sorted({r["n"] for r in results})
+        if len(ns) > 1:
+            ref = min(r[key]["window"] for r in results if r["n"] == ns[0])
+            ax.plot(ns, [ref * (x / ns[0]) for x in ns], ":", color="gray", label="∝ N")
+            ax.plot(ns, [ref * (x / ns[0]) ** 2 for x in ns], "-.", color="gray", label="∝ N²")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("sequence length N")
+        ax.set_title(title)
+        ax.grid(alpha=0.3, which="both")
+    axes[0].set_ylabel("median time (s)")
+    axes[1].legend(fontsize=7, ncol=2)
+    fig.suptitle(f"sliding-window attention, B={B}, H={H}, d={D}, {torch.get_num_threads()} "
+                 "CPU threads")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    print(f"saved figure {path}")
+
+
+def main():
+    args = bench_args(__doc__.splitlines()[0])
+    if args.quick:
+        sizes, windows, dense_max, repeats = [1024, 2048, 4096], [32], 4096, args.repeats or 2
+    else:
+        sizes = [1024, 2048, 4096, 8192, 16384, 32768, 65536]
+        windows, dense_max, repeats = [32, 128], 16384, args.repeats or 3
+    with_flex = not args.quick
+    print(f"sliding-window attention, B={B}, H={H}, d={D}, float32, cpu, torch threads="
+          f"{torch.get_num_threads()}, {repeats} interleaved repeats (medians)\n")
+
+    results = []
+    for w in windows:
+        for n in sizes:
+            results.append(measure(n, w, dense_max, with_flex, repeats))
+            print(f"w={w} N={n} done", flush=True)
+
+    rows = []
+    for r in results:
+        fwd, both, mem, mem_both = r["fwd_s"], r["fwd_bwd_s"], r["fwd_mem"], r["fwd_bwd_mem"]
+        prev = next((p for p in results if p["w"] == r["w"] and p["n"] == r["n"] // 2), None)
+        rows.append({
+            "w": r["w"], "N": r["n"],
+            "dense fwd": fmt_time(fwd.get("dense")), "window fwd": fmt_time(fwd["window"]),
+            "block-sparse fwd": fmt_time(fwd["block-sparse"]), "flex fwd": fmt_time(fwd.get("flex")),
+            "dense/window fwd": ratio(fwd.get("dense"), fwd["window"]),
+            "flex/window fwd": ratio(fwd.get("flex"), fwd["window"], 2),
+            "window fwd ×(N/2→N)": ratio(fwd["window"], prev["fwd_s"]["window"], 2) if prev else "",
+            "dense fwd+bwd": fmt_time(both.get("dense")),
+            "window fwd+bwd": fmt_time(both["window"]),
+            "block-sparse fwd+bwd": fmt_time(both["block-sparse"]),
+            "dense/window fwd+bwd": ratio(both.get("dense"), both["window"]),
+            "window fwd+bwd ×(N/2→N)": (ratio(both["window"], prev["fwd_bwd_s"]["window"], 2)
+                                        if prev else ""),
+            "dense mem": fmt_bytes(mem.get("dense")), "window mem": fmt_bytes(mem["window"]),
+            "flex mem": fmt_bytes(mem.get("flex")),
+            "dense/window mem": ratio(mem.get("dense"), mem["window"]),
+            "dense mem fwd+bwd": fmt_bytes(mem_both.get("dense")),
+            "window mem fwd+bwd": fmt_bytes(mem_both["window"]),
+            "block-sparse mem fwd+bwd": fmt_bytes(mem_both["block-sparse"]),
+            "dense/window mem fwd+bwd": ratio(mem_both.get("dense"), mem_both["window"]),
+        })
+    print("\nForward time (median)")
+    print_table(rows, ["w", "N", "dense fwd", "window fwd", "block-sparse fwd", "flex fwd",
+                       "dense/window fwd", "flex/window fwd", "window fwd ×(N/2→N)"])
+    print("\nForward + backward time (median)")
+    print_table(rows, ["w", "N", "dense fwd+bwd", "window fwd+bwd", "block-sparse fwd+bwd",
+                       "dense/window fwd+bwd", "window fwd+bwd ×(N/2→N)"])
+    print("\nExtra peak memory: forward | forward + backward")
+    print_table(rows, ["w", "N", "dense mem", "window mem", "flex mem", "dense/window mem",
+                       "dense mem fwd+bwd", "window mem fwd+bwd", "block-sparse mem fwd+bwd",
+                       "dense/window mem fwd+bwd"])
+    compile_times = {f"w={r['w']} N={r['n']}": round(r["flex_compile_s"], 1) for r in results
+                     if "flex_compile_s" in r}
+    if compile_times:
+        print(f"\nflex compile + first call (s): {compile_times}")
+
+    n_bs = 4096 if args.quick else 16384
+    print(f"\nBlock-sparse forward vs number of non-zero blocks (N={n_bs}, block={BS_BLOCK}, "
+          "window 1 block, r random blocks per row)")
+    scaling = block_sparse_scaling(n_bs, repeats)
+    print_table(scaling, [c for c in scaling[0] if not c.startswith("_")])
+
+    figures = Path(os.environ.get("MINATTN_FIGURES") or REPO_ROOT / "figures")
+    plot(results, figures / "02_sparse_patterns" / "benchmark.png")
+    save_json(args.json, {"benchmark": "sparse", "B": B, "H": H, "d": D, "results": results,
+                          "block_sparse_scaling": [{"random": s["random blocks"], "P": s["_p"],
+                                                    "fwd_s": s["_s"]} for s in scaling]})
+
+
+if __name__ == "__main__":
+    main()
