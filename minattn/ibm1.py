@@ -96,6 +96,14 @@ class Bitext:
     def __post_init__(self):
         self.src_index = {w: i for i, w in enumerate(self.src_vocab)}
         self.tgt_index = {w: i for i, w in enumerate(self.tgt_vocab)}
+        self._scratch = {}
+
+    def scratch(self, name: str) -> np.ndarray:
+        """A reusable (P,) float64 buffer. P reaches 10^7: a fresh array every EM iteration
+        costs page faults that take as long as the arithmetic (measured: ~1.7x slower)."""
+        if name not in self._scratch:
+            self._scratch[name] = np.empty(len(self.point_entry))
+        return self._scratch[name]
 
     @property
     def n_pairs(self) -> int:
@@ -247,11 +255,12 @@ def e_step_np(t: np.ndarray, bx: Bitext, weights: np.ndarray | None = None):
         fail("weights do not fit the corpus", f"one per target row, shape {bx.row_word.shape}",
              f"shape {weights.shape}")
     # BEGIN EXERCISE 6.1 E-step: normalisers Z, expected counts, log-likelihood
-    p = np.take(t, bx.point_entry)                           # (P,) t(y | x) at every point
+    # (the indices are valid by construction: mode="clip" skips NumPy's buffered bounds check)
+    p = np.take(t, bx.point_entry, out=bx.scratch("p"), mode="clip")   # (P,) t(y | x)
     p *= bx.point_mult                                       # c_x t(y | x)  (in place: P is big)
     Z = np.bincount(bx.point_row, weights=p, minlength=len(weights))          # (R,)
-    share = np.take(weights / Z, bx.point_row)               # (P,) w_r / Z_r
-    share *= bx.point_mult                                   # c_x w_r / Z_r
+    share = np.take(weights / Z, bx.point_row, out=bx.scratch("share"), mode="clip")
+    share *= bx.point_mult                                   # (P,) c_x w_r / Z_r
     counts = t * np.bincount(bx.point_entry, weights=share, minlength=len(t))
     loglik = float(weights @ np.log(Z / bx.width))
     return counts, loglik
