@@ -67,7 +67,8 @@ def flex_window(n: int, w: int):
                                           BLOCK_SIZE=FLEX_BLOCK, mask_mod=mask_mod,
                                           seq_lengths=(n, n))
     compiled = torch.compile(flex_attention)
-    return lambda q, k, v: compiled(q, k, v, block_mask=block_mask)
+    # Inputs that require grad are refused on CPU even under no_grad: pass detached views.
+    return lambda q, k, v: compiled(q.detach(), k.detach(), v.detach(), block_mask=block_mask)
 
 
 def dense_window(n: int, w: int):

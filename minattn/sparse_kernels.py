@@ -6,7 +6,8 @@ build anything of size N²:
 
     window_attention_torch        sliding / dilated / causal window (+ global tokens), O(N·w)
     block_sparse_attention_torch  any block layout (BigBird, fixed): only non-zero blocks
-    WindowSelfAttention           a multi-head self-attention layer on the window kernel
+    SparseSelfAttention           a multi-head self-attention layer on either kernel
+    SparseClassifier              a small encoder on it, for the lesson's long-sequence task
 
 Both are ordinary torch code, so autograd gives the backward pass. Every result equals dense
 masked attention (`minattn.attention.attention_torch`) on the same pattern — the tests check
@@ -20,6 +21,7 @@ import math
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch import nn
 
 from .attention import (MultiHeadAttention, check_attention_inputs, merge_heads_torch,
                         split_heads_torch)
@@ -302,27 +304,75 @@ def block_sparse_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     return out.flatten(-3, -2)[..., :n, :]
 
 
-# ============================================================================ module
-class WindowSelfAttention(MultiHeadAttention):
-    """Multi-head self-attention through `window_attention_torch` (same projections as
-    lesson 01's `MultiHeadAttention`).
+# ============================================================================ modules
+def window_attend(w: int, dilation: int = 1, causal: bool = False, global_idx=None,
+                  block: int = 64):
+    """A kernel for `SparseSelfAttention`: (q, k, v) -> window_attention_torch(...)."""
+    def attend(q, k, v):
+        return window_attention_torch(q, k, v, w, dilation, causal, global_idx, block)
+    attend.__name__ = f"window(w={w}, dilation={dilation}, global={global_idx})"
+    return attend
 
-    forward(x (B, N, D)) -> (B, N, D). Every head uses the same window w, dilation, causal
-    flag and global positions; cost O(N·w) per head.
+
+def block_sparse_attend(layout, block: int, causal: bool = False):
+    """A kernel for `SparseSelfAttention`: (q, k, v) -> block_sparse_attention_torch(...)."""
+    layout = np.asarray(layout)
+
+    def attend(q, k, v):
+        return block_sparse_attention_torch(q, k, v, layout, block, causal)
+    attend.__name__ = f"block_sparse({int(layout.sum())} blocks of {block})"
+    return attend
+
+
+class SparseSelfAttention(MultiHeadAttention):
+    """Multi-head self-attention whose heads go through a sparse kernel.
+
+    The projections are lesson 01's `MultiHeadAttention`; `attend(q, k, v)` maps
+    (B, H, N, dh) tensors to (B, H, N, dh), e.g. `window_attend(w=8, global_idx=[0])`.
+    forward(x (B, N, D)) -> (B, N, D).
     """
 
-    def __init__(self, d_model: int, num_heads: int, w: int, dilation: int = 1,
-                 causal: bool = False, global_idx=None, block: int = 64):
+    def __init__(self, d_model: int, num_heads: int, attend):
         super().__init__(d_model, num_heads)
-        self.w, self.dilation, self.causal, self.block = w, dilation, causal, block
-        self.global_idx = None if global_idx is None else list(global_idx)
+        self.attend = attend
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
         if x.ndim != 3 or x.shape[-1] != self.d_model:
-            fail("WindowSelfAttention input", f"(B, N, {self.d_model})", shape_str(x.shape))
+            fail("SparseSelfAttention input", f"(B, N, {self.d_model})", shape_str(x.shape))
         q = split_heads_torch(self.q_proj(x), self.num_heads)  # (B, H, N, dh)
         k = split_heads_torch(self.k_proj(x), self.num_heads)
         v = split_heads_torch(self.v_proj(x), self.num_heads)
-        heads = window_attention_torch(q, k, v, self.w, self.dilation, self.causal,
-                                       self.global_idx, self.block)
-        return self.out_proj(merge_heads_torch(heads))
+        return self.out_proj(merge_heads_torch(self.attend(q, k, v)))
+
+    def extra_repr(self) -> str:
+        return f"attend={getattr(self.attend, '__name__', self.attend)}"
+
+
+class SparseClassifier(nn.Module):
+    """A small Transformer encoder on sparse attention that classifies a sequence from token 0.
+
+    tokens (B, N) -> token + learned position embeddings -> `layers` pre-norm blocks
+    [x + attn(LN x); x + MLP(LN x)] -> LN -> linear on position 0 -> logits (B, n_classes).
+    Reading position 0 is the point: what token 0 can know after L layers is exactly what
+    the pattern lets flow to it in L hops.
+    """
+
+    def __init__(self, vocab: int, max_len: int, d_model: int, num_heads: int, layers: int,
+                 attend, n_classes: int = 2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model)
+        self.position = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
+        self.attn = nn.ModuleList(SparseSelfAttention(d_model, num_heads, attend)
+                                  for _ in range(layers))
+        self.mlp = nn.ModuleList(nn.Sequential(nn.Linear(d_model, 2 * d_model), nn.GELU(),
+                                               nn.Linear(2 * d_model, d_model))
+                                 for _ in range(layers))
+        self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(2 * layers + 1))
+        self.head = nn.Linear(d_model, n_classes)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embed(tokens) + self.position[: tokens.shape[1]]  # (B, N, D)
+        for layer, (attn, mlp) in enumerate(zip(self.attn, self.mlp)):
+            x = x + attn(self.norms[2 * layer](x))
+            x = x + mlp(self.norms[2 * layer + 1](x))
+        return self.head(self.norms[-1](x[:, 0]))  # (B, n_classes)

@@ -19,8 +19,9 @@ from minattn.sparse import (bigbird_layout_np, bigbird_mask_np, block_layout_np,
                             diameter_np, dilated_window_mask_np, fixed_masks_np,
                             global_mask_np, hops_np, random_mask_np, sliding_window_mask_np,
                             strided_masks_np, union_np)
-from minattn.sparse_kernels import (WindowSelfAttention, band_mask_torch,
-                                    block_sparse_attention_torch, window_attention_torch)
+from minattn.sparse_kernels import (SparseClassifier, SparseSelfAttention, band_mask_torch,
+                                    block_sparse_attend, block_sparse_attention_torch,
+                                    window_attend, window_attention_torch)
 
 
 def _qkv(shape, seed=0, dv=None):
@@ -292,10 +293,10 @@ def test_kernels_match_dense_in_float32_with_sdpa():
     torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
 
 
-def test_window_self_attention_module_matches_numpy_reference():
+def test_sparse_self_attention_module_matches_numpy_reference():
     torch.manual_seed(0)
     n, w = 23, 3
-    layer = WindowSelfAttention(8, 2, w, global_idx=[0], block=4).double()
+    layer = SparseSelfAttention(8, 2, window_attend(w, global_idx=[0], block=4)).double()
     x = torch.randn(2, n, 8, dtype=torch.float64)
     mask = sliding_window_mask_np(n, w) | global_mask_np(n, [0])
     params = layer.numpy_params()
@@ -315,9 +316,27 @@ def test_window_self_attention_module_matches_numpy_reference():
     lambda q: window_attention_torch(q, q, q, 2, global_idx=[10]),
     lambda q: block_sparse_attention_torch(q, q, q, np.ones((2, 2), bool), 4),
     lambda q: block_sparse_attention_torch(q, q, q, np.ones((3, 3), int), 4),
-    lambda q: WindowSelfAttention(8, 2, 1)(q),
+    lambda q: SparseSelfAttention(8, 2, window_attend(1))(q),
 ])
 def test_kernels_reject_bad_input(bad):
     q = torch.randn(2, 10, 4)
     with pytest.raises(ValueError, match="expected"):
         bad(q)
+
+
+def test_sparse_classifier_reads_token_zero_through_the_pattern():
+    """With a window, token 0's logits cannot depend on a token further than layers·w away;
+    a global token 0 makes them depend on everything. Block-sparse layers train too."""
+    torch.manual_seed(0)
+    n, w, layers = 40, 3, 2
+    x = torch.randint(0, 10, (2, n))
+    far = x.clone()
+    far[:, -1] = (far[:, -1] + 1) % 10  # change only the last token
+    window = SparseClassifier(10, n, 16, 2, layers, window_attend(w, block=8))
+    assert torch.equal(window(x), window(far))
+    with_global = SparseClassifier(10, n, 16, 2, layers, window_attend(w, global_idx=[0], block=8))
+    assert not torch.allclose(with_global(x), with_global(far))
+    layout = block_layout_np(sliding_window_mask_np(n, w), 8)
+    model = SparseClassifier(10, n, 16, 2, layers, block_sparse_attend(layout, 8))
+    model(x).sum().backward()
+    assert all(p.grad is not None for p in model.parameters())

@@ -1,0 +1,420 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Lesson 02 — Sparse attention patterns, and kernels whose cost grows linearly
+#
+# Dense attention lets every token look at every other: $N^2$ scores for $N$ tokens. At
+# $N = 65{,}536$ that is four billion scores per head — 16 GiB in float32 for one mask alone.
+# Longformer, BigBird and the Sparse Transformer keep the attention formula of lesson 01 and
+# change only *who may look at whom*: each query gets a fixed number of keys, so the cost grows
+# like $N$.
+#
+# In this lesson you will:
+# 1. draw every classic pattern as a boolean mask and read it as "who can see whom";
+# 2. treat a pattern as a graph and count the layers information needs to cross the sequence —
+#    and see why global tokens and random edges shrink that number;
+# 3. meet two kernels that compute sparse attention *without* ever building the $N \times N$
+#    mask, check them against dense masked attention, and measure their cost;
+# 4. train small models on sequences of 1,024 tokens whose label needs both ends: the window
+#    alone fails, a window plus one global token succeeds with fewer keys per query.
+#
+# Run time: a few minutes on a 2-core CPU (`MINATTN_SMOKE=1`: seconds).
+
+# %%
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+import matplotlib.pyplot as plt
+
+from minattn.lesson import Lesson, show, heatmap, plot_curves
+from minattn.utils import set_seed
+from minattn.attention import attention_np, attention_torch
+from minattn.sparse import (sliding_window_mask_np, dilated_window_mask_np, global_mask_np,
+                            random_mask_np, bigbird_layout_np, bigbird_mask_np, block_mask_np,
+                            block_layout_np, strided_masks_np, fixed_masks_np, union_np, hops_np,
+                            diameter_np)
+from minattn.sparse_kernels import (window_attention_torch, blocked_window_attention_torch,
+                                    block_sparse_attention_torch, SparseClassifier,
+                                    window_attend, block_sparse_attend)
+from minattn.train import train
+
+L = Lesson("02_sparse_patterns")
+
+# %% [markdown]
+# ## 1. A pattern is a mask
+#
+# Lesson 01 computed
+#
+# $$\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt d} + M\right) V,
+# \qquad M_{ij} = \begin{cases} 0 & \text{if query } i \text{ may attend to key } j \\
+# -\infty & \text{otherwise.}\end{cases}$$
+#
+# A sparse pattern is nothing but a choice of $M$: a boolean $N \times N$ matrix, row $i$ =
+# query, column $j$ = key, **True = may attend**. The course's conventions (stated once in
+# `minattn/sparse.py`): positions $0 \dots N-1$; the window half-width $w$ is one-sided,
+# $|i - j| \le w$ gives $2w + 1$ keys; *causal* intersects a pattern with $j \le i$.
+#
+# | pattern | query $i$ may see key $j$ when | keys per query | from |
+# |---|---|---|---|
+# | sliding window | $\lvert i-j\rvert \le w$ | $2w+1$ | Longformer |
+# | dilated window | $\lvert i-j\rvert \le w\delta$ and $\delta \mid i-j$ | $2w+1$ over a span $\delta$ times wider | Longformer |
+# | global tokens $G$ | $i \in G$ or $j \in G$ | $\lvert G\rvert$ more (all $N$ for $i \in G$) | Longformer |
+# | random | $j$ among $r$ keys drawn for $i$ | $r$ | BigBird |
+# | BigBird | window + global + random, on blocks of $b$ tokens | $\approx(2w_b+1+g+r)\,b$ | BigBird |
+# | strided (2 heads) | $0 \le i-j < l$ ; $\; l \mid i-j,\ j \le i$ | $l$ ; $\approx N/l$ | Sparse Transformer |
+# | fixed (2 heads) | same length-$l$ block, $j\le i$ ; $\; j \bmod l \ge l-c,\ j\le i$ | $\le l$ ; $\approx cN/l$ | Sparse Transformer |
+#
+# The sliding window is exercise 2.1; here is the library's version:
+
+# %%
+show(sliding_window_mask_np)
+print(sliding_window_mask_np(6, 1).astype(int))
+print("causal:\n", sliding_window_mask_np(6, 1, causal=True).astype(int))
+
+# %% [markdown]
+# ### The gallery
+# Every pattern at $N = 32$. Read a row as one query: its dark cells are the tokens it sees.
+
+# %%
+N_GAL = 32
+local, strided = strided_masks_np(N_GAL, 6)
+block_head, summary_head = fixed_masks_np(N_GAL, 8, 2)
+gallery = {
+    "sliding window, w=3": sliding_window_mask_np(N_GAL, 3),
+    "causal window, w=3": sliding_window_mask_np(N_GAL, 3, causal=True),
+    "dilated, w=3, δ=3": dilated_window_mask_np(N_GAL, 3, 3),
+    "window w=3 ∪ global {0, 16}": union_np(sliding_window_mask_np(N_GAL, 3),
+                                           global_mask_np(N_GAL, [0, 16])),
+    "random, r=3 per query": random_mask_np(N_GAL, 3, seed=0),
+    "BigBird blocks of 4\n(window 1 + global 1 + random 1)": bigbird_mask_np(N_GAL, 4, seed=0),
+    "strided l=6: local head": local,
+    "strided l=6: strided head": strided,
+    "fixed l=8, c=2: both heads": union_np(block_head, summary_head),
+}
+fig, axes = plt.subplots(3, 3, figsize=(11, 11), layout="constrained")
+for ax, (title, mask) in zip(axes.flat, gallery.items()):
+    heatmap(ax, mask, title=f"{title}\n{mask.sum() / N_GAL:.1f} keys/query", cmap="Greys", vmax=1)
+L.savefig(fig, "mask_gallery")
+for title, mask in gallery.items():
+    print(f"{title.splitlines()[0]:<32} keys per query: {mask.sum() / N_GAL:5.1f} of {N_GAL}")
+
+# %% [markdown]
+# What to notice:
+# * the **window** is a band: a token sees its neighbours and nothing else;
+# * **dilation** keeps $2w+1$ keys but spreads them: the band becomes every third diagonal, and
+#   tokens of different residues $i \bmod \delta$ never meet (in one layer or a hundred);
+# * **global** tokens are a full row *and* a full column: everyone reads them, they read everyone;
+# * **BigBird** is the window, global and random ideas on blocks of $b$ tokens, because
+#   hardware likes dense $b \times b$ tiles;
+# * the **Sparse Transformer** heads are causal: one head reads the recent past, the other
+#   every $l$-th token (strided) or the last $c$ "summary" columns of each block (fixed).
+
+# %% [markdown]
+# ## 2. Patterns as graphs: how many layers until everyone has heard from everyone?
+#
+# Read mask[i, j] = True as an edge $j \to i$: in one layer, information moves from token $j$
+# to token $i$. Stacking $L$ layers composes the edges, and the residual connection keeps what
+# a token already knew, so "$j$ reaches $i$ within $L$ layers" is the boolean matrix power
+#
+# $$R_L = (M \lor I)^L .$$
+#
+# A dense mask reaches everything in one layer. A window of half-width $w$ moves information $w$
+# positions per layer, so crossing a sequence of length $N$ takes $\lceil (N-1)/w \rceil$ layers.
+# A single global token cuts that to 2 (any $j \to g \to i$). Random edges make the graph a
+# *small world* (Watts & Strogatz, cited by BigBird): a handful of long-range shortcuts make
+# the typical distance grow like $\log N$ rather than $N$.
+
+# %%
+show(hops_np)
+
+# %%
+W_GRAPH, R_GRAPH = 4, 2
+sizes_graph = L.size(full=[64, 128, 256, 512], smoke=[32, 64])
+
+
+def graph_patterns(n):
+    window = sliding_window_mask_np(n, W_GRAPH)
+    return {
+        f"window w={W_GRAPH}": window,
+        f"window + {R_GRAPH} random": window | random_mask_np(n, R_GRAPH, seed=n),
+        "window + 1 global": window | global_mask_np(n, [0]),
+        f"dilated w={W_GRAPH}, δ=2 + window": window | dilated_window_mask_np(n, W_GRAPH, 2),
+        "BigBird blocks of 8": bigbird_mask_np(n, 8, seed=n),
+    }
+
+
+diameters = {name: [] for name in graph_patterns(8)}
+for n in sizes_graph:
+    for name, mask in graph_patterns(n).items():
+        diameters[name].append(diameter_np(mask))
+print(f"layers until every token has heard from every token (W={W_GRAPH}):")
+print(f"{'pattern':<28}" + "".join(f"{'N=' + str(n):>9}" for n in sizes_graph))
+for name, ds in diameters.items():
+    print(f"{name:<28}" + "".join(f"{d:>9.0f}" for d in ds))
+
+# %%
+n_layers = L.size(full=256, smoke=64)
+max_layers = 12
+reach = {}
+for name, mask in graph_patterns(n_layers).items():
+    hops = hops_np(mask, max_hops=max_layers)
+    reach[name] = [((hops >= 0) & (hops <= layer)).mean() for layer in range(1, max_layers + 1)]
+
+fig, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
+for name, ds in diameters.items():
+    axes[0].plot(sizes_graph, ds, marker="o", label=name)
+axes[0].set(xscale="log", yscale="log", xlabel="sequence length N",
+            ylabel="layers until all pairs connected", title="graph diameter vs N")
+axes[0].set_xticks(sizes_graph, [str(n) for n in sizes_graph])
+for name, fractions in reach.items():
+    axes[1].plot(range(1, max_layers + 1), fractions, marker=".", label=name)
+axes[1].set(xlabel="number of layers L", ylabel="fraction of pairs (i, j) connected",
+            title=f"who has heard from whom after L layers (N={n_layers})")
+for ax in axes:
+    ax.grid(alpha=0.3, which="both")
+axes[1].legend(fontsize=8)
+L.savefig(fig, "graph_hops")
+
+# %% [markdown]
+# The window's diameter doubles with $N$ (a straight line of slope 1 on log–log axes); with two
+# random keys per query it grows slowly (roughly like $\log N$); one global token holds it at 2
+# for every $N$. The dilated-plus-window pattern halves the window's diameter — a constant
+# factor, not a change of growth. The right panel is the view a model designer needs: with 2 or
+# 3 layers, a window-only model has connected only a few percent of the pairs.
+
+# %% [markdown]
+# ## 3. Kernels that never build the $N \times N$ mask
+#
+# Feeding a sparse mask to dense attention is correct but pointless: the kernel still computes
+# all $N^2$ scores (PyTorch's `F.scaled_dot_product_attention` even copies a boolean mask to a
+# float one, $4N^2$ bytes). `minattn/sparse_kernels.py` computes the same numbers in $O(N w)$.
+#
+# **Blocked window.** Cut the queries into blocks of $c$. The queries $s \dots s+c-1$ of a block
+# need only the keys $s-w \dots s+c-1+w$: a span of $c + 2w$ keys. An `unfold` of the padded
+# keys gives every block its span (a view: the spans overlap in memory), and inside a span the
+# window of query $a$ is the band $a \le t \le a + 2w$ — *the same small $c \times (c+2w)$
+# mask for every block*. One batched SDPA call then does all blocks:
+# $N(c + 2w)$ scores instead of $N^2$. This is exercise 2.2:
+
+# %%
+show(blocked_window_attention_torch)
+
+# %% [markdown]
+# Only two things remain, and `window_attention_torch` does them: the few blocks near the ends
+# of the sequence (where the span runs past it) or near a global token get their exact mask and
+# are recomputed; the global rows attend to all $N$ keys ($|G| \cdot N$ work). Dilation
+# $\delta$ is a change of viewpoint: token $i = r + \delta p$ sees only its own residue class
+# $r = i \bmod \delta$, where the dilated window is a plain window over every $\delta$-th token.
+
+# %%
+show(window_attention_torch)
+
+# %% [markdown]
+# **Block-sparse.** BigBird and the fixed pattern are defined on blocks; a layout
+# (`nb × nb` booleans) says which $b \times b$ tiles are non-zero. The kernel gathers just those
+# $P$ tiles, computes their scores, and normalises each query row across its tiles with a
+# scatter-max and a scatter-sum: work and memory $\propto P b^2$.
+#
+# Both kernels are checked against lesson 01's dense masked attention, outputs and gradients,
+# in float64 (`tests/test_sparse.py`). The same check, small:
+
+# %%
+set_seed(0)
+n_chk, w_chk = 37, 3  # 37: not a multiple of any block size
+q, k, v = (torch.randn(2, 3, n_chk, 8, dtype=torch.float64, requires_grad=True) for _ in range(3))
+checks = {
+    "window": (lambda: window_attention_torch(q, k, v, w_chk, block=8),
+               sliding_window_mask_np(n_chk, w_chk)),
+    "dilated δ=2, causal": (lambda: window_attention_torch(q, k, v, w_chk, 2, causal=True, block=8),
+                            dilated_window_mask_np(n_chk, w_chk, 2, causal=True)),
+    "window + global {0, 20}": (lambda: window_attention_torch(q, k, v, w_chk, global_idx=[0, 20],
+                                                               block=8),
+                                sliding_window_mask_np(n_chk, w_chk) | global_mask_np(n_chk, [0, 20])),
+    "block-sparse BigBird": (lambda: block_sparse_attention_torch(
+        q, k, v, bigbird_layout_np(10, seed=1), 4), bigbird_mask_np(n_chk, 4, seed=1)),
+}
+for name, (kernel, mask) in checks.items():
+    out = kernel()
+    ref, _ = attention_torch(q, k, v, torch.as_tensor(mask))
+    grads = torch.autograd.grad(out.sum(), (q, k, v))
+    ref_grads = torch.autograd.grad(ref.sum(), (q, k, v))
+    grad_err = max((g - r).abs().max().item() for g, r in zip(grads, ref_grads))
+    print(f"{name:<26} max |out - dense| = {(out - ref).abs().max().item():.1e}   "
+          f"max |grad - dense grad| = {grad_err:.1e}")
+
+# %% [markdown]
+# ## 4. Cost: linear vs quadratic
+#
+# A quick measurement on this machine (forward, $B=1$, $H=4$, $d=64$, $w=32$): dense masked
+# SDPA against the window kernel.
+
+# %%
+sizes_cost = L.size(full=[1024, 2048, 4096, 8192], smoke=[256, 512])
+cost = {"dense masked SDPA": [], "window kernel": []}
+for n in sizes_cost:
+    q_c, k_c, v_c = (torch.randn(1, 4, n, 64) for _ in range(3))
+    pos = torch.arange(n)
+    dense_mask = (pos[:, None] - pos).abs() <= 32
+    runs = {"dense masked SDPA": lambda: F.scaled_dot_product_attention(q_c, k_c, v_c,
+                                                                         attn_mask=dense_mask),
+            "window kernel": lambda: window_attention_torch(q_c, k_c, v_c, 32)}
+    with torch.no_grad():
+        for name, fn in runs.items():
+            fn()  # warm-up
+            times = []
+            for _ in range(3):
+                start = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - start)
+            cost[name].append(float(np.median(times)))
+print(f"{'N':>6} {'dense':>10} {'window':>10} {'dense / window':>15}")
+for n, td, tw in zip(sizes_cost, cost["dense masked SDPA"], cost["window kernel"]):
+    print(f"{n:>6} {td * 1e3:>8.1f}ms {tw * 1e3:>8.1f}ms {td / tw:>14.1f}×")
+fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
+for name, ts in cost.items():
+    ax.plot(sizes_cost, ts, marker="o", label=name)
+ax.set(xscale="log", yscale="log", xlabel="sequence length N", ylabel="forward time (s)",
+       title="sliding window w=32: dense vs blocked kernel")
+ax.grid(alpha=0.3, which="both")
+ax.legend()
+L.savefig(fig, "cost_quick")
+
+# %% [markdown]
+# BENCHMARK_TABLE_PLACEHOLDER
+
+# %% [markdown]
+# ## 5. A long-sequence task where the pattern matters
+#
+# **Task ("two halves").** A sequence of $N$ tokens: token 0 is a `[CLS]` marker, the others
+# are symbols $A$ or $B$. In the first half each symbol is $A$ with probability $p_1$, in the
+# second half with probability $p_2$, each of $p_1, p_2$ being $1/4$ or $3/4$. The label is
+# $[p_1 = p_2]$: "do both halves lean the same way?" (half the sequences each). The model reads
+# its answer from position 0, so after $L$ layers it can only use what the pattern lets travel
+# to position 0 in $L$ hops — and the answer needs tokens from both halves, i.e. from both
+# ends of the sequence.
+#
+# **Models.** The same 2-layer encoder (`SparseClassifier`: $d = 32$, 2 heads, learned
+# positions, MLP, pre-norm), three patterns with about the same number of keys per query:
+#
+# | pattern | keys per ordinary query | what position 0 can hear in 2 layers |
+# |---|---|---|
+# | window $w = 16$ | 33 | positions $\le 32$: the first half only |
+# | window $w = 15$ + global token 0 | 32 | everything: token 0 reads everyone |
+# | BigBird blocks of 8: window (1 block) + 1 random block, no global | $\le 32$ | its window, its random block, and their windows and random blocks: a scattered sample of both halves |
+#
+# On CPU, these models run many small operations; on a shared 2-core machine, waking a second
+# thread for each of them costs more than it saves, so training uses one thread.
+
+# %%
+show(SparseClassifier)
+
+# %%
+N_SEQ = L.size(full=1024, smoke=64)
+STEPS = L.size(full=120, smoke=10)
+BATCH = L.size(full=16, smoke=8)
+SEEDS = L.size(full=[0, 1, 2], smoke=[0])
+CLS, VOCAB = 0, 3  # tokens: 0 = [CLS], 1 = A, 2 = B
+if L.device.type == "cpu":
+    torch.set_num_threads(1)
+
+
+def two_halves(batch, n, generator, device):
+    """tokens (B, N): [CLS, symbols...]; P(A) = p1 in the first half, p2 in the second, each
+    1/4 or 3/4; labels (B,): 1 if p1 == p2. Balanced."""
+    p1, p2 = (torch.randint(0, 2, (batch,), generator=generator) for _ in range(2))
+    first_half = torch.arange(n) < n // 2
+    prob_a = torch.where(first_half, 0.25 + 0.5 * p1[:, None], 0.25 + 0.5 * p2[:, None])
+    tokens = 1 + (torch.rand(batch, n, generator=generator) >= prob_a).long()  # 1 = A, 2 = B
+    tokens[:, 0] = CLS
+    return tokens.to(device), (p1 == p2).long().to(device)
+
+
+example, label = two_halves(2, 16, torch.Generator().manual_seed(0), "cpu")
+for tokens, y in zip(example, label):
+    print("".join("CAB"[t] for t in tokens.tolist()), "label", y.item())
+
+
+def patterns(n):
+    block = 8
+    layout = bigbird_layout_np(-(-n // block), window=1, n_global=0, n_random=1, seed=0)
+    return {"window w=16": window_attend(16),
+            "window w=15 + global": window_attend(15, global_idx=[CLS]),
+            "BigBird window + random": block_sparse_attend(layout, block)}
+
+
+def classification_loss(model, tokens, labels):
+    return F.cross_entropy(model(tokens), labels)
+
+
+def run(pattern_name, seed):
+    set_seed(seed)
+    model = SparseClassifier(VOCAB, N_SEQ, 32, 2, 2, patterns(N_SEQ)[pattern_name]).to(L.device)
+    train_gen = torch.Generator().manual_seed(seed)
+    held_out = two_halves(256, N_SEQ, torch.Generator().manual_seed(10_000), L.device)
+
+    def evaluate():
+        return {"accuracy": (model(held_out[0]).argmax(-1) == held_out[1]).float().mean().item()}
+
+    history = train(model, lambda step: two_halves(BATCH, N_SEQ, train_gen, L.device),
+                    classification_loss, steps=STEPS, lr=3e-3, evaluate=evaluate,
+                    eval_every=max(STEPS // 6, 1), desc=f"{pattern_name}, seed {seed}")
+    return history
+
+
+start = time.perf_counter()
+histories = {name: [run(name, seed) for seed in SEEDS] for name in patterns(N_SEQ)}
+print(f"trained {len(histories) * len(SEEDS)} models in {time.perf_counter() - start:.0f} s")
+print(f"\nheld-out accuracy after {STEPS} steps, N = {N_SEQ} (chance 0.5)")
+print(f"{'pattern':<26}" + "".join(f"{'seed ' + str(s):>9}" for s in SEEDS) + f"{'mean':>9}")
+for name, hs in histories.items():
+    accs = [h.last("accuracy") for h in hs]
+    print(f"{name:<26}" + "".join(f"{a:>9.3f}" for a in accs) + f"{np.mean(accs):>9.3f}")
+
+# %%
+fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), layout="constrained")
+plot_curves(axes[0], {name: hs[0] for name, hs in histories.items()}, "loss",
+            title=f"training loss (seed {SEEDS[0]})")
+plot_curves(axes[1], {name: hs[0] for name, hs in histories.items()}, "accuracy",
+            title=f"held-out accuracy (seed {SEEDS[0]}), N={N_SEQ}")
+axes[1].axhline(0.5, color="gray", ls=":", lw=1)
+L.savefig(fig, "two_halves_training")
+
+# %% [markdown]
+# DEMO_RESULTS_PLACEHOLDER
+
+# %% [markdown]
+# ## Exercises
+# Build a student copy (`make student`, or `python -m minattn.exercises student DIR`), implement
+# the marked functions, and check them with `python -m pytest --exercises` in the copy.
+#
+# * **2.1** `sliding_window_mask_np` (`minattn/sparse.py`): the $N \times N$ boolean mask
+#   $|i - j| \le w$, intersected with $j \le i$ when `causal`.
+# * **2.2** `blocked_window_attention_torch` (`minattn/sparse_kernels.py`): pad the queries to
+#   whole blocks of $c$, give each block its span of $c + w_\ell + w_r$ keys and values with
+#   `unfold_blocks_torch`, and run one `F.scaled_dot_product_attention` call with
+#   `band_mask_torch`. The tests compare `window_attention_torch` (which calls yours) with dense
+#   masked attention for many $N$, $w$, $\delta$ and block sizes.
+#
+# To think about:
+# 1. The window kernel does $c + 2w$ key lookups per query instead of $2w + 1$. Which block
+#    size $c$ minimises the forward time on your machine for $w = 128$? Does the same $c$
+#    minimise forward + backward? (Hint: the backward writes a gradient for every key of every
+#    span: $(c + 2w)/c$ copies of each key.)
+# 2. Give the window-only model of section 5 more layers. How many does it need at
+#    $N = 1{,}024$, $w = 16$, according to section 2 — and is that affordable?
+# 3. Why can a *dilated* window with $\delta = 2$ alone never solve the two-ends task, however
+#    many layers it has? (Look at the gallery, then at `diameter_np`.)
+# 4. The Sparse Transformer's strided head is a causal dilated window with $\delta = l$ and an
+#    unbounded $w$. What does `window_attention_torch` cost for it when $l = \sqrt N$?
