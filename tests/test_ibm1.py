@@ -251,3 +251,30 @@ def test_bad_table_and_mode():
         ibm1.top_translations(ibm1.uniform_table(bx), bx, "haus")  # a target word, not a source one
     with pytest.raises(ValueError, match="weights do not fit"):
         ibm1.e_step_np(ibm1.uniform_table(bx), bx, np.ones(2))
+
+
+# ----------------------------------------------------------------------------- real data
+@pytest.mark.realdata
+def test_nltk_mode_reproduces_nltk_on_bible_verses():
+    data = pytest.importorskip("minattn.data")
+    if not data.available("bible"):
+        pytest.skip("Bible corpus not fetched (python data_scripts/bible.py)")
+    pairs = data.load_parallel(pair="en-de")[:300]
+    src = [data.tokenize(en) for en, _ in pairs]     # source x = English (input)
+    tgt = [data.tokenize(de) for _, de in pairs]     # target y = German (output)
+    model, bitext = nltk_model(src, tgt, 5)
+    bx = ibm1.make_bitext(src, tgt)
+    t, _ = ibm1.em_np(bx, 5, mode="nltk")
+    np.testing.assert_allclose(t, ibm1.table_from_nltk(model, bx), rtol=0, atol=1e-12)
+    ours = np.concatenate([[-1 if i is None else i for _, i in a]
+                           for a in ibm1.alignments(bx, ibm1.viterbi_np(t, bx))])
+    theirs = np.concatenate([[-1 if i is None else i for _, i in sorted(s.alignment)]
+                             for s in bitext])
+    # Viterbi choices agree except where two words tie in exact arithmetic (rounding decides)
+    for j in np.flatnonzero(ours != theirs):
+        m = int(np.searchsorted(bx.tgt_start, j, side="right") - 1)
+        y = tgt[m][j - bx.tgt_start[m]]
+        pick = [None if c < 0 else src[m][c] for c in (ours[j], theirs[j])]
+        values = [t[ibm1.entry_index(bx, x, y)] for x in pick]
+        assert abs(values[0] - values[1]) <= 1e-12, (y, pick, values)
+    assert np.mean(ours == theirs) > 0.99
