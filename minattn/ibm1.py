@@ -148,16 +148,20 @@ def _bags(ids: np.ndarray, start: np.ndarray, vocab_size: int):
     return keys % vocab_size, count, bag_sent, bag_start, item.reshape(-1)
 
 
-def _sort_points(keys: np.ndarray) -> np.ndarray:
-    """argsort of the points' entry keys, ties in corpus order (so sums run in corpus order).
+def _sort_points(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order, keys[order]): a stable argsort of the points' entry keys (ties stay in corpus
+    order, so every sum runs in corpus order) and the sorted keys.
 
-    Packing (key, point index) into one int64 lets NumPy's fast value sort do an argsort's job.
+    Packing (key, point index) into one int64 lets NumPy's fast value sort do an argsort's job,
+    and the sorted keys come out of the high bits without a random gather.
     """
     n = len(keys)
     shift = max(n.bit_length(), 1)
     if int(keys.max()) < (1 << (62 - shift)):
-        return np.sort((keys << shift) | np.arange(n)) & ((1 << shift) - 1)
-    return np.argsort(keys, kind="stable")
+        packed = np.sort((keys << shift) | np.arange(n))
+        return packed & ((1 << shift) - 1), packed >> shift
+    order = np.argsort(keys, kind="stable")
+    return order, keys[order]
 
 
 def make_bitext(sources, targets, null: bool = True) -> Bitext:
@@ -189,8 +193,7 @@ def make_bitext(sources, targets, null: bool = True) -> Bitext:
     seg_last = np.where(is_null, -1, sb_last[item]).astype(np.int32)
     keys = src_word * n_tgt + row_word[point_row]                         # entry key x·|V_y| + y
     del k, item, is_null, src_word
-    order = _sort_points(keys)                                            # corpus -> EM order
-    sorted_keys = keys[order]
+    order, sorted_keys = _sort_points(keys)                               # corpus -> EM order
     first = np.concatenate([[True], sorted_keys[1:] != sorted_keys[:-1]])
     point_entry = np.cumsum(first) - 1
     seg_entry = np.empty(len(keys), np.int32)
