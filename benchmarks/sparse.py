@@ -7,7 +7,8 @@
 B = 1, H = 4, d = 64, float32. Contenders, all computing attention over a sliding window of
 half-width w (|i - j| <= w):
     dense        F.scaled_dot_product_attention with the (N, N) bool mask (N² work and memory)
-    window       minattn.sparse_kernels.window_attention_torch (default block c = 64)
+    window       minattn.sparse_kernels.window_attention_torch (default block: c = 32 for
+                 a forward without gradients, 64 for training)
     block-sparse minattn.sparse_kernels.block_sparse_attention_torch on a BigBird layout of
                  64-token blocks (window of max(1, w / 64) blocks, 1 global, 1 random block):
                  a different pattern with a comparable number of keys per query
@@ -172,10 +173,10 @@ def plot(results: list[dict], path: Path) -> None:
         ax.set_xlabel("sequence length N")
         ax.set_title(title)
         ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7, ncol=2)
     axes[0].set_ylabel("median time (s)")
-    axes[1].legend(fontsize=7, ncol=2)
-    fig.suptitle(f"sliding-window attention, B={B}, H={H}, d={D}, {torch.get_num_threads()} "
-                 "CPU threads")
+    fig.suptitle(f"sliding-window attention, B={B}, H={H}, d={D}, torch threads: "
+                 f"{torch.get_num_threads()} (block-sparse: BigBird layout, blocks of {BS_BLOCK})")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)

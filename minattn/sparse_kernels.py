@@ -94,7 +94,7 @@ def _check_window_args(q, k, v, w, dilation, block):
 
 def window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: int,
                            dilation: int = 1, causal: bool = False, global_idx=None,
-                           block: int = 64, scale: float | None = None) -> torch.Tensor:
+                           block: int | None = None, scale: float | None = None) -> torch.Tensor:
     """Sliding-window attention in O(N·w) time and memory, forward and backward.
 
     Equals dense masked attention with the mask
@@ -107,7 +107,10 @@ def window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w:
         dilation: δ >= 1.  causal: only keys j <= i.
         global_idx: positions that attend to all and are attended by all (Longformer).
         block: queries per block c; the work per query is c + 2w keys instead of 2w + 1
-            (c + w when causal), so small blocks waste less but call more, smaller matmuls.
+            (c + w when causal), so small blocks waste less but call more, smaller matmuls,
+            and the backward writes a gradient for every key of every span: (c + 2w) / c
+            copies of each key. Default: 32 when no gradient is needed, else 64 (the fastest
+            on a 2-core CPU for w in {32, 128}; see benchmarks/sparse.py).
         scale: default 1/√d.
     Returns:
         (..., N, dv).
@@ -118,6 +121,9 @@ def window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w:
     is wrong — at the ends of the sequence, or near a global token — are recomputed with
     their exact masks and swapped in; (4) the global rows are computed densely: g·N work.
     """
+    if block is None:
+        needs_grad = torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v))
+        block = 64 if needs_grad else 32
     w, dilation, c = _check_window_args(q, k, v, w, dilation, block)
     n, device = q.shape[-2], q.device
     g_np = check_global_idx(global_idx, n)
@@ -306,7 +312,7 @@ def block_sparse_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
 
 # ============================================================================ modules
 def window_attend(w: int, dilation: int = 1, causal: bool = False, global_idx=None,
-                  block: int = 64):
+                  block: int | None = None):
     """A kernel for `SparseSelfAttention`: (q, k, v) -> window_attention_torch(...)."""
     def attend(q, k, v):
         return window_attention_torch(q, k, v, w, dilation, causal, global_idx, block)
