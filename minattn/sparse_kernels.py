@@ -160,7 +160,10 @@ def window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w:
                               torch.as_tensor(k_place, device=device),
                               torch.as_tensor(exact, device=device), scale)
         wrong = torch.as_tensor(q_place[0, :, 0] // c, device=device)  # block numbers
-        out = out.index_copy(-3, wrong, fixed)
+        if out.requires_grad:
+            out = out.index_copy(-3, wrong, fixed)  # autograd needs SDPA's output untouched
+        else:
+            out.index_copy_(-3, wrong, fixed)  # inference: no second copy of the output
 
     # Back from (..., δ, nb, c, dv) to (..., N, dv).
     if dilation == 1:
