@@ -92,6 +92,8 @@ def main():
             row[f"{name} mem"] = fmt_bytes(mem[name])
         row["minattn / SDPA mem"] = (f"{mem['minattn torch'] / mem['SDPA']:.0f}×"
                                      if mem["SDPA"] and mem["minattn torch"] else "—")
+        for name in mem_both:
+            row[f"{name} mem fwd+bwd"] = fmt_bytes(mem_both[name])
         rows.append(row)
         print(f"N={n} done", flush=True)
 
@@ -103,6 +105,8 @@ def main():
                 + ["minattn / SDPA fwd+bwd"])
     print("\nExtra peak memory of one forward")
     print_table(rows, ["N"] + [f"{n} mem" for n in names] + ["minattn / SDPA mem"])
+    print("\nExtra peak memory of one forward + backward")
+    print_table(rows, ["N"] + [f"{n} mem fwd+bwd" for n in names if n != "NumPy"])
     save_json(args.json, {"benchmark": "attention", "B": B, "H": H, "d": d, "results": raw})
 
 
