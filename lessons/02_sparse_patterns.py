@@ -28,7 +28,8 @@
 # 4. train small models on sequences of 1,024 tokens whose label needs both ends: the window
 #    alone fails, a window plus one global token succeeds with fewer keys per query.
 #
-# Run time: a few minutes on a 2-core CPU (`MINATTN_SMOKE=1`: seconds).
+# Run time: about 5 minutes on a 2-core CPU, most of it training nine small models in section 5
+# (`MINATTN_SMOKE=1`: about 10 seconds).
 
 # %%
 import time
