@@ -48,6 +48,7 @@ from minattn.sparse import (sliding_window_mask_np, dilated_window_mask_np, glob
 from minattn.sparse_kernels import (window_attention_torch, blocked_window_attention_torch,
                                     block_sparse_attention_torch, SparseClassifier,
                                     window_attend, block_sparse_attend)
+from minattn.tasks import two_halves, CLS
 from minattn.train import train
 
 L = Lesson("02_sparse_patterns")
@@ -386,6 +387,7 @@ L.savefig(fig, "cost_quick")
 # | BigBird blocks of 8: window (1 block) + 1 random block, no global | $\le 32$ | its window, its random block, and their windows and random blocks: a scattered sample of both halves |
 
 # %%
+show(two_halves)
 show(SparseClassifier)
 
 # %%
@@ -393,19 +395,7 @@ N_SEQ = L.size(full=1024, smoke=64)
 STEPS = L.size(full=120, smoke=10)
 BATCH = L.size(full=16, smoke=8)
 SEEDS = L.size(full=[0, 1, 2], smoke=[0])
-CLS, VOCAB = 0, 3  # tokens: 0 = [CLS], 1 = A, 2 = B
-
-
-def two_halves(batch, n, generator, device):
-    """tokens (B, N): [CLS, symbols...]; P(A) = p1 in the first half, p2 in the second, each
-    1/4 or 3/4; labels (B,): 1 if p1 == p2. Balanced."""
-    p1, p2 = (torch.randint(0, 2, (batch,), generator=generator) for _ in range(2))
-    first_half = torch.arange(n) < n // 2
-    prob_a = torch.where(first_half, 0.25 + 0.5 * p1[:, None], 0.25 + 0.5 * p2[:, None])
-    tokens = 1 + (torch.rand(batch, n, generator=generator) >= prob_a).long()  # 1 = A, 2 = B
-    tokens[:, 0] = CLS
-    return tokens.to(device), (p1 == p2).long().to(device)
-
+VOCAB = 3  # tokens: CLS = 0, A = 1, B = 2
 
 example, label = two_halves(4, 16, torch.Generator().manual_seed(0), "cpu")
 for tokens, y in zip(example, label):
@@ -497,7 +487,8 @@ L.savefig(fig, "two_halves_training")
 #    span: $(c + 2w)/c$ copies of each key.)
 # 2. Give the window-only model of section 5 more layers. How many does it need at
 #    $N = 1{,}024$, $w = 16$, according to section 2 — and is that affordable?
-# 3. Why can a *dilated* window with $\delta = 2$ alone never solve the two-ends task, however
-#    many layers it has? (Look at the gallery, then at `diameter_np`.)
+# 3. Why can a *dilated* window with $\delta = 2$ alone never carry information from an odd
+#    position to token 0, however many layers it has? (Look at the gallery, then at
+#    `diameter_np`.) Why could it still learn the two-halves task, and what task would it fail?
 # 4. The Sparse Transformer's strided head is a causal dilated window with $\delta = l$ and an
 #    unbounded $w$. What does `window_attention_torch` cost for it when $l = \sqrt N$?
