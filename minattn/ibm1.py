@@ -34,6 +34,7 @@ Two modes (`mode=`):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain, count
 
 import numpy as np
 import torch
@@ -45,6 +46,7 @@ from .utils import fail
 NULL = None        # the NULL source word (src_vocab[0] is always NULL, used or not)
 MIN_PROB = 1e-12   # NLTK's M-step floor (IBMModel.MIN_PROB)
 MODES = ("textbook", "nltk")
+PACK_BITS = 63     # bits of one packed int64 sort key (the sign bit stays clear)
 
 
 # ============================================================================ the corpus
@@ -115,53 +117,134 @@ class Bitext:
         return (np.diff(self.src_start) + int(self.null))[self.row_pair]
 
 
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    """(N+1,) start of each of N consecutive segments, and the total at the end."""
+    out = np.zeros(len(lengths) + 1, np.int64)
+    np.cumsum(lengths, out=out[1:])
+    return out
+
+
+def _ragged_arange(first: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """(Σ lengths,) first[s], first[s]+1, ..., first[s]+lengths[s]-1 for each segment s in turn.
+
+    One pass: a vector of +1 steps, with a jump to first[s] where segment s starts, then an
+    in-place cumsum (no (N,) index temporaries as in arange - repeat). Needs every length >= 1.
+    """
+    steps = np.ones(int(lengths.sum()), np.int64)
+    prev_last = np.concatenate([[0], (first + lengths - 1)[:-1]])    # value just before segment s
+    steps[_offsets(lengths)[:-1]] = first - prev_last
+    return np.cumsum(steps, out=steps)
+
+
+def _first_of_run(sorted_keys: np.ndarray) -> np.ndarray:
+    """(N,) bool: where a new value starts in a sorted array."""
+    new = np.empty(len(sorted_keys), bool)
+    new[:1] = True
+    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=new[1:])
+    return new
+
+
 def _ids(sentences, side: str, first=()):
     """Token lists -> (flat ids (N,), offsets (M+1,), vocabulary in first-seen order).
 
     `first` words get the first ids (the source side reserves id 0 for NULL).
     """
-    flat, lengths = [], []
-    for m, sent in enumerate(sentences):
-        if isinstance(sent, str) or not hasattr(sent, "__len__"):
-            fail(f"{side} sentence {m} is not a token list", "a list of tokens, e.g. s.split()",
-                 f"{type(sent).__name__} {str(sent)[:40]!r}")
-        if len(sent) == 0:
-            fail(f"{side} sentence {m} is empty", "at least one token per sentence", "[]")
-        flat.extend(sent)
-        lengths.append(len(sent))
-    index = dict.fromkeys([*first, *flat])            # C-speed dedup that keeps first-seen order
-    for i, w in enumerate(index):
-        index[w] = i
+    # C-speed checks first; the loop below only runs to name the bad sentence
+    kinds = set(map(type, sentences))
+    try:
+        lengths = np.fromiter(map(len, sentences), np.int64, len(sentences))
+    except TypeError:
+        lengths = None
+    if lengths is None or any(issubclass(k, str) for k in kinds) or not lengths.all():
+        for m, sent in enumerate(sentences):
+            if isinstance(sent, str) or not hasattr(sent, "__len__"):
+                fail(f"{side} sentence {m} is not a token list", "a list of tokens, e.g. s.split()",
+                     f"{type(sent).__name__} {str(sent)[:40]!r}")
+            if len(sent) == 0:
+                fail(f"{side} sentence {m} is empty", "at least one token per sentence", "[]")
+    flat = list(chain.from_iterable(sentences))
+    # C-speed dedup that keeps first-seen order, then number the words 0, 1, 2, ...
+    index = dict(zip(dict.fromkeys([*first, *flat]), count()))
     ids = np.fromiter(map(index.__getitem__, flat), np.int64, len(flat))
-    return ids, np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64), list(index)
+    return ids, _offsets(lengths), list(index)
+
+
+def _stable_argsort(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(order, keys[order]): a stable argsort of non-negative int64 keys and the sorted keys.
+
+    Packing (key, index) into one int64 lets NumPy's fast value sort do an argsort's job,
+    and the sorted keys come out of the high bits without a random gather.
+    """
+    n = len(keys)
+    shift = max(n.bit_length(), 1)
+    if n and int(keys.max()).bit_length() + shift <= PACK_BITS:
+        packed = (keys << shift) | np.arange(n)
+        packed.sort()
+        return packed & ((1 << shift) - 1), packed >> shift
+    order = np.argsort(keys, kind="stable")
+    return order, keys[order]
 
 
 def _bags(ids: np.ndarray, start: np.ndarray, vocab_size: int):
     """Distinct words of each sentence: (word, count, sentence, start (M+1,), item of each token).
 
     Items are sorted by (sentence, word id), so each sentence's bag is contiguous.
+    (np.unique(..., return_inverse=True, return_counts=True), with the packed sort.)
     """
-    sent = np.repeat(np.arange(len(start) - 1), np.diff(start))
-    keys, item, count = np.unique(sent * vocab_size + ids, return_inverse=True, return_counts=True)
+    sent = np.repeat(np.arange(len(start) - 1), np.diff(start))          # (N,)
+    order, keys = _stable_argsort(sent * vocab_size + ids)
+    new = _first_of_run(keys)
+    item = np.empty(len(ids), np.int64)
+    item[order] = np.cumsum(new) - 1                                     # (N,) token -> item
+    keys = keys[new]                                                     # (B,) sentence·V + word
+    counts = np.diff(np.append(np.flatnonzero(new), len(ids)))                # (B,)
     bag_sent = keys // vocab_size
-    bag_start = np.concatenate([[0], np.cumsum(np.bincount(bag_sent, minlength=len(start) - 1))])
-    return keys % vocab_size, count, bag_sent, bag_start, item.reshape(-1)
+    bag_start = _offsets(np.bincount(bag_sent, minlength=len(start) - 1))
+    return keys % vocab_size, counts, bag_sent, bag_start, item
 
 
-def _sort_points(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(order, keys[order]): a stable argsort of the points' entry keys (ties stay in corpus
-    order, so every sum runs in corpus order) and the sorted keys.
+def _points_em_order(row_word, col_word, col_mult, col_start, n_tgt, width, point_col):
+    """Sort the points (corpus order: row r, then the columns of its pair) into EM order: by
+    entry key x·|V_y| + y, ties in corpus order (= by row: a row has each x once).
 
-    Packing (key, point index) into one int64 lets NumPy's fast value sort do an argsort's job,
-    and the sorted keys come out of the high bits without a random gather.
+    Args: row_word (R,); col_word, col_mult (C,); col_start (M+1,); width (R,) columns of the
+          row's pair; point_col (P,) the column of each point.
+    Returns (P,) arrays in EM order: keys, row, multiplicity c_x (float), and the point's index
+    in corpus order (the fast path overwrites point_col).
+
+    Fast path: every field of a point fits in one int64,
+        key | row r | column k within its pair | c_x        (high bits to low bits)
+    and one value sort of those int64 replaces argsort + four random gathers over P (the
+    gathers, with their page faults, cost more than the sort). Each field is then read from
+    its bits, sequentially. A point is the sum of a row part and a column part (disjoint bits).
     """
-    n = len(keys)
-    shift = max(n.bit_length(), 1)
-    if int(keys.max()) < (1 << (62 - shift)):
-        packed = np.sort((keys << shift) | np.arange(n))
-        return packed & ((1 << shift) - 1), packed >> shift
-    order = np.argsort(keys, kind="stable")
-    return order, keys[order]
+    n_rows, n_cols = len(row_word), np.diff(col_start)
+    col_k = np.arange(len(col_word)) - np.repeat(col_start[:-1], n_cols)     # (C,) 0 = NULL
+    mult_bits, k_bits = int(col_mult.max()).bit_length(), int(n_cols.max() - 1).bit_length()
+    row_bits, key_bits = (n_rows - 1).bit_length(), ((int(col_word.max()) + 1) * n_tgt).bit_length()
+    if mult_bits + k_bits + row_bits + key_bits > PACK_BITS:  # general path: argsort + gathers
+        keys = np.take(col_word, point_col) * n_tgt + np.repeat(row_word, width)
+        order, keys = _stable_argsort(keys)
+        col = np.take(point_col, order)
+        return (keys, np.repeat(np.arange(n_rows), width)[order],
+                np.take(col_mult, col).astype(float), order)
+    s_k, s_r = mult_bits, mult_bits + k_bits                              # where the fields start
+    s_key = s_r + row_bits
+    row_part = (row_word << s_key) | (np.arange(n_rows) << s_r)                      # (R,)
+    col_part = ((col_word * n_tgt) << s_key) | (col_k << s_k) | col_mult             # (C,)
+    packed = np.take(col_part, point_col)                                            # (P,)
+    packed += np.repeat(row_part, width)
+    packed.sort()                                                         # EM order
+    # read the fields; point_col is spent, its memory is the scratch buffer (a fresh (P,)
+    # array costs page faults that take about as long as the arithmetic)
+    mult = np.bitwise_and(packed, (1 << mult_bits) - 1, out=point_col).astype(float)
+    row = np.right_shift(packed, s_r)
+    row &= (1 << row_bits) - 1
+    index = np.right_shift(packed, s_k, out=point_col)
+    index &= (1 << k_bits) - 1                                            # k ...
+    index += np.take(_offsets(width), row)                                # ... + seg_start[r]
+    packed >>= s_key                                                      # now the keys
+    return packed, row, mult, index
 
 
 def make_bitext(sources, targets, null: bool = True) -> Bitext:
@@ -177,33 +260,37 @@ def make_bitext(sources, targets, null: bool = True) -> Bitext:
     n_src, n_tgt, n0 = len(src_vocab), len(tgt_vocab), int(null)
     # bags of words: distinct words per pair, with counts
     sb_word, sb_count, _, sb_start, src_item = _bags(src_ids, src_start, n_src)
-    pos = np.arange(len(src_ids)) - np.repeat(src_start[:-1], np.diff(src_start))
+    pos = _ragged_arange(np.zeros(len(sources), np.int64), np.diff(src_start))   # (S,)
     sb_last = np.full(len(sb_word), -1)
     np.maximum.at(sb_last, src_item, pos)                       # NLTK's tie rule needs it
     row_word, row_count, row_pair, row_start, tgt_tok_row = _bags(tgt_ids, tgt_start, n_tgt)
-    # points: for each target row, NULL (if used) and then every source bag item of its pair
-    width = np.diff(sb_start)[row_pair] + n0
-    seg_start = np.concatenate([[0], np.cumsum(width)])
-    point_row = np.repeat(np.arange(len(row_word)), width)                 # (P,)
-    k = np.arange(seg_start[-1]) - seg_start[point_row]                    # 0 = NULL when null
-    item = sb_start[row_pair[point_row]] + k - n0
-    is_null, item = k < n0, np.maximum(item, 0)
-    src_word = np.where(is_null, 0, sb_word[item])
-    mult = np.where(is_null, 1.0, sb_count[item])
-    seg_last = np.where(is_null, -1, sb_last[item]).astype(np.int32)
-    keys = src_word * n_tgt + row_word[point_row]                         # entry key x·|V_y| + y
-    del k, item, is_null, src_word
-    order, sorted_keys = _sort_points(keys)                               # corpus -> EM order
-    first = np.concatenate([[True], sorted_keys[1:] != sorted_keys[:-1]])
-    point_entry = np.cumsum(first) - 1
+    # columns (C,): the source side of each pair, NULL (if used) then its bag items
+    col_word, col_mult, col_last = sb_word, sb_count, sb_last
+    if null:
+        at = sb_start[:-1]
+        col_word, col_mult, col_last = (np.insert(sb_word, at, 0), np.insert(sb_count, at, 1),
+                                        np.insert(sb_last, at, -1))
+    col_start = _offsets(np.diff(sb_start) + n0)                          # (M+1,)
+    # points, corpus order: for each target row, every column of its pair
+    width = np.diff(col_start)[row_pair]                                  # (R,)
+    seg_start = _offsets(width)                                           # (R+1,)
+    point_col = _ragged_arange(col_start[row_pair], width)                # (P,)
+    seg_mult = np.take(col_mult.astype(float), point_col)
+    seg_last = np.take(col_last.astype(np.int32), point_col)
+    # points, EM order, and the table entries: one per distinct key
+    keys, point_row, point_mult, corpus_index = _points_em_order(
+        row_word, col_word, col_mult, col_start, n_tgt, width, point_col)
+    new = _first_of_run(keys)
+    point_entry = np.cumsum(new)
+    point_entry -= 1
     seg_entry = np.empty(len(keys), np.int32)
-    seg_entry[order] = point_entry
-    uniq = sorted_keys[first]
+    seg_entry[corpus_index] = point_entry
+    uniq = np.take(keys, np.flatnonzero(new))                            # (E,) sorted keys
     return Bitext(src_vocab, tgt_vocab, bool(null), src_ids, src_start, tgt_ids,
                   tgt_start, sb_word, sb_count, sb_last, sb_start,
                   src_item - np.repeat(sb_start[:-1], np.diff(src_start)),
                   row_word, row_count, row_pair, row_start, tgt_tok_row,
-                  point_entry, point_row[order], mult[order], seg_start, seg_entry, mult, seg_last,
+                  point_entry, point_row, point_mult, seg_start, seg_entry, seg_mult, seg_last,
                   (uniq // n_tgt).astype(np.int32), (uniq % n_tgt).astype(np.int32))
 
 
@@ -311,7 +398,7 @@ def viterbi_np(t: np.ndarray, bx: Bitext) -> np.ndarray:
     can break such a tie either way, so there the choice may differ from NLTK's.
     """
     _check_table(t, bx)
-    p = t[bx.seg_entry]                                              # (P,) corpus order
+    p = np.take(t, bx.seg_entry, mode="clip")   # (P,) corpus order (clip: no bounds check)
     best = np.maximum.reduceat(p, bx.seg_start[:-1])                 # (R,)
     at_max = p >= np.repeat(best, np.diff(bx.seg_start))
     # among the points at the maximum, the latest source position (NULL is -1: it loses ties)

@@ -32,6 +32,30 @@ def nltk_model(src, tgt, iterations):
     return IBMModel1(bitext, iterations), bitext
 
 
+# ----------------------------------------------------------------------------- indexing
+@pytest.mark.parametrize("null", [False, True])
+def test_packed_sort_and_general_path_index_the_same(rng, monkeypatch, null):
+    # make_bitext packs each point into one int64 when the fields fit (PACK_BITS); with no bits
+    # to spare it takes the general path (argsort + gathers). Both must give the same arrays.
+    src, tgt = random_corpus(rng, n_pairs=80)
+    fast = ibm1.make_bitext(src, tgt, null=null)
+    monkeypatch.setattr(ibm1, "PACK_BITS", 0)
+    slow = ibm1.make_bitext(src, tgt, null=null)
+    for name, value in vars(fast).items():
+        if isinstance(value, np.ndarray):
+            other = getattr(slow, name)
+            assert value.dtype == other.dtype and np.array_equal(value, other), name
+    # the points in EM order are sorted by entry, ties (the same entry) in corpus order
+    assert np.all(np.diff(fast.point_entry) >= 0)
+    same = np.diff(fast.point_entry) == 0
+    assert np.all(np.diff(fast.point_row)[same] > 0)
+    # corpus order and EM order hold the same points
+    em = np.lexsort((fast.point_row, fast.point_entry))
+    corpus_row = np.repeat(np.arange(len(fast.row_word)), np.diff(fast.seg_start))
+    corpus = np.lexsort((corpus_row, fast.seg_entry))
+    np.testing.assert_array_equal(fast.point_mult[em], fast.seg_mult[corpus])
+
+
 # ----------------------------------------------------------------------------- count table
 def test_count_table_by_hand():
     # pair 1: x = (a, b), y = (A, A) -> C(a, A) += 2 * 1/2, C(b, A) += 2 * 1/2
