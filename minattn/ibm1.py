@@ -63,9 +63,10 @@ class Bitext:
              row_* (R,): the distinct target words of each pair (word, count k, pair),
              row_start (M+1,); tgt_tok_row (T,): the row of each target token.
     Points, EM order (sorted by entry: reading t is sequential, the random accesses hit the
-             small (R,) arrays): point_entry, point_row, point_mult (P,).
+             small (R,) arrays): point_entry, point_row, point_mult (P,), point_last (P,) the
+             last position of the point's source word in its sentence (NULL -1).
     Points, corpus order (row by row, NULL first): seg_start (R+1,), seg_entry (P,),
-             seg_mult (P,), seg_last (P,) the last position of the point's source word (NULL -1).
+             seg_mult (P,).
     entry_src, entry_tgt (E,): the coordinates (x, y) of the stored entries, sorted by (x, y).
     """
     src_vocab: list
@@ -88,10 +89,10 @@ class Bitext:
     point_entry: np.ndarray
     point_row: np.ndarray
     point_mult: np.ndarray
+    point_last: np.ndarray
     seg_start: np.ndarray
     seg_entry: np.ndarray
     seg_mult: np.ndarray
-    seg_last: np.ndarray
     entry_src: np.ndarray
     entry_tgt: np.ndarray
 
@@ -203,20 +204,22 @@ def _bags(ids: np.ndarray, start: np.ndarray, vocab_size: int):
     return keys % vocab_size, counts, bag_sent, bag_start, item
 
 
-def _points_em_order(row_word, col_word, col_mult, col_start, n_tgt, width, point_col):
+def _points_em_order(row_word, row_col, width, col_word, col_mult, col_last, col_start, n_tgt,
+                     point_col):
     """Sort the points (corpus order: row r, then the columns of its pair) into EM order: by
     entry key x·|V_y| + y, ties in corpus order (= by row: a row has each x once).
 
-    Args: row_word (R,); col_word, col_mult (C,); col_start (M+1,); width (R,) columns of the
-          row's pair; point_col (P,) the column of each point.
-    Returns (P,) arrays in EM order: keys, row, multiplicity c_x (float), and the point's index
-    in corpus order (the fast path overwrites point_col).
+    Args: row_word (R,); row_col (R,) first column of the row's pair; width (R,) columns of
+          the row's pair; col_word, col_mult, col_last (C,); col_start (M+1,) columns of each
+          pair; point_col (P,) column of each point.
+    Returns (P,) arrays in EM order: keys, row, multiplicity c_x (float), last position of x
+    (int32), and the point's index in corpus order (the fast path overwrites point_col).
 
     Fast path: every field of a point fits in one int64,
         key | row r | column k within its pair | c_x        (high bits to low bits)
-    and one value sort of those int64 replaces argsort + four random gathers over P (the
-    gathers, with their page faults, cost more than the sort). Each field is then read from
-    its bits, sequentially. A point is the sum of a row part and a column part (disjoint bits).
+    and one value sort of those int64 replaces argsort + random gathers over P (the gathers,
+    with their page faults, cost more than the sort). Each field is then read from its bits,
+    sequentially. A point is the sum of a row part and a column part (disjoint bits).
     """
     n_rows, n_cols = len(row_word), np.diff(col_start)
     col_k = np.arange(len(col_word)) - np.repeat(col_start[:-1], n_cols)     # (C,) 0 = NULL
@@ -227,24 +230,29 @@ def _points_em_order(row_word, col_word, col_mult, col_start, n_tgt, width, poin
         order, keys = _stable_argsort(keys)
         col = np.take(point_col, order)
         return (keys, np.repeat(np.arange(n_rows), width)[order],
-                np.take(col_mult, col).astype(float), order)
+                np.take(col_mult, col).astype(float), np.take(col_last, col), order)
     s_k, s_r = mult_bits, mult_bits + k_bits                              # where the fields start
     s_key = s_r + row_bits
     row_part = (row_word << s_key) | (np.arange(n_rows) << s_r)                      # (R,)
     col_part = ((col_word * n_tgt) << s_key) | (col_k << s_k) | col_mult             # (C,)
     packed = np.take(col_part, point_col)                                            # (P,)
-    packed += np.repeat(row_part, width)
+    scratch = np.repeat(row_part, width)                                             # (P,)
+    packed += scratch
     packed.sort()                                                         # EM order
-    # read the fields; point_col is spent, its memory is the scratch buffer (a fresh (P,)
-    # array costs page faults that take about as long as the arithmetic)
-    mult = np.bitwise_and(packed, (1 << mult_bits) - 1, out=point_col).astype(float)
+    # read the fields into fresh outputs; point_col and scratch are spent, so they hold the
+    # temporaries (a fresh (P,) array costs page faults: as long as the arithmetic or longer)
+    mult = np.bitwise_and(packed, (1 << mult_bits) - 1, out=scratch).astype(float)
     row = np.right_shift(packed, s_r)
     row &= (1 << row_bits) - 1
-    index = np.right_shift(packed, s_k, out=point_col)
-    index &= (1 << k_bits) - 1                                            # k ...
-    index += np.take(_offsets(width), row)                                # ... + seg_start[r]
+    k = np.right_shift(packed, s_k, out=point_col)
+    k &= (1 << k_bits) - 1
+    col = np.take(row_col, row, out=scratch, mode="clip")                 # (P,) column:
+    col += k                                                              # first of pair + k
+    last = np.take(col_last, col, mode="clip")
+    index = k
+    index += np.take(_offsets(width), row, out=scratch, mode="clip")      # seg_start[r] + k
     packed >>= s_key                                                      # now the keys
-    return packed, row, mult, index
+    return packed, row, mult, last, index
 
 
 def make_bitext(sources, targets, null: bool = True) -> Bitext:
@@ -272,25 +280,25 @@ def make_bitext(sources, targets, null: bool = True) -> Bitext:
                                         np.insert(sb_last, at, -1))
     col_start = _offsets(np.diff(sb_start) + n0)                          # (M+1,)
     # points, corpus order: for each target row, every column of its pair
-    width = np.diff(col_start)[row_pair]                                  # (R,)
+    row_col, width = col_start[row_pair], np.diff(col_start)[row_pair]    # (R,) first, count
     seg_start = _offsets(width)                                           # (R+1,)
-    point_col = _ragged_arange(col_start[row_pair], width)                # (P,)
+    point_col = _ragged_arange(row_col, width)                            # (P,)
     seg_mult = np.take(col_mult.astype(float), point_col)
-    seg_last = np.take(col_last.astype(np.int32), point_col)
     # points, EM order, and the table entries: one per distinct key
-    keys, point_row, point_mult, corpus_index = _points_em_order(
-        row_word, col_word, col_mult, col_start, n_tgt, width, point_col)
+    keys, point_row, point_mult, point_last, corpus_index = _points_em_order(
+        row_word, row_col, width, col_word, col_mult, col_last.astype(np.int32), col_start,
+        n_tgt, point_col)
     new = _first_of_run(keys)
-    point_entry = np.cumsum(new)
+    uniq = np.take(keys, np.flatnonzero(new))                            # (E,) sorted keys
+    point_entry = np.cumsum(new, out=keys)                               # (keys are spent)
     point_entry -= 1
     seg_entry = np.empty(len(keys), np.int32)
     seg_entry[corpus_index] = point_entry
-    uniq = np.take(keys, np.flatnonzero(new))                            # (E,) sorted keys
     return Bitext(src_vocab, tgt_vocab, bool(null), src_ids, src_start, tgt_ids,
                   tgt_start, sb_word, sb_count, sb_last, sb_start,
                   src_item - np.repeat(sb_start[:-1], np.diff(src_start)),
                   row_word, row_count, row_pair, row_start, tgt_tok_row,
-                  point_entry, point_row, point_mult, seg_start, seg_entry, seg_mult, seg_last,
+                  point_entry, point_row, point_mult, point_last, seg_start, seg_entry, seg_mult,
                   (uniq // n_tgt).astype(np.int32), (uniq % n_tgt).astype(np.int32))
 
 
@@ -398,11 +406,14 @@ def viterbi_np(t: np.ndarray, bx: Bitext) -> np.ndarray:
     can break such a tie either way, so there the choice may differ from NLTK's.
     """
     _check_table(t, bx)
-    p = np.take(t, bx.seg_entry, mode="clip")   # (P,) corpus order (clip: no bounds check)
-    best = np.maximum.reduceat(p, bx.seg_start[:-1])                 # (R,)
-    at_max = p >= np.repeat(best, np.diff(bx.seg_start))
+    # in EM order (reading t is sequential); max is exact, so the order does not matter
+    p = np.take(t, bx.point_entry, out=bx.scratch("p"), mode="clip")           # (P,)
+    best = np.full(len(bx.row_word), -np.inf)
+    np.maximum.at(best, bx.point_row, p)                                         # (R,)
+    at_max = p >= np.take(best, bx.point_row, out=bx.scratch("share"), mode="clip")   # (P,)
     # among the points at the maximum, the latest source position (NULL is -1: it loses ties)
-    choice = np.maximum.reduceat(np.where(at_max, bx.seg_last, -2), bx.seg_start[:-1])  # (R,)
+    choice = np.full(len(bx.row_word), -2, np.int32)
+    np.maximum.at(choice, bx.point_row[at_max], bx.point_last[at_max])           # (R,)
     return choice[bx.tgt_tok_row]
 
 
