@@ -34,6 +34,7 @@ Two modes (`mode=`):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import chain, count
 
 import numpy as np
@@ -65,8 +66,8 @@ class Bitext:
     Points, EM order (sorted by entry: reading t is sequential, the random accesses hit the
              small (R,) arrays): point_entry, point_row, point_mult (P,), point_last (P,) the
              last position of the point's source word in its sentence (NULL -1).
-    Points, corpus order (row by row, NULL first): seg_start (R+1,), seg_entry (P,),
-             seg_mult (P,).
+    Points, corpus order (row by row, NULL first): seg_start (R+1,); seg_entry (P,) and
+             seg_mult (P,) are computed on first use (EM and Viterbi do not need them).
     entry_src, entry_tgt (E,): the coordinates (x, y) of the stored entries, sorted by (x, y).
     """
     src_vocab: list
@@ -91,8 +92,6 @@ class Bitext:
     point_mult: np.ndarray
     point_last: np.ndarray
     seg_start: np.ndarray
-    seg_entry: np.ndarray
-    seg_mult: np.ndarray
     entry_src: np.ndarray
     entry_tgt: np.ndarray
 
@@ -111,6 +110,27 @@ class Bitext:
     @property
     def n_pairs(self) -> int:
         return len(self.src_start) - 1
+
+    def _corpus_columns(self, bag_values: np.ndarray, null_value):
+        """(C,) the columns' values (see make_bitext) and (P,) the column of each point."""
+        col_start = _offsets(np.diff(self.src_bag_start) + int(self.null))
+        columns = _with_null(bag_values, self.src_bag_start, self.null, null_value)
+        return columns, _ragged_arange(col_start[self.row_pair], np.diff(self.seg_start))
+
+    @cached_property
+    def seg_entry(self) -> np.ndarray:
+        """(P,) int32 table entry of each point, corpus order: a binary search of its key."""
+        col_word, point_col = self._corpus_columns(self.src_bag_word, 0)
+        n_tgt = len(self.tgt_vocab)
+        keys = np.take(col_word, point_col) * n_tgt + np.repeat(self.row_word, np.diff(self.seg_start))
+        entry_keys = self.entry_src.astype(np.int64) * n_tgt + self.entry_tgt     # (E,) sorted
+        return np.searchsorted(entry_keys, keys).astype(np.int32)
+
+    @cached_property
+    def seg_mult(self) -> np.ndarray:
+        """(P,) multiplicity c_x of each point, corpus order."""
+        col_mult, point_col = self._corpus_columns(self.src_bag_count, 1)
+        return np.take(col_mult.astype(float), point_col)
 
     @property
     def width(self) -> np.ndarray:
@@ -135,6 +155,11 @@ def _ragged_arange(first: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     prev_last = np.concatenate([[0], (first + lengths - 1)[:-1]])    # value just before segment s
     steps[_offsets(lengths)[:-1]] = first - prev_last
     return np.cumsum(steps, out=steps)
+
+
+def _with_null(bag_values: np.ndarray, bag_start: np.ndarray, null: bool, null_value):
+    """(C,) bag items as columns: NULL's value (when used) before the items of each pair."""
+    return np.insert(bag_values, bag_start[:-1], null_value) if null else bag_values
 
 
 def _first_of_run(sorted_keys: np.ndarray) -> np.ndarray:
@@ -213,7 +238,7 @@ def _points_em_order(row_word, row_col, width, col_word, col_mult, col_last, col
           the row's pair; col_word, col_mult, col_last (C,); col_start (M+1,) columns of each
           pair; point_col (P,) column of each point.
     Returns (P,) arrays in EM order: keys, row, multiplicity c_x (float), last position of x
-    (int32), and the point's index in corpus order (the fast path overwrites point_col).
+    (int32). The fast path overwrites point_col.
 
     Fast path: every field of a point fits in one int64,
         key | row r | column k within its pair | c_x        (high bits to low bits)
@@ -230,7 +255,7 @@ def _points_em_order(row_word, row_col, width, col_word, col_mult, col_last, col
         order, keys = _stable_argsort(keys)
         col = np.take(point_col, order)
         return (keys, np.repeat(np.arange(n_rows), width)[order],
-                np.take(col_mult, col).astype(float), np.take(col_last, col), order)
+                np.take(col_mult, col).astype(float), np.take(col_last, col))
     s_k, s_r = mult_bits, mult_bits + k_bits                              # where the fields start
     s_key = s_r + row_bits
     row_part = (row_word << s_key) | (np.arange(n_rows) << s_r)                      # (R,)
@@ -249,10 +274,8 @@ def _points_em_order(row_word, row_col, width, col_word, col_mult, col_last, col
     col = np.take(row_col, row, out=scratch, mode="clip")                 # (P,) column:
     col += k                                                              # first of pair + k
     last = np.take(col_last, col, mode="clip")
-    index = k
-    index += np.take(_offsets(width), row, out=scratch, mode="clip")      # seg_start[r] + k
     packed >>= s_key                                                      # now the keys
-    return packed, row, mult, last, index
+    return packed, row, mult, last
 
 
 def make_bitext(sources, targets, null: bool = True) -> Bitext:
@@ -273,32 +296,26 @@ def make_bitext(sources, targets, null: bool = True) -> Bitext:
     np.maximum.at(sb_last, src_item, pos)                       # NLTK's tie rule needs it
     row_word, row_count, row_pair, row_start, tgt_tok_row = _bags(tgt_ids, tgt_start, n_tgt)
     # columns (C,): the source side of each pair, NULL (if used) then its bag items
-    col_word, col_mult, col_last = sb_word, sb_count, sb_last
-    if null:
-        at = sb_start[:-1]
-        col_word, col_mult, col_last = (np.insert(sb_word, at, 0), np.insert(sb_count, at, 1),
-                                        np.insert(sb_last, at, -1))
+    col_word, col_mult, col_last = (_with_null(a, sb_start, null, v)
+                                    for a, v in ((sb_word, 0), (sb_count, 1), (sb_last, -1)))
     col_start = _offsets(np.diff(sb_start) + n0)                          # (M+1,)
     # points, corpus order: for each target row, every column of its pair
     row_col, width = col_start[row_pair], np.diff(col_start)[row_pair]    # (R,) first, count
     seg_start = _offsets(width)                                           # (R+1,)
     point_col = _ragged_arange(row_col, width)                            # (P,)
-    seg_mult = np.take(col_mult.astype(float), point_col)
     # points, EM order, and the table entries: one per distinct key
-    keys, point_row, point_mult, point_last, corpus_index = _points_em_order(
+    keys, point_row, point_mult, point_last = _points_em_order(
         row_word, row_col, width, col_word, col_mult, col_last.astype(np.int32), col_start,
         n_tgt, point_col)
     new = _first_of_run(keys)
     uniq = np.take(keys, np.flatnonzero(new))                            # (E,) sorted keys
     point_entry = np.cumsum(new, out=keys)                               # (keys are spent)
     point_entry -= 1
-    seg_entry = np.empty(len(keys), np.int32)
-    seg_entry[corpus_index] = point_entry
     return Bitext(src_vocab, tgt_vocab, bool(null), src_ids, src_start, tgt_ids,
                   tgt_start, sb_word, sb_count, sb_last, sb_start,
                   src_item - np.repeat(sb_start[:-1], np.diff(src_start)),
                   row_word, row_count, row_pair, row_start, tgt_tok_row,
-                  point_entry, point_row, point_mult, point_last, seg_start, seg_entry, seg_mult,
+                  point_entry, point_row, point_mult, point_last, seg_start,
                   (uniq // n_tgt).astype(np.int32), (uniq % n_tgt).astype(np.int32))
 
 

@@ -45,6 +45,12 @@ def test_packed_sort_and_general_path_index_the_same(rng, monkeypatch, null):
         if isinstance(value, np.ndarray):
             other = getattr(slow, name)
             assert value.dtype == other.dtype and np.array_equal(value, other), name
+    # seg_entry (computed on first use) in corpus order by hand: entry of (x, y) per point
+    key_entry = {(x, y): e for e, (x, y) in enumerate(zip(fast.entry_src, fast.entry_tgt))}
+    bag = lambda m: fast.src_bag_word[fast.src_bag_start[m]:fast.src_bag_start[m + 1]]
+    expected = [key_entry[(x, y)] for y, m in zip(fast.row_word, fast.row_pair)
+                for x in [0] * null + list(bag(m))]                  # NULL first, then the bag
+    np.testing.assert_array_equal(fast.seg_entry, expected)
     # the points in EM order are sorted by entry, ties (the same entry) in corpus order
     assert np.all(np.diff(fast.point_entry) >= 0)
     same = np.diff(fast.point_entry) == 0
@@ -53,6 +59,8 @@ def test_packed_sort_and_general_path_index_the_same(rng, monkeypatch, null):
     em = np.lexsort((fast.point_row, fast.point_entry))
     corpus_row = np.repeat(np.arange(len(fast.row_word)), np.diff(fast.seg_start))
     corpus = np.lexsort((corpus_row, fast.seg_entry))
+    np.testing.assert_array_equal(fast.point_entry[em], fast.seg_entry[corpus])
+    np.testing.assert_array_equal(fast.point_row[em], corpus_row[corpus])
     np.testing.assert_array_equal(fast.point_mult[em], fast.seg_mult[corpus])
 
 
