@@ -9,7 +9,10 @@ build anything of size N²:
     SparseSelfAttention           a multi-head self-attention layer on either kernel
     SparseClassifier              a small encoder on it, for the lesson's long-sequence task
 
-Both are ordinary torch code, so autograd gives the backward pass. Every result equals dense
+Both are ordinary torch code, so autograd gives the backward pass — except the window kernel
+in training without global tokens, whose `WindowAttentionFunction` has a hand-written backward
+that recomputes a few blocks at a time (autograd's would hold every block's attention and
+(c + 2w) / c copies of ∂K and ∂V). Every result equals dense
 masked attention (`minattn.attention.attention_torch`) on the same pattern — the tests check
 outputs and gradients in float64. Shapes: q, k (..., N, d), v (..., N, dv), as in lesson 01.
 """
@@ -83,6 +86,136 @@ def blocked_window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Te
     return out
 
 
+# ------------------------------------------------------------ a hand-written backward
+# Autograd through `blocked_window_attention_torch` is correct but heavy: `unfold`'s backward
+# receives a ∂K and a ∂V for every key of every span, (c + 2w) / c copies of each, and SDPA keeps
+# each block's attention internals for its backward. The Function below keeps only q, k, v and
+# recomputes the attention of a few blocks at a time in its backward, adding their ∂K and ∂V
+# into full-size buffers as it goes: the extra memory is one chunk of blocks, not N·(c + 2w).
+
+# Scores per chunk of blocks in the backward: 2^17 (512 KiB in float32), i.e. at c = 64 and
+# B·H = 4 one block per chunk for w = 128, four for w = 32; more when blocks are smaller.
+# Measured at N = 16,384, w = 128 on a 2-core CPU: chunks of 2^17 to 2^21 scores took 314 →
+# 450 ms and 70 → 130 MiB; small chunks stay in the cache, and the Python loop (a few dozen
+# tensor ops per chunk, ~1,000 chunks at N = 65,536) costs less than the larger chunks lose.
+_CHUNK_SCORES = 1 << 17
+_HAND_BACKWARD = True  # False: plain autograd through the blocked kernel (the tests compare)
+
+
+class WindowAttentionFunction(torch.autograd.Function):
+    """Sliding-window self-attention over one class (δ = 1, no global tokens) with a
+    memory-lean backward. q, k: (B, M, d); v: (B, M, dv) -> (B, M, dv).
+
+    apply(q, k, v, w, causal, block, scale): query i attends to keys i - w .. i + w
+    (.. i when causal) that lie in 0 .. M-1, exactly as `window_attention_torch`.
+
+    forward: `window_attention_torch` itself (grad mode is off inside a Function, so it takes
+        its inference path: the blocked SDPA of exercise 2.2 plus the exact end blocks).
+    backward: for chunks of query blocks, recompute the scores of each block against its key
+        span, then lesson 01's softmax backward (`attention_backward_np`):
+            P  = softmax(scale · Q Kᵀ)           dV = Pᵀ G
+            dP = G Vᵀ                            dS = P ⊙ (dP − rowsum(dP ⊙ P))
+            dQ = scale · dS K                    dK = scale · dSᵀ Q
+        dQ of a block is its own rows; dK and dV of a span are added into the full ∂K, ∂V.
+    """
+
+    @staticmethod
+    def forward(ctx, q, k, v, w, causal, block, scale):
+        out = window_attention_torch(q, k, v, w, causal=causal, block=block, scale=scale)
+        ctx.save_for_backward(q, k, v)  # no attention probabilities kept: recomputed later
+        ctx.window = (w, 0 if causal else w, block, scale)
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_out):
+        q, k, v = ctx.saved_tensors
+        grads = _window_attention_backward(q, k, v, grad_out.contiguous(), *ctx.window)
+        return (*grads, None, None, None, None)
+
+
+def _window_attention_backward(q, k, v, grad_out, w_left, w_right, c, scale):
+    """dQ, dK, dV of the window attention over (B, M, d) tensors, a chunk of blocks at a time.
+
+    Block b holds queries b·c .. b·c + c - 1 and sees the span of keys b·c - w_left ..
+    b·c + c + w_right - 1 (length span = c + w_left + w_right). Keys outside 0 .. M-1 are
+    masked out (the forward treats them as absent), so their gradients are zero.
+    """
+    bsz, m, d = q.shape
+    scale = 1.0 / math.sqrt(d) if scale is None else scale
+    span = c + w_left + w_right
+    n_blocks = -(-m // c)
+    pieces = -(-span // c)  # a span covers `pieces` consecutive c-row slices of ∂K
+    chunk = max(1, _CHUNK_SCORES // (bsz * c * span))  # blocks per chunk
+    band = _band_np(c, w_left, w_right)  # (c, span)
+    hidden = torch.from_numpy(~band).to(q.device)  # what the band hides: inner chunks
+    dq = torch.empty_like(q)
+    dk, dv = torch.zeros_like(k), torch.zeros_like(v)
+    for b0 in range(0, n_blocks, chunk):
+        nbc = min(chunk, n_blocks - b0)  # blocks in this chunk
+        q0 = b0 * c  # first query row of the chunk
+        k0 = q0 - w_left  # first key row its spans touch (may be < 0)
+        k_len = (nbc + pieces - 1) * c  # rows k0 .. k0 + k_len - 1 cover every span
+        qb = _rows(q, q0, nbc * c).unflatten(1, (nbc, c))  # (B, nbc, c, d)
+        gb = _rows(grad_out, q0, nbc * c).unflatten(1, (nbc, c))  # (B, nbc, c, dv)
+        # The spans of the chunk's blocks: views of its key rows, as in unfold_blocks_torch.
+        ks = _rows(k, k0, k_len).unfold(1, span, c)[:, :nbc].transpose(-1, -2)  # (B,nbc,span,d)
+        vs = _rows(v, k0, k_len).unfold(1, span, c)[:, :nbc].transpose(-1, -2)  # (B,nbc,span,dv)
+
+        scores = (qb @ ks.transpose(-1, -2)).mul_(scale)  # (B, nbc, c, span)
+        mask = _chunk_mask(band, q0, k0, nbc, c, m)  # None (inner chunk) or (nbc, c, span)
+        scores.masked_fill_(hidden if mask is None else torch.from_numpy(~mask).to(q.device),
+                            float("-inf"))
+        p = torch.softmax(scores, dim=-1)  # P: (B, nbc, c, span)
+        del scores
+        dv_span = p.transpose(-1, -2) @ gb  # Pᵀ G: (B, nbc, span, dv)
+        ds = gb @ vs.transpose(-1, -2)  # dP = G Vᵀ: (B, nbc, c, span)
+        ds.sub_((ds * p).sum(-1, keepdim=True)).mul_(p).mul_(scale)  # scale · dS, in place
+        del p
+        dq_blocks = (ds @ ks).flatten(1, 2)  # scale · dS K: (B, nbc·c, d)
+        rows = min(nbc * c, m - q0)  # the last block may hold padded queries: drop them
+        dq[:, q0:q0 + rows] = dq_blocks[:, :rows]
+        _add_spans(dk, ds.transpose(-1, -2) @ qb, k0, c)  # scale · dSᵀ Q: (B, nbc, span, d)
+        _add_spans(dv, dv_span, k0, c)
+    return dq, dk, dv
+
+
+def _rows(x, start, length):
+    """Rows start .. start + length - 1 of x (B, M, d), zero rows where outside 0 .. M-1."""
+    lo, hi = max(start, 0), min(start + length, x.shape[1])
+    part = x[:, lo:max(hi, lo)]
+    if part.shape[1] == length:
+        return part  # a view
+    return F.pad(part, (0, 0, lo - start, start + length - lo - part.shape[1]))
+
+
+def _chunk_mask(band, q0, k0, nbc, c, m):
+    """The keys each query of a chunk may see: the band, minus keys outside 0 .. M-1. Rows of
+    padded queries (past M) may see every key of the span: any finite row will do, their G is
+    zero. Returns None for a chunk far from both ends, (nbc, c, span) bool otherwise."""
+    span = band.shape[1]
+    if k0 >= 0 and k0 + (nbc - 1) * c + span <= m and q0 + nbc * c <= m:
+        return None  # an inner chunk: the band alone is exact
+    key = k0 + c * np.arange(nbc)[:, None] + np.arange(span)  # (nbc, span) positions
+    query = q0 + c * np.arange(nbc)[:, None] + np.arange(c)  # (nbc, c)
+    return band & ((key >= 0) & (key < m))[:, None, :] | (query >= m)[:, :, None]
+
+
+def _add_spans(dst, spans, start, c):
+    """dst (B, M, d) += every span of spans (B, nbc, span, d); span b starts at row
+    start + b·c. Consecutive spans overlap, so each is cut into c-row pieces: piece j of every
+    block lands on the c-row slices j, j + 1, ..., one shifted add per piece."""
+    bsz, nbc, span, d = spans.shape
+    pieces = -(-span // c)
+    local = spans.new_zeros(bsz, nbc + pieces - 1, c, d)  # rows start .. of this chunk
+    for j in range(pieces):
+        piece = spans[:, :, j * c:(j + 1) * c]  # (B, nbc, <= c, d)
+        local[:, j:j + nbc, :piece.shape[2]] += piece
+    local = local.flatten(1, 2)
+    lo, hi = max(start, 0), min(start + local.shape[1], dst.shape[1])
+    dst[:, lo:hi] += local[:, lo - start:hi - start]  # rows outside 0 .. M-1 carry zeros
+
+
 def _check_window_args(q, k, v, w, dilation, block):
     check_attention_inputs(q, k, v)
     if q.shape[-2] != k.shape[-2]:
@@ -107,10 +240,9 @@ def window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w:
         dilation: δ >= 1.  causal: only keys j <= i.
         global_idx: positions that attend to all and are attended by all (Longformer).
         block: queries per block c; the work per query is c + 2w keys instead of 2w + 1
-            (c + w when causal), so small blocks waste less but call more, smaller matmuls,
-            and the backward writes a gradient for every key of every span: (c + 2w) / c
-            copies of each key. Default: 32 when no gradient is needed, else 64 (the fastest
-            on a 2-core CPU for w in {32, 128}; see benchmarks/sparse.py).
+            (c + w when causal), so small blocks waste less but call more, smaller matmuls.
+            Default: 32 when no gradient is needed, else 64 (the fastest on a 2-core CPU for
+            w in {32, 128}; see benchmarks/sparse.py).
         scale: default 1/√d.
     Returns:
         (..., N, dv).
@@ -120,9 +252,11 @@ def window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w:
     every block of every class with one small band mask; (3) the few blocks where that mask
     is wrong — at the ends of the sequence, or near a global token — are recomputed with
     their exact masks and swapped in; (4) the global rows are computed densely: g·N work.
+    When a gradient is needed, there are no global tokens and δ divides N, steps (2)-(3) run
+    inside `WindowAttentionFunction`, whose backward recomputes the blocks chunk by chunk.
     """
+    needs_grad = torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v))
     if block is None:
-        needs_grad = torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v))
         block = 64 if needs_grad else 32
     w, dilation, c = _check_window_args(q, k, v, w, dilation, block)
     n, device = q.shape[-2], q.device
@@ -139,6 +273,16 @@ def window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w:
         return x.unflatten(-2, (m, dilation)).transpose(-2, -3)
 
     qc, kc, vc = to_classes(q), to_classes(k), to_classes(v)
+    if needs_grad and _HAND_BACKWARD and not g_np.size and n % dilation == 0:
+        # Training without global tokens, all classes of one length m: WindowAttentionFunction,
+        # whose forward is this function's own inference path and whose hand-written backward
+        # never holds more than a chunk of blocks' attention at a time.
+        flat = [x.flatten(0, -3) if x.ndim > 3 else x for x in (qc, kc, vc)]  # (B', m, d)
+        out = WindowAttentionFunction.apply(*flat, w, causal, c, scale)  # (B', m, dv)
+        out = out.reshape(*qc.shape[:-1], out.shape[-1])  # (..., δ, m, dv)
+        if dilation == 1:
+            return out.squeeze(-3)
+        return out.transpose(-2, -3).flatten(-3, -2)  # place p of class r -> r + δ·p
     g = torch.as_tensor(g_np, device=device)
     extra_k = k[..., g, :] if g.numel() else None  # (..., G, d): global keys ride along
     extra_v = v[..., g, :] if g.numel() else None

@@ -19,6 +19,7 @@ from minattn.sparse import (bigbird_layout_np, bigbird_mask_np, block_layout_np,
                             diameter_np, dilated_window_mask_np, fixed_masks_np,
                             global_mask_np, hops_np, random_mask_np, sliding_window_mask_np,
                             strided_masks_np, union_np)
+from minattn import sparse_kernels
 from minattn.sparse_kernels import (SparseClassifier, SparseSelfAttention, band_mask_torch,
                                     block_sparse_attend, block_sparse_attention_torch,
                                     window_attend, window_attention_torch)
@@ -220,6 +221,47 @@ def test_window_kernel_with_global_tokens_matches_dense(n, w, dilation, glob, ca
         mask &= np.tril(np.ones((n, n), dtype=bool))
     _assert_matches_dense(lambda q, k, v: window_attention_torch(
         q, k, v, w, dilation, causal, global_idx=glob, block=4), mask, seed=w)
+
+
+def _graph_has(fn, name):
+    """Does the autograd graph ending at grad_fn `fn` contain a node called `name`?"""
+    return fn is not None and (fn.name() == name or any(_graph_has(f, name)
+                                                         for f, _ in fn.next_functions))
+
+
+@pytest.mark.parametrize("n,w,block,causal", [(1, 0, 4, False), (7, 0, 4, True),
+                                               (9, 2, 4, False), (10, 5, 3, False),
+                                               (10, 5, 3, True), (6, 9, 4, False)])
+def test_window_function_gradcheck(n, w, block, causal, monkeypatch):
+    """The hand-written backward of WindowAttentionFunction against finite differences,
+    one block per chunk (so the spans of several chunks overlap in ∂K, ∂V)."""
+    monkeypatch.setattr(sparse_kernels, "_CHUNK_SCORES", 1)
+    q, k, v = _qkv((2, n, 3), seed=n + w, dv=2)
+    fn = sparse_kernels.WindowAttentionFunction.apply
+    assert torch.autograd.gradcheck(lambda q, k, v: fn(q, k, v, w, causal, block, None), (q, k, v))
+
+
+@pytest.mark.parametrize("n,w,dilation,block", [(37, 3, 1, 8), (40, 20, 1, 8), (64, 5, 1, 16),
+                                                (36, 2, 3, 4), (50, 0, 1, 4)])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("chunk_scores", [1, 500, 1 << 17])
+def test_window_function_matches_autograd_path(n, w, dilation, block, causal, chunk_scores,
+                                               monkeypatch):
+    """Same outputs and gradients as autograd through the blocked kernel, for chunks of one
+    block, a few blocks, and all blocks at once."""
+    q, k, v = _qkv((2, 3, n, 5), seed=n)
+    grad_out = torch.randn(*q.shape, dtype=torch.float64,
+                           generator=torch.Generator().manual_seed(1))
+    results = []
+    for hand in (True, False):
+        monkeypatch.setattr(sparse_kernels, "_HAND_BACKWARD", hand)
+        monkeypatch.setattr(sparse_kernels, "_CHUNK_SCORES", chunk_scores)
+        out = window_attention_torch(q, k, v, w, dilation, causal, block=block)
+        assert _graph_has(out.grad_fn, "WindowAttentionFunctionBackward") == hand
+        results.append((out, *torch.autograd.grad(out, (q, k, v), grad_out)))
+    for a, b, name in zip(*results, ("out", "dq", "dk", "dv")):
+        assert torch.isfinite(a).all(), name
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-10, msg=name)
 
 
 def test_strided_heads_run_on_the_window_kernel():
