@@ -121,8 +121,8 @@ class Bitext:
     def seg_entry(self) -> np.ndarray:
         """(P,) int32 table entry of each point, corpus order: a binary search of its key."""
         col_word, point_col = self._corpus_columns(self.src_bag_word, 0)
-        n_tgt = len(self.tgt_vocab)
-        keys = np.take(col_word, point_col) * n_tgt + np.repeat(self.row_word, np.diff(self.seg_start))
+        n_tgt, width = len(self.tgt_vocab), np.diff(self.seg_start)
+        keys = np.take(col_word, point_col) * n_tgt + np.repeat(self.row_word, width)   # (P,)
         entry_keys = self.entry_src.astype(np.int64) * n_tgt + self.entry_tgt     # (E,) sorted
         return np.searchsorted(entry_keys, keys).astype(np.int32)
 
@@ -223,7 +223,7 @@ def _bags(ids: np.ndarray, start: np.ndarray, vocab_size: int):
     item = np.empty(len(ids), np.int64)
     item[order] = np.cumsum(new) - 1                                     # (N,) token -> item
     keys = keys[new]                                                     # (B,) sentence·V + word
-    counts = np.diff(np.append(np.flatnonzero(new), len(ids)))                # (B,)
+    counts = np.diff(np.append(np.flatnonzero(new), len(ids)))           # (B,)
     bag_sent = keys // vocab_size
     bag_start = _offsets(np.bincount(bag_sent, minlength=len(start) - 1))
     return keys % vocab_size, counts, bag_sent, bag_start, item
@@ -249,7 +249,8 @@ def _points_em_order(row_word, row_col, width, col_word, col_mult, col_last, col
     n_rows, n_cols = len(row_word), np.diff(col_start)
     col_k = np.arange(len(col_word)) - np.repeat(col_start[:-1], n_cols)     # (C,) 0 = NULL
     mult_bits, k_bits = int(col_mult.max()).bit_length(), int(n_cols.max() - 1).bit_length()
-    row_bits, key_bits = (n_rows - 1).bit_length(), ((int(col_word.max()) + 1) * n_tgt).bit_length()
+    row_bits = (n_rows - 1).bit_length()
+    key_bits = ((int(col_word.max()) + 1) * n_tgt).bit_length()          # keys < (max x + 1)|V_y|
     if mult_bits + k_bits + row_bits + key_bits > PACK_BITS:  # general path: argsort + gathers
         keys = np.take(col_word, point_col) * n_tgt + np.repeat(row_word, width)
         order, keys = _stable_argsort(keys)
