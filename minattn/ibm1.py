@@ -119,12 +119,15 @@ class Bitext:
 
     @cached_property
     def seg_entry(self) -> np.ndarray:
-        """(P,) int32 table entry of each point, corpus order: a binary search of its key."""
+        """(P,) int32 table entry of each point, corpus order: sorting the points' keys (ties
+        in corpus order) gives EM order, whose entries are point_entry."""
         col_word, point_col = self._corpus_columns(self.src_bag_word, 0)
         n_tgt, width = len(self.tgt_vocab), np.diff(self.seg_start)
         keys = np.take(col_word, point_col) * n_tgt + np.repeat(self.row_word, width)   # (P,)
-        entry_keys = self.entry_src.astype(np.int64) * n_tgt + self.entry_tgt     # (E,) sorted
-        return np.searchsorted(entry_keys, keys).astype(np.int32)
+        order, _ = _stable_argsort(keys)                      # EM position -> corpus position
+        seg_entry = np.empty(len(keys), np.int32)
+        seg_entry[order] = self.point_entry
+        return seg_entry
 
     @cached_property
     def seg_mult(self) -> np.ndarray:
