@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from minattn import ibm1
+from minattn import bitext, ibm1
 
 # NLTK's documented example (nltk/translate/ibm1.py docstring): English source, German target.
 SRC = [["the", "house", "is", "small"], ["the", "house", "is", "big"],
@@ -39,7 +39,7 @@ def test_packed_sort_and_general_path_index_the_same(rng, monkeypatch, null):
     # to spare it takes the general path (argsort + gathers). Both must give the same arrays.
     src, tgt = random_corpus(rng, n_pairs=80)
     fast = ibm1.make_bitext(src, tgt, null=null)
-    monkeypatch.setattr(ibm1, "PACK_BITS", 0)
+    monkeypatch.setattr(bitext, "PACK_BITS", 0)
     slow = ibm1.make_bitext(src, tgt, null=null)
     for name, value in vars(fast).items():
         if isinstance(value, np.ndarray):
