@@ -284,7 +284,7 @@ def test_multihead_bad_input():
         module(torch.randn(2, 3, 8), torch.randn(3, 3, 8))
 
 
-def test_different_devices_raise(monkeypatch):
+def test_different_devices_raise():
     q = torch.zeros(1, 2, 4)
     k = torch.zeros(1, 2, 4, device="meta")  # a second device that exists everywhere
     with pytest.raises(ValueError, match="different devices"):
