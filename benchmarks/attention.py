@@ -19,9 +19,9 @@ import torch
 import torch.nn.functional as F
 
 from minattn.attention import attention_np, attention_torch
-from minattn.bench import (bench_args, fmt_bytes, fmt_time, peak_memory, print_table, save_json,
+from minattn.tools.bench import (bench_args, fmt_bytes, fmt_time, peak_memory, print_table, save_json,
                            time_interleaved)
-from minattn.utils import pick_device
+from minattn.tools.utils import pick_device
 
 
 def naive_torch(q, k, v):

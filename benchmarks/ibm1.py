@@ -14,8 +14,8 @@ in one run, interleaved, medians:
   * extra peak memory of one end-to-end run (in a fresh process), max |t_ours - t_nltk| over
     the table, and the number of target tokens whose Viterbi alignment differs (and whether
     only at ties: two source words whose t agree to 1e-12, broken differently by rounding).
-Corpus: the Bible (en-de) from minattn.data when it has been fetched, otherwise a synthetic
-corpus with similar sizes (ibm1.dictionary_corpus); the table says which.
+Corpus: the Bible (en-de) from minattn.tools.data when it has been fetched, otherwise a synthetic
+corpus with similar sizes (tasks.dictionary_corpus); the table says which.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from minattn import ibm1  # noqa: E402
-from minattn.bench import (bench_args, fmt_bytes, fmt_time, print_table, save_json,  # noqa: E402
+from minattn import ibm1, tasks  # noqa: E402
+from minattn.tools.bench import (bench_args, fmt_bytes, fmt_time, print_table, save_json,  # noqa: E402
                            time_interleaved)
 
 ITERATIONS = 5
@@ -42,7 +42,7 @@ ITERATIONS = 5
 def load_corpus(n_pairs: int | None):
     """(name, sources, targets): Bible verses when available, else a synthetic stand-in."""
     try:
-        from minattn.data import DatasetMissing, load_parallel, tokenize
+        from minattn.tools.data import DatasetMissing, load_parallel, tokenize
         try:
             pairs = load_parallel(pair="en-de")
             pairs = pairs if n_pairs is None else pairs[:n_pairs]
@@ -51,9 +51,9 @@ def load_corpus(n_pairs: int | None):
         except DatasetMissing as exc:
             print(f"Bible not fetched ({exc}); using a synthetic corpus")
     except ImportError:
-        print("minattn.data not available; using a synthetic corpus")
+        print("minattn.tools.data not available; using a synthetic corpus")
     n = n_pairs or 31_102
-    src, tgt, _ = ibm1.dictionary_corpus(n, 8000, np.random.default_rng(0), length=(10, 40),
+    src, tgt, _ = tasks.dictionary_corpus(n, 8000, np.random.default_rng(0), length=(10, 40),
                                          n_function=20)
     return f"synthetic ({n:,} pairs, 8,000 words, 10-40 tokens)", src, tgt
 

@@ -18,9 +18,9 @@ Dense stops at N = 16k (the full run) or 4k (--quick): its float copy of the mas
 4·N² bytes (16 GiB at N = 64k) and one forward+backward at 32k would take minutes.
 
 Times are medians of interleaved repeats; memory is the extra peak resident memory of one call
-(minattn.bench.peak_memory). Read the ratio columns: they compare numbers measured side by side. A
+(minattn.tools.bench.peak_memory). Read the ratio columns: they compare numbers measured side by side. A
 second table measures the block-sparse kernel against its number of non-zero blocks. The plot
-goes to figures/02_sparse_patterns/benchmark.png (MINATTN_FIGURES overrides figures/).
+goes to figures/02_sparse/benchmark.png (MINATTN_FIGURES overrides figures/).
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from minattn.bench import (bench_args, fmt_bytes, fmt_time, peak_memory, print_table, save_json,
+from minattn.tools.bench import (bench_args, fmt_bytes, fmt_time, peak_memory, print_table, save_json,
                            time_interleaved)
-from minattn.lesson import REPO_ROOT
+from minattn.tools.lesson import REPO_ROOT
 from minattn.sparse import bigbird_layout_np
 from minattn.sparse_kernels import block_sparse_attention_torch, window_attention_torch
 
@@ -247,7 +247,7 @@ def main():
     print_table(scaling, [c for c in scaling[0] if not c.startswith("_")])
 
     figures = Path(os.environ.get("MINATTN_FIGURES") or REPO_ROOT / "figures")
-    plot(results, figures / "02_sparse_patterns" / "benchmark.png")
+    plot(results, figures / "02_sparse" / "benchmark.png")
     save_json(args.json, {"benchmark": "sparse", "B": B, "H": H, "d": D, "results": results,
                           "block_sparse_scaling": [{"random": s["random blocks"], "P": s["_p"],
                                                     "fwd_s": s["_s"]} for s in scaling]})

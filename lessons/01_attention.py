@@ -37,11 +37,12 @@ import torch
 import torch.nn.functional as F
 import matplotlib.pyplot as plt
 
-from minattn.lesson import Lesson, show, heatmap, plot_curves
-from minattn.utils import set_seed
+from minattn.tools.lesson import Lesson, show
+from minattn.plots import heatmap, plot_curves
+from minattn.tools.utils import set_seed
 from minattn.attention import (softmax_np, attention_np, attention_backward_np, attention_torch,
                                fast_attention_torch, multi_head_attention_np, MultiHeadAttention,
-                               causal_mask)
+                               causal_mask_np, causal_mask_torch)
 
 L = Lesson("01_attention")
 
@@ -94,7 +95,7 @@ assert np.allclose(weights[0], by_hand) and np.allclose(out, weights)
 
 fig, axes = plt.subplots(1, 2, figsize=(8, 3.4), layout="constrained")
 heatmap(axes[0], weights, tokens, tokens, title="softmax(QKᵀ/√d)", annotate=True, vmax=1)
-causal_weights = attention_np(q, k, v, mask=causal_mask(3).numpy())[1]
+causal_weights = attention_np(q, k, v, mask=causal_mask_np(3))[1]
 heatmap(axes[1], causal_weights, tokens, tokens, title="with a causal mask", annotate=True, vmax=1)
 fig.suptitle("Who attends to whom: rows are queries, columns keys")
 L.savefig(fig, "three_tokens")
@@ -245,7 +246,7 @@ ours = MultiHeadAttention(d_model=32, num_heads=4)
 theirs = torch.nn.MultiheadAttention(32, 4, batch_first=True)
 ours.load_from_torch(theirs)  # same weights
 x = torch.randn(2, 10, 32)
-allowed = causal_mask(10)
+allowed = causal_mask_torch(10)
 expected, expected_w = theirs(x, x, x, attn_mask=~allowed)  # their mask: True = blocked
 got, got_w = ours(x, mask=allowed, need_weights=True)
 print(f"vs nn.MultiheadAttention: output {(got - expected).abs().max():.1e}, "
@@ -272,7 +273,7 @@ print(f"NumPy multi-head reference vs module: {np.abs(out_np - got.double().deta
 # %%
 from minattn.tasks import associative_recall
 from minattn.models import RecallAttention, RecallMeanPool, count_parameters
-from minattn.train import train
+from minattn.tools.train import train
 
 show(associative_recall)
 show(RecallAttention)
@@ -383,7 +384,7 @@ print(f"share of questions whose largest weight is on the right pair: {found:.2f
 # * Attention solves associative recall; a model that averages cannot.
 #
 # ## Exercises
-# Build a student copy (`make student`, or `python -m minattn.exercises student DIR`), implement
+# Build a student copy (`make student`, or `python -m minattn.tools.exercises student DIR`), implement
 # each function in `minattn/attention.py`, and check it with `make exercises` (or
 # `python -m pytest --exercises 1.1`).
 #

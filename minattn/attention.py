@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .utils import check_mask, check_ndim, check_same_device, fail, shape_str
+from .tools.utils import check_mask, check_ndim, check_same_device, fail, shape_str
 
 
 # ============================================================================ input checks
@@ -200,14 +200,23 @@ def attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
 def fast_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                          mask: torch.Tensor | None = None, scale: float | None = None,
                          is_causal: bool = False) -> torch.Tensor:
-    """Same output as `attention_torch`, through PyTorch's fused kernel (no weights returned).
+    """Torch-only: the output of `attention_np` through PyTorch's fused kernel (no weights).
 
     F.scaled_dot_product_attention picks a flash / memory-efficient kernel when it can, so the
     (Lq, Lk) matrix is never stored. Two differences from our convention are patched here:
-    a fully masked row comes back as NaN from some kernels (we return zeros), and `is_causal`
-    (no mask given) lets the kernel skip materialising the causal mask.
+    a fully masked row comes back as NaN from some kernels (we return zeros), and causality
+    is bottom-right aligned as in `causal_mask_torch` — the Lq queries are the *last* Lq
+    positions of the Lk keys, as when a cache or memory of earlier keys is prepended. (SDPA's
+    own `is_causal` is top-left aligned; we use it only when Lq == Lk, where the two agree.)
+    Give `is_causal=True` or a mask, not both.
     """
     check_attention_inputs(q, k, v, mask)
+    if is_causal and mask is not None:
+        fail("fast_attention_torch takes a mask or is_causal=True, not both",
+             "one of them (fold causality into the mask with causal_mask_torch)",
+             f"mask {shape_str(mask.shape)} and is_causal=True")
+    if is_causal and q.shape[-2] != k.shape[-2]:
+        mask = causal_mask_torch(q.shape[-2], k.shape[-2], device=q.device)
     if mask is None:
         return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale)
     has_key = mask.any(dim=-1, keepdim=True)  # (..., Lq, 1): does the row see any key?
@@ -240,14 +249,19 @@ class MultiHeadAttention(nn.Module):
     `torch.nn.MultiheadAttention` averages weights over heads by default: use
     `weights.mean(1)` to compare. Its masks mean the opposite (True = blocked) — ours follow
     SDPA (True = may attend).
+
+    The extension seam: `attend(q, k, v, mask) -> out`, all (B, H, ·, dh), replaces the
+    attention kernel (sparse windows in lesson 02, per-head scales in lesson 03, ...) while the
+    projections stay the same. A custom kernel returns no weights.
     """
 
-    def __init__(self, d_model: int, num_heads: int, bias: bool = True):
+    def __init__(self, d_model: int, num_heads: int, bias: bool = True, attend=None):
         super().__init__()
         if num_heads <= 0 or d_model % num_heads != 0:
             fail("d_model must split evenly into heads", f"d_model divisible by num_heads",
                  f"d_model={d_model}, num_heads={num_heads}")
         self.d_model, self.num_heads = d_model, num_heads
+        self.attend = attend  # None: scaled dot-product attention (fused or explicit)
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
         self.k_proj = nn.Linear(d_model, d_model, bias=bias)
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)
@@ -262,11 +276,20 @@ class MultiHeadAttention(nn.Module):
         q = split_heads_torch(self.q_proj(query), self.num_heads)  # (B, H, Lq, dh)
         k = split_heads_torch(self.k_proj(key), self.num_heads)  # (B, H, Lk, dh)
         v = split_heads_torch(self.v_proj(value), self.num_heads)  # (B, H, Lk, dh)
-        if need_weights:
+        if self.attend is not None:
+            if need_weights:
+                fail("need_weights with a custom attend kernel", "need_weights=False",
+                     f"need_weights=True with attend={self.attend}")
+            heads, weights = self.attend(q, k, v, mask), None
+        elif need_weights:
             heads, weights = attention_torch(q, k, v, mask)
         else:
             heads, weights = fast_attention_torch(q, k, v, mask), None
         return self.out_proj(merge_heads_torch(heads)), weights
+
+    def extra_repr(self) -> str:
+        kernel = "sdpa" if self.attend is None else getattr(self.attend, "__name__", self.attend)
+        return f"d_model={self.d_model}, num_heads={self.num_heads}, attend={kernel}"
 
     def numpy_params(self) -> dict[str, np.ndarray]:
         """The weights as float64 NumPy arrays, keyed as `multi_head_attention_np` expects."""
@@ -288,7 +311,11 @@ class MultiHeadAttention(nn.Module):
         for layer, w in ((self.q_proj, w_q), (self.k_proj, w_k), (self.v_proj, w_v)):
             layer.weight.copy_(w)
         self.out_proj.weight.copy_(mha.out_proj.weight)
-        if mha.in_proj_bias is not None and self.q_proj.bias is not None:
+        ours_bias, theirs_bias = self.q_proj.bias is not None, mha.in_proj_bias is not None
+        if ours_bias != theirs_bias:
+            fail("bias settings differ", f"nn.MultiheadAttention(bias={ours_bias})",
+                 f"nn.MultiheadAttention(bias={theirs_bias})")
+        if ours_bias:
             for layer, b in zip((self.q_proj, self.k_proj, self.v_proj), mha.in_proj_bias.chunk(3)):
                 layer.bias.copy_(b)
             self.out_proj.bias.copy_(mha.out_proj.bias)
@@ -296,17 +323,32 @@ class MultiHeadAttention(nn.Module):
 
 
 # ============================================================================ mask helpers
-def causal_mask(n_queries: int, n_keys: int | None = None, device=None) -> torch.Tensor:
-    """(Lq, Lk) bool, True where key j <= query i (+ offset when Lk > Lq: queries are the last
-    Lq positions, as when a cache of earlier keys is prepended)."""
+def causal_mask_np(n_queries: int, n_keys: int | None = None) -> np.ndarray:
+    """(Lq, Lk) bool, True where key j <= query i, bottom-right aligned: when Lk > Lq the
+    queries are the last Lq of the Lk positions (a cache of earlier keys is prepended), so
+    query i sits at position i + (Lk - Lq)."""
+    n_keys = n_queries if n_keys is None else n_keys
+    i = np.arange(n_queries)[:, None] + (n_keys - n_queries)
+    j = np.arange(n_keys)[None, :]
+    return j <= i
+
+
+def causal_mask_torch(n_queries: int, n_keys: int | None = None, device=None) -> torch.Tensor:
+    """Torch twin of `causal_mask_np` (bottom-right aligned), made on `device`."""
     n_keys = n_queries if n_keys is None else n_keys
     i = torch.arange(n_queries, device=device)[:, None] + (n_keys - n_queries)
     j = torch.arange(n_keys, device=device)[None, :]
     return j <= i
 
 
-def padding_mask(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
+def padding_mask_np(lengths: np.ndarray, max_len: int) -> np.ndarray:
     """(B,) lengths -> (B, 1, 1, max_len) bool, True on real tokens; broadcasts over heads
     and queries."""
+    keys = np.arange(max_len)
+    return (keys[None, :] < np.asarray(lengths)[:, None])[:, None, None, :]
+
+
+def padding_mask_torch(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
+    """Torch twin of `padding_mask_np`."""
     keys = torch.arange(max_len, device=lengths.device)
     return (keys[None, :] < lengths[:, None])[:, None, None, :]

@@ -20,7 +20,7 @@ from itertools import chain, count
 
 import numpy as np
 
-from .utils import fail
+from .tools.utils import fail
 
 NULL = None        # the NULL source word (src_vocab[0] is always NULL, used or not)
 MODES = ("textbook", "nltk")

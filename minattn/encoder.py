@@ -9,7 +9,7 @@ BERT is a stack of identical post-norm layers over summed embeddings:
 all-MiniLM-L6-v2 has 6 layers, D = 384, 12 heads of 32, FFN 1536; sentence-transformers
 trained it so that the *mean of the token states over real tokens* is a sentence embedding.
 Padding must not leak into that mean or into attention: the key mask comes from
-`minattn.attention.padding_mask` and `mean_pool` divides by the number of real tokens.
+`minattn.attention.padding_mask_torch` and `mean_pool` divides by the number of real tokens.
 
 The weights load from `model.safetensors` (fetched by `python data_scripts/minilm.py`), the
 tokenizer from `tokenizer.json` with the `tokenizers` package; no `transformers` needed.
@@ -30,10 +30,10 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from . import data
-from .attention import MultiHeadAttention, padding_mask
-from .fetch import atomic_write
-from .utils import fail, shape_str
+from .tools import data
+from .attention import MultiHeadAttention, padding_mask_torch
+from .tools.fetch import atomic_write
+from .tools.utils import fail, shape_str
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ class MiniLMEncoder(nn.Module):
                  f"L = {input_ids.shape[1]}")
         mask = attention_mask.bool()
         lengths = mask.sum(dim=1)
-        if not torch.equal(mask, padding_mask(lengths, mask.shape[1])[:, 0, 0]):
+        if not torch.equal(mask, padding_mask_torch(lengths, mask.shape[1])[:, 0, 0]):
             fail("attention_mask is not right-padded", "each row 1…1 0…0 (real tokens first)",
                  "a row with a 0 before a 1")
         return lengths
@@ -117,7 +117,7 @@ class MiniLMEncoder(nn.Module):
         """All hidden states [embeddings, layer 1, ..., layer N] and per-layer attention weights."""
         lengths = self.check_inputs(input_ids, attention_mask)
         B, L = input_ids.shape
-        mask = padding_mask(lengths, L)  # (B, 1, 1, L): every query sees the real keys only
+        mask = padding_mask_torch(lengths, L)  # (B, 1, 1, L): every query sees the real keys only
         positions = torch.arange(L, device=input_ids.device)
         x = (self.word_embeddings(input_ids) + self.position_embeddings(positions)[None]
              + self.token_type_embeddings(torch.zeros_like(input_ids)))

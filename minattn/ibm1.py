@@ -40,7 +40,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .bitext import MODES, NULL, Bitext, _check_table, make_bitext, target_weights  # noqa: F401
-from .utils import fail
+from .tools.utils import fail
 
 MIN_PROB = 1e-12   # NLTK's M-step floor (IBMModel.MIN_PROB)
 
@@ -323,68 +323,3 @@ def proxy_agreement(bx: Bitext, d: int, seed: int = 0) -> tuple[float, np.ndarra
     with np.errstate(invalid="ignore", divide="ignore"):   # flat table: prediction 0, r = nan
         r = float(np.corrcoef(measured.ravel(), predicted.ravel())[0, 1])
     return r, measured, predicted
-
-
-# ============================================================================ synthetic corpora
-def dictionary_corpus(n_pairs: int, n_words: int, rng: np.random.Generator,
-                      length=(4, 10), n_function: int = 0):
-    """Pairs built from a hidden one-to-one dictionary x_k -> y_{π(k)}: each target sentence is
-    the word-by-word translation of its source, shuffled, plus up to 2 target-only 'function
-    words' f_* (nothing to align to but NULL). Words follow a Zipf law. Returns (src, tgt, π)."""
-    perm = rng.permutation(n_words)
-    freq = 1.0 / np.arange(1, n_words + 1)
-    src, tgt = [], []
-    for _ in range(n_pairs):
-        ks = rng.choice(n_words, size=rng.integers(length[0], length[1] + 1), p=freq / freq.sum())
-        ys = [f"y{perm[k]:02d}" for k in ks]
-        if n_function:
-            ys += [f"f{int(f)}" for f in rng.integers(0, n_function, size=rng.integers(0, 3))]
-        src.append([f"x{k:02d}" for k in ks])
-        tgt.append([ys[i] for i in rng.permutation(len(ys))])
-    return src, tgt, {f"x{k:02d}": f"y{perm[k]:02d}" for k in range(n_words)}
-
-
-def permutation_corpus(n_pairs: int, n_types: int, n_vocab: int, rng: np.random.Generator,
-                       offset: int = 0):
-    """Copying data of seed §3.3: x = a random permutation of n_types words sampled from a vocabulary
-    of n_vocab ('40-of-40' when equal, '40-of-60' control), and y = x."""
-    src = [[f"w{offset + int(k):02d}" for k in rng.permutation(rng.choice(n_vocab, n_types,
-                                                                          replace=False))]
-           for _ in range(n_pairs)]
-    return src, [list(s) for s in src]
-
-
-def two_sets_corpus(n_pairs: int, n_types: int, rng: np.random.Generator):
-    """Mixture of permutations of two disjoint word sets (seed §3.3): half of the pairs copy a
-    permutation of w00..w(n-1), half one of wn..w(2n-1)."""
-    a, _ = permutation_corpus(n_pairs // 2, n_types, n_types, rng)
-    b, _ = permutation_corpus(n_pairs - n_pairs // 2, n_types, n_types, rng, offset=n_types)
-    order = rng.permutation(n_pairs)
-    src = [(a + b)[i] for i in order]
-    return src, [list(s) for s in src]
-
-
-# ============================================================================ plots (lessons 05, 06)
-def plot_table(ax, table, src_labels, tgt_labels, title=None, vmax=None):
-    """A (V_x, V_y) count or translation table: rows = source words x, columns = target words y."""
-    from .lesson import heatmap
-
-    im = heatmap(ax, table, xlabels=tgt_labels, ylabels=src_labels, title=title, vmax=vmax)
-    ax.set_xlabel("target y (output)")
-    ax.set_ylabel("source x (input)")
-    return im
-
-
-def plot_alignment(ax, matrix, src_tokens, tgt_tokens, title=None, null: bool | None = None):
-    """A (|y|, |x|) alignment (or attention) matrix: rows = target positions (queries),
-    columns = source positions (keys), the orientation of every attention map in the course.
-    `null` (default: inferred from the width) prepends a NULL column label."""
-    from .lesson import heatmap
-
-    src_tokens = list(src_tokens)
-    if null or (null is None and np.shape(matrix)[1] == len(src_tokens) + 1):
-        src_tokens = ["NULL"] + src_tokens
-    im = heatmap(ax, matrix, xlabels=src_tokens, ylabels=list(tgt_tokens), title=title, vmax=1.0)
-    ax.set_xlabel("source x (input)")
-    ax.set_ylabel("target y (output)")
-    return im

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .utils import fail, shape_str
+from .tools.utils import fail, shape_str
 
 
 # ============================================================================ input checks

@@ -29,7 +29,7 @@ from torch import nn
 from .attention import (MultiHeadAttention, check_attention_inputs, merge_heads_torch,
                         split_heads_torch)
 from .sparse import _check_int, check_global_idx
-from .utils import fail, shape_str
+from .tools.utils import fail, shape_str
 
 
 # ============================================================================ window kernel

@@ -3,9 +3,10 @@ takes a torch.Generator, so a batch is the same every run."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
-from .utils import fail
+from .tools.utils import fail
 
 
 def associative_recall(batch_size: int, n_pairs: int, n_keys: int, n_values: int,
@@ -61,3 +62,42 @@ def two_halves(batch_size: int, n: int, generator: torch.Generator, device="cpu"
                          SYMBOL_A, SYMBOL_B)
     tokens[:, 0] = CLS
     return tokens.to(device), (p1 == p2).long().to(device)
+
+
+# ============================================================================ corpora for lessons 05, 06
+def dictionary_corpus(n_pairs: int, n_words: int, rng: np.random.Generator,
+                      length=(4, 10), n_function: int = 0):
+    """Pairs built from a hidden one-to-one dictionary x_k -> y_{π(k)}: each target sentence is
+    the word-by-word translation of its source, shuffled, plus up to 2 target-only 'function
+    words' f_* (nothing to align to but NULL). Words follow a Zipf law. Returns (src, tgt, π)."""
+    perm = rng.permutation(n_words)
+    freq = 1.0 / np.arange(1, n_words + 1)
+    src, tgt = [], []
+    for _ in range(n_pairs):
+        ks = rng.choice(n_words, size=rng.integers(length[0], length[1] + 1), p=freq / freq.sum())
+        ys = [f"y{perm[k]:02d}" for k in ks]
+        if n_function:
+            ys += [f"f{int(f)}" for f in rng.integers(0, n_function, size=rng.integers(0, 3))]
+        src.append([f"x{k:02d}" for k in ks])
+        tgt.append([ys[i] for i in rng.permutation(len(ys))])
+    return src, tgt, {f"x{k:02d}": f"y{perm[k]:02d}" for k in range(n_words)}
+
+
+def permutation_corpus(n_pairs: int, n_types: int, n_vocab: int, rng: np.random.Generator,
+                       offset: int = 0):
+    """Copying data of seed §3.3: x = a random permutation of n_types words sampled from a vocabulary
+    of n_vocab ('40-of-40' when equal, '40-of-60' control), and y = x."""
+    src = [[f"w{offset + int(k):02d}" for k in rng.permutation(rng.choice(n_vocab, n_types,
+                                                                          replace=False))]
+           for _ in range(n_pairs)]
+    return src, [list(s) for s in src]
+
+
+def two_sets_corpus(n_pairs: int, n_types: int, rng: np.random.Generator):
+    """Mixture of permutations of two disjoint word sets (seed §3.3): half of the pairs copy a
+    permutation of w00..w(n-1), half one of wn..w(2n-1)."""
+    a, _ = permutation_corpus(n_pairs // 2, n_types, n_types, rng)
+    b, _ = permutation_corpus(n_pairs - n_pairs // 2, n_types, n_types, rng, offset=n_types)
+    order = rng.permutation(n_pairs)
+    src = [(a + b)[i] for i in order]
+    return src, [list(s) for s in src]

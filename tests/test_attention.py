@@ -16,10 +16,11 @@ from minattn.attention import (
     attention_backward_np,
     attention_np,
     attention_torch,
-    causal_mask,
+    causal_mask_np,
+    causal_mask_torch,
     fast_attention_torch,
     multi_head_attention_np,
-    padding_mask,
+    padding_mask_torch,
     softmax_np,
     softmax_torch,
 )
@@ -52,6 +53,17 @@ def test_softmax_is_stable_for_huge_logits():
     np.testing.assert_allclose(w, [[1, 0, 0], [1 / 3, 1 / 3, 1 / 3]], atol=1e-12)
     wt = softmax_torch(torch.tensor(x))
     np.testing.assert_allclose(wt.numpy(), w, atol=1e-12)
+
+
+@pytest.mark.exercise("1.1")
+def test_softmax_uses_a_max_per_row():
+    # Rows near +1000 beside rows near -1000: one global max would underflow the low rows to
+    # 0/0; the max must be taken per row.
+    x = np.array([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -1002.0], [0.5, -0.5, 0.0]])
+    expected = np.exp(x - x.max(-1, keepdims=True))
+    expected /= expected.sum(-1, keepdims=True)
+    np.testing.assert_allclose(softmax_np(x), expected, rtol=1e-12)
+    np.testing.assert_allclose(softmax_torch(torch.tensor(x)).numpy(), expected, rtol=1e-12)
 
 
 @pytest.mark.exercise("1.1")
@@ -139,8 +151,8 @@ def sdpa_masks(lq, lk, rng):
     lengths = torch.tensor([lk, lk - 3])
     return {
         "none": None,
-        "causal": causal_mask(lq, lk),
-        "padding": padding_mask(lengths, lk),
+        "causal": causal_mask_torch(lq, lk),
+        "padding": padding_mask_torch(lengths, lk),
         "arbitrary": torch.tensor(rng.random((2, 4, lq, lk)) < 0.7) | torch.eye(lq, lk, dtype=torch.bool),
     }
 
@@ -159,7 +171,25 @@ def test_torch_matches_sdpa_float32(rng, kind):
 def test_fast_path_causal_flag(rng):
     q, k, v = (torch.tensor(a, dtype=torch.float32) for a in random_qkv(rng, (1, 2), 6, 6, 4, 4))
     torch.testing.assert_close(fast_attention_torch(q, k, v, is_causal=True),
-                               attention_torch(q, k, v, causal_mask(6))[0], rtol=0, atol=1e-5)
+                               attention_torch(q, k, v, causal_mask_torch(6))[0], rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("lq,lk", [(3, 7), (7, 7), (7, 3)])
+def test_causal_is_bottom_right_everywhere(rng, lq, lk):
+    # The queries are the last Lq of Lk positions (a memory or cache comes first), in the mask
+    # helpers and in fast_attention_torch(is_causal=True) alike.
+    mask = causal_mask_np(lq, lk)
+    assert mask[-1].all() and mask.sum() == sum(max(0, min(lk, i + 1 + lk - lq)) for i in range(lq))
+    np.testing.assert_array_equal(causal_mask_torch(lq, lk).numpy(), mask)
+    q, k, v = (torch.tensor(a) for a in random_qkv(rng, (2,), lq, lk, 4, 4))
+    torch.testing.assert_close(fast_attention_torch(q, k, v, is_causal=True),
+                               attention_torch(q, k, v, torch.tensor(mask))[0], rtol=0, atol=1e-10)
+
+
+def test_causal_flag_and_mask_together_raise(rng):
+    q, k, v = (torch.tensor(a) for a in random_qkv(rng, (2,), 4, 4, 4, 4))
+    with pytest.raises(ValueError, match="not both"):
+        fast_attention_torch(q, k, v, mask=causal_mask_torch(4), is_causal=True)
 
 
 # ----------------------------------------------------------------------------- fully masked rows
@@ -215,6 +245,40 @@ def test_multihead_matches_torch_module(self_attention):
     fast, none = ours(x, kv, kv, mask=allowed[:, None])
     assert none is None
     torch.testing.assert_close(fast, expected, rtol=0, atol=1e-5)
+
+
+def test_load_from_torch_raises_on_bias_mismatch():
+    with pytest.raises(ValueError, match="bias"):
+        MultiHeadAttention(8, 2).load_from_torch(torch.nn.MultiheadAttention(8, 2, bias=False))
+    with pytest.raises(ValueError, match="bias"):
+        MultiHeadAttention(8, 2, bias=False).load_from_torch(torch.nn.MultiheadAttention(8, 2))
+
+
+def test_attend_seam_replaces_the_kernel():
+    torch.manual_seed(0)
+    calls = []
+
+    def explicit(q, k, v, mask):
+        calls.append(q.shape)
+        return attention_torch(q, k, v, mask)[0]
+
+    plain, seamed = MultiHeadAttention(16, 4), MultiHeadAttention(16, 4, attend=explicit)
+    seamed.load_state_dict(plain.state_dict())
+    x = torch.randn(2, 5, 16)
+    mask = causal_mask_torch(5)
+    torch.testing.assert_close(seamed(x, mask=mask)[0], plain(x, mask=mask)[0], rtol=0, atol=1e-5)
+    assert calls == [(2, 4, 5, 4)]  # (B, H, N, dh) reached the kernel
+    with pytest.raises(ValueError, match="need_weights"):
+        seamed(x, need_weights=True)
+
+
+def test_multihead_is_permutation_equivariant_without_positions():
+    # Attention alone has no notion of order: permuting the tokens permutes the outputs.
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(16, 4).double()
+    x = torch.randn(2, 6, 16, dtype=torch.float64)
+    perm = torch.randperm(6)
+    torch.testing.assert_close(mha(x[:, perm])[0], mha(x)[0][:, perm], rtol=0, atol=1e-12)
 
 
 def test_multihead_numpy_matches_torch_float64(rng):

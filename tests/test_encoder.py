@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from minattn import data
+from minattn.tools import data
 from minattn.encoder import (BertConfig, MiniLMEncoder, bert_name, embed, encode_batch,
                              load_minilm, mean_pool, token_states)
 

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from minattn.exercises import all_exercises, find_exercises, make_student_copy, strip_solutions
-from minattn.lesson import REPO_ROOT
+from minattn.tools.exercises import all_exercises, find_exercises, make_student_copy, strip_solutions
+from minattn.tools.lesson import REPO_ROOT
 
 SOURCE = '''def f(x):
     """doc"""

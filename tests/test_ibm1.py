@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from minattn import bitext, ibm1
+from minattn import bitext, ibm1, tasks
 
 # NLTK's documented example (nltk/translate/ibm1.py docstring): English source, German target.
 SRC = [["the", "house", "is", "small"], ["the", "house", "is", "big"],
@@ -144,7 +144,7 @@ def test_likelihood_never_decreases(rng, mode):
 @pytest.mark.exercise("6.2")  # runs full EM: needs 6.1 too
 def test_recovers_a_hidden_dictionary():
     rng = np.random.default_rng(3)
-    src, tgt, dictionary = ibm1.dictionary_corpus(600, 25, rng, n_function=3)
+    src, tgt, dictionary = tasks.dictionary_corpus(600, 25, rng, n_function=3)
     bx = ibm1.make_bitext(src, tgt)
     t, _ = ibm1.em_np(bx, 15)
     wrong = {x: ibm1.top_translations(t, bx, x, 1)[0][0] for x, y in dictionary.items()
@@ -159,10 +159,10 @@ def test_recovers_a_hidden_dictionary():
 def test_flat_permutation_corpus_has_nothing_to_learn():
     # 40-of-40 copying (seed §3.3): every pair holds the same word set, so C and EM stay flat
     rng = np.random.default_rng(0)
-    bx = ibm1.make_bitext(*ibm1.permutation_corpus(50, 10, 10, rng), null=False)
+    bx = ibm1.make_bitext(*tasks.permutation_corpus(50, 10, 10, rng), null=False)
     t, _ = ibm1.em_np(bx, 10)
     assert np.allclose(t, 0.1, atol=1e-12)
-    bx = ibm1.make_bitext(*ibm1.permutation_corpus(200, 10, 15, rng), null=False)  # 10-of-15
+    bx = ibm1.make_bitext(*tasks.permutation_corpus(200, 10, 15, rng), null=False)  # 10-of-15
     t, _ = ibm1.em_np(bx, 10)
     assert all(ibm1.top_translations(t, bx, x, 1)[0][0] == x for x in bx.src_vocab[1:])
 
@@ -231,7 +231,7 @@ def test_torch_em_on_cuda(rng):
 # ----------------------------------------------------------------------------- the proxy
 def test_proxy_velocity_is_the_rate_of_change_of_the_logits():
     rng = np.random.default_rng(0)
-    bx = ibm1.make_bitext(*ibm1.dictionary_corpus(40, 8, rng)[:2], null=False)
+    bx = ibm1.make_bitext(*tasks.dictionary_corpus(40, 8, rng)[:2], null=False)
     xbar, ycount = (torch.as_tensor(a) for a in ibm1.bag_matrices(bx))
     torch.manual_seed(0)
     model = ibm1.BagOfWordsProxy(xbar.shape[1], ycount.shape[1], 16).double()
@@ -248,7 +248,7 @@ def test_proxy_velocity_is_the_rate_of_change_of_the_logits():
 
 def test_proxy_gradient_approaches_the_count_prediction_as_d_grows():
     rng = np.random.default_rng(1)
-    bx = ibm1.make_bitext(*ibm1.dictionary_corpus(150, 15, rng, n_function=2)[:2], null=False)
+    bx = ibm1.make_bitext(*tasks.dictionary_corpus(150, 15, rng, n_function=2)[:2], null=False)
     small = np.mean([ibm1.proxy_agreement(bx, 8, seed)[0] for seed in range(3)])
     r, measured, predicted = ibm1.proxy_agreement(bx, 2048, 0)
     assert r > 0.98 and small < r - 0.1, (small, r)
@@ -288,7 +288,7 @@ def test_bad_table_and_mode():
 # ----------------------------------------------------------------------------- real data
 @pytest.mark.realdata
 def test_nltk_mode_reproduces_nltk_on_bible_verses():
-    data = pytest.importorskip("minattn.data")
+    data = pytest.importorskip("minattn.tools.data")
     if not data.available("bible"):
         pytest.skip("Bible corpus not fetched (python data_scripts/bible.py)")
     pairs = data.load_parallel(pair="en-de")[:300]

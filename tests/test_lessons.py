@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from minattn.course import build_notebooks, lesson_files
-from minattn.lesson import REPO_ROOT
+from minattn.tools.course import build_notebooks, lesson_files
+from minattn.tools.lesson import REPO_ROOT
 
 LESSONS = lesson_files()
 

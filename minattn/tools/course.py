@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from .lesson import REPO_ROOT
+from . import REPO_ROOT
 
 
 def lesson_files(root: Path = REPO_ROOT) -> list[Path]:

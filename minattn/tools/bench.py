@@ -19,6 +19,8 @@ from typing import Callable
 
 import torch
 
+from .tables import fmt_bytes, fmt_time, print_table  # noqa: F401  (re-exported for benchmarks)
+
 
 def bench_args(description: str) -> argparse.Namespace:
     """The flags every benchmark takes: --quick, --json PATH, --repeats R."""
@@ -26,7 +28,32 @@ def bench_args(description: str) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats (seconds)")
     parser.add_argument("--json", type=Path, default=None, help="save the measurements here")
     parser.add_argument("--repeats", type=int, default=None, help="repeats per measurement")
+    parser.add_argument("--markdown", action="store_true",
+                        help="also write the tables into benchmarks/README.md (its own section)")
     return parser.parse_args()
+
+
+def write_markdown(name: str, text: str, path: Path | None = None) -> Path:
+    """Replace this benchmark's section of benchmarks/README.md with `text`.
+
+    The section sits between `<!-- BEGIN name -->` and `<!-- END name -->` (appended when
+    missing), so every benchmark rewrites only its own tables and nobody copies them by hand.
+    """
+    from . import REPO_ROOT
+
+    path = path or REPO_ROOT / "benchmarks" / "README.md"
+    begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
+    old = path.read_text() if path.exists() else "# Benchmark results\n"
+    block = f"{begin}\n{text.strip()}\n{end}"
+    if begin in old and end in old:
+        new = old[:old.index(begin)] + block + old[old.index(end) + len(end):]
+    else:
+        new = old.rstrip() + "\n\n" + block + "\n"
+    tmp = path.with_suffix(".md.tmp")
+    tmp.write_text(new)
+    tmp.replace(path)
+    print(f"wrote the {name} section of {path}")
+    return path
 
 
 def sync(device) -> None:
@@ -98,34 +125,6 @@ def peak_memory(fn: Callable[[], object], device="cpu") -> float | None:
         return None
     fn()
     return float(max(_status_kib("VmHWM") - before, 0) * 1024)
-
-
-def fmt_time(seconds: float | None) -> str:
-    if seconds is None:
-        return "—"
-    return f"{seconds * 1e3:.2f} ms" if seconds < 1 else f"{seconds:.2f} s"
-
-
-def fmt_bytes(n: float | None) -> str:
-    if n is None:
-        return "—"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
-
-
-def print_table(rows: list[dict], columns: list[str]) -> str:
-    """Print rows (dicts) as a Markdown table with the given columns; returns the text."""
-    header = "| " + " | ".join(columns) + " |"
-    rule = "|" + "|".join("---" for _ in columns) + "|"
-    lines = [header, rule]
-    for row in rows:
-        lines.append("| " + " | ".join(str(row.get(c, "")) for c in columns) + " |")
-    text = "\n".join(lines)
-    print(text)
-    return text
 
 
 def save_json(path: Path | None, payload: dict) -> None:

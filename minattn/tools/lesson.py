@@ -18,6 +18,7 @@ Environment switches (the same for every lesson):
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import sys
 import textwrap
@@ -27,7 +28,7 @@ import matplotlib
 
 from .utils import pick_device
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from . import REPO_ROOT
 
 
 def in_notebook() -> bool:
@@ -62,6 +63,8 @@ class Lesson:
         root = os.environ.get("MINATTN_FIGURES") or (REPO_ROOT / "figures")
         self.figure_dir = Path(root) / name
         self.figure_dir.mkdir(parents=True, exist_ok=True)
+        self.claims: list[dict] = []
+        self._write_claims()  # a fresh run starts with no claims
         mode = "SMOKE mode (tiny data, few steps)" if self.smoke else "full mode"
         print(f"[{name}] {mode} on {self.device}; figures -> {self.figure_dir}")
 
@@ -83,6 +86,25 @@ class Lesson:
         plt.close(fig)
 
 
+    def claim(self, claim: str, paper: str, ours: str, why: str = "") -> None:
+        """Record one paper claim this lesson reproduces, for the course report.
+
+        claim: what the paper says, in a few words;  paper: the paper's number (with its setting);
+        ours: the number this run measured;  why: a word on why the two differ (scale, data...).
+        `make course` collects every lesson's claims into figures/REPORT.md.
+        """
+        self.claims.append(dict(lesson=self.name, claim=claim, paper=paper, ours=ours, why=why,
+                                smoke=self.smoke))
+        self._write_claims()
+        print(f"  claim: {claim} — paper: {paper}; ours: {ours}" + (f" ({why})" if why else ""))
+
+    def _write_claims(self) -> None:
+        path = self.figure_dir / "claims.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self.claims, indent=1, ensure_ascii=False))
+        tmp.replace(path)
+
+
 def show(obj) -> None:
     """Display the source of a library function or class (never a copy of it).
 
@@ -98,50 +120,3 @@ def show(obj) -> None:
     else:
         n_lines = source.count("\n")
         print(f"[source: {where}, {n_lines} lines, in {inspect.getsourcefile(obj)}]")
-
-
-# ----------------------------------------------------------------------------- plotting helpers
-def heatmap(ax, weights, xlabels=None, ylabels=None, title=None, cmap="viridis",
-            annotate=False, vmin=0.0, vmax=None):
-    """Draw a (rows, cols) weight matrix with token labels; returns the image.
-
-    Rows are queries, columns are keys, as in every attention map of the course.
-    """
-    import numpy as np
-
-    w = np.asarray(weights, dtype=float)
-    im = ax.imshow(w, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
-    if xlabels is not None:
-        ax.set_xticks(range(len(xlabels)), [str(t) for t in xlabels],
-                      rotation=90 if len(xlabels) > 8 else 0)
-    if ylabels is not None:
-        ax.set_yticks(range(len(ylabels)), [str(t) for t in ylabels])
-    if annotate:
-        for i in range(w.shape[0]):
-            for j in range(w.shape[1]):
-                ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center",
-                        color="white" if w[i, j] < 0.6 * (vmax or w.max() or 1) else "black",
-                        fontsize=8)
-    if title:
-        ax.set_title(title)
-    ax.set_xlabel("key")
-    ax.set_ylabel("query")
-    return im
-
-
-def plot_curves(ax, histories: dict, key: str, title=None, ylabel=None, logy=False):
-    """Plot `history[key]` against `history['step']` for several named runs on one axis.
-
-    `histories` maps a label to a `minattn.train.History` (or any dict with those lists).
-    """
-    for label, hist in histories.items():
-        steps = hist.get(f"{key}_step", hist["step"])
-        ax.plot(steps, hist[key], label=label)
-    ax.set_xlabel("training step")
-    ax.set_ylabel(ylabel or key)
-    if logy:
-        ax.set_yscale("log")
-    if title:
-        ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend()

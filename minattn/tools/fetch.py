@@ -37,9 +37,9 @@ from typing import BinaryIO, Callable, Iterator
 
 from tqdm import tqdm
 
-from .bench import fmt_bytes
+from .tables import fmt_bytes
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+from . import REPO_ROOT
 CHUNK = 1 << 20  # read and hash 1 MiB at a time: constant memory for any file size
 PARTIAL = ".partial-"  # prefix of temporaries; anything starting with it is safe to delete
 

@@ -47,11 +47,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from minattn import ibm1
-from minattn.lesson import Lesson, show
-from minattn.utils import set_seed
+from minattn import ibm1, plots, tasks
+from minattn.tools.lesson import Lesson, show
+from minattn.tools.utils import set_seed
 
-L = Lesson("06_ibm_model1")
+L = Lesson("06_ibm1")
 rng = set_seed(0)
 
 # %% [markdown]
@@ -105,12 +105,12 @@ assert np.isclose(C_ex.sum(), len(ex.tgt_ids))                     # one unit pe
 
 # %%
 n_perm = L.size(full=2000, smoke=200)
-tasks = {"40-of-40 (flat)": ibm1.permutation_corpus(n_perm, 40, 40, rng),
-         "40-of-60 (control)": ibm1.permutation_corpus(n_perm, 40, 60, rng),
-         "two disjoint sets of 20": ibm1.two_sets_corpus(n_perm, 20, rng)}
+copy_tasks = {"40-of-40 (flat)": tasks.permutation_corpus(n_perm, 40, 40, rng),
+         "40-of-60 (control)": tasks.permutation_corpus(n_perm, 40, 60, rng),
+         "two disjoint sets of 20": tasks.two_sets_corpus(n_perm, 20, rng)}
 fig, axes = plt.subplots(1, 3, figsize=(15, 4.6))
 perm_bitexts = {}
-for ax, (name, (src, tgt)) in zip(axes, tasks.items()):
+for ax, (name, (src, tgt)) in zip(axes, copy_tasks.items()):
     bx = ibm1.make_bitext(src, tgt, null=False)
     perm_bitexts[name] = bx
     words = sorted(bx.src_vocab[1:])                                # same order on both axes
@@ -122,7 +122,7 @@ for ax, (name, (src, tgt)) in zip(axes, tasks.items()):
     diag, off = np.diag(t1).mean(), t1[other].mean()
     print(f"{name:25s} t(x | x) = {diag:.4f}, t(y | x) for co-occurring y != x = {off:.4f}, "
           f"ratio {diag / off:.2f}")
-    ibm1.plot_table(ax, t1, None, None, title=f"{name}\nC(x, y) / Σ_y' C(x, y')",
+    plots.plot_table(ax, t1, None, None, title=f"{name}\nC(x, y) / Σ_y' C(x, y')",
                     vmax=2.5 / len(words))
     ax.set_xticks([]), ax.set_yticks([])
 L.savefig(fig, "count_tables_permutations")
@@ -194,7 +194,7 @@ assert np.all(np.diff(loglik) >= -1e-9)
 src_labels = ["NULL"] + ex.src_vocab[1:]
 fig, axes = plt.subplots(2, 3, figsize=(15, 8.5), constrained_layout=True)
 for ax, (it, table) in zip(axes.ravel(), tables.items()):
-    im = ibm1.plot_table(ax, table, src_labels, ex.tgt_vocab, vmax=1.0,
+    im = plots.plot_table(ax, table, src_labels, ex.tgt_vocab, vmax=1.0,
                          title=f"t(y | x) after {it} EM steps")
 fig.colorbar(im, ax=axes, shrink=0.6, label="t(y | x)  (0 where x and y never co-occur)")
 L.savefig(fig, "em_iterations")
@@ -238,14 +238,14 @@ print("Viterbi alignment of pair 2, (target j, source i):", viterbi[2],
 # ## 4. A real corpus: English → German Bible verses
 #
 # 31,102 verses of the World English Bible and a German Bible, aligned verse by verse
-# (`minattn.data.load_parallel`, fetched by `python data_scripts/fetch_all.py`). Without the
+# (`minattn.tools.data.load_parallel`, fetched by `python data_scripts/fetch_all.py`). Without the
 # data the lesson falls back to a synthetic corpus built from a hidden dictionary.
 
 # %%
 n_verses = L.size(full=None, smoke=1500)
 iterations = L.size(full=10, smoke=5)
 try:
-    from minattn.data import DatasetMissing, load_parallel, tokenize
+    from minattn.tools.data import DatasetMissing, load_parallel, tokenize
     try:
         pairs = load_parallel(pair="en-de")
         pairs = pairs if n_verses is None else pairs[:n_verses]
@@ -259,7 +259,7 @@ try:
 except ImportError as exc:
     print(f"Bible corpus unavailable ({str(exc).splitlines()[0]}); using a synthetic "
           f"dictionary corpus instead.")
-    sources, targets, _ = ibm1.dictionary_corpus(L.size(full=5000, smoke=800), 60, rng,
+    sources, targets, _ = tasks.dictionary_corpus(L.size(full=5000, smoke=800), 60, rng,
                                                  n_function=5)
     corpus_name = "synthetic dictionary corpus"
     common = [f"x{k:02d}" for k in range(12)]
@@ -311,7 +311,7 @@ fig, axes = plt.subplots(1, 2, figsize=(15, 6))
 for ax, (table, title) in zip(axes, [(t_first, "1 EM step = normalised count table"),
                                      (t_bible, f"{iterations} EM steps")]):
     dense = ibm1.to_dense(table, bible)[np.ix_(rows, cols)]
-    im = ibm1.plot_table(ax, dense, common, [bible.tgt_vocab[c] for c in cols],
+    im = plots.plot_table(ax, dense, common, [bible.tgt_vocab[c] for c in cols],
                          title=f"{corpus_name}: {title}", vmax=dense.max())
     fig.colorbar(im, ax=ax, shrink=0.8, label="t(y | x)")
 fig.tight_layout()
@@ -322,7 +322,7 @@ L.savefig(fig, "bible_tables")
 #
 # The alignment posteriors $a_{ji}$ of a trained model, drawn like attention maps (rows =
 # output positions, columns = input positions, NULL first). Lesson 05 puts its LSTM's attention
-# maps beside these with the same `ibm1.plot_alignment`.
+# maps beside these with the same `plots.plot_alignment`.
 
 # %%
 # three short verses made of frequent words (rare names teach little)
@@ -332,7 +332,7 @@ short = [m for m in range(bible.n_pairs)
          and src_freq[[bible.src_index[w] for w in sources[m]]].min() >= 20][:3]
 fig, axes = plt.subplots(1, len(short), figsize=(5.4 * len(short), 4.8), constrained_layout=True)
 for ax, m in zip(np.atleast_1d(axes), short):
-    im = ibm1.plot_alignment(ax, ibm1.alignment_matrix_np(t_bible, bible, m), sources[m],
+    im = plots.plot_alignment(ax, ibm1.alignment_matrix_np(t_bible, bible, m), sources[m],
                              targets[m], title=f"verse {m}: alignment posteriors")
     a = ibm1.viterbi_np(t_bible, bible)[bible.tgt_start[m]:bible.tgt_start[m + 1]]
     print(f"verse {m}: " + ", ".join(f"{y}<-{'NULL' if i < 0 else sources[m][i]}"
@@ -366,7 +366,7 @@ show(ibm1.BagOfWordsProxy)
 show(ibm1.proxy_logit_velocity)
 show(ibm1.proxy_agreement)
 
-proxy_src, proxy_tgt, _ = ibm1.dictionary_corpus(L.size(full=400, smoke=150), 30,
+proxy_src, proxy_tgt, _ = tasks.dictionary_corpus(L.size(full=400, smoke=150), 30,
                                                  np.random.default_rng(1), n_function=3)
 proxy_bx = ibm1.make_bitext(proxy_src, proxy_tgt, null=False)
 dims = L.size(full=[4, 16, 64, 256, 1024, 4096], smoke=[8, 64, 512])
@@ -425,7 +425,7 @@ for name, bx in perm_bitexts.items():
 #
 # ## Exercises
 #
-# **6.1 — the E-step.** In a student copy (`python -m minattn.exercises student DIR`),
+# **6.1 — the E-step.** In a student copy (`python -m minattn.tools.exercises student DIR`),
 # `minattn/ibm1.py::e_step_np` raises `NotImplementedError`. Compute $Z_j$, the expected counts
 # and the log-likelihood with `np.take` and `np.bincount` only — no loop over sentences.
 # Check: `pytest tests/test_ibm1.py --exercises`.

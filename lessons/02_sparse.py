@@ -39,8 +39,9 @@ import torch
 import torch.nn.functional as F
 import matplotlib.pyplot as plt
 
-from minattn.lesson import Lesson, show, heatmap, plot_curves
-from minattn.utils import set_seed
+from minattn.tools.lesson import Lesson, show
+from minattn.plots import heatmap, plot_curves
+from minattn.tools.utils import set_seed
 from minattn.attention import attention_torch
 from minattn.sparse import (sliding_window_mask_np, dilated_window_mask_np, global_mask_np,
                             random_mask_np, bigbird_layout_np, bigbird_mask_np, strided_masks_np,
@@ -49,9 +50,9 @@ from minattn.sparse_kernels import (window_attention_torch, blocked_window_atten
                                     block_sparse_attention_torch, SparseClassifier,
                                     window_attend, block_sparse_attend)
 from minattn.tasks import two_halves, CLS
-from minattn.train import train
+from minattn.tools.train import train
 
-L = Lesson("02_sparse_patterns")
+L = Lesson("02_sparse")
 if L.device.type == "cpu":
     # The kernels below run many small operations. On a small shared CPU, waking a second
     # thread for each of them costs more than it saves (we measured 10× slower training steps
@@ -335,7 +336,7 @@ L.savefig(fig, "cost_quick")
 # | 128 | 65,536 | — | 335.10 ms | 338.77 ms | — | 1.01× | — | 1.91 s | — | — | 193.4 MiB | — | 1.3 GiB |
 #
 # (The block-sparse kernel, on a BigBird layout of 64-token blocks, and its plot lines are in
-# the benchmark's output and `figures/02_sparse_patterns/benchmark.png`.)
+# the benchmark's output and `figures/02_sparse/benchmark.png`.)
 #
 # † Re-measured after the window kernel got its hand-written backward (`WindowAttentionFunction`,
 # below): a focused run of forward + backward at $N = 16{,}384$, 5 interleaved repeats, dense,
@@ -483,7 +484,7 @@ L.savefig(fig, "two_halves_training")
 
 # %% [markdown]
 # ## Exercises
-# Build a student copy (`make student`, or `python -m minattn.exercises student DIR`), implement
+# Build a student copy (`make student`, or `python -m minattn.tools.exercises student DIR`), implement
 # the marked functions, and check them with `python -m pytest --exercises` in the copy.
 #
 # * **2.1** `sliding_window_mask_np` (`minattn/sparse.py`): the $N \times N$ boolean mask

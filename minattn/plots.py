@@ -1,0 +1,73 @@
+"""Plot helpers shared by the lessons: attention maps, training curves, count and alignment tables.
+
+Every attention-like matrix is drawn the same way: rows = queries (targets), columns = keys (sources).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def heatmap(ax, weights, xlabels=None, ylabels=None, title=None, cmap="viridis",
+            annotate=False, vmin=0.0, vmax=None):
+    """Draw a (rows, cols) weight matrix with token labels; returns the image.
+
+    Rows are queries, columns are keys, as in every attention map of the course.
+    """
+    w = np.asarray(weights, dtype=float)
+    im = ax.imshow(w, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+    if xlabels is not None:
+        ax.set_xticks(range(len(xlabels)), [str(t) for t in xlabels],
+                      rotation=90 if len(xlabels) > 8 else 0)
+    if ylabels is not None:
+        ax.set_yticks(range(len(ylabels)), [str(t) for t in ylabels])
+    if annotate:
+        for i in range(w.shape[0]):
+            for j in range(w.shape[1]):
+                ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center",
+                        color="white" if w[i, j] < 0.6 * (vmax or w.max() or 1) else "black",
+                        fontsize=8)
+    if title:
+        ax.set_title(title)
+    ax.set_xlabel("key")
+    ax.set_ylabel("query")
+    return im
+
+
+def plot_curves(ax, histories: dict, key: str, title=None, ylabel=None, logy=False):
+    """Plot `history[key]` against `history['step']` for several named runs on one axis.
+
+    `histories` maps a label to a `minattn.train.History` (or any dict with those lists).
+    """
+    for label, hist in histories.items():
+        steps = hist.get(f"{key}_step", hist["step"])
+        ax.plot(steps, hist[key], label=label)
+    ax.set_xlabel("training step")
+    ax.set_ylabel(ylabel or key)
+    if logy:
+        ax.set_yscale("log")
+    if title:
+        ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend()
+
+
+def plot_table(ax, table, src_labels, tgt_labels, title=None, vmax=None):
+    """A (V_x, V_y) count or translation table: rows = source words x, columns = target words y."""
+    im = heatmap(ax, table, xlabels=tgt_labels, ylabels=src_labels, title=title, vmax=vmax)
+    ax.set_xlabel("target y (output)")
+    ax.set_ylabel("source x (input)")
+    return im
+
+
+def plot_alignment(ax, matrix, src_tokens, tgt_tokens, title=None, null: bool | None = None):
+    """A (|y|, |x|) alignment (or attention) matrix: rows = target positions (queries),
+    columns = source positions (keys), the orientation of every attention map in the course.
+    `null` (default: inferred from the width) prepends a NULL column label."""
+    src_tokens = list(src_tokens)
+    if null or (null is None and np.shape(matrix)[1] == len(src_tokens) + 1):
+        src_tokens = ["NULL"] + src_tokens
+    im = heatmap(ax, matrix, xlabels=src_tokens, ylabels=list(tgt_tokens), title=title, vmax=1.0)
+    ax.set_xlabel("source x (input)")
+    ax.set_ylabel("target y (output)")
+    return im
