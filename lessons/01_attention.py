@@ -247,7 +247,8 @@ times = time_interleaved({"dot": lambda: qs @ ks.T / 8,
                           "additive": lambda: additive_scores_torch(qs, ks, w_q, w_k, v_a)},
                          repeats=L.size(full=5, smoke=2), device=L.device)
 ratio = times["additive"] / times["dot"]
-print(f"N = {n}: dot-product scores {fmt_time(times['dot'])}, additive {fmt_time(times['additive'])} "
+print(f"N = {n}: dot-product scores {fmt_time(times['dot'])}, "
+      f"additive {fmt_time(times['additive'])} "
       f"({ratio:.0f}× slower); additive's N×N×h intermediate: {fmt_bytes(n * n * 64 * 4)} "
       f"vs {fmt_bytes(n * n * 4)} of scores")
 L.claim("dot-product attention is much faster and more space-efficient than additive attention",
@@ -515,22 +516,24 @@ from minattn.tools.bench import peak_memory
 from minattn.tools.tables import print_table
 
 sizes = L.size(full=[256, 512, 1024, 2048], smoke=[64, 128])
-rows = []
+time_, memory, rows = {}, {}, []
 for n in sizes:
     gen = torch.Generator().manual_seed(n)
     qkv = [torch.randn(1, 4, n, 64, generator=gen).to(L.device) for _ in range(3)]
     fns = {"ours": lambda: attention_torch(*qkv), "SDPA": lambda: fast_attention_torch(*qkv)}
-    t = time_interleaved(fns, repeats=L.size(full=5, smoke=2), device=L.device)
-    mem = {name: peak_memory(fn, L.device) for name, fn in fns.items()}
-    rows.append(dict(N=n, t_ours=t["ours"], t_sdpa=t["SDPA"], m_ours=mem["ours"], m_sdpa=mem["SDPA"]))
-print_table([{"N": r["N"], "ours, time": fmt_time(r["t_ours"]), "SDPA, time": fmt_time(r["t_sdpa"]),
-              "ours, extra memory": fmt_bytes(r["m_ours"]), "SDPA, extra memory": fmt_bytes(r["m_sdpa"])}
-             for r in rows], ["N", "ours, time", "SDPA, time", "ours, extra memory", "SDPA, extra memory"])
-first, last = rows[-2], rows[-1]
-print(f"\nN {first['N']} -> {last['N']} (×2): our time ×{last['t_ours'] / first['t_ours']:.1f}, "
-      f"SDPA's time ×{last['t_sdpa'] / first['t_sdpa']:.1f}; our memory ×"
-      + (f"{last['m_ours'] / first['m_ours']:.1f}" if first["m_ours"] else "?")
-      + f"; N×N float32 weights at N = {last['N']}: {fmt_bytes(4 * 4 * last['N'] ** 2)} for 4 heads")
+    time_[n] = time_interleaved(fns, repeats=L.size(full=5, smoke=2), device=L.device)
+    memory[n] = {name: peak_memory(fn, L.device) for name, fn in fns.items()}
+    rows.append({"N": n, "ours, time": fmt_time(time_[n]["ours"]),
+                 "SDPA, time": fmt_time(time_[n]["SDPA"]),
+                 "ours, extra memory": fmt_bytes(memory[n]["ours"]),
+                 "SDPA, extra memory": fmt_bytes(memory[n]["SDPA"])})
+print_table(rows, list(rows[0]))
+n1, n2 = sizes[-2], sizes[-1]
+grow = {name: time_[n2][name] / time_[n1][name] for name in ("ours", "SDPA")}
+mem_grow = f"{memory[n2]['ours'] / memory[n1]['ours']:.1f}" if memory[n1]["ours"] else "?"
+print(f"\nN {n1} -> {n2} (×2): our time ×{grow['ours']:.1f}, SDPA's time ×{grow['SDPA']:.1f}; "
+      f"our memory ×{mem_grow}; 4 heads of N×N float32 weights at N = {n2}: "
+      f"{fmt_bytes(16 * n2 * n2)}")
 
 # %% [markdown]
 # Read the ratios in the last line. Our memory grows with $N^2$ (×4 per doubling): it stores the
@@ -571,8 +574,8 @@ print(f"\nN {first['N']} -> {last['N']} (×2): our time ×{last['t_ours'] / firs
 #   two "the" tokens? Work it out on paper, then check with `attention_np`.
 # * **1.5** experiment, ~10 min — in `minattn/answers/attention.py`: run
 #   `softmax_statistics(64, True, rng, n_queries=200, n_keys=4096)` and report the mean
-#   Jacobian norm of the scaled softmax over 4096 keys. Compare with 64 keys: what does a long context do to the
-#   learning signal of each score?
+#   Jacobian norm of the scaled softmax over 4096 keys. Compare with 64 keys: what does a long
+#   context do to the learning signal of each score?
 #
 # To think about:
 # 1. Train `RecallAttention` with `num_heads=4`. Do all heads find the right pair?

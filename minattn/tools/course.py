@@ -213,11 +213,12 @@ def _cell(text: str) -> str:
 
 
 def report_markdown(claims: list[dict]) -> str:
-    """The report: one row per claim — lesson, claim, the paper's number, ours, why they differ."""
+    """The report: a row per claim — lesson, claim, the paper's number, ours, why they differ."""
     lines = ["# Paper claims reproduced by the course", "",
-             "Each row is a claim from a seed paper that a lesson reproduces at small scale: the "
-             "paper's number beside the one the lesson measured, and why they differ. Written by "
-             "`make course` (`python -m minattn.tools.course`) from `figures/<lesson>/claims.json`.",
+             "Each row is a claim from a paper the course builds on, reproduced by a lesson at "
+             "small scale: the paper's number beside the one the lesson measured, and why they "
+             "differ. Written by `make course` (`python -m minattn.tools.course`) from "
+             "`figures/<lesson>/claims.json`.",
              ""]
     if any(c["smoke"] for c in claims):
         lines += ["**Rows marked (smoke) come from a smoke-mode run (tiny sizes, few steps): "
@@ -260,8 +261,9 @@ def write_index(out_dir: Path, runs: list[LessonRun], report: Path | None,
         "<tr>" + "".join(f"<td>{esc(c[k])}</td>" for k in ("lesson", "claim", "paper")) +
         f"<td>{esc(c['ours'])}{' (smoke)' if c['smoke'] else ''}</td><td>{esc(c['why'])}</td></tr>"
         for c in claims)
-    report_link = (f'<p>The same table as Markdown: <a href="{esc(os.path.relpath(report, out_dir))}">'
-                   f'{esc(_rel(report))}</a>.</p>' if report else "")
+    link = esc(os.path.relpath(report, out_dir)) if report else ""
+    report_link = (f'<p>The same table as Markdown: <a href="{link}">{esc(_rel(report))}</a>.</p>'
+                   if report else "")
     page = f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>minattn — the course</title>
 <style>body{{font-family:sans-serif;max-width:60em;margin:2em auto;line-height:1.4}}
