@@ -101,7 +101,8 @@ v = np.eye(3)
 out, weights = attention_np(q, k, v)
 by_hand = np.array([np.exp(0.5 ** 0.5), 1.0, np.exp(0.5 ** 0.5)])
 by_hand /= by_hand.sum()
-print("e^score of 'the':", np.exp(q[0] @ k.T / np.sqrt(2)).round(2))
+print("scores of 'the':", (q[0] @ k.T / np.sqrt(2)).round(3),
+      " e^score:", np.exp(q[0] @ k.T / np.sqrt(2)).round(2))
 print("weights of 'the':", weights[0].round(3), " by hand:", by_hand.round(3))
 print("weights of 'sat':", weights[2].round(3))
 assert np.allclose(weights[0], by_hand) and np.allclose(out, weights)
@@ -541,7 +542,7 @@ print(f"\nN {n1} -> {n2} (×2): our time ×{grow['ours']:.1f}, SDPA's time ×{gr
 # blocks of keys keeping a running max and sum (the "online softmax") — so its extra memory
 # stays small. It still *computes* all $N^2$ scores, so its time also grows faster than $N$;
 # at small $N$ fixed overheads blur the ratio. Full tables (NumPy, naive torch, ours, SDPA,
-# forward and backward, up to $N = 8192$) are written by `python benchmarks/attention.py
+# forward and backward, longer sequences) are written by `python benchmarks/attention.py
 # --markdown` to [`benchmarks/README.md`](../benchmarks/README.md). Lesson 02 makes time *and*
 # memory linear, by letting each query see only a window of keys.
 #
