@@ -38,9 +38,7 @@ def test_lesson_runs_as_script_in_smoke_mode(lesson, tmp_path):
 def test_lesson_01_runs_as_notebook_with_outputs_and_html(tmp_path):
     """What `make smoke` does for one lesson: execute it once through a Jupyter kernel, keep the
     outputs, export HTML with the figures embedded."""
-    pytest.importorskip("nbclient")
-    pytest.importorskip("nbconvert")
-    import nbformat
+    import nbformat  # nbclient, nbconvert and nbformat are requirements: no skip
 
     env = smoke_env(tmp_path)  # its MPLBACKEND=Agg is dropped: the kernel shows figures inline
     (lesson,) = [p for p in LESSONS if p.name.startswith("01_")]
@@ -76,7 +74,6 @@ def write_tiny_lesson(folder, name, summary, body=""):
 
 
 def test_a_failing_lesson_fails_the_course_but_the_others_run(tmp_path, monkeypatch):
-    pytest.importorskip("nbclient")
     import nbformat
 
     from minattn.tools import course
