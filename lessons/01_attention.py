@@ -138,7 +138,7 @@ print("output of a query that may see no key:", empty_row, "— zeros, not NaN")
 # Jacobian $\partial P / \partial S = \mathrm{diag}(P) - PP^\top$ goes to zero — the gradient that
 # should teach the model where to look vanishes. Dividing by $\sqrt d$ keeps the scores at unit
 # variance for every $d$. First the variance itself, then its consequences: random queries and
-# keys, 64 keys per query, 2,000 queries per $d$ (100 in smoke mode).
+# keys, 64 keys per query, 500 queries per $d$ (100 in smoke mode).
 
 # %%
 rng = set_seed(0)
@@ -152,7 +152,7 @@ L.claim("q·k of independent unit-variance entries has variance d, hence the 1/�
 
 
 # %%
-def softmax_statistics(d, scaled, rng, n_queries=2000, n_keys=64):
+def softmax_statistics(d, scaled, rng, n_queries=500, n_keys=64):
     """Mean entropy (in nats), max weight and Jacobian norm of softmax(q·k [/√d]) rows."""
     q = rng.standard_normal((n_queries, 1, d))
     k = rng.standard_normal((n_queries, n_keys, d))
@@ -166,7 +166,7 @@ def softmax_statistics(d, scaled, rng, n_queries=2000, n_keys=64):
 
 
 dims = [2, 8, 32, 128, 512, 2048]
-n_queries = L.size(full=2000, smoke=100)
+n_queries = L.size(full=500, smoke=100)
 stats = {scaled: np.array([softmax_statistics(d, scaled, rng, n_queries) for d in dims])
          for scaled in (True, False)}
 print(f"{'d':>6} | {'entropy /√d':>11} {'raw':>6} | {'max w /√d':>9} {'raw':>6} | {'Jacobian /√d':>12} {'raw':>6}")
