@@ -1,7 +1,10 @@
 # The two commands of the course (see README.md):
-#   make course   install into .venv, fetch the data, build the notebooks, run every lesson
+#   make course   install into .venv, fetch the data, run every lesson once as a notebook:
+#                 notebooks/*.ipynb with outputs, notebooks/*.html, notebooks/index.html,
+#                 figures/<lesson>/, and the paper-claims report figures/REPORT.md
 #   make test     install into .venv, run the test suite
-# Other targets: setup, data, notebooks, smoke (every lesson in smoke mode), student, bench.
+# Other targets: setup, data, notebooks (unexecuted), smoke (the course in smoke mode),
+# lab (install JupyterLab, open notebooks/), student, bench.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -10,7 +13,7 @@ STAMP  := $(VENV)/.installed-stamp
 # The tested torch. Installed before the rest so pip never picks a different (multi-GB) build.
 TORCH  ?= torch==2.13.0
 
-.PHONY: setup data notebooks course smoke test student exercises bench clean
+.PHONY: setup data notebooks course smoke lab test student exercises bench clean
 
 setup: $(STAMP)
 
@@ -25,13 +28,19 @@ data: setup
 	@if [ -f data_scripts/fetch_all.py ]; then $(PY) data_scripts/fetch_all.py; fi
 
 notebooks: setup
-	$(PY) -m minattn.course --notebooks-only
+	$(PY) -m minattn.tools.course --notebooks-only
 
 course: setup data
-	$(PY) -m minattn.course
+	$(PY) -m minattn.tools.course
 
 smoke: setup
-	MINATTN_SMOKE=1 $(PY) -m minattn.course
+	MINATTN_SMOKE=1 $(PY) -m minattn.tools.course
+
+# JupyterLab is an optional extra (requirements-lab.txt), installed on first use.
+lab: setup
+	$(PY) -m pip install --quiet -r requirements-lab.txt
+	test -d notebooks || $(PY) -m minattn.tools.course --notebooks-only
+	$(VENV)/bin/jupyter lab notebooks/
 
 test: setup data
 	$(PY) -m pytest || { rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests"; exit $$rc; }

@@ -58,7 +58,7 @@ def softmax_np(scores: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray
 
     Masked entries (mask False) get weight 0. A row with every entry masked gets all zeros.
     """
-    # BEGIN EXERCISE 1.1 numerically stable (masked) softmax over the last axis
+    # BEGIN EXERCISE 1.1 implement: stable masked softmax over the last axis (~15 min)
     if mask is not None:
         scores = np.where(mask, scores, -np.inf)
     row_max = scores.max(axis=-1, keepdims=True)
@@ -82,7 +82,7 @@ def attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray |
     """
     check_attention_inputs(q, k, v, mask)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    # BEGIN EXERCISE 1.2 attention forward: scores, masked softmax, weighted sum of values
+    # BEGIN EXERCISE 1.2 implement: scores, masked softmax, weighted sum of values (~10 min)
     scores = (q @ np.swapaxes(k, -1, -2)) * scale  # (..., Lq, Lk)
     weights = softmax_np(scores, mask)  # (..., Lq, Lk), rows sum to 1 (or 0)
     output = weights @ v  # (..., Lq, dv)
@@ -108,7 +108,7 @@ def attention_backward_np(grad_out: np.ndarray, q: np.ndarray, k: np.ndarray, v:
              shape_str(grad_out.shape))
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     _, weights = attention_np(q, k, v, mask, scale)  # recompute P (as FlashAttention does)
-    # BEGIN EXERCISE 1.3 attention backward: dq, dk, dv from grad_out
+    # BEGIN EXERCISE 1.3 implement: attention backward: dq, dk, dv from grad_out (~30 min)
     grad_v = np.swapaxes(weights, -1, -2) @ grad_out  # (..., Lk, dv)
     grad_weights = grad_out @ np.swapaxes(v, -1, -2)  # (..., Lq, Lk)
     row_dot = (grad_weights * weights).sum(axis=-1, keepdims=True)  # (..., Lq, 1)
@@ -117,6 +117,36 @@ def attention_backward_np(grad_out: np.ndarray, q: np.ndarray, k: np.ndarray, v:
     grad_k = scale * np.swapaxes(grad_scores, -1, -2) @ q  # (..., Lk, d)
     # END EXERCISE
     return grad_q, grad_k, grad_v
+
+
+def check_additive_inputs(q, k, w_q, w_k, v_a) -> None:
+    """q (..., Lq, dq), k (..., Lk, dk), w_q (h, dq), w_k (h, dk), v_a (h,) must fit together."""
+    check_ndim("q", q, 2, "(..., Lq, dq)")
+    check_ndim("k", k, 2, "(..., Lk, dk)")
+    check_same_device(q=q, k=k, w_q=w_q, w_k=w_k, v_a=v_a)
+    if w_q.ndim != 2 or w_k.ndim != 2 or v_a.ndim != 1 or not (
+            w_q.shape[0] == w_k.shape[0] == v_a.shape[0]):
+        fail("additive attention weights do not fit", "w_q (h, dq), w_k (h, dk), v_a (h,)",
+             f"w_q {shape_str(w_q.shape)}, w_k {shape_str(w_k.shape)}, v_a {shape_str(v_a.shape)}")
+    if q.shape[-1] != w_q.shape[1] or k.shape[-1] != w_k.shape[1]:
+        fail("w_q / w_k must match the feature sizes of q / k", f"w_q (h, {q.shape[-1]}), "
+             f"w_k (h, {k.shape[-1]})", f"w_q {shape_str(w_q.shape)}, w_k {shape_str(w_k.shape)}")
+    if q.shape[:-2] != k.shape[:-2]:
+        fail("q and k must share their leading axes", "equal shapes before the last two axes",
+             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}")
+
+
+def additive_scores_np(q: np.ndarray, k: np.ndarray, w_q: np.ndarray, w_k: np.ndarray,
+                       v_a: np.ndarray) -> np.ndarray:
+    """Additive (Bahdanau) scores: s_ij = v_aᵀ tanh(W_q q_i + W_k k_j), a small MLP per pair.
+
+    q: (..., Lq, dq), k: (..., Lk, dk) — the sizes may differ; w_q: (h, dq), w_k: (h, dk),
+    v_a: (h,). Returns scores (..., Lq, Lk), to feed to `softmax_np` like q·k/√d. Unlike a dot
+    product it needs an (Lq, Lk, h) intermediate — one reason dot-product attention won.
+    """
+    check_additive_inputs(q, k, w_q, w_k, v_a)
+    hidden = (q @ w_q.T)[..., :, None, :] + (k @ w_k.T)[..., None, :, :]  # (..., Lq, Lk, h)
+    return np.tanh(hidden) @ v_a  # (..., Lq, Lk)
 
 
 def split_heads_np(x: np.ndarray, num_heads: int) -> np.ndarray:
@@ -173,6 +203,7 @@ def check_mha_inputs(query, key, value, num_heads: int, d_model: int) -> None:
 # ============================================================================ PyTorch
 def softmax_torch(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
     """Torch twin of `softmax_np` (differentiable; all-masked rows give zeros, no NaN)."""
+    # BEGIN EXERCISE 1.1 implement: the same softmax in torch, line for line (~5 min)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     row_max = scores.amax(dim=-1, keepdim=True).detach()  # m cancels: no gradient needed
@@ -180,6 +211,7 @@ def softmax_torch(scores: torch.Tensor, mask: torch.Tensor | None = None) -> tor
     exp = torch.exp(scores - row_max)
     total = exp.sum(dim=-1, keepdim=True)
     return exp / torch.where(total == 0, torch.ones_like(total), total)
+    # END EXERCISE
 
 
 def attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -192,9 +224,19 @@ def attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     """
     check_attention_inputs(q, k, v, mask)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    # BEGIN EXERCISE 1.2 implement: the same attention forward in torch (~5 min)
     scores = (q @ k.transpose(-1, -2)) * scale  # (..., Lq, Lk)
     weights = softmax_torch(scores, mask)
     return weights @ v, weights
+    # END EXERCISE
+
+
+def additive_scores_torch(q: torch.Tensor, k: torch.Tensor, w_q: torch.Tensor,
+                          w_k: torch.Tensor, v_a: torch.Tensor) -> torch.Tensor:
+    """Torch twin of `additive_scores_np`: v_aᵀ tanh(W_q q_i + W_k k_j) -> (..., Lq, Lk)."""
+    check_additive_inputs(q, k, w_q, w_k, v_a)
+    hidden = (q @ w_q.T)[..., :, None, :] + (k @ w_k.T)[..., None, :, :]  # (..., Lq, Lk, h)
+    return torch.tanh(hidden) @ v_a  # (..., Lq, Lk)
 
 
 def fast_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,

@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 
 from minattn.attention import (
     MultiHeadAttention,
+    additive_scores_np,
+    additive_scores_torch,
     attention_backward_np,
     attention_np,
     attention_torch,
@@ -372,3 +374,63 @@ def test_property_numpy_torch_sdpa_agree(batch, lq, lk, d, dv, seed, p_keep):
     np.testing.assert_allclose(out_np, out_t.numpy(), atol=1e-10)
     fast = fast_attention_torch(qt, kt, vt, mt)
     np.testing.assert_allclose(out_np, fast.numpy(), atol=1e-10)
+
+
+# ----------------------------------------------------------------------------- additive (Bahdanau)
+def additive_params(rng, h=5, dq=3, dk=4):
+    return rng.standard_normal((h, dq)), rng.standard_normal((h, dk)), rng.standard_normal(h)
+
+
+def test_additive_scores_match_the_formula_pair_by_pair(rng):
+    q, k = rng.standard_normal((2, 3, 3)), rng.standard_normal((2, 4, 4))  # dq != dk is allowed
+    w_q, w_k, v_a = additive_params(rng)
+    scores = additive_scores_np(q, k, w_q, w_k, v_a)
+    assert scores.shape == (2, 3, 4)
+    for b, i, j in np.ndindex(2, 3, 4):
+        assert abs(scores[b, i, j] - v_a @ np.tanh(w_q @ q[b, i] + w_k @ k[b, j])) < 1e-12
+
+
+def test_additive_scores_numpy_matches_torch_float64_with_gradients(rng):
+    q, k = rng.standard_normal((2, 3, 5, 3)), rng.standard_normal((2, 3, 6, 4))
+    params = additive_params(rng)
+    expected = additive_scores_np(q, k, *params)
+    tensors = [t64(a) for a in (q, k, *params)]
+    got = additive_scores_torch(*tensors)
+    np.testing.assert_allclose(got.detach().numpy(), expected, rtol=0, atol=1e-12)
+    assert torch.autograd.gradcheck(additive_scores_torch, tensors)
+    # and they plug into the same softmax and weighted sum as dot-product scores
+    mask = rng.random((5, 6)) < 0.6
+    weights = softmax_np(expected, mask)
+    np.testing.assert_allclose(softmax_torch(got, torch.tensor(mask)).detach().numpy(), weights,
+                               atol=1e-12)
+
+
+def test_additive_scores_bad_input(rng):
+    q, k = rng.standard_normal((2, 3, 3)), rng.standard_normal((2, 4, 4))
+    w_q, w_k, v_a = additive_params(rng)
+    for args, message in [((q, k, w_q, w_k, v_a[:4]), "weights do not fit"),
+                          ((q, k, w_q[:, :2], w_k, v_a), "feature sizes"),
+                          ((q, k[:1], w_q, w_k, v_a), "leading axes"),
+                          ((q[0, 0], k, w_q, w_k, v_a), "too few dimensions")]:
+        with pytest.raises(ValueError, match=message):
+            additive_scores_np(*args)
+        with pytest.raises(ValueError, match=message):
+            additive_scores_torch(*map(torch.tensor, args))
+
+
+# ----------------------------------------------------------------------------- lesson 01's answers
+@pytest.mark.exercise("1.4")
+def test_predicted_weight_of_a_duplicated_token():
+    from minattn.answers.attention import duplicate_token_weight
+
+    e = np.exp(0.5 ** 0.5)
+    assert abs(duplicate_token_weight() - 2 * e / (3 * e + 1)) < 0.005  # two decimals
+
+
+@pytest.mark.exercise("1.5")
+def test_reported_jacobian_norm_with_4096_keys():
+    from minattn.answers.attention import jacobian_norm_with_4096_keys
+
+    # softmax_statistics(64, True, rng, n_keys=4096) gives 0.0257-0.0259 over seeds 0-2
+    # (500 queries); 64 keys give 0.18.
+    assert 0.02 <= jacobian_norm_with_4096_keys() <= 0.032

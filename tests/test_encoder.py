@@ -1,5 +1,6 @@
 """The pure-torch BERT encoder (minattn.encoder): loading, padding, pooling, the token-state
-cache; parity with `transformers` when it happens to be installed; the real MiniLM when fetched.
+cache; parity with `transformers` when it happens to be installed, and always with reference
+outputs it computed once (tests/fixtures/encoder_reference.npz); the real MiniLM when fetched.
 
 A tiny random BERT (2 layers, D = 16) with a tiny WordPiece tokenizer is written to a temporary
 folder in the same format as data/minilm/, so the loading path is tested without the real files.
@@ -234,6 +235,27 @@ def test_matches_transformers_minilm():
                                    output_hidden_states=True).hidden_states
         for layer, (a, b) in enumerate(zip(ours, theirs)):
             assert torch.allclose(a[mask], b[mask], atol=atol, rtol=rtol), (dtype, layer)
+
+
+@pytest.mark.realdata
+@pytest.mark.skipif(not data.available("minilm"), reason="python data_scripts/minilm.py")
+def test_matches_committed_transformers_reference():
+    """The external oracle without transformers installed: outputs of all-MiniLM-L6-v2 computed
+    once by transformers.BertModel (tests/fixtures/make_encoder_reference.py regenerates them).
+    Measured: token states within 2.0e-6 (values up to 6.1), pooled embeddings within 1.3e-7."""
+    from pathlib import Path
+
+    ref = np.load(Path(__file__).parent / "fixtures" / "encoder_reference.npz")
+    encoder, tok = load_minilm()
+    sentences = [str(s) for s in ref["sentences"]]
+    ids, mask = encode_batch(tok, sentences)
+    assert np.array_equal(ids.numpy(), ref["input_ids"])  # same tokenizer, padded to the longest
+    assert np.array_equal(mask.numpy(), ref["attention_mask"])
+    with torch.no_grad():
+        states = encoder(ids, mask).numpy()
+    real = ref["attention_mask"]
+    assert np.abs(states[real] - ref["states"][real]).max() < 1e-5
+    assert np.abs(embed(encoder, tok, sentences).numpy() - ref["pooled"]).max() < 1e-6
 
 
 # ============================================================================ the real encoder

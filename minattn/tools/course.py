@@ -1,25 +1,35 @@
-"""Run the course: build every notebook, then run every lesson as a script.
+"""Run the course: execute every lesson once as a notebook, export it, and report.
 
-    python -m minattn.course                 # notebooks + every lesson (full mode)
-    python -m minattn.course --notebooks-only
-    python -m minattn.course --only 01 03    # just these lessons
-    MINATTN_SMOKE=1 python -m minattn.course # every lesson in smoke mode (seconds each)
+    python -m minattn.tools.course                  # every lesson, full mode
+    python -m minattn.tools.course --only 01 03     # just these lessons
+    MINATTN_SMOKE=1 python -m minattn.tools.course  # every lesson in smoke mode (seconds each)
+    python -m minattn.tools.course --notebooks-only # unexecuted notebooks, to run yourself
 
-Notebooks are generated with jupytext into notebooks/ (not committed: lessons/*.py are the
-source). Each lesson runs in its own process, from the repository root, and prints its results;
-a summary table of run times closes the run.
+Each lesson (lessons/NN_x.py, jupytext percent format) becomes notebooks/NN_x.ipynb and is
+executed ONCE through a Jupyter kernel (nbclient), from the repository root, with this
+process's environment (so MINATTN_SMOKE and friends apply). The executed notebook keeps its
+printed results and inline figures; notebooks/NN_x.html is a static copy with the images
+embedded; notebooks/index.html lists the lessons with their run times. Figures still go to
+figures/<lesson>/. Every paper claim a lesson records (`Lesson.claim`) is collected into one
+table, printed and written to figures/REPORT.md. A failing lesson is kept (with its error
+shown in the notebook) and makes the run exit non-zero; the other lessons still run.
 """
 
 from __future__ import annotations
 
 import argparse
+import html
+import json
 import os
-import subprocess
+import re
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import REPO_ROOT
+
+CELL_TIMEOUT = 1800  # seconds one cell may run (full-mode training cells take minutes on CPU)
 
 
 def lesson_files(root: Path = REPO_ROOT) -> list[Path]:
@@ -27,49 +37,297 @@ def lesson_files(root: Path = REPO_ROOT) -> list[Path]:
     return sorted((root / "lessons").glob("[0-9][0-9]_*.py"))
 
 
+def _rel(path: Path) -> str:
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
+
+
+def lesson_notebook(lesson: Path):
+    """The lesson as an (unexecuted) nbformat notebook, run by the kernel the lesson names."""
+    import jupytext
+
+    notebook = jupytext.read(lesson)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    return notebook
+
+
 def build_notebooks(out_dir: Path, lessons: list[Path]) -> list[Path]:
     """Convert each lesson to <out_dir>/<stem>.ipynb with jupytext (outputs empty)."""
-    import jupytext
+    import nbformat
 
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for lesson in lessons:
-        notebook = jupytext.read(lesson)
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                           "language": "python"}
         path = out_dir / f"{lesson.stem}.ipynb"
-        jupytext.write(notebook, path)
+        nbformat.write(lesson_notebook(lesson), path)
         written.append(path)
-        print(f"notebook {path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path}")
+        print(f"notebook {_rel(path)}")
     return written
 
 
-def run_lesson(lesson: Path) -> tuple[int, float]:
-    """Run one lesson as a script from the repository root; returns (exit code, seconds)."""
+def summary_line(lesson: Path) -> tuple[str, str]:
+    """(title, one-line summary) from the lesson's '# ' heading: "Lesson 01 — Scaled
+    dot-product attention" gives ("Lesson 01", "Scaled dot-product attention"). Without a dash,
+    the summary is the first sentence of the first markdown cell."""
+    notebook = lesson_notebook(lesson)
+    text = next((c.source for c in notebook.cells if c.cell_type == "markdown"), "")
+    lines = text.splitlines()
+    heading = next((l.lstrip("# ").strip() for l in lines if l.startswith("# ")), lesson.stem)
+    title, dash, summary = heading.partition(" — ")
+    if not dash:
+        body = " ".join(l.strip() for l in lines if l.strip() and not l.startswith("#"))
+        summary = re.split(r"(?<=[.!?])\s", body, maxsplit=1)[0] if body else ""
+    return title.strip(), re.sub(r"[*`]", "", summary).strip()
+
+
+# ============================================================================ executing one lesson
+@dataclass
+class LessonRun:
+    lesson: Path
+    notebook: Path
+    html: Path
+    ok: bool
+    seconds: float
+    error: str = ""
+
+
+_CARRIAGE_RETURN = re.compile(r"[^\n]*\r(?=[^\n])")  # text a later '\r' overwrote (tqdm bars)
+
+
+def tidy_streams(notebook) -> None:
+    """Merge consecutive stream outputs and keep only the last state of each progress bar
+    (what a browser would show), so the notebook and its HTML stay small and readable."""
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        merged = []
+        for out in cell.get("outputs", []):
+            if (out.output_type == "stream" and merged and merged[-1].output_type == "stream"
+                    and merged[-1].name == out.name):
+                merged[-1].text += out.text
+            else:
+                merged.append(out)
+        for out in merged:
+            if out.output_type == "stream":
+                out.text = _CARRIAGE_RETURN.sub("", out.text.replace("\r\n", "\n"))
+        cell.outputs = merged
+
+
+def export_html(notebook, path: Path) -> None:
+    """A static HTML copy of an executed notebook, figures embedded as data: URIs."""
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(embed_images=True)
+    body, _ = exporter.from_notebook_node(notebook)
+    path.write_text(body, encoding="utf-8")
+
+
+def execute_lesson(lesson: Path, out_dir: Path, env: dict | None = None,
+                   timeout: int = CELL_TIMEOUT, progress: bool = True) -> LessonRun:
+    """Execute `lesson` once as a notebook; write <out_dir>/<stem>.ipynb and .html.
+
+    The kernel runs from the repository root with `env` (default: this process's environment).
+    On a failing cell the notebook is still written, with the error in it, and ok is False.
+    With `progress`, the kernel's printed text and progress bars are echoed to the terminal as
+    they come, and a line marks each finished cell.
+    """
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    notebook = lesson_notebook(lesson)
+    n_code = sum(c.cell_type == "code" for c in notebook.cells)
     start = time.perf_counter()
-    print(f"\n=== {lesson.name} " + "=" * max(0, 60 - len(lesson.name)), flush=True)
-    proc = subprocess.run([sys.executable, str(lesson)], cwd=REPO_ROOT, env=os.environ.copy())
-    return proc.returncode, time.perf_counter() - start
+    done = 0
+
+    class EchoingClient(NotebookClient):
+        """Echoes the kernel's printed text (and its progress bars) to the terminal live."""
+
+        def process_message(self, msg, cell, cell_index):
+            if progress and msg["msg_type"] == "stream":
+                stream = sys.stdout if msg["content"]["name"] == "stdout" else sys.stderr
+                stream.write(msg["content"]["text"])
+                stream.flush()
+            return super().process_message(msg, cell, cell_index)
+
+    def on_cell_executed(cell, cell_index, execute_reply):
+        nonlocal done
+        if cell.cell_type != "code":
+            return
+        done += 1
+        if progress:
+            figures = sum("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
+            print(f"  -- {lesson.stem}: cell {done}/{n_code}"
+                  + (f", {figures} figure(s)" if figures else "")
+                  + f", {time.perf_counter() - start:.0f} s", flush=True)
+
+    client = EchoingClient(notebook, timeout=timeout, kernel_name="python3",
+                           resources={"metadata": {"path": str(REPO_ROOT)}},
+                           on_cell_executed=on_cell_executed)
+    error = ""
+    try:
+        kernel_env = dict(os.environ if env is None else env)
+        kernel_env.pop("MPLBACKEND", None)  # e.g. Agg would hide the figures: use the inline one
+        client.execute(env=kernel_env)
+    except CellExecutionError as exc:
+        error = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
+    except Exception as exc:  # a dead kernel, a timeout: still write what ran
+        error = f"{type(exc).__name__}: {exc}"
+    seconds = time.perf_counter() - start
+    tidy_streams(notebook)
+    notebook.metadata["minattn"] = {"seconds": round(seconds, 1), "ok": not error,
+                                    "smoke": _smoke(env)}
+    ipynb, page = out_dir / f"{lesson.stem}.ipynb", out_dir / f"{lesson.stem}.html"
+    nbformat.write(notebook, ipynb)
+    export_html(notebook, page)
+    return LessonRun(lesson, ipynb, page, not error, seconds, error)
+
+
+def _smoke(env: dict | None) -> bool:
+    value = (os.environ if env is None else env).get("MINATTN_SMOKE", "")
+    return value.strip().lower() not in ("", "0", "false", "no")
+
+
+# ============================================================================ the course report
+def collect_claims(figure_root: Path, lessons: list[str] | None = None) -> list[dict]:
+    """Every claim in <figure_root>/<lesson>/claims.json (all lessons, or those named)."""
+    claims = []
+    for path in sorted(figure_root.glob("*/claims.json")):
+        if lessons is not None and path.parent.name not in lessons:
+            continue
+        try:
+            entries = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            print(f"warning: skipping unreadable {path}: {exc}")
+            continue
+        for entry in entries:
+            claims.append({"lesson": entry.get("lesson", path.parent.name),
+                           **{k: str(entry.get(k, "")) for k in ("claim", "paper", "ours", "why")},
+                           "smoke": bool(entry.get("smoke", False))})
+    return claims
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def report_markdown(claims: list[dict]) -> str:
+    """The report: a row per claim — lesson, claim, the paper's number, ours, why they differ."""
+    lines = ["# Paper claims reproduced by the course", "",
+             "Each row is a claim from a paper the course builds on, reproduced by a lesson at "
+             "small scale: the paper's number beside the one the lesson measured, and why they "
+             "differ. Written by `make course` (`python -m minattn.tools.course`) from "
+             "`figures/<lesson>/claims.json`.",
+             ""]
+    if any(c["smoke"] for c in claims):
+        lines += ["**Rows marked (smoke) come from a smoke-mode run (tiny sizes, few steps): "
+                  "their numbers are not the lesson's results.**", ""]
+    if not claims:
+        return "\n".join(lines + ["No lesson recorded a claim.", ""])
+    lines += ["| lesson | claim | paper | ours | why they differ |", "|---|---|---|---|---|"]
+    for c in claims:
+        ours = c["ours"] + (" (smoke)" if c["smoke"] else "")
+        lines.append("| " + " | ".join(_cell(x) for x in (c["lesson"], c["claim"], c["paper"],
+                                                           ours, c["why"])) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def write_report(figure_root: Path, lessons: list[str] | None = None) -> tuple[Path, str]:
+    """Collect the claims, write <figure_root>/REPORT.md, return (path, markdown)."""
+    text = report_markdown(collect_claims(figure_root, lessons))
+    figure_root.mkdir(parents=True, exist_ok=True)
+    path = figure_root / "REPORT.md"
+    path.write_text(text, encoding="utf-8")
+    return path, text
+
+
+# ============================================================================ index.html
+def write_index(out_dir: Path, runs: list[LessonRun], report: Path | None,
+                claims: list[dict]) -> Path:
+    """notebooks/index.html: the lessons (title, summary, run time, links) and the report."""
+    esc = html.escape
+    rows = []
+    for run in runs:
+        title, summary = summary_line(run.lesson)
+        state = "" if run.ok else f' <b class="fail">FAILED: {esc(run.error)}</b>'
+        rows.append(f'<tr><td><a href="{esc(run.html.name)}">{esc(title)}</a> — '
+                    f'<span class="sum">{esc(summary)}</span>{state}</td>'
+                    f'<td>{run.seconds:.0f} s</td><td><a href="{esc(run.notebook.name)}">.ipynb</a>'
+                    f'</td></tr>')
+    mode = ("in smoke mode: tiny sizes, so the numbers are not the lessons' results"
+            if _smoke(None) else "in full mode")
+    claim_rows = "".join(
+        "<tr>" + "".join(f"<td>{esc(c[k])}</td>" for k in ("lesson", "claim", "paper")) +
+        f"<td>{esc(c['ours'])}{' (smoke)' if c['smoke'] else ''}</td><td>{esc(c['why'])}</td></tr>"
+        for c in claims)
+    link = esc(os.path.relpath(report, out_dir)) if report else ""
+    report_link = (f'<p>The same table as Markdown: <a href="{link}">{esc(_rel(report))}</a>.</p>'
+                   if report else "")
+    page = f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>minattn — the course</title>
+<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto;line-height:1.4}}
+table{{border-collapse:collapse;width:100%}}td,th{{border-bottom:1px solid #ddd;padding:.4em;
+vertical-align:top;text-align:left}}.sum{{color:#444}}.fail{{color:#b00}}</style></head><body>
+<h1>minattn — attention mechanisms from scratch</h1>
+<p>Each lesson below was executed once by <code>make course</code>, {esc(mode)}. Its page shows
+the code, the printed results and the figures. The <code>.ipynb</code> is the same notebook, to
+open in Jupyter (<code>make lab</code>) and run yourself.</p>
+<table><tr><th>lesson</th><th>run time</th><th>notebook</th></tr>
+{chr(10).join(rows)}
+</table>
+<h2>Paper claims, ours beside the paper's</h2>
+<table><tr><th>lesson</th><th>claim</th><th>paper</th><th>ours</th><th>why they differ</th></tr>
+{claim_rows or '<tr><td colspan="5">No lesson recorded a claim.</td></tr>'}
+</table>
+{report_link}
+</body></html>
+"""
+    path = out_dir / "index.html"
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+# ============================================================================ main
+def figure_root() -> Path:
+    return Path(os.environ.get("MINATTN_FIGURES") or (REPO_ROOT / "figures"))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--notebooks-only", action="store_true")
+    parser.add_argument("--notebooks-only", action="store_true",
+                        help="write unexecuted notebooks and stop")
     parser.add_argument("--only", nargs="*", default=None, help="lesson numbers, e.g. 01 02")
+    parser.add_argument("--out", default=str(REPO_ROOT / "notebooks"), help="notebook folder")
     args = parser.parse_args(argv)
 
     lessons = lesson_files()
     if args.only:
         lessons = [p for p in lessons if p.name[:2] in args.only]
-    build_notebooks(REPO_ROOT / "notebooks", lessons)
+    out_dir = Path(args.out)
     if args.notebooks_only:
+        build_notebooks(out_dir, lessons)
         return 0
 
-    results = [(lesson.name, *run_lesson(lesson)) for lesson in lessons]
+    runs = []
+    for lesson in lessons:
+        print(f"\n=== {lesson.name} (as a notebook) " + "=" * max(0, 48 - len(lesson.name)),
+              flush=True)
+        run = execute_lesson(lesson, out_dir)
+        print(f"  {'ok' if run.ok else 'FAILED: ' + run.error} in {run.seconds:.0f} s -> "
+              f"{_rel(run.notebook)}, {_rel(run.html)}", flush=True)
+        runs.append(run)
+
+    report, text = write_report(figure_root())  # every lesson's latest claims, not just these
+    claims = collect_claims(figure_root())
+    index = write_index(out_dir, runs, report, claims)
+    print("\n" + text)
+    print(f"report: {_rel(report)}    course: {_rel(index)}")
     print("\n| lesson | result | time |\n|---|---|---|")
-    for name, code, seconds in results:
-        print(f"| {name} | {'ok' if code == 0 else f'FAILED ({code})'} | {seconds:.0f} s |")
-    return 0 if all(code == 0 for _, code, _ in results) else 1
+    for run in runs:
+        print(f"| {run.lesson.name} | {'ok' if run.ok else 'FAILED: ' + run.error} | "
+              f"{run.seconds:.0f} s |")
+    return 0 if all(run.ok for run in runs) else 1
 
 
 if __name__ == "__main__":
