@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from minattn.tools.course import execute_lesson, lesson_files
+from minattn.tools.course import execute_lesson, export_html, lesson_files
+from minattn.tools.fetch import data_root
 from minattn.tools.lesson import REPO_ROOT
 
 LESSONS = lesson_files()
@@ -118,3 +119,19 @@ def test_course_report_collects_every_lessons_claims(tmp_path):
     assert "(smoke)" not in rows[3] and "smoke-mode run" in text
     _, empty = write_report(tmp_path / "nothing")
     assert "No lesson recorded a claim." in empty
+
+
+@pytest.mark.realdata
+@pytest.mark.skipif(not (data_root() / "mathjax" / "mathjax.whl").exists(),
+                    reason="needs data/mathjax (python data_scripts/mathjax.py)")
+def test_html_pages_typeset_equations_with_a_local_mathjax(tmp_path):
+    """Offline reading: the HTML page loads MathJax from notebooks/mathjax/, not a CDN."""
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("$x^2$")])
+    page = tmp_path / "page.html"
+    export_html(notebook, page)
+    text = page.read_text()
+    assert 'src="mathjax/MathJax.js' in text and "ajax/libs/mathjax" not in text
+    assert (tmp_path / "mathjax" / "MathJax.js").exists()
+    assert (tmp_path / "mathjax" / "config" / "TeX-AMS-MML_HTMLorMML-full.js").exists()

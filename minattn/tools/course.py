@@ -113,11 +113,38 @@ def tidy_streams(notebook) -> None:
         cell.outputs = merged
 
 
+MATHJAX_CONFIG = "MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
+
+
+def local_mathjax(out_dir: Path) -> str | None:
+    """Unpack MathJax (fetched by data_scripts/mathjax.py) into <out_dir>/mathjax once and return
+    the pages' relative URL for it; None when it was not fetched (the pages then use the CDN)."""
+    import zipfile
+
+    from .fetch import data_root
+
+    wheel = data_root() / "mathjax" / "mathjax.whl"
+    target = out_dir / "mathjax"
+    if not (target / "MathJax.js").exists():
+        if not wheel.exists():
+            return None
+        prefix = "jupyter_server_mathjax/static/"
+        with zipfile.ZipFile(wheel) as archive:
+            for member in archive.namelist():
+                if member.startswith(prefix) and not member.endswith("/"):
+                    dest = target / member[len(prefix):]
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    dest.write_bytes(archive.read(member))
+    return f"mathjax/{MATHJAX_CONFIG}"
+
+
 def export_html(notebook, path: Path) -> None:
-    """A static HTML copy of an executed notebook, figures embedded as data: URIs."""
+    """A static HTML copy of an executed notebook, figures embedded as data: URIs, equations
+    typeset by a local MathJax when one was fetched (offline reading), else by the CDN's."""
     from nbconvert import HTMLExporter
 
-    exporter = HTMLExporter(embed_images=True)
+    mathjax = local_mathjax(path.parent)
+    exporter = HTMLExporter(embed_images=True, **({"mathjax_url": mathjax} if mathjax else {}))
     body, _ = exporter.from_notebook_node(notebook)
     path.write_text(body, encoding="utf-8")
 

@@ -42,6 +42,7 @@ DATASETS = {
     "glove": (["vectors.npy", "vocab.txt"], "GloVe 6B 50d vectors", "glove"),
     "minilm": (["model.safetensors", "config.json", "tokenizer.json"],
                "all-MiniLM-L6-v2 encoder files", "minilm"),
+    "mathjax": (["mathjax.whl"], "MathJax, for reading the HTML course offline", "mathjax"),
     # the papers' own character-level benchmarks: fetched only by users with a network
     "enwik8": (["enwik8"], "enwik8 (needs a network to fetch)", "enwik8"),
     "text8": (["text8"], "text8 (needs a network to fetch)", "text8"),
