@@ -187,3 +187,29 @@ def farthest_visible(model, seg_len: int, mem_len: int, n_segments: int, vocab_s
         logits, memories = model(batch[:, s * seg_len:(s + 1) * seg_len], memories, mem_len)
     moved = (logits[1:, -1] - logits[:1, -1]).abs().amax(dim=-1) > 1e-9  # (T − 1,) d = 1, 2, …
     return int(torch.nonzero(moved).max()) + 1 if moved.any() else 0
+
+
+def recurrent_lm_loss():
+    """A `loss_fn` for `tools.train.train` that carries the memory from one batch to the next:
+    batch s must be segment s of the same streams. (A `VanillaLM` returns no memory.)"""
+    state = {"memories": None}
+
+    def loss_fn(model, x, y):
+        logits, state["memories"] = model(x, state["memories"])
+        return lm_loss(logits, y)
+    return loss_fn
+
+
+@torch.no_grad()
+def stream_accuracy(model, tokens, targets, seg_len: int, mem_len: int | None = None) -> float:
+    """Next-token accuracy over (B, T) streams read segment by segment (memory carried for
+    a `TransformerXL`); positions with target -100 are skipped."""
+    model.eval()
+    hits, count, memories = 0, 0, None
+    for s in range(tokens.shape[1] // seg_len):
+        part = slice(s * seg_len, (s + 1) * seg_len)
+        logits, memories = model(tokens[:, part], memories, mem_len)
+        keep = targets[:, part] != -100
+        hits += (logits.argmax(-1) == targets[:, part])[keep].sum().item()
+        count += keep.sum().item()
+    return hits / max(count, 1)

@@ -63,3 +63,40 @@ def rel_attention_fast_torch(q, k, v, r, u_bias, v_bias, scale=None) -> torch.Te
     position = position.masked_fill(future, float("-inf"))  # every row keeps key 0: no NaN
     return F.scaled_dot_product_attention(q + u_bias[None, :, None, :], k, v,
                                           attn_mask=position, scale=scale)
+
+
+# ============================================================================ cached evaluation
+@torch.no_grad()
+def eval_speed(context: int, d_model: int = 128, num_heads: int = 4, num_layers: int = 2,
+               vocab_size: int = 50, seg_len: int = 128, repeats: int = 3, device="cpu",
+               seed: int = 0) -> dict[str, float]:
+    """Tokens per second when every prediction sees (at least) `context` earlier tokens.
+
+    * 'vanilla, recompute': a `VanillaLM` predicts one token from a window of the last
+      `context` tokens, and the window slides by one for the next token — all of it recomputed.
+    * 'XL, cached': a `TransformerXL` of the same size reads `seg_len` tokens per call with a
+      memory of `context` hidden states per layer (the paper's evaluation): token i of the
+      segment sees context + i earlier tokens, and nothing is computed twice.
+    * 'XL, one token at a time': the same memory, one new token per call (as in sampling).
+    Untrained weights (speed does not depend on them); batch 1; medians of interleaved repeats.
+    """
+    from .models import VanillaLM
+    from .tools.bench import time_interleaved
+    from .xl import TransformerXL
+
+    torch.manual_seed(seed)
+    vanilla = VanillaLM(vocab_size, d_model, num_heads, num_layers).to(device).eval()
+    xl = TransformerXL(vocab_size, d_model, num_heads, num_layers, mem_len=context,
+                       max_len=context + seg_len).to(device).eval()
+    g = torch.Generator().manual_seed(seed)
+    window = torch.randint(0, vocab_size, (1, context), generator=g).to(device)
+    segment = torch.randint(0, vocab_size, (1, seg_len), generator=g).to(device)
+    _, memories = xl(window)  # a full memory of `context` states per layer
+    times = time_interleaved({
+        "vanilla, recompute": lambda: vanilla(window),  # 1 token predicted
+        "XL, cached": lambda: xl(segment, memories),  # seg_len tokens predicted
+        "XL, one token at a time": lambda: xl(segment[:, :1], memories),  # 1 token predicted
+    }, repeats, device=device)
+    return {"vanilla, recompute": 1 / times["vanilla, recompute"],
+            "XL, cached": seg_len / times["XL, cached"],
+            "XL, one token at a time": 1 / times["XL, one token at a time"]}
