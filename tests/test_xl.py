@@ -347,3 +347,10 @@ def test_two_gloo_processes_equal_one_process_and_resume(tmp_path):
         for a, b in zip(one["memories"], other["memories"]):
             assert (a - b).abs().max() < 1e-10
     assert not list((tmp_path / "ddp").glob("*.tmp"))  # written atomically: no leftovers
+
+
+@pytest.mark.exercise("4.4")
+def test_experiment_memory_zero_gap_in_range():
+    # full mode, PTB characters: XL at memory 0 2.561, vanilla 2.678 bpc (difference −0.117);
+    # other machines and seeds move it a little, the sign and size should hold
+    assert -0.3 < answers.experiment_memory_zero_gap() < -0.03
