@@ -354,3 +354,15 @@ def test_experiment_memory_zero_gap_in_range():
     # full mode, PTB characters: XL at memory 0 2.561, vanilla 2.678 bpc (difference −0.117);
     # other machines and seeds move it a little, the sign and size should hold
     assert -0.3 < answers.experiment_memory_zero_gap() < -0.03
+
+
+@pytest.mark.cuda
+def test_fast_path_on_cuda_matches_cpu():
+    rng = np.random.default_rng(7)
+    arrays = [torch.tensor(a) for a in random_inputs(rng, M=6)]
+    cpu = rel_attention_fast_torch(*arrays)
+    gpu = rel_attention_fast_torch(*[a.cuda() for a in arrays])
+    assert (gpu.cpu() - cpu).abs().max() < 1e-10
+    model = TransformerXL(11, 16, 2, 2, mem_len=4).cuda()
+    logits, memories = model(torch.randint(0, 11, (2, 5), device="cuda"))
+    assert logits.is_cuda and all(m.is_cuda for m in memories)
