@@ -126,8 +126,8 @@ def rel_multi_head_attention_np(x, memory, params, num_heads):
         output (B, L, D) and weights (B, H, L, M + L).
     """
     D = params["w_q"].shape[1]
-    context = x if memory is None else np.concatenate([memory, x], axis=1)  # (B, M + L, D)
     check_layer_inputs(x, memory, D, num_heads)
+    context = x if memory is None else np.concatenate([memory, x], axis=1)  # (B, M + L, D)
     q = split_heads_np(x @ params["w_q"].T, num_heads)  # (B, H, L, dh)
     k = split_heads_np(context @ params["w_k"].T, num_heads)  # (B, H, M + L, dh)
     v = split_heads_np(context @ params["w_v"].T, num_heads)

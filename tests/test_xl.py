@@ -211,6 +211,8 @@ def test_bad_input():
     attn = RelMultiHeadAttention(8, 2, max_len=10)
     x = torch.randn(2, 5, 8)
     with pytest.raises(ValueError, match="memory does not fit"):
+        rel_multi_head_attention_np(x.numpy(), np.zeros((2, 3, 6)), attn.numpy_params(), 2)
+    with pytest.raises(ValueError, match="memory does not fit"):
         attn(x, torch.randn(2, 3, 6))  # wrong width
     with pytest.raises(ValueError, match="memory does not fit"):
         attn(x, torch.randn(3, 3, 8))  # wrong batch
