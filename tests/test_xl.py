@@ -266,6 +266,7 @@ def random_official_state(V=13, D=8, H=2, n_layers=2, d_ff=12, seed=0):
     sd = {"word_emb.emb_layers.0.weight": rnd(V, D), "crit.out_layers.0.bias": rnd(V),
           "r_w_bias": rnd(H, D // H), "r_r_bias": rnd(H, D // H)}
     sd["crit.out_layers.0.weight"] = sd["word_emb.emb_layers.0.weight"]  # tied
+    sd["pos_emb.inv_freq"] = 1 / 10000 ** (torch.arange(0.0, D, 2.0) / D)  # a buffer: not needed
     for n in range(n_layers):
         shapes = {"dec_attn.qkv_net.weight": (3 * D, D), "dec_attn.r_net.weight": (D, D),
                   "dec_attn.o_net.weight": (D, D), "dec_attn.layer_norm.weight": (D,),
