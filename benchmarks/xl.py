@@ -16,6 +16,8 @@ The paper (Dai et al. 2019, table 9) reports up to 1,874× at C = 3,800 on GPUs.
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 from minattn.tools.bench import bench_args, print_table, save_json, write_markdown
@@ -59,7 +61,9 @@ def main():
                        f"`python benchmarks/xl.py{' --quick' if args.quick else ''}` on {device} "
                        f"({'1 torch thread' if device.type == 'cpu' else torch.cuda.get_device_name()}),"
                        f" {repeats} interleaved repeats, medians. d = 128, 4 heads, 2 layers, batch 1; "
-                       f"XL reads 128 tokens per call with a memory of C states per layer.\n\n"
+                       f"XL reads 128 tokens per call with a memory of C states per layer. "
+                       f"Load average at the end of the run: {os.getloadavg()[0]:.1f} on "
+                       f"{os.cpu_count()} cores (a busy machine makes every number noisier).\n\n"
                        + head + body + "\nPaper (table 9, GPU, much larger models): 363× at "
                        "C = 800, 1,874× at C = 3,800.\n")
 
