@@ -101,3 +101,78 @@ def two_sets_corpus(n_pairs: int, n_types: int, rng: np.random.Generator):
     order = rng.permutation(n_pairs)
     src = [(a + b)[i] for i in order]
     return src, [list(s) for s in src]
+
+
+# ==== lesson 04: Transformer-XL — character streams and the delayed copy
+def char_corpus(texts: list[str]) -> tuple[list[str], list[torch.Tensor]]:
+    """Character vocabulary of texts[0] (the training text) and every text as int64 ids.
+
+    Characters of later texts (validation, test) missing from the training text map to the
+    first symbol of the vocabulary; with PTB or Shakespeare there are none.
+    """
+    chars = sorted(set(texts[0]))
+    index = {c: i for i, c in enumerate(chars)}
+    table = np.zeros(max(map(ord, "".join(set("".join(texts))))) + 1, dtype=np.int64)
+    for c, i in index.items():
+        table[ord(c)] = i
+    return chars, [torch.from_numpy(table[np.frombuffer(t.encode("utf-32-le"), np.uint32)])
+                   for t in texts]
+
+
+def lm_streams(ids: torch.Tensor, n_streams: int) -> torch.Tensor:
+    """Cut a long (N,) text into n_streams contiguous rows (n_streams, N // n_streams).
+
+    Row b is one continuous stretch of the text: segment s of row b follows segment s − 1 of
+    the same row, which is what a Transformer-XL memory needs (batch row b carries row b's
+    memory). Data-parallel training gives each process its own rows.
+    """
+    if ids.ndim != 1 or n_streams <= 0 or len(ids) < 2 * n_streams:
+        fail("lm_streams needs a long 1-D text", f"(N,) with N >= {2 * max(n_streams, 1)}",
+             f"{tuple(ids.shape)} cut into {n_streams} streams")
+    length = len(ids) // n_streams
+    return ids[: n_streams * length].view(n_streams, length)
+
+
+def lm_segment(streams: torch.Tensor, index: int, seg_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs and next-character targets of segment `index` (wrapping around the streams).
+
+    Returns x (B, seg_len) and y (B, seg_len) with y[:, t] = the character after x[:, t].
+    """
+    n_segments = (streams.shape[1] - 1) // seg_len
+    if n_segments <= 0:
+        fail("streams too short for one segment", f"length > {seg_len}", f"{streams.shape[1]}")
+    start = (index % n_segments) * seg_len
+    return streams[:, start:start + seg_len], streams[:, start + 1:start + seg_len + 1]
+
+
+def synthetic_text(n_chars: int, rng: np.random.Generator) -> str:
+    """Offline fallback text: Zipf-distributed made-up words, and every sentence ends by
+    repeating its first word (a dependency a few dozen characters long)."""
+    syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "te", "vo", "zi", "pa"]
+    words = ["".join(rng.choice(syllables, size=rng.integers(1, 4))) for _ in range(300)]
+    p = 1.0 / np.arange(1, len(words) + 1)
+    out, size = [], 0
+    while size < n_chars:
+        sentence = list(rng.choice(words, size=rng.integers(4, 12), p=p / p.sum()))
+        line = " ".join(sentence + [sentence[0]]) + " .\n"
+        out.append(line)
+        size += len(line)
+    return "".join(out)[:n_chars]
+
+
+def delayed_copy(batch_size: int, length: int, distance: int, n_symbols: int,
+                 generator: torch.Generator, device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """A stream of random symbols; the target at position t is the symbol at t − distance.
+
+    Returns tokens (B, length) and targets (B, length) int64, targets = -100 (ignored by
+    cross-entropy) where t < distance. A model that cannot see `distance` tokens back is at
+    chance, 1 / n_symbols.
+    """
+    if min(batch_size, length, distance, n_symbols) <= 0 or distance >= length:
+        fail("delayed_copy sizes", "positive sizes and distance < length",
+             f"batch_size={batch_size}, length={length}, distance={distance}, "
+             f"n_symbols={n_symbols}")
+    tokens = torch.randint(0, n_symbols, (batch_size, length), generator=generator)
+    targets = torch.full_like(tokens, -100)
+    targets[:, distance:] = tokens[:, :-distance]
+    return tokens.to(device), targets.to(device)

@@ -1,0 +1,329 @@
+"""Transformer-XL (Dai et al. 2019): segment recurrence and relative positions — NumPy
+reference, then its PyTorch twin, then the modules.
+
+A long text is cut into segments of L tokens. Layer n of the next segment attends over its
+own segment *and* the previous hidden states of layer n−1, kept as a memory of M positions
+whose gradient is stopped (SG):
+
+    h̃ⁿ⁻¹ = [SG(memⁿ⁻¹) ; hⁿ⁻¹]               (B, M + L, D): memory first, then the segment
+    q = hⁿ⁻¹ W_q,   k = h̃ⁿ⁻¹ W_k,   v = h̃ⁿ⁻¹ W_v      (queries: the segment only)
+
+Absolute positions would clash (position 0 of every segment looks alike), so the scores use
+the *distance* i − j between query i and key j instead, with a sinusoid table R (row δ = the
+encoding of distance δ) and two learned per-head vectors u, v:
+
+    A_ij = q_iᵀk_j + q_iᵀ W_R R_{i−j} + uᵀk_j + vᵀ W_R R_{i−j}         (a) (b) (c) (d)
+    out_i = Σ_j softmax_j(A_ij / √dh) v_j         over the causal keys j ≤ i
+
+The queries are the last L of the M + L positions (the course's bottom-right causal
+convention, `attention.causal_mask_np(L, M + L)`), so query i sits at position M + i and its
+distance to key j is δ_ij = M + i − j ≥ 0. Distances below zero are the future: masked.
+
+Read `rel_attention_np` first: the four terms, one gather per (i, j). `rel_attention_torch`
+repeats it line for line. The modules use the relative-shift fast path of `xl_fast.py`, which
+is tested equal to this explicit reference.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from .attention import (causal_mask_np, causal_mask_torch, merge_heads_np, merge_heads_torch,
+                        softmax_np, softmax_torch, split_heads_np, split_heads_torch)
+from .tools.utils import check_same_device, fail, shape_str
+
+
+# ============================================================================ input checks
+def check_rel_inputs(q, k, v, r, u_bias, v_bias) -> None:
+    """q (B, H, Lq, dh), k and v (B, H, Lk, dh), r (H, P, dh) with P >= Lk, biases (H, dh).
+
+    Works on NumPy arrays and torch tensors alike.
+    """
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+        fail("q, k, v must be (B, H, N, dh)", "4-dimensional arrays",
+             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}, v {shape_str(v.shape)}")
+    B, H, Lq, dh = q.shape
+    if k.shape != v.shape or k.shape[:2] != (B, H) or k.shape[3] != dh:
+        fail("k and v must match q's batch, heads and head size", f"(B={B}, H={H}, Lk, {dh})",
+             f"k {shape_str(k.shape)}, v {shape_str(v.shape)}")
+    Lk = k.shape[2]
+    if Lq == 0 or Lk < Lq or B == 0:
+        fail("queries must be the last Lq of the Lk key positions (memory first)",
+             "0 < Lq <= Lk and B > 0", f"Lq={Lq}, Lk={Lk}, B={B}")
+    if r.ndim != 3 or r.shape[0] != H or r.shape[2] != dh:
+        fail("r (projected relative encodings) has the wrong shape", f"(H={H}, P, {dh})",
+             shape_str(r.shape))
+    if r.shape[1] < Lk:
+        fail("the relative-position table is too short", f"at least Lk = {Lk} distances "
+             f"(0 .. {Lk - 1})", f"{r.shape[1]} rows")
+    for name, b in (("u_bias", u_bias), ("v_bias", v_bias)):
+        if tuple(b.shape) != (H, dh):
+            fail(f"{name} has the wrong shape", f"(H, dh) = ({H}, {dh})", shape_str(b.shape))
+    check_same_device(q=q, k=k, v=v, r=r, u_bias=u_bias, v_bias=v_bias)
+
+
+# ============================================================================ NumPy reference
+def sinusoid_np(n_positions: int, d_model: int) -> np.ndarray:
+    """(n_positions, d_model) table R: row δ encodes the distance δ = 0, 1, ...
+
+    R_δ = [sin(δ ω_0), …, sin(δ ω_{D/2−1}), cos(δ ω_0), …, cos(δ ω_{D/2−1})],  ω_k = 10000^(−2k/D)
+    (sines then cosines, the layout of the original implementation).
+    """
+    if d_model % 2 or n_positions < 0:
+        fail("sinusoid table sizes", "n_positions >= 0 and an even d_model",
+             f"n_positions={n_positions}, d_model={d_model}")
+    inv_freq = 1.0 / 10000 ** (np.arange(0, d_model, 2) / d_model)  # (D/2,)
+    angles = np.arange(n_positions)[:, None] * inv_freq[None, :]  # (P, D/2)
+    return np.concatenate([np.sin(angles), np.cos(angles)], axis=-1)
+
+
+def relative_distances_np(n_queries: int, n_keys: int) -> np.ndarray:
+    """(Lq, Lk) int: δ_ij = (Lk − Lq) + i − j, the distance from key j back to query i.
+
+    Negative where j lies in query i's future (exactly where `causal_mask_np` is False).
+    """
+    i = np.arange(n_queries)[:, None] + (n_keys - n_queries)
+    return i - np.arange(n_keys)[None, :]
+
+
+def rel_attention_np(q, k, v, r, u_bias, v_bias, scale=None):
+    """Relative-position causal attention, the four terms written out for every (i, j).
+
+    Args:
+        q: (B, H, Lq, dh) queries of the segment;  k, v: (B, H, Lk, dh) over [memory ; segment].
+        r: (H, P, dh) projected encodings r_δ = W_R R_δ per head, row δ = distance δ, P >= Lk.
+        u_bias, v_bias: (H, dh) the learned u and v of each head.
+    Returns:
+        output (B, H, Lq, dh) and weights (B, H, Lq, Lk).
+    """
+    check_rel_inputs(q, k, v, r, u_bias, v_bias)
+    Lq, Lk = q.shape[2], k.shape[2]
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    delta = relative_distances_np(Lq, Lk)  # (Lq, Lk)
+    r_ij = r[:, np.maximum(delta, 0)]  # (H, Lq, Lk, dh): r_{i−j} gathered for every pair
+    u = u_bias[None, :, None, :]  # (1, H, 1, dh): the same u for every batch row and query
+    term_a = q @ np.swapaxes(k, -1, -2)  # q_iᵀ k_j           content
+    term_b = np.einsum("bhid,hijd->bhij", q, r_ij)  # q_iᵀ r_{i−j}       content-dependent position
+    term_c = u @ np.swapaxes(k, -1, -2)  # uᵀ k_j             global content bias
+    term_d = np.einsum("hd,hijd->hij", v_bias, r_ij)[None]  # vᵀ r_{i−j}   global position bias
+    scores = (term_a + term_b + term_c + term_d) * scale  # (B, H, Lq, Lk)
+    weights = softmax_np(scores, causal_mask_np(Lq, Lk))  # future keys masked
+    return weights @ v, weights
+
+
+def rel_multi_head_attention_np(x, memory, params, num_heads):
+    """Relative multi-head attention of one layer, the reference of `RelMultiHeadAttention`.
+
+    Args:
+        x: (B, L, D) the segment;  memory: (B, M, D) or None (M = 0).
+        params: 'w_q', 'w_k', 'w_v', 'w_r', 'w_o' (D, D) stored as nn.Linear does (y = x @ w.T,
+            no biases) and 'u_bias', 'v_bias' (H, dh) — see `RelMultiHeadAttention.numpy_params`.
+    Returns:
+        output (B, L, D) and weights (B, H, L, M + L).
+    """
+    D = params["w_q"].shape[1]
+    check_layer_inputs(x, memory, D, num_heads)
+    context = x if memory is None else np.concatenate([memory, x], axis=1)  # (B, M + L, D)
+    q = split_heads_np(x @ params["w_q"].T, num_heads)  # (B, H, L, dh)
+    k = split_heads_np(context @ params["w_k"].T, num_heads)  # (B, H, M + L, dh)
+    v = split_heads_np(context @ params["w_v"].T, num_heads)
+    R = sinusoid_np(context.shape[1], D)  # (M + L, D): distances 0 .. M + L − 1
+    r = split_heads_np((R @ params["w_r"].T)[None], num_heads)[0]  # (H, M + L, dh)
+    heads, weights = rel_attention_np(q, k, v, r, params["u_bias"], params["v_bias"])
+    return merge_heads_np(heads) @ params["w_o"].T, weights
+
+
+def update_memory_np(memory, hidden, mem_len: int):
+    """The next memory: the last `mem_len` positions of [memory ; hidden] (B, ·, D).
+
+    memory may be None (the first segment). mem_len = 0 keeps nothing: (B, 0, D).
+    """
+    # BEGIN EXERCISE 4.2 implement: the memory update — keep the last mem_len states of [memory ; hidden] (~5 min)
+    both = hidden if memory is None else np.concatenate([memory, hidden], axis=1)
+    start = max(both.shape[1] - mem_len, 0)  # not both[:, -mem_len:]: -0 would keep everything
+    return both[:, start:]
+    # END EXERCISE
+
+
+def check_layer_inputs(x, memory, d_model: int, num_heads: int) -> None:
+    """x (B, L, D) and memory (B, M, D) or None; shared by NumPy and torch."""
+    if x.ndim != 3 or x.shape[-1] != d_model or x.shape[0] == 0 or x.shape[1] == 0:
+        fail("the segment has the wrong shape", f"(B, L, {d_model}) with B, L > 0",
+             shape_str(x.shape))
+    if memory is not None:
+        if memory.ndim != 3 or memory.shape[0] != x.shape[0] or memory.shape[2] != d_model:
+            fail("the memory does not fit the segment", f"(B={x.shape[0]}, M, D={d_model})",
+                 shape_str(memory.shape))
+        check_same_device(x=x, memory=memory)
+    if d_model % num_heads or d_model % 2:
+        fail("d_model must split evenly into heads and be even", "d_model % num_heads == 0",
+             f"d_model={d_model}, num_heads={num_heads}")
+
+
+# ============================================================================ PyTorch twin
+def sinusoid_torch(n_positions: int, d_model: int, device=None, dtype=torch.float32):
+    """Torch twin of `sinusoid_np`, made on `device` in `dtype`."""
+    if d_model % 2 or n_positions < 0:
+        fail("sinusoid table sizes", "n_positions >= 0 and an even d_model",
+             f"n_positions={n_positions}, d_model={d_model}")
+    inv_freq = 1.0 / 10000 ** (torch.arange(0, d_model, 2, device=device, dtype=dtype) / d_model)
+    angles = torch.arange(n_positions, device=device, dtype=dtype)[:, None] * inv_freq[None, :]
+    return torch.cat([torch.sin(angles), torch.cos(angles)], dim=-1)
+
+
+def relative_distances_torch(n_queries: int, n_keys: int, device=None) -> torch.Tensor:
+    """Torch twin of `relative_distances_np`."""
+    i = torch.arange(n_queries, device=device)[:, None] + (n_keys - n_queries)
+    return i - torch.arange(n_keys, device=device)[None, :]
+
+
+def rel_attention_torch(q, k, v, r, u_bias, v_bias, scale=None):
+    """Torch twin of `rel_attention_np` (explicit gather; `xl_fast` has the fast path)."""
+    check_rel_inputs(q, k, v, r, u_bias, v_bias)
+    Lq, Lk = q.shape[2], k.shape[2]
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    delta = relative_distances_torch(Lq, Lk, device=q.device)  # (Lq, Lk)
+    r_ij = r[:, delta.clamp(min=0)]  # (H, Lq, Lk, dh)
+    u = u_bias[None, :, None, :]
+    term_a = q @ k.transpose(-1, -2)
+    term_b = torch.einsum("bhid,hijd->bhij", q, r_ij)
+    term_c = u @ k.transpose(-1, -2)
+    term_d = torch.einsum("hd,hijd->hij", v_bias, r_ij)[None]
+    scores = (term_a + term_b + term_c + term_d) * scale
+    weights = softmax_torch(scores, causal_mask_torch(Lq, Lk, device=q.device))
+    return weights @ v, weights
+
+
+def update_memory_torch(memory, hidden, mem_len: int):
+    """Torch twin of `update_memory_np`; the result is detached: no gradient reaches it (SG)."""
+    # BEGIN EXERCISE 4.2 implement: the memory update — keep the last mem_len states of [memory ; hidden] (~5 min)
+    both = hidden if memory is None else torch.cat([memory, hidden], dim=1)
+    start = max(both.shape[1] - mem_len, 0)
+    return both[:, start:].detach()
+    # END EXERCISE
+
+
+# ============================================================================ modules
+class RelMultiHeadAttention(nn.Module):
+    """Relative multi-head attention over [memory ; segment], twin of `rel_multi_head_attention_np`.
+
+    forward(x (B, L, D), memory (B, M, D) or None, need_weights=False)
+        -> output (B, L, D), weights (B, H, L, M + L) or None
+
+    need_weights=True runs the explicit `rel_attention_torch`; otherwise the relative-shift
+    fast path `xl_fast.rel_attention_fast_torch` (same numbers, no O(L·(M+L)·dh) gather).
+    The original implementation fuses q, k, v into one `qkv_net` and shares u, v between
+    layers; here each layer has its own (see `xl_fast.from_official_state_dict`).
+    """
+
+    def __init__(self, d_model: int, num_heads: int, max_len: int = 4096):
+        super().__init__()
+        if num_heads <= 0 or d_model % num_heads or d_model % 2:
+            fail("d_model must split evenly into heads and be even", "d_model % num_heads == 0",
+                 f"d_model={d_model}, num_heads={num_heads}")
+        self.d_model, self.num_heads, self.max_len = d_model, num_heads, max_len
+        dh = d_model // num_heads
+        self.q_proj, self.k_proj, self.v_proj, self.r_proj, self.out_proj = (
+            nn.Linear(d_model, d_model, bias=False) for _ in range(5))
+        self.u_bias = nn.Parameter(torch.zeros(num_heads, dh))  # u: content bias
+        self.v_bias = nn.Parameter(torch.zeros(num_heads, dh))  # v: position bias
+
+    def forward(self, x, memory=None, need_weights: bool = False):
+        check_layer_inputs(x, memory, self.d_model, self.num_heads)
+        context = x if memory is None else torch.cat([memory, x], dim=1)  # (B, M + L, D)
+        Lk = context.shape[1]
+        if Lk > self.max_len:
+            fail("more positions than the relative-position table holds",
+                 f"M + L <= max_len = {self.max_len}", f"M + L = {Lk}")
+        q = split_heads_torch(self.q_proj(x), self.num_heads)  # (B, H, L, dh)
+        k = split_heads_torch(self.k_proj(context), self.num_heads)  # (B, H, M + L, dh)
+        v = split_heads_torch(self.v_proj(context), self.num_heads)
+        R = sinusoid_torch(Lk, self.d_model, device=x.device, dtype=x.dtype)  # (M + L, D)
+        r = split_heads_torch(self.r_proj(R)[None], self.num_heads)[0]  # (H, M + L, dh)
+        if need_weights:
+            heads, weights = rel_attention_torch(q, k, v, r, self.u_bias, self.v_bias)
+        else:
+            from .xl_fast import rel_attention_fast_torch  # (xl_fast imports this file)
+            heads, weights = rel_attention_fast_torch(q, k, v, r, self.u_bias, self.v_bias), None
+        return self.out_proj(merge_heads_torch(heads)), weights
+
+    def numpy_params(self) -> dict:
+        """The weights as float64 NumPy arrays, keyed as `rel_multi_head_attention_np` expects."""
+        get = lambda t: t.detach().cpu().double().numpy()  # noqa: E731
+        params = {f"w_{s}": get(getattr(self, f"{s}_proj").weight) for s in "qkvr"}
+        params.update(w_o=get(self.out_proj.weight), u_bias=get(self.u_bias),
+                      v_bias=get(self.v_bias))
+        return params
+
+
+class XLLayer(nn.Module):
+    """One Transformer-XL layer: relative attention over [memory ; x], then a ReLU FFN.
+
+    pre_norm=True:  x + Attn(LN(x), LN(mem)), then x + FFN(LN(x))   (trains easily when small)
+    pre_norm=False: LN(x + Attn(x, mem)),     then LN(x + FFN(x))   (the paper's layout)
+    """
+
+    def __init__(self, d_model: int, num_heads: int, d_ff: int, pre_norm: bool = True,
+                 max_len: int = 4096):
+        super().__init__()
+        self.pre_norm = pre_norm
+        self.attention = RelMultiHeadAttention(d_model, num_heads, max_len)
+        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
+        self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
+
+    def forward(self, x, memory=None, need_weights: bool = False):
+        if self.pre_norm:
+            mem = None if memory is None else self.norm1(memory)
+            out, weights = self.attention(self.norm1(x), mem, need_weights)
+            x = x + out
+            return x + self.ff(self.norm2(x)), weights
+        out, weights = self.attention(x, memory, need_weights)
+        x = self.norm1(x + out)
+        return self.norm2(x + self.ff(x)), weights
+
+
+class TransformerXL(nn.Module):
+    """A Transformer-XL language model: embedding (×√D), L `XLLayer`s, tied output.
+
+    forward(tokens (B, L), memories=None, mem_len=None) -> logits (B, L, V), new memories
+
+    `memories` is a list with one (B, M, D) tensor per layer (the inputs that layer saw in the
+    previous segments), or None at the start of a text. The returned memories are detached;
+    feed them to the next call. `mem_len` overrides the memory length (e.g. longer at
+    evaluation than in training).
+    """
+
+    def __init__(self, vocab_size: int, d_model: int = 128, num_heads: int = 4,
+                 num_layers: int = 2, d_ff: int | None = None, mem_len: int = 64,
+                 pre_norm: bool = True, max_len: int = 4096):
+        super().__init__()
+        self.d_model, self.mem_len = d_model, mem_len
+        self.embedding = nn.Embedding(vocab_size, d_model)
+        nn.init.normal_(self.embedding.weight, std=d_model ** -0.5)  # ×√D below: unit scale
+        self.layers = nn.ModuleList(XLLayer(d_model, num_heads, d_ff or 4 * d_model, pre_norm,
+                                            max_len) for _ in range(num_layers))
+        self.final_norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
+        self.out_bias = nn.Parameter(torch.zeros(vocab_size))
+
+    def forward(self, tokens, memories=None, mem_len: int | None = None,
+                need_weights: bool = False):
+        mem_len = self.mem_len if mem_len is None else mem_len
+        if memories is None:
+            memories = [None] * len(self.layers)
+        if len(memories) != len(self.layers):
+            fail("one memory per layer", f"{len(self.layers)} memories", f"{len(memories)}")
+        if tokens.ndim != 2:
+            fail("tokens must be (B, L)", "2 dimensions", shape_str(tokens.shape))
+        h = self.embedding(tokens) * math.sqrt(self.d_model)  # (B, L, D)
+        new_memories, all_weights = [], []
+        for layer, memory in zip(self.layers, memories):
+            new_memories.append(update_memory_torch(memory, h, mem_len))  # what layer n saw
+            h, weights = layer(h, memory, need_weights)
+            all_weights.append(weights)
+        h = self.final_norm(h)
+        logits = h @ self.embedding.weight.T + self.out_bias  # tied input/output embedding
+        return (logits, new_memories, all_weights) if need_weights else (logits, new_memories)

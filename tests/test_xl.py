@@ -1,0 +1,371 @@
+"""Transformer-XL: relative attention (explicit vs relative shift), memory, the LM, the official
+layout, and data-parallel training equal to one process."""
+
+import os
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from minattn.answers import xl as answers
+from minattn.attention import causal_mask_np
+from minattn.models import VanillaLM, evaluate_bpc, farthest_visible, generate
+from minattn.tasks import char_corpus, delayed_copy, lm_segment, lm_streams
+from minattn.tools import REPO_ROOT
+from minattn.xl import (RelMultiHeadAttention, TransformerXL, XLLayer, rel_attention_np,
+                        rel_attention_torch, rel_multi_head_attention_np,
+                        relative_distances_np, sinusoid_np, sinusoid_torch, update_memory_np,
+                        update_memory_torch)
+from minattn.xl_fast import rel_attention_fast_torch, rel_shift_np, rel_shift_torch
+from minattn.xl_official import official_to_ours
+
+T = lambda a: torch.tensor(a, requires_grad=True)  # noqa: E731
+
+
+def random_inputs(rng, B=2, H=3, Lq=5, M=4, dh=4, extra=2):
+    Lk = Lq + M
+    return (rng.normal(size=(B, H, Lq, dh)), rng.normal(size=(B, H, Lk, dh)),
+            rng.normal(size=(B, H, Lk, dh)), rng.normal(size=(H, Lk + extra, dh)),
+            rng.normal(size=(H, dh)), rng.normal(size=(H, dh)))
+
+
+# ============================================================================ relative shift
+@pytest.mark.exercise("4.1")
+@pytest.mark.parametrize("Lq,M", [(1, 0), (5, 0), (5, 4), (3, 9), (6, 1)])
+def test_rel_shift_puts_each_distance_in_its_column(Lq, M):
+    Lk = Lq + M
+    by_column = np.broadcast_to((Lk - 1 - np.arange(Lk))[None], (2, Lq, Lk)).astype(float)
+    delta = relative_distances_np(Lq, Lk)
+    causal = causal_mask_np(Lq, Lk)
+    np.testing.assert_array_equal(rel_shift_np(by_column)[:, causal], np.broadcast_to(delta[causal], (2, causal.sum())))
+    shifted = rel_shift_torch(torch.tensor(by_column)).numpy()
+    np.testing.assert_array_equal(shifted[:, causal], rel_shift_np(by_column)[:, causal])
+
+
+@pytest.mark.exercise("4.1")
+@pytest.mark.parametrize("M", [0, 3, 9])
+def test_fast_path_equals_explicit_values_and_gradients(M):
+    rng = np.random.default_rng(M)
+    arrays = random_inputs(rng, M=M)
+    ref, _ = rel_attention_np(*arrays)
+    explicit = [T(a) for a in arrays]
+    fast = [T(a) for a in arrays]
+    out_e, _ = rel_attention_torch(*explicit)
+    out_f = rel_attention_fast_torch(*fast)
+    assert np.abs(out_f.detach().numpy() - ref).max() < 1e-12
+    g = torch.tensor(rng.normal(size=ref.shape))
+    grads_e = torch.autograd.grad((out_e * g).sum(), explicit)
+    grads_f = torch.autograd.grad((out_f * g).sum(), fast)
+    for a, b in zip(grads_e, grads_f):
+        assert (a - b).abs().max() < 1e-12
+
+
+# ============================================================================ NumPy vs torch
+def test_numpy_and_torch_agree_in_float64():
+    rng = np.random.default_rng(1)
+    arrays = random_inputs(rng)
+    out, w = rel_attention_np(*arrays)
+    out_t, w_t = rel_attention_torch(*map(torch.tensor, arrays))
+    assert np.abs(out - out_t.numpy()).max() < 1e-12 and np.abs(w - w_t.numpy()).max() < 1e-12
+    np.testing.assert_allclose(w.sum(-1), 1.0)
+    assert (w[..., ~causal_mask_np(5, 9)] == 0).all()  # the future gets no weight
+    np.testing.assert_allclose(sinusoid_torch(7, 6, dtype=torch.float64).numpy(), sinusoid_np(7, 6), atol=1e-15)
+
+
+def test_gradcheck_explicit_torch():
+    rng = np.random.default_rng(2)
+    arrays = [T(a) for a in random_inputs(rng, B=1, H=2, Lq=3, M=2, dh=2)]
+    assert torch.autograd.gradcheck(lambda *xs: rel_attention_torch(*xs)[0], arrays)
+
+
+def test_four_terms_by_hand():
+    # one query, two keys (one in memory); q = k = 0 leaves (d) = vᵀ r_δ only
+    q, k, v = np.zeros((1, 1, 1, 2)), np.zeros((1, 1, 2, 2)), np.array([[[[1.0, 0], [0, 1.0]]]])
+    r = np.array([[[0.0, 0.0], [1.0, 1.0]]])  # r_0 = 0, r_1 = (1, 1)
+    out, w = rel_attention_np(q, k, v, r, np.zeros((1, 2)), np.array([[np.sqrt(2), 0.0]]))
+    # key 0 is at distance 1: score (√2·1)/√2 = 1; key 1 at distance 0: score 0
+    np.testing.assert_allclose(w[0, 0, 0], [np.e / (np.e + 1), 1 / (np.e + 1)])
+
+
+def test_module_matches_numpy_layer_and_pytorch_sdpa():
+    torch.manual_seed(0)
+    attn = RelMultiHeadAttention(8, 2).double()
+    with torch.no_grad():
+        attn.u_bias.normal_(), attn.v_bias.normal_()
+    x, mem = torch.randn(2, 5, 8, dtype=torch.float64), torch.randn(2, 3, 8, dtype=torch.float64)
+    ref, w_ref = rel_multi_head_attention_np(x.numpy(), mem.numpy(), attn.numpy_params(), 2)
+    out_fast, _ = attn(x, mem)
+    out_exp, w = attn(x, mem, need_weights=True)
+    assert np.abs(out_fast.detach().numpy() - ref).max() < 1e-12
+    assert np.abs(out_exp.detach().numpy() - ref).max() < 1e-12
+    assert np.abs(w.detach().numpy() - w_ref).max() < 1e-12
+    # without positions (W_R = 0) and u = 0 it is causal attention: PyTorch's SDPA agrees
+    with torch.no_grad():
+        attn.r_proj.weight.zero_(), attn.u_bias.zero_()
+    ctx = torch.cat([mem, x], 1)
+    split = lambda t: t.view(2, -1, 2, 4).transpose(1, 2)  # noqa: E731
+    q, k, v = split(attn.q_proj(x)), split(attn.k_proj(ctx)), split(attn.v_proj(ctx))
+    mask = torch.from_numpy(causal_mask_np(5, 8))
+    sdpa = F.scaled_dot_product_attention(q, k, v, attn_mask=mask).transpose(1, 2).reshape(2, 5, 8)
+    assert (attn(x, mem)[0] - attn.out_proj(sdpa)).abs().max() < 1e-12
+
+
+# ============================================================================ memory
+@pytest.mark.exercise("4.2")
+def test_update_memory():
+    h1, h2 = np.arange(2 * 3 * 1.0).reshape(2, 3, 1), np.arange(2 * 2 * 1.0).reshape(2, 2, 1) + 10
+    np.testing.assert_array_equal(update_memory_np(None, h1, 2), h1[:, 1:])
+    np.testing.assert_array_equal(update_memory_np(h1, h2, 4), np.concatenate([h1[:, 1:], h2], 1))
+    np.testing.assert_array_equal(update_memory_np(h1, h2, 9), np.concatenate([h1, h2], 1))
+    assert update_memory_np(h1, h2, 0).shape == (2, 0, 1)
+    th1, th2 = torch.tensor(h1, requires_grad=True), torch.tensor(h2)
+    out = update_memory_torch(th1, th2, 4)
+    np.testing.assert_array_equal(out.numpy(), update_memory_np(h1, h2, 4))
+    assert not out.requires_grad and update_memory_torch(th1, th2, 0).shape == (2, 0, 1)
+
+
+@pytest.mark.exercise("4.2")
+def test_no_gradient_reaches_the_memory():
+    torch.manual_seed(0)
+    model = TransformerXL(11, 16, 2, 2, mem_len=4)
+    x = torch.randint(0, 11, (2, 2, 4))
+    _, memories = model(x[0])
+    assert all(not m.requires_grad and m.grad_fn is None for m in memories)
+    logits, _ = model(x[1], memories)
+    logits.sum().backward()  # reaches the parameters only through segment 2
+    grads = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    model(x[1], [m.clone() for m in memories])[0].sum().backward()
+    assert all(torch.equal(a, b) for a, b in zip(grads, [p.grad for p in model.parameters()]))
+
+
+@pytest.mark.exercise("4.2")
+@pytest.mark.parametrize("pre_norm", [True, False])
+def test_one_layer_segment_by_segment_equals_one_pass(pre_norm):
+    torch.manual_seed(1)
+    layer = XLLayer(8, 2, 16, pre_norm).double()
+    x1, x2 = torch.randn(2, 6, 8, dtype=torch.float64), torch.randn(2, 6, 8, dtype=torch.float64)
+    for M in (0, 4, 6):
+        memory = update_memory_torch(None, x1, M)  # the last M inputs of segment 1
+        by_segment, _ = layer(x2, memory)
+        one_pass, _ = layer(torch.cat([x1[:, 6 - M:], x2], 1))
+        assert (by_segment - one_pass[:, M:]).abs().max() < 1e-12
+
+
+@pytest.mark.exercise("4.2")
+def test_half_segments_with_memory_equal_one_segment_where_the_span_allows():
+    torch.manual_seed(2)
+    model = TransformerXL(11, 16, 2, 3, mem_len=4).double()
+    x = torch.randint(0, 11, (2, 8))
+    whole, _ = model(x)
+    first, memories = model(x[:, :4])
+    second, _ = model(x[:, 4:], memories)  # M = 4 >= 4: every earlier token is in reach
+    assert (torch.cat([first, second], 1) - whole).abs().max() < 1e-12
+    _, short = model(x[:, :4], mem_len=2)
+    second_short, _ = model(x[:, 4:], short, mem_len=2)  # M = 2 < 4: the span does not allow
+    assert (second_short - whole[:, 4:]).abs().max() > 1e-6
+
+
+def test_zero_memory_is_a_plain_relative_transformer():
+    torch.manual_seed(3)
+    model = TransformerXL(11, 16, 2, 2, mem_len=0).double()
+    x = torch.randint(0, 11, (2, 10))
+    _, memories = model(x[:, :5])
+    assert all(m.shape == (2, 0, 16) for m in memories)
+    with_empty, _ = model(x[:, 5:], memories)
+    alone, _ = model(x[:, 5:])
+    assert (with_empty - alone).abs().max() < 1e-12
+
+
+def test_causal_no_peeking_and_vanilla_too():
+    torch.manual_seed(4)
+    for model in (TransformerXL(11, 16, 2, 2), VanillaLM(11, 16, 2, 2)):
+        x = torch.randint(0, 11, (1, 8))
+        y = x.clone()
+        y[0, 5:] = (y[0, 5:] + 1) % 11
+        a, b = model(x)[0], model(y)[0]
+        assert (a[:, :5] - b[:, :5]).abs().max() < 1e-5 and (a[:, 5:] - b[:, 5:]).abs().max() > 1e-4
+
+
+@pytest.mark.exercise("4.3")
+def test_prediction_of_how_far_back_the_last_token_sees():
+    torch.manual_seed(5)
+    model = TransformerXL(13, 16, 2, 2, mem_len=16)
+    assert answers.farthest_token_back() == farthest_visible(model, 16, 16, 5, 13)
+
+
+# ============================================================================ bad input
+def test_bad_input():
+    rng = np.random.default_rng(3)
+    q, k, v, r, u, w = random_inputs(rng)
+    with pytest.raises(ValueError, match="table is too short"):
+        rel_attention_np(q, k, v, r[:, :8], u, w)
+    with pytest.raises(ValueError, match="last Lq"):
+        rel_attention_np(k, q, q, r, u, w)
+    with pytest.raises(ValueError, match="u_bias"):
+        rel_attention_torch(*map(torch.tensor, (q, k, v, r, u[:, :2], w)))
+    attn = RelMultiHeadAttention(8, 2, max_len=10)
+    x = torch.randn(2, 5, 8)
+    with pytest.raises(ValueError, match="memory does not fit"):
+        rel_multi_head_attention_np(x.numpy(), np.zeros((2, 3, 6)), attn.numpy_params(), 2)
+    with pytest.raises(ValueError, match="memory does not fit"):
+        attn(x, torch.randn(2, 3, 6))  # wrong width
+    with pytest.raises(ValueError, match="memory does not fit"):
+        attn(x, torch.randn(3, 3, 8))  # wrong batch
+    with pytest.raises(ValueError, match="more positions than"):
+        attn(x, torch.randn(2, 6, 8))
+    with pytest.raises(ValueError, match="one memory per layer"):
+        TransformerXL(11, 16, 2, 2)(torch.zeros(1, 4, dtype=torch.long), [None])
+    with pytest.raises(ValueError, match="split evenly"):
+        RelMultiHeadAttention(10, 3)
+    with pytest.raises(ValueError, match="distance < length"):
+        delayed_copy(2, 8, 8, 4, torch.Generator())
+    with pytest.raises(ValueError, match="long 1-D text"):
+        lm_streams(torch.arange(5), 4)
+
+
+# ============================================================================ the original layout
+def official_forward(sd, tokens, n_heads, mems=None):
+    """An independent time-major forward in the original code's layout: tokens (len, batch)."""
+    emb = sd["word_emb.emb_layers.0.weight"]
+    D, qlen = emb.shape[1], tokens.shape[0]
+    dh, mlen = D // n_heads, 0 if mems is None else mems[0].shape[0]
+    klen, B = qlen + mlen, tokens.shape[1]
+    h = emb[tokens] * D ** 0.5  # (qlen, B, D)
+    inv_freq = 1 / 10000 ** (torch.arange(0.0, D, 2.0, dtype=emb.dtype) / D)
+    angles = torch.outer(torch.arange(klen - 1, -1, -1.0, dtype=emb.dtype), inv_freq)
+    pos_emb = torch.cat([angles.sin(), angles.cos()], -1)  # rows: distance klen−1 … 0
+    blocked = torch.triu(torch.ones(qlen, klen), diagonal=1 + mlen).bool()
+    n_layers = len({k.split(".")[1] for k in sd if k.startswith("layers.")})
+    for n in range(n_layers):
+        p = lambda name: sd[f"layers.{n}.{name}"]  # noqa: E731
+        cat = h if mems is None else torch.cat([mems[n], h], 0)
+        q, k, v = (cat @ p("dec_attn.qkv_net.weight").T).chunk(3, -1)
+        q, k, v = q[-qlen:].view(qlen, B, n_heads, dh), k.view(klen, B, n_heads, dh), v.view(klen, B, n_heads, dh)
+        rk = (pos_emb @ p("dec_attn.r_net.weight").T).view(klen, n_heads, dh)
+        ac = torch.einsum("ibnd,jbnd->ijbn", q + sd["r_w_bias"], k)
+        bd = torch.einsum("ibnd,jnd->ijbn", q + sd["r_r_bias"], rk)
+        padded = torch.cat([bd.new_zeros(qlen, 1, B, n_heads), bd], 1).view(klen + 1, qlen, B, n_heads)
+        bd = padded[1:].view_as(bd)
+        score = ((ac + bd) / dh ** 0.5).masked_fill(blocked[:, :, None, None], float("-inf"))
+        vec = torch.einsum("ijbn,jbnd->ibnd", score.softmax(1), v).reshape(qlen, B, D)
+        ln = lambda x, w: F.layer_norm(x, (D,), p(w + ".weight"), p(w + ".bias"))  # noqa: E731
+        h = ln(h + vec @ p("dec_attn.o_net.weight").T, "dec_attn.layer_norm")
+        core = F.relu(h @ p("pos_ff.CoreNet.0.weight").T + p("pos_ff.CoreNet.0.bias"))
+        h = ln(h + core @ p("pos_ff.CoreNet.3.weight").T + p("pos_ff.CoreNet.3.bias"), "pos_ff.layer_norm")
+    return h @ emb.T + sd["crit.out_layers.0.bias"]
+
+
+def random_official_state(V=13, D=8, H=2, n_layers=2, d_ff=12, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    rnd = lambda *s: torch.randn(*s, generator=g, dtype=torch.float64) * 0.5  # noqa: E731
+    sd = {"word_emb.emb_layers.0.weight": rnd(V, D), "crit.out_layers.0.bias": rnd(V),
+          "r_w_bias": rnd(H, D // H), "r_r_bias": rnd(H, D // H)}
+    sd["crit.out_layers.0.weight"] = sd["word_emb.emb_layers.0.weight"]  # tied
+    sd["pos_emb.inv_freq"] = 1 / 10000 ** (torch.arange(0.0, D, 2.0) / D)  # a buffer: not needed
+    for n in range(n_layers):
+        shapes = {"dec_attn.qkv_net.weight": (3 * D, D), "dec_attn.r_net.weight": (D, D),
+                  "dec_attn.o_net.weight": (D, D), "dec_attn.layer_norm.weight": (D,),
+                  "dec_attn.layer_norm.bias": (D,), "pos_ff.CoreNet.0.weight": (d_ff, D),
+                  "pos_ff.CoreNet.0.bias": (d_ff,), "pos_ff.CoreNet.3.weight": (D, d_ff),
+                  "pos_ff.CoreNet.3.bias": (D,), "pos_ff.layer_norm.weight": (D,),
+                  "pos_ff.layer_norm.bias": (D,)}
+        sd.update({f"layers.{n}.{k}": rnd(*s) for k, s in shapes.items()})
+    return sd
+
+
+def test_official_layout_converts_one_to_one():
+    sd = random_official_state()
+    model = TransformerXL(13, 8, 2, 2, d_ff=12, mem_len=3, pre_norm=False).double()
+    model.load_state_dict(official_to_ours(sd, num_heads=2))  # strict: every name maps
+    tokens = torch.randint(0, 13, (2, 9))  # ours: (B, len)
+    logits, memories = model(tokens[:, :5])
+    logits2, _ = model(tokens[:, 5:], memories)
+    theirs = official_forward(sd, tokens[:, :5].T, 2)  # theirs: time-major (len, B)
+    mems_tm = [m.transpose(0, 1) for m in memories]
+    theirs2 = official_forward(sd, tokens[:, 5:].T, 2, mems_tm)
+    assert (logits - theirs.transpose(0, 1)).abs().max() < 1e-12
+    assert (logits2 - theirs2.transpose(0, 1)).abs().max() < 1e-12
+    untied = {k: v for k, v in sd.items() if k not in ("r_w_bias", "r_r_bias")}
+    for n in range(2):
+        untied[f"layers.{n}.dec_attn.r_w_bias"], untied[f"layers.{n}.dec_attn.r_r_bias"] = sd["r_w_bias"], sd["r_r_bias"]
+    model.load_state_dict(official_to_ours(untied, num_heads=2))
+    with pytest.raises(ValueError, match="r_w_bias"):
+        official_to_ours(sd, num_heads=4)
+    with pytest.raises(ValueError, match="not an original"):
+        official_to_ours({"foo": 1}, num_heads=2)
+
+
+# ============================================================================ data, evaluation
+def test_streams_segments_copy_task_and_bpc():
+    chars, (ids,) = char_corpus(["hello world, hello xl\n" * 20])
+    streams = lm_streams(ids, 4)
+    x, y = lm_segment(streams, 1, 8)
+    assert x.shape == y.shape == (4, 8) and torch.equal(x[:, 1:], y[:, :-1])
+    tokens, targets = delayed_copy(3, 20, 5, 7, torch.Generator().manual_seed(0))
+    assert (targets[:, :5] == -100).all() and torch.equal(targets[:, 5:], tokens[:, :-5])
+    torch.manual_seed(0)
+    model = TransformerXL(len(chars), 16, 2, 2, mem_len=8)
+    assert 0 < evaluate_bpc(model, streams, 8) < 10  # untrained: about log2(V) bits
+    out = generate(model, x[:1], 5, torch.Generator().manual_seed(0), context=8)
+    assert out.shape == (1, 13) and torch.equal(out[:, :8], x[:1])
+
+
+# ============================================================================ data-parallel training
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+TINY = ["--data", "synthetic", "--max-chars", "20000", "--batch", "4", "--seg", "8", "--mem",
+        "8", "--d-model", "16", "--heads", "2", "--double", "--eval-segments", "0",
+        "--log-every", "100", "--device", "cpu"]
+
+
+@pytest.mark.slow
+def test_two_gloo_processes_equal_one_process_and_resume(tmp_path):
+    from minattn.xl_train import main
+
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO_ROOT))
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+           "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
+           "-m", "minattn.xl_train", *TINY, "--steps", "4", "--out", str(tmp_path / "ddp")]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240,
+                          cwd=REPO_ROOT)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    main([*TINY, "--steps", "4", "--out", str(tmp_path / "one")])  # one process, same batch
+    main([*TINY, "--steps", "2", "--out", str(tmp_path / "resumed")])  # 2 steps, then resume
+    main([*TINY, "--steps", "4", "--out", str(tmp_path / "resumed"), "--resume"])
+    load = lambda name: torch.load(tmp_path / name / "checkpoint.pt", weights_only=False)  # noqa: E731
+    one, ddp, resumed = load("one"), load("ddp"), load("resumed")
+    assert ddp["step"] == one["step"] == resumed["step"] == 4
+    for other in (ddp, resumed):
+        for name, p in one["model"].items():
+            assert (p - other["model"][name]).abs().max() < 1e-10, name
+        for a, b in zip(one["memories"], other["memories"]):
+            assert (a - b).abs().max() < 1e-10
+    assert not list((tmp_path / "ddp").glob("*.tmp"))  # written atomically: no leftovers
+
+
+@pytest.mark.exercise("4.4")
+def test_experiment_memory_zero_gap_in_range():
+    # full mode, PTB characters: XL at memory 0 2.561, vanilla 2.678 bpc (difference −0.117);
+    # other machines and seeds move it a little, the sign and size should hold
+    assert -0.3 < answers.experiment_memory_zero_gap() < -0.03
+
+
+@pytest.mark.cuda
+def test_fast_path_on_cuda_matches_cpu():
+    rng = np.random.default_rng(7)
+    arrays = [torch.tensor(a) for a in random_inputs(rng, M=6)]
+    cpu = rel_attention_fast_torch(*arrays)
+    gpu = rel_attention_fast_torch(*[a.cuda() for a in arrays])
+    assert (gpu.cpu() - cpu).abs().max() < 1e-10
+    model = TransformerXL(11, 16, 2, 2, mem_len=4).cuda()
+    logits, memories = model(torch.randint(0, 11, (2, 5), device="cuda"))
+    assert logits.is_cuda and all(m.is_cuda for m in memories)
