@@ -16,7 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 
 import minattn
 
@@ -55,7 +54,7 @@ def pytest_collection_modifyitems(config, items):
                 raise pytest.UsageError(str(err)) from None
         items[:] = [item for item in items if (ex := _exercise_of(item))
                     and (not wanted or ex in wanted)]
-    if not torch.cuda.is_available():
+    if any(item.get_closest_marker("cuda") for item in items) and not _has_cuda():
         skip = pytest.mark.skip(reason="needs a CUDA device")
         for item in items:
             if item.get_closest_marker("cuda"):
@@ -64,6 +63,12 @@ def pytest_collection_modifyitems(config, items):
         if ex := _exercise_of(item):
             _entry(ex)["tests"].append(item.nodeid)
     _write(config)
+
+
+def _has_cuda() -> bool:
+    import torch  # only when a test asks for CUDA: the exercise check starts faster
+
+    return torch.cuda.is_available()
 
 
 _RESULTS: dict = {"exercises": {}, "errors": [], "running": None}
@@ -86,12 +91,9 @@ def _write(config) -> None:
 def pytest_collectreport(report):
     if report.failed:
         crash = getattr(report.longrepr, "reprcrash", None)
-        message = crash.message if crash else str(report.longrepr).strip().splitlines()[-1:]
-        _RESULTS["errors"].append({"where": report.nodeid, "message": str(message)})
-
-
-def pytest_runtest_logstart(nodeid, location):
-    _RESULTS["running"] = nodeid
+        lines = str(report.longrepr).strip().splitlines() or ["?"]
+        _RESULTS["errors"].append({"where": report.nodeid,
+                                   "message": crash.message if crash else lines[-1]})
 
 
 _RESTORE = {}
@@ -99,6 +101,8 @@ _RESTORE = {}
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item):
+    _RESULTS["running"] = item.nodeid  # what a killed run was doing
+    _write(item.config)
     if item.config.getoption("--stub-each") and (ex := _exercise_of(item)):
         from minattn.tools.exercises import stub_in_process
         _RESTORE[item.nodeid] = stub_in_process(ex)
@@ -132,7 +136,11 @@ def pytest_runtest_makereport(item, call):
             if message not in counts["messages"]:
                 counts["messages"].append(message)
         crash = getattr(report.longrepr, "reprcrash", None)
-        first_line = (crash.message if crash else str(report.longrepr)).strip().splitlines()
+        if excinfo is not None and not excinfo.errisinstance(AssertionError):
+            text = f"{excinfo.typename}: {excinfo.value}"
+        else:  # pytest's rewritten assert says most
+            text = crash.message if crash else str(report.longrepr)
+        first_line = text.strip().splitlines()
         failure = f"{name}: {first_line[0] if first_line else 'failed'}"
         counts["failures"][item.nodeid] = failure
         counts["first_failure"] = counts["first_failure"] or failure
