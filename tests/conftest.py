@@ -104,7 +104,7 @@ def pytest_runtest_setup(item):
     _RESULTS["running"] = item.nodeid  # what a killed run was doing
     _write(item.config)
     if item.config.getoption("--stub-each") and (ex := _exercise_of(item)):
-        from minattn.tools.exercises import stub_in_process
+        from minattn.tools.exercise_audit import stub_in_process
         _RESTORE[item.nodeid] = stub_in_process(ex)
 
 

@@ -23,15 +23,14 @@ A student copy holds the repository with each handed-out region's body replaced 
 `--force`, and even then only the tool's own files are replaced (a student's edits to them are
 moved to a backup folder first; files the tool did not write are never touched).
 
-Grading splices each submission's region bodies (and nothing else) into a fresh copy of the
-teacher's repository and runs the teacher's exercise tests there, hidden ones included.
+Grading (tools/grading.py) splices each submission's region bodies, and nothing else, into a
+fresh copy of the teacher's repository and runs the teacher's tests there, hidden ones included.
+tools/exercise_audit.py checks the exercises themselves (no unmarked twin gives one away).
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
-import csv
 import datetime
 import fnmatch
 import hashlib
@@ -388,315 +387,6 @@ def check(ids=None, verbose: bool = False, root: Path = REPO_ROOT) -> int:
     return 0 if all_pass else 1
 
 
-# ============================================================================ grading
-def _regions_by_id(text: str) -> dict[str, list[tuple[int, int]]]:
-    """id -> [(BEGIN line index, END line index)] (0-based), in file order."""
-    out: dict[str, list[tuple[int, int]]] = {}
-    for e in find_exercises(text):
-        out.setdefault(e.id, []).append((e.line - 1, e.end - 1))
-    return out
-
-
-def splice(teacher_text: str, submission_text: str | None, ids: set[str],
-           what: dict[str, str]) -> tuple[str, list[str]]:
-    """The teacher's file with the bodies of the `ids` regions taken from the submission's file
-    (matched by id and order). A region the submission lacks becomes a NotImplementedError stub.
-    Returns (text, notes)."""
-    notes = []
-    try:
-        theirs = _regions_by_id(submission_text) if submission_text is not None else {}
-        their_lines = submission_text.splitlines(keepends=True) if submission_text else []
-    except ValueError as err:
-        theirs, their_lines = {}, []
-        notes.append(f"markers broken in the submission ({err})")
-    lines = teacher_text.splitlines(keepends=True)
-    seen: dict[str, int] = {}
-    replacements = []
-    for e in find_exercises(teacher_text):
-        if e.id not in ids:
-            continue
-        k = seen[e.id] = seen.get(e.id, -1) + 1
-        if k < len(theirs.get(e.id, [])):
-            b, en = theirs[e.id][k]
-            body = their_lines[b + 1:en]
-        else:
-            indent = BEGIN.match(lines[e.line - 1])["indent"]
-            literal = json.dumps(stub_message(e.id, what.get(e.id, "")), ensure_ascii=False)
-            body = [f"{indent}raise NotImplementedError({literal})\n"]
-            notes.append(f"region {e.id} #{k + 1} missing in the submission")
-        replacements.append((e.line - 1, e.end - 1, body))
-    for b, en, body in reversed(replacements):
-        lines[b + 1:en] = body
-    return "".join(lines), notes
-
-
-def build_graded_copy(submission: Path, dest: Path, ids: list[str], root: Path = REPO_ROOT) -> list[str]:
-    """A fresh copy of the teacher's repository (hidden tests included) with the submission's
-    region bodies for `ids` spliced in; nothing else of the submission is used."""
-    exercises = all_exercises(root)
-    what = descriptions(exercises)
-    paths = {str(e.path) for e in exercises if e.id in ids}
-    notes = []
-    for rel in source_files(root, student=False):
-        data = (root / rel).read_bytes()
-        if rel in paths:
-            theirs = Path(submission) / rel
-            text, n = splice(data.decode(), theirs.read_text(errors="replace") if theirs.is_file()
-                             else None, set(ids), what)
-            data = text.encode()
-            notes += [f"{rel}: {x}" for x in n]
-        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        (dest / rel).write_bytes(data)
-    return notes
-
-
-def grade(submissions: list[Path], out: Path | None = None, only=None, timeout: float = 600,
-          root: Path = REPO_ROOT) -> list[dict]:
-    """Grade each submission folder against the teacher's exercise tests (hidden included);
-    write a CSV gradebook to `out`; return its rows."""
-    root = Path(root)
-    groups = by_id(all_exercises(root))
-    forced = expand_ids(only, groups) if only else None
-    submissions = [Path(s) for s in submissions]
-    for s in submissions:
-        if not s.is_dir():
-            raise ValueError(f"submission {s} is not a folder")
-    teacher_counts: dict[str, int] = {}
-
-    def expected(ex_id: str) -> int:  # the teacher's own count: for runs that broke early
-        if not teacher_counts:
-            with tempfile.TemporaryDirectory() as tmp:
-                _, _, collected, _ = _pytest(root, ["tests", "--collect-only", "-q", "--exercises"],
-                                             Path(tmp) / "collect.json", capture=True, timeout=timeout)
-            teacher_counts.update({k: len(v.get("tests", []))
-                                   for k, v in collected.get("exercises", {}).items()})
-            teacher_counts.setdefault("", 0)
-        return teacher_counts.get(ex_id, 0)
-
-    rows = []
-    for s in submissions:
-        manifest = read_manifest(s)
-        ids = forced or [i for i in (manifest or {}).get("exercises", list(groups)) if i in groups]
-        name = s.name
-        with tempfile.TemporaryDirectory() as tmp:
-            copy = Path(tmp) / "graded"
-            notes = build_graded_copy(s, copy, ids, root)
-            rc, output, results, timed_out = _pytest(
-                copy, ["tests", "-q", "--tb=line", "--exercises", *ids],
-                Path(tmp) / "report.json", capture=True, timeout=timeout)
-        exercises = results.get("exercises", {})
-        errors = results.get("errors", [])
-        if timed_out:
-            why = f"timed out after {timeout:g} s (in {results.get('running') or 'collection'})"
-        elif rc not in (0, 1):
-            why = f"test run crashed (exit code {rc}) in {results.get('running') or 'collection'}"
-        else:
-            why = "did not run"
-        complete = rc in (0, 1) and not timed_out and not errors
-        for ex_id in ids:
-            counts = exercises.get(ex_id, {})
-            passed = counts.get("passed", 0)
-            total = len(counts.get("tests", [])) if complete else max(
-                expected(ex_id), len(counts.get("tests", [])))
-            first = counts.get("first_failure")
-            if first is None and passed < total:
-                first = (f"error collecting {errors[0]['where']}: {errors[0]['message']}"
-                         if errors else why)
-            rows.append(dict(submission=name, exercise=ex_id, passed=passed, total=total,
-                             first_failure=_short(first or "", 300)))
-        if notes:
-            print(f"{name}: " + "; ".join(notes))
-    if out is not None:
-        with open(out, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=["submission", "exercise", "passed", "total",
-                                                   "first_failure"])
-            writer.writeheader()
-            writer.writerows(rows)
-    _print_grades(rows)
-    if out is not None:
-        print(f"gradebook: {out}")
-    return rows
-
-
-def _print_grades(rows: list[dict]) -> None:
-    print(f"\n{'submission':20}{'exercise':9}{'tests':8}first failure")
-    for r in rows:
-        print(f"{r['submission'][:19]:20}{r['exercise']:9}{r['passed']}/{r['total']:<6}"
-              f"{_short(r['first_failure'], 80)}")
-    print()
-    for name in dict.fromkeys(r["submission"] for r in rows):
-        mine = [r for r in rows if r["submission"] == name]
-        done = sum(r["passed"] == r["total"] > 0 for r in mine)
-        print(f"{name}: {done}/{len(mine)} exercises pass "
-              f"({sum(r['passed'] for r in mine)}/{sum(r['total'] for r in mine)} tests)")
-
-
-# ============================================================================ running one exercise stubbed in place
-def _code_objects(code):
-    yield code
-    for const in code.co_consts:
-        if hasattr(const, "co_code"):
-            yield from _code_objects(const)
-
-
-def _functions_of(module):
-    """Every function object defined in a module: top level, in classes, wrapped."""
-    seen = set()
-
-    def visit(obj, depth=0):
-        if id(obj) in seen or depth > 3:
-            return
-        seen.add(id(obj))
-        if isinstance(obj, (staticmethod, classmethod)):
-            obj = obj.__func__
-        if isinstance(obj, property):
-            for f in (obj.fget, obj.fset, obj.fdel):
-                if f is not None:
-                    visit(f, depth + 1)
-            return
-        if hasattr(obj, "__code__") and getattr(obj, "__module__", None) == module.__name__:
-            found.append(obj)
-            if hasattr(obj, "__wrapped__"):
-                visit(obj.__wrapped__, depth + 1)
-        elif isinstance(obj, type) and obj.__module__ == module.__name__:
-            for value in vars(obj).values():
-                visit(value, depth + 1)
-        elif hasattr(obj, "__wrapped__"):
-            visit(obj.__wrapped__, depth + 1)
-
-    found = []
-    for value in list(vars(module).values()):
-        visit(value)
-    return found
-
-
-def stub_in_process(ex_id: str, root: Path = REPO_ROOT):
-    """Make exercise `ex_id` raise NotImplementedError in this process, as in a student copy,
-    by swapping the code of the functions holding its regions. Returns a function that undoes
-    it. (Lets one pytest run check every exercise's tests against its own stub.)"""
-    import importlib
-
-    exercises = all_exercises(root)
-    what = descriptions(exercises)
-    undo = []
-    for rel in sorted({str(e.path) for e in exercises if e.id == ex_id}):
-        path = Path(root) / rel
-        name = ".".join(Path(rel).with_suffix("").parts)
-        name = name[:-len(".__init__")] if name.endswith(".__init__") else name
-        module = importlib.import_module(name)
-        stripped = compile(strip_solutions(path.read_text(), {ex_id}, what), str(path), "exec")
-        codes = {(c.co_qualname, c.co_firstlineno): c for c in _code_objects(stripped)}
-        for f in _functions_of(module):
-            new = codes.get((f.__code__.co_qualname, f.__code__.co_firstlineno))
-            if new is not None and new.co_code != f.__code__.co_code \
-                    and new.co_freevars == f.__code__.co_freevars:
-                undo.append((f, f.__code__))
-                f.__code__ = new
-
-    def restore():
-        for f, code in reversed(undo):
-            f.__code__ = code
-    return restore
-
-
-# ============================================================================ give-aways
-NOT_A_TWIN = re.compile(r"#\s*not a twin of exercise (?P<id>\S+?):")
-SUFFIX = re.compile(r"_(np|torch|numpy|fast|ref|reference)$")
-
-
-def _stem(name: str) -> str:
-    return SUFFIX.sub("", name.lstrip("_"))
-
-
-def _norm(line: str) -> str:
-    """A line reduced to what both twins share: no comments, spaces, np./torch. prefixes."""
-    line = line.split("#", 1)[0]
-    line = re.sub(r"\b(np|numpy|torch|F)\.", "X.", line)
-    line = line.replace("keepdims", "keepdim").replace("axis=", "dim=")
-    return re.sub(r"\s+", "", line)
-
-
-def _functions(text: str):
-    """(qualified name, first line, last line) of every function in a source text (1-based)."""
-    out = []
-
-    def walk(node, prefix):
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                qual = f"{prefix}{child.name}"
-                if not isinstance(child, ast.ClassDef):
-                    out.append((qual, child.lineno, child.end_lineno))
-                walk(child, qual + ".")
-            else:
-                walk(child, prefix)
-    walk(ast.parse(text), "")
-    return out
-
-
-def find_giveaways(root: Path = REPO_ROOT, twins=()) -> list[str]:
-    """Functions that would give an exercise's answer away in a student copy:
-    (1) a function sharing the stem of a function that holds exercise E (foo_np / foo_torch)
-        but holding no region of E itself;
-    (2) a function holding no region of E whose lines repeat most of an E region's lines
-        (after dropping comments, spaces and np./torch. prefixes);
-    (3) from `twins` [(function, its twin)]: the twin must carry every exercise the function does.
-    A function that is not a twin says so with a comment `# not a twin of exercise E: why`."""
-    root = Path(root)
-    exercises = all_exercises(root)
-    funcs = []  # (file, qualname, name, first, last, text, exercise ids inside, waived ids)
-    for path in sorted((root / "minattn").rglob("*.py")):
-        if "__pycache__" in path.parts or path.parent.name == "tools":
-            continue
-        text = path.read_text()
-        lines = text.splitlines()
-        rel = str(path.relative_to(root))
-        regions = [e for e in exercises if str(e.path) == rel]
-        for qual, first, last in _functions(text):
-            body = lines[first - 1:last]
-            inside = {e.id for e in regions if first <= e.line <= last}
-            waived = {m["id"] for m in map(NOT_A_TWIN.search, body) if m}
-            funcs.append((rel, qual, qual.split(".")[-1], first, last, body, inside, waived))
-    problems = []
-    names = {}
-    for f in funcs:
-        names.setdefault(f[2], []).append(f)
-    groups = by_id(exercises)
-    for ex_id, regions in groups.items():
-        holders = [f for f in funcs if ex_id in f[6]]
-        stems = {_stem(f[2]) for f in holders}
-        for f in funcs:
-            if ex_id in f[6] or ex_id in f[7]:
-                continue
-            if _stem(f[2]) in stems and f[2] not in {h[2] for h in holders}:
-                problems.append(f"exercise {ex_id}: {f[0]}::{f[1]} is a twin (same stem) "
-                                f"of a function holding it, and is not marked {ex_id}")
-                continue
-            own = {_norm(x) for x in f[5]}
-            for r in regions:
-                lines = (root / r.path).read_text().splitlines()[r.line:r.end - 1]
-                significant = {n for n in map(_norm, lines) if len(n) >= 12
-                               and not n.startswith("raise")}
-                shared = significant & own
-                if len(significant) >= 2 and len(shared) >= max(2, 0.6 * len(significant)):
-                    problems.append(f"exercise {ex_id}: {f[0]}::{f[1]} repeats {len(shared)} of "
-                                    f"the {len(significant)} lines of its region "
-                                    f"{r.path}:{r.line}, and is not marked {ex_id}")
-                    break
-    for function, twin in twins:
-        held = set().union(*[f[6] for f in names.get(function, [])] or [set()])
-        if not held:
-            continue
-        if twin not in names:
-            problems.append(f"{twin} (listed as a twin of {function}) no longer exists: "
-                            "update the list of twins")
-            continue
-        missing = held - set().union(*[f[6] | f[7] for f in names[twin]])
-        if missing:
-            problems.append(f"exercise {' '.join(sorted(missing, key=id_key))}: {twin} gives "
-                            f"{function}'s answer away and is not marked")
-    return sorted(set(problems))
-
-
 # ============================================================================ lessons
 def checkout_of(path: Path) -> Path | None:
     """The checkout (a folder holding minattn/__init__.py) that `path` lies in, or None."""
@@ -828,8 +518,12 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "check":
             return check(args.ids, args.verbose)
         elif args.command == "grade":
+            from .grading import grade
+
             grade(args.submissions, args.out, args.only, args.timeout)
         elif args.command == "audit":
+            from .exercise_audit import find_giveaways
+
             problems = find_giveaways()
             print("\n".join(problems) or "no give-away found")
             return 1 if problems else 0
