@@ -140,8 +140,10 @@ def pytest_runtest_makereport(item, call):
             text = f"{excinfo.typename}: {excinfo.value}"
         else:  # pytest's rewritten assert says most
             text = crash.message if crash else str(report.longrepr)
-        first_line = text.strip().splitlines()
-        failure = f"{name}: {first_line[0] if first_line else 'failed'}"
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if len(lines) > 1 and lines[0].endswith(":"):  # "AssertionError:" then numpy's reason
+            lines[0] += " " + lines.pop(1)
+        failure = f"{name}: {lines[0] if lines else 'failed'}"
         counts["failures"][item.nodeid] = failure
         counts["first_failure"] = counts["first_failure"] or failure
     _write(item.config)

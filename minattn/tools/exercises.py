@@ -382,8 +382,7 @@ def check(ids=None, verbose: bool = False, root: Path = REPO_ROOT) -> int:
         print(f"{ex_id:9}{kind:11}{state:21}{counts.get('passed', 0)}/{total:<5}{_short(message, 90)}")
     if not all_pass and not verbose:
         example = next(iter(wanted))
-        print(f"\ndetails (tracebacks): make exercises EX={example} TB=1"
-              f"   or   python -m {TOOL} check {example} -v")
+        print(f"\ndetails (tracebacks): make exercises EX={example} TB=1")
     return 0 if all_pass else 1
 
 
