@@ -212,6 +212,10 @@ def helper(x):
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def unmarked(x):
+    return np.exp(x) / np.exp(x).sum(-1, keepdims=True)
+
+
 def fine(x):
     # not a twin of exercise 9.1: calls the exercise, gives nothing away
     return soft_np(x)
@@ -222,12 +226,13 @@ def test_giveaways_are_found_generically(tmp_path):
     (tmp_path / "minattn").mkdir()
     (tmp_path / "minattn" / "__init__.py").write_text("")
     (tmp_path / "minattn" / "m.py").write_text(TWINS)
-    problems = find_giveaways(tmp_path, twins=[("soft_np", "fine"), ("soft_np", "gone")])
+    problems = find_giveaways(tmp_path, twins=[("soft_np", "fine"), ("soft_np", "gone"),
+                                               ("soft_np", "unmarked")])
     text = "\n".join(problems)
     assert "soft_torch is a twin (same stem)" in text
     assert "helper repeats" in text  # the same lines under another name
-    assert "gone (listed as a twin of soft_np) no longer exists" in text
-    assert "fine" not in text  # waived by its comment
+    assert "fine" not in text and "gone" not in text  # waived by its comment; no longer there
+    assert "unmarked gives soft_np's answer away" in text  # listed
     assert len(problems) == 3
 
 
