@@ -12,6 +12,7 @@ teacher-only: student copies do not have them.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -91,9 +92,14 @@ def _write(config) -> None:
 def pytest_collectreport(report):
     if report.failed:
         crash = getattr(report.longrepr, "reprcrash", None)
-        lines = str(report.longrepr).strip().splitlines() or ["?"]
-        _RESULTS["errors"].append({"where": report.nodeid,
-                                   "message": crash.message if crash else lines[-1]})
+        text = str(report.longrepr)
+        lines = text.strip().splitlines() or ["?"]
+        message = (crash.message if crash else lines[-1]).removeprefix("E").strip()
+        if files := re.findall(r'File "([^"]+)", line (\d+)', text):  # where the import broke
+            path, line = files[-1]
+            root = str(_HERE) + "/"
+            message += f" ({path.removeprefix(root)}:{line})"
+        _RESULTS["errors"].append({"where": report.nodeid, "message": message})
 
 
 _RESTORE = {}

@@ -409,6 +409,9 @@ def test_grading_survives_a_submission_that_hangs(tmp_path):
         "import pytest\n\n@pytest.mark.exercise('9.1')\ndef test_f():\n"
         "    from minattn.lib import f\n    assert f(1) == 3\n\n"
         "@pytest.mark.exercise('9.2')\ndef test_g():\n    from minattn.lib import g\n    assert g(2) == 4\n")
+    (root / "tests" / "test_top.py").write_text(  # imports at the top: a broken file stops collection
+        "import pytest\nfrom minattn.lib import g\n\n@pytest.mark.exercise('9.2')\n"
+        "def test_g_again():\n    assert g(3) == 6\n")
     sub = tmp_path / "carol"
     make_student_copy(sub, root)
     text = (sub / "minattn" / "lib.py").read_text()
@@ -426,10 +429,13 @@ def test_grading_survives_a_submission_that_hangs(tmp_path):
     rows = grading.grade([sub, crash, broken], tmp_path / "g.csv", timeout=15, root=root)
     got = {(r["submission"], r["exercise"]): r for r in rows}
     assert got["carol", "9.1"]["passed"] == got["carol", "9.1"]["total"] == 1
-    assert got["carol", "9.2"]["passed"] == 0 and got["carol", "9.2"]["total"] == 1
+    assert got["carol", "9.2"]["passed"] == 0 and got["carol", "9.2"]["total"] == 2
     assert "timed out after 15 s (in tests/test_lib.py::test_g)" in got["carol", "9.2"]["first_failure"]
     for ex_id in ("9.1", "9.2"):  # the process died in test_f: nothing after it ran
-        assert got["dave", ex_id]["passed"] == 0 and got["dave", ex_id]["total"] == 1
+        assert got["dave", ex_id]["passed"] == 0
+        assert got["dave", ex_id]["total"] == {"9.1": 1, "9.2": 2}[ex_id]
         assert "crashed (exit code 3) in tests/test_lib.py::test_f" in got["dave", ex_id]["first_failure"]
-    assert got["erin", "9.1"]["passed"] == 0 and "SyntaxError" in got["erin", "9.1"]["first_failure"]
+    for ex_id in ("9.1", "9.2"):  # a syntax error: every test of the file fails, collection goes on
+        assert got["erin", ex_id]["passed"] == 0 and "SyntaxError" in got["erin", ex_id]["first_failure"]
+    assert got["erin", "9.2"]["total"] == 2
     assert [r["submission"] for r in csv.DictReader((tmp_path / "g.csv").open())] == ["carol"] * 2 + ["dave"] * 2 + ["erin"] * 2

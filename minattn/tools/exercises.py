@@ -314,7 +314,7 @@ def _pytest(root: Path, args: list[str], report: Path, capture: bool, timeout=No
     env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
     env.setdefault("OMP_NUM_THREADS", "1")
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=",
-           "--exercise-report", str(report), *args]
+           "--continue-on-collection-errors", "--exercise-report", str(report), *args]
     proc = subprocess.Popen(cmd, cwd=root, env=env, start_new_session=True, text=True,
                             stdout=subprocess.PIPE if capture else None,
                             stderr=subprocess.STDOUT if capture else None)
@@ -369,21 +369,24 @@ def check(ids=None, verbose: bool = False, root: Path = REPO_ROOT) -> int:
         print(out[-4000:])
         print(f"pytest could not run the exercise tests (exit code {rc}); see above.")
         return rc or 2
-    for error in results.get("errors", []):
+    errors = results.get("errors", [])
+    for error in errors:  # a file that does not import: its tests could not run
         print(f"error collecting {error['where']}: {_short(error['message'])}")
     print(f"\n{'exercise':9}{'kind':11}{'state':21}{'tests':7}message")
-    all_pass = True
+    failing = []
     for ex_id in wanted:
         kind = summary(groups[ex_id]).kind
         counts = exercises.get(ex_id, {})
         state, message = state_of(counts, ex_id)
+        if state == "no tests" and errors:
+            state, message = "FAIL", f"error collecting {errors[0]['where']}: {errors[0]['message']}"
+        if state != "PASS":
+            failing.append(ex_id)
         total = len(counts.get("tests", []))
-        all_pass &= state == "PASS"
         print(f"{ex_id:9}{kind:11}{state:21}{counts.get('passed', 0)}/{total:<5}{_short(message, 90)}")
-    if not all_pass and not verbose:
-        example = next(iter(wanted))
-        print(f"\ndetails (tracebacks): make exercises EX={example} TB=1")
-    return 0 if all_pass else 1
+    if failing and not verbose:
+        print(f"\ndetails (tracebacks): make exercises EX={failing[0]} TB=1")
+    return 1 if failing else 0
 
 
 # ============================================================================ lessons
