@@ -61,10 +61,36 @@ def test_markers_kind_time_and_twins_without_a_description():
     assert "z = y + 1" not in student and "return 2 * x" not in student and "x + 2" not in student
     assert 'raise NotImplementedError("Exercise 9.1: add two to x")' in student
     assert "# BEGIN EXERCISE 9.1" in student and "# END EXERCISE" in student
+    padded = strip_solutions(SOURCE, keep_lines=True)
+    assert padded.count("\n") == SOURCE.count("\n") and "z = y + 1" not in padded
     namespace = run_ns(student)
     for name in ("f", "f_torch"):  # the twin borrows its exercise's description
         with pytest.raises(NotImplementedError, match="^Exercise 9.1: add two to x$"):
             namespace[name](1)
+
+
+def test_stub_in_process_reaches_every_region_and_undoes_it(tmp_path, monkeypatch):
+    """Each region of the exercise, the twins after the first one included (line numbers must
+    not shift), and a function nested in another."""
+    from minattn.tools.exercise_audit import stub_in_process
+
+    pkg = tmp_path / "classroom_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    nested = "\n\ndef outer():\n    def inner(x):\n        # BEGIN EXERCISE 9.1\n        return x\n        # END EXERCISE\n    return inner\n"
+    (pkg / "lib.py").write_text(SOURCE + nested)
+    monkeypatch.syspath_prepend(tmp_path)
+    from classroom_pkg import lib
+
+    monkeypatch.setattr("minattn.tools.exercise_audit.all_exercises",
+                        lambda root: find_exercises(SOURCE + nested, Path("classroom_pkg/lib.py")))
+    restore = stub_in_process("9.1", tmp_path)
+    for call in (lambda: lib.f(1), lambda: lib.f_torch(1), lambda: lib.outer()(1)):
+        with pytest.raises(NotImplementedError, match="^Exercise 9.1: add two to x$"):
+            call()
+    assert lib.g(1) == 2
+    restore()
+    assert lib.f(1) == 3 and lib.f_torch(1) == 3 and lib.outer()(1) == 1
 
 
 def test_strip_only_some_exercises_and_quotes_survive():

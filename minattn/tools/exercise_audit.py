@@ -70,12 +70,12 @@ def stub_in_process(ex_id: str, root: Path = REPO_ROOT):
         name = ".".join(Path(rel).with_suffix("").parts)
         name = name[:-len(".__init__")] if name.endswith(".__init__") else name
         module = importlib.import_module(name)
-        stripped = compile(strip_solutions(path.read_text(), {ex_id}, what), str(path), "exec")
+        stripped = compile(strip_solutions(path.read_text(), {ex_id}, what, keep_lines=True),
+                           str(path), "exec")  # every function keeps its first line number
         codes = {(c.co_qualname, c.co_firstlineno): c for c in _code_objects(stripped)}
         for f in _functions_of(module):
             new = codes.get((f.__code__.co_qualname, f.__code__.co_firstlineno))
-            if new is not None and new.co_code != f.__code__.co_code \
-                    and new.co_freevars == f.__code__.co_freevars:
+            if new is not None and new != f.__code__ and new.co_freevars == f.__code__.co_freevars:
                 undo.append((f, f.__code__))
                 f.__code__ = new
 

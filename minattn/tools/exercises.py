@@ -139,26 +139,29 @@ def stub_message(ex_id: str, what: str) -> str:
 
 
 def strip_solutions(text: str, only: set[str] | None = None,
-                    what: dict[str, str] | None = None) -> str:
+                    what: dict[str, str] | None = None, keep_lines: bool = False) -> str:
     """Replace each marked region's body with a NotImplementedError naming the exercise
     (only the exercises whose ids are in `only`, when given). `what` describes exercises whose
-    twin regions carry no description of their own."""
+    twin regions carry no description of their own. `keep_lines` pads the stub with blank lines
+    so that every line keeps its number."""
     what = dict(what or {})
     for e in find_exercises(text):  # a twin without a description borrows its exercise's
         if e.what:
             what.setdefault(e.id, e.what)
-    out, inside = [], False
+    out, inside, dropped = [], False, 0
     for line in text.splitlines(keepends=True):
         if (m := BEGIN.match(line)) and (only is None or m["id"] in only):
-            inside = True
+            inside, dropped = True, 0
             message = stub_message(m["id"], what.get(m["id"]) or _parse_begin(m)[1])
             literal = json.dumps(message, ensure_ascii=False)
             out += [line, f'{m["indent"]}raise NotImplementedError({literal})\n']
         elif END.match(line) and inside:
             inside = False
-            out.append(line)
+            out += ["\n"] * (dropped - 1 if keep_lines and dropped else 0) + [line]
         elif not inside:
             out.append(line)
+        else:
+            dropped += 1
     return "".join(out)
 
 
