@@ -340,10 +340,18 @@ def _short(text: str, width: int = 110) -> str:
     return text if len(text) <= width else text[:width - 1] + "…"
 
 
+def n_run(counts: dict) -> int:
+    """How many of an exercise's tests count: those collected, less those skipped."""
+    collected = len(counts.get("tests", [])) or counts.get("passed", 0) + counts.get("failed", 0)
+    return collected - len(counts.get("skipped", []))
+
+
 def state_of(counts: dict, ex_id: str) -> tuple[str, str]:
-    """(PASS | FAIL | not implemented yet | no tests, the message that blocks it)."""
-    total = len(counts.get("tests", [])) or counts.get("passed", 0) + counts.get("failed", 0)
+    """(PASS | FAIL | not implemented yet | skipped | no tests, the message that blocks it)."""
+    total = n_run(counts)
     if total == 0:
+        if counts.get("skipped"):
+            return "skipped", f"{len(counts['skipped'])} tests skipped (CUDA or data missing)"
         return "no tests", "no test is marked @pytest.mark.exercise"
     if counts.get("passed", 0) == total:
         return "PASS", ""
@@ -383,9 +391,9 @@ def check(ids=None, verbose: bool = False, root: Path = REPO_ROOT) -> int:
         state, message = state_of(counts, ex_id)
         if state == "no tests" and errors:
             state, message = "FAIL", f"error collecting {errors[0]['where']}: {errors[0]['message']}"
-        if state != "PASS":
+        if state not in ("PASS", "skipped"):
             failing.append(ex_id)
-        total = len(counts.get("tests", []))
+        total = n_run(counts)
         print(f"{ex_id:9}{kind:11}{state:21}{counts.get('passed', 0)}/{total:<5}{_short(message, 90)}")
     if failing and not verbose:
         print(f"\ndetails (tracebacks): make exercises EX={failing[0]} TB=1")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import REPO_ROOT
 from .exercises import (BEGIN, _pytest, _short, all_exercises, by_id, descriptions, expand_ids,
-                        find_exercises, read_manifest, source_files, stub_message)
+                        find_exercises, n_run, read_manifest, source_files, stub_message)
 
 
 def _regions_by_id(text: str) -> dict[str, list[tuple[int, int]]]:
@@ -129,8 +129,7 @@ def grade(submissions: list[Path], out: Path | None = None, only=None, timeout: 
         for ex_id in ids:
             counts = exercises.get(ex_id, {})
             passed = counts.get("passed", 0)
-            total = len(counts.get("tests", [])) if complete else max(
-                expected(ex_id), len(counts.get("tests", [])))
+            total = n_run(counts) if complete else max(expected(ex_id), n_run(counts))
             first = counts.get("first_failure")
             if first is None and passed < total:
                 first = (f"error collecting {errors[0]['where']}: {errors[0]['message']}"
