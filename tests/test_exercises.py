@@ -190,6 +190,21 @@ def test_student_copy_drops_hidden_tests_and_rebuilds_only_with_force(tmp_path):
     assert json.loads((dest / ".student-copy").read_text())["exercises"] == ["9.1"]
 
 
+def test_student_copy_of_a_git_checkout_leaves_the_teachers_other_files_out(tmp_path):
+    root = fake_course(tmp_path / "course")
+    git = ["git", "-c", "user.email=t@example.org", "-c", "user.name=t"]
+    subprocess.run(git + ["init", "-q"], cwd=root, check=True)
+    subprocess.run(git + ["add", "."], cwd=root, check=True)
+    subprocess.run(git + ["commit", "-qm", "course"], cwd=root, check=True)
+    (root / "grades.csv").write_text("alice,1.1,4,4\n")
+    (root / "submissions" / "alice" / "minattn").mkdir(parents=True)
+    (root / "submissions" / "alice" / "minattn" / "lib.py").write_text(SOURCE)
+    (root / "minattn" / "new.py").write_text("x = 1\n")  # new course file, not committed yet
+    make_student_copy(tmp_path / "student", root)
+    files = set(json.loads((tmp_path / "student" / ".student-copy").read_text())["files"])
+    assert files == {"minattn/__init__.py", "minattn/lib.py", "minattn/new.py", "tests/test_lib.py", "README.md"}
+
+
 def test_splice_takes_region_bodies_only(tmp_path):
     teacher = SOURCE
     theirs = strip_solutions(SOURCE).replace(

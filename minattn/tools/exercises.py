@@ -56,7 +56,8 @@ MINUTES = re.compile(r"\s*\(\s*~?\s*(?P<n>\d+)\s*min(?:utes)?\s*\)\s*$")
 # What never goes into a copy (environments, generated and fetched files).
 IGNORED = (".git", ".venv", "__pycache__", "*.egg-info", ".pytest_cache", ".hypothesis",
            ".ipynb_checkpoints", "figures", "notebooks", "student", "bench_results", "data",
-           "build", "*.pyc", ".student-copy", ".student-backup-*")
+           "build", "*.pyc", ".student-copy", ".student-backup-*", "submissions", "grades*.csv")
+COURSE_DIRS = ("minattn", "lessons", "tests", "benchmarks", "data_scripts")
 HIDDEN_TESTS = "tests/hidden"
 MANIFEST = ".student-copy"
 TOOL = "minattn.tools.exercises"
@@ -200,15 +201,18 @@ def _ignored(rel: str, student: bool) -> bool:
 
 
 def source_files(root: Path = REPO_ROOT, student: bool = True) -> list[str]:
-    """The files a copy holds (relative paths): what git tracks or would track (when root is a
-    git checkout), else every file, minus IGNORED (and tests/hidden/ for a student copy)."""
+    """The files a copy holds (relative paths): in a git checkout, what git tracks plus new files
+    in the course's folders; else every file; minus IGNORED (and tests/hidden/ for a student copy)."""
     root = Path(root)
     files = None
     if (root / ".git").exists():
-        proc = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-                              cwd=root, capture_output=True)
-        if proc.returncode == 0:
-            files = [f for f in proc.stdout.decode().split("\0") if f]
+        def git(*args):
+            proc = subprocess.run(["git", "ls-files", "-z", *args], cwd=root, capture_output=True)
+            return [f for f in proc.stdout.decode().split("\0") if f] if proc.returncode == 0 else None
+        # untracked files only inside the course's own folders: a teacher's grades.csv or
+        # submissions/ next to them must never reach a student
+        files, new = git("--cached"), git("--others", "--exclude-standard", "--", *COURSE_DIRS)
+        files = None if files is None else files + (new or [])
     if files is None:
         files = [str(p.relative_to(root)) for p in root.rglob("*")]
     keep = []
