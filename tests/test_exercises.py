@@ -322,7 +322,8 @@ def test_student_check_prints_a_compact_table_last(student):
     assert table[0].split() == ["exercise", "kind", "state", "tests", "message"], out[-3000:]
     for (ex_id, regions), line in zip(groups.items(), table[1:]):
         assert line.split()[:2] == [ex_id, ex.summary(regions).kind], line
-        assert "not implemented yet" in line, line  # every test fails, with NotImplementedError
+        # every test fails, with NotImplementedError (or skips: no CUDA, no data)
+        assert "not implemented yet" in line or "skipped" in line, line
     assert lines[-1].startswith("details (tracebacks): make exercises EX=")
     proc = subprocess.run([sys.executable, "-m", "minattn.tools.exercises", "check", "9.9"],
                           cwd=student, env=env_for(student), capture_output=True, text=True)
@@ -352,10 +353,10 @@ def test_student_copy_lesson_stops_in_one_line_and_refuses_another_minattn(stude
     env = env_for(student, MINATTN_FIGURES=str(tmp_path))
     proc = subprocess.run([sys.executable, str(lesson)], cwd=student, env=env,
                           capture_output=True, text=True, timeout=300)
-    err = proc.stderr.strip().splitlines()
+    last = proc.stderr.strip().splitlines()[-1]  # (progress bars may come before it)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
-    assert len(err) == 1 and err[0].startswith("Exercise 1.") and "minattn/attention.py:" in err[0]
-    assert "make exercises EX=1." in err[0]
+    assert last.startswith("Exercise 1.") and " is not implemented yet (" in last, last
+    assert "minattn/attention.py:" in last and "make exercises EX=1." in last, last
 
     # Run with the teacher's minattn on the path: refused, naming both copies.
     proc = subprocess.run([sys.executable, str(lesson)], cwd=student, env=env_for(REPO_ROOT),
