@@ -430,8 +430,8 @@ def check_checkout(root: Path = REPO_ROOT) -> None:
     shell = _ipython()
     main_file = getattr(sys.modules.get("__main__"), "__file__", None)
     start = Path.cwd() if shell is not None or not main_file else Path(main_file).parent
-    if shell is None and not main_file:
-        return
+    if shell is None and (not main_file or "site-packages" in Path(main_file).parts):
+        return  # python -c, or a tool's entry point (pytest): not a lesson run
     lesson_root = checkout_of(start)
     if lesson_root is not None and lesson_root != Path(root).resolve():
         raise SystemExit(
