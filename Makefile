@@ -45,15 +45,17 @@ lab: setup
 test: setup data
 	$(PY) -m pytest || { rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests"; exit $$rc; }
 
+# make student [ONLY="1 2.1"] [FORCE=1]: ./student, a copy with those solutions removed
 student: setup
-	$(PY) -m minattn.exercises student student
+	$(PY) -m minattn.tools.exercises student student $(if $(ONLY),--only $(ONLY)) $(if $(FORCE),--force)
 
 bench: setup
 	for b in benchmarks/*.py; do $(PY) $$b --quick || exit 1; done
 
 clean:
-	rm -rf $(VENV) figures notebooks student .pytest_cache
+	rm -rf $(VENV) figures notebooks .pytest_cache  # never ./student: it may hold a student's work
 
-# In a student copy: which exercises pass?
-exercises: setup
-	$(PY) -m pytest --exercises -q
+# In a student copy: which exercises pass? make exercises [EX=1.2] [TB=1 for tracebacks]
+# (installs .venv first unless $(PY) already exists, e.g. make exercises PY=../.venv/bin/python)
+exercises: $(if $(wildcard $(PY)),,setup)
+	$(PY) -m minattn.tools.exercises check $(EX) $(if $(TB),-v)

@@ -1,83 +1,175 @@
 """Shared fixtures and the exercise report.
 
-`pytest --exercises` runs only the tests marked @pytest.mark.exercise("<id>") and ends with a
-table: for each exercise, how many of its tests pass and, if not, whether it is still
-"not implemented yet". `--exercise-report PATH` also writes that table as JSON.
+`pytest --exercises [ID...]` runs only the tests marked @pytest.mark.exercise("<id>") and ends
+with a table: for each exercise, how many of its tests pass and, if not, whether it is still
+"not implemented yet". `--exercise-report PATH` also writes the results as JSON, after every test
+(a run killed half-way still leaves what it did); `python -m minattn.tools.exercises check` and
+`grade` read it. `--stub-each` runs every exercise test with its own exercise stubbed out in
+place, as in a student copy (tests/test_exercises.py uses it). Tests in tests/hidden/ are
+teacher-only: student copies do not have them.
 """
 
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
+
+import minattn
+
+# conftest.py at the root puts this checkout first on sys.path; refuse anything else.
+_HERE = Path(__file__).resolve().parents[1]
+if Path(minattn.__file__).resolve().parents[1] != _HERE:
+    raise pytest.UsageError(f"these tests belong to {_HERE}, but `import minattn` found "
+                            f"{Path(minattn.__file__).resolve().parent} (another copy)")
 
 
 def pytest_addoption(parser):
     parser.addoption("--exercises", nargs="*", default=None, metavar="ID",
                      help="run only exercise tests (all, or the ids given) and report which pass")
-    parser.addoption("--exercise-report", default=None, help="write the exercise table as JSON")
+    parser.addoption("--exercise-report", default=None, help="write the exercise results as JSON")
+    parser.addoption("--stub-each", action="store_true",
+                     help="run each exercise test with its own exercise stubbed out in place")
+
+
+def _exercise_of(item) -> str | None:
+    marker = item.get_closest_marker("exercise")
+    return str(marker.args[0]) if marker else None
 
 
 def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if "hidden" in Path(str(item.fspath)).parts:
+            item.add_marker(pytest.mark.hidden)
     wanted = config.getoption("--exercises")
     if wanted is not None:
-        items[:] = [item for item in items if (m := item.get_closest_marker("exercise"))
-                    and (not wanted or str(m.args[0]) in wanted)]
-    if not torch.cuda.is_available():
+        if wanted:
+            from minattn.tools.exercises import all_exercises, expand_ids
+            try:
+                wanted = expand_ids(wanted, {e.id for e in all_exercises()} | {
+                    _exercise_of(i) for i in items if _exercise_of(i)})
+            except ValueError as err:
+                raise pytest.UsageError(str(err)) from None
+        items[:] = [item for item in items if (ex := _exercise_of(item))
+                    and (not wanted or ex in wanted)]
+    if any(item.get_closest_marker("cuda") for item in items) and not _has_cuda():
         skip = pytest.mark.skip(reason="needs a CUDA device")
         for item in items:
             if item.get_closest_marker("cuda"):
                 item.add_marker(skip)
+    for item in items:
+        if ex := _exercise_of(item):
+            _entry(ex)["tests"].append(item.nodeid)
+    _write(config)
 
 
-_RESULTS: dict[str, dict] = defaultdict(lambda: {"passed": 0, "failed": 0, "not_implemented": 0,
-                                                 "messages": []})
+def _has_cuda() -> bool:
+    import torch  # only when a test asks for CUDA: the exercise check starts faster
+
+    return torch.cuda.is_available()
+
+
+_RESULTS: dict = {"exercises": {}, "errors": [], "running": None}
+
+
+def _entry(ex_id: str) -> dict:
+    return _RESULTS["exercises"].setdefault(ex_id, {
+        "tests": [], "skipped": [], "passed": 0, "failed": 0, "not_implemented": 0, "own_not_implemented": 0,
+        "messages": [], "first_failure": None, "failures": {}})
+
+
+def _write(config) -> None:
+    path = config.getoption("--exercise-report")
+    if path:
+        tmp = Path(path).with_suffix(".tmp")
+        tmp.write_text(json.dumps(_RESULTS, indent=1))
+        tmp.replace(path)
+
+
+def pytest_collectreport(report):
+    if report.failed:
+        crash = getattr(report.longrepr, "reprcrash", None)
+        text = str(report.longrepr)
+        lines = text.strip().splitlines() or ["?"]
+        message = (crash.message if crash else lines[-1]).removeprefix("E").strip()
+        if files := re.findall(r'File "([^"]+)", line (\d+)', text):  # where the import broke
+            path, line = files[-1]
+            root = str(_HERE) + "/"
+            message += f" ({path.removeprefix(root)}:{line})"
+        _RESULTS["errors"].append({"where": report.nodeid, "message": message})
+
+
+_RESTORE = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _RESULTS["running"] = item.nodeid  # what a killed run was doing
+    _write(item.config)
+    if item.config.getoption("--stub-each") and (ex := _exercise_of(item)):
+        from minattn.tools.exercise_audit import stub_in_process
+        _RESTORE[item.nodeid] = stub_in_process(ex)
+
+
+@pytest.hookimpl(hookwrapper=True, trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    yield
+    if (restore := _RESTORE.pop(item.nodeid, None)) is not None:
+        restore()
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
-    marker = item.get_closest_marker("exercise")
-    if marker is None or report.when != "call" and not (report.when == "setup" and report.failed):
+    ex_id = _exercise_of(item)
+    if ex_id is None or report.when != "call" and not (report.when == "setup" and not report.passed):
         return
-    counts = _RESULTS[str(marker.args[0])]
-    if report.passed:
+    counts = _entry(ex_id)
+    if report.skipped:  # no CUDA, no fetched data: neither passed nor failed
+        counts["skipped"].append(item.nodeid)
+    elif report.passed:
         counts["passed"] += 1
     elif report.failed:
         counts["failed"] += 1
-        if call.excinfo is not None and call.excinfo.errisinstance(NotImplementedError):
+        name = item.nodeid.split("::", 1)[-1]
+        excinfo = call.excinfo
+        if excinfo is not None and excinfo.errisinstance(NotImplementedError):
             counts["not_implemented"] += 1
-            message = str(call.excinfo.value)
+            message = str(excinfo.value)
+            counts["own_not_implemented"] += message.startswith(f"Exercise {ex_id}:")
             if message not in counts["messages"]:
                 counts["messages"].append(message)
+        crash = getattr(report.longrepr, "reprcrash", None)
+        if excinfo is not None and not excinfo.errisinstance(AssertionError):
+            text = f"{excinfo.typename}: {excinfo.value}"
+        else:  # pytest's rewritten assert says most
+            text = crash.message if crash else str(report.longrepr)
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        if len(lines) > 1 and lines[0].endswith(":"):  # "AssertionError:" then numpy's reason
+            lines[0] += " " + lines.pop(1)
+        failure = f"{name}: {lines[0] if lines else 'failed'}"
+        counts["failures"][item.nodeid] = failure
+        counts["first_failure"] = counts["first_failure"] or failure
+    _write(item.config)
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    if not _RESULTS or (config.getoption("--exercises") is None
-                        and not config.getoption("--exercise-report")):
+    _RESULTS["running"] = None
+    _write(config)
+    if not _RESULTS["exercises"] or config.getoption("--exercises") is None:
         return
-    write = terminalreporter.write_line
+    from minattn.tools.exercises import id_key, state_of
+
     terminalreporter.section("exercises")
-    for ex_id in sorted(_RESULTS, key=lambda s: [int(p) if p.isdigit() else p for p in s.split(".")]):
-        c = _RESULTS[ex_id]
-        total = c["passed"] + c["failed"]
-        if c["failed"] == 0:
-            state = "PASS"
-        elif c["not_implemented"] == c["failed"]:
-            state = "not implemented yet"
-        else:
-            state = "FAIL"
-        write(f"exercise {ex_id:6} {state:20} {c['passed']}/{total} tests pass")
-        for message in c["messages"]:  # which exercise is in the way (may be an earlier one)
-            write(f"    raised: {message}")
-    path = config.getoption("--exercise-report")
-    if path:
-        with open(path, "w") as f:
-            json.dump(dict(_RESULTS), f, indent=2)
+    for ex_id in sorted(_RESULTS["exercises"], key=id_key):
+        counts = _RESULTS["exercises"][ex_id]
+        state, message = state_of(counts, ex_id)
+        line = f"exercise {ex_id:6} {state:20} {counts['passed']}/{len(counts['tests'])} tests pass"
+        terminalreporter.write_line(line + (f"  {message}" if message else ""))
 
 
 @pytest.fixture
