@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from .attention import MultiHeadAttention
+from .tools.utils import fail
 
 
 class RecallAttention(nn.Module):
@@ -57,3 +58,82 @@ class RecallMeanPool(nn.Module):
 
 def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+# ============================================================================ lesson 07: task heads
+class SentenceClassifier(nn.Module):
+    """A frozen encoder's token states -> one vector per sentence -> class logits.
+
+    pool: "cls" (first token), "mean" (masked mean) or "attention" (`task_heads.AttentionPool`
+    with `num_layers` self-attention layers and `init` "default" or "u09").
+    forward(states (B, L, D), mask (B, L) bool, need_weights=False) -> logits (B, n_classes)
+    (and the read-out attention (B, H, L) when need_weights).
+    """
+
+    def __init__(self, pool: str, d_model: int, n_classes: int = 2, num_heads: int = 12,
+                 num_layers: int = 1, init: str = "default"):
+        super().__init__()
+        from .task_heads import AttentionPool
+
+        if pool not in ("cls", "mean", "attention"):
+            fail("unknown pool", "'cls', 'mean' or 'attention'", repr(pool))
+        self.pool = pool
+        self.head = AttentionPool(d_model, num_heads, num_layers, init) if pool == "attention" \
+            else None
+        self.classifier = nn.Linear(d_model, n_classes)
+
+    def forward(self, states, mask, need_weights: bool = False):
+        from .task_heads import cls_pool_torch, mean_pool_torch
+
+        weights = None
+        if self.pool == "cls":
+            z = cls_pool_torch(states, mask)
+        elif self.pool == "mean":
+            z = mean_pool_torch(states, mask)
+        else:
+            z, weights = self.head(states, mask, need_weights=need_weights)
+        logits = self.classifier(z)
+        return (logits, weights) if need_weights else logits
+
+
+class PairModel(nn.Module):
+    """Two sentences' token states -> a paraphrase logit or a similarity score.
+
+    pool: "cls", "mean", or "cross" (`task_heads.CrossAttentionPool`, applied both ways with
+    shared weights: u = A attends to B, v = B attends to A).
+    out: "classify" -> logit = w · [u, v, |u − v|, u ⊙ v] + b            (B,)
+         "similarity" -> cos(P u, P v), P a trainable D×D map starting at the identity (B,)
+    """
+
+    def __init__(self, pool: str, d_model: int, out: str = "classify", num_heads: int = 12,
+                 num_layers: int = 1, init: str = "default"):
+        super().__init__()
+        from .task_heads import CrossAttentionPool
+
+        if pool not in ("cls", "mean", "cross") or out not in ("classify", "similarity"):
+            fail("unknown PairModel setting", "pool in ('cls', 'mean', 'cross'), out in "
+                 "('classify', 'similarity')", f"pool={pool!r}, out={out!r}")
+        self.pool, self.out = pool, out
+        self.head = CrossAttentionPool(d_model, num_heads, num_layers, init) if pool == "cross" \
+            else None
+        if out == "classify":
+            self.top = nn.Linear(4 * d_model, 1)
+        else:
+            self.top = nn.Linear(d_model, d_model, bias=False)
+            nn.init.eye_(self.top.weight)
+
+    def embed_pair(self, a, a_mask, b, b_mask):
+        from .task_heads import check_pair, cls_pool_torch, mean_pool_torch
+
+        check_pair(a, a_mask, b, b_mask)
+        if self.pool == "cls":
+            return cls_pool_torch(a, a_mask), cls_pool_torch(b, b_mask)
+        if self.pool == "mean":
+            return mean_pool_torch(a, a_mask), mean_pool_torch(b, b_mask)
+        return self.head(a, a_mask, b, b_mask)[0], self.head(b, b_mask, a, a_mask)[0]
+
+    def forward(self, a, a_mask, b, b_mask):
+        u, v = self.embed_pair(a, a_mask, b, b_mask)
+        if self.out == "classify":
+            return self.top(torch.cat([u, v, (u - v).abs(), u * v], dim=-1))[:, 0]
+        return nn.functional.cosine_similarity(self.top(u), self.top(v), dim=-1)
