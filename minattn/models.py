@@ -66,18 +66,23 @@ class SentenceClassifier(nn.Module):
 
     pool: "cls" (first token), "mean" (masked mean) or "attention" (`task_heads.AttentionPool`
     with `num_layers` self-attention layers and `init` "default" or "u09").
-    forward(states (B, L, D), mask (B, L) bool, need_weights=False) -> logits (B, n_classes)
+    d_in: the encoder's width; when it differs from d_model, a trainable linear map P
+    (d_in -> d_model) narrows the states, for every pool alike: the heads apply it to every
+    token first (a narrower head is cheaper), the baselines to the pooled vector (the same
+    thing, since P(mean h) = mean(P h) and P(h_0) = (P h)_0, at a fraction of the cost).
+    forward(states (B, L, d_in), mask (B, L) bool, need_weights=False) -> logits (B, n_classes)
     (and the read-out attention (B, H, L) when need_weights).
     """
 
     def __init__(self, pool: str, d_model: int, n_classes: int = 2, num_heads: int = 12,
-                 num_layers: int = 1, init: str = "default"):
+                 num_layers: int = 1, init: str = "default", d_in: int | None = None):
         super().__init__()
         from .task_heads import AttentionPool
 
         if pool not in ("cls", "mean", "attention"):
             fail("unknown pool", "'cls', 'mean' or 'attention'", repr(pool))
         self.pool = pool
+        self.project = nn.Identity() if d_in in (None, d_model) else nn.Linear(d_in, d_model)
         self.head = AttentionPool(d_model, num_heads, num_layers, init) if pool == "attention" \
             else None
         self.classifier = nn.Linear(d_model, n_classes)
@@ -87,11 +92,11 @@ class SentenceClassifier(nn.Module):
 
         weights = None
         if self.pool == "cls":
-            z = cls_pool_torch(states, mask)
+            z = self.project(cls_pool_torch(states, mask))
         elif self.pool == "mean":
-            z = mean_pool_torch(states, mask)
+            z = self.project(mean_pool_torch(states, mask))
         else:
-            z, weights = self.head(states, mask, need_weights=need_weights)
+            z, weights = self.head(self.project(states), mask, need_weights=need_weights)
         logits = self.classifier(z)
         return (logits, weights) if need_weights else logits
 
@@ -103,10 +108,11 @@ class PairModel(nn.Module):
     shared weights: u = A attends to B, v = B attends to A).
     out: "classify" -> logit = w · [u, v, |u − v|, u ⊙ v] + b            (B,)
          "similarity" -> cos(P u, P v), P a trainable D×D map starting at the identity (B,)
+    d_in: as in `SentenceClassifier` (a shared linear map of every token state first).
     """
 
     def __init__(self, pool: str, d_model: int, out: str = "classify", num_heads: int = 12,
-                 num_layers: int = 1, init: str = "default"):
+                 num_layers: int = 1, init: str = "default", d_in: int | None = None):
         super().__init__()
         from .task_heads import CrossAttentionPool
 
@@ -114,6 +120,7 @@ class PairModel(nn.Module):
             fail("unknown PairModel setting", "pool in ('cls', 'mean', 'cross'), out in "
                  "('classify', 'similarity')", f"pool={pool!r}, out={out!r}")
         self.pool, self.out = pool, out
+        self.project = nn.Identity() if d_in in (None, d_model) else nn.Linear(d_in, d_model)
         self.head = CrossAttentionPool(d_model, num_heads, num_layers, init) if pool == "cross" \
             else None
         if out == "classify":
@@ -127,9 +134,11 @@ class PairModel(nn.Module):
 
         check_pair(a, a_mask, b, b_mask)
         if self.pool == "cls":
-            return cls_pool_torch(a, a_mask), cls_pool_torch(b, b_mask)
+            return self.project(cls_pool_torch(a, a_mask)), self.project(cls_pool_torch(b, b_mask))
         if self.pool == "mean":
-            return mean_pool_torch(a, a_mask), mean_pool_torch(b, b_mask)
+            return (self.project(mean_pool_torch(a, a_mask)),
+                    self.project(mean_pool_torch(b, b_mask)))
+        a, b = self.project(a), self.project(b)
         return self.head(a, a_mask, b, b_mask)[0], self.head(b, b_mask, a, a_mask)[0]
 
     def forward(self, a, a_mask, b, b_mask):

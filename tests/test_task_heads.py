@@ -316,3 +316,43 @@ def test_bad_input_raises_value_error(rng):
         th.CrossAttentionPool(D, H, num_layers=0)
     with pytest.raises(ValueError, match="pool"):
         SentenceClassifier("max", D)
+
+
+# ============================================================================ exercise 7.3
+def entropy_choice(ratio: float) -> str:
+    return "uniform" if ratio > 0.9 else "one token" if ratio < 0.2 else "between"
+
+
+def real_or_synthetic_states():
+    """MiniLM's states of a few sentences when the encoder is there, else offset_states()."""
+    from minattn.tools import data
+
+    if not data.available("minilm"):
+        return offset_states()
+    from minattn.encoder import encode_batch, load_minilm
+
+    encoder, tok = load_minilm()
+    ids, mask = encode_batch(tok, ["A gripping, beautifully acted film.",
+                                   "The plot is thin and the jokes fall flat every time.",
+                                   "In the beginning God created the heavens and the earth.",
+                                   "It rains.", "Nobody will remember this movie next week."])
+    with torch.no_grad():
+        return encoder(ids, mask), mask
+
+
+@pytest.mark.exercise("7.3")
+def test_prediction_u09_on_raw_states():
+    from minattn.answers import task_heads as answers
+
+    x, mask = real_or_synthetic_states()
+    ratio = np.mean([first_step_entropy(x, mask, "u09", False, seed) for seed in range(3)])
+    assert answers.u09_attention_on_raw_states() == entropy_choice(ratio)
+
+
+@pytest.mark.exercise("7.3")
+def test_prediction_u09_after_layer_norm():
+    from minattn.answers import task_heads as answers
+
+    x, mask = real_or_synthetic_states()
+    ratio = np.mean([first_step_entropy(x, mask, "u09", True, seed) for seed in range(3)])
+    assert answers.u09_attention_after_layer_norm() == entropy_choice(ratio)
