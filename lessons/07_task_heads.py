@@ -255,6 +255,7 @@ for name, w in first.items():
 labels = [token_name(int(i)) for i in sent_states.ids[sent_states.offsets[n_sent_train]:
                                                       sent_states.offsets[n_sent_train + 1]]] \
     if token_name else list(range(n0))
+ax.axhline(1 / n0, color="k", ls="--", lw=1, label="1/n (mean pooling)")
 ax.set_xticks(range(n0), labels, rotation=90)
 ax.set(ylabel="attention weight (mean of 12 heads)", yscale="log",
        title="The read-out attention before any training, on one test sentence")
@@ -427,7 +428,8 @@ for ax, (task, rows) in zip(axes, ROWS.items()):
     stds = [results[task, n][:, 0].std() for n in names]
     ax.bar(range(len(names)), means, yerr=stds, capsize=4,
            color=["#999999", "#4477aa", "#ee7733", "#cc3311"])
-    ax.set_xticks(range(len(names)), [n.replace(", ", ",\n") for n in names], fontsize=8)
+    ax.set_xticks(range(len(names)), [n.replace(", d", ",\nd").replace(", U", ",\nU") for n in names],
+                  fontsize=8)
     lo = min(m - s for m, s in zip(means, stds))
     ax.set(ylabel=METRIC[task], title=f"{task} (mean ± std, {len(seeds)} seeds)",
            ylim=(max(0.0, lo - 0.1), 1.0))
@@ -465,7 +467,7 @@ def token_labels(states, i):
 
 
 head_model = trained["sentiment", "attention, default init"].eval()
-show_idx = test_idx[:5]
+show_idx = test_idx[sent_states.lengths()[test_idx] <= 24][:5]  # short ones: readable
 fig, axes = plt.subplots(len(show_idx), 1, figsize=(11, 1.25 * len(show_idx) + 0.6))
 for ax, i in zip(np.atleast_1d(axes), show_idx):
     x, m = sent_states.batch([i], device)

@@ -131,6 +131,7 @@ def test_gradients_flow_and_match_finite_differences(rng):
 
 
 # ============================================================================ padding invariance
+@pytest.mark.exercise("7.2")  # needs exercise 7.2
 @pytest.mark.parametrize("kind", ["attention", "cross"])
 def test_extra_padding_changes_nothing(rng, kind):
     x, mask = padded(rng, [5, 3])
@@ -193,6 +194,7 @@ def test_u09_on_raw_states_collapses_onto_few_tokens():
     assert first_step_entropy(x, mask, "default", normalize=False) > 0.8
 
 
+@pytest.mark.exercise("7.1")  # needs exercise 7.1
 def test_u09_output_is_nearly_linear_in_mean_pooling():
     x, mask = offset_states(d=64)
     torch.manual_seed(0)
@@ -226,6 +228,7 @@ def test_pearson_loss_matches_numpy_corrcoef_and_torch(rng):
 
 
 # ============================================================================ task models
+@pytest.mark.exercise("7.1")  # needs exercise 7.1
 @pytest.mark.parametrize("pool", ["cls", "mean", "attention"])
 def test_sentence_classifier_shapes(rng, pool):
     x, mask = padded(rng, [5, 2, 3])
@@ -237,6 +240,7 @@ def test_sentence_classifier_shapes(rng, pool):
     assert (w is None) == (pool != "attention")
 
 
+@pytest.mark.exercise("7.2")  # needs exercise 7.2
 @pytest.mark.parametrize("pool", ["cls", "mean", "cross"])
 @pytest.mark.parametrize("out", ["classify", "similarity"])
 def test_pair_model_is_symmetric_in_its_features(rng, pool, out):
@@ -251,6 +255,7 @@ def test_pair_model_is_symmetric_in_its_features(rng, pool, out):
         assert torch.all(ab.abs() <= 1 + 1e-12)
 
 
+@pytest.mark.exercise("7.1")  # needs exercise 7.1
 def test_similarity_baseline_starts_at_the_cosine_of_mean_pools(rng):
     a, am = padded(rng, [5, 2])
     b, bm = padded(rng, [2, 6])
@@ -356,3 +361,26 @@ def test_prediction_u09_after_layer_norm():
     x, mask = real_or_synthetic_states()
     ratio = np.mean([first_step_entropy(x, mask, "u09", True, seed) for seed in range(3)])
     assert answers.u09_attention_after_layer_norm() == entropy_choice(ratio)
+
+
+# ============================================================================ fast path
+@pytest.mark.parametrize("normalize", [True, False])
+def test_fast_single_layer_pool_equals_reference(rng, normalize):
+    from minattn.task_heads_fast import fast_attention_pool_torch
+
+    x, mask = padded(rng, [6, 2, 4, 1])
+    head = seeded_head(th.AttentionPool, D, H, 1, normalize=normalize)
+    xt, mt = t64(x, mask)
+    xt.requires_grad_()
+    z, w = head(xt, mt, need_weights=True)
+    z_fast, w_fast = fast_attention_pool_torch(xt, mt, head.layers[0], normalize)
+    assert torch.allclose(z_fast, z, atol=1e-12, rtol=0)
+    assert torch.allclose(w_fast, w, atol=1e-12, rtol=0)
+    grads = torch.autograd.grad(z.square().sum(), [xt, *head.parameters()])
+    grads_fast = torch.autograd.grad(z_fast.square().sum(), [xt, *head.parameters()],
+                                     allow_unused=True)
+    for name, g, gf in zip(["states"] + [n for n, _ in head.named_parameters()], grads, grads_fast):
+        if name.endswith("k_proj.bias"):  # the key bias shifts every score equally: no gradient
+            assert gf is None and torch.allclose(g, torch.zeros_like(g), atol=1e-12)
+        else:
+            assert torch.allclose(gf, g, atol=1e-10, rtol=0), name
