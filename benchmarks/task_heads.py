@@ -169,7 +169,7 @@ def main():
         enc_step = (enc * (2 if base_name.endswith("(pairs)") else 1)) if enc else None
         with_enc = f"{(full + enc_step) / (base_full + enc_step):.2f}x" if enc_step else "n/a"
         rows.append(dict(zip(HEADERS, [name, fmt_time(full), f"{full / base_full:.2f}x",
-                                       f"{compute / base_compute:.1f}x", with_enc])))
+                                       f"{compute / base_compute:.2f}x", with_enc])))
         payload["steps"][name] = dict(step_s=full, compute_s=compute)
     step_table = print_table(rows, HEADERS)
     enc_rows = []

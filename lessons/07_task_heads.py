@@ -551,6 +551,38 @@ fig.colorbar(im, ax=ax, label="weight")
 L.savefig(fig, "paraphrase_cross_attention")
 
 # %% [markdown]
+# ## 8. A faster single-layer read-out
+#
+# A one-layer `AttentionPool` has a single query per sentence, so it never needs every token's
+# key and value. Folding the key projection into the query, $(W_k^h)^\top q_h$, and the value
+# projection behind the weighted mean, $W_v^h \sum_i a_{hi} h_i$, gives the same numbers with
+# $O(L \cdot D \cdot H)$ work per sentence instead of $O(L \cdot D^2)$
+# (`minattn/task_heads_fast.py`). Checked on MiniLM states, then timed (forward + backward).
+
+# %%
+from minattn.task_heads_fast import fast_attention_pool_torch
+from minattn.tools.bench import time_interleaved
+
+show(fast_attention_pool_torch)
+torch.manual_seed(0)
+one_layer = th.AttentionPool(D, 12, 1).to(device)
+x, m = sent_states.batch(test_idx[:B], device)
+z_ref, w_ref = one_layer(x, m, need_weights=True)
+z_fast, w_fast = fast_attention_pool_torch(x, m, one_layer.layers[0])
+err = max((z_fast - z_ref).abs().max().item(), (w_fast - w_ref).abs().max().item())
+print(f"max |fast - reference| in float32 on {B} MiniLM sentences: {err:.1e}")
+assert err < 1e-4
+clf = torch.nn.Linear(D, 2).to(device)  # the same classifier on top of each, as in training
+times = time_interleaved({
+    "mean pooling": lambda: clf(th.mean_pool_torch(x, m)).sum().backward(),
+    "reference head": lambda: clf(one_layer(x, m)[0]).sum().backward(),
+    "fast path": lambda: clf(fast_attention_pool_torch(x, m, one_layer.layers[0])[0]).sum()
+    .backward()}, repeats=L.size(full=10, smoke=2), device=device)
+for name, seconds in times.items():
+    print(f"  {name:15s} forward + backward {seconds * 1e3:7.2f} ms "
+          f"({seconds / times['mean pooling']:.1f}x mean pooling)")
+
+# %% [markdown]
 # ## Summary
 #
 # * First-token pooling, mean pooling and attention heads are three ways to read one vector

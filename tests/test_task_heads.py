@@ -384,3 +384,21 @@ def test_fast_single_layer_pool_equals_reference(rng, normalize):
             assert gf is None and torch.allclose(g, torch.zeros_like(g), atol=1e-12)
         else:
             assert torch.allclose(gf, g, atol=1e-10, rtol=0), name
+
+
+@pytest.mark.cuda
+@pytest.mark.exercise("7.2")  # needs exercise 7.2
+def test_heads_run_on_the_device_of_their_inputs(rng):
+    from minattn.task_heads_fast import fast_attention_pool_torch
+
+    a, am = padded(rng, [5, 2, 3])
+    b, bm = padded(rng, [2, 6, 4])
+    for head, args in ((seeded_head(th.AttentionPool, D, H, 2), (a, am)),
+                       (seeded_head(th.CrossAttentionPool, D, H, 2), (a, am, b, bm))):
+        cpu = head(*t64(*args))[0]
+        gpu = head.cuda()(*[t.cuda() for t in t64(*args)])[0]
+        assert gpu.device.type == "cuda" and torch.allclose(gpu.cpu(), cpu, atol=1e-10)
+    head = seeded_head(th.AttentionPool, D, H, 1).cuda()
+    xt, mt = [t.cuda() for t in t64(a, am)]
+    assert torch.allclose(fast_attention_pool_torch(xt, mt, head.layers[0])[0], head(xt, mt)[0],
+                          atol=1e-10)
