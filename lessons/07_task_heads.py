@@ -173,7 +173,8 @@ assert err_self < 1e-10 and err_cross < 1e-10 and err_pearson < 1e-12
 #   a model that only counts shared words ranks them in the wrong order.
 #
 # When the encoder files are missing, the lesson falls back to random word vectors (no
-# context, no pretraining) so that it still runs; its numbers then mean little.
+# context, no pretraining), and without the text files to template sentences and synthetic
+# verse pairs, so that it still runs offline; its numbers then mean little.
 
 # %%
 n_sent_train, n_sent_test = L.size(full=(3000, 1000), smoke=(120, 60))
@@ -185,9 +186,17 @@ try:
                              for s, n in ((sent_train, n_sent_train), (sent_test, n_sent_test)))
     sentences = [sent_train.texts[i] for i in pick_train] + [sent_test.texts[i] for i in pick_test]
     sent_labels = np.concatenate([sent_train.labels[pick_train], sent_test.labels[pick_test]])
-    bible = tasks.bible_pairs(data.load_parallel("web-bbe"), n_anchors, np.random.default_rng(0))
 except data.DatasetMissing as err:
-    raise SystemExit(f"{err}\nThis lesson needs the real text (data_scripts/fetch_all.py).")
+    print(f"{err}\nFALLBACK: template sentences instead of Rotten Tomatoes.")
+    sentences, sent_labels = tasks.template_sentiment(n_sent_train + n_sent_test,
+                                                      np.random.default_rng(0))
+try:
+    verses = data.load_parallel("web-bbe")
+except data.DatasetMissing as err:
+    print(f"{err}\nFALLBACK: synthetic verse pairs (synonyms) instead of the Bible.")
+    verses = tasks.template_verses(8 * n_anchors, np.random.default_rng(0))
+bible = tasks.bible_pairs(verses, n_anchors, np.random.default_rng(0),
+                          min_distance=min(50, len(verses) // 20))
 
 try:
     encoder, tokenizer = load_minilm(device, max_len=128)
@@ -581,6 +590,12 @@ times = time_interleaved({
 for name, seconds in times.items():
     print(f"  {name:15s} forward + backward {seconds * 1e3:7.2f} ms "
           f"({seconds / times['mean pooling']:.1f}x mean pooling)")
+
+# %% [markdown]
+# The fast path gives the reference's numbers several times faster, but it stays well above
+# mean pooling: a head still owns four $D \times D$ projections to multiply through and to
+# update, while mean pooling's step does almost nothing. Over cached states the heads cannot be
+# nearly free; with the encoder running in every step they are (section 6).
 
 # %% [markdown]
 # ## Summary

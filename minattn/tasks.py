@@ -197,3 +197,39 @@ def random_token_states(texts: list, dim: int, seed: int = 0):
         ids.append(np.array(keys, dtype=np.int64) % (2 ** 31))
     offsets = np.concatenate([[0], np.cumsum([len(c) for c in chunks])]).astype(np.int64)
     return TokenStates(np.concatenate(chunks), offsets, np.concatenate(ids).astype(np.int32))
+
+
+_POSITIVE = "good great moving funny brilliant charming warm sharp delightful clever".split()
+_NEGATIVE = "bad dull boring flat tired clumsy weak silly lifeless messy".split()
+_NOUNS = "film plot cast script story ending score movie acting direction".split()
+
+
+def template_sentiment(n: int, rng: np.random.Generator) -> tuple[list, np.ndarray]:
+    """Offline stand-in for the Rotten Tomatoes sentences: "the plot is warm and the score is
+    clever , but the cast is dull ." Label 1 when two of the three adjectives are positive."""
+    texts, labels = [], rng.integers(0, 2, n)
+    for label in labels:
+        own, other = (_POSITIVE, _NEGATIVE) if label else (_NEGATIVE, _POSITIVE)
+        a, b, c = rng.choice(own), rng.choice(own), rng.choice(other)
+        n1, n2, n3 = rng.choice(_NOUNS, 3, replace=False)
+        texts.append(f"the {n1} is {a} and the {n2} is {b} , but the {n3} is {c} .")
+    return texts, labels.astype(np.int64)
+
+
+def template_verses(n: int, rng: np.random.Generator, n_topics: int = 40) -> list:
+    """Offline stand-in for the Bible pairs [(a, b), ...] in "Bible order": passages of 10
+    verses draw their words from one topic (so neighbours share words), and b rewords a with
+    synonyms (word wK -> its synonym sK, 70% of the time) and a local swap."""
+    def word(prefix, k):  # letters only (digits 0-9 -> a-j), so overlap counts them: "wbcd"
+        return prefix + "".join(chr(97 + int(d)) for d in f"{k:03d}")
+
+    topics = [rng.choice(400, 25, replace=False) for _ in range(n_topics)]
+    verses = []
+    for i in range(n):
+        words = rng.choice(topics[(i // 10) % n_topics], 8, replace=False)
+        a = [word("w", k) for k in words]
+        b = [word("s", k) if rng.random() < 0.7 else word("w", k) for k in words]
+        j = rng.integers(0, len(b) - 1)
+        b[j], b[j + 1] = b[j + 1], b[j]
+        verses.append((" ".join(a) + " .", " ".join(b) + " ."))
+    return verses

@@ -402,3 +402,14 @@ def test_heads_run_on_the_device_of_their_inputs(rng):
     xt, mt = [t.cuda() for t in t64(a, am)]
     assert torch.allclose(fast_attention_pool_torch(xt, mt, head.layers[0])[0], head(xt, mt)[0],
                           atol=1e-10)
+
+
+def test_offline_text_fallbacks():
+    texts, labels = tasks.template_sentiment(20, np.random.default_rng(0))
+    assert len(texts) == 20 and set(labels) <= {0, 1}
+    for text, label in zip(texts, labels):
+        words = set(text.split())
+        assert len(words & set(tasks._POSITIVE if label else tasks._NEGATIVE)) >= 1
+    verses = tasks.template_verses(200, np.random.default_rng(0))
+    pairs = tasks.bible_pairs(verses, 20, np.random.default_rng(0), min_distance=10)
+    assert np.mean(pairs.overlap[pairs.level == 1]) > 0  # neighbours share their topic's words
