@@ -271,13 +271,14 @@ for init in ("default", "u09"):  # what the head *outputs* at the start: size an
 fig, ax = plt.subplots(figsize=(10, 3.6))
 n0 = int(probe_mask[0].sum())
 for name, w in first.items():
-    ax.plot(w.mean(0)[:n0].cpu().numpy(), marker="o", label=name)
+    ax.plot(np.maximum(w.mean(0)[:n0].cpu().numpy(), 1e-12), marker="o", label=name)
 labels = [token_name(int(i)) for i in sent_states.ids[sent_states.offsets[n_sent_train]:
                                                       sent_states.offsets[n_sent_train + 1]]] \
     if token_name else list(range(n0))
 ax.axhline(1 / n0, color="k", ls="--", lw=1, label="1/n (mean pooling)")
 ax.set_xticks(range(n0), labels, rotation=90)
-ax.set(ylabel="attention weight (mean of 12 heads)", yscale="log",
+ax.set(ylabel="attention weight (mean of 12 heads,\nclipped at 1e-12)", yscale="log",
+       ylim=(3e-13, 3),
        title="The read-out attention before any training, on one test sentence")
 ax.legend(fontsize=8)
 L.savefig(fig, "u09_first_step")
