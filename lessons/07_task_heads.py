@@ -418,7 +418,7 @@ for task, rows in ROWS.items():
 # Time is each row's training time divided by mean pooling's on the same task (same steps,
 # same batches). The heads here train over *cached* token states, so mean pooling's step is
 # almost free and the ratio is large. The poster ran BERT forward (and backward, when
-# fine-tuning) in every step; the column "with the encoder in the loop" adds MiniLM's
+# fine-tuning) in every step; the column "time with encoder" adds MiniLM's
 # measured forward time for the same batches to both, which is the comparison the poster's
 # +7–16% makes.
 
