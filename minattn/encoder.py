@@ -228,8 +228,10 @@ def mean_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     if states.ndim != 3 or mask.shape != states.shape[:2]:
         fail("mean_pool inputs do not fit", "states (B, L, D) and mask (B, L)",
              f"states {shape_str(states.shape)}, mask {shape_str(mask.shape)}")
+    # BEGIN EXERCISE 7.1 implement: masked mean over the real tokens (padding must not count) (~10 min)
     weights = mask.to(states.dtype).unsqueeze(-1)  # (B, L, 1)
     return (states * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+    # END EXERCISE
 
 
 @torch.no_grad()

@@ -117,6 +117,7 @@ def test_bad_inputs(tiny):
 
 
 # ============================================================================ padding and pooling
+@pytest.mark.exercise("7.1")  # uses encoder.mean_pool, a lesson 07 exercise
 def test_mean_pool_ignores_what_is_in_padding():
     gen = torch.Generator().manual_seed(0)
     states = torch.randn(3, 6, 4, generator=gen, dtype=torch.float64)
@@ -131,6 +132,7 @@ def test_mean_pool_ignores_what_is_in_padding():
         mean_pool(states, mask[:, :4])
 
 
+@pytest.mark.exercise("7.1")  # uses encoder.mean_pool, a lesson 07 exercise
 def test_same_sentence_vector_with_and_without_padding(tiny):
     encoder, tok = tiny
     alone = embed(encoder, tok, ["the cat sat"], normalize=False)
@@ -259,6 +261,7 @@ def test_matches_committed_transformers_reference():
 
 
 # ============================================================================ the real encoder
+@pytest.mark.exercise("7.1")  # uses encoder.mean_pool, a lesson 07 exercise
 @pytest.mark.realdata
 @pytest.mark.skipif(not data.available("minilm"), reason="python data_scripts/minilm.py")
 def test_related_sentences_are_closer():
@@ -274,6 +277,7 @@ def test_related_sentences_are_closer():
         assert sim[a, b] > sim[a, others].max() + 0.2 and sim[a, b] > sim[b, others].max() + 0.2
 
 
+@pytest.mark.exercise("7.1")  # uses encoder.mean_pool, a lesson 07 exercise
 @pytest.mark.cuda
 def test_runs_on_the_device_of_its_inputs(tiny_dir):
     cpu_encoder, tok = load_minilm(data_dir=tiny_dir)
@@ -284,6 +288,7 @@ def test_runs_on_the_device_of_its_inputs(tiny_dir):
     assert torch.allclose(on_gpu.cpu(), embed(cpu_encoder, tok, texts), atol=1e-4)
 
 
+@pytest.mark.exercise("7.1")  # uses encoder.mean_pool, a lesson 07 exercise
 def test_embed_batches_by_length_but_keeps_input_order(tiny):
     encoder, tok = tiny
     texts = ["a big red dog ran far away on the log .", "the cat", "the dog sat on the mat"]

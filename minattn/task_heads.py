@@ -1,0 +1,294 @@
+"""Task-specific attention heads over a frozen encoder's token states — NumPy, then PyTorch.
+
+A pretrained encoder (lesson 07 uses MiniLM, `minattn.encoder`) turns a sentence into token
+states H = (h_0 = [CLS], h_1, ..., h_{n-1}), shape (B, L, D), right-padded (mask (B, L), True on
+real tokens). A task needs one vector per sentence. Three ways to get it:
+
+    first token   z = h_0
+    mean pooling  z = Σ_i m_i h_i / Σ_i m_i                       (padding excluded)
+    attention     z = W_o Σ_i a_i W_v h_i + b,  a = softmax_i(q_0 · k_i / √d_h)   per head
+
+The attention head is lesson 01's `MultiHeadAttention`, trained for the task while the encoder
+stays frozen. Its queries and keys read standardised states, LN(h) = (h − mean(h)) / std(h)
+over the features (no affine), its values the raw states, so that with uniform weights a_i = 1/n
+the head is exactly a linear map of mean pooling: z = W_o W_v mean(H) + b. (Jia, "Task-specific
+attention", Stanford CS224N poster 2024; our seed 004_*.)
+
+    attention_pool   single sentences: 1-2 self-attention layers (residual, pre-norm), then
+                     the first token's query reads all tokens          -> (B, D)
+    cross_attention_pool   pairs: A's tokens attend to B's (residual, one or more layers),
+                     then masked mean over A's tokens                  -> (B, D)
+    pearson_loss     −corr(pred, target) over a batch, for similarity regression
+
+U(0.9, 1) initialisation (`init="u09"`): every weight of q/k/v/out projections drawn from
+U(0.9, 1). Such a matrix is 0.95·11ᵀ plus U(−0.05, 0.05) noise — for D = 384 the noise is as
+large as PyTorch's default init (±1/√D = ±0.051). The rank-one part maps a token h to
+0.95·(Σ_j h_j)·1: it sees only the sum of the token's features. After LN that sum is 0, so the
+rank-one part drops out of q and k and the scores are as small as with the default init: the
+first step's attention is close to uniform and the head starts close to mean pooling. Feed raw
+states (whose feature sums differ from token to token) and the same init gives scores of size
+0.9·√d_h·s_q·s_k: attention collapses onto the token with the most extreme sum. See
+`attention_pool_np(..., normalize=False)` and lesson 07's exercise 7.3.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from .attention import MultiHeadAttention, multi_head_attention_np, padding_mask_torch
+from .tools.utils import fail, shape_str
+
+LN_EPS = 1e-5
+
+
+# ============================================================================ input checks
+def check_states(states, mask, name: str = "states") -> None:
+    """states (B, L, D) float, mask (B, L) bool with at least one real token (the first)."""
+    if states.ndim != 3 or 0 in states.shape:
+        fail(f"{name} have the wrong shape", "(B, L, D) with B, L, D > 0", shape_str(states.shape))
+    if tuple(mask.shape) != tuple(states.shape[:2]):
+        fail(f"the mask of {name} does not fit", f"mask {shape_str(states.shape[:2])} bool",
+             f"mask {shape_str(mask.shape)}")
+    if mask.dtype not in (np.bool_, torch.bool):
+        fail(f"the mask of {name} must be boolean (True = real token)", "dtype bool",
+             f"dtype {mask.dtype}")
+    if not bool(mask[:, 0].all()):
+        fail(f"every sentence of {name} needs its first token", "mask[:, 0] all True",
+             "a row whose first token is padding")
+
+
+def check_pair(a, a_mask, b, b_mask) -> None:
+    check_states(a, a_mask, "sentences A")
+    check_states(b, b_mask, "sentences B")
+    if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[2]:
+        fail("a pair batch needs as many A as B sentences, of the same width",
+             f"B of shape ({a.shape[0]}, Lb, {a.shape[2]})", f"{shape_str(b.shape)}")
+
+
+def check_pearson(pred, target) -> None:
+    if pred.ndim != 1 or tuple(pred.shape) != tuple(target.shape) or pred.shape[0] < 2:
+        fail("pearson_loss needs two vectors of the same length >= 2", "pred (N,), target (N,)",
+             f"pred {shape_str(pred.shape)}, target {shape_str(target.shape)}")
+
+
+# ============================================================================ NumPy reference
+def cls_pool_np(states: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """First-token pooling: (B, L, D), (B, L) -> (B, D), the state of [CLS]."""
+    check_states(states, mask)
+    return states[:, 0]
+
+
+def mean_pool_np(states: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Masked mean pooling: (B, L, D), (B, L) bool -> (B, D), z_b = Σ_i m_bi h_bi / Σ_i m_bi."""
+    check_states(states, mask)
+    # BEGIN EXERCISE 7.1 implement: masked mean over the real tokens (padding must not count) (~10 min)
+    weights = mask.astype(states.dtype)[..., None]  # (B, L, 1): 1 on real tokens, 0 on padding
+    return (states * weights).sum(axis=1) / weights.sum(axis=1)
+    # END EXERCISE
+
+
+def layer_norm_np(x: np.ndarray, eps: float = LN_EPS) -> np.ndarray:
+    """Standardise each token's features: (x − mean) / √(var + eps) over the last axis."""
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps)
+
+
+def attention_pool_np(states: np.ndarray, mask: np.ndarray, layers: list[dict], num_heads: int,
+                      normalize: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Self-attention pooling: layers[:-1] mix the tokens, the last one reads the first token.
+
+        x ← x + MHA(LN(x), LN(x), x)      for each layer but the last      (B, L, D)
+        z = MHA(LN(x)_0, LN(x), x)        the first token's query only     (B, D)
+
+    layers: one `MultiHeadAttention.numpy_params()` dict per layer. Padding keys are masked.
+    normalize=False feeds raw states to queries and keys (to see what LN is for).
+    Returns z (B, D) and the read-out attention (B, H, L) over the tokens.
+    """
+    check_states(states, mask)
+    if not layers:
+        fail("attention_pool needs at least one layer", "a non-empty list of params", "[]")
+    keys_mask = mask[:, None, None, :]  # (B, 1, 1, L)
+    norm = layer_norm_np if normalize else (lambda x: x)
+    x = states
+    for params in layers[:-1]:
+        n = norm(x)
+        x = x + multi_head_attention_np(n, n, x, params, num_heads, keys_mask)[0]
+    n = norm(x)
+    z, weights = multi_head_attention_np(n[:, :1], n, x, layers[-1], num_heads, keys_mask)
+    return z[:, 0], weights[:, :, 0]
+
+
+def cross_attention_pool_np(a: np.ndarray, a_mask: np.ndarray, b: np.ndarray,
+                            b_mask: np.ndarray, layers: list[dict], num_heads: int
+                            ) -> tuple[np.ndarray, np.ndarray]:
+    """Sentence A attends to sentence B, layer by layer, then A is mean-pooled.
+
+        x ← x + MHA(LN(x), LN(b), b)      x starts at a; queries from A, keys/values from B
+        z = mean over A's real tokens of x                                   (B, D)
+
+    With uniform attention one layer gives z = mean(A) + W_o W_v mean(B) + b_o + W_o b_v:
+    the mean of A plus a linear map of the mean of B.
+    Returns z (B, D) and the last layer's attention (B, H, La, Lb).
+    """
+    check_pair(a, a_mask, b, b_mask)
+    # BEGIN EXERCISE 7.2 implement: the cross-attention head (A attends to B, then pool A) (~20 min)
+    b_keys = layer_norm_np(b)
+    x, weights = a, None
+    for params in layers:
+        out, weights = multi_head_attention_np(layer_norm_np(x), b_keys, b, params, num_heads,
+                                               b_mask[:, None, None, :])
+        x = x + out
+    return mean_pool_np(x, a_mask), weights
+    # END EXERCISE
+
+
+def pearson_loss_np(pred: np.ndarray, target: np.ndarray, eps: float = 1e-12) -> float:
+    """Negative Pearson correlation: −Σ p̃ t̃ / √(Σ p̃² Σ t̃²), p̃ = pred − mean(pred), same for t.
+
+    It ignores the scale and offset of `pred`: only how well its ordering and spacing match
+    the target's counts. eps keeps a constant vector from dividing by zero.
+    """
+    check_pearson(pred, target)
+    p, t = pred - pred.mean(), target - target.mean()
+    return float(-(p * t).sum() / np.sqrt((p * p).sum() * (t * t).sum() + eps))
+
+
+# ============================================================================ PyTorch
+def cls_pool_torch(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Torch twin of `cls_pool_np`."""
+    check_states(states, mask)
+    return states[:, 0]
+
+
+def mean_pool_torch(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Torch twin of `mean_pool_np`."""
+    check_states(states, mask)
+    # BEGIN EXERCISE 7.1 implement: masked mean over the real tokens (padding must not count) (~10 min)
+    weights = mask.to(states.dtype).unsqueeze(-1)  # (B, L, 1)
+    return (states * weights).sum(dim=1) / weights.sum(dim=1)
+    # END EXERCISE
+
+
+def layer_norm_torch(x: torch.Tensor, eps: float = LN_EPS) -> torch.Tensor:
+    """Torch twin of `layer_norm_np` (= F.layer_norm without weight and bias)."""
+    mu = x.mean(dim=-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)
+    return (x - mu) / torch.sqrt(var + eps)
+
+
+def pearson_loss_torch(pred: torch.Tensor, target: torch.Tensor, eps: float = 1e-12
+                       ) -> torch.Tensor:
+    """Torch twin of `pearson_loss_np` (a differentiable scalar)."""
+    check_pearson(pred, target)
+    p, t = pred - pred.mean(), target - target.mean()
+    return -(p * t).sum() / torch.sqrt((p * p).sum() * (t * t).sum() + eps)
+
+
+@torch.no_grad()
+def u09_init_(mha: MultiHeadAttention, generator: torch.Generator | None = None) -> None:
+    """The poster's optional initialisation: every projection weight ~ U(0.9, 1), in place.
+
+    Biases keep their default init. Why it starts near mean pooling (after LN) and not on
+    raw states: see this module's docstring.
+    """
+    for layer in (mha.q_proj, mha.k_proj, mha.v_proj, mha.out_proj):
+        layer.weight.uniform_(0.9, 1.0, generator=generator)
+
+
+class AttentionPool(nn.Module):
+    """Self-attention pooling, the trainable twin of `attention_pool_np`.
+
+    forward(states (B, L, D), mask (B, L) bool, need_weights=False)
+        -> z (B, D), read-out attention (B, H, L) or None
+    init: "default" (PyTorch's) or "u09" (every attention weight ~ U(0.9, 1)).
+    """
+
+    def __init__(self, d_model: int, num_heads: int, num_layers: int = 1,
+                 init: str = "default", normalize: bool = True):
+        super().__init__()
+        if num_layers < 1:
+            fail("AttentionPool needs at least one layer", "num_layers >= 1", f"{num_layers}")
+        if init not in ("default", "u09"):
+            fail("unknown init", "'default' or 'u09'", repr(init))
+        self.layers = nn.ModuleList(MultiHeadAttention(d_model, num_heads)
+                                    for _ in range(num_layers))
+        self.init, self.normalize = init, normalize
+        if init == "u09":
+            for layer in self.layers:
+                u09_init_(layer)
+
+    def forward(self, states: torch.Tensor, mask: torch.Tensor, need_weights: bool = False):
+        check_states(states, mask)
+        keys_mask = padding_mask_torch(mask.sum(dim=1), mask.shape[1])  # (B, 1, 1, L)
+        norm = layer_norm_torch if self.normalize else (lambda x: x)
+        x = states
+        for layer in self.layers[:-1]:
+            n = norm(x)
+            x = x + layer(n, n, x, mask=keys_mask)[0]
+        n = norm(x)
+        z, weights = self.layers[-1](n[:, :1], n, x, mask=keys_mask, need_weights=need_weights)
+        return z[:, 0], (weights[:, :, 0] if need_weights else None)
+
+    def numpy_params(self) -> list[dict]:
+        return [layer.numpy_params() for layer in self.layers]
+
+
+class CrossAttentionPool(nn.Module):
+    """Cross-attention head for pairs, the trainable twin of `cross_attention_pool_np`.
+
+    forward(a (B, La, D), a_mask, b (B, Lb, D), b_mask, need_weights=False)
+        -> z (B, D), last layer's attention (B, H, La, Lb) or None
+    """
+
+    def __init__(self, d_model: int, num_heads: int, num_layers: int = 1, init: str = "default"):
+        super().__init__()
+        if num_layers < 1:
+            fail("CrossAttentionPool needs at least one layer", "num_layers >= 1", f"{num_layers}")
+        if init not in ("default", "u09"):
+            fail("unknown init", "'default' or 'u09'", repr(init))
+        self.layers = nn.ModuleList(MultiHeadAttention(d_model, num_heads)
+                                    for _ in range(num_layers))
+        self.init = init
+        if init == "u09":
+            for layer in self.layers:
+                u09_init_(layer)
+
+    def forward(self, a: torch.Tensor, a_mask: torch.Tensor, b: torch.Tensor,
+                b_mask: torch.Tensor, need_weights: bool = False):
+        check_pair(a, a_mask, b, b_mask)
+        # BEGIN EXERCISE 7.2 implement: the cross-attention head (A attends to B, then pool A) (~20 min)
+        b_keys = layer_norm_torch(b)
+        keys_mask = padding_mask_torch(b_mask.sum(dim=1), b_mask.shape[1])  # (B, 1, 1, Lb)
+        x, weights = a, None
+        for layer in self.layers:
+            out, weights = layer(layer_norm_torch(x), b_keys, b, mask=keys_mask,
+                                 need_weights=need_weights)
+            x = x + out
+        return mean_pool_torch(x, a_mask), weights
+        # END EXERCISE
+
+    def numpy_params(self) -> list[dict]:
+        return [layer.numpy_params() for layer in self.layers]
+
+
+def attention_entropy_ratio(weights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Torch-only diagnostic: entropy of each read-out row / log(number of real tokens).
+
+    weights (B, H, L), mask (B, L) -> (B, H) in [0, 1]: 1 = uniform (mean pooling), 0 = one
+    token. Sentences of one token have no choice to make and count as 1.
+    """
+    plogp = torch.where(weights > 0, weights * torch.log(weights.clamp_min(1e-30)),
+                        torch.zeros_like(weights))
+    n = mask.sum(dim=1).to(weights.dtype)[:, None]  # (B, 1)
+    return torch.where(n > 1, -plogp.sum(dim=-1) / torch.log(n.clamp_min(2)), torch.ones_like(n))
+
+
+def uniform_scale_note(d_model: int) -> str:
+    """One line comparing U(0.9, 1)'s noise half-width with PyTorch's default init bound."""
+    return (f"U(0.9, 1) = 0.95 + U(-0.05, 0.05); PyTorch's default nn.Linear init for "
+            f"D = {d_model} is U(-{1 / math.sqrt(d_model):.3f}, {1 / math.sqrt(d_model):.3f})")

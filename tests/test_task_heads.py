@@ -1,0 +1,415 @@
+"""Task-specific attention heads (minattn/task_heads.py): NumPy vs torch parity in float64,
+gradients, padding invariance, what the U(0.9, 1) initialisation does, the Pearson loss,
+the pair and sentence models, the Bible pair builder, bad input."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from minattn import task_heads as th
+from minattn import tasks
+from minattn.models import PairModel, SentenceClassifier
+
+D, H = 16, 4
+
+
+def padded(rng, lengths, d=D, fill=0.0):
+    """Random states (B, L, d) float64 with padding filled by `fill`, and the mask."""
+    B, L = len(lengths), max(lengths)
+    x = rng.standard_normal((B, L, d))
+    mask = np.arange(L)[None, :] < np.array(lengths)[:, None]
+    x[~mask] = fill
+    return x, mask
+
+
+def t64(*arrays):
+    return [torch.from_numpy(np.asarray(a)) for a in arrays]
+
+
+def seeded_head(cls, *args, **kw):
+    torch.manual_seed(0)
+    return cls(*args, **kw).double()
+
+
+# ============================================================================ pooling
+@pytest.mark.exercise("7.1")
+def test_mean_pool_by_hand():
+    states = np.array([[[1.0, 2.0], [3.0, 4.0], [100.0, 100.0]],
+                       [[5.0, 6.0], [-5.0, 0.0], [9.0, 9.0]]])
+    mask = np.array([[True, True, False], [True, True, True]])
+    expected = np.array([[2.0, 3.0], [3.0, 5.0]])
+    np.testing.assert_allclose(th.mean_pool_np(states, mask), expected, atol=1e-15)
+    torch.testing.assert_close(th.mean_pool_torch(*t64(states, mask)), torch.from_numpy(expected))
+
+
+@pytest.mark.exercise("7.1")
+def test_mean_pool_ignores_padding_and_matches_encoder(rng):
+    from minattn.encoder import mean_pool
+
+    x, mask = padded(rng, [5, 2, 3])
+    noisy = x.copy()
+    noisy[~mask] = 1e6
+    np.testing.assert_allclose(th.mean_pool_np(noisy, mask), th.mean_pool_np(x, mask), atol=1e-9)
+    xt, mt = t64(x, mask)
+    assert torch.allclose(th.mean_pool_torch(xt, mt), torch.from_numpy(th.mean_pool_np(x, mask)),
+                          atol=1e-12, rtol=0)
+    assert torch.allclose(mean_pool(xt, mt), th.mean_pool_torch(xt, mt), atol=1e-12, rtol=0)
+
+
+def test_cls_pool_reads_the_first_token(rng):
+    x, mask = padded(rng, [3, 1])
+    np.testing.assert_array_equal(th.cls_pool_np(x, mask), x[:, 0])
+    assert torch.equal(th.cls_pool_torch(*t64(x, mask)), torch.from_numpy(x[:, 0]))
+
+
+def test_layer_norm_matches_torch(rng):
+    x = rng.standard_normal((2, 3, D)) * 3 + 1
+    out = th.layer_norm_torch(torch.from_numpy(x))
+    np.testing.assert_allclose(th.layer_norm_np(x), out.numpy(), atol=1e-12)
+    ref = torch.nn.functional.layer_norm(torch.from_numpy(x), (D,), eps=th.LN_EPS)
+    assert torch.allclose(out, ref, atol=1e-12, rtol=0)
+    np.testing.assert_allclose(th.layer_norm_np(x).sum(-1), 0.0, atol=1e-12)  # zero-sum rows
+
+
+# ============================================================================ heads: parity
+@pytest.mark.parametrize("num_layers", [1, 2])
+@pytest.mark.parametrize("normalize", [True, False])
+def test_attention_pool_matches_numpy(rng, num_layers, normalize):
+    x, mask = padded(rng, [6, 2, 4])
+    head = seeded_head(th.AttentionPool, D, H, num_layers, normalize=normalize)
+    z, w = head(*t64(x, mask), need_weights=True)
+    z_np, w_np = th.attention_pool_np(x, mask, head.numpy_params(), H, normalize=normalize)
+    np.testing.assert_allclose(z.detach().numpy(), z_np, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(w.detach().numpy(), w_np, atol=1e-12, rtol=0)
+    z_fast, none = head(*t64(x, mask))  # the fused SDPA path gives the same output
+    assert none is None and torch.allclose(z_fast, z, atol=1e-10, rtol=0)
+    assert np.all(w_np[~np.broadcast_to(mask[:, None], w_np.shape)] == 0)  # padding unread
+    np.testing.assert_allclose(w_np.sum(-1), 1.0, atol=1e-12)
+
+
+@pytest.mark.exercise("7.2")
+@pytest.mark.parametrize("num_layers", [1, 3])
+def test_cross_attention_pool_matches_numpy(rng, num_layers):
+    a, am = padded(rng, [5, 2, 3])
+    b, bm = padded(rng, [2, 6, 4])
+    head = seeded_head(th.CrossAttentionPool, D, H, num_layers)
+    z, w = head(*t64(a, am, b, bm), need_weights=True)
+    z_np, w_np = th.cross_attention_pool_np(a, am, b, bm, head.numpy_params(), H)
+    assert z.shape == (3, D) and w.shape == (3, H, 5, 6)
+    np.testing.assert_allclose(z.detach().numpy(), z_np, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(w.detach().numpy(), w_np, atol=1e-12, rtol=0)
+    assert np.all(w_np[~np.broadcast_to(bm[:, None, None, :], w_np.shape)] == 0)
+
+
+@pytest.mark.exercise("7.2")
+def test_cross_attention_with_uniform_weights_is_mean_plus_linear_of_mean(rng):
+    # zero q/k projections -> every score 0 -> uniform attention over B's real tokens
+    a, am = padded(rng, [4, 2])
+    b, bm = padded(rng, [3, 5])
+    head = seeded_head(th.CrossAttentionPool, D, H, 1)
+    mha = head.layers[0]
+    with torch.no_grad():
+        for p in (mha.q_proj.weight, mha.q_proj.bias, mha.k_proj.weight, mha.k_proj.bias):
+            p.zero_()
+    z = head(*t64(a, am, b, bm))[0].detach().numpy()
+    P = mha.numpy_params()
+    mean_b = th.mean_pool_np(b, bm)
+    expected = th.mean_pool_np(a, am) + (mean_b @ P["w_v"].T + P["b_v"]) @ P["w_o"].T + P["b_o"]
+    np.testing.assert_allclose(z, expected, atol=1e-12)
+
+
+def test_gradients_flow_and_match_finite_differences(rng):
+    x, mask = padded(rng, [4, 3])
+    head = seeded_head(th.AttentionPool, D, H, 2)
+    xt = torch.from_numpy(x).requires_grad_()
+    assert torch.autograd.gradcheck(lambda s: head(s, torch.from_numpy(mask))[0], (xt,))
+    head(xt, torch.from_numpy(mask))[0].sum().backward()
+    assert torch.all(xt.grad[~torch.from_numpy(mask)] == 0)  # padding gets no gradient
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in head.parameters())
+
+
+# ============================================================================ padding invariance
+@pytest.mark.exercise("7.2")  # needs exercise 7.2
+@pytest.mark.parametrize("kind", ["attention", "cross"])
+def test_extra_padding_changes_nothing(rng, kind):
+    x, mask = padded(rng, [5, 3])
+    more = np.concatenate([x, rng.standard_normal((2, 4, D)) * 50], axis=1)  # junk padding
+    more_mask = np.concatenate([mask, np.zeros((2, 4), bool)], axis=1)
+    if kind == "attention":
+        head = seeded_head(th.AttentionPool, D, H, 2)
+        z1, z2 = head(*t64(x, mask))[0], head(*t64(more, more_mask))[0]
+    else:
+        head = seeded_head(th.CrossAttentionPool, D, H, 2)
+        b, bm = padded(rng, [2, 4])
+        z1 = head(*t64(x, mask, b, bm))[0]
+        z2 = head(*t64(more, more_mask, b, bm))[0]
+        b_more = np.concatenate([b, np.full((2, 3, D), 7.0)], axis=1)
+        bm_more = np.concatenate([bm, np.zeros((2, 3), bool)], axis=1)
+        assert torch.allclose(head(*t64(x, mask, b_more, bm_more))[0], z1, atol=1e-10, rtol=0)
+    assert torch.allclose(z1, z2, atol=1e-10, rtol=0)
+
+
+# ============================================================================ U(0.9, 1) init
+def test_u09_init_draws_weights_in_range_and_keeps_biases():
+    torch.manual_seed(0)
+    head = th.AttentionPool(32, 4, 2, init="u09")
+    for mha in head.layers:
+        for proj in (mha.q_proj, mha.k_proj, mha.v_proj, mha.out_proj):
+            w = proj.weight
+            assert 0.9 <= w.min() and w.max() <= 1.0 and abs(w.mean().item() - 0.95) < 0.01
+            assert proj.bias.abs().max() <= 1 / math.sqrt(32)  # nn.Linear's default bias
+
+
+def first_step_entropy(states, mask, init, normalize, seed=0):
+    torch.manual_seed(seed)
+    head = th.AttentionPool(states.shape[-1], 4, 1, init=init, normalize=normalize)
+    with torch.no_grad():
+        _, w = head(states, mask, need_weights=True)
+    return th.attention_entropy_ratio(w, mask).mean().item()
+
+
+def offset_states(seed=0, B=16, L=12, d=64):
+    """Token states whose feature sums differ from token to token (like a real encoder's):
+    a shared offset vector times a per-token factor, plus noise."""
+    gen = torch.Generator().manual_seed(seed)
+    offset = torch.rand(d, generator=gen)
+    x = torch.randn(B, L, d, generator=gen) + torch.randn(B, L, 1, generator=gen) * offset
+    lengths = torch.randint(4, L + 1, (B,), generator=gen)
+    return x, torch.arange(L)[None] < lengths[:, None]
+
+
+def test_u09_starts_near_mean_pooling_after_layer_norm():
+    x, mask = offset_states()
+    ratio = first_step_entropy(x, mask, "u09", normalize=True)
+    assert ratio > 0.95  # close to uniform: the head starts near mean pooling
+    # ... at least as close as PyTorch's default init (whose noise is U(±1/8) at d = 64, larger)
+    assert ratio >= first_step_entropy(x, mask, "default", normalize=True) - 0.01
+
+
+def test_u09_on_raw_states_collapses_onto_few_tokens():
+    x, mask = offset_states()
+    assert first_step_entropy(x, mask, "u09", normalize=False) < 0.3
+    assert first_step_entropy(x, mask, "default", normalize=False) > 0.8
+
+
+@pytest.mark.exercise("7.1")  # needs exercise 7.1
+def test_u09_output_is_nearly_linear_in_mean_pooling():
+    x, mask = offset_states(d=64)
+    torch.manual_seed(0)
+    head = th.AttentionPool(64, 4, 1, init="u09").double()
+    x = x.double()
+    z = head(x, mask)[0]
+    mha = head.layers[0]
+    linear_of_mean = mha.out_proj(mha.v_proj(th.mean_pool_torch(x, mask)))
+    rel = ((z - linear_of_mean).norm() / (z - z.mean(0)).norm()).item()
+    assert rel < 0.2
+
+
+def test_entropy_ratio_extremes():
+    mask = torch.tensor([[True, True, True, False], [True, False, False, False]])
+    uniform = torch.tensor([[1 / 3, 1 / 3, 1 / 3, 0], [1, 0, 0, 0]]).view(2, 1, 4)
+    onehot = torch.tensor([[0, 1.0, 0, 0], [1, 0, 0, 0]]).view(2, 1, 4)
+    assert torch.allclose(th.attention_entropy_ratio(uniform, mask), torch.ones(2, 1))
+    assert torch.allclose(th.attention_entropy_ratio(onehot, mask), torch.tensor([[0.0], [1.0]]))
+
+
+# ============================================================================ Pearson loss
+def test_pearson_loss_matches_numpy_corrcoef_and_torch(rng):
+    p, t = rng.standard_normal(20), rng.standard_normal(20)
+    expected = -np.corrcoef(p, t)[0, 1]
+    assert abs(th.pearson_loss_np(p, t) - expected) < 1e-12
+    assert abs(th.pearson_loss_torch(*t64(p, t)).item() - expected) < 1e-12
+    assert abs(th.pearson_loss_np(3 * t + 2, t) + 1) < 1e-12  # scale and offset do not matter
+    assert abs(th.pearson_loss_np(np.ones(5), rng.standard_normal(5))) < 1e-12  # constant -> 0
+    pt = torch.from_numpy(p).requires_grad_()
+    assert torch.autograd.gradcheck(lambda x: th.pearson_loss_torch(x, torch.from_numpy(t)), (pt,))
+
+
+# ============================================================================ task models
+@pytest.mark.exercise("7.1")  # needs exercise 7.1
+@pytest.mark.parametrize("pool", ["cls", "mean", "attention"])
+def test_sentence_classifier_shapes(rng, pool):
+    x, mask = padded(rng, [5, 2, 3])
+    torch.manual_seed(0)
+    model = SentenceClassifier(pool, D, n_classes=3, num_heads=H)
+    xt, mt = torch.from_numpy(x).float(), torch.from_numpy(mask)
+    assert model(xt, mt).shape == (3, 3)
+    logits, w = model(xt, mt, need_weights=True)
+    assert (w is None) == (pool != "attention")
+
+
+@pytest.mark.exercise("7.2")  # needs exercise 7.2
+@pytest.mark.parametrize("pool", ["cls", "mean", "cross"])
+@pytest.mark.parametrize("out", ["classify", "similarity"])
+def test_pair_model_is_symmetric_in_its_features(rng, pool, out):
+    a, am = padded(rng, [5, 2, 3])
+    b, bm = padded(rng, [2, 6, 4])
+    torch.manual_seed(0)
+    model = PairModel(pool, D, out=out, num_heads=H).double()
+    ab = model(*t64(a, am, b, bm))
+    assert ab.shape == (3,)
+    if out == "similarity":  # cos(Pu, Pv) with the same head both ways: symmetric
+        assert torch.allclose(ab, model(*t64(b, bm, a, am)), atol=1e-12)
+        assert torch.all(ab.abs() <= 1 + 1e-12)
+
+
+@pytest.mark.exercise("7.1")  # needs exercise 7.1
+def test_similarity_baseline_starts_at_the_cosine_of_mean_pools(rng):
+    a, am = padded(rng, [5, 2])
+    b, bm = padded(rng, [2, 6])
+    model = PairModel("mean", D, out="similarity").double()
+    u, v = th.mean_pool_np(a, am), th.mean_pool_np(b, bm)
+    cos = (u * v).sum(-1) / np.linalg.norm(u, axis=-1) / np.linalg.norm(v, axis=-1)
+    np.testing.assert_allclose(model(*t64(a, am, b, bm)).detach().numpy(), cos, atol=1e-12)
+
+
+# ============================================================================ data
+def test_bible_pairs_levels_splits_and_overlap():
+    verses = [(f"verse {i} about shepherd{i % 7} lamb{i % 5} river", f"bbe {i} sheep{i % 7} "
+               f"water{i % 3}") for i in range(400)]
+    pairs = tasks.bible_pairs(verses, 40, np.random.default_rng(0), min_distance=10)
+    assert len(pairs.texts) == 120 and len(pairs.a) == 120
+    np.testing.assert_array_equal(np.bincount(pairs.level), [40, 40, 40])
+    same = pairs.level == 2
+    assert all(pairs.texts[b].startswith("bbe") for b in pairs.b)
+    for row in np.flatnonzero(pairs.level == 0):  # the overlap verse comes from the same split
+        owner = np.flatnonzero((pairs.level == 2) & (pairs.b == pairs.b[row]))[0]
+        assert pairs.train[owner] == pairs.train[row]
+    assert pairs.train.sum() == 96
+    for train in (True, False):
+        idx = tasks.paraphrase_subset(pairs, train)
+        assert (pairs.level[idx] == 2).sum() == (pairs.level[idx] < 2).sum()  # balanced
+        assert np.all(pairs.train[idx] == train)
+    assert np.all(pairs.overlap[same] >= 0) and np.all(pairs.overlap <= 1)
+
+
+def test_random_token_states_fallback():
+    states = tasks.random_token_states(["a cat", "a dog sat"], dim=8)
+    assert list(states.lengths()) == [4, 5]
+    x, mask = states.batch([0, 1])
+    assert x.shape == (2, 5, 8) and torch.equal(x[0, 1], x[1, 1])  # same word, same vector
+
+
+# ============================================================================ bad input
+def test_bad_input_raises_value_error(rng):
+    x, mask = padded(rng, [3, 2])
+    head = th.AttentionPool(D, H)
+    xt, mt = torch.from_numpy(x).float(), torch.from_numpy(mask)
+    with pytest.raises(ValueError, match="mask"):
+        head(xt, mt[:, :2])  # mask of the wrong shape
+    with pytest.raises(ValueError, match="boolean"):
+        head(xt, mt.float())
+    with pytest.raises(ValueError, match="first token"):
+        head(xt, torch.zeros_like(mt))
+    with pytest.raises(ValueError, match=r"\(B, L, D\)"):
+        th.mean_pool_np(x[0], mask[0])
+    cross = th.CrossAttentionPool(D, H)
+    b, bm = padded(rng, [2, 2, 4])
+    with pytest.raises(ValueError, match="as many A as B"):  # pair batches of different sizes
+        cross(xt, mt, torch.from_numpy(b).float(), torch.from_numpy(bm))
+    with pytest.raises(ValueError, match="as many A as B"):
+        th.cross_attention_pool_np(x, mask, b, bm, cross.numpy_params(), H)
+    with pytest.raises(ValueError, match="same length"):
+        th.pearson_loss_np(np.ones(3), np.ones(4))
+    with pytest.raises(ValueError, match="same length"):
+        th.pearson_loss_torch(torch.ones(1), torch.ones(1))
+    with pytest.raises(ValueError, match="init"):
+        th.AttentionPool(D, H, init="uniform")
+    with pytest.raises(ValueError, match="at least one layer"):
+        th.CrossAttentionPool(D, H, num_layers=0)
+    with pytest.raises(ValueError, match="pool"):
+        SentenceClassifier("max", D)
+
+
+# ============================================================================ exercise 7.3
+def entropy_choice(ratio: float) -> str:
+    return "uniform" if ratio > 0.9 else "one token" if ratio < 0.2 else "between"
+
+
+def real_or_synthetic_states():
+    """MiniLM's states of a few sentences when the encoder is there, else offset_states()."""
+    from minattn.tools import data
+
+    if not data.available("minilm"):
+        return offset_states()
+    from minattn.encoder import encode_batch, load_minilm
+
+    encoder, tok = load_minilm()
+    ids, mask = encode_batch(tok, ["A gripping, beautifully acted film.",
+                                   "The plot is thin and the jokes fall flat every time.",
+                                   "In the beginning God created the heavens and the earth.",
+                                   "It rains.", "Nobody will remember this movie next week."])
+    with torch.no_grad():
+        return encoder(ids, mask), mask
+
+
+@pytest.mark.exercise("7.3")
+def test_prediction_u09_on_raw_states():
+    from minattn.answers import task_heads as answers
+
+    x, mask = real_or_synthetic_states()
+    ratio = np.mean([first_step_entropy(x, mask, "u09", False, seed) for seed in range(3)])
+    assert answers.u09_attention_on_raw_states() == entropy_choice(ratio)
+
+
+@pytest.mark.exercise("7.3")
+def test_prediction_u09_after_layer_norm():
+    from minattn.answers import task_heads as answers
+
+    x, mask = real_or_synthetic_states()
+    ratio = np.mean([first_step_entropy(x, mask, "u09", True, seed) for seed in range(3)])
+    assert answers.u09_attention_after_layer_norm() == entropy_choice(ratio)
+
+
+# ============================================================================ fast path
+@pytest.mark.parametrize("normalize", [True, False])
+def test_fast_single_layer_pool_equals_reference(rng, normalize):
+    from minattn.task_heads_fast import fast_attention_pool_torch
+
+    x, mask = padded(rng, [6, 2, 4, 1])
+    head = seeded_head(th.AttentionPool, D, H, 1, normalize=normalize)
+    xt, mt = t64(x, mask)
+    xt.requires_grad_()
+    z, w = head(xt, mt, need_weights=True)
+    z_fast, w_fast = fast_attention_pool_torch(xt, mt, head.layers[0], normalize)
+    assert torch.allclose(z_fast, z, atol=1e-12, rtol=0)
+    assert torch.allclose(w_fast, w, atol=1e-12, rtol=0)
+    grads = torch.autograd.grad(z.square().sum(), [xt, *head.parameters()])
+    grads_fast = torch.autograd.grad(z_fast.square().sum(), [xt, *head.parameters()],
+                                     allow_unused=True)
+    for name, g, gf in zip(["states"] + [n for n, _ in head.named_parameters()], grads, grads_fast):
+        if name.endswith("k_proj.bias"):  # the key bias shifts every score equally: no gradient
+            assert gf is None and torch.allclose(g, torch.zeros_like(g), atol=1e-12)
+        else:
+            assert torch.allclose(gf, g, atol=1e-10, rtol=0), name
+
+
+@pytest.mark.cuda
+@pytest.mark.exercise("7.2")  # needs exercise 7.2
+def test_heads_run_on_the_device_of_their_inputs(rng):
+    from minattn.task_heads_fast import fast_attention_pool_torch
+
+    a, am = padded(rng, [5, 2, 3])
+    b, bm = padded(rng, [2, 6, 4])
+    for head, args in ((seeded_head(th.AttentionPool, D, H, 2), (a, am)),
+                       (seeded_head(th.CrossAttentionPool, D, H, 2), (a, am, b, bm))):
+        cpu = head(*t64(*args))[0]
+        gpu = head.cuda()(*[t.cuda() for t in t64(*args)])[0]
+        assert gpu.device.type == "cuda" and torch.allclose(gpu.cpu(), cpu, atol=1e-10)
+    head = seeded_head(th.AttentionPool, D, H, 1).cuda()
+    xt, mt = [t.cuda() for t in t64(a, am)]
+    assert torch.allclose(fast_attention_pool_torch(xt, mt, head.layers[0])[0], head(xt, mt)[0],
+                          atol=1e-10)
+
+
+def test_offline_text_fallbacks():
+    texts, labels = tasks.template_sentiment(20, np.random.default_rng(0))
+    assert len(texts) == 20 and set(labels) <= {0, 1}
+    for text, label in zip(texts, labels):
+        words = set(text.split())
+        assert len(words & set(tasks._POSITIVE if label else tasks._NEGATIVE)) >= 1
+    verses = tasks.template_verses(200, np.random.default_rng(0))
+    pairs = tasks.bible_pairs(verses, 20, np.random.default_rng(0), min_distance=10)
+    assert np.mean(pairs.overlap[pairs.level == 1]) > 0  # neighbours share their topic's words
