@@ -26,16 +26,18 @@ zero, as the reference gives them.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
+import torch.nn.functional as F
 
 from .attention import fast_attention_torch
 from .multiscale import _check_inputs, scale_mask_torch
 from .sparse_kernels import window_attention_torch
 
 DENSE_BELOW = 512  # N below which one dense masked call beats grouping (benchmarks/multiscale.py)
-WINDOW_PAYS = 0.5  # the window kernel runs a group when 2ω + 64 < WINDOW_PAYS · N
+WINDOW_PAYS = 0.75  # the window kernel runs a group when 2ω + 64 < WINDOW_PAYS · N
 _BLOCK = 64  # the window kernel's query block (its default in training)
 
 
@@ -51,6 +53,8 @@ def multiscale_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.T
     ws = _check_inputs(q, k, v, windows, mask)
     n = q.shape[-2]
     key_mask = _key_padding(mask, q.shape[0], n)
+    if mask is None and n < dense_below:  # one call; every row sees itself, so no empty row
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=_band_bias(n, ws, q))
     if n < dense_below or (mask is not None and key_mask is None):
         full = scale_mask_torch(n, ws, q.device)  # (H, N, N)
         return fast_attention_torch(q, k, v, mask=full if mask is None else full & mask)
@@ -67,6 +71,19 @@ def multiscale_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.T
     return out.index_select(1, inverse.to(q.device))  # back in head order
 
 
+def _band_bias(n, ws, like):
+    """(H, N, N) additive mask, 0 inside each head's window and −∞ outside, in like's dtype:
+    SDPA takes a float mask as it is, while a bool one is converted on every call."""
+    return _band_bias_cached(n, tuple(ws), like.device, like.dtype)
+
+
+@functools.lru_cache(maxsize=4)
+def _band_bias_cached(n, ws, device, dtype):
+    allowed = scale_mask_torch(n, list(ws), device)
+    return torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill_(~allowed,
+                                                                               float("-inf"))
+
+
 def _key_padding(mask, bsz, n):
     """(B, N) key mask if `mask` is a key-padding mask (shape (B|1, 1, 1, N)), else None."""
     if mask is None or mask.ndim != 4 or mask.shape[1:3] != (1, 1) or mask.shape[-1] != n:
@@ -81,6 +98,8 @@ def _group(q, k, v, w, key_mask):
         return fast_attention_torch(q, k, v, mask=None if key_mask is None
                                     else key_mask[:, None, None, :])
     if 2 * w + _BLOCK >= WINDOW_PAYS * n:  # the window kernel would do nearly N² work anyway
+        if key_mask is None:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=_band_bias(n, [w], q))
         band = scale_mask_torch(n, [w], q.device)  # (1, N, N)
         return fast_attention_torch(q, k, v, mask=band if key_mask is None
                                     else band & key_mask[:, None, None, :])

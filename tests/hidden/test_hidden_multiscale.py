@@ -20,7 +20,7 @@ def _inverse_cdf_counts(heads, scales, layers, alpha):
         cum = np.cumsum(p)
         row = np.zeros(scales, dtype=int)
         for h in range(heads):
-            row[int(np.argmax(cum > h / heads - 1e-9 * 0 + 1e-12))] += 1
+            row[int(np.argmax(cum > h / heads + 1e-12))] += 1
         rows.append(row)
     return np.array(rows)
 
