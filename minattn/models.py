@@ -92,11 +92,34 @@ class TransformerBaseline(nn.Module):
         x = torch.cat([self.node.expand(bsz, 1, -1), x], dim=1) + self.position[: n + 1]
         lengths = torch.full((bsz,), n, device=x.device) if lengths is None else lengths
         keep = torch.arange(n + 1, device=x.device)[None] < lengths[:, None] + 1  # (B, 1 + N)
+        self.last_weights = []
         for layer, (attn, ffn) in enumerate(zip(self.attn, self.ffn)):
-            x = self.norms[2 * layer](x + attn(x, mask=keep[:, None, None, :])[0])
+            out, weights = attn(x, mask=keep[:, None, None, :], need_weights=self.record)
+            self.last_weights.append(weights)
+            x = self.norms[2 * layer](x + out)
             x = self.norms[2 * layer + 1](x + ffn(x))
         pooled = masked_max_torch(x[:, 1:], keep[:, 1:])
         return self.classifier(torch.cat([x[:, 0], pooled], dim=-1))
+
+    record = False  # True: forward keeps each layer's weights (B, H, 1 + N, 1 + N)
+
+    @torch.no_grad()
+    def measured_scales(self, inputs, lengths=None):
+        """(L, H) measured scale of every head on this batch (real queries only), as
+        `MultiScaleTransformer.measured_scales`."""
+        import numpy as np
+
+        from .multiscale import measured_scale_torch
+
+        self.record = True
+        try:
+            self.forward(inputs, lengths)
+        finally:
+            self.record = False
+        n = self.last_weights[0].shape[-1]
+        keep = None if lengths is None else \
+            torch.arange(n, device=self.node.device)[None] < lengths[:, None] + 1
+        return np.stack([measured_scale_torch(w, keep).cpu().numpy() for w in self.last_weights])
 
 
 class BiLSTMClassifier(nn.Module):

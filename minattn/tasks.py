@@ -150,3 +150,16 @@ def glove_corpus(splits: dict[str, list[str]], vocab: list[str], vectors: np.nda
             ids[b, :len(s)] = torch.tensor([row.get(w, UNK) for w in s], dtype=torch.long)
         out[name] = (ids, torch.tensor([max(len(s), 1) for s in sents]))
     return out, torch.from_numpy(matrix)
+
+
+def length_batches(lengths: torch.Tensor, batch_size: int, generator: torch.Generator
+                   ) -> list[torch.Tensor]:
+    """Index batches of sentences of similar length (less padding, same examples): sort by
+    length (random order among equal lengths), cut into batches, shuffle the batches."""
+    if batch_size < 1 or lengths.ndim != 1:
+        fail("length_batches", "(n,) lengths and batch_size >= 1",
+             f"lengths {tuple(lengths.shape)}, batch_size={batch_size}")
+    jitter = torch.rand(len(lengths), generator=generator)
+    order = torch.argsort(lengths.double() + 0.5 * jitter)
+    batches = list(order.split(batch_size))
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator)]

@@ -162,7 +162,7 @@ def test_allocation_even_split_and_windows():
 @pytest.mark.exercise("3.3")
 def test_predicted_scale_of_a_uniform_head():
     n, w = 40, 3
-    allowed = scale_mask_np(n, [w])[None].astype(float)  # (1, 1, N, N)
+    allowed = _hand_mask(n, w)[None, None].astype(float)  # (1, 1, N, N)
     uniform = allowed / allowed.sum(-1, keepdims=True)
     interior = np.zeros((1, n), dtype=bool)
     interior[0, w:n - w] = True  # queries whose whole window fits
