@@ -8,6 +8,7 @@ B = 1, H = 8 heads, d = 64 per head, float32. The multi-scale layer's heads have
 {3, 3, N/16, N/16, N/8, N/8, N/4, N/2} (|i - j| <= ω). Contenders, all on the same q, k, v:
     full        8 full heads: F.scaled_dot_product_attention, no mask (what the layer replaces)
     masked      the multi-scale layer as one SDPA call with the (H, N, N) per-head window mask
+                (N <= 2,048 only: the mask alone grows as N²)
     grouped     heads grouped by scale: window kernel / band-masked SDPA / SDPA per group
     multiscale  `multiscale_attention_fast_torch` as shipped: masked below DENSE_BELOW, else grouped
 Times are medians of interleaved repeats; memory is the extra peak resident memory of one call.
@@ -24,6 +25,7 @@ from minattn.tools.bench import (bench_args, fmt_bytes, fmt_time, peak_memory, p
                                  save_json, time_interleaved, write_markdown)
 
 B, H, D = 1, 8, 64
+MASKED_MAX = 2048  # the (H, N, N) bool mask and its float copy: 160 MiB at N = 2,048
 
 
 def windows(n: int) -> list[int]:
@@ -32,11 +34,13 @@ def windows(n: int) -> list[int]:
 
 def contenders(n: int) -> dict:
     ws = windows(n)
-    mask = scale_mask_torch(n, ws)  # built once, outside the timed call
-    return {"full": lambda q, k, v: fast_attention_torch(q, k, v),
-            "masked": lambda q, k, v: fast_attention_torch(q, k, v, mask=mask),
-            "grouped": lambda q, k, v: multiscale_attention_fast_torch(q, k, v, ws, dense_below=0),
-            "multiscale": lambda q, k, v: multiscale_attention_fast_torch(q, k, v, ws)}
+    fns = {"full": lambda q, k, v: fast_attention_torch(q, k, v),
+           "grouped": lambda q, k, v: multiscale_attention_fast_torch(q, k, v, ws, dense_below=0),
+           "multiscale": lambda q, k, v: multiscale_attention_fast_torch(q, k, v, ws)}
+    if n <= MASKED_MAX:
+        mask = scale_mask_torch(n, ws)  # built once, outside the timed call
+        fns["masked"] = lambda q, k, v: fast_attention_torch(q, k, v, mask=mask)
+    return fns
 
 
 def forward_only(fn, q, k, v):
@@ -70,7 +74,7 @@ def measure(n: int, repeats: int) -> dict:
 def main():
     args = bench_args(__doc__.splitlines()[0])
     sizes = [256, 512, 1024, 2048] if args.quick else [256, 512, 1024, 2048, 4096, 8192]
-    repeats = args.repeats or (3 if args.quick else 5)
+    repeats = args.repeats or 3
     head = (f"B={B}, H={H}, d={D}, float32, cpu, torch threads={torch.get_num_threads()}, "
             f"{repeats} interleaved repeats (medians); DENSE_BELOW = {DENSE_BELOW}")
     print(head + "\n")
@@ -78,18 +82,20 @@ def main():
     for n in sizes:
         results.append(measure(n, repeats))
         print(f"N={n} done", flush=True)
+    names = ["full", "masked", "grouped", "multiscale"]
     rows = []
     for r in results:
         row = {"N": r["n"]}
         for key, label in (("fwd_s", "fwd"), ("fwd_bwd_s", "fwd+bwd")):
             t = r[key]
             for m in t:
-                row[f"{m} {label}"] = fmt_time(t[m])
+                row[f"{m} {label}"] = fmt_time(t.get(m))
             row[f"full / multiscale {label}"] = f"{t['full'] / t['multiscale']:.2f}×"
         for m, b in r["fwd_bwd_mem"].items():
             row[f"{m} mem"] = fmt_bytes(b)
+        row.update({f"{m} {x}": "—" for m in names for x in ("fwd", "fwd+bwd", "mem")
+                    if f"{m} {x}" not in row})
         rows.append(row)
-    names = list(results[0]["fwd_s"])
     print("Forward time")
     t1 = print_table(rows, ["N"] + [f"{m} fwd" for m in names] + ["full / multiscale fwd"])
     print("\nForward + backward time")
