@@ -36,7 +36,7 @@ from .attention import fast_attention_torch
 from .multiscale import _check_inputs, scale_mask_torch
 from .sparse_kernels import window_attention_torch
 
-DENSE_BELOW = 512  # N below which one dense masked call beats grouping (benchmarks/multiscale.py)
+DENSE_BELOW = 1024  # N below which one dense masked call beats grouping (benchmarks/multiscale.py)
 WINDOW_PAYS = 0.75  # the window kernel runs a group when 2ω + 64 < WINDOW_PAYS · N
 _BLOCK = 64  # the window kernel's query block (its default in training)
 
