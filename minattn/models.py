@@ -300,3 +300,94 @@ class PairModel(nn.Module):
         if self.out == "classify":
             return self.top(torch.cat([u, v, (u - v).abs(), u * v], dim=-1))[:, 0]
         return nn.functional.cosine_similarity(self.top(u), self.top(v), dim=-1)
+# ==== lesson 03: multi-scale attention — the baselines of the Multi-Scale Transformer
+class TransformerBaseline(nn.Module):
+    """A vanilla Transformer encoder with the Multi-Scale Transformer's input and readout.
+
+    inputs (B, N) token ids (with `embedding`) or (B, N, d_in), lengths (B,) or None -> (B, n_out)
+    Linear input + learned positions, a classification node at position 0, `layers` post-norm
+    blocks [x <- LN(x + MHA(x)); x <- LN(x + FFN(x))] with full attention (every head sees
+    every real token), then MLP([x_node ; max over real tokens]).
+    """
+
+    def __init__(self, d_in: int, d_model: int, num_heads: int, layers: int, n_out: int,
+                 max_len: int, embedding: nn.Module | None = None, ffn: int = 2):
+        super().__init__()
+        self.embedding = embedding
+        self.input = nn.Linear(d_in, d_model)
+        self.node = nn.Parameter(torch.randn(d_model) * 0.02)
+        self.position = nn.Parameter(torch.randn(max_len + 1, d_model) * 0.02)
+        self.attn = nn.ModuleList(MultiHeadAttention(d_model, num_heads) for _ in range(layers))
+        self.ffn = nn.ModuleList(nn.Sequential(nn.Linear(d_model, ffn * d_model), nn.GELU(),
+                                               nn.Linear(ffn * d_model, d_model))
+                                 for _ in range(layers))
+        self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(2 * layers))
+        self.classifier = nn.Sequential(nn.Linear(2 * d_model, d_model), nn.ReLU(),
+                                        nn.Linear(d_model, n_out))
+
+    def forward(self, inputs: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        from .multiscale import masked_max_torch
+
+        x = self.input(self.embedding(inputs) if self.embedding is not None else inputs)
+        bsz, n, _ = x.shape
+        x = torch.cat([self.node.expand(bsz, 1, -1), x], dim=1) + self.position[: n + 1]
+        lengths = torch.full((bsz,), n, device=x.device) if lengths is None else lengths
+        keep = torch.arange(n + 1, device=x.device)[None] < lengths[:, None] + 1  # (B, 1 + N)
+        self.last_weights = []
+        for layer, (attn, ffn) in enumerate(zip(self.attn, self.ffn)):
+            out, weights = attn(x, mask=keep[:, None, None, :], need_weights=self.record)
+            self.last_weights.append(weights)
+            x = self.norms[2 * layer](x + out)
+            x = self.norms[2 * layer + 1](x + ffn(x))
+        pooled = masked_max_torch(x[:, 1:], keep[:, 1:])
+        return self.classifier(torch.cat([x[:, 0], pooled], dim=-1))
+
+    record = False  # True: forward keeps each layer's weights (B, H, 1 + N, 1 + N)
+
+    @torch.no_grad()
+    def measured_scales(self, inputs, lengths=None):
+        """(L, H) measured scale of every head on this batch (real queries only), as
+        `MultiScaleTransformer.measured_scales`."""
+        import numpy as np
+
+        from .multiscale import measured_scale_torch
+
+        self.record = True
+        try:
+            self.forward(inputs, lengths)
+        finally:
+            self.record = False
+        n = self.last_weights[0].shape[-1]
+        keep = None if lengths is None else \
+            torch.arange(n, device=self.node.device)[None] < lengths[:, None] + 1
+        return np.stack([measured_scale_torch(w, keep).cpu().numpy() for w in self.last_weights])
+
+
+class BiLSTMClassifier(nn.Module):
+    """A bidirectional LSTM baseline with the same readout idea.
+
+    inputs (B, N) token ids (with `embedding`) or (B, N, d_in), lengths (B,) or None -> (B, n_out)
+    Packed BiLSTM (each direction starts at the sentence's own end), then
+    MLP([last states of both directions ; max over real tokens]).
+    """
+
+    def __init__(self, d_in: int, hidden: int, n_out: int, embedding: nn.Module | None = None):
+        super().__init__()
+        self.embedding = embedding
+        self.lstm = nn.LSTM(d_in, hidden, batch_first=True, bidirectional=True)
+        self.classifier = nn.Sequential(nn.Linear(4 * hidden, hidden), nn.ReLU(),
+                                        nn.Linear(hidden, n_out))
+
+    def forward(self, inputs: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        from .multiscale import masked_max_torch
+
+        x = self.embedding(inputs) if self.embedding is not None else inputs
+        bsz, n, _ = x.shape
+        lengths = torch.full((bsz,), n) if lengths is None else lengths
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True,
+                                                   enforce_sorted=False)
+        out, (h, _) = self.lstm(packed)
+        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=n)
+        keep = torch.arange(n, device=x.device)[None] < lengths.to(x.device)[:, None]
+        last = torch.cat([h[0], h[1]], dim=-1)  # (B, 2·hidden): forward and backward
+        return self.classifier(torch.cat([last, masked_max_torch(out, keep)], dim=-1))

@@ -306,3 +306,63 @@ def template_verses(n: int, rng: np.random.Generator, n_topics: int = 40) -> lis
         b[j], b[j + 1] = b[j + 1], b[j]
         verses.append((" ".join(a) + " .", " ".join(b) + " ."))
     return verses
+# ============================================================================ lesson 03: multi-scale attention
+def effective_scale_task(batch_size: int, n: int, d: int, k: int, generator: torch.Generator,
+                         device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """The effective-scale task of Guo et al. (2020): which distances must a model bridge?
+
+    a_1, ..., a_N ∈ R^d with entries ~ U(0, 1); the target is Σ_{i=1}^{K} a_i ⊙ a_{N−i+1}: the
+    i-th token from the front must meet the i-th from the back, across distances N − 1, N − 3,
+    ..., N − 2K + 1. Small K needs only the longest distances; K = N/2 every distance.
+
+    Returns x (B, N, d) float32 and y (B, d).
+    """
+    if batch_size <= 0 or d <= 0 or n < 2 or not 1 <= k <= n // 2:
+        fail("effective_scale_task sizes", "batch_size, d >= 1, n >= 2 and 1 <= k <= n // 2",
+             f"batch_size={batch_size}, n={n}, d={d}, k={k}")
+    x = torch.rand(batch_size, n, d, generator=generator)
+    y = (x[:, :k] * x.flip(1)[:, :k]).sum(1)  # a_i ⊙ a_{N-i+1}, i = 1..K
+    return x.to(device), y.to(device)
+
+
+PAD, UNK = 0, 1  # the first two rows of `glove_corpus`'s embedding matrix
+
+
+def glove_corpus(splits: dict[str, list[str]], vocab: list[str], vectors: np.ndarray,
+                 max_len: int) -> tuple[dict[str, tuple[torch.Tensor, torch.Tensor]], torch.Tensor]:
+    """Sentences -> GloVe word ids, for the lesson-03 sentiment models.
+
+    `splits` maps a split name to its sentences; each is tokenized (`tools.data.tokenize`) and
+    cut to `max_len` words. Only the words that occur get a row: the embedding matrix is
+    [PAD = 0 ; UNK = 0 (words GloVe lacks) ; the GloVe vector of each word that occurs].
+    Returns {split: (ids (n, max_len) int64, lengths (n,) int64)} and the matrix (V, 50).
+    """
+    from .tools.data import tokenize
+
+    if max_len < 1:
+        fail("max_len", "an int >= 1", repr(max_len))
+    index = {w: i for i, w in enumerate(vocab)}
+    tokens = {name: [tokenize(s)[:max_len] for s in texts] for name, texts in splits.items()}
+    used = sorted({index[w] for sents in tokens.values() for s in sents for w in s if w in index})
+    row = {vocab[i]: 2 + r for r, i in enumerate(used)}
+    matrix = np.concatenate([np.zeros((2, vectors.shape[1]), np.float32), vectors[used]])
+    out = {}
+    for name, sents in tokens.items():
+        ids = torch.zeros(len(sents), max_len, dtype=torch.long)
+        for b, s in enumerate(sents):
+            ids[b, :len(s)] = torch.tensor([row.get(w, UNK) for w in s], dtype=torch.long)
+        out[name] = (ids, torch.tensor([max(len(s), 1) for s in sents]))
+    return out, torch.from_numpy(matrix)
+
+
+def length_batches(lengths: torch.Tensor, batch_size: int, generator: torch.Generator
+                   ) -> list[torch.Tensor]:
+    """Index batches of sentences of similar length (less padding, same examples): sort by
+    length (random order among equal lengths), cut into batches, shuffle the batches."""
+    if batch_size < 1 or lengths.ndim != 1:
+        fail("length_batches", "(n,) lengths and batch_size >= 1",
+             f"lengths {tuple(lengths.shape)}, batch_size={batch_size}")
+    jitter = torch.rand(len(lengths), generator=generator)
+    order = torch.argsort(lengths.double() + 0.5 * jitter)
+    batches = list(order.split(batch_size))
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator)]
