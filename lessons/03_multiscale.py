@@ -176,8 +176,10 @@ print(f"uniform head over N = {n}: measured scale {measured_scale_np(uniform)[0]
 # candidate scales $\omega_1 < \dots < \omega_K$, each layer scores the scales and hands out its
 # heads according to the scores. The paper gives only a worked example (N' = 10, α = 0.5, five
 # scales): first-layer scores $z^1 = [0 + 0.5\cdot4,\ 0 + 0.5\cdot3,\ 0 + 0.5\cdot2,\ 0 + 0.5,\ 0]$
-# and head counts $\{5, 2, 2, 1, 0\}$. The counts do not follow from rounding a softmax
-# (that gives $\{4, 3, 2, 1, 1\}$ after fixing the sum), so we had to choose the rule. Ours:
+# and head counts $\{5, 2, 2, 1, 0\}$. The counts do not follow from rounding a softmax:
+# $10\cdot\mathrm{softmax}(z^1) = [4.29, 2.60, 1.58, 0.96, 0.58]$ rounds to $\{4, 3, 2, 1, 1\}$,
+# eleven heads, and any fix of the sum keeps 4 heads, not 5, on the smallest scale. So we had to
+# choose the rule. Ours:
 #
 # 1. **scores** $z^l_k = \alpha\,(K - k)\,t_l$ with $t_l = 1 - 2\frac{l-1}{L-1}$: layer 1 gets the
 #    slide's scores, the top layer their mirror image, a middle layer all zeros;
