@@ -54,7 +54,7 @@ class Bitext:
     src: list
     tgt: list
     null: bool
-    _padded: dict = field(default_factory=dict, repr=False)   # device -> padded tensors
+    cache: dict = field(default_factory=dict, repr=False)   # derived on demand (padded_torch)
 
     def __post_init__(self):
         self.src_index = {w: i for i, w in enumerate(self.src_vocab)}
@@ -89,10 +89,10 @@ def make_bitext(sources, targets, null: bool = True) -> Bitext:
                 fail(f"{side} sentence {m} is empty", "at least one token per sentence", "[]")
     src_vocab = list(dict.fromkeys([NULL] + [w for s in sources for w in s]))
     tgt_vocab = list(dict.fromkeys(w for s in targets for w in s))
-    bx = Bitext(src_vocab, tgt_vocab, [], [], bool(null))
-    bx.src = [np.array([bx.src_index[w] for w in s]) for s in sources]
-    bx.tgt = [np.array([bx.tgt_index[w] for w in s]) for s in targets]
-    return bx
+    src_id = {w: i for i, w in enumerate(src_vocab)}
+    tgt_id = {w: i for i, w in enumerate(tgt_vocab)}
+    return Bitext(src_vocab, tgt_vocab, [np.array([src_id[w] for w in s]) for s in sources],
+                  [np.array([tgt_id[w] for w in s]) for s in targets], bool(null))
 
 
 def check_table(t, bx: Bitext) -> None:
@@ -224,13 +224,13 @@ def padded_torch(bx: Bitext, device=None):
     """The corpus as padded batch tensors on `device` (cached): X (M, n) source ids with NULL
     first, x_mask (M, n), Y (M, J) target ids, y_mask (M, J); padding has id 0, mask False."""
     key = str(torch.device(device or "cpu"))
-    if key not in bx._padded:
+    if key not in bx.cache:
         xs, ys = zip(*bx.pairs())
         pad = lambda seqs: torch.nn.utils.rnn.pad_sequence(
             [torch.as_tensor(s, dtype=torch.int64) for s in seqs], batch_first=True)
         mask = lambda seqs: pad([np.ones(len(s), bool) for s in seqs]).bool()
-        bx._padded[key] = tuple(a.to(device) for a in (pad(xs), mask(xs), pad(ys), mask(ys)))
-    return bx._padded[key]
+        bx.cache[key] = tuple(a.to(device) for a in (pad(xs), mask(xs), pad(ys), mask(ys)))
+    return bx.cache[key]
 
 
 def token_weights_torch(Y: torch.Tensor, y_mask: torch.Tensor, mode: str) -> torch.Tensor:
