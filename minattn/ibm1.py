@@ -139,7 +139,7 @@ def e_step_np(t: np.ndarray, bx: Bitext, mode: str = "textbook") -> tuple[np.nda
     check_table(t, bx)
     check_mode(mode, bx)
     counts, loglik = np.zeros_like(t), 0.0
-    # BEGIN EXERCISE 6.1 implement: the E-step — posteriors a_ji, expected counts, log-likelihood (~15 min)
+    # BEGIN EXERCISE 6.1 implement: E-step: posteriors, expected counts, log-likelihood (~15 min)
     for x, y in bx.pairs():                       # x: (n,) ids (NULL first), y: (J,) ids
         p = t[np.ix_(x, y)].T                     # (J, n) t(y_j | x_i)
         Z = p.sum(axis=1)                         # (J,)   Σ_i t(y_j | x_i)
@@ -156,7 +156,7 @@ def m_step_np(counts: np.ndarray, floor: float = 0.0) -> np.ndarray:
 
     A pair (x, y) that never co-occurs keeps t = 0 (NLTK's floor, 1e-12, touches only pairs it
     has counted); a row with no counts at all (NULL when unused) stays 0."""
-    # BEGIN EXERCISE 6.2 implement: the M-step — normalise each source word's counts over y (~5 min)
+    # BEGIN EXERCISE 6.2 implement: M-step: normalise each source word's counts (~5 min)
     total = counts.sum(axis=1, keepdims=True)                     # (V_x, 1)
     t = counts / np.where(total > 0, total, 1.0)
     return np.where(counts > 0, np.maximum(t, floor), 0.0)
@@ -180,7 +180,7 @@ def alignment_matrix_np(t: np.ndarray, bx: Bitext, m: int) -> np.ndarray:
     """(|y^m|, null + |x^m|) alignment posteriors a_ji of pair m (column 0 = NULL when used)."""
     check_table(t, bx)
     x, y = bx.pair(m)
-    # BEGIN EXERCISE 6.1 implement: the E-step — posteriors a_ji, expected counts, log-likelihood (~15 min)
+    # BEGIN EXERCISE 6.1 implement: E-step: posteriors, expected counts, log-likelihood (~15 min)
     p = t[np.ix_(x, y)].T
     return p / p.sum(axis=1, keepdims=True)
     # END EXERCISE
@@ -247,7 +247,7 @@ def e_step_torch(t: torch.Tensor, bx: Bitext, mode: str = "textbook"):
     check_mode(mode, bx)
     X, x_mask, Y, y_mask = padded_torch(bx, t.device)
     counts = torch.zeros_like(t)
-    # BEGIN EXERCISE 6.1 implement: the E-step — posteriors a_ji, expected counts, log-likelihood (~15 min)
+    # BEGIN EXERCISE 6.1 implement: E-step: posteriors, expected counts, log-likelihood (~15 min)
     p = t[X[:, None, :], Y[:, :, None]] * x_mask[:, None, :]     # (M, J, n) t(y_j | x_i)
     Z = p.sum(-1).masked_fill(~y_mask, 1.0)                      # (M, J)
     a = p / Z[..., None]                                         # (M, J, n)
@@ -261,7 +261,7 @@ def e_step_torch(t: torch.Tensor, bx: Bitext, mode: str = "textbook"):
 
 def m_step_torch(counts: torch.Tensor, floor: float = 0.0) -> torch.Tensor:
     """m_step_np in torch."""
-    # BEGIN EXERCISE 6.2 implement: the M-step — normalise each source word's counts over y (~5 min)
+    # BEGIN EXERCISE 6.2 implement: M-step: normalise each source word's counts (~5 min)
     total = counts.sum(dim=1, keepdim=True)
     t = counts / torch.where(total > 0, total, torch.ones_like(total))
     return torch.where(counts > 0, t.clamp_min(floor), torch.zeros_like(t))

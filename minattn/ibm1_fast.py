@@ -61,7 +61,7 @@ def e_step_np(t: np.ndarray, fb: IndexedBitext, mode: str = "textbook"):
     """ibm1.e_step_np on the sparse table: returns (counts (E,), log-likelihood)."""
     check_sparse_table(t, fb)
     w = target_weights_np(fb, mode)                                     # (R,)
-    # BEGIN EXERCISE 6.1 implement: the E-step — posteriors a_ji, expected counts, log-likelihood (~15 min)
+    # BEGIN EXERCISE 6.1 implement: E-step: posteriors, expected counts, log-likelihood (~15 min)
     # (the indices are valid by construction: mode="clip" skips NumPy's buffered bounds check)
     p = np.take(t, fb.point_entry, out=fb.scratch("p"), mode="clip")   # (P,) t(y | x)
     p *= fb.point_mult                                       # c_x t(y | x)  (in place: P is big)
@@ -77,7 +77,7 @@ def e_step_np(t: np.ndarray, fb: IndexedBitext, mode: str = "textbook"):
 def m_step_np(counts: np.ndarray, fb: IndexedBitext, floor: float = 0.0) -> np.ndarray:
     """ibm1.m_step_np on the sparse table (every stored entry has a count > 0)."""
     check_sparse_table(counts, fb)
-    # BEGIN EXERCISE 6.2 implement: the M-step — normalise each source word's counts over y (~5 min)
+    # BEGIN EXERCISE 6.2 implement: M-step: normalise each source word's counts (~5 min)
     total = np.bincount(fb.entry_src, weights=counts, minlength=len(fb.src_vocab))   # (V_x,)
     t = counts / np.take(total, fb.entry_src)
     return np.maximum(t, floor, out=t)
@@ -196,7 +196,7 @@ def e_step_torch(t: torch.Tensor, fb: IndexedBitext, mode: str = "textbook"):
     check_mode(mode, fb)
     b = tensors_torch(fb, t.device)
     w = b["row_count"] if mode == "textbook" else torch.ones_like(b["row_count"])
-    # BEGIN EXERCISE 6.1 implement: the E-step — posteriors a_ji, expected counts, log-likelihood (~15 min)
+    # BEGIN EXERCISE 6.1 implement: E-step: posteriors, expected counts, log-likelihood (~15 min)
     p = t[b["point_entry"]] * b["point_mult"]
     Z = torch.zeros_like(w).index_add_(0, b["point_row"], p)
     share = (w / Z)[b["point_row"]] * b["point_mult"]
@@ -210,7 +210,7 @@ def m_step_torch(counts: torch.Tensor, fb: IndexedBitext, floor: float = 0.0) ->
     """m_step_np in torch."""
     check_sparse_table(counts, fb)
     entry_src = tensors_torch(fb, counts.device)["entry_src"]
-    # BEGIN EXERCISE 6.2 implement: the M-step — normalise each source word's counts over y (~5 min)
+    # BEGIN EXERCISE 6.2 implement: M-step: normalise each source word's counts (~5 min)
     total = torch.zeros(len(fb.src_vocab), dtype=counts.dtype, device=counts.device)
     total.index_add_(0, entry_src, counts)
     return torch.clamp_min(counts / total[entry_src], floor)
