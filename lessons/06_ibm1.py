@@ -127,7 +127,8 @@ for name, (src, tgt) in copy_tasks.items():
     t1 = C / C.sum(axis=1, keepdims=True)
     other = ~np.eye(len(t1), dtype=bool) & (C > 0)                  # co-occurring y != x
     ratio = np.diag(t1).mean() / t1[other].mean()
-    print(f"{name:24s} mean C(x, x) / mean C(x, y) over co-occurring y != x: {ratio:.3f}")
+    print(f"{name:24s} diagonal / off-diagonal (mean over x; co-occurring y != x only): "
+          f"{ratio:.3f}")
     perm_bitexts[name], perm_counts[name] = bx, C
     panels.append((name, t1, ratio))
 fig, axes = plt.subplots(1, 3, figsize=(16, 4.8), constrained_layout=True)
