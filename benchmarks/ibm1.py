@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import subprocess
 import sys
 import time
@@ -203,7 +204,7 @@ def main() -> None:
     args = bench_args(__doc__.splitlines()[0])
     quick = args.quick
     repeats = args.repeats or (2 if quick else 3)
-    t0 = time.perf_counter()
+    t0, load_start = time.perf_counter(), os.getloadavg()[0]
     n_first = 1_000 if quick else 10_000
     name, src, tgt = load_corpus(n_first)
     rows, raw = compare(src, tgt, repeats, nltk="interleaved", tag=name, n_pairs=n_first)
@@ -226,7 +227,8 @@ def main() -> None:
                          f"{res['alignment_differs_not_tie']} of them not at a tie "
                          f"(|t difference| > 1e-12)")
     notes.append(f"(medians of {repeats} interleaved repeats; NLTK on the full corpus: one run; "
-                 f"{time.perf_counter() - t0:.0f} s in all)")
+                 f"{time.perf_counter() - t0:.0f} s in all; load average {load_start:.1f} at the "
+                 f"start, {os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} cores)")
     print("\n".join(notes))
     if args.markdown:
         write_markdown("ibm1", "\n".join([
