@@ -278,9 +278,9 @@ race = {name: diagonal_race(ibm1.make_bitext(*tasks.permutation_corpus(
     n_race, 40, v, np.random.default_rng(1)), null=False), 12) for name, v in
     [("40-of-40", 40), ("40-of-60", 60)]}
 for name, r in race.items():
-    passed = int(np.argmax(r > 0.5)) + 1 if (r > 0.5).any() else None
+    passed = f"after {np.argmax(r > 0.5) + 1} steps" if (r > 0.5).any() else "never (12 steps)"
     print(f"{name}: mean t(x | x) after 1, 5, 12 steps = {r[0]:.3f}, {r[4]:.3f}, {r[11]:.3f}; "
-          f"first above 0.5 after {passed} steps")
+          f"first above 0.5: {passed}")
 assert np.allclose(race["40-of-40"], 1 / 40, rtol=0, atol=1e-12)
 
 # %% [markdown]
