@@ -1,15 +1,14 @@
-"""Indexing a parallel corpus for IBM Model 1 (`minattn.ibm1`): token lists -> flat arrays.
-
-Direction, as everywhere in the course: source x = the INPUT sentence, target y = the OUTPUT
-sentence; the NULL source word is `None` and always has source id 0.
+"""Indexing a parallel corpus for the fast IBM Model 1 (`minattn/ibm1_fast.py`): token lists
+-> flat arrays. Read `minattn/ibm1.py` (the reference) first: this file is plumbing, written for
+speed. Direction as in ibm1.py: source x = input (English), target y = output (German); the
+NULL source word is `None` with id 0.
 
 Model 1 ignores word order, so a sentence pair is two BAGS of words: its distinct target
 words y (with their counts k_y) and its distinct source words x (with their counts c_x). EM
 runs on flat "point" arrays, one per (distinct target word, distinct source word or NULL) of
 the same pair: a point knows its target row, its multiplicity c_x and its entry in the SPARSE
 table (only co-occurring (x, y) are stored). This file builds those arrays with a few sorts
-and no Python loop over sentences; `minattn/ibm1.py` runs the model on them. Read ibm1.py
-first: this file is plumbing, written for speed (one packed int64 sort instead of gathers).
+and no Python loop over sentences (one packed int64 sort instead of gathers).
 """
 
 from __future__ import annotations
@@ -20,15 +19,14 @@ from itertools import chain, count
 
 import numpy as np
 
+from .ibm1 import NULL
 from .tools.utils import fail
 
-NULL = None        # the NULL source word (src_vocab[0] is always NULL, used or not)
-MODES = ("textbook", "nltk")
 PACK_BITS = 63     # bits of one packed int64 sort key (the sign bit stays clear)
 
 # ============================================================================ the corpus
 @dataclass
-class Bitext:
+class IndexedBitext:
     """A parallel corpus as flat index arrays (M pairs, T target tokens, R target rows, P points).
 
     src_vocab[0] is NULL; `null` says whether NULL takes part in the alignments.
@@ -75,6 +73,7 @@ class Bitext:
         self.src_index = {w: i for i, w in enumerate(self.src_vocab)}
         self.tgt_index = {w: i for i, w in enumerate(self.tgt_vocab)}
         self._scratch = {}
+        self.cache = {}     # anything derived on demand, e.g. ibm1_fast.tensors_torch per device
 
     def scratch(self, name: str) -> np.ndarray:
         """A reusable (P,) float64 buffer. P reaches 10^7: a fresh array every EM iteration
@@ -88,7 +87,7 @@ class Bitext:
         return len(self.src_start) - 1
 
     def _corpus_columns(self, bag_values: np.ndarray, null_value):
-        """(C,) the columns' values (see make_bitext) and (P,) the column of each point."""
+        """(C,) the columns' values (see index_bitext) and (P,) the column of each point."""
         col_start = _offsets(np.diff(self.src_bag_start) + int(self.null))
         columns = _with_null(bag_values, self.src_bag_start, self.null, null_value)
         return columns, _ragged_arange(col_start[self.row_pair], np.diff(self.seg_start))
@@ -258,8 +257,9 @@ def _points_em_order(row_word, row_col, width, col_word, col_mult, col_last, col
     return packed, row, mult, last
 
 
-def make_bitext(sources, targets, null: bool = True) -> Bitext:
-    """Index a parallel corpus: sources[m] (input x^m) and targets[m] (output y^m) are token lists."""
+def index_bitext(sources, targets, null: bool = True) -> IndexedBitext:
+    """Index a parallel corpus: sources[m] (input x^m) and targets[m] (output y^m) are token
+    lists. Vocabularies in first-seen order, as ibm1.make_bitext: the same word ids."""
     sources, targets = list(sources), list(targets)
     if len(sources) != len(targets):
         fail("sources and targets must pair up", "as many target sentences as source sentences",
@@ -291,24 +291,9 @@ def make_bitext(sources, targets, null: bool = True) -> Bitext:
     uniq = np.take(keys, np.flatnonzero(new))                            # (E,) sorted keys
     point_entry = np.cumsum(new, out=keys)                               # (keys are spent)
     point_entry -= 1
-    return Bitext(src_vocab, tgt_vocab, bool(null), src_ids, src_start, tgt_ids,
+    return IndexedBitext(src_vocab, tgt_vocab, bool(null), src_ids, src_start, tgt_ids,
                   tgt_start, sb_word, sb_count, sb_last, sb_start,
                   src_item - np.repeat(sb_start[:-1], np.diff(src_start)),
                   row_word, row_count, row_pair, row_start, tgt_tok_row,
                   point_entry, point_row, point_mult, point_last, seg_start,
                   (uniq // n_tgt).astype(np.int32), (uniq % n_tgt).astype(np.int32))
-
-
-def target_weights(bx: Bitext, mode: str = "textbook") -> np.ndarray:
-    """(R,) weight of each target row: its count k (textbook: every token counts) or 1 (nltk)."""
-    if mode not in MODES:
-        fail("unknown mode", f"one of {MODES}", repr(mode))
-    return bx.row_count.astype(float) if mode == "textbook" else np.ones(len(bx.row_word))
-
-
-def _check_table(t, bx: Bitext) -> None:
-    if t.ndim != 1 or t.shape[0] != len(bx.entry_src):
-        fail("translation table does not fit the corpus",
-             f"one value per stored entry, shape ({len(bx.entry_src)},)", f"shape {tuple(t.shape)}")
-
-

@@ -1,0 +1,230 @@
+"""IBM Model 1, fast: the same EM as minattn/ibm1.py as two `np.bincount`s over the corpus.
+
+Read `minattn/ibm1.py` first: it is the reference, and the tests check that this file gives
+the same tables, likelihoods, posteriors and Viterbi alignments (float64, ~1e-12).
+Direction as there: source x = input (English), target y = output (German), t(y | x).
+
+What changes for speed:
+  * Model 1 ignores word order, so a pair is two BAGS of words: its distinct target words y
+    (with counts k_y; one "row" each) and its distinct source words x (with counts c_x).
+  * The table is SPARSE: one entry per (x, y) that co-occur somewhere — (E,) instead of
+    (V_x, V_y) (on the Bible 1% of the dense table).
+  * The corpus is flat "point" arrays (`ibm1_fast_index.index_bitext`), one point per (row,
+    distinct source word or NULL) of the same pair; a point knows its row r, its multiplicity
+    c_x and its table entry e. Sorted by entry, reading t is sequential.
+Then, with Z_r = Σ_points of r c_x t(y | x) and the row weight w_r (k_y, or 1 in NLTK mode),
+
+    E-step:  count(x, y) = t(y | x) · Σ_points of (x, y) c_x w_r / Z_r        (two bincounts)
+    M-step:  t(y | x) = count(x, y) / Σ_y' count(x, y')                      (one bincount)
+
+— no Python loop over sentences. The torch twins use index_add_ where NumPy uses bincount.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .ibm1 import MIN_PROB, check_mode
+from .ibm1_fast_index import IndexedBitext, index_bitext  # noqa: F401  (re-exported)
+from .tools.utils import fail
+
+
+def check_sparse_table(t, fb: IndexedBitext) -> None:
+    """Raise unless t holds one value per stored entry of this corpus."""
+    if t.ndim != 1 or t.shape[0] != len(fb.entry_src):
+        fail("translation table does not fit the corpus",
+             f"one value per stored entry, shape ({len(fb.entry_src)},)", f"shape {tuple(t.shape)}")
+
+
+def target_weights_np(fb: IndexedBitext, mode: str = "textbook") -> np.ndarray:
+    """(R,) weight of each target row: its count k (textbook: every token counts) or 1 (nltk:
+    the k tokens of a repeated word share one count, 1/k each)."""
+    check_mode(mode, fb)
+    return fb.row_count.astype(float) if mode == "textbook" else np.ones(len(fb.row_word))
+
+
+# ============================================================================ NumPy
+def uniform_table_np(fb: IndexedBitext) -> np.ndarray:
+    """(E,) the starting table t(y | x) = 1/|V_y| at every stored entry."""
+    return np.full(len(fb.entry_src), 1.0 / len(fb.tgt_vocab))
+
+
+def count_table_np(fb: IndexedBitext) -> np.ndarray:
+    """(E,) ibm1.count_table_np at the stored entries: a point adds k_y · c_x / |x^m|."""
+    per_row = fb.row_count / fb.width                                   # (R,) k_y / |x^m|
+    return np.bincount(fb.point_entry, weights=fb.point_mult * np.take(per_row, fb.point_row),
+                       minlength=len(fb.entry_src))
+
+
+def e_step_np(t: np.ndarray, fb: IndexedBitext, mode: str = "textbook"):
+    """ibm1.e_step_np on the sparse table: returns (counts (E,), log-likelihood)."""
+    check_sparse_table(t, fb)
+    w = target_weights_np(fb, mode)                                     # (R,)
+    # BEGIN EXERCISE 6.1 implement: E-step: posteriors, expected counts, log-likelihood (~15 min)
+    # (the indices are valid by construction: mode="clip" skips NumPy's buffered bounds check)
+    p = np.take(t, fb.point_entry, out=fb.scratch("p"), mode="clip")   # (P,) t(y | x)
+    p *= fb.point_mult                                       # c_x t(y | x)  (in place: P is big)
+    Z = np.bincount(fb.point_row, weights=p, minlength=len(w))                # (R,)
+    share = np.take(w / Z, fb.point_row, out=fb.scratch("share"), mode="clip")
+    share *= fb.point_mult                                   # (P,) c_x w_r / Z_r
+    counts = t * np.bincount(fb.point_entry, weights=share, minlength=len(t))
+    loglik = float(w @ np.log(Z / fb.width))
+    # END EXERCISE
+    return counts, loglik
+
+
+def m_step_np(counts: np.ndarray, fb: IndexedBitext, floor: float = 0.0) -> np.ndarray:
+    """ibm1.m_step_np on the sparse table (every stored entry has a count > 0)."""
+    check_sparse_table(counts, fb)
+    # BEGIN EXERCISE 6.2 implement: M-step: normalise each source word's counts (~5 min)
+    total = np.bincount(fb.entry_src, weights=counts, minlength=len(fb.src_vocab))   # (V_x,)
+    t = counts / np.take(total, fb.entry_src)
+    return np.maximum(t, floor, out=t)
+    # END EXERCISE
+
+
+def em_np(fb: IndexedBitext, iterations: int, mode: str = "textbook", t: np.ndarray | None = None):
+    """ibm1.em_np: returns (t (E,), log-likelihood before each step)."""
+    check_mode(mode, fb)
+    floor = MIN_PROB if mode == "nltk" else 0.0
+    t = uniform_table_np(fb) if t is None else t
+    history = []
+    for _ in range(iterations):
+        counts, loglik = e_step_np(t, fb, mode)
+        t = m_step_np(counts, fb, floor)
+        history.append(loglik)
+    return t, history
+
+
+def viterbi_np(t: np.ndarray, fb: IndexedBitext) -> np.ndarray:
+    """(T,) ibm1.viterbi_np for all target tokens at once (its per-pair arrays, concatenated)."""
+    check_sparse_table(t, fb)
+    # in EM order (reading t is sequential); max is exact, so the order does not matter
+    p = np.take(t, fb.point_entry, out=fb.scratch("p"), mode="clip")           # (P,)
+    best = np.full(len(fb.row_word), -np.inf)
+    np.maximum.at(best, fb.point_row, p)                                         # (R,)
+    at_max = p >= np.take(best, fb.point_row, out=fb.scratch("share"), mode="clip")   # (P,)
+    # among the points at the maximum, the latest source position (NULL is -1: it loses ties)
+    choice = np.full(len(fb.row_word), -2, np.int32)
+    np.maximum.at(choice, fb.point_row[at_max], fb.point_last[at_max])           # (R,)
+    return choice[fb.tgt_tok_row]
+
+
+def split_pairs_np(a: np.ndarray, fb: IndexedBitext) -> list[np.ndarray]:
+    """(T,) per-token values -> one array per pair (the format of ibm1.viterbi_np)."""
+    return np.split(a, fb.tgt_start[1:-1])
+
+
+def position_entries_np(fb: IndexedBitext, m: int) -> np.ndarray:
+    """(|y^m|, null + |x^m|) table entry of every (target position, source position) of pair m;
+    column 0 is NULL when `fb.null`."""
+    rows = fb.tgt_tok_row[fb.tgt_start[m]:fb.tgt_start[m + 1]]
+    cols = fb.src_tok_bag[fb.src_start[m]:fb.src_start[m + 1]] + int(fb.null)
+    if fb.null:
+        cols = np.concatenate([[0], cols])
+    return fb.seg_entry[fb.seg_start[rows][:, None] + cols[None, :]]
+
+
+def alignment_matrix_np(t: np.ndarray, fb: IndexedBitext, m: int) -> np.ndarray:
+    """(|y^m|, null + |x^m|) ibm1.alignment_matrix_np of pair m, read from the sparse table."""
+    check_sparse_table(t, fb)
+    p = t[position_entries_np(fb, m)]
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def to_dense_np(values: np.ndarray, fb: IndexedBitext) -> np.ndarray:
+    """(V_x, V_y) dense copy of a sparse table (0 off the support; row 0 = NULL): the format
+    of ibm1's tables. Only for small vocabularies (or a few rows: see rows_np)."""
+    check_sparse_table(values, fb)
+    dense = np.zeros((len(fb.src_vocab), len(fb.tgt_vocab)))
+    dense[fb.entry_src, fb.entry_tgt] = values
+    return dense
+
+
+def rows_np(values: np.ndarray, fb: IndexedBitext, words) -> np.ndarray:
+    """(len(words), V_y) the dense rows of a sparse table for some source words."""
+    check_sparse_table(values, fb)
+    out = np.zeros((len(words), len(fb.tgt_vocab)))
+    for k, x in enumerate(words):
+        hits = fb.entry_src == fb.src_index[x]
+        out[k, fb.entry_tgt[hits]] = values[hits]
+    return out
+
+
+def entry_index(fb: IndexedBitext, x, y) -> int | None:
+    """Position of t(y | x) in the sparse table, or None when x and y never co-occur."""
+    sx, sy = fb.src_index.get(x), fb.tgt_index.get(y)
+    if sx is None or sy is None:
+        return None
+    hits = np.flatnonzero((fb.entry_src == sx) & (fb.entry_tgt == sy))
+    return int(hits[0]) if len(hits) else None
+
+
+def top_translations_np(t: np.ndarray, fb: IndexedBitext, x, k: int = 3) -> list[tuple]:
+    """ibm1.top_translations_np on the sparse table: [(y, t(y | x)), ...]."""
+    if x not in fb.src_index:
+        fail("unknown source word", "a word of the source vocabulary", repr(x))
+    rows = np.flatnonzero(fb.entry_src == fb.src_index[x])
+    best = rows[np.argsort(-t[rows], kind="stable")[:k]]
+    return [(fb.tgt_vocab[fb.entry_tgt[e]], float(t[e])) for e in best]
+
+
+def nltk_table_np(model, fb: IndexedBitext) -> np.ndarray:
+    """(E,) NLTK's translation_table[y][x] read at our stored entries."""
+    table = model.translation_table
+    return np.array([table[fb.tgt_vocab[y]][fb.src_vocab[x]]
+                     for x, y in zip(fb.entry_src, fb.entry_tgt)])
+
+
+# ============================================================================ PyTorch twins
+def tensors_torch(fb: IndexedBitext, device=None) -> dict[str, torch.Tensor]:
+    """The index arrays an EM step reads, as torch tensors on `device` (cached on fb)."""
+    key = f"torch:{torch.device(device or 'cpu')}"
+    if key not in fb.cache:
+        as_t = lambda a, dt=torch.int64: torch.as_tensor(np.asarray(a), dtype=dt, device=device)
+        fb.cache[key] = dict(
+            point_entry=as_t(fb.point_entry), point_row=as_t(fb.point_row),
+            point_mult=as_t(fb.point_mult, torch.float64), entry_src=as_t(fb.entry_src),
+            width=as_t(fb.width, torch.float64), row_count=as_t(fb.row_count, torch.float64))
+    return fb.cache[key]
+
+
+def e_step_torch(t: torch.Tensor, fb: IndexedBitext, mode: str = "textbook"):
+    """e_step_np in torch (index_add_ plays np.bincount); returns (counts, loglik tensor)."""
+    check_sparse_table(t, fb)
+    check_mode(mode, fb)
+    b = tensors_torch(fb, t.device)
+    w = b["row_count"] if mode == "textbook" else torch.ones_like(b["row_count"])
+    # BEGIN EXERCISE 6.1 implement: E-step: posteriors, expected counts, log-likelihood (~15 min)
+    p = t[b["point_entry"]] * b["point_mult"]
+    Z = torch.zeros_like(w).index_add_(0, b["point_row"], p)
+    share = (w / Z)[b["point_row"]] * b["point_mult"]
+    counts = t * torch.zeros_like(t).index_add_(0, b["point_entry"], share)
+    loglik = w @ torch.log(Z / b["width"])
+    # END EXERCISE
+    return counts, loglik
+
+
+def m_step_torch(counts: torch.Tensor, fb: IndexedBitext, floor: float = 0.0) -> torch.Tensor:
+    """m_step_np in torch."""
+    check_sparse_table(counts, fb)
+    entry_src = tensors_torch(fb, counts.device)["entry_src"]
+    # BEGIN EXERCISE 6.2 implement: M-step: normalise each source word's counts (~5 min)
+    total = torch.zeros(len(fb.src_vocab), dtype=counts.dtype, device=counts.device)
+    total.index_add_(0, entry_src, counts)
+    return torch.clamp_min(counts / total[entry_src], floor)
+    # END EXERCISE
+
+
+def em_torch(fb: IndexedBitext, iterations: int, mode: str = "textbook", device=None):
+    """em_np in torch (float64); returns (t as a NumPy array, log-likelihoods)."""
+    check_mode(mode, fb)
+    floor = MIN_PROB if mode == "nltk" else 0.0
+    t = torch.as_tensor(uniform_table_np(fb), device=device)
+    history = []
+    for _ in range(iterations):
+        counts, loglik = e_step_torch(t, fb, mode)
+        t = m_step_torch(counts, fb, floor)
+        history.append(loglik)
+    return t.cpu().numpy(), [float(h) for h in history]
