@@ -270,3 +270,12 @@ def test_bad_input_raises_value_error(rng):
         model(torch.zeros(2, 3, dtype=torch.long), torch.zeros(3, 3, dtype=torch.long))
     with pytest.raises(ValueError, match="input"):
         la.AttentionClassifier(10, hidden=4)(torch.zeros(5, dtype=torch.long))
+
+
+# ----------------------------------------------------------------------------- exercise 5.3
+@pytest.mark.exercise("5.3")
+def test_predicted_failing_copy_corpus():
+    from minattn.answers.lstm_attention import failing_copy_corpus
+
+    assert failing_copy_corpus() in ("A", "B", "C")
+    assert failing_copy_corpus() == "B"
