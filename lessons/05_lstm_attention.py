@@ -185,13 +185,13 @@ print("random baseline for lengths 10, 20, 40:",
 # word $y$?" has no answer from co-occurrence, so KTIW cannot get a head start, and the theory
 # predicts attention may never get going. In 40-of-60 a word co-occurs with itself more than with
 # others. We train one-layer unidirectional LSTMs (the paper: hidden 256; here hidden 128 and
-# embeddings 64, to fit 30-odd runs into a few CPU minutes) with Adam at learning rate 3e-3,
+# embeddings 64, to fit 30-odd runs into a few CPU minutes) with Adam at learning rate 1e-3,
 # batch 32, fresh batches every step, and count a run as **learned** if its token accuracy on 64
 # held-out pairs reaches 99%.
 
 # %%
-HIDDEN, EMBED, BATCH, LR = L.size(full=128, smoke=32), L.size(full=64, smoke=16), 32, 3e-3
-STEPS = L.size(full=400, smoke=12)
+HIDDEN, EMBED, BATCH, LR = L.size(full=128, smoke=32), L.size(full=64, smoke=16), 32, 1e-3
+STEPS = L.size(full=500, smoke=12)
 EVAL_EVERY = L.size(full=10, smoke=4)
 N_SEEDS = L.size(full=10, smoke=2)
 BOS = 60  # output vocabulary: the 60 words w00..w59, then <bos>
@@ -319,7 +319,7 @@ L.savefig(fig, "copy_attention")
 # inductive bias to learn monotonic attention").
 
 # %%
-N_EXTRA = L.size(full=3, smoke=1)
+N_EXTRA = L.size(full=2, smoke=1)
 for task in ["two sets of 20", "permute by π (40-of-60)"]:
     for seed in tqdm(range(N_EXTRA), desc=task):
         runs[task, seed] = run_copy(task, seed)
@@ -356,7 +356,7 @@ for ax, task in zip(axes, ["40-of-40", "40-of-60", "two sets of 20", "permute by
     n_runs = N_SEEDS if task in ("40-of-40", "40-of-60") else N_EXTRA
     print(f"{task:25s} diagonal / co-occurring off-diagonal = {ratio:.2f}; learned "
           f"{success[task]:.0%} of {n_runs}")
-    im = plots.plot_table(ax, t1, None, None, vmax=2.5 / len(t1),
+    im = plots.plot_table(ax, t1, None, None, vmax=0.05,
                           title=f"{task}\nlearned {success[task]:.0%} of {n_runs} runs")
     ax.set_xticks([]), ax.set_yticks([])
 fig.colorbar(im, ax=axes, shrink=0.8, label="C(x, y) / Σ_y' C(x, y')")
@@ -366,11 +366,11 @@ L.savefig(fig, "count_tables")
 L.claim("copying permutations of 40-of-60 words always learns (perfect within ~300 steps)",
         "always (Fig. 3, blue), perfect within ~300 steps",
         f"{success['40-of-60']:.0%} of {N_SEEDS} seeds reach 99% within {STEPS} steps",
-        "hidden 128 instead of 256; lr 3e-3")
+        "hidden 128 instead of 256")
 L.claim("copying permutations of the same 40 words sometimes fails",
         "sometimes fails (Fig. 3, red; seed count not given)",
         f"{success['40-of-40']:.0%} of {N_SEEDS} seeds reach 99% within {STEPS} steps",
-        "a budget of a few hundred steps: runs that learn late count as failures")
+        f"a budget of {STEPS} steps: a run that would learn later counts as a failure")
 L.claim("mixture of permutations of two disjoint sets fails",
         "fails (Fig. 3 right)",
         f"{success['two sets of 20']:.0%} of {N_EXTRA} seeds learned", "few seeds")
@@ -392,6 +392,9 @@ L.claim("permutation function y_t = x_π(t) on 40-of-60 always fails",
 # %%
 good = [s for s in range(N_SEEDS) if learned(runs["40-of-40", s][1])]
 bad = [s for s in range(N_SEEDS) if s not in good]
+if L.smoke and not good:  # smoke runs are too short to learn: take the best seed as "good"
+    good = [max(bad, key=lambda s: runs["40-of-40", s][1]["accuracy"][-1])]
+    bad = [s for s in bad if s not in good]
 heads_of = lambda seeds: torch.cat([new_model(s).W_a.data for s in seeds])  # noqa: E731
 print(f"good 40-of-40 initialisations: {good}; bad: {bad}")
 multi = {}
@@ -625,7 +628,7 @@ sent_row, sent_curve = table2_row(sent_fit, sent_measure, v_len)
 
 # %%
 MT_TRAIN, MT_VALID = L.size(full=12000, smoke=300), L.size(full=150, smoke=20)
-MT_STEPS, MT_EVERY = L.size(full=1000, smoke=10), L.size(full=50, smoke=5)
+MT_STEPS, MT_EVERY = L.size(full=800, smoke=10), L.size(full=40, smoke=5)
 mt_train, mt_valid = parallel_data(MT_TRAIN, MT_VALID, max_len=16)
 en_vocab = tasks.build_vocab([a for a, _ in mt_train], max_size=1500)
 de_vocab = tasks.build_vocab([b for _, b in mt_train], max_size=1500)
