@@ -279,3 +279,28 @@ def test_predicted_failing_copy_corpus():
 
     assert failing_copy_corpus() in ("A", "B", "C")
     assert failing_copy_corpus() == "B"
+
+
+# ----------------------------------------------------------------------------- lesson 05 tasks
+def test_keyword_task_is_balanced_with_one_keyword_in_positives(rng):
+    from minattn import tasks
+
+    x, y, where = tasks.keyword_task(64, 12, 10, rng)
+    assert x.shape == (64, 12) and y.sum() == 32 and x.min() >= 1 and x.max() <= 10
+    hits = (x == 1).sum(1)
+    assert np.all(hits[y == 1] == 1) and np.all(hits[y == 0] == 0)
+    assert np.all(x[y == 1, where[y == 1]] == 1) and np.all(where[y == 0] == -1)
+    with pytest.raises(ValueError, match="keyword_task"):
+        tasks.keyword_task(3, 12, 10, rng)
+
+
+def test_build_vocab_and_encode():
+    from minattn import tasks
+
+    vocab = tasks.build_vocab([["a", "b", "a"], ["c", "a"]], min_count=1)
+    assert list(vocab)[:4] == [tasks.PAD, tasks.UNK, tasks.BOS, "a"]
+    ids, lengths = tasks.encode([["a", "zzz"], ["b"]], vocab)
+    assert ids.tolist() == [[vocab["a"], vocab[tasks.UNK]], [vocab["b"], 0]]
+    assert lengths.tolist() == [2, 1]
+    with pytest.raises(ValueError, match="encode"):
+        tasks.encode([["a"], []], vocab)
