@@ -315,6 +315,9 @@ fig.colorbar(im, ax=axes, shrink=0.8, label="α_ti")
 L.savefig(fig, "copy_attention")
 
 # %% [markdown]
+# The 40-of-60 model attends along the diagonal, as copying needs. The stalled 40-of-40 model has
+# put its attention on a few fixed input positions, whatever the output position.
+#
 # Two more distributions from the paper. A **mixture of two disjoint sets** (half the pairs permute
 # words 0–19, half words 20–39): the model can tell which set a sentence uses, but inside a set
 # the count table is flat again. And the **permutation function** $y_t = x_{\pi(t)}$ for one
@@ -770,6 +773,15 @@ for data, row, paper_name in [("sentiment", sent_row, "SST"), ("translation", mt
             "our models are far from converged; ξ is capped by the final performance")
 
 # %% [markdown]
+# Both agreements are far above the random baseline on both datasets, as in the paper, and the
+# baseline itself matches the paper's (it depends only on sentence lengths). On sentiment our
+# agreements are higher than the paper's SST numbers; on translation they are lower, most of all
+# for the frozen-uniform probe. Our translation models are small and far from converged (compare
+# their final token accuracy with the paper's), and Bible verses are longer and more freely
+# translated than Multi30k's image captions: a sharper trained attention and probe would be
+# needed to agree more. The contextualised agreements sit a few points below our final
+# accuracies, as the paper's do below theirs.
+#
 # ## Summary
 #
 # * An LSTM encoder–decoder with Luong attention, written twice (NumPy, torch) and checked
@@ -785,7 +797,9 @@ for data, row, paper_name in [("sentiment", sent_row, "SST"), ("translation", mt
 #   runs had failed, which the paper did not find.
 # * Under frozen uniform attention the evidence of a keyword flows to later hidden states: the
 #   last position, not the keyword's, ends up with the largest log-odds.
-# * On real data, see section 8.
+# * On real data (sentiment and translation), attention agrees with the lexical probe several
+#   times more often than the random baseline — and so does the probe of a model whose attention
+#   was frozen uniform: word-level knowledge is learned without attention.
 #
 # ## Exercises
 #
