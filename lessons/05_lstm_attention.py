@@ -779,8 +779,8 @@ for data, row, paper_name in [("sentiment", sent_row, "SST"), ("translation", mt
 # for the frozen-uniform probe. Our translation models are small and far from converged (compare
 # their final token accuracy with the paper's), and Bible verses are longer and more freely
 # translated than Multi30k's image captions: a sharper trained attention and probe would be
-# needed to agree more. The contextualised agreements sit a few points below our final
-# accuracies, as the paper's do below theirs.
+# needed to agree more. The contextualised agreements sit below the final accuracies, as in
+# the paper.
 #
 # ## Summary
 #
