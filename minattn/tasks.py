@@ -366,3 +366,50 @@ def length_batches(lengths: torch.Tensor, batch_size: int, generator: torch.Gene
     order = torch.argsort(lengths.double() + 0.5 * jitter)
     batches = list(order.split(batch_size))
     return [batches[i] for i in torch.randperm(len(batches), generator=generator)]
+# ==== lesson 05: attention in LSTM seq2seq (keyword task, vocabularies and padded token ids)
+def keyword_task(batch_size: int, length: int, n_vocab: int, rng: np.random.Generator,
+                 keyword: int = 1):
+    """Keyword classification of seed 002 §6.1: `length` words drawn uniformly from
+    {1..n_vocab}; positive iff the keyword occurs (exactly once in a positive sequence), half
+    of each batch positive (rejection sampling). Returns numpy int64 tokens (B, N), labels (B,)
+    and the keyword's position (B,) (-1 in negatives)."""
+    if batch_size < 2 or batch_size % 2 or length < 2 or n_vocab < 2:
+        fail("keyword_task sizes", "even batch_size >= 2, length >= 2, n_vocab >= 2",
+             f"{batch_size}, {length}, {n_vocab}")
+    rows = {0: [], 1: []}
+    while min(len(r) for r in rows.values()) < batch_size // 2:
+        x = rng.integers(1, n_vocab + 1, size=(batch_size, length))
+        hits = (x == keyword).sum(1)
+        for seq, k in zip(x, hits):
+            if k <= 1 and len(rows[int(k)]) < batch_size // 2:
+                rows[int(k)].append(seq)
+    tokens = np.stack(rows[0] + rows[1])
+    labels = np.repeat([0, 1], batch_size // 2)
+    order = rng.permutation(batch_size)
+    tokens, labels = tokens[order], labels[order]
+    where = np.where(labels == 1, (tokens == keyword).argmax(1), -1)
+    return tokens, labels, where
+
+
+PAD, UNK, BOS = "<pad>", "<unk>", "<bos>"
+
+
+def build_vocab(sentences, max_size: int | None = None, min_count: int = 1) -> dict[str, int]:
+    """Word -> id, specials first (<pad> = 0, <unk> = 1, <bos> = 2), then by frequency."""
+    from collections import Counter
+
+    counts = Counter(w for s in sentences for w in s)
+    words = [w for w, c in counts.most_common(max_size) if c >= min_count]
+    return {w: i for i, w in enumerate([PAD, UNK, BOS] + words)}
+
+
+def encode(sentences, vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Padded ids (M, max length) (unknown words -> <unk>, padding <pad> = 0) and lengths (M,)."""
+    lengths = np.array([len(s) for s in sentences])
+    if len(sentences) == 0 or lengths.min() == 0:
+        fail("encode needs sentences", "a non-empty list of non-empty sentences",
+             f"{len(sentences)} sentences, shortest {lengths.min() if len(lengths) else '-'}")
+    ids = np.full((len(sentences), lengths.max()), vocab[PAD], dtype=np.int64)
+    for m, s in enumerate(sentences):
+        ids[m, :len(s)] = [vocab.get(w, vocab[UNK]) for w in s]
+    return ids, lengths

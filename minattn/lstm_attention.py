@@ -1,0 +1,331 @@
+"""Attention in LSTM models, and the tools to watch how it is learned (lesson 05).
+
+Snell, Zhong, Klein & Steinhardt, "Approximating How Single Head Attention Learns" (2021).
+Notation (MATH.md items 1-6): input x_1..x_n with encoder states h_i, output y_1..y_m with
+decoder states s_t.
+
+    Luong "general" attention   e_ti = s_tᵀ W_a h_i,  α_t = softmax_i(e_t),  c_t = Σ_i α_ti h_i
+    output network              p_t = softmax(g([c_t ; s_t])),  g(z) = W₂ tanh(W₁ z + b₁) + b₂
+    H heads, summed             c_t = Σ_h Σ_i α^h_ti h_i      (each head its own W_a^h)
+    classifier                  e_i = vᵀ tanh(W h_i + b),  P(pos) = σ(wᵀ Σ_i α_i h_i + b₀)
+    lexical probe β_ti          p_t(y_t) when c_t := h_i (attend to position i only)
+    agreement A(a, b)           1 if argmax_i a_i is among the top ⌈5%·n⌉ positions of b
+
+Layout: NumPy reference (LSTM cell, attention, output network, probes, agreement), its torch
+twin, then the two trainable models `Seq2SeqAttention` and `AttentionClassifier`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from .attention import softmax_np, softmax_torch
+from .tools.utils import fail, shape_str
+
+
+def check_states(s, h, mask=None) -> None:
+    """Decoder states s (B, T, H) and encoder states h (B, N, H) must fit; mask (B, N) bool."""
+    if s.ndim != 3 or h.ndim != 3 or s.shape[0] != h.shape[0] or s.shape[2] != h.shape[2]:
+        fail("decoder/encoder states do not fit", "s (B, T, H) and h (B, N, H)",
+             f"s {shape_str(s.shape)}, h {shape_str(h.shape)}")
+    if mask is not None and (tuple(mask.shape) != (h.shape[0], h.shape[1])
+                             or mask.dtype not in (bool, np.bool_, torch.bool)):
+        fail("source mask", f"bool of shape {shape_str(h.shape[:2])} (True = real token)",
+             f"{mask.dtype} {shape_str(mask.shape)}")
+
+
+# ============================================================================ NumPy reference
+def sigmoid_np(x: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def lstm_cell_np(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+    """One LSTM step, gates written out (PyTorch's layout: rows i, f, g, o of the weights).
+
+    x (B, d), h and c (B, H); weight_ih (4H, d), weight_hh (4H, H), biases (4H,) -> (h', c').
+        i = σ(W_i x + U_i h + b_i)   input gate     f = σ(...)  forget gate
+        g = tanh(W_g x + U_g h + b_g) candidate     o = σ(...)  output gate
+        c' = f ⊙ c + i ⊙ g,   h' = o ⊙ tanh(c')
+    """
+    gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh  # (B, 4H)
+    i, f, g, o = np.split(gates, 4, axis=-1)
+    c_new = sigmoid_np(f) * c + sigmoid_np(i) * np.tanh(g)
+    return sigmoid_np(o) * np.tanh(c_new), c_new
+
+
+def lstm_np(x, weight_ih, weight_hh, bias_ih, bias_hh, state=None):
+    """A one-layer LSTM over a sequence: x (B, N, d) -> outputs (B, N, H), (h_N, c_N)."""
+    B, H = x.shape[0], weight_hh.shape[1]
+    h, c = state if state is not None else (np.zeros((B, H)), np.zeros((B, H)))
+    outputs = []
+    for t in range(x.shape[1]):
+        h, c = lstm_cell_np(x[:, t], h, c, weight_ih, weight_hh, bias_ih, bias_hh)
+        outputs.append(h)
+    return np.stack(outputs, axis=1), (h, c)
+
+
+def luong_attention_np(s, h, W_a, mask=None, uniform=False):
+    """Luong "general" attention with K heads summed.
+
+    s (B, T, H) decoder states, h (B, N, H) encoder states, W_a (K, H, H), mask (B, N) bool
+    (True = real token) -> context (B, T, H), weights α (B, K, T, N).
+    uniform=True freezes α to 1/n over the real tokens (W_a is then unused).
+    """
+    check_states(s, h, mask)
+    # BEGIN EXERCISE 5.1 implement: the Luong attention step (scores, softmax, context) (~10 min)
+    scores = np.einsum("btd,kde,bne->bktn", s, W_a, h)  # e^k_ti = s_tᵀ W_a^k h_i
+    if uniform:
+        scores = np.zeros_like(scores)  # equal scores: softmax gives 1/n over the real tokens
+    m = None if mask is None else mask[:, None, None, :]  # (B, 1, 1, N)
+    alpha = softmax_np(scores, m)  # (B, K, T, N)
+    context = np.einsum("bktn,bnd->btd", alpha, h)  # c_t = Σ_k Σ_i α^k_ti h_i
+    # END EXERCISE
+    return context, alpha
+
+
+def output_np(context, s, W1, b1, W2, b2):
+    """The output network g([c_t ; s_t]) = W₂ tanh(W₁ [c_t ; s_t] + b₁) + b₂ -> logits (.., V)."""
+    z = np.concatenate([context, s], axis=-1)
+    return np.tanh(z @ W1.T + b1) @ W2.T + b2
+
+
+def log_softmax_np(x):
+    m = x.max(axis=-1, keepdims=True)
+    return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
+
+
+def lexical_probe_np(h, s, targets, W1, b1, W2, b2):
+    """β_ti = p_t(y_t) when the model attends only to position i, i.e. c_t := h_i.
+
+    h (B, N, H), s (B, T, H), targets (B, T) int -> β (B, T, N).
+    """
+    N, T = h.shape[1], s.shape[1]
+    c = np.broadcast_to(h[:, None], (h.shape[0], T, N, h.shape[2]))  # (B, T, N, H): c_t := h_i
+    st = np.broadcast_to(s[:, :, None], c.shape)
+    logp = log_softmax_np(output_np(c, st, W1, b1, W2, b2))  # (B, T, N, V)
+    idx = np.broadcast_to(targets[:, :, None, None], (*c.shape[:3], 1))
+    return np.exp(np.take_along_axis(logp, idx, axis=-1)[..., 0])
+
+
+def classifier_np(h, W, b, v, w, b0, mask=None, uniform=False):
+    """Attention classifier: e_i = vᵀ tanh(W h_i + b), α = softmax(e), P = σ(wᵀ Σ α_i h_i + b₀).
+
+    h (B, N, H), W (H, H), b (H,), v (H,), w (H,), b0 scalar -> (log-odds z (B,), α (B, N));
+    P(pos) = σ(z).
+    """
+    scores = np.tanh(h @ W.T + b) @ v  # (B, N)
+    alpha = softmax_np(np.zeros_like(scores) if uniform else scores, mask)
+    return (alpha[..., None] * h).sum(1) @ w + b0, alpha
+
+
+def classifier_probe_np(h, w, b0, labels):
+    """β_i = σ(s · (wᵀ h_i + b₀)), s = +1 for a positive label, -1 for a negative one -> (B, N)."""
+    sign = np.where(np.asarray(labels) > 0, 1.0, -1.0)[:, None]
+    return sigmoid_np(sign * (h @ w + b0))
+
+
+def agreement_np(a, b, mask=None):
+    """A(a, b) per row: 1.0 if argmax_i a_i is among the top ⌈5%·n⌉ positions of b, else 0.0.
+
+    a, b (..., N) scores over n positions (mask (..., N) bool: True = real position; n = its
+    count per row). Ties in b count in favour (only strictly larger values outrank). -> (...,)
+    """
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.shape != b.shape or a.ndim < 1:
+        fail("agreement needs two score arrays of one shape", "a, b (..., N)",
+             f"{shape_str(a.shape)} and {shape_str(b.shape)}")
+    mask = np.ones(a.shape, bool) if mask is None else np.broadcast_to(mask, a.shape)
+    # BEGIN EXERCISE 5.2 implement: the agreement metric A(a, b) (~10 min)
+    n = mask.sum(-1)
+    k = np.ceil(0.05 * n)  # the top 5%, at least one position
+    best = np.where(mask, a, -np.inf).argmax(-1)  # (...,) argmax of a over real positions
+    b_best = np.take_along_axis(b, best[..., None], -1)
+    rank = (np.where(mask, b, -np.inf) > b_best).sum(-1)  # positions of b strictly above it
+    return (rank < k).astype(float)
+    # END EXERCISE
+
+
+def agreement_baseline_np(lengths):
+    """Expected A(a, b) when argmax a is a uniformly random position: mean of ⌈5%·n⌉ / n."""
+    n = np.asarray(lengths, float)
+    if n.size == 0 or (n < 1).any():
+        fail("agreement baseline lengths", "a non-empty list of lengths >= 1", repr(lengths))
+    return float(np.mean(np.ceil(0.05 * n) / n))
+
+
+def contextualized_agreement(agreements, performances, threshold):
+    """ξ: the performance at the first checkpoint whose agreement reaches `threshold`.
+
+    agreements[τ] = A(α^τ, α*) of a retrained model at checkpoint τ, performances[τ] its
+    performance; threshold = A(β, α*). Returns (performance, reached): when no checkpoint
+    reaches the threshold, the last performance and reached=False.
+    """
+    if len(agreements) != len(performances) or not len(agreements):
+        fail("contextualized agreement curves", "two non-empty lists of one length",
+             f"{len(agreements)} and {len(performances)}")
+    for a, p in zip(agreements, performances):
+        if a >= threshold:
+            return float(p), True
+    return float(performances[-1]), False
+
+
+# ============================================================================ torch twins
+def lstm_cell_torch(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
+    """Twin of lstm_cell_np (and of nn.LSTMCell given the same weights)."""
+    gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh  # (B, 4H)
+    i, f, g, o = gates.chunk(4, dim=-1)
+    c_new = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+    return torch.sigmoid(o) * torch.tanh(c_new), c_new
+
+
+def luong_attention_torch(s, h, W_a, mask=None, uniform=False):
+    """Twin of luong_attention_np: (context (B, T, H), α (B, K, T, N))."""
+    check_states(s, h, mask)
+    # BEGIN EXERCISE 5.1 implement: the Luong attention step, torch twin
+    scores = torch.einsum("btd,kde,bne->bktn", s, W_a, h)
+    if uniform:
+        scores = torch.zeros_like(scores).detach()
+    m = None if mask is None else mask[:, None, None, :]
+    alpha = softmax_torch(scores, m)
+    context = torch.einsum("bktn,bnd->btd", alpha, h)
+    # END EXERCISE
+    return context, alpha
+
+
+def output_torch(context, s, W1, b1, W2, b2):
+    """Twin of output_np."""
+    return torch.tanh(torch.cat([context, s], dim=-1) @ W1.T + b1) @ W2.T + b2
+
+
+def lexical_probe_torch(h, s, targets, W1, b1, W2, b2):
+    """Twin of lexical_probe_np, one example at a time (the (T, N, V) logits stay small)."""
+    betas = []
+    for hb, sb, yb in zip(h, s, targets):  # (N, H), (T, H), (T,)
+        T, N = sb.shape[0], hb.shape[0]
+        c = hb[None].expand(T, N, -1)
+        logp = output_torch(c, sb[:, None].expand_as(c), W1, b1, W2, b2).log_softmax(-1)
+        betas.append(logp.gather(-1, yb[:, None, None].expand(T, N, 1))[..., 0].exp())
+    return torch.stack(betas)
+
+
+def classifier_torch(h, W, b, v, w, b0, mask=None, uniform=False):
+    """Twin of classifier_np."""
+    scores = torch.tanh(h @ W.T + b) @ v
+    alpha = softmax_torch(torch.zeros_like(scores) if uniform else scores, mask)
+    return (alpha[..., None] * h).sum(1) @ w + b0, alpha
+
+
+def classifier_probe_torch(h, w, b0, labels):
+    """Twin of classifier_probe_np."""
+    sign = torch.where(labels > 0, 1.0, -1.0).to(h.dtype)[:, None]
+    return torch.sigmoid(sign * (h @ w + b0))
+
+
+def agreement_torch(a, b, mask=None):
+    """Twin of agreement_np."""
+    if a.shape != b.shape or a.ndim < 1:
+        fail("agreement needs two score arrays of one shape", "a, b (..., N)",
+             f"{shape_str(a.shape)} and {shape_str(b.shape)}")
+    mask = torch.ones_like(a, dtype=torch.bool) if mask is None else mask.expand(a.shape)
+    # BEGIN EXERCISE 5.2 implement: the agreement metric, torch twin
+    k = torch.ceil(0.05 * mask.sum(-1))
+    neg = torch.tensor(-math.inf, dtype=a.dtype, device=a.device)
+    best = torch.where(mask, a, neg).argmax(-1, keepdim=True)
+    rank = (torch.where(mask, b, neg) > b.gather(-1, best)).sum(-1)
+    return (rank < k).to(a.dtype)
+    # END EXERCISE
+
+
+# ============================================================================ models
+class Seq2SeqAttention(nn.Module):
+    """LSTM encoder-decoder with Luong attention (one layer each, unidirectional).
+
+    The decoder runs as one nn.LSTM call under teacher forcing (input y_{t-1}, no input
+    feeding) and starts from a zero state (*choice*: it sees the source only through
+    attention, and padding at the end of the source changes nothing). heads=K sums K heads;
+    uniform=True freezes attention to uniform.
+
+        src (B, N), tgt_in (B, T) (y shifted right, BOS first), src_mask (B, N) bool
+        -> logits (B, T, V_y), α (B, K, T, N)
+    """
+
+    def __init__(self, n_src: int, n_tgt: int, hidden: int = 256, embed: int | None = None,
+                 heads: int = 1, uniform: bool = False):
+        super().__init__()
+        if min(n_src, n_tgt, hidden, heads) < 1:
+            fail("Seq2SeqAttention sizes", "positive n_src, n_tgt, hidden, heads",
+                 f"{n_src}, {n_tgt}, {hidden}, {heads}")
+        embed = embed or hidden
+        self.uniform = uniform
+        self.src_embed, self.tgt_embed = nn.Embedding(n_src, embed), nn.Embedding(n_tgt, embed)
+        self.encoder = nn.LSTM(embed, hidden, batch_first=True)
+        self.decoder = nn.LSTM(embed, hidden, batch_first=True)
+        self.W_a = nn.Parameter(torch.randn(heads, hidden, hidden) / math.sqrt(hidden))
+        self.hidden_layer = nn.Linear(2 * hidden, hidden)  # W₁, b₁ of g
+        self.out = nn.Linear(hidden, n_tgt)  # W₂, b₂ of g
+
+    def states(self, src, tgt_in):
+        """Encoder states h (B, N, H) and decoder states s (B, T, H)."""
+        if src.ndim != 2 or tgt_in.ndim != 2 or src.shape[0] != tgt_in.shape[0]:
+            fail("Seq2SeqAttention inputs", "src (B, N) and tgt_in (B, T) token ids",
+                 f"{shape_str(src.shape)} and {shape_str(tgt_in.shape)}")
+        h, _ = self.encoder(self.src_embed(src))
+        s, _ = self.decoder(self.tgt_embed(tgt_in))
+        return h, s
+
+    def output_params(self):
+        return (self.hidden_layer.weight, self.hidden_layer.bias, self.out.weight, self.out.bias)
+
+    def forward(self, src, tgt_in, src_mask=None):
+        h, s = self.states(src, tgt_in)
+        context, alpha = luong_attention_torch(s, h, self.W_a, src_mask, self.uniform)
+        return output_torch(context, s, *self.output_params()), alpha
+
+    @torch.no_grad()
+    def probe(self, src, tgt_in, tgt_out):
+        """Lexical probe β (B, T, N): p_t(y_t) with c_t := h_i."""
+        h, s = self.states(src, tgt_in)
+        return lexical_probe_torch(h, s, tgt_out, *self.output_params())
+
+
+class AttentionClassifier(nn.Module):
+    """LSTM encoder + additive attention + sigmoid output (MATH.md item 4).
+
+        x (B, N) token ids, mask (B, N) bool -> log-odds z (B,) (P(pos) = σ(z)), α (B, N)
+    uniform=True freezes α to uniform over the real tokens.
+    """
+
+    def __init__(self, n_vocab: int, hidden: int = 64, embed: int | None = None,
+                 uniform: bool = False):
+        super().__init__()
+        embed = embed or hidden
+        self.uniform = uniform
+        self.embed = nn.Embedding(n_vocab, embed)
+        self.encoder = nn.LSTM(embed, hidden, batch_first=True)
+        self.attn = nn.Linear(hidden, hidden)  # W, b
+        self.v = nn.Parameter(torch.randn(hidden) / math.sqrt(hidden))
+        self.readout = nn.Linear(hidden, 1)  # w, b₀
+
+    def states(self, x):
+        if x.ndim != 2:
+            fail("AttentionClassifier input", "token ids (B, N)", shape_str(x.shape))
+        return self.encoder(self.embed(x))[0]
+
+    def forward(self, x, mask=None):
+        return classifier_torch(self.states(x), self.attn.weight, self.attn.bias, self.v,
+                                self.readout.weight[0], self.readout.bias[0], mask, self.uniform)
+
+    @torch.no_grad()
+    def position_logits(self, x):
+        """Log-odds wᵀ h_i + b₀ obtained by attending only to position i -> (B, N)."""
+        return self.readout(self.states(x))[..., 0]
+
+    @torch.no_grad()
+    def probe(self, x, labels):
+        """Lexical probe β (B, N) = σ(s · (wᵀ h_i + b₀))."""
+        return classifier_probe_torch(self.states(x), self.readout.weight[0],
+                                      self.readout.bias[0], labels)

@@ -1,0 +1,306 @@
+"""Attention in LSTM models (minattn/lstm_attention.py): LSTM parity with torch.nn, Luong attention
+NumPy vs torch, the models against the reference, lexical probes, the agreement metric, frozen
+uniform attention, padding, bad input."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from minattn import lstm_attention as la
+from minattn.attention import softmax_np
+
+T64 = dict(dtype=torch.float64)
+
+
+def t(x):
+    return torch.as_tensor(np.asarray(x), dtype=torch.float64)
+
+
+def np_(p):
+    return p.detach().double().numpy()
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+# ----------------------------------------------------------------------------- the LSTM
+def test_lstm_cell_matches_torch_lstmcell(rng):
+    torch.manual_seed(0)
+    cell = nn.LSTMCell(5, 7).double()
+    x, h, c = rng.normal(size=(3, 5)), rng.normal(size=(3, 7)), rng.normal(size=(3, 7))
+    params = [np_(p) for p in (cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh)]
+    h_np, c_np = la.lstm_cell_np(x, h, c, *params)
+    h_ref, c_ref = cell(t(x), (t(h), t(c)))
+    assert np.abs(h_np - np_(h_ref)).max() < 1e-12 and np.abs(c_np - np_(c_ref)).max() < 1e-12
+    h_t, c_t = la.lstm_cell_torch(t(x), t(h), t(c), *[t(p) for p in params])
+    assert np.abs(np_(h_t) - h_np).max() < 1e-12 and np.abs(np_(c_t) - c_np).max() < 1e-12
+
+
+def test_lstm_over_a_sequence_matches_torch_lstm(rng):
+    torch.manual_seed(1)
+    lstm = nn.LSTM(4, 6, batch_first=True).double()
+    x = rng.normal(size=(2, 9, 4))
+    params = [np_(p) for p in (lstm.weight_ih_l0, lstm.weight_hh_l0, lstm.bias_ih_l0,
+                               lstm.bias_hh_l0)]
+    out_np, (h_np, c_np) = la.lstm_np(x, *params)
+    out_ref, (h_ref, c_ref) = lstm(t(x))
+    assert np.abs(out_np - np_(out_ref)).max() < 1e-12
+    assert np.abs(h_np - np_(h_ref[0])).max() < 1e-12 and np.abs(c_np - np_(c_ref[0])).max() < 1e-12
+
+
+# ----------------------------------------------------------------------------- attention step
+@pytest.mark.exercise("5.1")
+def test_luong_attention_by_hand():
+    # one decoder state, two encoder states, W_a = identity: scores s·h_i = (1, 0)
+    s = np.array([[[1.0, 0.0]]])
+    h = np.array([[[1.0, 0.0], [0.0, 1.0]]])
+    context, alpha = la.luong_attention_np(s, h, np.eye(2)[None])
+    e = math.e
+    assert np.allclose(alpha[0, 0, 0], [e / (e + 1), 1 / (e + 1)], atol=1e-12)
+    assert np.allclose(context[0, 0], [e / (e + 1), 1 / (e + 1)], atol=1e-12)
+
+
+@pytest.mark.exercise("5.1")
+def test_luong_attention_uses_the_course_softmax_and_sums_heads(rng):
+    s, h = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4))
+    W = rng.normal(size=(2, 4, 4))
+    mask = np.ones((2, 5), bool)
+    mask[1, 3:] = False
+    context, alpha = la.luong_attention_np(s, h, W, mask)
+    for k in range(2):
+        scores = s @ W[k] @ h.transpose(0, 2, 1)  # (B, T, N)
+        assert np.allclose(alpha[:, k], softmax_np(scores, mask[:, None, :]), atol=1e-12)
+    expected = sum(alpha[:, k] @ h for k in range(2))  # c_t = Σ_h Σ_i α^h_ti h_i
+    assert np.allclose(context, expected, atol=1e-12)
+
+
+@pytest.mark.exercise("5.1")
+@pytest.mark.parametrize("uniform", [False, True])
+def test_luong_attention_numpy_torch_parity(rng, uniform):
+    s, h, W = rng.normal(size=(3, 4, 6)), rng.normal(size=(3, 7, 6)), rng.normal(size=(2, 6, 6))
+    mask = rng.random((3, 7)) < 0.7
+    mask[:, 0] = True
+    c_np, a_np = la.luong_attention_np(s, h, W, mask, uniform)
+    c_t, a_t = la.luong_attention_torch(t(s), t(h), t(W), torch.as_tensor(mask), uniform)
+    assert np.abs(np_(c_t) - c_np).max() < 1e-12 and np.abs(np_(a_t) - a_np).max() < 1e-12
+
+
+# ----------------------------------------------------------------------------- the models
+def reference_forward(model, src, tgt_in, mask):
+    """The whole Seq2SeqAttention forward from the NumPy reference functions."""
+    enc, dec = model.encoder, model.decoder
+    emb_x = np_(model.src_embed.weight)[src.numpy()]
+    emb_y = np_(model.tgt_embed.weight)[tgt_in.numpy()]
+    h, _ = la.lstm_np(emb_x, *[np_(p) for p in (enc.weight_ih_l0, enc.weight_hh_l0,
+                                                 enc.bias_ih_l0, enc.bias_hh_l0)])
+    s, _ = la.lstm_np(emb_y, *[np_(p) for p in (dec.weight_ih_l0, dec.weight_hh_l0,
+                                                 dec.bias_ih_l0, dec.bias_hh_l0)])
+    context, alpha = la.luong_attention_np(s, h, np_(model.W_a), mask, model.uniform)
+    return la.output_np(context, s, *[np_(p) for p in model.output_params()]), alpha, h, s
+
+
+@pytest.mark.parametrize("heads,uniform", [(1, False), (3, False), (1, True)])
+def test_seq2seq_matches_numpy_reference(heads, uniform):
+    torch.manual_seed(0)
+    model = la.Seq2SeqAttention(11, 9, hidden=8, embed=5, heads=heads, uniform=uniform).double()
+    src, tgt_in = torch.randint(0, 11, (2, 6)), torch.randint(0, 9, (2, 4))
+    mask = torch.ones(2, 6, dtype=torch.bool)
+    mask[0, 4:] = False
+    logits, alpha = model(src, tgt_in, mask)
+    ref_logits, ref_alpha, _, _ = reference_forward(model, src, tgt_in, mask.numpy())
+    assert np.abs(np_(logits) - ref_logits).max() < 1e-10
+    assert np.abs(np_(alpha) - ref_alpha).max() < 1e-12
+
+
+def test_lexical_probe_numpy_torch_and_model(rng):
+    torch.manual_seed(0)
+    model = la.Seq2SeqAttention(11, 9, hidden=8, embed=5).double()
+    src, tgt_in, tgt_out = (torch.randint(0, 11, (2, 6)), torch.randint(0, 9, (2, 4)),
+                            torch.randint(0, 9, (2, 4)))
+    _, _, h, s = reference_forward(model, src, tgt_in, None)
+    beta_np = la.lexical_probe_np(h, s, tgt_out.numpy(), *[np_(p) for p in model.output_params()])
+    beta_model = model.probe(src, tgt_in, tgt_out)
+    assert beta_np.shape == (2, 4, 6)
+    assert np.abs(np_(beta_model) - beta_np).max() < 1e-10
+
+
+def test_probe_equals_model_output_when_attention_is_one_hot():
+    torch.manual_seed(0)
+    model = la.Seq2SeqAttention(11, 9, hidden=8, embed=5).double()
+    src, tgt_in, tgt_out = (torch.randint(0, 11, (2, 6)), torch.randint(0, 9, (2, 4)),
+                            torch.randint(0, 9, (2, 4)))
+    beta = model.probe(src, tgt_in, tgt_out)
+    for i in range(6):
+        only_i = torch.zeros(2, 6, dtype=torch.bool)
+        only_i[:, i] = True  # the mask leaves one position: α is one-hot on i
+        logits, alpha = model(src, tgt_in, only_i)
+        assert torch.all(alpha[..., i] == 1)
+        p = logits.softmax(-1).gather(-1, tgt_out[..., None])[..., 0]
+        assert torch.allclose(p, beta[..., i], atol=1e-12)
+
+
+def test_classifier_parity_probe_and_one_hot(rng):
+    torch.manual_seed(0)
+    model = la.AttentionClassifier(13, hidden=6, embed=4).double()
+    x = torch.randint(0, 13, (3, 7))
+    mask = torch.ones(3, 7, dtype=torch.bool)
+    mask[2, 5:] = False
+    z, alpha = model(x, mask)
+    h = np_(model.states(x))
+    params = [np_(p) for p in (model.attn.weight, model.attn.bias, model.v,
+                               model.readout.weight[0])] + [model.readout.bias.item()]
+    z_np, a_np = la.classifier_np(h, *params, mask=mask.numpy())
+    assert np.abs(np_(z) - z_np).max() < 1e-12 and np.abs(np_(alpha) - a_np).max() < 1e-12
+    labels = np.array([1, 0, 1])
+    beta = model.probe(x, torch.as_tensor(labels))
+    assert np.abs(np_(beta) - la.classifier_probe_np(h, params[3], params[4], labels)).max() < 1e-12
+    logits = model.position_logits(x)
+    for i in range(5):
+        only_i = torch.zeros(3, 7, dtype=torch.bool)
+        only_i[:, i] = True
+        z_i, _ = model(x, only_i)
+        assert torch.allclose(z_i, logits[:, i], atol=1e-12)
+        sign = torch.tensor([1.0, -1.0, 1.0], **T64)
+        assert torch.allclose(torch.sigmoid(sign * z_i), beta[:, i], atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- uniform, padding
+def test_frozen_uniform_attention_is_uniform_and_gets_no_gradient():
+    torch.manual_seed(0)
+    model = la.Seq2SeqAttention(11, 9, hidden=8, embed=5, uniform=True).double()
+    src, tgt_in = torch.randint(0, 11, (2, 6)), torch.randint(0, 9, (2, 4))
+    mask = torch.ones(2, 6, dtype=torch.bool)
+    mask[1, 2:] = False
+    logits, alpha = model(src, tgt_in, mask)
+    assert torch.allclose(alpha[0], torch.full_like(alpha[0], 1 / 6))
+    assert torch.allclose(alpha[1, ..., :2], torch.full_like(alpha[1, ..., :2], 1 / 2))
+    assert torch.all(alpha[1, ..., 2:] == 0)
+    logits.sum().backward()
+    assert model.W_a.grad is None or torch.all(model.W_a.grad == 0)
+    assert model.encoder.weight_ih_l0.grad.abs().sum() > 0  # the rest does learn
+    clf = la.AttentionClassifier(13, hidden=6, uniform=True).double()
+    z, a = clf(torch.randint(0, 13, (2, 5)))
+    assert torch.allclose(a, torch.full_like(a, 0.2))
+    z.sum().backward()
+    assert clf.v.grad is None or torch.all(clf.v.grad == 0)
+
+
+def test_padding_gets_zero_weight_and_changes_nothing():
+    torch.manual_seed(0)
+    model = la.Seq2SeqAttention(11, 9, hidden=8, embed=5, heads=2).double()
+    src, tgt_in = torch.randint(1, 11, (2, 5)), torch.randint(0, 9, (2, 4))
+    logits, alpha = model(src, tgt_in)
+    padded = torch.cat([src, torch.zeros(2, 3, dtype=torch.long)], 1)  # 3 pad tokens (id 0)
+    mask = torch.arange(8) < 5
+    logits_p, alpha_p = model(padded, tgt_in, mask.expand(2, 8))
+    assert torch.all(alpha_p[..., 5:] == 0)
+    assert torch.allclose(logits_p, logits, atol=1e-12)
+    assert torch.allclose(alpha_p[..., :5], alpha, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- agreement
+@pytest.mark.exercise("5.2")
+def test_agreement_by_hand():
+    b = np.arange(20.0)  # n = 20: top ⌈5% · 20⌉ = 1 position (the last)
+    a_hit, a_miss = np.eye(20)[19], np.eye(20)[18]
+    assert la.agreement_np(a_hit, b) == 1.0 and la.agreement_np(a_miss, b) == 0.0
+    b21 = np.arange(21.0)  # n = 21: ⌈1.05⌉ = 2 positions
+    assert la.agreement_np(np.eye(21)[19], b21) == 1.0
+    assert la.agreement_np(np.eye(21)[18], b21) == 0.0
+    # the mask shrinks n and hides positions: argmax of a is taken over real positions only
+    a = np.array([0.1, 0.2, 0.9, 0.0])
+    b4 = np.array([0.0, 1.0, 0.5, 9.0])
+    assert la.agreement_np(a, b4) == 0.0  # b's best is position 3
+    assert la.agreement_np(a, b4, mask=np.array([True, True, True, False])) == 0.0
+    assert la.agreement_np(a, b4, mask=np.array([True, False, True, False])) == 1.0
+    batch = la.agreement_np(np.stack([a_hit, a_miss]), np.stack([b, b]))
+    assert batch.tolist() == [1.0, 0.0]
+
+
+@pytest.mark.exercise("5.2")
+def test_agreement_numpy_torch_parity(rng):
+    a, b = rng.normal(size=(6, 5, 30)), rng.normal(size=(6, 5, 30))
+    b[..., :3] += 2 * a[..., :3]
+    mask = rng.random((6, 1, 30)) < 0.8
+    got = la.agreement_torch(t(a), t(b), torch.as_tensor(mask)).numpy()
+    assert np.array_equal(got, la.agreement_np(a, b, mask))
+
+
+def test_agreement_baseline_matches_simulation(rng):
+    lengths = rng.integers(3, 45, size=400)
+    hits = []
+    for n in lengths:
+        a, b = rng.random((200, n)), rng.random((200, n))
+        hits.append(la.agreement_np(a, b).mean())
+    assert abs(np.mean(hits) - la.agreement_baseline_np(lengths)) < 0.01
+    assert la.agreement_baseline_np([20]) == 0.05 and la.agreement_baseline_np([10]) == 0.1
+
+
+def test_contextualized_agreement():
+    assert la.contextualized_agreement([0.1, 0.3, 0.5], [10, 20, 30], 0.3) == (20.0, True)
+    assert la.contextualized_agreement([0.1, 0.2], [10, 20], 0.9) == (20.0, False)
+
+
+# ----------------------------------------------------------------------------- bad input
+def test_bad_input_raises_value_error(rng):
+    s, h = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4))
+    with pytest.raises(ValueError, match="states"):
+        la.luong_attention_np(s, rng.normal(size=(2, 5, 3)), np.eye(4)[None])
+    with pytest.raises(ValueError, match="source mask"):
+        la.luong_attention_np(s, h, np.eye(4)[None], mask=np.ones((2, 5)))
+    with pytest.raises(ValueError, match="source mask"):
+        la.luong_attention_torch(t(s), t(h), t(np.eye(4)[None]), torch.ones(2, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="one shape"):
+        la.agreement_np(np.zeros(4), np.zeros(5))
+    with pytest.raises(ValueError, match="one shape"):
+        la.agreement_torch(torch.zeros(4), torch.zeros(5))
+    with pytest.raises(ValueError, match="lengths"):
+        la.agreement_baseline_np([])
+    with pytest.raises(ValueError, match="curves"):
+        la.contextualized_agreement([0.1], [1, 2], 0.5)
+    with pytest.raises(ValueError, match="sizes"):
+        la.Seq2SeqAttention(10, 10, heads=0)
+    model = la.Seq2SeqAttention(10, 10, hidden=4)
+    with pytest.raises(ValueError, match="inputs"):
+        model(torch.zeros(2, 3, dtype=torch.long), torch.zeros(3, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="input"):
+        la.AttentionClassifier(10, hidden=4)(torch.zeros(5, dtype=torch.long))
+
+
+# ----------------------------------------------------------------------------- exercise 5.3
+@pytest.mark.exercise("5.3")
+def test_predicted_failing_copy_corpus():
+    from minattn.answers.lstm_attention import failing_copy_corpus
+
+    assert failing_copy_corpus() in ("A", "B", "C")
+    assert failing_copy_corpus() == "B"
+
+
+# ----------------------------------------------------------------------------- lesson 05 tasks
+def test_keyword_task_is_balanced_with_one_keyword_in_positives(rng):
+    from minattn import tasks
+
+    x, y, where = tasks.keyword_task(64, 12, 10, rng)
+    assert x.shape == (64, 12) and y.sum() == 32 and x.min() >= 1 and x.max() <= 10
+    hits = (x == 1).sum(1)
+    assert np.all(hits[y == 1] == 1) and np.all(hits[y == 0] == 0)
+    assert np.all(x[y == 1, where[y == 1]] == 1) and np.all(where[y == 0] == -1)
+    with pytest.raises(ValueError, match="keyword_task"):
+        tasks.keyword_task(3, 12, 10, rng)
+
+
+def test_build_vocab_and_encode():
+    from minattn import tasks
+
+    vocab = tasks.build_vocab([["a", "b", "a"], ["c", "a"]], min_count=1)
+    assert list(vocab)[:4] == [tasks.PAD, tasks.UNK, tasks.BOS, "a"]
+    ids, lengths = tasks.encode([["a", "zzz"], ["b"]], vocab)
+    assert ids.tolist() == [[vocab["a"], vocab[tasks.UNK]], [vocab["b"], 0]]
+    assert lengths.tolist() == [2, 1]
+    with pytest.raises(ValueError, match="encode"):
+        tasks.encode([["a"], []], vocab)
