@@ -352,7 +352,7 @@ def count_table(src, tgt):
     """Dense C(x, y) (rows: input words, columns: output words, both in sorted order)."""
     bx = ibm1.make_bitext(src, tgt, null=False)
     words = sorted(bx.src_vocab[1:])
-    C = ibm1.to_dense(ibm1.count_table_np(bx), bx)
+    C = ibm1.count_table_np(bx)                    # (V_x, V_y), row 0 = NULL (unused here)
     return C[np.ix_([bx.src_index[w] for w in words], [bx.tgt_index[w] for w in words])]
 
 
