@@ -47,8 +47,8 @@ from minattn.sparse import (sliding_window_mask_np, dilated_window_mask_np, glob
                             random_mask_np, bigbird_layout_np, bigbird_mask_np, strided_masks_np,
                             fixed_masks_np, union_np, hops_np, diameter_np)
 from minattn.sparse_kernels import (window_attention_torch, blocked_window_attention_torch,
-                                    block_sparse_attention_torch, SparseClassifier,
-                                    window_attend, block_sparse_attend)
+                                    block_sparse_attention_torch)
+from minattn.models import SparseClassifier, window_attend, block_sparse_attend
 from minattn.tasks import two_halves, CLS
 from minattn.tools.train import train
 
@@ -249,7 +249,7 @@ q, k, v = (torch.randn(2, 3, n_chk, 8, dtype=torch.float64, requires_grad=True) 
 checks = {
     "window": (lambda: window_attention_torch(q, k, v, w_chk, block=8),
                sliding_window_mask_np(n_chk, w_chk)),
-    "dilated δ=2, causal": (lambda: window_attention_torch(q, k, v, w_chk, 2, causal=True, block=8),
+    "dilated δ=2, causal": (lambda: window_attention_torch(q, k, v, w_chk, dilation=2, causal=True, block=8),
                             dilated_window_mask_np(n_chk, w_chk, 2, causal=True)),
     "window + global {0, 20}": (lambda: window_attention_torch(q, k, v, w_chk, global_idx=[0, 20],
                                                                block=8),
