@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from minattn.tools.bench import (bench_args, fmt_bytes, fmt_time, peak_memory, print_table, save_json,
                            time_interleaved)
 from minattn.tools.lesson import REPO_ROOT
-from minattn.sparse import bigbird_layout_np
+from minattn.sparse import bigbird_layout_np, sliding_window_mask_np
 from minattn.sparse_kernels import block_sparse_attention_torch, window_attention_torch
 
 B, H, D = 1, 4, 64
@@ -73,8 +73,7 @@ def flex_window(n: int, w: int):
 
 
 def dense_window(n: int, w: int):
-    i = torch.arange(n)
-    mask = (i[:, None] - i).abs() <= w  # built once, outside the timed call
+    mask = torch.from_numpy(sliding_window_mask_np(n, w))  # built once, outside the timed call
     return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 

@@ -284,7 +284,9 @@ def _global_blocks_mask_np(n, w, dilation, causal, c, global_idx) -> np.ndarray:
     k_real = (k_place >= 0) & (residue + dilation * k_place < n)  # (δ, nb, span)
     window = _band_np(c, w, w_right) & k_real[:, :, None, :]  # (δ, nb, c, span)
     diff = q_pos[..., None] - global_idx  # (δ, nb, c, G): i - g
+    # BEGIN EXERCISE 2.1 sliding-window mask: True where |i - j| <= w (and j <= i when causal)
     in_window = (np.abs(diff) <= w * dilation) & (diff % dilation == 0)
+    # END EXERCISE
     seen = ~in_window & (diff > 0) if causal else ~in_window
     return np.concatenate([window, seen], axis=-1) | (q_pos >= n)[..., None]
 

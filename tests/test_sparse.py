@@ -442,3 +442,20 @@ def test_kernels_on_cuda_match_dense(hand_backward):
     ref = torch.nn.functional.scaled_dot_product_attention(
         q, k, v, attn_mask=torch.as_tensor(_window_mask(1000, 64), device=cuda))
     torch.testing.assert_close(window_attention_torch(q, k, v, 64), ref, rtol=1e-5, atol=1e-5)
+
+
+# ============================================================================ exercises 2.3, 2.4
+@pytest.mark.exercise("2.3")
+def test_predicted_layers_match_hops():
+    from minattn.answers import sparse as answers
+    n, w = 256, 8
+    window = sliding_window_mask_np(n, w)
+    assert answers.layers_window_255_to_0() == hops_np(window)[0, n - 1]
+    assert answers.layers_window_plus_global() == diameter_np(window | global_mask_np(n, [100]))
+
+
+@pytest.mark.exercise("2.4")
+def test_deaf_bigbird_fraction_in_range():
+    """Measured: 9 of the layout seeds 0..99 leave position 0 deaf to the second half."""
+    from minattn.answers import sparse as answers
+    assert 0.07 <= answers.fraction_of_deaf_bigbird_layouts() <= 0.11
