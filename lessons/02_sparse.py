@@ -431,7 +431,7 @@ def run(pattern_name, seed, steps):
 
     return train(model, lambda step: two_halves(BATCH, N_SEQ, train_gen, L.device),
                  classification_loss, steps=steps, lr=3e-3, evaluate=evaluate,
-                 eval_every=max(STEPS // 12, 1), desc=f"{pattern_name}, seed {seed}")
+                 eval_every=max(steps // 12, 1), desc=f"{pattern_name}, seed {seed}")
 
 
 start = time.perf_counter()
