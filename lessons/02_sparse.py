@@ -30,8 +30,8 @@
 #    alone fails, a window plus one global token succeeds with fewer keys per query, and random
 #    edges (BigBird) get there more slowly.
 #
-# Run time: about 6 minutes on a quiet 2-core CPU, most of it training the small models of
-# section 5 (`MINATTN_SMOKE=1`: about 20 seconds).
+# Run time: about 6 minutes on a quiet 2-core CPU (20 on a busy one), most of it training the
+# small models of section 5 (`MINATTN_SMOKE=1`: about 20 seconds).
 
 # %%
 import time
@@ -476,9 +476,10 @@ L.savefig(fig, "two_halves_training")
 # on every seed. The BigBird pattern (no global token) lets position 0 hear a few dozen tokens
 # of *each* half within 2 layers — plenty to tell $1/4$ from $3/4$ — so what it lacks at step
 # 120 is not information but training: its loss is still falling and its accuracy still
-# swinging there. Trained four times longer, it climbs further (the second BigBird row); the
-# random paths are there, but the model must learn to route the evidence through two hops of
-# scattered blocks, where the global token hands it over in one.
+# swinging there. Trained four times longer, it climbs further (the second BigBird row) but not
+# all the way to the global token's score, and its training loss keeps spiking (the green
+# curve): the random paths are there, but the model must learn to route the evidence through
+# two hops of scattered blocks, where the global token hands it over in one.
 #
 # That is the small-world argument at work — and its limit: random edges make paths short on
 # *average*, a global token makes them short for *every* pair and easy to learn. It is why
