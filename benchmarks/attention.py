@@ -14,6 +14,7 @@ numbers measured side by side in this run.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import torch
@@ -118,6 +119,7 @@ def main():
                  f"`attention_torch` and PyTorch's fused `F.scaled_dot_product_attention`. "
                  f"B = {B}, H = {H}, d = {d}, float32, no mask, device = {device}, torch threads = "
                  f"{torch.get_num_threads()}, {repeats} interleaved repeats (medians), "
+                 f"load average at the end of the run {os.getloadavg()[0]:.1f}, "
                  f"N = {', '.join(map(str, sizes))}. The explicit versions store the N × N "
                  "weights, SDPA never does: the memory columns grow as N² for them and as N for it.",
                  ""]

@@ -328,7 +328,8 @@ def markdown(results, tables, repeats, quick) -> str:
         f"Dense masked SDPA vs `window_attention_torch` (lesson 02's window kernel) vs the "
         f"block-sparse kernel (BigBird layout, {BS_BLOCK}-token blocks) vs compiled FlexAttention "
         f"(forward only). B = {B}, H = {H}, d = {D}, float32, cpu, torch threads = "
-        f"{torch.get_num_threads()}, {repeats} interleaved repeats (medians); {mode}. Dense stops at "
+        f"{torch.get_num_threads()}, {repeats} interleaved repeats (medians); {mode}; load average "
+        f"of the machine at the end of the run {os.getloadavg()[0]:.1f}. Dense stops at "
         "16,384 (its float copy of the mask: 4·N² bytes). Memory is the extra peak resident set "
         "of one call. Read the ratio columns: they compare numbers measured side by side.",
         "",
