@@ -3,6 +3,7 @@
     python benchmarks/attention.py            # N = 512 ... 8192 (a few minutes on 2 cores)
     python benchmarks/attention.py --quick    # N = 512 ... 2048 (seconds)
     python benchmarks/attention.py --json bench_results/attention.json
+    python benchmarks/attention.py --markdown # also write the tables into benchmarks/README.md
 
 B = 1, H = 4, d = 64, float32, no mask. Forward time for all four; forward+backward for the
 three torch versions; extra peak memory of one forward (and one forward+backward). Contenders
@@ -13,14 +14,15 @@ numbers measured side by side in this run.
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
 from minattn.attention import attention_np, attention_torch
-from minattn.tools.bench import (bench_args, fmt_bytes, fmt_time, peak_memory, print_table, save_json,
-                           time_interleaved)
+from minattn.tools.bench import (bench_args, fmt_bytes, fmt_time, peak_memory, print_table,
+                                 save_json, time_interleaved, write_markdown)
 from minattn.tools.utils import pick_device
 
 
@@ -98,15 +100,32 @@ def main():
         print(f"N={n} done", flush=True)
 
     names = list(table)
-    print("\nForward time (median)")
-    print_table(rows, ["N"] + [f"{n} fwd" for n in names] + ["minattn / SDPA fwd"])
-    print("\nForward + backward time (median)")
-    print_table(rows, ["N"] + [f"{n} fwd+bwd" for n in names if n != "NumPy"]
-                + ["minattn / SDPA fwd+bwd"])
+    tables = {}
+    print(f"\nForward time (median of {repeats})")
+    tables[f"Forward time (median of {repeats})"] = print_table(
+        rows, ["N"] + [f"{n} fwd" for n in names] + ["minattn / SDPA fwd"])
+    print(f"\nForward + backward time (median of {repeats})")
+    tables[f"Forward + backward time (median of {repeats})"] = print_table(
+        rows, ["N"] + [f"{n} fwd+bwd" for n in names if n != "NumPy"] + ["minattn / SDPA fwd+bwd"])
     print("\nExtra peak memory of one forward")
-    print_table(rows, ["N"] + [f"{n} mem" for n in names] + ["minattn / SDPA mem"])
+    tables["Extra peak memory of one forward"] = print_table(
+        rows, ["N"] + [f"{n} mem" for n in names] + ["minattn / SDPA mem"])
     print("\nExtra peak memory of one forward + backward")
-    print_table(rows, ["N"] + [f"{n} mem fwd+bwd" for n in names if n != "NumPy"])
+    tables["Extra peak memory of one forward + backward"] = print_table(
+        rows, ["N"] + [f"{n} mem fwd+bwd" for n in names if n != "NumPy"])
+    if args.markdown:
+        parts = ["## Dense attention: `benchmarks/attention.py`", "",
+                 f"NumPy (`attention_np`), the textbook three torch lines, lesson 01's "
+                 f"`attention_torch` and PyTorch's fused `F.scaled_dot_product_attention`. "
+                 f"B = {B}, H = {H}, d = {d}, float32, no mask, device = {device}, torch threads = "
+                 f"{torch.get_num_threads()}, {repeats} interleaved repeats (medians), "
+                 f"load average at the end of the run {os.getloadavg()[0]:.1f}, "
+                 f"N = {', '.join(map(str, sizes))}. The explicit versions store the N × N "
+                 "weights, SDPA never does: the memory columns grow as N² for them and as N for it.",
+                 ""]
+        for title, text in tables.items():
+            parts += [f"*{title}*", "", text, ""]
+        write_markdown("attention", "\n".join(parts))
     save_json(args.json, {"benchmark": "attention", "B": B, "H": H, "d": d, "results": raw})
 
 

@@ -81,9 +81,11 @@ def dilated_window_mask_np(n: int, w: int, dilation: int, causal: bool = False) 
     w = _check_int("window w", w, 0)
     dilation = _check_int("dilation", dilation, 1)
     i, j = _positions(n)
+    # BEGIN EXERCISE 2.1 sliding-window mask: True where |i - j| <= w (and j <= i when causal)
     mask = (np.abs(i - j) <= w * dilation) & ((i - j) % dilation == 0)
     if causal:
         mask &= j <= i
+    # END EXERCISE
     return mask
 
 

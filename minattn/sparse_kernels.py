@@ -1,20 +1,23 @@
 """Sparse attention kernels in PyTorch whose time and memory grow linearly with N.
 
 The NumPy masks of `minattn.sparse` state the patterns; feeding such an (N, N) mask to dense
-attention costs O(N²) time and memory however few Trues it holds. The kernels here never
-build anything of size N²:
+attention costs O(N²) time and memory however few Trues it holds. Nothing here builds
+anything of size N². Read it top to bottom:
 
-    window_attention_torch        sliding / dilated / causal window (+ global tokens), O(N·w)
-    block_sparse_attention_torch  any block layout (BigBird, fixed): only non-zero blocks
-    SparseSelfAttention           a multi-head self-attention layer on either kernel
-    SparseClassifier              a small encoder on it, for the lesson's long-sequence task
+    blocked_window_attention_torch   the idea (exercise 2.2): blocks of queries, one band mask
+    sliding_window_attention_torch   the core: |i - j| <= w (j <= i when causal), O(N·w)
+    dilated_window_attention_torch   every δ-th token: the core on each residue class i mod δ
+    global_window_attention_torch    window ∪ global tokens (Longformer)
+    window_attention_torch           the entry point: picks one of the three above
+    block_sparse_attention_torch     any block layout (BigBird, fixed): only non-zero blocks
 
-Both are ordinary torch code, so autograd gives the backward pass — except the window kernel
-in training without global tokens, whose `WindowAttentionFunction` has a hand-written backward
-that recomputes a few blocks at a time (autograd's would hold every block's attention and
-(c + 2w) / c copies of ∂K and ∂V). Every result equals dense
-masked attention (`minattn.attention.attention_torch`) on the same pattern — the tests check
-outputs and gradients in float64. Shapes: q, k (..., N, d), v (..., N, dv), as in lesson 01.
+All are ordinary torch code, so autograd gives the backward pass — except the core when it
+trains: `minattn/sparse_backward.py` (read it after this file) gives it a hand-written backward
+that recomputes a few blocks at a time instead of keeping every block's attention. Every result
+equals dense masked attention (`minattn.attention.attention_torch`) on the same pattern: the
+tests check outputs and gradients in float64. Shapes: q, k (..., N, d), v (..., N, dv).
+The layers that use these kernels are built in `minattn/models.py`:
+`MultiHeadAttention(d, h, attend=window_attend(w))`.
 """
 
 from __future__ import annotations
@@ -24,15 +27,21 @@ import math
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-from .attention import (MultiHeadAttention, check_attention_inputs, merge_heads_torch,
-                        split_heads_torch)
+from .attention import check_attention_inputs
 from .sparse import _check_int, check_global_idx
 from .tools.utils import fail, shape_str
 
 
-# ============================================================================ window kernel
+# ============================================================================ the blocked idea
+def _band_np(block: int, w_left: int, w_right: int) -> np.ndarray:
+    # Built in NumPy: a handful of tiny index ops that would each cost a thread-pool wake-up
+    # in torch.
+    a = np.arange(block)[:, None]
+    t = np.arange(block + w_left + w_right)[None, :]
+    return (t >= a) & (t <= a + w_left + w_right)
+
+
 def band_mask_torch(block: int, w_left: int, w_right: int, device=None) -> torch.Tensor:
     """(c, c + w_left + w_right) bool: the window of each query inside its block's key span.
 
@@ -41,14 +50,6 @@ def band_mask_torch(block: int, w_left: int, w_right: int, device=None) -> torch
     a <= t <= a + w_left + w_right. One small mask serves every block: that is the trick.
     """
     return torch.from_numpy(_band_np(block, w_left, w_right)).to(device)
-
-
-def _band_np(block: int, w_left: int, w_right: int) -> np.ndarray:
-    # Built in NumPy: a handful of tiny index ops that would each cost a thread-pool wake-up
-    # in torch.
-    a = np.arange(block)[:, None]
-    t = np.arange(block + w_left + w_right)[None, :]
-    return (t >= a) & (t <= a + w_left + w_right)
 
 
 def unfold_blocks_torch(x: torch.Tensor, block: int, w_left: int, w_right: int) -> torch.Tensor:
@@ -86,148 +87,213 @@ def blocked_window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Te
     return out
 
 
-# ------------------------------------------------------------ a hand-written backward
-# Autograd through `blocked_window_attention_torch` is correct but heavy: `unfold`'s backward
-# receives a ∂K and a ∂V for every key of every span, (c + 2w) / c copies of each, and SDPA keeps
-# each block's attention internals for its backward. The Function below keeps only q, k, v and
-# recomputes the attention of a few blocks at a time in its backward, adding their ∂K and ∂V
-# into full-size buffers as it goes: the extra memory is one chunk of blocks, not N·(c + 2w).
-
-# Scores per chunk of blocks in the backward: 2^17 (512 KiB in float32), i.e. at c = 64 and
-# B·H = 4 one block per chunk for w = 128, four for w = 32; more when blocks are smaller.
-# Measured at N = 16,384, w = 128 on a 2-core CPU: chunks of 2^17 to 2^21 scores took 314 →
-# 450 ms and 70 → 130 MiB; small chunks stay in the cache, and the Python loop (a few dozen
-# tensor ops per chunk, ~1,000 chunks at N = 65,536) costs less than the larger chunks lose.
-_CHUNK_SCORES = 1 << 17
-_HAND_BACKWARD = True  # False: plain autograd through the blocked kernel (the tests compare)
-
-
-class WindowAttentionFunction(torch.autograd.Function):
-    """Sliding-window self-attention over one class (δ = 1, no global tokens) with a
-    memory-lean backward. q, k: (B, M, d); v: (B, M, dv) -> (B, M, dv).
-
-    apply(q, k, v, w, causal, block, scale): query i attends to keys i - w .. i + w
-    (.. i when causal) that lie in 0 .. M-1, exactly as `window_attention_torch`.
-
-    forward: `window_attention_torch` itself (grad mode is off inside a Function, so it takes
-        its inference path: the blocked SDPA of exercise 2.2 plus the exact end blocks).
-    backward: for chunks of query blocks, recompute the scores of each block against its key
-        span, then lesson 01's softmax backward (`attention_backward_np`):
-            P  = softmax(scale · Q Kᵀ)           dV = Pᵀ G
-            dP = G Vᵀ                            dS = P ⊙ (dP − rowsum(dP ⊙ P))
-            dQ = scale · dS K                    dK = scale · dSᵀ Q
-        dQ of a block is its own rows; dK and dV of a span are added into the full ∂K, ∂V.
-    """
-
-    @staticmethod
-    def forward(ctx, q, k, v, w, causal, block, scale):
-        out = window_attention_torch(q, k, v, w, causal=causal, block=block, scale=scale)
-        ctx.save_for_backward(q, k, v)  # no attention probabilities kept: recomputed later
-        ctx.window = (w, 0 if causal else w, block, scale)
-        return out
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_out):
-        q, k, v = ctx.saved_tensors
-        grads = _window_attention_backward(q, k, v, grad_out.contiguous(), *ctx.window)
-        return (*grads, None, None, None, None)
-
-
-def _window_attention_backward(q, k, v, grad_out, w_left, w_right, c, scale):
-    """dQ, dK, dV of the window attention over (B, M, d) tensors, a chunk of blocks at a time.
-
-    Block b holds queries b·c .. b·c + c - 1 and sees the span of keys b·c - w_left ..
-    b·c + c + w_right - 1 (length span = c + w_left + w_right). Keys outside 0 .. M-1 are
-    masked out (the forward treats them as absent), so their gradients are zero.
-    """
-    bsz, m, d = q.shape
-    scale = 1.0 / math.sqrt(d) if scale is None else scale
-    span = c + w_left + w_right
-    n_blocks = -(-m // c)
-    pieces = -(-span // c)  # a span covers `pieces` consecutive c-row slices of ∂K
-    chunk = max(1, _CHUNK_SCORES // (bsz * c * span))  # blocks per chunk
-    band = _band_np(c, w_left, w_right)  # (c, span)
-    hidden = torch.from_numpy(~band).to(q.device)  # what the band hides: inner chunks
-    dq = torch.empty_like(q)
-    dk, dv = torch.zeros_like(k), torch.zeros_like(v)
-    for b0 in range(0, n_blocks, chunk):
-        nbc = min(chunk, n_blocks - b0)  # blocks in this chunk
-        q0 = b0 * c  # first query row of the chunk
-        k0 = q0 - w_left  # first key row its spans touch (may be < 0)
-        k_len = (nbc + pieces - 1) * c  # rows k0 .. k0 + k_len - 1 cover every span
-        qb = _rows(q, q0, nbc * c).unflatten(1, (nbc, c))  # (B, nbc, c, d)
-        gb = _rows(grad_out, q0, nbc * c).unflatten(1, (nbc, c))  # (B, nbc, c, dv)
-        # The spans of the chunk's blocks: views of its key rows, as in unfold_blocks_torch.
-        ks = _rows(k, k0, k_len).unfold(1, span, c)[:, :nbc].transpose(-1, -2)  # (B,nbc,span,d)
-        vs = _rows(v, k0, k_len).unfold(1, span, c)[:, :nbc].transpose(-1, -2)  # (B,nbc,span,dv)
-
-        scores = (qb @ ks.transpose(-1, -2)).mul_(scale)  # (B, nbc, c, span)
-        mask = _chunk_mask(band, q0, k0, nbc, c, m)  # None (inner chunk) or (nbc, c, span)
-        scores.masked_fill_(hidden if mask is None else torch.from_numpy(~mask).to(q.device),
-                            float("-inf"))
-        p = torch.softmax(scores, dim=-1)  # P: (B, nbc, c, span)
-        del scores
-        dv_span = p.transpose(-1, -2) @ gb  # Pᵀ G: (B, nbc, span, dv)
-        ds = gb @ vs.transpose(-1, -2)  # dP = G Vᵀ: (B, nbc, c, span)
-        ds.sub_((ds * p).sum(-1, keepdim=True)).mul_(p).mul_(scale)  # scale · dS, in place
-        del p
-        dq_blocks = (ds @ ks).flatten(1, 2)  # scale · dS K: (B, nbc·c, d)
-        rows = min(nbc * c, m - q0)  # the last block may hold padded queries: drop them
-        dq[:, q0:q0 + rows] = dq_blocks[:, :rows]
-        _add_spans(dk, ds.transpose(-1, -2) @ qb, k0, c)  # scale · dSᵀ Q: (B, nbc, span, d)
-        _add_spans(dv, dv_span, k0, c)
-    return dq, dk, dv
-
-
-def _rows(x, start, length):
-    """Rows start .. start + length - 1 of x (B, M, d), zero rows where outside 0 .. M-1."""
-    lo, hi = max(start, 0), min(start + length, x.shape[1])
-    part = x[:, lo:max(hi, lo)]
-    if part.shape[1] == length:
-        return part  # a view
-    return F.pad(part, (0, 0, lo - start, start + length - lo - part.shape[1]))
-
-
-def _chunk_mask(band, q0, k0, nbc, c, m):
-    """The keys each query of a chunk may see: the band, minus keys outside 0 .. M-1. Rows of
-    padded queries (past M) may see every key of the span: any finite row will do, their G is
-    zero. Returns None for a chunk far from both ends, (nbc, c, span) bool otherwise."""
-    span = band.shape[1]
-    if k0 >= 0 and k0 + (nbc - 1) * c + span <= m and q0 + nbc * c <= m:
-        return None  # an inner chunk: the band alone is exact
-    key = k0 + c * np.arange(nbc)[:, None] + np.arange(span)  # (nbc, span) positions
-    query = q0 + c * np.arange(nbc)[:, None] + np.arange(c)  # (nbc, c)
-    return band & ((key >= 0) & (key < m))[:, None, :] | (query >= m)[:, :, None]
-
-
-def _add_spans(dst, spans, start, c):
-    """dst (B, M, d) += every span of spans (B, nbc, span, d); span b starts at row
-    start + b·c. Consecutive spans overlap, so each is cut into c-row pieces: piece j of every
-    block lands on the c-row slices j, j + 1, ..., one shifted add per piece."""
-    bsz, nbc, span, d = spans.shape
-    pieces = -(-span // c)
-    local = spans.new_zeros(bsz, nbc + pieces - 1, c, d)  # rows start .. of this chunk
-    for j in range(pieces):
-        piece = spans[:, :, j * c:(j + 1) * c]  # (B, nbc, <= c, d)
-        local[:, j:j + nbc, :piece.shape[2]] += piece
-    local = local.flatten(1, 2)
-    lo, hi = max(start, 0), min(start + local.shape[1], dst.shape[1])
-    dst[:, lo:hi] += local[:, lo - start:hi - start]  # rows outside 0 .. M-1 carry zeros
-
-
-def _check_window_args(q, k, v, w, dilation, block):
+# ============================================================================ the core: a sliding window
+def _check_window_args(q, k, v, w) -> int:
     check_attention_inputs(q, k, v)
     if q.shape[-2] != k.shape[-2]:
         fail("window attention is self-attention: queries and keys must have one length N",
              f"k of length {q.shape[-2]}", f"q {shape_str(q.shape)}, k {shape_str(k.shape)}")
-    return (_check_int("window w", w, 0), _check_int("dilation", dilation, 1),
-            _check_int("block", block, 1))
+    return _check_int("window w", w, 0)
 
 
-def window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: int,
+def _default_block(block, q, k, v) -> int:
+    """c = 32 for a forward without gradients, 64 for training: the fastest on a 2-core CPU
+    for w in {32, 128} (benchmarks/sparse.py)."""
+    if block is None:
+        training = torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v))
+        return 64 if training else 32
+    return _check_int("block", block, 1)
+
+
+def sliding_window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: int,
+                                   causal: bool = False, *, block: int | None = None,
+                                   scale: float | None = None, hand_backward: bool = True,
+                                   chunk_scores: int | None = None) -> torch.Tensor:
+    """Sliding-window self-attention in O(N·w) time and memory, forward and backward.
+
+    torch-only; equals dense masked attention with `sliding_window_mask_np(N, w, causal)`:
+    query i attends to keys i - w .. i + w (.. i when causal) that lie in 0 .. N-1.
+
+    Args:
+        q, k: (..., N, d); v: (..., N, dv).  w: one-sided half-width >= 0.
+        block: queries per block c. Each query does c + 2w key lookups instead of 2w + 1
+            (c + w when causal): small blocks waste less but call more, smaller matmuls.
+            Default: 32 without gradients, 64 when training.
+        scale: default 1/√d.
+        hand_backward: when a gradient is needed, train through
+            `sparse_backward.WindowAttentionFunction`, whose backward recomputes a chunk of
+            blocks at a time; False: plain autograd through the blocked kernel.
+        chunk_scores: scores per chunk in that backward (default `sparse_backward.CHUNK_SCORES`).
+    Returns:
+        (..., N, dv).
+    """
+    w = _check_window_args(q, k, v, w)
+    c = _default_block(block, q, k, v)
+    lead = q.shape[:-2]
+    # One batch axis (B' = batch · heads · ...): SDPA's fast CPU kernel wants 4-d blocks.
+    q3, k3, v3 = (x.reshape(-1, *x.shape[-2:]) for x in (q, k, v))  # (B', N, d)
+    training = torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v))
+    if training and hand_backward:
+        from .sparse_backward import WindowAttentionFunction  # the next file to read
+        out = WindowAttentionFunction.apply(q3, k3, v3, w, causal, c, scale, chunk_scores)
+    else:
+        out = window_forward_torch(q3, k3, v3, w, causal, c, scale)
+    return out.reshape(*lead, *out.shape[-2:])
+
+
+def window_forward_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: int,
+                         causal: bool, block: int, scale: float | None) -> torch.Tensor:
+    """The core's computation, torch-only: q, k (B, N, d), v (B, N, dv) -> (B, N, dv).
+
+    (1) `blocked_window_attention_torch` runs every block with the one band mask; (2) the
+    few blocks where that mask is wrong — their span runs past an end of the sequence, where
+    the blocked kernel saw zero keys — are recomputed with their exact masks and swapped in.
+    """
+    n = q.shape[-2]
+    w_right = 0 if causal else w
+    out = blocked_window_attention_torch(q, k, v, w, w_right, block, scale)  # (B, nb, c, dv)
+    wrong, fixed = _end_blocks(q, k, v, w, w_right, block, scale)
+    if wrong.numel():
+        if out.requires_grad:
+            out = out.index_copy(-3, wrong, fixed)  # autograd needs SDPA's output untouched
+        else:
+            out.index_copy_(-3, wrong, fixed)  # inference: no second copy of the output
+    return out.flatten(-3, -2)[..., :n, :]
+
+
+def _end_blocks(q, k, v, w_left, w_right, c, scale):
+    """The blocks near the two ends, with their exact masks: about (w_left + w_right) / c + 2
+    blocks. Returns their numbers (nw,) and outputs (B, nw, c, dv). The bookkeeping is on
+    positions only (small NumPy arrays, never N²)."""
+    n, device = q.shape[-2], q.device
+    starts = np.arange(-(-n // c)) * c
+    blocks = np.flatnonzero((starts < w_left) | (starts + c + w_right > n))
+    q_pos = starts[blocks, None] + np.arange(c)  # (nw, c)
+    k_pos = starts[blocks, None] - w_left + np.arange(c + w_left + w_right)  # (nw, span)
+    exact = _band_np(c, w_left, w_right) & ((k_pos >= 0) & (k_pos < n))[:, None, :]
+    exact |= (q_pos >= n)[:, :, None]  # padded queries: any finite row will do (cut off later)
+    # Positions outside 0 .. N-1 are clamped to a real row: `exact` masks them out.
+    q_idx, k_idx = (torch.as_tensor(np.clip(p, 0, n - 1), device=device) for p in (q_pos, k_pos))
+    # BEGIN EXERCISE 2.2 blocked window: query blocks of c, unfolded key spans, one SDPA call with the band mask
+    out = F.scaled_dot_product_attention(q[:, q_idx], k[:, k_idx], v[:, k_idx],
+                                         attn_mask=torch.as_tensor(exact, device=device),
+                                         scale=scale)  # (B, nw, c, dv)
+    # END EXERCISE
+    return torch.as_tensor(blocks, device=device), out
+
+
+# ============================================================================ dilation, global tokens
+def _to_classes(x: torch.Tensor, dilation: int) -> torch.Tensor:
+    """(..., N, d) -> (..., δ, m, d), m = ceil(N / δ): place p of class r is position r + δ·p
+    (zero rows past N)."""
+    n = x.shape[-2]
+    m = -(-n // dilation)
+    return F.pad(x, (0, 0, 0, m * dilation - n)).unflatten(-2, (m, dilation)).transpose(-2, -3)
+
+
+def dilated_window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: int,
+                                   dilation: int, causal: bool = False, **options) -> torch.Tensor:
+    """Dilated sliding window: i attends to j iff |i - j| <= w·δ and δ divides i - j.
+
+    torch-only; equals dense masked attention with `dilated_window_mask_np(N, w, δ, causal)`.
+    q, k: (..., N, d); v: (..., N, dv) -> (..., N, dv). `options` go to the core
+    (`sliding_window_attention_torch`: block, scale, hand_backward, chunk_scores).
+
+    Query i = r + δ·p sees only keys of its own residue class r = i mod δ, and inside the
+    class the dilated window is a plain window of half-width w over the places p. So: cut the
+    sequence into its δ classes, run the core on them as a batch, put the places back. When δ
+    does not divide N, the first N mod δ classes are one place longer than the others: the
+    core runs once per group of equal length.
+    """
+    w = _check_window_args(q, k, v, w)
+    dilation = _check_int("dilation", dilation, 1)
+    if dilation == 1:
+        return sliding_window_attention_torch(q, k, v, w, causal, **options)
+    n = q.shape[-2]
+    m = -(-n // dilation)  # places in the longest classes
+    n_long = n - (m - 1) * dilation  # classes 0 .. n_long - 1 have m places, the others m - 1
+    qc, kc, vc = (_to_classes(x, dilation) for x in (q, k, v))  # (..., δ, m, d)
+    parts = [sliding_window_attention_torch(qc[..., :n_long, :, :], kc[..., :n_long, :, :],
+                                            vc[..., :n_long, :, :], w, causal, **options)]
+    if n_long < dilation:  # the shorter classes, without their padding place
+        if m > 1:
+            short = sliding_window_attention_torch(
+                qc[..., n_long:, :m - 1, :], kc[..., n_long:, :m - 1, :],
+                vc[..., n_long:, :m - 1, :], w, causal, **options)
+        else:  # N < δ: those classes are empty
+            short = vc.new_zeros(*vc.shape[:-3], dilation - n_long, 0, vc.shape[-1])
+        parts.append(F.pad(short, (0, 0, 0, 1)))
+    out = torch.cat(parts, dim=-3)  # (..., δ, m, dv)
+    return out.transpose(-2, -3).flatten(-3, -2)[..., :n, :]  # place p of class r -> r + δ·p
+
+
+def global_window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: int,
+                                  global_idx, dilation: int = 1, causal: bool = False, *,
+                                  block: int | None = None,
+                                  scale: float | None = None) -> torch.Tensor:
+    """Longformer's pattern: a (dilated) window plus global tokens, in O(N·(w + G)).
+
+    torch-only; equals dense masked attention with
+        dilated_window_mask_np(N, w, δ) | global_mask_np(N, global_idx)   (∩ j <= i if causal).
+    q, k: (..., N, d); v: (..., N, dv) -> (..., N, dv). Plain autograd backward.
+
+    Every block of queries (of every residue class) gets its span of window keys plus the G
+    global keys, the same for every block, and its own exact (c, span + G) mask: a global key
+    already in a query's window is seen through the window, not twice; keys past the ends
+    are masked. Then the G global queries attend to all N keys (G·N work) and replace their rows.
+    """
+    w = _check_window_args(q, k, v, w)
+    dilation = _check_int("dilation", dilation, 1)
+    c = _default_block(block, q, k, v)
+    n, device = q.shape[-2], q.device
+    g_np = check_global_idx(global_idx, n)
+    g = torch.as_tensor(g_np, device=device)
+    w_right = 0 if causal else w
+    qc, kc, vc = (_to_classes(x, dilation) for x in (q, k, v))  # (..., δ, m, d)
+    n_blocks = -(-qc.shape[-2] // c)
+    mask = torch.as_tensor(_global_blocks_mask_np(n, w, dilation, causal, c, g_np),
+                           device=device).flatten(0, 1)  # (δ·nb, c, span + G)
+    # BEGIN EXERCISE 2.2 blocked window: query blocks of c, unfolded key spans, one SDPA call with the band mask
+    q_blocks = F.pad(qc, (0, 0, 0, n_blocks * c - qc.shape[-2])).unflatten(-2, (n_blocks, c))
+    k_all, v_all = (torch.cat([unfold_blocks_torch(xc, c, w, w_right),  # (..., δ, nb, span, d)
+                               x[..., None, None, g, :].expand(*xc.shape[:-2], n_blocks,
+                                                               len(g_np), x.shape[-1])], dim=-2)
+                    for x, xc in ((k, kc), (v, vc)))  # (..., δ, nb, span + G, d)
+    # One batch axis and δ·nb blocks: SDPA's fast CPU kernel wants 4-d inputs.
+    q4, k4, v4 = (x.reshape(-1, x.shape[-4] * x.shape[-3], *x.shape[-2:])
+                  for x in (q_blocks, k_all, v_all))
+    out = F.scaled_dot_product_attention(q4, k4, v4, attn_mask=mask, scale=scale)
+    # END EXERCISE
+    out = out.reshape(*qc.shape[:-2], n_blocks * c, -1)[..., :qc.shape[-2], :]  # (..., δ, m, dv)
+    out = out.transpose(-2, -3).flatten(-3, -2)[..., :n, :]  # (..., N, dv)
+    rows_mask = torch.arange(n, device=device) <= g[:, None] if causal else None  # (G, N)
+    rows = F.scaled_dot_product_attention(q[..., g, :], k, v, attn_mask=rows_mask, scale=scale)
+    return out.index_copy(-2, g, rows)  # the global queries see every key
+
+
+def _global_blocks_mask_np(n, w, dilation, causal, c, global_idx) -> np.ndarray:
+    """(δ, nb, c, span + G) bool: who each query of each block sees among its span's keys
+    (the window, inside the sequence) and the G global keys (those not already in its window;
+    under causal only those before it). Rows of padded queries see everything (cut off later)."""
+    w_right = 0 if causal else w
+    m = -(-n // dilation)
+    starts = np.arange(-(-m // c)) * c  # (nb,) first place of each block
+    residue = np.arange(dilation)[:, None, None]
+    q_pos = residue + dilation * (starts[:, None] + np.arange(c))  # (δ, nb, c)
+    k_place = starts[:, None] - w + np.arange(c + w + w_right)  # (nb, span)
+    k_real = (k_place >= 0) & (residue + dilation * k_place < n)  # (δ, nb, span)
+    window = _band_np(c, w, w_right) & k_real[:, :, None, :]  # (δ, nb, c, span)
+    diff = q_pos[..., None] - global_idx  # (δ, nb, c, G): i - g
+    # BEGIN EXERCISE 2.1 sliding-window mask: True where |i - j| <= w (and j <= i when causal)
+    in_window = (np.abs(diff) <= w * dilation) & (diff % dilation == 0)
+    # END EXERCISE
+    seen = ~in_window & (diff > 0) if causal else ~in_window
+    return np.concatenate([window, seen], axis=-1) | (q_pos >= n)[..., None]
+
+
+def window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: int, *,
                            dilation: int = 1, causal: bool = False, global_idx=None,
-                           block: int | None = None, scale: float | None = None) -> torch.Tensor:
+                           **options) -> torch.Tensor:
     """Sliding-window attention in O(N·w) time and memory, forward and backward.
 
     Equals dense masked attention with the mask
@@ -239,162 +305,17 @@ def window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w:
         w: one-sided half-width (keys i - w·δ .. i + w·δ, every δ-th).
         dilation: δ >= 1.  causal: only keys j <= i.
         global_idx: positions that attend to all and are attended by all (Longformer).
-        block: queries per block c; the work per query is c + 2w keys instead of 2w + 1
-            (c + w when causal), so small blocks waste less but call more, smaller matmuls.
-            Default: 32 when no gradient is needed, else 64 (the fastest on a 2-core CPU for
-            w in {32, 128}; see benchmarks/sparse.py).
-        scale: default 1/√d.
+        options: block, scale; without global tokens also hand_backward, chunk_scores (see
+            `sliding_window_attention_torch`).
     Returns:
         (..., N, dv).
-
-    How: (1) dilation δ splits the sequence into δ residue classes i mod δ, each a plain
-    window of half-width w over every δ-th token; (2) `blocked_window_attention_torch` runs
-    every block of every class with one small band mask; (3) the few blocks where that mask
-    is wrong — at the ends of the sequence, or near a global token — are recomputed with
-    their exact masks and swapped in; (4) the global rows are computed densely: g·N work.
-    When a gradient is needed, there are no global tokens and δ divides N, steps (2)-(3) run
-    inside `WindowAttentionFunction`, whose backward recomputes the blocks chunk by chunk.
     """
-    needs_grad = torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v))
-    if block is None:
-        block = 64 if needs_grad else 32
-    w, dilation, c = _check_window_args(q, k, v, w, dilation, block)
-    n, device = q.shape[-2], q.device
-    g_np = check_global_idx(global_idx, n)
-    w_right = 0 if causal else w
-
-    # (1) residue classes: position i = r + δ·p lives in class r at place p.
-    m = -(-n // dilation)  # places per class (the last few classes may be one shorter)
-
-    def to_classes(x):  # (..., N, d) -> (..., δ, m, d)
-        if dilation == 1:
-            return x.unsqueeze(-3)  # a view: no copy
-        x = F.pad(x, (0, 0, 0, m * dilation - n))
-        return x.unflatten(-2, (m, dilation)).transpose(-2, -3)
-
-    qc, kc, vc = to_classes(q), to_classes(k), to_classes(v)
-    if needs_grad and _HAND_BACKWARD and not g_np.size and n % dilation == 0:
-        # Training without global tokens, all classes of one length m: WindowAttentionFunction,
-        # whose forward is this function's own inference path and whose hand-written backward
-        # never holds more than a chunk of blocks' attention at a time.
-        flat = [x.flatten(0, -3) if x.ndim > 3 else x for x in (qc, kc, vc)]  # (B', m, d)
-        out = WindowAttentionFunction.apply(*flat, w, causal, c, scale)  # (B', m, dv)
-        out = out.reshape(*qc.shape[:-1], out.shape[-1])  # (..., δ, m, dv)
-        if dilation == 1:
-            return out.squeeze(-3)
-        return out.transpose(-2, -3).flatten(-3, -2)  # place p of class r -> r + δ·p
-    g = torch.as_tensor(g_np, device=device)
-    extra_k = k[..., g, :] if g.numel() else None  # (..., G, d): global keys ride along
-    extra_v = v[..., g, :] if g.numel() else None
-
-    # (2) the fast path over all blocks; global columns (if any) are visible to all. SDPA's
-    # fast CPU kernel wants 4-d inputs, so batch, heads and classes share one axis.
-    if extra_k is None:
-        flat = [x.flatten(0, -3) if x.ndim > 3 else x for x in (qc, kc, vc)]
-        out = blocked_window_attention_torch(*flat, w, w_right, c, scale)
-        out = out.reshape(*qc.shape[:-2], *out.shape[-3:])  # (..., δ, nb, c, dv)
-    else:
-        out = _blocks_with_globals(qc, kc, vc, extra_k, extra_v, w, w_right, c, scale)
-
-    # (3) the blocks where the band mask is wrong, recomputed with their exact masks. This
-    # bookkeeping is on positions only (small NumPy arrays, never N²).
-    q_place, k_place, exact = _irregular_blocks(n, w, dilation, causal, c, g_np)
-    if exact.shape[1]:  # nw > 0
-        fixed = _exact_blocks(qc, kc, vc, extra_k, extra_v, torch.as_tensor(q_place, device=device),
-                              torch.as_tensor(k_place, device=device),
-                              torch.as_tensor(exact, device=device), scale)
-        wrong = torch.as_tensor(q_place[0, :, 0] // c, device=device)  # block numbers
-        if out.requires_grad:
-            out = out.index_copy(-3, wrong, fixed)  # autograd needs SDPA's output untouched
-        else:
-            out.index_copy_(-3, wrong, fixed)  # inference: no second copy of the output
-
-    # Back from (..., δ, nb, c, dv) to (..., N, dv).
-    if dilation == 1:
-        out = out.flatten(-4, -2)[..., :n, :]  # a view
-    else:
-        out = out.flatten(-3, -2)[..., :m, :].transpose(-2, -3).flatten(-3, -2)[..., :n, :]
-
-    # (4) global queries attend to every key (j <= i when causal): G rows of N keys.
-    if g.numel():
-        rows_mask = torch.arange(n, device=device) <= g[:, None] if causal else None  # (G, N)
-        rows = F.scaled_dot_product_attention(q[..., g, :], k, v, attn_mask=rows_mask,
-                                              scale=scale)
-        out = out.index_copy(-2, g, rows)
-    return out
-
-
-def _irregular_blocks(n, w, dilation, causal, c, global_idx):
-    """Which blocks the band mask gets wrong, and their exact masks (NumPy).
-
-    A block is irregular when its key span runs past either end of its class (those keys are
-    zero padding), when it holds padded queries, or when a global key is not simply visible
-    to all its queries (it lies in their window, where the band already has it, or after
-    them under causal). Returns q_place (δ, nw, c), k_place (δ, nw, span), exact (δ, nw, c,
-    span + G); nw is about 2w/c + 2 plus a few blocks per global token.
-    """
-    w_right = 0 if causal else w
-    m = -(-n // dilation)
-    n_blocks = -(-m // c)
-    lengths = np.array([-(-(n - r) // dilation) for r in range(dilation)])[:, None, None]
-    start = np.arange(n_blocks) * c
-    wrong = (start < w) | (start + c + w_right > lengths.min())
-    residue = np.arange(dilation)[:, None, None]
-
-    def global_visible(blocks):  # (δ, nb, c, G): may query i see global key g by column?
-        q_pos = residue + dilation * (start[blocks][None, :, None] + np.arange(c))
-        diff = q_pos[..., None] - global_idx  # i - g
-        in_window = (np.abs(diff) <= w * dilation) & (diff % dilation == 0)
-        if causal:
-            return ~in_window & (diff > 0)
-        return ~in_window
-
-    if global_idx.size:
-        wrong |= ~global_visible(slice(None)).all(axis=(0, 2, 3))
-    blocks = np.flatnonzero(wrong)
-    q_place = start[blocks][None, :, None] + np.arange(c) + 0 * residue  # (δ, nw, c)
-    k_place = start[blocks][None, :, None] - w + np.arange(c + w + w_right) + 0 * residue
-    exact = _band_np(c, w, w_right) & ((k_place >= 0) & (k_place < lengths))[:, :, None, :]
-    if global_idx.size:
-        exact = np.concatenate([exact, global_visible(blocks)], axis=-1)
-    exact |= (q_place >= lengths)[..., None]  # padded queries: any finite row will do
-    # Places outside a class are clamped to a real one (any finite row): `exact` masks them.
-    return np.minimum(q_place, m - 1), np.clip(k_place, 0, m - 1), exact
-
-
-def _blocks_with_globals(qc, kc, vc, extra_k, extra_v, w, w_right, c, scale):
-    """The fast path when global keys ride along: (…, δ, nb, c, dv)."""
-    n_blocks = -(-qc.shape[-2] // c)
-    q_blocks = F.pad(qc, (0, 0, 0, n_blocks * c - qc.shape[-2])).unflatten(-2, (n_blocks, c))
-    k_all, v_all = (_append_globals(unfold_blocks_torch(x, c, w, w_right), e)
-                    for x, e in ((kc, extra_k), (vc, extra_v)))
-    n_global = extra_k.shape[-2]
-    mask = torch.cat([band_mask_torch(c, w, w_right, qc.device),
-                      torch.ones(c, n_global, dtype=torch.bool, device=qc.device)], dim=-1)
-    return F.scaled_dot_product_attention(q_blocks, k_all, v_all, attn_mask=mask, scale=scale)
-
-
-def _append_globals(spans, extra):
-    """spans (..., δ, nb, span, d) + extra (..., G, d) -> (..., δ, nb, span + G, d)."""
-    if extra is None:
-        return spans
-    extra = extra[..., None, None, :, :].expand(*spans.shape[:-2], *extra.shape[-2:])
-    return torch.cat([spans, extra], dim=-2)
-
-
-def _exact_blocks(qc, kc, vc, extra_k, extra_v, q_place, k_place, exact, scale):
-    """Recompute a few blocks with their own masks. q_place (δ, nw, c) and k_place
-    (δ, nw, span) say which places of each class they hold; exact (δ, nw, c, span [+ G])."""
-    classes = torch.arange(qc.shape[-3], device=qc.device)[:, None, None]
-    q_sel = qc[..., classes, q_place, :]  # (..., δ, nw, c, d)
-    k_sel = _append_globals(kc[..., classes, k_place, :], extra_k)  # (..., δ, nw, span [+G], d)
-    v_sel = _append_globals(vc[..., classes, k_place, :], extra_v)
-    # Merge (batch..., δ, nw) into two axes: SDPA's fast CPU kernel wants 4-d inputs.
-    q4, k4, v4 = (x.reshape(-1, x.shape[-4] * x.shape[-3], *x.shape[-2:])
-                  for x in (q_sel, k_sel, v_sel))
-    mask = exact.flatten(0, 1)[None]  # (1, δ·nw, c, span [+ G]): 4-d, for the fast kernel
-    out = F.scaled_dot_product_attention(q4, k4, v4, attn_mask=mask, scale=scale)
-    return out.reshape(*q_sel.shape[:-1], out.shape[-1])
+    _check_window_args(q, k, v, w)
+    if check_global_idx(global_idx, q.shape[-2]).size:
+        options = {key: val for key, val in options.items()
+                   if key not in ("hand_backward", "chunk_scores")}  # autograd there
+        return global_window_attention_torch(q, k, v, w, global_idx, dilation, causal, **options)
+    return dilated_window_attention_torch(q, k, v, w, dilation, causal, **options)
 
 
 # ============================================================================ block-sparse
@@ -456,76 +377,3 @@ def block_sparse_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     out = out / torch.where(row_sum == 0, torch.ones_like(row_sum), row_sum)[..., None]
     return out.flatten(-3, -2)[..., :n, :]
 
-
-# ============================================================================ modules
-def window_attend(w: int, dilation: int = 1, causal: bool = False, global_idx=None,
-                  block: int | None = None):
-    """A kernel for `SparseSelfAttention`: (q, k, v) -> window_attention_torch(...)."""
-    def attend(q, k, v):
-        return window_attention_torch(q, k, v, w, dilation, causal, global_idx, block)
-    attend.__name__ = f"window(w={w}, dilation={dilation}, global={global_idx})"
-    return attend
-
-
-def block_sparse_attend(layout, block: int, causal: bool = False):
-    """A kernel for `SparseSelfAttention`: (q, k, v) -> block_sparse_attention_torch(...)."""
-    layout = np.asarray(layout)
-
-    def attend(q, k, v):
-        return block_sparse_attention_torch(q, k, v, layout, block, causal)
-    attend.__name__ = f"block_sparse({int(layout.sum())} blocks of {block})"
-    return attend
-
-
-class SparseSelfAttention(MultiHeadAttention):
-    """Multi-head self-attention whose heads go through a sparse kernel.
-
-    The projections are lesson 01's `MultiHeadAttention`; `attend(q, k, v)` maps
-    (B, H, N, dh) tensors to (B, H, N, dh), e.g. `window_attend(w=8, global_idx=[0])`.
-    forward(x (B, N, D)) -> (B, N, D).
-    """
-
-    def __init__(self, d_model: int, num_heads: int, attend):
-        super().__init__(d_model, num_heads)
-        self.attend = attend
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
-        if x.ndim != 3 or x.shape[-1] != self.d_model:
-            fail("SparseSelfAttention input", f"(B, N, {self.d_model})", shape_str(x.shape))
-        q = split_heads_torch(self.q_proj(x), self.num_heads)  # (B, H, N, dh)
-        k = split_heads_torch(self.k_proj(x), self.num_heads)
-        v = split_heads_torch(self.v_proj(x), self.num_heads)
-        return self.out_proj(merge_heads_torch(self.attend(q, k, v)))
-
-    def extra_repr(self) -> str:
-        return f"attend={getattr(self.attend, '__name__', self.attend)}"
-
-
-class SparseClassifier(nn.Module):
-    """A small Transformer encoder on sparse attention that classifies a sequence from token 0.
-
-    tokens (B, N) -> token + learned position embeddings -> `layers` pre-norm blocks
-    [x + attn(LN x); x + MLP(LN x)] -> LN -> linear on position 0 -> logits (B, n_classes).
-    Reading position 0 is the point: what token 0 can know after L layers is exactly what
-    the pattern lets flow to it in L hops.
-    """
-
-    def __init__(self, vocab: int, max_len: int, d_model: int, num_heads: int, layers: int,
-                 attend, n_classes: int = 2):
-        super().__init__()
-        self.embed = nn.Embedding(vocab, d_model)
-        self.position = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
-        self.attn = nn.ModuleList(SparseSelfAttention(d_model, num_heads, attend)
-                                  for _ in range(layers))
-        self.mlp = nn.ModuleList(nn.Sequential(nn.Linear(d_model, 2 * d_model), nn.GELU(),
-                                               nn.Linear(2 * d_model, d_model))
-                                 for _ in range(layers))
-        self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(2 * layers + 1))
-        self.head = nn.Linear(d_model, n_classes)
-
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        x = self.embed(tokens) + self.position[: tokens.shape[1]]  # (B, N, D)
-        for layer, (attn, mlp) in enumerate(zip(self.attn, self.mlp)):
-            x = x + attn(self.norms[2 * layer](x))
-            x = x + mlp(self.norms[2 * layer + 1](x))
-        return self.head(self.norms[-1](x[:, 0]))  # (B, n_classes)

@@ -14,35 +14,46 @@ import numpy as np
 import pytest
 import torch
 
-from minattn.attention import attention_torch, multi_head_attention_np
+from minattn.attention import MultiHeadAttention, attention_torch, multi_head_attention_np
 from minattn.sparse import (bigbird_layout_np, bigbird_mask_np, block_layout_np, block_mask_np,
                             diameter_np, dilated_window_mask_np, fixed_masks_np,
                             global_mask_np, hops_np, random_mask_np, sliding_window_mask_np,
                             strided_masks_np, union_np)
-from minattn import sparse_kernels
-from minattn.sparse_kernels import (SparseClassifier, SparseSelfAttention, band_mask_torch,
-                                    block_sparse_attend, block_sparse_attention_torch,
-                                    window_attend, window_attention_torch)
+from minattn.models import SparseClassifier, block_sparse_attend, window_attend
+from minattn.sparse_backward import WindowAttentionFunction
+from minattn.sparse_kernels import (band_mask_torch, block_sparse_attention_torch,
+                                    dilated_window_attention_torch, global_window_attention_torch,
+                                    sliding_window_attention_torch, window_attention_torch)
 
 
-def _qkv(shape, seed=0, dv=None):
+def _window_mask(n, w, dilation=1, causal=False, glob=()):
+    """The kernels' reference pattern, written out here so that their tests do not lean on
+    exercise 2.1: |i - j| <= w·δ, δ | i - j, ∪ global rows and columns, ∩ j <= i if causal."""
+    i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    mask = (np.abs(i - j) <= w * dilation) & ((i - j) % dilation == 0)
+    for g in glob:
+        mask |= (i == g) | (j == g)
+    return mask & (j <= i) if causal else mask
+
+
+def _qkv(shape, seed=0, dv=None, device="cpu"):
     gen = torch.Generator().manual_seed(seed)
     *batch, n, d = shape
-    q = torch.randn(*batch, n, d, generator=gen, dtype=torch.float64, requires_grad=True)
-    k = torch.randn(*batch, n, d, generator=gen, dtype=torch.float64, requires_grad=True)
-    v = torch.randn(*batch, n, dv or d, generator=gen, dtype=torch.float64, requires_grad=True)
+    q, k, v = (torch.randn(*batch, n, size, generator=gen, dtype=torch.float64).to(device)
+               .requires_grad_() for size in (d, d, dv or d))
     return q, k, v
 
 
-def _assert_matches_dense(kernel, mask_np, shape=(2, 3, 0, 5), seed=0):
+def _assert_matches_dense(kernel, mask_np, shape=(2, 3, 0, 5), seed=0, device="cpu"):
     """kernel(q, k, v) equals dense masked attention on mask_np: outputs and gradients."""
     n = mask_np.shape[0]
-    q, k, v = _qkv(shape[:-2] + (n, shape[-1]), seed)
+    q, k, v = _qkv(shape[:-2] + (n, shape[-1]), seed, device=device)
     grad_out = torch.randn(*q.shape[:-1], v.shape[-1], dtype=torch.float64,
-                           generator=torch.Generator().manual_seed(seed + 1))
+                           generator=torch.Generator().manual_seed(seed + 1)).to(device)
     out = kernel(q, k, v)
+    assert out.device == q.device
     grads = torch.autograd.grad(out, (q, k, v), grad_out)
-    ref, _ = attention_torch(q, k, v, torch.as_tensor(mask_np))
+    ref, _ = attention_torch(q, k, v, torch.as_tensor(mask_np, device=device))
     ref_grads = torch.autograd.grad(ref, (q, k, v), grad_out)
     torch.testing.assert_close(out, ref, rtol=1e-10, atol=1e-10)
     for g, r, name in zip(grads, ref_grads, "qkv"):
@@ -73,6 +84,7 @@ def test_sliding_window_mask_matches_definition(n, w, causal):
         assert mask[w].sum() == (w + 1 if causal else 2 * w + 1)
 
 
+@pytest.mark.exercise("2.1")
 def test_dilated_window_is_window_of_every_delta_th_token():
     mask = dilated_window_mask_np(20, 2, 3)
     assert np.flatnonzero(mask[10]).tolist() == [4, 7, 10, 13, 16]
@@ -139,15 +151,13 @@ def test_patterns_reject_bad_input(bad):
 
 
 # ============================================================================ flex_attention
-flex = pytest.importorskip("torch.nn.attention.flex_attention", reason="no flex_attention")
-
-
-def _flex_dense(mask_mod, n):
-    return flex.create_mask(mask_mod, None, None, n, n, device="cpu")[0, 0].numpy()
-
-
 @pytest.mark.parametrize("n", [16, 37])
 def test_flex_create_mask_equals_our_masks(n):
+    flex = pytest.importorskip("torch.nn.attention.flex_attention", reason="no flex_attention")
+
+    def _flex_dense(mask_mod, n):
+        return flex.create_mask(mask_mod, None, None, n, n, device="cpu")[0, 0].numpy()
+
     w, dil, stride, blk, c = 3, 2, 4, 4, 1
 
     def window(b, h, qi, ki):
@@ -196,10 +206,9 @@ def test_band_mask_is_the_window_seen_from_a_block():
                                        (37, 5, 4), (20, 30, 8), (50, 4, 64)])
 @pytest.mark.parametrize("causal", [False, True])
 def test_window_kernel_matches_dense(n, w, block, causal):
-    # δ = 1 is the sliding window; the reference does not lean on exercise 2.1
-    _assert_matches_dense(lambda q, k, v: window_attention_torch(q, k, v, w, causal=causal,
-                                                                 block=block),
-                          dilated_window_mask_np(n, w, 1, causal))
+    # autograd's backward here: the hand-written one (exercise 1.3's give-away) is tested below
+    _assert_matches_dense(lambda q, k, v: window_attention_torch(
+        q, k, v, w, causal=causal, block=block, hand_backward=False), _window_mask(n, w, 1, causal))
 
 
 @pytest.mark.exercise("2.2")
@@ -207,20 +216,47 @@ def test_window_kernel_matches_dense(n, w, block, causal):
                                                 (11, 4, 4, 8), (33, 2, 32, 4)])
 @pytest.mark.parametrize("causal", [False, True])
 def test_dilated_kernel_matches_dense(n, w, dilation, block, causal):
-    _assert_matches_dense(lambda q, k, v: window_attention_torch(q, k, v, w, dilation, causal,
-                                                                 block=block),
-                          dilated_window_mask_np(n, w, dilation, causal), seed=n)
+    _assert_matches_dense(lambda q, k, v: window_attention_torch(
+        q, k, v, w, dilation=dilation, causal=causal, block=block, hand_backward=False),
+        _window_mask(n, w, dilation, causal), seed=n)
 
 
+@pytest.mark.exercise("2.2")
 @pytest.mark.parametrize("n,w,dilation,glob", [(20, 2, 1, [0]), (37, 3, 1, [0, 18, 36]),
-                                               (37, 2, 3, [4, 5]), (9, 1, 2, [8])])
+                                               (37, 2, 3, [4, 5]), (9, 1, 2, [8]),
+                                               (40, 30, 1, [39]), (5, 0, 7, [0, 2])])
 @pytest.mark.parametrize("causal", [False, True])
 def test_window_kernel_with_global_tokens_matches_dense(n, w, dilation, glob, causal):
-    mask = dilated_window_mask_np(n, w, dilation) | global_mask_np(n, glob)
-    if causal:
-        mask &= np.tril(np.ones((n, n), dtype=bool))
     _assert_matches_dense(lambda q, k, v: window_attention_torch(
-        q, k, v, w, dilation, causal, global_idx=glob, block=4), mask, seed=w)
+        q, k, v, w, dilation=dilation, causal=causal, global_idx=glob, block=4),
+        _window_mask(n, w, dilation, causal, glob), seed=w)
+
+
+@pytest.mark.parametrize("n,w,dilation", [(1, 0, 1), (37, 3, 1), (40, 20, 3), (7, 2, 9),
+                                          (64, 5, 2), (50, 0, 4)])
+@pytest.mark.parametrize("causal", [False, True])
+def test_hand_backward_matches_dense(n, w, dilation, causal):
+    """The default training path (WindowAttentionFunction) against dense masked attention."""
+    _assert_matches_dense(lambda q, k, v: window_attention_torch(
+        q, k, v, w, dilation=dilation, causal=causal, block=8), _window_mask(n, w, dilation, causal),
+        seed=n + w)
+
+
+def test_window_entry_point_and_its_wrappers_agree():
+    """window_attention_torch(q, k, v, w) is the contract other lessons use; the core and the
+    two wrappers it dispatches to compute the same numbers."""
+    q, k, v = _qkv((2, 3, 30, 4), seed=5)
+    with torch.no_grad():
+        torch.testing.assert_close(window_attention_torch(q, k, v, 3),
+                                   sliding_window_attention_torch(q, k, v, 3), rtol=0, atol=0)
+        torch.testing.assert_close(window_attention_torch(q, k, v, 3, dilation=2),
+                                   dilated_window_attention_torch(q, k, v, 3, 2), rtol=0, atol=0)
+        torch.testing.assert_close(window_attention_torch(q, k, v, 3, dilation=2, global_idx=[7]),
+                                   global_window_attention_torch(q, k, v, 3, [7], 2),
+                                   rtol=0, atol=0)
+        # an empty global set is the plain window; the global path with no window keys too
+        torch.testing.assert_close(window_attention_torch(q, k, v, 3, global_idx=[]),
+                                   window_attention_torch(q, k, v, 3), rtol=0, atol=0)
 
 
 def _graph_has(fn, name):
@@ -232,21 +268,20 @@ def _graph_has(fn, name):
 @pytest.mark.parametrize("n,w,block,causal", [(1, 0, 4, False), (7, 0, 4, True),
                                                (9, 2, 4, False), (10, 5, 3, False),
                                                (10, 5, 3, True), (6, 9, 4, False)])
-def test_window_function_gradcheck(n, w, block, causal, monkeypatch):
+def test_window_function_gradcheck(n, w, block, causal):
     """The hand-written backward of WindowAttentionFunction against finite differences,
-    one block per chunk (so the spans of several chunks overlap in ∂K, ∂V)."""
-    monkeypatch.setattr(sparse_kernels, "_CHUNK_SCORES", 1)
+    one block per chunk (chunk_scores=1, so the spans of several chunks overlap in ∂K, ∂V)."""
     q, k, v = _qkv((2, n, 3), seed=n + w, dv=2)
-    fn = sparse_kernels.WindowAttentionFunction.apply
-    assert torch.autograd.gradcheck(lambda q, k, v: fn(q, k, v, w, causal, block, None), (q, k, v))
+    fn = WindowAttentionFunction.apply
+    assert torch.autograd.gradcheck(lambda q, k, v: fn(q, k, v, w, causal, block, None, 1),
+                                    (q, k, v))
 
 
 @pytest.mark.parametrize("n,w,dilation,block", [(37, 3, 1, 8), (40, 20, 1, 8), (64, 5, 1, 16),
                                                 (36, 2, 3, 4), (50, 0, 1, 4)])
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("chunk_scores", [1, 500, 1 << 17])
-def test_window_function_matches_autograd_path(n, w, dilation, block, causal, chunk_scores,
-                                               monkeypatch):
+def test_window_function_matches_autograd_path(n, w, dilation, block, causal, chunk_scores):
     """Same outputs and gradients as autograd through the blocked kernel, for chunks of one
     block, a few blocks, and all blocks at once."""
     q, k, v = _qkv((2, 3, n, 5), seed=n)
@@ -254,9 +289,8 @@ def test_window_function_matches_autograd_path(n, w, dilation, block, causal, ch
                            generator=torch.Generator().manual_seed(1))
     results = []
     for hand in (True, False):
-        monkeypatch.setattr(sparse_kernels, "_HAND_BACKWARD", hand)
-        monkeypatch.setattr(sparse_kernels, "_CHUNK_SCORES", chunk_scores)
-        out = window_attention_torch(q, k, v, w, dilation, causal, block=block)
+        out = window_attention_torch(q, k, v, w, dilation=dilation, causal=causal, block=block,
+                                     hand_backward=hand, chunk_scores=chunk_scores)
         assert _graph_has(out.grad_fn, "WindowAttentionFunctionBackward") == hand
         results.append((out, *torch.autograd.grad(out, (q, k, v), grad_out)))
     for a, b, name in zip(*results, ("out", "dq", "dk", "dv")):
@@ -270,8 +304,8 @@ def test_strided_heads_run_on_the_window_kernel():
     local, strided = strided_masks_np(n, l)
     _assert_matches_dense(lambda q, k, v: window_attention_torch(q, k, v, l - 1, causal=True,
                                                                  block=4), local)
-    _assert_matches_dense(lambda q, k, v: window_attention_torch(q, k, v, n, l, causal=True,
-                                                                 block=4), strided)
+    _assert_matches_dense(lambda q, k, v: window_attention_torch(q, k, v, n, dilation=l,
+                                                                 causal=True, block=4), strided)
 
 
 @pytest.mark.parametrize("n,block", [(16, 4), (37, 4), (37, 8), (5, 8)])
@@ -336,26 +370,33 @@ def test_kernels_match_dense_in_float32_with_sdpa():
     torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
 
 
-def test_sparse_self_attention_module_matches_numpy_reference():
+def test_window_attend_layer_matches_numpy_reference():
+    """MultiHeadAttention(attend=window_attend(...)): lesson 01's projections, sparse heads."""
     torch.manual_seed(0)
     n, w = 23, 3
-    layer = SparseSelfAttention(8, 2, window_attend(w, global_idx=[0], block=4)).double()
+    layer = MultiHeadAttention(8, 2, attend=window_attend(w, global_idx=[0], block=4)).double()
     x = torch.randn(2, n, 8, dtype=torch.float64)
-    mask = sliding_window_mask_np(n, w) | global_mask_np(n, [0])
+    mask = _window_mask(n, w, glob=[0])
     ref, _ = multi_head_attention_np(x.numpy(), x.numpy(), x.numpy(), layer.numpy_params(), 2,
                                      mask)
-    np.testing.assert_allclose(layer(x).detach().numpy(), ref, rtol=1e-10, atol=1e-12)
+    out, weights = layer(x)
+    assert weights is None
+    np.testing.assert_allclose(out.detach().numpy(), ref, rtol=1e-10, atol=1e-12)
+    assert "window(w=3" in repr(layer)
 
 
 @pytest.mark.parametrize("bad", [
     lambda q: window_attention_torch(q, q, q, -1),
     lambda q: window_attention_torch(q, q, q, 2, dilation=0),
+    lambda q: window_attention_torch(q, q, q, 2, dilation=2, global_idx=[1], block=0),
     lambda q: window_attention_torch(q, q, q, 2, block=0),
     lambda q: window_attention_torch(q, q[:, :5], q[:, :5], 2),
     lambda q: window_attention_torch(q, q, q, 2, global_idx=[10]),
     lambda q: block_sparse_attention_torch(q, q, q, np.ones((2, 2), bool), 4),
     lambda q: block_sparse_attention_torch(q, q, q, np.ones((3, 3), int), 4),
-    lambda q: SparseSelfAttention(8, 2, window_attend(1))(q),
+    lambda q: MultiHeadAttention(8, 2, attend=window_attend(1))(q),  # d_model 4, not 8
+    lambda q: MultiHeadAttention(4, 2, attend=window_attend(1))(q, mask=torch.ones(10, 10) > 0),
+    lambda q: MultiHeadAttention(4, 2, attend=window_attend(1))(q, need_weights=True),
 ])
 def test_kernels_reject_bad_input(bad):
     q = torch.randn(2, 10, 4)
@@ -379,3 +420,42 @@ def test_sparse_classifier_reads_token_zero_through_the_pattern():
     model = SparseClassifier(10, n, 16, 2, layers, block_sparse_attend(layout, 8))
     model(x).sum().backward()
     assert all(p.grad is not None for p in model.parameters())
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("hand_backward", [True, False])
+def test_kernels_on_cuda_match_dense(hand_backward):
+    """The same kernels on a GPU: float64 outputs and gradients equal dense masked attention
+    there (window, dilated, causal, global, block-sparse), and float32 agrees with SDPA."""
+    cuda = torch.device("cuda")
+    n, w = 70, 5
+    cases = [(dict(), _window_mask(n, w)), (dict(dilation=3, causal=True), _window_mask(n, w, 3, True)),
+             (dict(global_idx=[0, 33]), _window_mask(n, w, glob=[0, 33]))]
+    for options, mask in cases:
+        _assert_matches_dense(lambda q, k, v: window_attention_torch(
+            q, k, v, w, block=16, hand_backward=hand_backward, **options), mask, device=cuda)
+    layout = bigbird_layout_np(-(-n // 8), 1, 1, 1, seed=0)
+    _assert_matches_dense(lambda q, k, v: block_sparse_attention_torch(q, k, v, layout, 8),
+                          block_mask_np(layout, 8, n), device=cuda)
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 1000, 32, generator=gen).to(cuda) for _ in range(3))
+    ref = torch.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=torch.as_tensor(_window_mask(1000, 64), device=cuda))
+    torch.testing.assert_close(window_attention_torch(q, k, v, 64), ref, rtol=1e-5, atol=1e-5)
+
+
+# ============================================================================ exercises 2.3, 2.4
+@pytest.mark.exercise("2.3")
+def test_predicted_layers_match_hops():
+    from minattn.answers import sparse as answers
+    n, w = 256, 8
+    window = sliding_window_mask_np(n, w)
+    assert answers.layers_window_255_to_0() == hops_np(window)[0, n - 1]
+    assert answers.layers_window_plus_global() == diameter_np(window | global_mask_np(n, [100]))
+
+
+@pytest.mark.exercise("2.4")
+def test_deaf_bigbird_fraction_in_range():
+    """Measured: 9 of the layout seeds 0..99 leave position 0 deaf to the second half."""
+    from minattn.answers import sparse as answers
+    assert 0.07 <= answers.fraction_of_deaf_bigbird_layouts() <= 0.11
