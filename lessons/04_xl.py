@@ -57,8 +57,9 @@ from minattn.xl import (relative_distances_np, rel_attention_np, rel_attention_t
                         rel_multi_head_attention_np, update_memory_torch, XLLayer,
                         TransformerXL, RelMultiHeadAttention)
 from minattn.xl_fast import rel_shift_np, rel_attention_fast_torch, eval_speed
-from minattn.models import (VanillaLM, recurrent_lm_loss, evaluate_bpc, generate,
-                            farthest_visible, stream_accuracy, count_parameters)
+from minattn.models import VanillaLM, count_parameters
+from minattn.xl_train import (recurrent_lm_loss, evaluate_bpc, generate, farthest_visible,
+                              stream_accuracy)
 from minattn.tasks import char_corpus, lm_streams, lm_segment, synthetic_text, delayed_copy
 
 L = Lesson("04_xl")

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention
+from .attention import MultiHeadAttention, causal_mask_torch
+from .sparse_kernels import block_sparse_attention_torch, window_attention_torch
 from .tools.utils import fail
+from .xl import sinusoid_torch
 
 
 class RecallAttention(nn.Module):
@@ -60,13 +65,163 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
-# ==== lesson 04: Transformer-XL — the vanilla baseline, bits per character, sampling
-import math  # noqa: E402
+# ==== lesson 02: sparse patterns
 
-import torch.nn.functional as F  # noqa: E402
 
-from .attention import causal_mask_torch  # noqa: E402
-from .xl import TransformerXL, sinusoid_torch  # noqa: E402
+def window_attend(w: int, dilation: int = 1, causal: bool = False, global_idx=None,
+                  block: int | None = None):
+    """A kernel for `MultiHeadAttention(..., attend=)`: (q, k, v, mask) -> sliding-window
+    attention (`sparse_kernels.window_attention_torch`). The pattern is the mask, so the
+    layer's `mask` argument must be None."""
+    def attend(q, k, v, mask=None):
+        _no_mask(mask, "window_attend")
+        return window_attention_torch(q, k, v, w, dilation=dilation, causal=causal,
+                                      global_idx=global_idx, block=block)
+    attend.__name__ = f"window(w={w}, dilation={dilation}, global={global_idx})"
+    return attend
+
+
+def block_sparse_attend(layout, block: int, causal: bool = False):
+    """A kernel for `MultiHeadAttention(..., attend=)`: (q, k, v, mask) -> block-sparse
+    attention on `layout` (`sparse_kernels.block_sparse_attention_torch`); mask must be None."""
+    layout = np.asarray(layout)
+
+    def attend(q, k, v, mask=None):
+        _no_mask(mask, "block_sparse_attend")
+        return block_sparse_attention_torch(q, k, v, layout, block, causal)
+    attend.__name__ = f"block_sparse({int(layout.sum())} blocks of {block})"
+    return attend
+
+
+def _no_mask(mask, name):
+    if mask is not None:
+        fail(f"{name}: the sparse pattern is the mask", "mask=None", f"a mask of type {type(mask)}")
+
+
+class SparseClassifier(nn.Module):
+    """A small Transformer encoder on sparse attention that classifies a sequence from token 0.
+
+    tokens (B, N) -> token + learned position embeddings -> `layers` pre-norm blocks
+    [x + attn(LN x); x + MLP(LN x)] -> LN -> linear on position 0 -> logits (B, n_classes).
+    attn = `MultiHeadAttention(d_model, num_heads, attend=attend)`, e.g.
+    attend = `window_attend(w=8, global_idx=[0])`. Reading position 0 is the point: what
+    token 0 can know after L layers is exactly what the pattern lets flow to it in L hops.
+    """
+
+    def __init__(self, vocab: int, max_len: int, d_model: int, num_heads: int, layers: int,
+                 attend, n_classes: int = 2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, d_model)
+        self.position = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
+        self.attn = nn.ModuleList(MultiHeadAttention(d_model, num_heads, attend=attend)
+                                  for _ in range(layers))
+        self.mlp = nn.ModuleList(nn.Sequential(nn.Linear(d_model, 2 * d_model), nn.GELU(),
+                                               nn.Linear(2 * d_model, d_model))
+                                 for _ in range(layers))
+        self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(2 * layers + 1))
+        self.head = nn.Linear(d_model, n_classes)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        x = self.embed(tokens) + self.position[: tokens.shape[1]]  # (B, N, D)
+        for layer, (attn, mlp) in enumerate(zip(self.attn, self.mlp)):
+            x = x + attn(self.norms[2 * layer](x))[0]
+            x = x + mlp(self.norms[2 * layer + 1](x))
+        return self.head(self.norms[-1](x[:, 0]))  # (B, n_classes)
+
+
+# ==== lesson 03: multi-scale attention — the baselines of the Multi-Scale Transformer
+class TransformerBaseline(nn.Module):
+    """A vanilla Transformer encoder with the Multi-Scale Transformer's input and readout.
+
+    inputs (B, N) token ids (with `embedding`) or (B, N, d_in), lengths (B,) or None -> (B, n_out)
+    Linear input + learned positions, a classification node at position 0, `layers` post-norm
+    blocks [x <- LN(x + MHA(x)); x <- LN(x + FFN(x))] with full attention (every head sees
+    every real token), then MLP([x_node ; max over real tokens]).
+    """
+
+    def __init__(self, d_in: int, d_model: int, num_heads: int, layers: int, n_out: int,
+                 max_len: int, embedding: nn.Module | None = None, ffn: int = 2):
+        super().__init__()
+        self.embedding = embedding
+        self.input = nn.Linear(d_in, d_model)
+        self.node = nn.Parameter(torch.randn(d_model) * 0.02)
+        self.position = nn.Parameter(torch.randn(max_len + 1, d_model) * 0.02)
+        self.attn = nn.ModuleList(MultiHeadAttention(d_model, num_heads) for _ in range(layers))
+        self.ffn = nn.ModuleList(nn.Sequential(nn.Linear(d_model, ffn * d_model), nn.GELU(),
+                                               nn.Linear(ffn * d_model, d_model))
+                                 for _ in range(layers))
+        self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(2 * layers))
+        self.classifier = nn.Sequential(nn.Linear(2 * d_model, d_model), nn.ReLU(),
+                                        nn.Linear(d_model, n_out))
+
+    def forward(self, inputs: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        from .multiscale import masked_max_torch
+
+        x = self.input(self.embedding(inputs) if self.embedding is not None else inputs)
+        bsz, n, _ = x.shape
+        x = torch.cat([self.node.expand(bsz, 1, -1), x], dim=1) + self.position[: n + 1]
+        lengths = torch.full((bsz,), n, device=x.device) if lengths is None else lengths
+        keep = torch.arange(n + 1, device=x.device)[None] < lengths[:, None] + 1  # (B, 1 + N)
+        self.last_weights = []
+        for layer, (attn, ffn) in enumerate(zip(self.attn, self.ffn)):
+            out, weights = attn(x, mask=keep[:, None, None, :], need_weights=self.record)
+            self.last_weights.append(weights)
+            x = self.norms[2 * layer](x + out)
+            x = self.norms[2 * layer + 1](x + ffn(x))
+        pooled = masked_max_torch(x[:, 1:], keep[:, 1:])
+        return self.classifier(torch.cat([x[:, 0], pooled], dim=-1))
+
+    record = False  # True: forward keeps each layer's weights (B, H, 1 + N, 1 + N)
+
+    @torch.no_grad()
+    def measured_scales(self, inputs, lengths=None):
+        """(L, H) measured scale of every head on this batch (real queries only), as
+        `MultiScaleTransformer.measured_scales`."""
+
+        from .multiscale import measured_scale_torch
+
+        self.record = True
+        try:
+            self.forward(inputs, lengths)
+        finally:
+            self.record = False
+        n = self.last_weights[0].shape[-1]
+        keep = None if lengths is None else \
+            torch.arange(n, device=self.node.device)[None] < lengths[:, None] + 1
+        return np.stack([measured_scale_torch(w, keep).cpu().numpy() for w in self.last_weights])
+
+
+class BiLSTMClassifier(nn.Module):
+    """A bidirectional LSTM baseline with the same readout idea.
+
+    inputs (B, N) token ids (with `embedding`) or (B, N, d_in), lengths (B,) or None -> (B, n_out)
+    Packed BiLSTM (each direction starts at the sentence's own end), then
+    MLP([last states of both directions ; max over real tokens]).
+    """
+
+    def __init__(self, d_in: int, hidden: int, n_out: int, embedding: nn.Module | None = None):
+        super().__init__()
+        self.embedding = embedding
+        self.lstm = nn.LSTM(d_in, hidden, batch_first=True, bidirectional=True)
+        self.classifier = nn.Sequential(nn.Linear(4 * hidden, hidden), nn.ReLU(),
+                                        nn.Linear(hidden, n_out))
+
+    def forward(self, inputs: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        from .multiscale import masked_max_torch
+
+        x = self.embedding(inputs) if self.embedding is not None else inputs
+        bsz, n, _ = x.shape
+        lengths = torch.full((bsz,), n) if lengths is None else lengths
+        packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True,
+                                                   enforce_sorted=False)
+        out, (h, _) = self.lstm(packed)
+        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=n)
+        keep = torch.arange(n, device=x.device)[None] < lengths.to(x.device)[:, None]
+        last = torch.cat([h[0], h[1]], dim=-1)  # (B, 2·hidden): forward and backward
+        return self.classifier(torch.cat([last, masked_max_torch(out, keep)], dim=-1))
+
+
+# ==== lesson 04: Transformer-XL — the vanilla baseline (absolute positions, no memory)
 
 
 class VanillaBlock(nn.Module):
@@ -113,108 +268,7 @@ class VanillaLM(nn.Module):
         return self.final_norm(h) @ self.embedding.weight.T + self.out_bias, None
 
 
-def lm_loss(logits, targets):
-    """Mean next-token cross-entropy in nats; targets of -100 are ignored."""
-    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
-
-
-@torch.no_grad()
-def evaluate_bpc(model, streams, seg_len: int, mem_len: int | None = None,
-                 max_segments: int | None = None) -> float:
-    """Bits per character over `streams` (B, T), read segment after segment in order.
-
-    A `TransformerXL` carries its memory (of `mem_len`, default its training length) from
-    one segment to the next; a `VanillaLM` reads each segment on its own.
-    """
-    model.eval()
-    n_segments = (streams.shape[1] - 1) // seg_len
-    if max_segments is not None:
-        n_segments = min(n_segments, max_segments)
-    total, count, memories = 0.0, 0, None
-    for s in range(n_segments):
-        x = streams[:, s * seg_len:(s + 1) * seg_len]
-        y = streams[:, s * seg_len + 1:(s + 1) * seg_len + 1]
-        logits, memories = model(x, memories, mem_len)
-        total += F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="sum").item()
-        count += y.numel()
-    return total / count / math.log(2)
-
-
-@torch.no_grad()
-def generate(model, prompt, n_new: int, generator: torch.Generator, context: int,
-             temperature: float = 1.0):
-    """Sample n_new tokens after prompt (1, P) -> (1, P + n_new).
-
-    A `TransformerXL` reads the prompt once and then one token per step, its memory (length
-    `context`) holding the past: the cached evaluation. A `VanillaLM` recomputes its whole
-    window of the last `context` tokens for every new token.
-    """
-    model.eval()
-    tokens, memories = prompt, None
-    if isinstance(model, TransformerXL):
-        logits, memories = model(prompt[:, -context:], None, context)
-    for _ in range(n_new):
-        if not isinstance(model, TransformerXL):
-            logits, _ = model(tokens[:, -context:])
-        probs = torch.softmax(logits[:, -1] / temperature, dim=-1)
-        nxt = torch.multinomial(probs.cpu(), 1, generator=generator).to(tokens.device)
-        tokens = torch.cat([tokens, nxt], dim=1)
-        if isinstance(model, TransformerXL):
-            logits, memories = model(nxt, memories, context)
-    return tokens
-
-
-@torch.no_grad()
-def farthest_visible(model, seg_len: int, mem_len: int, n_segments: int, vocab_size: int,
-                     seed: int = 0) -> int:
-    """How far back can the last token of a segment see? Measured, not derived.
-
-    Reads a random text of n_segments segments (memory `mem_len`) once as it is and once with
-    each earlier token changed (all at once, one batch row per changed position), and returns
-    the largest distance d whose change moves the logits of the very last token. Runs a
-    float64 copy of `model`, so "moved" is a clear signal (> 1e-9), not rounding.
-    """
-    import copy
-
-    model = copy.deepcopy(model).double().eval()
-    T = seg_len * n_segments
-    tokens = torch.randint(0, vocab_size, (1, T), generator=torch.Generator().manual_seed(seed))
-    batch = tokens.repeat(T, 1)  # row d: the token d places before the last one is changed
-    d = torch.arange(T)
-    batch[d, T - 1 - d] = (batch[d, T - 1 - d] + 1) % vocab_size
-    batch = torch.cat([tokens, batch[1:]]).to(next(model.parameters()).device)  # row 0: as is
-    memories = None
-    for s in range(n_segments):
-        logits, memories = model(batch[:, s * seg_len:(s + 1) * seg_len], memories, mem_len)
-    moved = (logits[1:, -1] - logits[:1, -1]).abs().amax(dim=-1) > 1e-9  # (T − 1,) d = 1, 2, …
-    return int(torch.nonzero(moved).max()) + 1 if moved.any() else 0
-
-
-def recurrent_lm_loss():
-    """A `loss_fn` for `tools.train.train` that carries the memory from one batch to the next:
-    batch s must be segment s of the same streams. (A `VanillaLM` returns no memory.)"""
-    state = {"memories": None}
-
-    def loss_fn(model, x, y):
-        logits, state["memories"] = model(x, state["memories"])
-        return lm_loss(logits, y)
-    return loss_fn
-
-
-@torch.no_grad()
-def stream_accuracy(model, tokens, targets, seg_len: int, mem_len: int | None = None) -> float:
-    """Next-token accuracy over (B, T) streams read segment by segment (memory carried for
-    a `TransformerXL`); positions with target -100 are skipped."""
-    model.eval()
-    hits, count, memories = 0, 0, None
-    for s in range(tokens.shape[1] // seg_len):
-        part = slice(s * seg_len, (s + 1) * seg_len)
-        logits, memories = model(tokens[:, part], memories, mem_len)
-        keep = targets[:, part] != -100
-        hits += (logits.argmax(-1) == targets[:, part])[keep].sum().item()
-        count += keep.sum().item()
-    return hits / max(count, 1)
-# ============================================================================ lesson 07: task heads
+# ==== lesson 07: task heads
 class SentenceClassifier(nn.Module):
     """A frozen encoder's token states -> one vector per sentence -> class logits.
 
@@ -300,160 +354,3 @@ class PairModel(nn.Module):
         if self.out == "classify":
             return self.top(torch.cat([u, v, (u - v).abs(), u * v], dim=-1))[:, 0]
         return nn.functional.cosine_similarity(self.top(u), self.top(v), dim=-1)
-# ==== lesson 03: multi-scale attention — the baselines of the Multi-Scale Transformer
-class TransformerBaseline(nn.Module):
-    """A vanilla Transformer encoder with the Multi-Scale Transformer's input and readout.
-
-    inputs (B, N) token ids (with `embedding`) or (B, N, d_in), lengths (B,) or None -> (B, n_out)
-    Linear input + learned positions, a classification node at position 0, `layers` post-norm
-    blocks [x <- LN(x + MHA(x)); x <- LN(x + FFN(x))] with full attention (every head sees
-    every real token), then MLP([x_node ; max over real tokens]).
-    """
-
-    def __init__(self, d_in: int, d_model: int, num_heads: int, layers: int, n_out: int,
-                 max_len: int, embedding: nn.Module | None = None, ffn: int = 2):
-        super().__init__()
-        self.embedding = embedding
-        self.input = nn.Linear(d_in, d_model)
-        self.node = nn.Parameter(torch.randn(d_model) * 0.02)
-        self.position = nn.Parameter(torch.randn(max_len + 1, d_model) * 0.02)
-        self.attn = nn.ModuleList(MultiHeadAttention(d_model, num_heads) for _ in range(layers))
-        self.ffn = nn.ModuleList(nn.Sequential(nn.Linear(d_model, ffn * d_model), nn.GELU(),
-                                               nn.Linear(ffn * d_model, d_model))
-                                 for _ in range(layers))
-        self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(2 * layers))
-        self.classifier = nn.Sequential(nn.Linear(2 * d_model, d_model), nn.ReLU(),
-                                        nn.Linear(d_model, n_out))
-
-    def forward(self, inputs: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
-        from .multiscale import masked_max_torch
-
-        x = self.input(self.embedding(inputs) if self.embedding is not None else inputs)
-        bsz, n, _ = x.shape
-        x = torch.cat([self.node.expand(bsz, 1, -1), x], dim=1) + self.position[: n + 1]
-        lengths = torch.full((bsz,), n, device=x.device) if lengths is None else lengths
-        keep = torch.arange(n + 1, device=x.device)[None] < lengths[:, None] + 1  # (B, 1 + N)
-        self.last_weights = []
-        for layer, (attn, ffn) in enumerate(zip(self.attn, self.ffn)):
-            out, weights = attn(x, mask=keep[:, None, None, :], need_weights=self.record)
-            self.last_weights.append(weights)
-            x = self.norms[2 * layer](x + out)
-            x = self.norms[2 * layer + 1](x + ffn(x))
-        pooled = masked_max_torch(x[:, 1:], keep[:, 1:])
-        return self.classifier(torch.cat([x[:, 0], pooled], dim=-1))
-
-    record = False  # True: forward keeps each layer's weights (B, H, 1 + N, 1 + N)
-
-    @torch.no_grad()
-    def measured_scales(self, inputs, lengths=None):
-        """(L, H) measured scale of every head on this batch (real queries only), as
-        `MultiScaleTransformer.measured_scales`."""
-        import numpy as np
-
-        from .multiscale import measured_scale_torch
-
-        self.record = True
-        try:
-            self.forward(inputs, lengths)
-        finally:
-            self.record = False
-        n = self.last_weights[0].shape[-1]
-        keep = None if lengths is None else \
-            torch.arange(n, device=self.node.device)[None] < lengths[:, None] + 1
-        return np.stack([measured_scale_torch(w, keep).cpu().numpy() for w in self.last_weights])
-
-
-class BiLSTMClassifier(nn.Module):
-    """A bidirectional LSTM baseline with the same readout idea.
-
-    inputs (B, N) token ids (with `embedding`) or (B, N, d_in), lengths (B,) or None -> (B, n_out)
-    Packed BiLSTM (each direction starts at the sentence's own end), then
-    MLP([last states of both directions ; max over real tokens]).
-    """
-
-    def __init__(self, d_in: int, hidden: int, n_out: int, embedding: nn.Module | None = None):
-        super().__init__()
-        self.embedding = embedding
-        self.lstm = nn.LSTM(d_in, hidden, batch_first=True, bidirectional=True)
-        self.classifier = nn.Sequential(nn.Linear(4 * hidden, hidden), nn.ReLU(),
-                                        nn.Linear(hidden, n_out))
-
-    def forward(self, inputs: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
-        from .multiscale import masked_max_torch
-
-        x = self.embedding(inputs) if self.embedding is not None else inputs
-        bsz, n, _ = x.shape
-        lengths = torch.full((bsz,), n) if lengths is None else lengths
-        packed = nn.utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True,
-                                                   enforce_sorted=False)
-        out, (h, _) = self.lstm(packed)
-        out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=n)
-        keep = torch.arange(n, device=x.device)[None] < lengths.to(x.device)[:, None]
-        last = torch.cat([h[0], h[1]], dim=-1)  # (B, 2·hidden): forward and backward
-        return self.classifier(torch.cat([last, masked_max_torch(out, keep)], dim=-1))
-# ==== lesson 02: sparse patterns
-import numpy as np  # noqa: E402  (imports of this section, kept here for clean merges)
-
-from .sparse_kernels import block_sparse_attention_torch, window_attention_torch  # noqa: E402
-from .tools.utils import fail  # noqa: E402
-
-
-def window_attend(w: int, dilation: int = 1, causal: bool = False, global_idx=None,
-                  block: int | None = None):
-    """A kernel for `MultiHeadAttention(..., attend=)`: (q, k, v, mask) -> sliding-window
-    attention (`sparse_kernels.window_attention_torch`). The pattern is the mask, so the
-    layer's `mask` argument must be None."""
-    def attend(q, k, v, mask=None):
-        _no_mask(mask, "window_attend")
-        return window_attention_torch(q, k, v, w, dilation=dilation, causal=causal,
-                                      global_idx=global_idx, block=block)
-    attend.__name__ = f"window(w={w}, dilation={dilation}, global={global_idx})"
-    return attend
-
-
-def block_sparse_attend(layout, block: int, causal: bool = False):
-    """A kernel for `MultiHeadAttention(..., attend=)`: (q, k, v, mask) -> block-sparse
-    attention on `layout` (`sparse_kernels.block_sparse_attention_torch`); mask must be None."""
-    layout = np.asarray(layout)
-
-    def attend(q, k, v, mask=None):
-        _no_mask(mask, "block_sparse_attend")
-        return block_sparse_attention_torch(q, k, v, layout, block, causal)
-    attend.__name__ = f"block_sparse({int(layout.sum())} blocks of {block})"
-    return attend
-
-
-def _no_mask(mask, name):
-    if mask is not None:
-        fail(f"{name}: the sparse pattern is the mask", "mask=None", f"a mask of type {type(mask)}")
-
-
-class SparseClassifier(nn.Module):
-    """A small Transformer encoder on sparse attention that classifies a sequence from token 0.
-
-    tokens (B, N) -> token + learned position embeddings -> `layers` pre-norm blocks
-    [x + attn(LN x); x + MLP(LN x)] -> LN -> linear on position 0 -> logits (B, n_classes).
-    attn = `MultiHeadAttention(d_model, num_heads, attend=attend)`, e.g.
-    attend = `window_attend(w=8, global_idx=[0])`. Reading position 0 is the point: what
-    token 0 can know after L layers is exactly what the pattern lets flow to it in L hops.
-    """
-
-    def __init__(self, vocab: int, max_len: int, d_model: int, num_heads: int, layers: int,
-                 attend, n_classes: int = 2):
-        super().__init__()
-        self.embed = nn.Embedding(vocab, d_model)
-        self.position = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
-        self.attn = nn.ModuleList(MultiHeadAttention(d_model, num_heads, attend=attend)
-                                  for _ in range(layers))
-        self.mlp = nn.ModuleList(nn.Sequential(nn.Linear(d_model, 2 * d_model), nn.GELU(),
-                                               nn.Linear(2 * d_model, d_model))
-                                 for _ in range(layers))
-        self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(2 * layers + 1))
-        self.head = nn.Linear(d_model, n_classes)
-
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        x = self.embed(tokens) + self.position[: tokens.shape[1]]  # (B, N, D)
-        for layer, (attn, mlp) in enumerate(zip(self.attn, self.mlp)):
-            x = x + attn(self.norms[2 * layer](x))[0]
-            x = x + mlp(self.norms[2 * layer + 1](x))
-        return self.head(self.norms[-1](x[:, 0]))  # (B, n_classes)

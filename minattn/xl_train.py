@@ -1,4 +1,6 @@
-"""Train a Transformer-XL character LM: one process, or many with DistributedDataParallel.
+"""Train and evaluate the character LMs of lesson 04 (Transformer-XL and its vanilla baseline):
+bits per character, sampling, how far back a model sees; training runs in one process, or in
+many with DistributedDataParallel.
 
 The same command runs alone or under `torchrun`, unchanged:
 
@@ -34,12 +36,117 @@ from pathlib import Path
 import numpy as np
 import torch
 import torch.distributed as dist
+import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from .models import evaluate_bpc, lm_loss
+from .attention import causal_mask_torch  # noqa: F401
 from .tasks import char_corpus, lm_segment, lm_streams, synthetic_text
 from .tools.utils import fail
 from .xl import TransformerXL
+
+
+# ============================================================================ evaluating the LMs
+def lm_loss(logits, targets):
+    """Mean next-token cross-entropy in nats; targets of -100 are ignored."""
+    return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=-100)
+
+
+@torch.no_grad()
+def evaluate_bpc(model, streams, seg_len: int, mem_len: int | None = None,
+                 max_segments: int | None = None) -> float:
+    """Bits per character over `streams` (B, T), read segment after segment in order.
+
+    A `TransformerXL` carries its memory (of `mem_len`, default its training length) from
+    one segment to the next; a `VanillaLM` reads each segment on its own.
+    """
+    model.eval()
+    n_segments = (streams.shape[1] - 1) // seg_len
+    if max_segments is not None:
+        n_segments = min(n_segments, max_segments)
+    total, count, memories = 0.0, 0, None
+    for s in range(n_segments):
+        x = streams[:, s * seg_len:(s + 1) * seg_len]
+        y = streams[:, s * seg_len + 1:(s + 1) * seg_len + 1]
+        logits, memories = model(x, memories, mem_len)
+        total += F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="sum").item()
+        count += y.numel()
+    return total / count / math.log(2)
+
+
+@torch.no_grad()
+def generate(model, prompt, n_new: int, generator: torch.Generator, context: int,
+             temperature: float = 1.0):
+    """Sample n_new tokens after prompt (1, P) -> (1, P + n_new).
+
+    A `TransformerXL` reads the prompt once and then one token per step, its memory (length
+    `context`) holding the past: the cached evaluation. A `VanillaLM` recomputes its whole
+    window of the last `context` tokens for every new token.
+    """
+    model.eval()
+    tokens, memories = prompt, None
+    if isinstance(model, TransformerXL):
+        logits, memories = model(prompt[:, -context:], None, context)
+    for _ in range(n_new):
+        if not isinstance(model, TransformerXL):
+            logits, _ = model(tokens[:, -context:])
+        probs = torch.softmax(logits[:, -1] / temperature, dim=-1)
+        nxt = torch.multinomial(probs.cpu(), 1, generator=generator).to(tokens.device)
+        tokens = torch.cat([tokens, nxt], dim=1)
+        if isinstance(model, TransformerXL):
+            logits, memories = model(nxt, memories, context)
+    return tokens
+
+
+@torch.no_grad()
+def farthest_visible(model, seg_len: int, mem_len: int, n_segments: int, vocab_size: int,
+                     seed: int = 0) -> int:
+    """How far back can the last token of a segment see? Measured, not derived.
+
+    Reads a random text of n_segments segments (memory `mem_len`) once as it is and once with
+    each earlier token changed (all at once, one batch row per changed position), and returns
+    the largest distance d whose change moves the logits of the very last token. Runs a
+    float64 copy of `model`, so "moved" is a clear signal (> 1e-9), not rounding.
+    """
+    import copy
+
+    model = copy.deepcopy(model).double().eval()
+    T = seg_len * n_segments
+    tokens = torch.randint(0, vocab_size, (1, T), generator=torch.Generator().manual_seed(seed))
+    batch = tokens.repeat(T, 1)  # row d: the token d places before the last one is changed
+    d = torch.arange(T)
+    batch[d, T - 1 - d] = (batch[d, T - 1 - d] + 1) % vocab_size
+    batch = torch.cat([tokens, batch[1:]]).to(next(model.parameters()).device)  # row 0: as is
+    memories = None
+    for s in range(n_segments):
+        logits, memories = model(batch[:, s * seg_len:(s + 1) * seg_len], memories, mem_len)
+    moved = (logits[1:, -1] - logits[:1, -1]).abs().amax(dim=-1) > 1e-9  # (T − 1,) d = 1, 2, …
+    return int(torch.nonzero(moved).max()) + 1 if moved.any() else 0
+
+
+def recurrent_lm_loss():
+    """A `loss_fn` for `tools.train.train` that carries the memory from one batch to the next:
+    batch s must be segment s of the same streams. (A `VanillaLM` returns no memory.)"""
+    state = {"memories": None}
+
+    def loss_fn(model, x, y):
+        logits, state["memories"] = model(x, state["memories"])
+        return lm_loss(logits, y)
+    return loss_fn
+
+
+@torch.no_grad()
+def stream_accuracy(model, tokens, targets, seg_len: int, mem_len: int | None = None) -> float:
+    """Next-token accuracy over (B, T) streams read segment by segment (memory carried for
+    a `TransformerXL`); positions with target -100 are skipped."""
+    model.eval()
+    hits, count, memories = 0, 0, None
+    for s in range(tokens.shape[1] // seg_len):
+        part = slice(s * seg_len, (s + 1) * seg_len)
+        logits, memories = model(tokens[:, part], memories, mem_len)
+        keep = targets[:, part] != -100
+        hits += (logits.argmax(-1) == targets[:, part])[keep].sum().item()
+        count += keep.sum().item()
+    return hits / max(count, 1)
 
 
 def parse_args(argv=None) -> argparse.Namespace:

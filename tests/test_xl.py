@@ -13,7 +13,8 @@ import torch.nn.functional as F
 
 from minattn.answers import xl as answers
 from minattn.attention import causal_mask_np
-from minattn.models import VanillaLM, evaluate_bpc, farthest_visible, generate
+from minattn.models import VanillaLM
+from minattn.xl_train import evaluate_bpc, farthest_visible, generate
 from minattn.tasks import char_corpus, delayed_copy, lm_segment, lm_streams
 from minattn.tools import REPO_ROOT
 from minattn.xl import (RelMultiHeadAttention, TransformerXL, XLLayer, rel_attention_np,

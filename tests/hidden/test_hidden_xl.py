@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from minattn.attention import causal_mask_np
-from minattn.models import farthest_visible
+from minattn.xl_train import farthest_visible
 from minattn.xl import (TransformerXL, relative_distances_np, rel_attention_torch,
                         update_memory_np, update_memory_torch)
 from minattn.xl_fast import rel_attention_fast_torch, rel_shift_np, rel_shift_torch
