@@ -30,11 +30,12 @@ data: setup
 notebooks: setup
 	$(PY) -m minattn.tools.course --notebooks-only
 
+# make course [LESSONS="01 06"]: every lesson (or these) executed as a notebook, the HTML course, the report
 course: setup data
-	$(PY) -m minattn.tools.course
+	$(PY) -m minattn.tools.course $(if $(LESSONS),--only $(LESSONS))
 
 smoke: setup
-	MINATTN_SMOKE=1 $(PY) -m minattn.tools.course
+	MINATTN_SMOKE=1 $(PY) -m minattn.tools.course $(if $(LESSONS),--only $(LESSONS))
 
 # JupyterLab is an optional extra (requirements-lab.txt), installed on first use.
 lab: setup
