@@ -66,7 +66,7 @@ def two_halves(batch_size: int, n: int, generator: torch.Generator, device="cpu"
     return tokens.to(device), (p1 == p2).long().to(device)
 
 
-# ============================================================================ corpora for lessons 05, 06
+# ==== lessons 05, 06: permutation and dictionary corpora
 def dictionary_corpus(n_pairs: int, n_words: int, rng: np.random.Generator,
                       length=(4, 10), n_function: int = 0):
     """Pairs built from a hidden one-to-one dictionary x_k -> y_{π(k)}: each target sentence is
@@ -103,6 +103,68 @@ def two_sets_corpus(n_pairs: int, n_types: int, rng: np.random.Generator):
     order = rng.permutation(n_pairs)
     src = [(a + b)[i] for i in order]
     return src, [list(s) for s in src]
+
+
+# ==== lesson 03: multi-scale attention
+def effective_scale_task(batch_size: int, n: int, d: int, k: int, generator: torch.Generator,
+                         device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """The effective-scale task of Guo et al. (2020): which distances must a model bridge?
+
+    a_1, ..., a_N ∈ R^d with entries ~ U(0, 1); the target is Σ_{i=1}^{K} a_i ⊙ a_{N−i+1}: the
+    i-th token from the front must meet the i-th from the back, across distances N − 1, N − 3,
+    ..., N − 2K + 1. Small K needs only the longest distances; K = N/2 every distance.
+
+    Returns x (B, N, d) float32 and y (B, d).
+    """
+    if batch_size <= 0 or d <= 0 or n < 2 or not 1 <= k <= n // 2:
+        fail("effective_scale_task sizes", "batch_size, d >= 1, n >= 2 and 1 <= k <= n // 2",
+             f"batch_size={batch_size}, n={n}, d={d}, k={k}")
+    x = torch.rand(batch_size, n, d, generator=generator)
+    y = (x[:, :k] * x.flip(1)[:, :k]).sum(1)  # a_i ⊙ a_{N-i+1}, i = 1..K
+    return x.to(device), y.to(device)
+
+
+GLOVE_PAD, GLOVE_UNK = 0, 1  # the first two rows of `glove_corpus`'s embedding matrix
+
+
+def glove_corpus(splits: dict[str, list[str]], vocab: list[str], vectors: np.ndarray,
+                 max_len: int) -> tuple[dict[str, tuple[torch.Tensor, torch.Tensor]], torch.Tensor]:
+    """Sentences -> GloVe word ids, for the lesson-03 sentiment models.
+
+    `splits` maps a split name to its sentences; each is tokenized (`tools.data.tokenize`) and
+    cut to `max_len` words. Only the words that occur get a row: the embedding matrix is
+    [GLOVE_PAD = 0 ; GLOVE_UNK = 0 (words GloVe lacks) ; the GloVe vector of each word that occurs].
+    Returns {split: (ids (n, max_len) int64, lengths (n,) int64)} and the matrix (V, 50).
+    """
+    from .tools.data import tokenize
+
+    if max_len < 1:
+        fail("max_len", "an int >= 1", repr(max_len))
+    index = {w: i for i, w in enumerate(vocab)}
+    tokens = {name: [tokenize(s)[:max_len] for s in texts] for name, texts in splits.items()}
+    used = sorted({index[w] for sents in tokens.values() for s in sents for w in s if w in index})
+    row = {vocab[i]: 2 + r for r, i in enumerate(used)}
+    matrix = np.concatenate([np.zeros((2, vectors.shape[1]), np.float32), vectors[used]])
+    out = {}
+    for name, sents in tokens.items():
+        ids = torch.zeros(len(sents), max_len, dtype=torch.long)
+        for b, s in enumerate(sents):
+            ids[b, :len(s)] = torch.tensor([row.get(w, GLOVE_UNK) for w in s], dtype=torch.long)
+        out[name] = (ids, torch.tensor([max(len(s), 1) for s in sents]))
+    return out, torch.from_numpy(matrix)
+
+
+def length_batches(lengths: torch.Tensor, batch_size: int, generator: torch.Generator
+                   ) -> list[torch.Tensor]:
+    """Index batches of sentences of similar length (less padding, same examples): sort by
+    length (random order among equal lengths), cut into batches, shuffle the batches."""
+    if batch_size < 1 or lengths.ndim != 1:
+        fail("length_batches", "(n,) lengths and batch_size >= 1",
+             f"lengths {tuple(lengths.shape)}, batch_size={batch_size}")
+    jitter = torch.rand(len(lengths), generator=generator)
+    order = torch.argsort(lengths.double() + 0.5 * jitter)
+    batches = list(order.split(batch_size))
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator)]
 
 
 # ==== lesson 04: Transformer-XL — character streams and the delayed copy
@@ -178,7 +240,58 @@ def delayed_copy(batch_size: int, length: int, distance: int, n_symbols: int,
     targets = torch.full_like(tokens, -100)
     targets[:, distance:] = tokens[:, :-distance]
     return tokens.to(device), targets.to(device)
-# ============================================================================ lesson 07: task heads
+
+
+# ==== lesson 05: attention in LSTM seq2seq (keyword task, vocabularies and padded token ids)
+def keyword_task(batch_size: int, length: int, n_vocab: int, rng: np.random.Generator,
+                 keyword: int = 1):
+    """Keyword classification of seed 002 §6.1: `length` words drawn uniformly from
+    {1..n_vocab}; positive iff the keyword occurs (exactly once in a positive sequence), half
+    of each batch positive (rejection sampling). Returns numpy int64 tokens (B, N), labels (B,)
+    and the keyword's position (B,) (-1 in negatives)."""
+    if batch_size < 2 or batch_size % 2 or length < 2 or n_vocab < 2:
+        fail("keyword_task sizes", "even batch_size >= 2, length >= 2, n_vocab >= 2",
+             f"{batch_size}, {length}, {n_vocab}")
+    rows = {0: [], 1: []}
+    while min(len(r) for r in rows.values()) < batch_size // 2:
+        x = rng.integers(1, n_vocab + 1, size=(batch_size, length))
+        hits = (x == keyword).sum(1)
+        for seq, k in zip(x, hits):
+            if k <= 1 and len(rows[int(k)]) < batch_size // 2:
+                rows[int(k)].append(seq)
+    tokens = np.stack(rows[0] + rows[1])
+    labels = np.repeat([0, 1], batch_size // 2)
+    order = rng.permutation(batch_size)
+    tokens, labels = tokens[order], labels[order]
+    where = np.where(labels == 1, (tokens == keyword).argmax(1), -1)
+    return tokens, labels, where
+
+
+PAD, UNK, BOS = "<pad>", "<unk>", "<bos>"
+
+
+def build_vocab(sentences, max_size: int | None = None, min_count: int = 1) -> dict[str, int]:
+    """Word -> id, specials first (<pad> = 0, <unk> = 1, <bos> = 2), then by frequency."""
+    from collections import Counter
+
+    counts = Counter(w for s in sentences for w in s)
+    words = [w for w, c in counts.most_common(max_size) if c >= min_count]
+    return {w: i for i, w in enumerate([PAD, UNK, BOS] + words)}
+
+
+def encode(sentences, vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Padded ids (M, max length) (unknown words -> <unk>, padding <pad> = 0) and lengths (M,)."""
+    lengths = np.array([len(s) for s in sentences])
+    if len(sentences) == 0 or lengths.min() == 0:
+        fail("encode needs sentences", "a non-empty list of non-empty sentences",
+             f"{len(sentences)} sentences, shortest {lengths.min() if len(lengths) else '-'}")
+    ids = np.full((len(sentences), lengths.max()), vocab[PAD], dtype=np.int64)
+    for m, s in enumerate(sentences):
+        ids[m, :len(s)] = [vocab.get(w, vocab[UNK]) for w in s]
+    return ids, lengths
+
+
+# ==== lesson 07: task heads
 _STOP = frozenset("that with they them their which shall unto have were from this will your said "
                   "there when upon then also into what these those thou thee thy hath been "
                   "because over even before after like".split())
@@ -306,110 +419,3 @@ def template_verses(n: int, rng: np.random.Generator, n_topics: int = 40) -> lis
         b[j], b[j + 1] = b[j + 1], b[j]
         verses.append((" ".join(a) + " .", " ".join(b) + " ."))
     return verses
-# ============================================================================ lesson 03: multi-scale attention
-def effective_scale_task(batch_size: int, n: int, d: int, k: int, generator: torch.Generator,
-                         device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
-    """The effective-scale task of Guo et al. (2020): which distances must a model bridge?
-
-    a_1, ..., a_N ∈ R^d with entries ~ U(0, 1); the target is Σ_{i=1}^{K} a_i ⊙ a_{N−i+1}: the
-    i-th token from the front must meet the i-th from the back, across distances N − 1, N − 3,
-    ..., N − 2K + 1. Small K needs only the longest distances; K = N/2 every distance.
-
-    Returns x (B, N, d) float32 and y (B, d).
-    """
-    if batch_size <= 0 or d <= 0 or n < 2 or not 1 <= k <= n // 2:
-        fail("effective_scale_task sizes", "batch_size, d >= 1, n >= 2 and 1 <= k <= n // 2",
-             f"batch_size={batch_size}, n={n}, d={d}, k={k}")
-    x = torch.rand(batch_size, n, d, generator=generator)
-    y = (x[:, :k] * x.flip(1)[:, :k]).sum(1)  # a_i ⊙ a_{N-i+1}, i = 1..K
-    return x.to(device), y.to(device)
-
-
-PAD, UNK = 0, 1  # the first two rows of `glove_corpus`'s embedding matrix
-
-
-def glove_corpus(splits: dict[str, list[str]], vocab: list[str], vectors: np.ndarray,
-                 max_len: int) -> tuple[dict[str, tuple[torch.Tensor, torch.Tensor]], torch.Tensor]:
-    """Sentences -> GloVe word ids, for the lesson-03 sentiment models.
-
-    `splits` maps a split name to its sentences; each is tokenized (`tools.data.tokenize`) and
-    cut to `max_len` words. Only the words that occur get a row: the embedding matrix is
-    [PAD = 0 ; UNK = 0 (words GloVe lacks) ; the GloVe vector of each word that occurs].
-    Returns {split: (ids (n, max_len) int64, lengths (n,) int64)} and the matrix (V, 50).
-    """
-    from .tools.data import tokenize
-
-    if max_len < 1:
-        fail("max_len", "an int >= 1", repr(max_len))
-    index = {w: i for i, w in enumerate(vocab)}
-    tokens = {name: [tokenize(s)[:max_len] for s in texts] for name, texts in splits.items()}
-    used = sorted({index[w] for sents in tokens.values() for s in sents for w in s if w in index})
-    row = {vocab[i]: 2 + r for r, i in enumerate(used)}
-    matrix = np.concatenate([np.zeros((2, vectors.shape[1]), np.float32), vectors[used]])
-    out = {}
-    for name, sents in tokens.items():
-        ids = torch.zeros(len(sents), max_len, dtype=torch.long)
-        for b, s in enumerate(sents):
-            ids[b, :len(s)] = torch.tensor([row.get(w, UNK) for w in s], dtype=torch.long)
-        out[name] = (ids, torch.tensor([max(len(s), 1) for s in sents]))
-    return out, torch.from_numpy(matrix)
-
-
-def length_batches(lengths: torch.Tensor, batch_size: int, generator: torch.Generator
-                   ) -> list[torch.Tensor]:
-    """Index batches of sentences of similar length (less padding, same examples): sort by
-    length (random order among equal lengths), cut into batches, shuffle the batches."""
-    if batch_size < 1 or lengths.ndim != 1:
-        fail("length_batches", "(n,) lengths and batch_size >= 1",
-             f"lengths {tuple(lengths.shape)}, batch_size={batch_size}")
-    jitter = torch.rand(len(lengths), generator=generator)
-    order = torch.argsort(lengths.double() + 0.5 * jitter)
-    batches = list(order.split(batch_size))
-    return [batches[i] for i in torch.randperm(len(batches), generator=generator)]
-# ==== lesson 05: attention in LSTM seq2seq (keyword task, vocabularies and padded token ids)
-def keyword_task(batch_size: int, length: int, n_vocab: int, rng: np.random.Generator,
-                 keyword: int = 1):
-    """Keyword classification of seed 002 §6.1: `length` words drawn uniformly from
-    {1..n_vocab}; positive iff the keyword occurs (exactly once in a positive sequence), half
-    of each batch positive (rejection sampling). Returns numpy int64 tokens (B, N), labels (B,)
-    and the keyword's position (B,) (-1 in negatives)."""
-    if batch_size < 2 or batch_size % 2 or length < 2 or n_vocab < 2:
-        fail("keyword_task sizes", "even batch_size >= 2, length >= 2, n_vocab >= 2",
-             f"{batch_size}, {length}, {n_vocab}")
-    rows = {0: [], 1: []}
-    while min(len(r) for r in rows.values()) < batch_size // 2:
-        x = rng.integers(1, n_vocab + 1, size=(batch_size, length))
-        hits = (x == keyword).sum(1)
-        for seq, k in zip(x, hits):
-            if k <= 1 and len(rows[int(k)]) < batch_size // 2:
-                rows[int(k)].append(seq)
-    tokens = np.stack(rows[0] + rows[1])
-    labels = np.repeat([0, 1], batch_size // 2)
-    order = rng.permutation(batch_size)
-    tokens, labels = tokens[order], labels[order]
-    where = np.where(labels == 1, (tokens == keyword).argmax(1), -1)
-    return tokens, labels, where
-
-
-PAD, UNK, BOS = "<pad>", "<unk>", "<bos>"
-
-
-def build_vocab(sentences, max_size: int | None = None, min_count: int = 1) -> dict[str, int]:
-    """Word -> id, specials first (<pad> = 0, <unk> = 1, <bos> = 2), then by frequency."""
-    from collections import Counter
-
-    counts = Counter(w for s in sentences for w in s)
-    words = [w for w, c in counts.most_common(max_size) if c >= min_count]
-    return {w: i for i, w in enumerate([PAD, UNK, BOS] + words)}
-
-
-def encode(sentences, vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
-    """Padded ids (M, max length) (unknown words -> <unk>, padding <pad> = 0) and lengths (M,)."""
-    lengths = np.array([len(s) for s in sentences])
-    if len(sentences) == 0 or lengths.min() == 0:
-        fail("encode needs sentences", "a non-empty list of non-empty sentences",
-             f"{len(sentences)} sentences, shortest {lengths.min() if len(lengths) else '-'}")
-    ids = np.full((len(sentences), lengths.max()), vocab[PAD], dtype=np.int64)
-    for m, s in enumerate(sentences):
-        ids[m, :len(s)] = [vocab.get(w, vocab[UNK]) for w in s]
-    return ids, lengths
