@@ -7,6 +7,8 @@ import hashlib
 import importlib.util
 import os
 import sqlite3
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -283,3 +285,21 @@ def test_data_scripts_pin_every_file():
         script = load_script(name)
         for url, digest in script.ARCHIVES.values():
             assert url.startswith("http") and len(digest) == 64
+
+
+def test_fetching_data_never_imports_torch():
+    """The data scripts run before (or without) the heavy install: they must not need torch."""
+    blocker = (
+        "import sys, importlib.util\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'torch' or name.startswith('torch.'):\n"
+        "            raise ImportError('torch imported by a data script')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        f"for name in {sorted(p.stem for p in SCRIPTS.glob('*.py'))!r}:\n"
+        f"    spec = importlib.util.spec_from_file_location(name, {str(SCRIPTS)!r} + '/' + name + '.py')\n"
+        "    spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", blocker], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
