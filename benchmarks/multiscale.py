@@ -21,8 +21,9 @@ import torch
 from minattn.attention import fast_attention_torch
 from minattn.multiscale import scale_mask_torch
 from minattn.multiscale_fast import DENSE_BELOW, multiscale_attention_fast_torch
-from minattn.tools.bench import (bench_args, fmt_bytes, fmt_time, peak_memory, print_table,
-                                 save_json, time_interleaved, write_markdown)
+from minattn.tools.bench import (bench_args, fmt_bytes, fmt_time, forward_backward,  # noqa: E402
+                                 forward_only, peak_memory, print_table, save_json,
+                                 time_interleaved, write_markdown)
 
 B, H, D = 1, 8, 64
 MASKED_MAX = 2048  # the (H, N, N) bool mask and its float copy: 160 MiB at N = 2,048
@@ -41,22 +42,6 @@ def contenders(n: int) -> dict:
         mask = scale_mask_torch(n, ws)  # built once, outside the timed call
         fns["masked"] = lambda q, k, v: fast_attention_torch(q, k, v, mask=mask)
     return fns
-
-
-def forward_only(fn, q, k, v):
-    def run():
-        with torch.no_grad():
-            fn(q, k, v)
-    return run
-
-
-def forward_backward(fn, q, k, v):
-    grad = torch.ones_like(q)
-
-    def run():
-        fn(q, k, v).backward(grad)
-        q.grad = k.grad = v.grad = None
-    return run
 
 
 def measure(n: int, repeats: int) -> dict:

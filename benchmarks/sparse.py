@@ -33,8 +33,9 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from minattn.tools.bench import (bench_args, fmt_bytes, fmt_time, peak_memory, print_table,
-                                 save_json, time_interleaved, write_markdown)
+from minattn.tools.bench import (bench_args, fmt_bytes, fmt_time, forward_backward,  # noqa: E402
+                                 forward_only, peak_memory, print_table, save_json,
+                                 time_interleaved, write_markdown)
 from minattn.tools.lesson import REPO_ROOT
 from minattn.sparse import bigbird_layout_np, sliding_window_mask_np
 from minattn.sparse_kernels import block_sparse_attention_torch, window_attention_torch
@@ -82,22 +83,6 @@ def block_sparse_bigbird(n: int, w: int):
     layout = bigbird_layout_np(-(-n // BS_BLOCK), window=max(1, w // BS_BLOCK), n_global=1,
                                n_random=1, seed=0)
     return lambda q, k, v: block_sparse_attention_torch(q, k, v, layout, BS_BLOCK)
-
-
-def forward_only(fn, q, k, v):
-    def run():
-        with torch.no_grad():
-            fn(q, k, v)
-    return run
-
-
-def forward_backward(fn, q, k, v):
-    grad = torch.ones(*q.shape[:-1], v.shape[-1])
-
-    def run():
-        fn(q, k, v).backward(grad)
-        q.grad = k.grad = v.grad = None
-    return run
 
 
 def measure(n: int, w: int, dense_max: int, with_flex: bool, repeats: int) -> dict:

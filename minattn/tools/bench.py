@@ -78,6 +78,25 @@ def time_interleaved(fns: dict[str, Callable[[], object]], repeats: int,
     return {name: statistics.median(ts) for name, ts in times.items()}
 
 
+def forward_only(fn: Callable, q, k, v) -> Callable[[], None]:
+    """A timed call of an attention function `fn(q, k, v)`, without autograd."""
+    def run():
+        with torch.no_grad():
+            fn(q, k, v)
+    return run
+
+
+def forward_backward(fn: Callable, q, k, v) -> Callable[[], None]:
+    """A timed call of `fn(q, k, v)` and its backward, grads reset after. The output gradient
+    (ones, (..., Lq, dv)) is made once, outside the timed and measured call."""
+    grad = torch.ones(*q.shape[:-1], v.shape[-1], dtype=q.dtype, device=q.device)
+
+    def run():
+        fn(q, k, v).backward(grad)
+        q.grad = k.grad = v.grad = None
+    return run
+
+
 def _status_kib(field: str) -> int:
     with open("/proc/self/status") as f:
         for line in f:
