@@ -254,7 +254,8 @@ print(f"N = {n}: dot-product scores {fmt_time(times['dot'])}, "
       f"vs {fmt_bytes(n * n * 4)} of scores")
 L.claim("dot-product attention is much faster and more space-efficient than additive attention",
         paper="qualitative, no number (Vaswani et al. 2017, §3.2.1)",
-        ours=f"scores {ratio:.0f}× faster, h× less memory (N = {n}, d = h = 64, {L.device.type})",
+        ours=f"scores {ratio:.0f}× faster, 64× less memory (an N×N×h intermediate vs N×N "
+             f"scores; N = {n}, d = h = 64, {L.device.type})",
         why="one head, float32; the ratio depends on the hardware")
 
 # %% [markdown]

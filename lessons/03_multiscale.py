@@ -177,7 +177,7 @@ print(f"uniform head over N = {n}: measured scale {measured_scale_np(uniform)[0]
 # heads according to the scores. The paper gives only a worked example (N' = 10, α = 0.5, five
 # scales): first-layer scores $z^1 = [0 + 0.5\cdot4,\ 0 + 0.5\cdot3,\ 0 + 0.5\cdot2,\ 0 + 0.5,\ 0]$
 # and head counts $\{5, 2, 2, 1, 0\}$. The counts do not follow from rounding a softmax:
-# $10\cdot\mathrm{softmax}(z^1) = [4.29, 2.60, 1.58, 0.96, 0.58]$ rounds to $\{4, 3, 2, 1, 1\}$,
+# $10\cdot\mathrm{softmax}(z^1) = [4.29, 2.6, 1.58, 0.96, 0.58]$ rounds to $\{4, 3, 2, 1, 1\}$,
 # eleven heads, and any fix of the sum keeps 4 heads, not 5, on the smallest scale. So we had to
 # choose the rule. Ours:
 #
@@ -192,6 +192,10 @@ print(f"uniform head over N = {n}: measured scale {measured_scale_np(uniform)[0]
 # split at α = 0, and moves heads toward small scales in layer 1 as α grows (exercise 3.2).
 
 # %%
+z_first = 0.5 * np.arange(4, -1, -1)  # the slides' first-layer scores [2, 1.5, 1, 0.5, 0]
+rounded = 10 * np.exp(z_first) / np.exp(z_first).sum()
+print(f"10 · softmax(z¹) = {rounded.round(2).tolist()} -> rounded "
+      f"{np.round(rounded).astype(int).tolist()} ({int(np.round(rounded).sum())} heads)")
 show(allocate_scales_np)
 worked = allocate_scales_np(num_heads=10, num_scales=5, num_layers=1, alpha=0.5)[0]
 print(f"N' = 10, α = 0.5, layer 1: {worked.tolist()}   (the slides: [5, 2, 2, 1, 0])")
