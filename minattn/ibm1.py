@@ -72,14 +72,20 @@ class Bitext:
         return (self.pair(m) for m in range(self.n_pairs))
 
 
-def make_bitext(sources, targets, null: bool = True) -> Bitext:
-    """Index a corpus: sources[m] (input x^m) and targets[m] (output y^m) are token lists."""
+def check_corpus(sources, targets) -> tuple[list, list]:
+    """The two sides as lists, after checking that they pair up and are not empty."""
     sources, targets = list(sources), list(targets)
     if len(sources) != len(targets):
         fail("sources and targets must pair up", "as many target sentences as source sentences",
              f"{len(sources)} sources, {len(targets)} targets")
     if len(sources) == 0:
         fail("empty corpus", "at least one sentence pair", "0 pairs")
+    return sources, targets
+
+
+def make_bitext(sources, targets, null: bool = True) -> Bitext:
+    """Index a corpus: sources[m] (input x^m) and targets[m] (output y^m) are token lists."""
+    sources, targets = check_corpus(sources, targets)
     for side, sentences in (("source", sources), ("target", targets)):
         for m, sent in enumerate(sentences):
             if isinstance(sent, str) or not hasattr(sent, "__len__"):

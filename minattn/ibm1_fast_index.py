@@ -19,7 +19,7 @@ from itertools import chain, count
 
 import numpy as np
 
-from .ibm1 import NULL
+from .ibm1 import NULL, check_corpus
 from .tools.utils import fail
 
 PACK_BITS = 63     # bits of one packed int64 sort key (the sign bit stays clear)
@@ -260,12 +260,7 @@ def _points_em_order(row_word, row_col, width, col_word, col_mult, col_last, col
 def index_bitext(sources, targets, null: bool = True) -> IndexedBitext:
     """Index a parallel corpus: sources[m] (input x^m) and targets[m] (output y^m) are token
     lists. Vocabularies in first-seen order, as ibm1.make_bitext: the same word ids."""
-    sources, targets = list(sources), list(targets)
-    if len(sources) != len(targets):
-        fail("sources and targets must pair up", "as many target sentences as source sentences",
-             f"{len(sources)} sources, {len(targets)} targets")
-    if len(sources) == 0:
-        fail("empty corpus", "at least one sentence pair", "0 pairs")
+    sources, targets = check_corpus(sources, targets)
     src_ids, src_start, src_vocab = _ids(sources, "source", first=[NULL])
     tgt_ids, tgt_start, tgt_vocab = _ids(targets, "target")
     n_src, n_tgt, n0 = len(src_vocab), len(tgt_vocab), int(null)
