@@ -83,16 +83,21 @@ def check_corpus(sources, targets) -> tuple[list, list]:
     return sources, targets
 
 
+def check_sentences(side: str, sentences) -> None:
+    """Every sentence of one side must be a non-empty list of tokens (not a string)."""
+    for m, sent in enumerate(sentences):
+        if isinstance(sent, str) or not hasattr(sent, "__len__"):
+            fail(f"{side} sentence {m} is not a token list", "a list of tokens, e.g. s.split()",
+                 f"{type(sent).__name__} {str(sent)[:40]!r}")
+        if len(sent) == 0:
+            fail(f"{side} sentence {m} is empty", "at least one token per sentence", "[]")
+
+
 def make_bitext(sources, targets, null: bool = True) -> Bitext:
     """Index a corpus: sources[m] (input x^m) and targets[m] (output y^m) are token lists."""
     sources, targets = check_corpus(sources, targets)
     for side, sentences in (("source", sources), ("target", targets)):
-        for m, sent in enumerate(sentences):
-            if isinstance(sent, str) or not hasattr(sent, "__len__"):
-                fail(f"{side} sentence {m} is not a token list", "a list of tokens, e.g. s.split()",
-                     f"{type(sent).__name__} {str(sent)[:40]!r}")
-            if len(sent) == 0:
-                fail(f"{side} sentence {m} is empty", "at least one token per sentence", "[]")
+        check_sentences(side, sentences)
     src_vocab = list(dict.fromkeys([NULL] + [w for s in sources for w in s]))
     tgt_vocab = list(dict.fromkeys(w for s in targets for w in s))
     src_id = {w: i for i, w in enumerate(src_vocab)}

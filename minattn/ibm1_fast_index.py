@@ -19,8 +19,7 @@ from itertools import chain, count
 
 import numpy as np
 
-from .ibm1 import NULL, check_corpus
-from .tools.utils import fail
+from .ibm1 import NULL, check_corpus, check_sentences
 
 PACK_BITS = 63     # bits of one packed int64 sort key (the sign bit stays clear)
 
@@ -160,12 +159,7 @@ def _ids(sentences, side: str, first=()):
     except TypeError:
         lengths = None
     if lengths is None or any(issubclass(k, str) for k in kinds) or not lengths.all():
-        for m, sent in enumerate(sentences):
-            if isinstance(sent, str) or not hasattr(sent, "__len__"):
-                fail(f"{side} sentence {m} is not a token list", "a list of tokens, e.g. s.split()",
-                     f"{type(sent).__name__} {str(sent)[:40]!r}")
-            if len(sent) == 0:
-                fail(f"{side} sentence {m} is empty", "at least one token per sentence", "[]")
+        check_sentences(side, sentences)  # names the bad sentence
     flat = list(chain.from_iterable(sentences))
     # C-speed dedup that keeps first-seen order, then number the words 0, 1, 2, ...
     index = dict(zip(dict.fromkeys([*first, *flat]), count()))

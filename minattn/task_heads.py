@@ -200,6 +200,21 @@ def u09_init_(mha: MultiHeadAttention, generator: torch.Generator | None = None)
         layer.weight.uniform_(0.9, 1.0, generator=generator)
 
 
+def attention_layers(owner: str, d_model: int, num_heads: int, num_layers: int,
+                     init: str) -> nn.ModuleList:
+    """`num_layers` of lesson 01's MultiHeadAttention for a head, initialised "default"
+    (PyTorch's) or "u09" (every projection weight ~ U(0.9, 1))."""
+    if num_layers < 1:
+        fail(f"{owner} needs at least one layer", "num_layers >= 1", f"{num_layers}")
+    if init not in ("default", "u09"):
+        fail("unknown init", "'default' or 'u09'", repr(init))
+    layers = nn.ModuleList(MultiHeadAttention(d_model, num_heads) for _ in range(num_layers))
+    if init == "u09":
+        for layer in layers:
+            u09_init_(layer)
+    return layers
+
+
 class AttentionPool(nn.Module):
     """Self-attention pooling, the trainable twin of `attention_pool_np`.
 
@@ -211,16 +226,8 @@ class AttentionPool(nn.Module):
     def __init__(self, d_model: int, num_heads: int, num_layers: int = 1,
                  init: str = "default", normalize: bool = True):
         super().__init__()
-        if num_layers < 1:
-            fail("AttentionPool needs at least one layer", "num_layers >= 1", f"{num_layers}")
-        if init not in ("default", "u09"):
-            fail("unknown init", "'default' or 'u09'", repr(init))
-        self.layers = nn.ModuleList(MultiHeadAttention(d_model, num_heads)
-                                    for _ in range(num_layers))
+        self.layers = attention_layers("AttentionPool", d_model, num_heads, num_layers, init)
         self.init, self.normalize = init, normalize
-        if init == "u09":
-            for layer in self.layers:
-                u09_init_(layer)
 
     def forward(self, states: torch.Tensor, mask: torch.Tensor, need_weights: bool = False):
         check_states(states, mask)
@@ -247,16 +254,8 @@ class CrossAttentionPool(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, num_layers: int = 1, init: str = "default"):
         super().__init__()
-        if num_layers < 1:
-            fail("CrossAttentionPool needs at least one layer", "num_layers >= 1", f"{num_layers}")
-        if init not in ("default", "u09"):
-            fail("unknown init", "'default' or 'u09'", repr(init))
-        self.layers = nn.ModuleList(MultiHeadAttention(d_model, num_heads)
-                                    for _ in range(num_layers))
+        self.layers = attention_layers("CrossAttentionPool", d_model, num_heads, num_layers, init)
         self.init = init
-        if init == "u09":
-            for layer in self.layers:
-                u09_init_(layer)
 
     def forward(self, a: torch.Tensor, a_mask: torch.Tensor, b: torch.Tensor,
                 b_mask: torch.Tensor, need_weights: bool = False):
