@@ -42,6 +42,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 import matplotlib.pyplot as plt
+from matplotlib.colors import ListedColormap
+from matplotlib.patches import Patch
 from torch import nn
 
 from minattn.tools.lesson import Lesson, show
@@ -53,7 +55,8 @@ from minattn.multiscale import (scale_mask_np, multiscale_attention_np,
                                 multiscale_attention_torch, measured_scale_np,
                                 allocate_scales_np, layer_windows, scale_candidates,
                                 MultiScaleTransformer)
-from minattn.multiscale_fast import multiscale_attention_fast_torch
+from minattn.multiscale_fast import DENSE_BELOW, band_pieces, multiscale_attention_fast_torch
+from minattn.tools.bench import forward_backward, time_interleaved
 from minattn.models import TransformerBaseline, BiLSTMClassifier, count_parameters
 from minattn.tasks import effective_scale_task, glove_corpus, length_batches
 
@@ -104,12 +107,12 @@ print("head ω=0 returns its values; head ω=5 is plain attention; head ω=2 see
 # ## 2. The torch twin and the fast path
 #
 # `multiscale_attention_torch` is the same function line for line (autograd gives the
-# backward). The **fast path** never builds the $(H, N, N)$ mask for small scales: it groups the
-# heads by ω and sends each group to the cheapest kernel — lesson 02's window kernel
-# ($O(N\omega)$) for small ω, PyTorch's fused attention for ω ≥ N − 1, and a band-masked dense
-# call when ω is so large that the window kernel would do nearly $N^2$ work anyway. Padding
-# needs care: the window kernel takes no mask, so padded keys are removed through one extra
-# feature that adds (in effect) $-\infty$ to their scores (see the docstring of
+# backward). The **fast path** never builds the $(H, N, N)$ mask of long sequences: it groups
+# the heads by ω and sends each group to the cheapest kernel — lesson 02's window kernel
+# ($O(N\omega)$) for small ω, PyTorch's fused attention for ω ≥ N − 1, and for the large scales
+# in between a **band kernel**, explained below. Padding needs care: these kernels take no
+# mask, so padded keys are removed through one extra feature that adds (in effect) $-\infty$
+# to their scores (see the docstring of
 # `minattn/multiscale_fast.py`). All three agree to float64 rounding, with and without padding:
 
 # %%
@@ -132,12 +135,85 @@ print(f"max |torch - numpy| = {err_twin:.0e}, |fast - numpy| = {err_fast:.0e}, "
 assert err_twin < 1e-12 and err_fast < 1e-10 and err_grad < 1e-10
 
 # %% [markdown]
-# Is it faster? `benchmarks/multiscale.py` times one layer with the scales above against the
-# same layer with 8 full heads, forward and backward. On a CPU, PyTorch's fused full-attention
-# kernel is hard to beat: the small windows are nearly free, but the heads with ω = N/4 and
-# N/2 cost about as much as full heads, so the multi-scale layer wins only modestly on long
-# sequences (thousands of tokens) and can lose on short ones, where one fused call over all
-# heads is cheapest; `benchmarks/README.md` has the measured table.
+# **The band kernel.** A head with ω = N/4 or N/2 sees a third to three quarters of all
+# query–key pairs, so lesson 02's window kernel (blocks of 64 queries, each with a masked span
+# of 64 + 2ω keys) does nearly dense work — and masked work, which PyTorch's fused CPU kernel
+# runs much slower than unmasked work. The band kernel cuts the queries into chunks of $c$
+# (with $c \le 2\omega$). Chunk $[a, a + c)$ may see the keys $[a - \omega, a + c + \omega)$,
+# which fall into three pieces: a triangle (query $a + r$ sees key $a - \omega + t$ iff
+# $t \ge r$), a full block that every query of the chunk sees, and another triangle ($t \le r$).
+# A full block needs no mask, a lower triangle is *causal* attention — which the fused kernel
+# runs without a mask, skipping the blocks above the diagonal — and an upper triangle is a
+# lower one read backwards. Only where the sequence ends cut a triangle short does a piece
+# get an explicit mask. The figure shows the pieces of one head:
+
+# %%
+PIECE_KINDS = ["all", "lower", "upper", "mask"]  # colours 1..4 of the figure; 0 = not in the window
+n_demo, w_demo, c_demo = 64, 12, 8
+pieces = np.zeros((n_demo, n_demo))
+for a, m, chunk_pieces in band_pieces(n_demo, w_demo, c_demo):
+    for start, stop, kind in chunk_pieces:
+        r, t = np.arange(m)[:, None], np.arange(stop - start)[None, :]
+        inside = {"all": np.ones((m, stop - start), bool), "lower": t <= r, "upper": t >= r,
+                  "mask": np.abs(a + r - start - t) <= w_demo}[kind]
+        pieces[a:a + m, start:stop][inside] = 1 + PIECE_KINDS.index(kind)
+assert np.array_equal(pieces > 0, scale_mask_np(n_demo, [w_demo])[0])  # each pair once
+colours = ["white", "tab:blue", "tab:orange", "tab:green", "tab:red"]
+fig, ax = plt.subplots(figsize=(5.8, 5), layout="constrained")
+ax.imshow(pieces, cmap=ListedColormap(colours), vmin=-0.5, vmax=4.5,
+          interpolation="nearest")
+for a in range(c_demo, n_demo, c_demo):
+    ax.axhline(a - 0.5, color="grey", lw=0.6)
+labels = ["full block (no mask)", "lower triangle (causal)", "upper triangle (causal, reversed)",
+          "triangle cut by an end (masked)"]
+ax.legend(handles=[Patch(color=c, label=lab)
+                   for c, lab in zip(colours[1:], labels)], loc="upper right", fontsize=8)
+ax.set(xlabel="key j", ylabel="query i (grey lines: chunks of c = 8)",
+       title=f"the band kernel's pieces, N = {n_demo}, ω = {w_demo}")
+L.savefig(fig, "band_pieces")
+
+# %% [markdown]
+# Each piece gives its own softmax output $o_p$ and log-sum-exp $\ell_p = \log \sum_j e^{s_j}$
+# over its keys. The softmax over the union of the pieces is rebuilt from them — the trick at
+# the heart of FlashAttention:
+#
+# $$\ell = \log \sum_p e^{\ell_p}, \qquad \text{out} = \sum_p e^{\ell_p - \ell}\, o_p .$$
+#
+# The backward needs no new kernel either: given the *final* output and $\ell$, the fused
+# backward of each piece returns exactly that piece's share of the gradients, because it uses
+# them only to recompute the weights $e^{s_j - \ell}$ and the row sums $\sum \text{dout} \cdot
+# \text{out}$. Is it all worth it? One layer with the benchmark's scales
+# $\{3, 3, N/16, N/16, N/8, N/8, N/4, N/2\}$ against the same layer with 8 full heads (PyTorch's
+# fused kernel, no mask), forward and backward, timed side by side:
+
+# %%
+print(f"DENSE_BELOW = {DENSE_BELOW}")
+ratios = {}
+for n_cost in L.size(full=[256, 2048], smoke=[256, 512]):
+    gen = torch.Generator().manual_seed(n_cost)
+    q, k, v = (torch.randn(1, 8, n_cost, 64, generator=gen, requires_grad=True) for _ in range(3))
+    cost_windows = [3, 3, n_cost // 16, n_cost // 16, n_cost // 8, n_cost // 8, n_cost // 4,
+                    n_cost // 2]
+    times = time_interleaved({
+        "8 full heads": forward_backward(F.scaled_dot_product_attention, q, k, v),
+        "multi-scale": forward_backward(lambda q, k, v: multiscale_attention_fast_torch(
+            q, k, v, cost_windows), q, k, v)}, repeats=3)
+    ratios[n_cost] = times["8 full heads"] / times["multi-scale"]
+    share = scale_mask_np(n_cost, cost_windows).mean()  # of the pairs 8 full heads compute
+    print(f"N = {n_cost:>5}: 8 full heads {times['8 full heads'] * 1e3:7.1f} ms, multi-scale "
+          f"{times['multi-scale'] * 1e3:7.1f} ms: ratio {ratios[n_cost]:.2f} "
+          f"(the windows hold {share:.0%} of the pairs: at best {1 / share:.1f}×)")
+
+# %% [markdown]
+# A ratio above 1 means the multi-scale layer is faster. For sequences shorter than
+# `DENSE_BELOW` tokens the fast path makes one fused call over all heads with the cached band
+# mask, which costs about what 8 full heads cost — a mask costs the fused kernel a little
+# whatever it holds, and it skips nothing (the shorter sequence); on longer ones the grouped
+# heads skip most of the matrix, and the ratio climbs towards its ceiling (printed beside it:
+# what 8 full heads compute over what the windows hold).
+# `benchmarks/multiscale.py` measures N up to 8,192, forward and backward,
+# with peak memory, and keeps the tables in
+# [benchmarks/README.md](../benchmarks/README.md).
 #
 # Here are the windows of one multi-scale layer, head by head:
 

@@ -20,7 +20,8 @@ The Multi-Scale Transformer (`MultiScaleTransformer`) stacks such layers with a 
 nonlinearity and layer norm — no position-wise FFN, no positional embedding — and classifies
 from [classification node ; max-pool over the tokens] with a 2-layer MLP.
 
-The fast path (heads grouped by scale, lesson 02's window kernel) is in `multiscale_fast.py`.
+The fast path (heads grouped by scale: lesson 02's window kernel, a band kernel, SDPA) is in
+`multiscale_fast.py`.
 """
 
 from __future__ import annotations
@@ -207,8 +208,9 @@ class MultiScaleKernel:
     """The `attend(q, k, v, mask) -> out` kernel of a multi-scale layer, for
     `MultiHeadAttention(d_model, H, attend=MultiScaleKernel(windows))`.
 
-    fast=True runs `multiscale_fast.multiscale_attention_fast_torch` (heads grouped by scale,
-    window kernel for small ω); fast=False the reference `multiscale_attention_torch`.
+    fast=True runs `multiscale_fast.multiscale_attention_fast_torch` (heads grouped by scale:
+    window kernel for small ω, band kernel for large); fast=False the reference
+    `multiscale_attention_torch`.
     With `record = True` it runs the reference and keeps the weights in `last_weights`
     (B, H, N, N), for the scale analysis.
     """

@@ -2,20 +2,45 @@
 
 `multiscale_attention_fast_torch(q, k, v, windows, mask)` returns exactly the output of
 `multiscale.multiscale_attention_np` (the tests check outputs and gradients in float64), but
-never builds an (H, N, N) mask for the small scales:
+never builds an (H, N, N) mask for the scales it groups:
 
     heads with the same ω form a group (gathered along the head axis), and the group runs on
-      * lesson 02's window kernel `window_attention_torch` (O(N·ω)) when ω is small,
       * PyTorch's fused SDPA with no window (`fast_attention_torch`) when ω >= N − 1,
-      * dense SDPA with the group's band mask when neither pays (ω close to N);
+      * the band kernel below (CPU) when ω >= BAND_FROM: chunks of queries, each against the
+        keys of its band, cut into pieces that PyTorch's fused kernel runs without a mask;
+      * lesson 02's window kernel `window_attention_torch` (O(N·ω)) for smaller ω,
+      * (not on CPU) dense SDPA with the group's band mask when ω is close to N;
     the group outputs are put back in head order.
 For short sequences (N < DENSE_BELOW) one dense masked SDPA call over all heads is faster than
 several small calls, so everything goes there (the fallback the benchmark measured).
 
-Padding. The window kernel takes no mask. A key-padding mask (B, 1, 1, N) — the only mask the
-fast path accepts; any other mask falls back to dense — is folded into the keys instead: one
-extra feature, 1 on every query and 0 (real key) or a huge negative number (padded key) on the
-keys, adds −∞ (in effect) to every score of a padded key and nothing to the others:
+The band kernel. Cut the queries into chunks of c (c <= 2ω). Chunk [a, a + c) sees the keys
+[a − ω, a + c + ω), and they fall in three pieces:
+
+    keys [a − ω, a − ω + c)      query a + r sees key a − ω + t iff t >= r   (a triangle)
+    keys [a − ω + c, a + ω)      every query of the chunk sees every key     (a full block)
+    keys [a + ω, a + ω + c)      query a + r sees key a + ω + t iff t <= r   (a triangle)
+
+A full block is plain attention; a lower triangle is causal attention, which PyTorch's fused
+kernel does without a mask and skipping the blocks above the diagonal; the upper triangle is
+a lower one with queries and keys both read backwards. Softmax over the union of the pieces
+is rebuilt from each piece's output o_p and log-sum-exp l_p (the trick of FlashAttention):
+
+    L = log Σ_p exp(l_p),    out = Σ_p exp(l_p − L) · o_p.
+
+The backward needs no new kernel either: for every piece, the fused backward given the final
+out and L (not the piece's own) returns exactly that piece's share of dq, dk, dv — it only
+uses them to recompute the weights exp(s − L) and the row sums Σ dout · out. The public
+`F.scaled_dot_product_attention` does not return l_p, so the kernel calls the CPU op behind
+it; on other devices the groups take the window kernel or the band mask instead.
+Pieces cut off by an end of the sequence are dropped or shortened; a shortened triangle gets
+an explicit mask (at most one per end).
+
+Padding. The window and band kernels take no mask. A key-padding mask (B, 1, 1, N) — the only
+mask the fast path accepts; any other mask falls back to dense — is folded into the keys
+instead: one extra feature, 1 on every query and 0 (real key) or a huge negative number
+(padded key) on the keys, adds −∞ (in effect) to every score of a padded key and nothing to
+the others:
 
     q' = [q, 1]·s,  k' = [k, b_j],  s = √((d+1)/d)  =>  q'·k'/√(d+1) = q·k/√d + b_j/√d.
 
@@ -34,11 +59,17 @@ import torch.nn.functional as F
 
 from .attention import fast_attention_torch
 from .multiscale import _check_inputs, scale_mask_torch
-from .sparse_kernels import window_attention_torch
+from .sparse_kernels import _check_window_args, window_attention_torch
+from .tools.utils import fail, shape_str
 
-DENSE_BELOW = 1024  # N below which one dense masked call beats grouping (benchmarks/multiscale.py)
-WINDOW_PAYS = 0.75  # the window kernel runs a group when 2ω + 64 < WINDOW_PAYS · N
+DENSE_BELOW = 512  # N below which one dense masked call beats grouping (benchmarks/multiscale.py)
+BAND_FROM = 128  # ω from which the band kernel beats the window kernel (CPU)
+WINDOW_PAYS = 0.75  # off CPU: the window kernel runs a group when 2ω + 64 < WINDOW_PAYS · N
 _BLOCK = 64  # the window kernel's query block (its default in training)
+# The fused CPU kernel behind F.scaled_dot_product_attention, which also returns log-sum-exp.
+_FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
+_FLASH_CPU_BACKWARD = getattr(torch.ops.aten,
+                              "_scaled_dot_product_flash_attention_for_cpu_backward", None)
 
 
 def multiscale_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, windows,
@@ -58,14 +89,19 @@ def multiscale_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.T
     if n < dense_below or (mask is not None and key_mask is None):
         full = scale_mask_torch(n, ws, q.device)  # (H, N, N)
         return fast_attention_torch(q, k, v, mask=full if mask is None else full & mask)
-    outs, order = [], []
-    for w in sorted(set(ws)):
-        heads = [h for h, wh in enumerate(ws) if wh == w]
-        idx = torch.tensor(heads, device=q.device)
-        qg, kg, vg = (x.index_select(1, idx) for x in (q, k, v))  # (B, G, N, d)
-        outs.append(_group(qg, kg, vg, w, key_mask))
-        order += heads
-    out = torch.cat(outs, dim=1)  # heads in group order
+    # Heads sorted by ω (one gather, none when they already are), then cut into groups of equal
+    # ω: views, whose gradients autograd joins with one cat instead of one zero-filled
+    # (B, H, N, d) tensor per group.
+    order = sorted(range(len(ws)), key=lambda h: ws[h])
+    group_ws = sorted(set(ws))
+    sizes = [ws.count(w) for w in group_ws]
+    if order != list(range(len(ws))):
+        idx = torch.tensor(order, device=q.device)
+        q, k, v = (x.index_select(1, idx) for x in (q, k, v))
+    groups = zip(*(x.split(sizes, dim=1) for x in (q, k, v)), group_ws)  # (B, G, N, d) each
+    out = torch.cat([_group(qg, kg, vg, w, key_mask) for qg, kg, vg, w in groups], dim=1)
+    if order == list(range(len(ws))):
+        return out
     inverse = torch.empty(len(order), dtype=torch.long)
     inverse[torch.tensor(order)] = torch.arange(len(order))
     return out.index_select(1, inverse.to(q.device))  # back in head order
@@ -92,20 +128,43 @@ def _key_padding(mask, bsz, n):
     return mask[:, 0, 0, :].expand(bsz, n)
 
 
+# ============================================================================ one group of heads
 def _group(q, k, v, w, key_mask):
     """Attention of one group of heads sharing the window w: (B, G, N, d)."""
     n = q.shape[-2]
     if w >= n - 1:  # the window covers everything: plain (key-masked) SDPA
         return fast_attention_torch(q, k, v, mask=None if key_mask is None
                                     else key_mask[:, None, None, :])
-    if 2 * w + _BLOCK >= WINDOW_PAYS * n:  # the window kernel would do nearly N² work anyway
-        if key_mask is None:
-            return F.scaled_dot_product_attention(q, k, v, attn_mask=_band_bias(n, [w], q))
-        band = scale_mask_torch(n, [w], q.device)  # (1, N, N)
-        return fast_attention_torch(q, k, v, mask=band if key_mask is None
-                                    else band & key_mask[:, None, None, :])
     if key_mask is None:
+        return _windowed(q, k, v, w)
+    out = _windowed(*_fold_padding(q, k, v, key_mask), w)[..., :-1]
+    # Queries with no real key in their window: zeros, as in the reference.
+    seen = torch.cat([key_mask.new_zeros(key_mask.shape[0], 1, dtype=torch.long),
+                      key_mask.long().cumsum(-1)], dim=-1)  # (B, N + 1) prefix counts
+    i = torch.arange(n, device=q.device)
+    has_key = (seen[:, (i + w + 1).clamp(max=n)] - seen[:, (i - w).clamp(min=0)]) > 0  # (B, N)
+    return out.masked_fill(~has_key[:, None, :, None], 0.0)
+
+
+def _windowed(q, k, v, w):
+    """|i − j| <= w, no mask, on the cheapest kernel for this device and w: (B, G, N, d)."""
+    on_cpu = q.device.type == "cpu" and _FLASH_CPU is not None
+    if on_cpu and w >= BAND_FROM:
+        return band_attention_cpu(q, k, v, w)
+    if on_cpu or 2 * w + _BLOCK < WINDOW_PAYS * q.shape[-2]:
         return window_attention_torch(q, k, v, w)
+    return band_masked_attention_torch(q, k, v, w)
+
+
+def band_masked_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                w: int) -> torch.Tensor:
+    """|i − j| <= w as one dense SDPA call with the (N, N) band mask: (B, G, N, d). Off CPU,
+    for ω close to N, where the window kernel would do nearly N² work anyway."""
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=_band_bias(q.shape[-2], [w], q))
+
+
+def _fold_padding(q, k, v, key_mask):
+    """q, k, v with one extra feature that removes the padded keys (see the module docstring)."""
     d = q.shape[-1]
     s = math.sqrt((d + 1) / d)
     big = torch.finfo(q.dtype).max / 4  # exp(q·k − big) is exactly 0, and nothing overflows
@@ -113,10 +172,109 @@ def _group(q, k, v, w, key_mask):
     q1 = torch.cat([q, torch.ones_like(q[..., :1])], dim=-1) * s  # (B, G, N, d + 1)
     k1 = torch.cat([k, bias[:, None, :, None].expand(*k.shape[:-1], 1)], dim=-1)
     v1 = torch.cat([v, torch.zeros_like(v[..., :1])], dim=-1)  # same width as q, k
-    out = window_attention_torch(q1, k1, v1, w)[..., :-1]
-    # Queries with no real key in their window: zeros, as in the reference.
-    seen = torch.cat([key_mask.new_zeros(key_mask.shape[0], 1, dtype=torch.long),
-                      key_mask.long().cumsum(-1)], dim=-1)  # (B, N + 1) prefix counts
-    i = torch.arange(n, device=q.device)
-    has_key = (seen[:, (i + w + 1).clamp(max=n)] - seen[:, (i - w).clamp(min=0)]) > 0  # (B, N)
-    return out.masked_fill(~has_key[:, None, :, None], 0.0)
+    return q1, k1, v1
+
+
+# ============================================================================ the band kernel
+def band_attention_cpu(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: int,
+                       chunk: int | None = None) -> torch.Tensor:
+    """|i − j| <= w attention on CPU from unmasked fused pieces (see the module docstring).
+
+    q, k, v: (B, G, N, d) -> (B, G, N, d); w >= 1. chunk: queries per chunk c, 1 .. 2w (the
+    two triangles must not overlap); default 128, or 256 from w = 1,024, at most 2w (about the
+    fastest in the chunk table of benchmarks/multiscale.py: larger chunks mean fewer calls).
+    """
+    w = _check_window_args(q, k, v, w)
+    if q.ndim != 4:
+        fail("q, k, v of the band kernel", "(B, G, N, d)", shape_str(q.shape))
+    if _FLASH_CPU is None or q.device.type != "cpu":
+        fail("the band kernel runs PyTorch's fused CPU attention", "tensors on the CPU",
+             f"{q.device} (torch {torch.__version__})")
+    if w < 1:
+        fail("the band kernel's window", "w >= 1 (w = 0: each query sees only itself)", repr(w))
+    c = min(256 if w >= 1024 else 128, 2 * w) if chunk is None else chunk
+    if isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= 2 * w:
+        fail("queries per chunk of the band kernel", f"an integer in 1 .. 2w = {2 * w}", repr(c))
+    return _BandAttention.apply(q, k, v, w, c)
+
+
+def band_pieces(n: int, w: int, c: int) -> list:
+    """For each query chunk: (a, m, pieces), queries a .. a + m − 1 and their key pieces
+    (start, stop, kind), kind one of "all", "lower" (t <= r), "upper" (t >= r), "mask"."""
+    plan = []
+    for a in range(0, n, c):
+        m = min(c, n - a)
+        pieces = []
+        if a - w + m > 0:  # the upper triangle, unless it lies before the sequence
+            pieces.append((max(a - w, 0), a - w + m, "upper" if a - w >= 0 else "mask"))
+        if min(a + w, n) > max(a - w + m, 0):
+            pieces.append((max(a - w + m, 0), min(a + w, n), "all"))
+        if a + w < n:  # the lower triangle, unless it lies past the sequence
+            pieces.append((a + w, min(a + w + m, n), "lower" if a + w + m <= n else "mask"))
+        plan.append((a, m, pieces))
+    return plan
+
+
+def _piece_mask(a, m, start, stop, w, like):
+    """(m, stop − start) additive mask of a shortened triangle: 0 where |i − j| <= w, −∞ else."""
+    i = torch.arange(a, a + m, device=like.device)[:, None]
+    j = torch.arange(start, stop, device=like.device)[None, :]
+    return torch.zeros(len(i), j.shape[1], dtype=like.dtype, device=like.device).masked_fill_(
+        (i - j).abs() > w, float("-inf"))
+
+
+def _flip(x):
+    return x.flip(-2)
+
+
+def _piece_forward(q, k, v, kind, mask):
+    """(out (B, G, m, d), log-sum-exp (B, G, m)) of one piece."""
+    if kind == "upper":  # read backwards, t >= r becomes t <= r
+        out, lse = _FLASH_CPU(_flip(q), _flip(k), _flip(v), 0.0, True)
+        return _flip(out), lse.flip(-1)
+    return _FLASH_CPU(q, k, v, 0.0, kind == "lower", attn_mask=mask)
+
+
+def _piece_backward(dout, q, k, v, out, lse, kind, mask):
+    """(dq, dk, dv) of one piece, given the final out and log-sum-exp of its queries."""
+    if kind == "upper":
+        grads = _FLASH_CPU_BACKWARD(_flip(dout), _flip(q), _flip(k), _flip(v), _flip(out),
+                                    lse.flip(-1), 0.0, True)
+        return tuple(_flip(g) for g in grads)
+    return _FLASH_CPU_BACKWARD(dout, q, k, v, out, lse, 0.0, kind == "lower", attn_mask=mask)
+
+
+class _BandAttention(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, q, k, v, w, c):
+        plan = band_pieces(q.shape[-2], w, c)
+        out, lse = torch.empty_like(q), q.new_empty(q.shape[:-1])  # (B, G, N, d), (B, G, N)
+        for a, m, pieces in plan:
+            rows = slice(a, a + m)
+            parts = [_piece_forward(q[..., rows, :], k[..., s:e, :], v[..., s:e, :], kind,
+                                    _piece_mask(a, m, s, e, w, q) if kind == "mask" else None)
+                     for s, e, kind in pieces]
+            total = torch.stack([p[1] for p in parts]).logsumexp(0)  # (B, G, m)
+            out[..., rows, :] = sum(o * (l - total).exp()[..., None] for o, l in parts)
+            lse[..., rows] = total
+        ctx.save_for_backward(q, k, v, out, lse)
+        ctx.plan, ctx.w = plan, w
+        return out
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dout):
+        q, k, v, out, lse = ctx.saved_tensors
+        dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+        dout = dout.contiguous()
+        for a, m, pieces in ctx.plan:
+            rows = slice(a, a + m)
+            for s, e, kind in pieces:
+                mask = _piece_mask(a, m, s, e, ctx.w, q) if kind == "mask" else None
+                gq, gk, gv = _piece_backward(dout[..., rows, :], q[..., rows, :],
+                                             k[..., s:e, :], v[..., s:e, :], out[..., rows, :],
+                                             lse[..., rows], kind, mask)
+                dq[..., rows, :] += gq
+                dk[..., s:e, :] += gk
+                dv[..., s:e, :] += gv
+        return dq, dk, dv, None, None

@@ -20,7 +20,8 @@ from minattn.multiscale import (MultiScaleKernel, MultiScaleTransformer, allocat
                                 layer_windows, measured_scale_np, measured_scale_torch,
                                 multiscale_attention_np, multiscale_attention_torch,
                                 scale_candidates, scale_mask_np, scale_mask_torch)
-from minattn.multiscale_fast import multiscale_attention_fast_torch
+from minattn.multiscale_fast import (band_pieces, band_attention_cpu,
+                                     band_masked_attention_torch, multiscale_attention_fast_torch)
 from minattn.tasks import effective_scale_task
 
 
@@ -102,6 +103,82 @@ def test_fast_path_equals_reference_outputs_and_gradients(n, ws, lengths):
         torch.testing.assert_close(g, r, rtol=1e-9, atol=1e-10, msg=f"grad of {name} differs")
 
 
+def _assert_window_kernel_exact(fn, b, h, n, d, w, seed):
+    """fn(q, k, v) equals |i − j| <= w attention of the reference: outputs and gradients."""
+    q, k, v = _qkv(b, h, n, d, seed=seed)
+    out = fn(q, k, v)
+    ref, _ = multiscale_attention_torch(q, k, v, [w] * h)
+    grad_out = torch.randn(ref.shape, dtype=torch.float64,
+                           generator=torch.Generator().manual_seed(seed + 1))
+    torch.testing.assert_close(out, ref, rtol=0, atol=1e-12)
+    for g, r, name in zip(torch.autograd.grad(out, (q, k, v), grad_out),
+                          torch.autograd.grad(ref, (q, k, v), grad_out), "qkv"):
+        torch.testing.assert_close(g, r, rtol=1e-10, atol=1e-12, msg=f"grad of {name} differs")
+
+
+@pytest.mark.parametrize("n,w,chunk", [
+    (64, 8, 16),  # 2w = c: two triangles, no full block between them
+    (64, 8, 3),  # small chunks: full blocks, triangles, a shortened triangle at the end
+    (50, 20, 32),  # N not a multiple of c; the sequence start cuts triangles short
+    (37, 30, 8),  # ω close to N: most chunks reach both ends
+    (33, 40, 64),  # ω > N: one full block
+    (10, 9, 1),  # one query per chunk
+    (130, 64, None),  # the default chunk
+])
+def test_band_kernel_equals_reference(n, w, chunk):
+    kinds = {kind for _, _, pieces in band_pieces(n, w, chunk or 64) for _, _, kind in pieces}
+    assert kinds <= {"all", "lower", "upper", "mask"}
+    _assert_window_kernel_exact(lambda q, k, v: band_attention_cpu(q, k, v, w, chunk),
+                                2, 3, n, 5, w, seed=n + w)
+
+
+def testband_pieces_cover_each_window_once():
+    for n, w, c in [(64, 8, 3), (50, 20, 32), (37, 30, 8), (200, 150, 128)]:
+        seen = np.zeros((n, n), dtype=int)
+        for a, m, pieces in band_pieces(n, w, c):
+            for start, stop, kind in pieces:
+                r, t = np.arange(m)[:, None], np.arange(stop - start)[None, :]
+                full = {"all": np.ones((m, stop - start), bool), "lower": t <= r,
+                        "upper": t >= r}.get(kind)
+                if kind == "mask":  # the shortened triangle: its mask is the window itself
+                    full = np.abs((a + r) - (start + t)) <= w
+                seen[a:a + m, start:stop] += full
+        np.testing.assert_array_equal(seen, _hand_mask(n, w).astype(int))
+
+
+def test_band_masked_path_equals_reference():
+    """The kernel other devices use for ω close to N, checked here on the CPU."""
+    _assert_window_kernel_exact(lambda q, k, v: band_masked_attention_torch(q, k, v, 40),
+                                2, 2, 60, 4, 40, seed=5)
+
+
+@pytest.mark.parametrize("w,chunk,message", [
+    (0, None, "w >= 1"), (4, 9, "1 .. 2w = 8"), (4, 0, "1 .. 2w"), (-1, None, "w"),
+])
+def test_band_kernel_bad_input(w, chunk, message):
+    q, k, v = _qkv(1, 1, 20, 4)
+    with pytest.raises(ValueError, match=message):
+        band_attention_cpu(q, k, v, w, chunk)
+    with pytest.raises(ValueError, match=r"\(B, G, N, d\)"):
+        band_attention_cpu(q[0], k[0], v[0], 4)
+
+
+@pytest.mark.cuda
+def test_fast_path_on_cuda_equals_reference():
+    """On a GPU the groups take the window kernel or the band mask (no band kernel there)."""
+    cuda = torch.device("cuda")
+    n, ws = 300, [3, 3, 18, 18, 37, 75, 150, 299]
+    q, k, v = (x.detach().to(cuda).requires_grad_() for x in _qkv(2, len(ws), n, 6, seed=1))
+    mask = padding_mask_torch(torch.tensor([300, 211], device=cuda), n)
+    out = multiscale_attention_fast_torch(q, k, v, ws, mask, dense_below=64)
+    ref, _ = multiscale_attention_torch(q, k, v, ws, mask)
+    torch.testing.assert_close(out, ref, rtol=0, atol=1e-10)
+    grad_out = torch.randn_like(ref)
+    for g, r in zip(torch.autograd.grad(out, (q, k, v), grad_out),
+                    torch.autograd.grad(ref, (q, k, v), grad_out)):
+        torch.testing.assert_close(g, r, rtol=1e-9, atol=1e-10)
+
+
 def test_fast_path_general_mask_falls_back_to_dense():
     q, k, v = _qkv(1, 2, 80, 4, seed=3)
     mask = torch.rand(1, 2, 80, 80, generator=torch.Generator().manual_seed(0)) < 0.5
@@ -112,10 +189,11 @@ def test_fast_path_general_mask_falls_back_to_dense():
 
 
 def test_fast_path_float32_has_no_nan_on_empty_windows():
-    q, k, v = (x.float() for x in _qkv(1, 2, 600, 8, seed=4))
+    q, k, v = (x.float() for x in _qkv(1, 3, 600, 8, seed=4))
     mask = padding_mask_torch(torch.tensor([5]), 600)  # most queries see no real key at ω = 3
-    out = multiscale_attention_fast_torch(q, k, v, [3, 40], mask)
+    out = multiscale_attention_fast_torch(q, k, v, [3, 40, 200], mask)  # window + band kernel
     assert torch.isfinite(out).all() and (out[0, 0, 9:] == 0).all()
+    assert (out[0, 2, 205:] == 0).all() and (out[0, 2, :205] != 0).any(-1).all()
 
 
 def test_full_windows_in_the_seam_equal_plain_multi_head_attention():
