@@ -136,11 +136,15 @@ class TransformerBaseline(nn.Module):
     inputs (B, N) token ids (with `embedding`) or (B, N, d_in), lengths (B,) or None -> (B, n_out)
     Linear input + learned positions, a classification node at position 0, `layers` post-norm
     blocks [x <- LN(x + MHA(x)); x <- LN(x + FFN(x))] with full attention (every head sees
-    every real token), then MLP([x_node ; max over real tokens]).
+    every real token), then MLP([x_node ; max over real tokens]) (`multiscale.NodeReadout`;
+    max_pool=False: MLP(x_node)).
     """
 
     def __init__(self, d_in: int, d_model: int, num_heads: int, layers: int, n_out: int,
-                 max_len: int, embedding: nn.Module | None = None, ffn: int = 2):
+                 max_len: int, embedding: nn.Module | None = None, ffn: int = 2,
+                 max_pool: bool = True):
+        from .multiscale import NodeReadout
+
         super().__init__()
         self.embedding = embedding
         self.input = nn.Linear(d_in, d_model)
@@ -151,12 +155,9 @@ class TransformerBaseline(nn.Module):
                                                nn.Linear(ffn * d_model, d_model))
                                  for _ in range(layers))
         self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(2 * layers))
-        self.classifier = nn.Sequential(nn.Linear(2 * d_model, d_model), nn.ReLU(),
-                                        nn.Linear(d_model, n_out))
+        self.classifier = NodeReadout(d_model, n_out, max_pool)
 
     def forward(self, inputs: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
-        from .multiscale import masked_max_torch
-
         x = self.input(self.embedding(inputs) if self.embedding is not None else inputs)
         bsz, n, _ = x.shape
         x = torch.cat([self.node.expand(bsz, 1, -1), x], dim=1) + self.position[: n + 1]
@@ -168,8 +169,7 @@ class TransformerBaseline(nn.Module):
             self.last_weights.append(weights)
             x = self.norms[2 * layer](x + out)
             x = self.norms[2 * layer + 1](x + ffn(x))
-        pooled = masked_max_torch(x[:, 1:], keep[:, 1:])
-        return self.classifier(torch.cat([x[:, 0], pooled], dim=-1))
+        return self.classifier(x, keep)
 
     record = False  # True: forward keeps each layer's weights (B, H, 1 + N, 1 + N)
 

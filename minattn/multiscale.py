@@ -237,6 +237,26 @@ def masked_max_torch(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     return torch.where(torch.isfinite(out), out, torch.zeros_like(out))
 
 
+class NodeReadout(nn.Module):
+    """The classifier of lesson 03's models: x (B, 1 + N, D), keep (B, 1 + N) -> (B, n_out).
+
+    max_pool=True (the paper's): MLP([x_node ; max over the real tokens of x]); False: MLP(x_node)
+    alone, so that a token can reach the output only through attention (a test of reach).
+    MLP = Linear-ReLU-Linear.
+    """
+
+    def __init__(self, d_model: int, n_out: int, max_pool: bool = True):
+        super().__init__()
+        self.max_pool = max_pool
+        self.mlp = nn.Sequential(nn.Linear((2 if max_pool else 1) * d_model, d_model), nn.ReLU(),
+                                 nn.Linear(d_model, n_out))
+
+    def forward(self, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+        if not self.max_pool:
+            return self.mlp(x[:, 0])
+        return self.mlp(torch.cat([x[:, 0], masked_max_torch(x[:, 1:], keep[:, 1:])], dim=-1))
+
+
 class MultiScaleTransformer(nn.Module):
     """The Multi-Scale Transformer classifier (or regressor) of Guo et al.
 
@@ -250,10 +270,15 @@ class MultiScaleTransformer(nn.Module):
         MLP([x_node ; max over the real tokens of x]),  MLP = Linear-ReLU-Linear.
     The node is an ordinary position under the windows (ω >= N sees everything).
     `windows` lists each layer's H windows, e.g. `layer_windows(allocate_scales_np(...), ω)`.
+    max_len: None (the paper's classifier: no positional embedding), or the longest N for a
+    learned positional embedding added to the node and the tokens — for tasks where a head must
+    know *which* tokens it sees, not only that they are near (lesson 03's effective-scale task).
+    max_pool: False reads out from the node alone (`NodeReadout`).
     """
 
     def __init__(self, d_in: int, d_model: int, windows: list[list[int]], n_out: int,
-                 embedding: nn.Module | None = None, fast: bool = True):
+                 embedding: nn.Module | None = None, fast: bool = True,
+                 max_len: int | None = None, max_pool: bool = True):
         super().__init__()
         if not windows:
             fail("MultiScaleTransformer needs at least one layer", "a list of per-layer windows",
@@ -262,24 +287,30 @@ class MultiScaleTransformer(nn.Module):
         self.embedding = embedding
         self.input = nn.Linear(d_in, d_model)
         self.node = nn.Parameter(torch.randn(d_model) * 0.02)
+        self.max_len = max_len
+        self.positions = None if max_len is None else nn.Parameter(
+            torch.randn(max_len + 1, d_model) * 0.02)  # as the Transformer baseline's
         self.kernels = [MultiScaleKernel(check_windows(ws, heads), fast) for ws in windows]
         self.attn = nn.ModuleList(MultiHeadAttention(d_model, heads, attend=kern)
                                   for kern in self.kernels)
         self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in windows)
-        self.classifier = nn.Sequential(nn.Linear(2 * d_model, d_model), nn.ReLU(),
-                                        nn.Linear(d_model, n_out))
+        self.classifier = NodeReadout(d_model, n_out, max_pool)
 
     def forward(self, inputs: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
         x = self.input(self.embedding(inputs) if self.embedding is not None else inputs)
         bsz, n, _ = x.shape
         x = torch.cat([self.node.expand(bsz, 1, -1), x], dim=1)  # (B, 1 + N, D)
+        if self.positions is not None:
+            if n > self.max_len:
+                fail("sequence longer than the positional embedding",
+                     f"N <= max_len = {self.max_len}", f"N = {n}")
+            x = x + self.positions[: n + 1]
         lengths = torch.full((bsz,), n, device=x.device) if lengths is None else lengths
         keep = torch.arange(n + 1, device=x.device)[None] < lengths[:, None] + 1  # (B, 1 + N)
         mask = keep[:, None, None, :]  # (B, 1, 1, 1 + N): padded keys are never seen
         for attn, norm in zip(self.attn, self.norms):
             x = norm(x + F.gelu(attn(x, mask=mask)[0]))
-        pooled = masked_max_torch(x[:, 1:], keep[:, 1:])  # (B, D) over the real tokens
-        return self.classifier(torch.cat([x[:, 0], pooled], dim=-1))
+        return self.classifier(x, keep)
 
     @torch.no_grad()
     def measured_scales(self, inputs, lengths=None) -> np.ndarray:

@@ -4,7 +4,7 @@
 `multiscale.multiscale_attention_np` (the tests check outputs and gradients in float64), but
 never builds an (H, N, N) mask for the scales it groups:
 
-    heads with the same ω form a group (gathered along the head axis), and the group runs on
+    the heads, sorted by ω, are cut into groups of equal ω (views), and each group runs on
       * PyTorch's fused SDPA with no window (`fast_attention_torch`) when ω >= N − 1,
       * the band kernel below (CPU) when ω >= BAND_FROM: chunks of queries, each against the
         keys of its band, cut into pieces that PyTorch's fused kernel runs without a mask;

@@ -299,6 +299,16 @@ def test_only_windows_make_the_multi_scale_transformer_see_order():
     assert not torch.allclose(local(x[:, perm]), local(x), rtol=1e-6, atol=1e-6)
 
 
+def test_positions_make_even_wide_windows_see_order():
+    x = torch.randn(2, 10, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    perm = torch.randperm(10, generator=torch.Generator().manual_seed(3))
+    torch.manual_seed(0)
+    wide = MultiScaleTransformer(6, 8, [[10, 20], [10, 10]], 2, max_len=12).double()
+    assert not torch.allclose(wide(x[:, perm]), wide(x), rtol=1e-6, atol=1e-6)
+    with pytest.raises(ValueError, match="max_len = 12"):
+        wide(torch.randn(1, 13, 6, dtype=torch.float64))
+
+
 def test_measured_scales_of_the_model():
     torch.manual_seed(0)
     model = MultiScaleTransformer(4, 8, [[0, 2], [5, 40]], 2)
