@@ -455,8 +455,14 @@ for ax, (task, rows) in zip(axes, ROWS.items()):
     names = list(rows)
     means = [results[task, n][:, 0].mean() for n in names]
     stds = [results[task, n][:, 0].std() for n in names]
-    ax.bar(range(len(names)), means, yerr=stds, capsize=4,
-           color=["#999999", "#4477aa", "#ee7733", "#cc3311"])
+    # Points, not bars: the axis is zoomed to the results, and a bar cut off at the bottom
+    # would make small differences look large.
+    for x, (m, s, colour) in enumerate(zip(means, stds, ["#999999", "#4477aa", "#ee7733",
+                                                        "#cc3311"])):
+        ax.errorbar(x, m, yerr=s, fmt="o", markersize=8, capsize=5, color=colour)
+    ax.axhline(means[names.index("mean pooling")], color="#4477aa", ls=":", lw=1)  # baseline
+    ax.grid(axis="y", alpha=0.3)
+    ax.set_xlim(-0.5, len(names) - 0.5)
     ax.set_xticks(range(len(names)), [n.replace(", d", ",\nd").replace(", U", ",\nU")
                                       .replace(" x2", "\nx2") for n in names], fontsize=8)
     lo = min(m - s for m, s in zip(means, stds))
