@@ -5,6 +5,7 @@ checked on fake claims."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -133,5 +134,6 @@ def test_html_pages_typeset_equations_with_a_local_mathjax(tmp_path):
     export_html(notebook, page)
     text = page.read_text()
     assert 'src="mathjax/MathJax.js' in text and "ajax/libs/mathjax" not in text
+    assert not re.search(r'<script[^>]*src="https?://', text)  # nothing loaded from a network
     assert (tmp_path / "mathjax" / "MathJax.js").exists()
     assert (tmp_path / "mathjax" / "config" / "TeX-AMS-MML_HTMLorMML-full.js").exists()

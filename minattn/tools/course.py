@@ -146,6 +146,9 @@ def export_html(notebook, path: Path) -> None:
     mathjax = local_mathjax(path.parent)
     exporter = HTMLExporter(embed_images=True, **({"mathjax_url": mathjax} if mathjax else {}))
     body, _ = exporter.from_notebook_node(notebook)
+    # The template also loads require.js from a CDN, for interactive widgets; our pages have
+    # none, and an offline reader's browser would only wait for it.
+    body = body.replace(f'<script src="{exporter.require_js_url}"></script>', "", 1)
     path.write_text(body, encoding="utf-8")
 
 
