@@ -205,6 +205,24 @@ def test_full_windows_in_the_seam_equal_plain_multi_head_attention():
     torch.testing.assert_close(multi(x)[0], plain(x)[0], rtol=1e-12, atol=1e-12)
 
 
+def test_fast_kernel_in_the_seam_equals_the_reference_kernel():
+    """Through MultiHeadAttention the heads arrive as strided views (B, N, H, d) -> (B, H, N, d):
+    the grouped path (window and band kernels) must give the reference's outputs and gradients."""
+    n, ws = 600, [3, 40, 150, 300]  # N >= DENSE_BELOW: grouped; ω = 150, 300 on the band kernel
+    torch.manual_seed(0)
+    fast = MultiHeadAttention(16, 4, attend=MultiScaleKernel(ws)).double()
+    slow = MultiHeadAttention(16, 4, attend=MultiScaleKernel(ws, fast=False)).double()
+    slow.load_state_dict(fast.state_dict())
+    x = torch.randn(2, n, 16, dtype=torch.float64)
+    mask = padding_mask_torch(torch.tensor([600, 420]), n)
+    out_fast, out_slow = fast(x, mask=mask)[0], slow(x, mask=mask)[0]
+    torch.testing.assert_close(out_fast, out_slow, rtol=0, atol=1e-12)
+    out_fast.square().sum().backward()
+    out_slow.square().sum().backward()
+    for (name, p), q in zip(fast.named_parameters(), slow.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-9, atol=1e-10, msg=name)
+
+
 # ============================================================================ allocation (3.2)
 @pytest.mark.exercise("3.2")
 def test_allocation_reproduces_the_slides_worked_example():
