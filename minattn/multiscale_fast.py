@@ -245,17 +245,23 @@ def _piece_backward(dout, q, k, v, out, lse, kind, mask):
 
 
 class _BandAttention(torch.autograd.Function):
+    """The band kernel's forward (pieces merged by log-sum-exp) and backward (each piece's
+    fused backward, given the merged out and log-sum-exp). Saves q, k, v, out and lse only:
+    O(N·d) memory."""
+
     @staticmethod
     def forward(ctx, q, k, v, w, c):
         plan = band_pieces(q.shape[-2], w, c)
         out, lse = torch.empty_like(q), q.new_empty(q.shape[:-1])  # (B, G, N, d), (B, G, N)
         for a, m, pieces in plan:
             rows = slice(a, a + m)
-            parts = [_piece_forward(q[..., rows, :], k[..., s:e, :], v[..., s:e, :], kind,
-                                    _piece_mask(a, m, s, e, w, q) if kind == "mask" else None)
-                     for s, e, kind in pieces]
-            total = torch.stack([p[1] for p in parts]).logsumexp(0)  # (B, G, m)
-            out[..., rows, :] = sum(o * (l - total).exp()[..., None] for o, l in parts)
+            parts = [_piece_forward(q[..., rows, :], k[..., start:stop, :], v[..., start:stop, :],
+                                    kind, _piece_mask(a, m, start, stop, w, q)
+                                    if kind == "mask" else None)
+                     for start, stop, kind in pieces]  # [(out_p, lse_p)]
+            total = torch.stack([lse_p for _, lse_p in parts]).logsumexp(0)  # (B, G, m)
+            out[..., rows, :] = sum(out_p * (lse_p - total).exp()[..., None]
+                                    for out_p, lse_p in parts)
             lse[..., rows] = total
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.plan, ctx.w = plan, w
@@ -269,12 +275,13 @@ class _BandAttention(torch.autograd.Function):
         dout = dout.contiguous()
         for a, m, pieces in ctx.plan:
             rows = slice(a, a + m)
-            for s, e, kind in pieces:
-                mask = _piece_mask(a, m, s, e, ctx.w, q) if kind == "mask" else None
-                gq, gk, gv = _piece_backward(dout[..., rows, :], q[..., rows, :],
-                                             k[..., s:e, :], v[..., s:e, :], out[..., rows, :],
-                                             lse[..., rows], kind, mask)
-                dq[..., rows, :] += gq
-                dk[..., s:e, :] += gk
-                dv[..., s:e, :] += gv
+            for start, stop, kind in pieces:
+                keys = slice(start, stop)
+                mask = _piece_mask(a, m, start, stop, ctx.w, q) if kind == "mask" else None
+                gq, gk, gv = _piece_backward(dout[..., rows, :], q[..., rows, :], k[..., keys, :],
+                                             v[..., keys, :], out[..., rows, :], lse[..., rows],
+                                             kind, mask)
+                dq[..., rows, :] += gq  # every piece of the chunk adds its share
+                dk[..., keys, :] += gk  # a key gets shares from several chunks
+                dv[..., keys, :] += gv
         return dq, dk, dv, None, None
