@@ -1,4 +1,4 @@
-"""Benchmark plumbing shared by `benchmarks/*.py` (not used by lessons or tests).
+"""Benchmark plumbing shared by `benchmarks/*.py` and the small live timings of lessons 01, 03, 07.
 
 The machine these run on is noisy, so every benchmark
   * interleaves its contenders (A B C A B C ... rather than A A A B B B),
