@@ -74,8 +74,8 @@ def measure_chunks(n: int, repeats: int) -> list[dict]:
     fns = {"full": forward_backward(fast_attention_torch, q, k, v)}
     for w in (n // 16, n // 8, n // 4, n // 2):
         for c in (c for c in chunks if c <= 2 * w):  # the kernel needs c <= 2ω
-            fns[w, c] = forward_backward(lambda q, k, v, w=w, c=c: band_attention_cpu(q, k, v, w, c),
-                                         q, k, v)
+            fns[w, c] = forward_backward(
+                lambda q, k, v, w=w, c=c: band_attention_cpu(q, k, v, w, c), q, k, v)
     t = time_interleaved(fns, repeats)
     return [{"N": n, "ω": w, "window share": f"{_share(n, w):.2f}",
              **{f"c={c}": f"{t[w, c] / t['full']:.2f}" if (w, c) in t else "—"

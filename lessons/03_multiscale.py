@@ -110,8 +110,8 @@ print("head ω=0 returns its values; head ω=5 is plain attention; head ω=2 see
 # `multiscale_attention_torch` is the same function line for line (autograd gives the
 # backward). The **fast path** never builds the $(H, N, N)$ mask of long sequences: it groups
 # the heads by ω and sends each group to the cheapest kernel — lesson 02's window kernel
-# ($O(N\omega)$) for small ω, PyTorch's fused attention for ω ≥ N − 1, and for the large scales
-# in between a **band kernel**, explained below. Padding needs care: these kernels take no
+# ($O(N\omega)$) for small ω, PyTorch's fused attention for ω ≥ N − 1, and for the large
+# scales in between a **band kernel**, explained below. Padding needs care: these kernels take no
 # mask, so padded keys are removed through one extra feature that adds (in effect) $-\infty$
 # to their scores (see the docstring of
 # `minattn/multiscale_fast.py`). All three agree to float64 rounding, with and without padding:

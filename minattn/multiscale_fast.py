@@ -216,7 +216,8 @@ def band_pieces(n: int, w: int, c: int) -> list:
 
 
 def _piece_mask(a, m, start, stop, w, like):
-    """(m, stop − start) additive mask of a shortened triangle: 0 where |i − j| <= w, −∞ else."""
+    """(m, stop − start) additive mask of a shortened triangle: 0 where |i − j| <= w,
+    −∞ elsewhere."""
     i = torch.arange(a, a + m, device=like.device)[:, None]
     j = torch.arange(start, stop, device=like.device)[None, :]
     return torch.zeros(len(i), j.shape[1], dtype=like.dtype, device=like.device).masked_fill_(
