@@ -514,7 +514,8 @@ L.claim("U(0.9, 1) initialisation of the attention weights",
 #   times too long and lies along $\pm\mathbf{1}$.
 # * **Time.** Over cached states a head costs several times mean pooling's training time,
 #   because mean pooling's step does almost nothing. With MiniLM's forward pass in every step —
-#   the poster's situation — the same heads add a few percent, in line with its +7–16%.
+#   the poster's situation — the same heads add 1–2% (the last column of the table): less than
+#   the poster's +7–16%, whose steps also ran BERT's backward pass.
 
 # %% [markdown]
 # ## 7. Which tokens does a trained head read?
