@@ -417,7 +417,7 @@ L.claim("evaluation with a memory is much faster than recomputing the context",
 # %% [markdown]
 # The takeaway: the saving grows with the context, because recomputing costs the whole window
 # per character while XL pays for each position once. Reading one token per call (as when
-# sampling) keeps most of the saving only partly: XL's memory holds hidden states, not keys and
+# sampling) keeps only part of the saving: XL's memory holds hidden states, not keys and
 # values, so every call projects the whole memory again — cheaper than recomputing all layers,
 # but far from the segment-at-a-time rate.
 #
