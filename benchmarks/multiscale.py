@@ -124,7 +124,8 @@ def main():
     t3 = print_table(rows, ["N"] + [f"{m} mem" for m in names])
     print("\nBand kernel, one head, forward + backward: time per chunk size c as a multiple of "
           "one full head's (window share = the ideal)")
-    t4 = print_table(measure_chunks(sizes[-2], repeats),
+    chunk_rows = measure_chunks(sizes[-2], repeats)
+    t4 = print_table(chunk_rows,
                      ["N", "ω", "window share", "c=32", "c=64", "c=128", "c=256"])
     if args.markdown:
         write_markdown("multiscale", f"## Multi-scale attention (`benchmarks/multiscale.py`"
@@ -135,7 +136,8 @@ def main():
                        f"forward + backward\n\n{t3}\n\nBand kernel, one head, forward + "
                        "backward: time per chunk size c as a multiple of one full head's "
                        f"(window share = the ideal)\n\n{t4}\n")
-    save_json(args.json, {"benchmark": "multiscale", "B": B, "H": H, "d": D, "results": results})
+    save_json(args.json, {"benchmark": "multiscale", "B": B, "H": H, "d": D, "results": results,
+                          "band_kernel_chunks": chunk_rows})
 
 
 if __name__ == "__main__":
