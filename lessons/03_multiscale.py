@@ -136,12 +136,12 @@ print(f"max |torch - numpy| = {err_twin:.0e}, |fast - numpy| = {err_fast:.0e}, "
 assert err_twin < 1e-12 and err_fast < 1e-10 and err_grad < 1e-10
 
 # %% [markdown]
-# **The band kernel.** A head with ω = N/4 or N/2 sees a third to three quarters of all
-# query–key pairs, so lesson 02's window kernel (blocks of 64 queries, each with a masked span
-# of 64 + 2ω keys) does nearly dense work — and masked work, which PyTorch's fused CPU kernel
-# runs much slower than unmasked work. The band kernel cuts the queries into chunks of $c$
-# (with $c \le 2\omega$). Chunk $[a, a + c)$ may see the keys $[a - \omega, a + c + \omega)$,
-# which fall into three pieces: a triangle (query $a + r$ sees key $a - \omega + t$ iff
+# **The band kernel.** A head with ω = N/4 or N/2 sees nearly half to three quarters of all
+# query–key pairs (printed below), so lesson 02's window kernel (blocks of 64 queries, each
+# with a masked span of 64 + 2ω keys) does nearly dense work, all of it through a mask, which
+# costs PyTorch's fused kernel extra and lets it skip nothing. The band kernel cuts the queries
+# into chunks of $c$ (with $c \le 2\omega$). Chunk $[a, a + c)$ may see the keys
+# $[a - \omega, a + c + \omega)$, which fall into three pieces: a triangle (query $a + r$ sees key $a - \omega + t$ iff
 # $t \ge r$), a full block that every query of the chunk sees, and another triangle ($t \le r$).
 # A full block needs no mask, a lower triangle is *causal* attention — which the fused kernel
 # runs without a mask, skipping the blocks above the diagonal — and an upper triangle is a
@@ -159,6 +159,10 @@ for a, m, chunk_pieces in band_pieces(n_demo, w_demo, c_demo):
                   "mask": np.abs(a + r - start - t) <= w_demo}[kind]
         pieces[a:a + m, start:stop][inside] = 1 + PIECE_KINDS.index(kind)
 assert np.array_equal(pieces > 0, scale_mask_np(n_demo, [w_demo])[0])  # each pair once
+for n_share in (256, 2048):
+    shares = [scale_mask_np(n_share, [w]).mean() for w in (n_share // 4, n_share // 2)]
+    print(f"N = {n_share}: a head with ω = N/4 sees {shares[0]:.0%} of the query-key pairs, "
+          f"with ω = N/2 {shares[1]:.0%}")
 colours = ["white", "tab:blue", "tab:orange", "tab:green", "tab:red"]
 fig, ax = plt.subplots(figsize=(5.8, 5), layout="constrained")
 ax.imshow(pieces, cmap=ListedColormap(colours), vmin=-0.5, vmax=4.5,
