@@ -141,8 +141,9 @@ assert err_twin < 1e-12 and err_fast < 1e-10 and err_grad < 1e-10
 # with a masked span of 64 + 2ω keys) does nearly dense work, all of it through a mask, which
 # costs PyTorch's fused kernel extra and lets it skip nothing. The band kernel cuts the queries
 # into chunks of $c$ (with $c \le 2\omega$). Chunk $[a, a + c)$ may see the keys
-# $[a - \omega, a + c + \omega)$, which fall into three pieces: a triangle (query $a + r$ sees key $a - \omega + t$ iff
-# $t \ge r$), a full block that every query of the chunk sees, and another triangle ($t \le r$).
+# $[a - \omega, a + c + \omega)$, which fall into three pieces: a triangle (query $a + r$ sees
+# key $a - \omega + t$ iff $t \ge r$), a full block that every query of the chunk sees, and
+# another triangle ($t \le r$).
 # A full block needs no mask, a lower triangle is *causal* attention — which the fused kernel
 # runs without a mask, skipping the blocks above the diagonal — and an upper triangle is a
 # lower one read backwards. Only where the sequence ends cut a triangle short does a piece
