@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 import os
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 

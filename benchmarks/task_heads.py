@@ -19,7 +19,6 @@ the `transformers` row runs only when transformers is installed.
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import numpy as np

@@ -49,10 +49,7 @@ from minattn.attention import (softmax_np, attention_np, attention_backward_np, 
                                causal_mask_np, causal_mask_torch, additive_scores_np,
                                additive_scores_torch)
 
-L = Lesson("01_attention")
-if L.device.type == "cpu":
-    # One thread: on a shared 2-core machine two torch threads were measured 6-10x slower.
-    torch.set_num_threads(1)
+L = Lesson("01_attention")  # on a CPU: one torch thread (see Lesson)
 
 # %% [markdown]
 # ## 1. From dot products to weights

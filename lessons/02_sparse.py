@@ -55,12 +55,7 @@ from minattn.models import SparseClassifier, window_attend, block_sparse_attend
 from minattn.tasks import two_halves, CLS
 from minattn.tools.train import train
 
-L = Lesson("02_sparse")
-if L.device.type == "cpu":
-    # The kernels below run many small operations. On a small shared CPU, waking a second
-    # thread for each of them costs more than it saves (we measured 10× slower training steps
-    # with 2 threads on a busy 2-core machine), so this lesson uses one.
-    torch.set_num_threads(1)
+L = Lesson("02_sparse")  # on a CPU: one torch thread (see Lesson)
 
 n_big = 65_536
 print(f"dense attention at N = {n_big:,}: {n_big ** 2 / 1e9:.1f} billion scores per head, "

@@ -61,11 +61,7 @@ from minattn.tools.bench import forward_backward, time_interleaved
 from minattn.models import TransformerBaseline, BiLSTMClassifier, count_parameters
 from minattn.tasks import effective_scale_task, glove_corpus, length_batches
 
-L = Lesson("03_multiscale")
-if L.device.type == "cpu":
-    # Small models, many small operations: on a shared 2-core CPU a second thread costs more
-    # than it brings (we measured training steps 6-10x slower with two threads).
-    torch.set_num_threads(1)
+L = Lesson("03_multiscale")  # on a CPU: one torch thread (see Lesson)
 
 # %% [markdown]
 # ## 1. One window per head

@@ -54,19 +54,14 @@ from minattn.tools.data import DatasetMissing, load_lm_text
 from minattn.plots import heatmap, plot_curves
 from minattn.attention import causal_mask_np
 from minattn.xl import (relative_distances_np, rel_attention_np, rel_attention_torch,
-                        rel_multi_head_attention_np, update_memory_torch, XLLayer,
-                        TransformerXL, RelMultiHeadAttention)
+                        update_memory_torch, XLLayer, TransformerXL, RelMultiHeadAttention)
 from minattn.xl_fast import rel_shift_np, rel_attention_fast_torch, eval_speed
 from minattn.models import VanillaLM, count_parameters
 from minattn.xl_train import (recurrent_lm_loss, evaluate_bpc, generate, farthest_visible,
                               stream_accuracy)
 from minattn.tasks import char_corpus, lm_streams, lm_segment, synthetic_text, delayed_copy
 
-L = Lesson("04_xl")
-if L.device.type == "cpu":
-    # Many small operations: on a small shared CPU a second thread costs more than it saves
-    # (training steps measured 6–10× slower with 2 threads on a busy 2-core machine).
-    torch.set_num_threads(1)
+L = Lesson("04_xl")  # on a CPU: one torch thread (see Lesson)
 
 # %% [markdown]
 # ## 1. Relative attention, term by term

@@ -67,9 +67,7 @@ from minattn.tools.lesson import Lesson, show
 from minattn.tools.train import train
 from minattn.tools.utils import set_seed
 
-L = Lesson("05_lstm_attention")
-# One thread: on a shared 2-core machine two threads were measured 6-10x slower.
-torch.set_num_threads(1)
+L = Lesson("05_lstm_attention")  # on a CPU: one torch thread (see Lesson)
 rng = set_seed(0)
 T0 = time.perf_counter()
 

@@ -46,16 +46,13 @@ import time
 
 import matplotlib.pyplot as plt
 import numpy as np
-import torch
 
 from minattn import ibm1, ibm1_fast, plots, tasks
 from minattn.tools.lesson import Lesson, show
 from minattn.tools.utils import set_seed
 
-L = Lesson("06_ibm1")
+L = Lesson("06_ibm1")  # on a CPU: one torch thread (see Lesson)
 rng = set_seed(0)
-if L.device.type == "cpu":
-    torch.set_num_threads(1)  # two threads on the shared 2-core course machine measured 6-10x slower
 
 # %% [markdown]
 # ## 1. The count table

@@ -83,11 +83,7 @@ from minattn.tools.lesson import Lesson, show
 from minattn.tools.train import train
 from minattn.tools.utils import set_seed
 
-L = Lesson("07_task_heads")
-if L.device.type == "cpu":
-    # One thread: on a shared 2-core machine, two threads were measured 6-10x slower (and
-    # MiniLM itself about 6x slower) than one.
-    torch.set_num_threads(1)
+L = Lesson("07_task_heads")  # on a CPU: one torch thread (see Lesson)
 device = L.device
 
 # %% [markdown]

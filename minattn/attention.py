@@ -300,7 +300,7 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, d_model: int, num_heads: int, bias: bool = True, attend=None):
         super().__init__()
         if num_heads <= 0 or d_model % num_heads != 0:
-            fail("d_model must split evenly into heads", f"d_model divisible by num_heads",
+            fail("d_model must split evenly into heads", "d_model divisible by num_heads",
                  f"d_model={d_model}, num_heads={num_heads}")
         self.d_model, self.num_heads = d_model, num_heads
         self.attend = attend  # None: scaled dot-product attention (fused or explicit)

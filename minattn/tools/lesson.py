@@ -54,22 +54,32 @@ class Lesson:
 
     Args:
         name: the lesson's file stem, e.g. "01_attention"; figures go to <figures>/<name>/.
+        cpu_threads: torch's thread count when the lesson runs on the CPU. 1 by default: the
+            lessons run many small operations, and on a small shared CPU waking a second thread
+            for each costs more than it brings (training steps were measured 6-10x slower with
+            two threads on a busy 2-core machine). None keeps torch's default.
     """
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, cpu_threads: int | None = 1):
+        import torch
+
         from .exercises import guard_lesson
 
         guard_lesson()  # refuse another checkout's minattn; unimplemented exercise -> one line
         self.name = name
         self.smoke = is_smoke()
         self.device = pick_device()
+        if self.device.type == "cpu" and cpu_threads is not None:
+            torch.set_num_threads(cpu_threads)
         root = os.environ.get("MINATTN_FIGURES") or (REPO_ROOT / "figures")
         self.figure_dir = Path(root) / name
         self.figure_dir.mkdir(parents=True, exist_ok=True)
         self.claims: list[dict] = []
         self._write_claims()  # a fresh run starts with no claims
         mode = "SMOKE mode (tiny data, few steps)" if self.smoke else "full mode"
-        print(f"[{name}] {mode} on {self.device}; figures -> {self.figure_dir}")
+        threads = (f", {torch.get_num_threads()} torch thread(s)" if self.device.type == "cpu"
+                   else "")
+        print(f"[{name}] {mode} on {self.device}{threads}; figures -> {self.figure_dir}")
 
     def size(self, full, smoke):
         """Pick the full-mode or the smoke-mode value of a size (steps, examples, seeds...)."""
