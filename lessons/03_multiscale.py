@@ -56,7 +56,8 @@ from minattn.multiscale import (scale_mask_np, multiscale_attention_np,
                                 multiscale_attention_torch, measured_scale_np,
                                 allocate_scales_np, layer_windows, scale_candidates,
                                 MultiScaleTransformer)
-from minattn.multiscale_fast import DENSE_BELOW, band_pieces, multiscale_attention_fast_torch
+from minattn.multiscale_fast import (DENSE_BELOW, PIECE_KINDS, band_pieces, band_pieces_np,
+                                     multiscale_attention_fast_torch)
 from minattn.tools.bench import forward_backward, time_interleaved
 from minattn.models import TransformerBaseline, BiLSTMClassifier, count_parameters
 from minattn.tasks import effective_scale_task, glove_corpus, length_batches
@@ -143,19 +144,13 @@ assert err_twin < 1e-12 and err_fast < 1e-10 and err_grad < 1e-10
 # A full block needs no mask, a lower triangle is *causal* attention — which the fused kernel
 # runs without a mask, skipping the blocks above the diagonal — and an upper triangle is a
 # lower one read backwards. Only where the sequence ends cut a triangle short does a piece
-# get an explicit mask. The figure shows the pieces of one head:
+# get an explicit mask. Here is the plan, chunk by chunk, and then the pieces of one head:
 
 # %%
-PIECE_KINDS = ["all", "lower", "upper", "mask"]  # colours 1..4 of the figure; 0 = not in the window
+show(band_pieces)
 n_demo, w_demo, c_demo = 64, 12, 8
-pieces = np.zeros((n_demo, n_demo))
-for a, m, chunk_pieces in band_pieces(n_demo, w_demo, c_demo):
-    for start, stop, kind in chunk_pieces:
-        r, t = np.arange(m)[:, None], np.arange(stop - start)[None, :]
-        inside = {"all": np.ones((m, stop - start), bool), "lower": t <= r, "upper": t >= r,
-                  "mask": np.abs(a + r - start - t) <= w_demo}[kind]
-        pieces[a:a + m, start:stop][inside] = 1 + PIECE_KINDS.index(kind)
-assert np.array_equal(pieces > 0, scale_mask_np(n_demo, [w_demo])[0])  # each pair once
+pieces, count = band_pieces_np(n_demo, w_demo, c_demo)  # kind 1..4 (PIECE_KINDS), 0 = outside
+assert np.array_equal(count, scale_mask_np(n_demo, [w_demo])[0])  # each pair in one piece
 for n_share in (256, 2048):
     shares = [scale_mask_np(n_share, [w]).mean() for w in (n_share // 4, n_share // 2)]
     print(f"N = {n_share}: a head with ω = N/4 sees {shares[0]:.0%} of the query-key pairs, "
@@ -166,8 +161,9 @@ ax.imshow(pieces, cmap=ListedColormap(colours), vmin=-0.5, vmax=4.5,
           interpolation="nearest")
 for a in range(c_demo, n_demo, c_demo):
     ax.axhline(a - 0.5, color="grey", lw=0.6)
-labels = ["full block (no mask)", "lower triangle (causal)", "upper triangle (causal, reversed)",
-          "triangle cut by an end (masked)"]
+labels = {"all": "full block (no mask)", "lower": "lower triangle (causal)",
+          "upper": "upper triangle (causal, reversed)", "mask": "triangle cut by an end (masked)"}
+labels = [labels[kind] for kind in PIECE_KINDS]
 ax.legend(handles=[Patch(color=c, label=lab)
                    for c, lab in zip(colours[1:], labels)], loc="upper right", fontsize=8)
 ax.set(xlabel="key j", ylabel="query i (grey lines: chunks of c = 8)",
@@ -190,7 +186,6 @@ L.savefig(fig, "band_pieces")
 
 # %%
 print(f"DENSE_BELOW = {DENSE_BELOW}")
-ratios = {}
 for n_cost in L.size(full=[256, 2048], smoke=[256, 512]):
     gen = torch.Generator().manual_seed(n_cost)
     q, k, v = (torch.randn(1, 8, n_cost, 64, generator=gen, requires_grad=True) for _ in range(3))
@@ -200,10 +195,10 @@ for n_cost in L.size(full=[256, 2048], smoke=[256, 512]):
         "8 full heads": forward_backward(F.scaled_dot_product_attention, q, k, v),
         "multi-scale": forward_backward(lambda q, k, v: multiscale_attention_fast_torch(
             q, k, v, cost_windows), q, k, v)}, repeats=3)
-    ratios[n_cost] = times["8 full heads"] / times["multi-scale"]
+    ratio = times["8 full heads"] / times["multi-scale"]
     share = scale_mask_np(n_cost, cost_windows).mean()  # of the pairs 8 full heads compute
     print(f"N = {n_cost:>5}: 8 full heads {times['8 full heads'] * 1e3:7.1f} ms, multi-scale "
-          f"{times['multi-scale'] * 1e3:7.1f} ms: ratio {ratios[n_cost]:.2f} "
+          f"{times['multi-scale'] * 1e3:7.1f} ms: ratio {ratio:.2f} "
           f"(the windows hold {share:.0%} of the pairs: at best {1 / share:.1f}×)")
 
 # %% [markdown]

@@ -288,7 +288,7 @@ class MultiScaleTransformer(nn.Module):
         self.input = nn.Linear(d_in, d_model)
         self.node = nn.Parameter(torch.randn(d_model) * 0.02)
         self.max_len = max_len
-        self.positions = None if max_len is None else nn.Parameter(
+        self.position = None if max_len is None else nn.Parameter(
             torch.randn(max_len + 1, d_model) * 0.02)  # as the Transformer baseline's
         self.kernels = [MultiScaleKernel(check_windows(ws, heads), fast) for ws in windows]
         self.attn = nn.ModuleList(MultiHeadAttention(d_model, heads, attend=kern)
@@ -300,11 +300,11 @@ class MultiScaleTransformer(nn.Module):
         x = self.input(self.embedding(inputs) if self.embedding is not None else inputs)
         bsz, n, _ = x.shape
         x = torch.cat([self.node.expand(bsz, 1, -1), x], dim=1)  # (B, 1 + N, D)
-        if self.positions is not None:
+        if self.position is not None:
             if n > self.max_len:
                 fail("sequence longer than the positional embedding",
                      f"N <= max_len = {self.max_len}", f"N = {n}")
-            x = x + self.positions[: n + 1]
+            x = x + self.position[: n + 1]
         lengths = torch.full((bsz,), n, device=x.device) if lengths is None else lengths
         keep = torch.arange(n + 1, device=x.device)[None] < lengths[:, None] + 1  # (B, 1 + N)
         mask = keep[:, None, None, :]  # (B, 1, 1, 1 + N): padded keys are never seen

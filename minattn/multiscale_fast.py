@@ -54,6 +54,7 @@ from __future__ import annotations
 import functools
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -93,14 +94,15 @@ def multiscale_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.T
     # ω: views, whose gradients autograd joins with one cat instead of one zero-filled
     # (B, H, N, d) tensor per group.
     order = sorted(range(len(ws)), key=lambda h: ws[h])
+    already_sorted = order == list(range(len(ws)))
     group_ws = sorted(set(ws))
     sizes = [ws.count(w) for w in group_ws]
-    if order != list(range(len(ws))):
+    if not already_sorted:
         idx = torch.tensor(order, device=q.device)
         q, k, v = (x.index_select(1, idx) for x in (q, k, v))
     groups = zip(*(x.split(sizes, dim=1) for x in (q, k, v)), group_ws)  # (B, G, N, d) each
     out = torch.cat([_group(qg, kg, vg, w, key_mask) for qg, kg, vg, w in groups], dim=1)
-    if order == list(range(len(ws))):
+    if already_sorted:
         return out
     inverse = torch.empty(len(order), dtype=torch.long)
     inverse[torch.tensor(order)] = torch.arange(len(order))
@@ -213,6 +215,27 @@ def band_pieces(n: int, w: int, c: int) -> list:
             pieces.append((a + w, min(a + w + m, n), "lower" if a + w + m <= n else "mask"))
         plan.append((a, m, pieces))
     return plan
+
+
+PIECE_KINDS = ("all", "lower", "upper", "mask")
+
+
+def band_pieces_np(n: int, w: int, c: int) -> tuple[np.ndarray, np.ndarray]:
+    """The plan of `band_pieces` drawn on the (N, N) query-key grid, for reading and checking.
+
+    Returns kind (N, N) int: 0 where no piece computes the pair, 1 + PIECE_KINDS.index(kind)
+    where one does; and count (N, N) int: how many pieces compute the pair — it must be 1
+    inside the window |i − j| <= w and 0 outside, or the kernel would miss or double a pair.
+    """
+    kind_map, count = np.zeros((n, n), dtype=int), np.zeros((n, n), dtype=int)
+    for a, m, pieces in band_pieces(n, w, c):
+        for start, stop, kind in pieces:
+            r, t = np.arange(m)[:, None], np.arange(stop - start)[None, :]  # query r, key t
+            inside = {"all": np.ones((m, stop - start), dtype=bool), "lower": t <= r,
+                      "upper": t >= r, "mask": np.abs(a + r - start - t) <= w}[kind]
+            count[a:a + m, start:stop] += inside
+            kind_map[a:a + m, start:stop][inside] = 1 + PIECE_KINDS.index(kind)
+    return kind_map, count
 
 
 def _piece_mask(a, m, start, stop, w, like):

@@ -20,8 +20,8 @@ from minattn.multiscale import (MultiScaleKernel, MultiScaleTransformer, allocat
                                 layer_windows, measured_scale_np, measured_scale_torch,
                                 multiscale_attention_np, multiscale_attention_torch,
                                 scale_candidates, scale_mask_np, scale_mask_torch)
-from minattn.multiscale_fast import (band_pieces, band_attention_cpu,
-                                     band_masked_attention_torch, multiscale_attention_fast_torch)
+from minattn.multiscale_fast import (PIECE_KINDS, band_attention_cpu, band_masked_attention_torch,
+                                     band_pieces_np, multiscale_attention_fast_torch)
 from minattn.tasks import effective_scale_task
 
 
@@ -126,24 +126,17 @@ def _assert_window_kernel_exact(fn, b, h, n, d, w, seed):
     (130, 64, None),  # the default chunk
 ])
 def test_band_kernel_equals_reference(n, w, chunk):
-    kinds = {kind for _, _, pieces in band_pieces(n, w, chunk or 64) for _, _, kind in pieces}
-    assert kinds <= {"all", "lower", "upper", "mask"}
     _assert_window_kernel_exact(lambda q, k, v: band_attention_cpu(q, k, v, w, chunk),
                                 2, 3, n, 5, w, seed=n + w)
 
 
-def testband_pieces_cover_each_window_once():
-    for n, w, c in [(64, 8, 3), (50, 20, 32), (37, 30, 8), (200, 150, 128)]:
-        seen = np.zeros((n, n), dtype=int)
-        for a, m, pieces in band_pieces(n, w, c):
-            for start, stop, kind in pieces:
-                r, t = np.arange(m)[:, None], np.arange(stop - start)[None, :]
-                full = {"all": np.ones((m, stop - start), bool), "lower": t <= r,
-                        "upper": t >= r}.get(kind)
-                if kind == "mask":  # the shortened triangle: its mask is the window itself
-                    full = np.abs((a + r) - (start + t)) <= w
-                seen[a:a + m, start:stop] += full
-        np.testing.assert_array_equal(seen, _hand_mask(n, w).astype(int))
+def test_band_pieces_cover_each_window_once():
+    kinds_seen = set()
+    for n, w, c in [(64, 8, 3), (50, 20, 32), (37, 30, 8), (200, 150, 128), (64, 8, 16)]:
+        kind_map, count = band_pieces_np(n, w, c)
+        np.testing.assert_array_equal(count, _hand_mask(n, w).astype(int))  # each pair once
+        kinds_seen |= {PIECE_KINDS[k - 1] for k in np.unique(kind_map) if k > 0}
+    assert kinds_seen == set(PIECE_KINDS)  # the cases exercise every kind of piece
 
 
 def test_band_masked_path_equals_reference():
@@ -325,6 +318,19 @@ def test_positions_make_even_wide_windows_see_order():
     assert not torch.allclose(wide(x[:, perm]), wide(x), rtol=1e-6, atol=1e-6)
     with pytest.raises(ValueError, match="max_len = 12"):
         wide(torch.randn(1, 13, 6, dtype=torch.float64))
+
+
+def test_node_read_out_hears_only_what_attention_carries():
+    """max_pool=False: a token beyond the node's reach (2 layers of ω = 1: positions 1, 2)
+    cannot change the output; with the paper's max-pool read-out it can."""
+    x = torch.randn(1, 8, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    far = x.clone()
+    far[0, 5] += 1.0  # token 6, at position 6 behind the node
+    for max_pool, changes in ((False, False), (True, True)):
+        torch.manual_seed(0)
+        model = MultiScaleTransformer(4, 8, [[1, 1], [1, 1]], 2, max_len=8,
+                                      max_pool=max_pool).double()
+        assert torch.allclose(model(far), model(x), rtol=0, atol=1e-12) != changes
 
 
 def test_measured_scales_of_the_model():
