@@ -14,8 +14,23 @@ import pytest
 from minattn.tools.course import execute_lesson, export_html, lesson_files
 from minattn.tools.fetch import data_root
 from minattn.tools.lesson import REPO_ROOT
+from minattn.tools.prose import unsupported
+from minattn.tools.verdict import VERDICTS
 
 LESSONS = lesson_files()
+
+# Decimals a lesson's markdown may state without printing them: constants of the method
+# (hyper-parameters, a paper's initialisation) and paper numbers quoted in the text only, each
+# with its reason. A result of the run never belongs here: print it.
+PROSE_CONSTANTS: dict[str, dict[str, str]] = {
+    "01_attention": {},
+    "02_sparse": {},
+    "03_multiscale": {},
+    "04_xl": {},
+    "05_lstm_attention": {},
+    "06_ibm1": {},
+    "07_task_heads": {},
+}
 
 
 def smoke_env(tmp_path):
@@ -28,13 +43,60 @@ def test_there_are_lessons():
     assert LESSONS, "no lessons/NN_*.py found"
 
 
+_SMOKE_RUNS: dict = {}
+
+
+def smoke_run(lesson, tmp_path_factory):
+    """Run `lesson` once as a script in smoke mode (cached for the three checks below):
+    (returncode, stdout + stderr, its figure folder)."""
+    if lesson not in _SMOKE_RUNS:
+        tmp = tmp_path_factory.mktemp(lesson.stem)
+        proc = subprocess.run([sys.executable, str(lesson)], cwd=REPO_ROOT, env=smoke_env(tmp),
+                              capture_output=True, text=True, timeout=300)
+        _SMOKE_RUNS[lesson] = (proc.returncode, proc.stdout + proc.stderr,
+                               tmp / "figures" / lesson.stem)
+    return _SMOKE_RUNS[lesson]
+
+
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
-def test_lesson_runs_as_script_in_smoke_mode(lesson, tmp_path):
-    proc = subprocess.run([sys.executable, str(lesson)], cwd=REPO_ROOT, env=smoke_env(tmp_path),
-                          capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, f"{lesson.name} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
-    figures = list((tmp_path / "figures" / lesson.stem).glob("*.png"))
-    assert figures, f"{lesson.name} saved no figure"
+def test_lesson_runs_as_script_in_smoke_mode(lesson, tmp_path_factory):
+    code, output, figures = smoke_run(lesson, tmp_path_factory)
+    assert code == 0, f"{lesson.name} failed:\n{output[-8000:]}"
+    assert list(figures.glob("*.png")), f"{lesson.name} saved no figure"
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
+def test_every_claim_has_a_verdict_from_the_rule(lesson, tmp_path_factory):
+    code, _, figures = smoke_run(lesson, tmp_path_factory)
+    if code != 0:
+        pytest.fail(f"{lesson.name} did not run (see the smoke-mode test)")
+    claims = json.loads((figures / "claims.json").read_text())
+    no_verdict = [c["claim"] for c in claims if c.get("verdict") not in VERDICTS]
+    assert not no_verdict, f"{lesson.name}: claims without a verdict: {no_verdict}"
+
+
+@pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
+def test_the_prose_states_only_numbers_the_run_prints(lesson, tmp_path_factory):
+    """Every decimal in a lesson's markdown is in its output (or approximate, or an allowed
+    constant): results are printed by the run, never typed into the text."""
+    code, output, _ = smoke_run(lesson, tmp_path_factory)
+    if code != 0:
+        pytest.fail(f"{lesson.name} did not run (see the smoke-mode test)")
+    missing = unsupported(lesson, output, allow=PROSE_CONSTANTS.get(lesson.stem, {}).keys())
+    assert not missing, f"{lesson.name}: the markdown states numbers its output does not contain:\n" + \
+        "\n".join(f"  {s.text}: …{s.context}…" for s in missing)
+
+
+def test_the_prose_check_catches_a_typed_number(tmp_path):
+    lesson = tmp_path / "99_x.py"
+    lesson.write_text("# %% [markdown]\n# The head reaches 0.842 here, about 0.63 there, and "
+                      "85.9 % in §6.1's `lr=0.5`.\n\n# %%\nprint(1)\n")
+    assert [s.text for s in unsupported(lesson, "acc 0.8421\n")] == ["85.9"]
+    assert [s.text for s in unsupported(lesson, "acc 0.8421 0.859")] == []
+    assert [s.text for s in unsupported(lesson, "acc 0.8431 0.859")] == ["0.842"]
+    assert [s.text for s in unsupported(lesson, "0.842 0.859", check_approx=True)] == ["0.63"]
+    assert [s.text for s in unsupported(lesson, "0.842 0.859 0.61", check_approx=True)] == []
+    assert unsupported(lesson, "0.8431", allow={"0.842", "85.9"}) == []
 
 
 def test_lesson_01_runs_as_notebook_with_outputs_and_html(tmp_path):
@@ -101,10 +163,11 @@ def test_course_report_collects_every_lessons_claims(tmp_path):
     (tmp_path / "02_sparse").mkdir()
     (tmp_path / "01_attention" / "claims.json").write_text(json.dumps([
         dict(lesson="01_attention", claim="q·k has variance d", paper="d (Vaswani et al. 2017)",
-             ours="63.8 at d = 64", why="finite sample", smoke=False)]))
+             ours="63.8 at d = 64", why="finite sample", smoke=False, verdict="reproduced",
+             detail="63.8 vs 64")]))
     (tmp_path / "02_sparse" / "claims.json").write_text(json.dumps([
         dict(lesson="02_sparse", claim="a | in the text", paper="0.93", ours="0.5", why="",
-             smoke=True),
+             smoke=True, verdict="not reproduced"),
         dict(lesson="02_sparse", claim="second", paper="1", ours="2", why="scale", smoke=False)]))
     (tmp_path / "03_empty").mkdir()
     (tmp_path / "03_empty" / "claims.json").write_text("[]")
@@ -113,9 +176,13 @@ def test_course_report_collects_every_lessons_claims(tmp_path):
     path, text = write_report(tmp_path)
     assert path == tmp_path / "REPORT.md" and path.read_text() == text
     rows = [line for line in text.splitlines() if line.startswith("| ")]
-    assert rows[0] == "| lesson | claim | paper | ours | why they differ |"
+    assert rows[0] == ("| lesson | claim | paper | ours | verdict | from the numbers | "
+                       "why they differ |")
     assert len(rows) == 1 + 3
-    assert "| 01_attention | q·k has variance d | d (Vaswani et al. 2017) | 63.8 at d = 64 | finite sample |" in rows
+    assert ("| 01_attention | q·k has variance d | d (Vaswani et al. 2017) | 63.8 at d = 64 | "
+            "**reproduced** | 63.8 vs 64 | finite sample |") in rows
+    assert "(none)" in rows[3] and "1 reproduced, 0 partly, 1 not reproduced" in text
+    assert "twice its standard error" in text  # the rule is stated
     assert "0.5 (smoke)" in rows[2] and "a \\| in the text" in rows[2]  # a | cannot break the row
     assert "(smoke)" not in rows[3] and "smoke-mode run" in text
     _, empty = write_report(tmp_path / "nothing")

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import REPO_ROOT
+from .verdict import RULE, VERDICTS
 
 CELL_TIMEOUT = 1800  # seconds one cell may run (full-mode training cells take minutes on CPU)
 
@@ -220,6 +221,9 @@ def _smoke(env: dict | None) -> bool:
 
 
 # ============================================================================ the course report
+CLAIM_FIELDS = ("claim", "paper", "ours", "verdict", "detail", "why")
+
+
 def collect_claims(figure_root: Path, lessons: list[str] | None = None) -> list[dict]:
     """Every claim in <figure_root>/<lesson>/claims.json (all lessons, or those named)."""
     claims = []
@@ -233,7 +237,7 @@ def collect_claims(figure_root: Path, lessons: list[str] | None = None) -> list[
             continue
         for entry in entries:
             claims.append({"lesson": entry.get("lesson", path.parent.name),
-                           **{k: str(entry.get(k, "")) for k in ("claim", "paper", "ours", "why")},
+                           **{k: str(entry.get(k, "")) for k in CLAIM_FIELDS},
                            "smoke": bool(entry.get("smoke", False))})
     return claims
 
@@ -243,23 +247,32 @@ def _cell(text: str) -> str:
 
 
 def report_markdown(claims: list[dict]) -> str:
-    """The report: a row per claim — lesson, claim, the paper's number, ours, why they differ."""
-    lines = ["# Paper claims reproduced by the course", "",
-             "Each row is a claim from a paper the course builds on, reproduced by a lesson at "
-             "small scale: the paper's number beside the one the lesson measured, and why they "
-             "differ. Written by `make course` (`python -m minattn.tools.course`) from "
-             "`figures/<lesson>/claims.json`.",
-             ""]
+    """The report: a row per claim — lesson, claim, the paper's number, ours, the verdict with
+    the numbers it was computed from, and why the two differ."""
+    lines = ["# Paper claims tested by the course", "",
+             "Each row is a claim from a paper the course builds on, tested by a lesson at "
+             "small scale: the paper's number beside the one the lesson measured, a verdict "
+             "computed from the measured numbers, and why the two differ. Written by "
+             "`make course` (`python -m minattn.tools.course`) from "
+             "`figures/<lesson>/claims.json`.", "",
+             f"**The rule for every verdict.** {RULE}", ""]
     if any(c["smoke"] for c in claims):
         lines += ["**Rows marked (smoke) come from a smoke-mode run (tiny sizes, few steps): "
-                  "their numbers are not the lesson's results.**", ""]
+                  "their numbers and verdicts are not the lesson's results.**", ""]
     if not claims:
         return "\n".join(lines + ["No lesson recorded a claim.", ""])
-    lines += ["| lesson | claim | paper | ours | why they differ |", "|---|---|---|---|---|"]
+    counts = {v: sum(c["verdict"] == v for c in claims) for v in VERDICTS}
+    lines += ["Verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items())
+              + (f", {len(claims) - sum(counts.values())} without a verdict"
+                 if len(claims) > sum(counts.values()) else "") + ".", ""]
+    lines += ["| lesson | claim | paper | ours | verdict | from the numbers | why they differ |",
+              "|---|---|---|---|---|---|---|"]
     for c in claims:
         ours = c["ours"] + (" (smoke)" if c["smoke"] else "")
+        verdict = f"**{c['verdict']}**" if c["verdict"] else "(none)"
         lines.append("| " + " | ".join(_cell(x) for x in (c["lesson"], c["claim"], c["paper"],
-                                                           ours, c["why"])) + " |")
+                                                           ours, verdict, c["detail"], c["why"]))
+                     + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -289,7 +302,9 @@ def write_index(out_dir: Path, runs: list[LessonRun], report: Path | None,
             if _smoke(None) else "in full mode")
     claim_rows = "".join(
         "<tr>" + "".join(f"<td>{esc(c[k])}</td>" for k in ("lesson", "claim", "paper")) +
-        f"<td>{esc(c['ours'])}{' (smoke)' if c['smoke'] else ''}</td><td>{esc(c['why'])}</td></tr>"
+        f"<td>{esc(c['ours'])}{' (smoke)' if c['smoke'] else ''}</td>"
+        f"<td><b>{esc(c['verdict'] or '(none)')}</b><br><small>{esc(c['detail'])}</small></td>"
+        f"<td>{esc(c['why'])}</td></tr>"
         for c in claims)
     link = esc(os.path.relpath(report, out_dir)) if report else ""
     report_link = (f'<p>The same table as Markdown: <a href="{link}">{esc(_rel(report))}</a>.</p>'
@@ -307,8 +322,10 @@ open in Jupyter (<code>make lab</code>) and run yourself.</p>
 {chr(10).join(rows)}
 </table>
 <h2>Paper claims, ours beside the paper's</h2>
-<table><tr><th>lesson</th><th>claim</th><th>paper</th><th>ours</th><th>why they differ</th></tr>
-{claim_rows or '<tr><td colspan="5">No lesson recorded a claim.</td></tr>'}
+<p>{esc(RULE)}</p>
+<table><tr><th>lesson</th><th>claim</th><th>paper</th><th>ours</th><th>verdict</th>
+<th>why they differ</th></tr>
+{claim_rows or '<tr><td colspan="6">No lesson recorded a claim.</td></tr>'}
 </table>
 {report_link}
 </body></html>

@@ -27,6 +27,7 @@ from pathlib import Path
 import matplotlib
 
 from .utils import pick_device
+from .verdict import Verdict
 
 from . import REPO_ROOT
 
@@ -99,17 +100,27 @@ class Lesson:
         plt.close(fig)
 
 
-    def claim(self, claim: str, paper: str, ours: str, why: str = "") -> None:
-        """Record one paper claim this lesson reproduces, for the course report.
+    def claim(self, claim: str, paper: str, ours: str, why: str = "", *,
+              verdict: Verdict | None = None) -> None:
+        """Record one paper claim this lesson tests, for the course report.
 
-        claim: what the paper says, in a few words;  paper: the paper's number (with its setting);
-        ours: the number this run measured;  why: a word on why the two differ (scale, data...).
-        `make course` collects every lesson's claims into figures/REPORT.md.
+        claim: what the paper says, in a few words;  paper: the paper's number (with its
+        setting and where it is: table, figure, section);  ours: the number this run measured;
+        why: a word on why the two differ (scale, data...);  verdict: a
+        `minattn.tools.verdict.Verdict` computed from the printed numbers by the course's rule
+        (`compare`, `versus`, `same`, `combine`). `make course` collects every lesson's claims
+        into figures/REPORT.md.
         """
+        if verdict is not None and not isinstance(verdict, Verdict):
+            raise TypeError("verdict: expected a minattn.tools.verdict.Verdict (from compare, "
+                            f"versus, same or combine), got {type(verdict).__name__}")
         self.claims.append(dict(lesson=self.name, claim=claim, paper=paper, ours=ours, why=why,
-                                smoke=self.smoke))
+                                verdict=verdict.verdict if verdict else "",
+                                detail=verdict.detail if verdict else "", smoke=self.smoke))
         self._write_claims()
-        print(f"  claim: {claim} — paper: {paper}; ours: {ours}" + (f" ({why})" if why else ""))
+        print(f"  claim: {claim} — paper: {paper}; ours: {ours}"
+              + (f" ({why})" if why else "")
+              + (f"\n    verdict: {verdict}" if verdict else ""))
 
     def _write_claims(self) -> None:
         path = self.figure_dir / "claims.json"
