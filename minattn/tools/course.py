@@ -90,6 +90,7 @@ class LessonRun:
     ok: bool
     seconds: float
     error: str = ""
+    prose_misses: tuple = ()  # approximate numbers in the markdown that this run did not print
 
 
 _CARRIAGE_RETURN = re.compile(r"[^\n]*\r(?=[^\n])")  # text a later '\r' overwrote (tqdm bars)
@@ -212,7 +213,18 @@ def execute_lesson(lesson: Path, out_dir: Path, env: dict | None = None,
     ipynb, page = out_dir / f"{lesson.stem}.ipynb", out_dir / f"{lesson.stem}.html"
     nbformat.write(notebook, ipynb)
     export_html(notebook, page)
-    return LessonRun(lesson, ipynb, page, not error, seconds, error)
+    return LessonRun(lesson, ipynb, page, not error, seconds, error,
+                     () if _smoke(env) else approximate_misses(lesson, notebook))
+
+
+def approximate_misses(lesson: Path, notebook) -> tuple:
+    """The "about X" numbers of the lesson's markdown that its full-mode output does not
+    support to within 5 % (the exact ones are checked against every smoke run by the tests)."""
+    from .prose import unsupported
+
+    printed = "\n".join(o.get("text", "") for c in notebook.cells if c.cell_type == "code"
+                        for o in c.get("outputs", []) if o.output_type == "stream")
+    return tuple(s for s in unsupported(lesson, printed, check_approx=True) if s.approx)
 
 
 def _smoke(env: dict | None) -> bool:
@@ -294,6 +306,10 @@ def write_index(out_dir: Path, runs: list[LessonRun], report: Path | None,
     for run in runs:
         title, summary = summary_line(run.lesson)
         state = "" if run.ok else f' <b class="fail">FAILED: {esc(run.error)}</b>'
+        if run.prose_misses:
+            state += (' <b class="fail">the text says about ' +
+                      ", ".join(esc(m.text) for m in run.prose_misses) +
+                      ", which this run did not print</b>")
         rows.append(f'<tr><td><a href="{esc(run.html.name)}">{esc(title)}</a> — '
                     f'<span class="sum">{esc(summary)}</span>{state}</td>'
                     f'<td>{run.seconds:.0f} s</td><td><a href="{esc(run.notebook.name)}">.ipynb</a>'
@@ -363,6 +379,9 @@ def main(argv: list[str] | None = None) -> int:
         run = execute_lesson(lesson, out_dir)
         print(f"  {'ok' if run.ok else 'FAILED: ' + run.error} in {run.seconds:.0f} s -> "
               f"{_rel(run.notebook)}, {_rel(run.html)}", flush=True)
+        for miss in run.prose_misses:
+            print(f"  warning: the text says about {miss.text}, which this run did not print "
+                  f"(…{miss.context}…)")
         runs.append(run)
 
     report, text = write_report(figure_root())  # every lesson's latest claims, not just these
