@@ -204,3 +204,21 @@ def test_html_pages_typeset_equations_with_a_local_mathjax(tmp_path):
     assert not re.search(r'<script[^>]*src="https?://', text)  # nothing loaded from a network
     assert (tmp_path / "mathjax" / "MathJax.js").exists()
     assert (tmp_path / "mathjax" / "config" / "TeX-AMS-MML_HTMLorMML-full.js").exists()
+
+
+def test_the_three_scales_pick_their_sizes(monkeypatch, tmp_path):
+    from minattn.tools.lesson import Lesson
+
+    monkeypatch.setenv("MINATTN_FIGURES", str(tmp_path))
+    for env, scale, size in ((dict(MINATTN_SMOKE="1"), "smoke", 1), ({}, "full", 10),
+                             (dict(MINATTN_SCALE="paper"), "paper", 100)):
+        monkeypatch.delenv("MINATTN_SMOKE", raising=False)
+        monkeypatch.delenv("MINATTN_SCALE", raising=False)
+        for k, v in env.items():
+            monkeypatch.setenv(k, v)
+        lesson = Lesson("99_scales", cpu_threads=None)
+        assert lesson.scale == scale and lesson.size(full=10, smoke=1, paper=100) == size
+        assert lesson.size(full=10, smoke=1) == (1 if scale == "smoke" else 10)
+    monkeypatch.setenv("MINATTN_SCALE", "huge")
+    with pytest.raises(ValueError, match="MINATTN_SCALE"):
+        Lesson("99_scales", cpu_threads=None)
