@@ -342,6 +342,46 @@ def test_gpu_tier_counts_a_lesson_ok_only_when_it_ran_on_cuda(tmp_path, monkeypa
     assert "MINATTN_SMOKE" not in gpu_tier.lesson_env(tmp_path, full=True)
 
 
+# ============================================================================ to the host
+def _host_helpers(device):
+    """The library's helpers that turn tensors into NumPy, given tensors on `device` (and one
+    that requires grad): heatmap, global_idx, a block layout, windows, a list of 0-dim tensors."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from minattn.models import block_sparse_attend
+    from minattn.multiscale import check_windows
+    from minattn.plots import heatmap
+    from minattn.sparse import check_global_idx
+    from minattn.tools.utils import as_numpy
+
+    weights = torch.rand(3, 4, device=device, requires_grad=True)
+    fig, ax = plt.subplots()
+    image = heatmap(ax, weights * 1)
+    np.testing.assert_allclose(image.get_array(), weights.detach().cpu().numpy())
+    plt.close(fig)
+    np.testing.assert_array_equal(check_global_idx(torch.tensor([7, 2], device=device), 10), [2, 7])
+    assert check_windows(torch.tensor([1, 5], device=device), 2) == [1, 5]
+    layout = torch.eye(5, dtype=torch.bool, device=device)
+    q, k, v = _qkv((1, 40, 4), device=device)
+    out = block_sparse_attend(layout, 8)(q, k, v)
+    ref, _ = attention_torch(q, k, v, torch.as_tensor(block_mask_np(np.eye(5, dtype=bool), 8, 40),
+                                                      device=device))
+    torch.testing.assert_close(out, ref, rtol=1e-10, atol=1e-10)
+    ratios = [torch.tensor(0.5, device=device), torch.tensor(1.5, device=device)]
+    assert float(np.mean(as_numpy(ratios))) == 1.0
+
+
+def test_host_helpers_take_tensors_that_numpy_cannot_read():
+    _host_helpers(torch.device("cpu"))
+
+
+@pytest.mark.cuda
+def test_host_helpers_take_cuda_tensors():
+    _host_helpers(torch.device("cuda"))
+
+
 # ============================================================================ on a GPU
 CUDA_ATOL = 2e-4  # float32 kernels against a float64 reference of the same inputs
 
