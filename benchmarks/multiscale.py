@@ -14,9 +14,10 @@ B = 1 (4 on CUDA, as in the H100 yardstick), H = 8 heads, d = 64 per head, float
     masked      the multi-scale layer as one SDPA call with the (H, N, N) per-head window mask
                 (N <= 2,048 only)
     grouped     heads grouped by scale: window kernel (ω < BAND_FROM) / band kernel / SDPA
-    multiscale  `multiscale_attention_fast_torch` as shipped: masked below DENSE_BELOW, else grouped;
-                on CUDA from flex.FLEX_FROM on one FlexAttention call with per-head windows
-    readable    (CUDA only) the same with the readable kernels forced (flex.kernel_policy): what
+    multiscale  `multiscale_attention_fast_torch` as shipped: masked below DENSE_BELOW, else
+                grouped; on CUDA from dispatch.FLEX_FROM on one FlexAttention call with
+                per-head windows
+    readable    (CUDA only) the same with the readable kernels forced (dispatch.kernel_policy): what
                 a GPU ran before the dispatch
 Times are medians of interleaved repeats; memory is the extra peak resident memory of one call.
 A last table times the band kernel's chunk size c for one head (forward + backward, relative to
@@ -28,7 +29,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from minattn import flex
+from minattn import dispatch
 from minattn.attention import fast_attention_torch
 from minattn.multiscale import scale_mask_torch
 from minattn.multiscale_fast import (BAND_FROM, DENSE_BELOW, band_attention_cpu,
@@ -56,7 +57,7 @@ def contenders(n: int, device, dtype) -> dict:
            "multiscale": lambda q, k, v: multiscale_attention_fast_torch(q, k, v, ws)}
     if device.type == "cuda":
         def readable(q, k, v):
-            with flex.kernel_policy("readable"):
+            with dispatch.kernel_policy("readable"):
                 return multiscale_attention_fast_torch(q, k, v, ws)
         fns["readable"] = readable
     if n <= MASKED_MAX:
@@ -74,7 +75,7 @@ def measure(n: int, repeats: int, device, dtype) -> dict:
                .requires_grad_() for _ in range(3))
     fns = contenders(n, device, dtype)
     return {"n": n, "windows": windows(n),
-            "route": flex.choose_kernel(device, n, dtype, D),
+            "route": dispatch.choose_kernel(device, n, dtype, D),
             "fwd_s": time_interleaved({m: forward_only(f, q, k, v) for m, f in fns.items()},
                                       repeats, device=device),
             "fwd_bwd_s": time_interleaved({m: forward_backward(f, q, k, v)
@@ -121,7 +122,7 @@ def main():
              else f"cpu, torch threads={torch.get_num_threads()}")
     head = (f"B={batch(device)}, H={H}, d={D}, {dtype_name}, {where}, "
             f"{repeats} interleaved repeats (medians); DENSE_BELOW = {DENSE_BELOW}, "
-            f"BAND_FROM = {BAND_FROM}" + (f", FLEX_FROM = {flex.FLEX_FROM}" if cuda else ""))
+            f"BAND_FROM = {BAND_FROM}" + (f", FLEX_FROM = {dispatch.FLEX_FROM}" if cuda else ""))
     print(head + "\n")
     results = []
     for n in sizes:
@@ -158,10 +159,10 @@ def main():
         t4 = print_table(chunk_rows,
                          ["N", "ω", "window share", "c=32", "c=64", "c=128", "c=256"])
     if args.markdown and cuda:
-        goals = [f"| N = {r['n']:,}: multi-scale fwd+bwd ≤ 1.1× full-head SDPA | "
-                 f"multiscale / full = {r['fwd_bwd_s']['multiscale'] / r['fwd_bwd_s']['full']:.2f}"
-                 f" | {'yes' if r['fwd_bwd_s']['multiscale'] <= 1.1 * r['fwd_bwd_s']['full'] else 'no'} |"
-                 for r in results if r["n"] >= 4096]
+        shares = [(r["n"], r["fwd_bwd_s"]["multiscale"] / r["fwd_bwd_s"]["full"])
+                  for r in results if r["n"] >= 4096]
+        goals = [f"| N = {n:,}: multi-scale fwd+bwd ≤ 1.1× full-head SDPA | multiscale / full "
+                 f"= {x:.2f} | {'yes' if x <= 1.1 else 'no'} |" for n, x in shares]
         write_markdown(f"multiscale-cuda-{dtype_name}",
                        f"## Multi-scale attention on CUDA ({dtype_name}): `benchmarks/"
                        f"multiscale.py --device cuda`{' --quick' if args.quick else ''}\n\n"

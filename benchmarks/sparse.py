@@ -10,10 +10,10 @@ B = 1, H = 4 (8 on CUDA, as in the H100 yardstick), d = 64, float32 unless --dty
 all computing attention over a sliding window of half-width w (|i - j| <= w):
     dense        F.scaled_dot_product_attention with the (N, N) bool mask (N² work and memory)
     window       minattn.sparse_kernels.window_attention_torch, the readable kernel (on CUDA
-                 forced with flex.kernel_policy("readable"); default block: c = 32 for a
+                 forced with dispatch.kernel_policy("readable"); default block: c = 32 for a
                  forward without gradients, 64 for training)
     dispatched   (CUDA only) window_attention_torch as shipped: dense SDPA below
-                 flex.FLEX_FROM, compiled FlexAttention from there on (minattn/flex.py)
+                 dispatch.FLEX_FROM, compiled FlexAttention from there on (minattn/dispatch.py)
     block-sparse minattn.sparse_kernels.block_sparse_attention_torch (readable) on a BigBird
                  layout of 64-token blocks (window of max(1, w / 64) blocks, 1 global, 1 random
                  block): a different pattern with a comparable number of keys per query
@@ -41,7 +41,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from minattn import flex
+from minattn import dispatch, flex
 from minattn.tools.bench import (bench_args, device_name, fmt_bytes, fmt_time,  # noqa: E402
                                  forward_backward, forward_only, peak_memory, print_table,
                                  save_json, time_interleaved, write_markdown)
@@ -60,7 +60,7 @@ def heads(device) -> int:
 def readable(fn):
     """fn with the readable kernels forced (no CUDA dispatch)."""
     def run(q, k, v):
-        with flex.kernel_policy("readable"):
+        with dispatch.kernel_policy("readable"):
             return fn(q, k, v)
     return run
 
@@ -98,7 +98,7 @@ def measure(n: int, w: int, dense_max: int, with_flex: bool, repeats: int, devic
         fns["full-flash"] = F.scaled_dot_product_attention
     if n <= dense_max:
         fns["dense"] = dense_window(n, w, device)
-    result = {"n": n, "w": w, "route": flex.choose_kernel(device, n, dtype, D)}
+    result = {"n": n, "w": w, "route": dispatch.choose_kernel(device, n, dtype, D)}
     if with_flex:
         flex_fn = flex_window(n, w, device)
         if flex_fn is not None:
@@ -342,7 +342,7 @@ def cuda_markdown(results, tables, repeats, quick, device, dtype) -> str:
              f"{device_name(device)}, torch {torch.__version__} (CUDA {torch.version.cuda}). "
              f"B = {B}, H = {heads(device)}, d = {D}, {repeats} interleaved repeats (medians). "
              "*window* is the readable kernel, *dispatched* `window_attention_torch` as shipped "
-             f"(dense SDPA below N = {flex.FLEX_FROM:,}, compiled FlexAttention from there on), "
+             f"(dense SDPA below N = {dispatch.FLEX_FROM:,}, compiled FlexAttention from there on), "
              "*flex* compiled FlexAttention with our block mask at every N, *full-flash* "
              "unmasked SDPA.", ""]
     for title, text in tables.items():

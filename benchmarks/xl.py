@@ -109,7 +109,8 @@ def main():
                        "heads, 2 layers, batch 1; XL reads 128 tokens per call with a memory of "
                        "C states per layer; one token at a time, by the model with its memory "
                        "or by `XLDecoder` (KV cache); operations per token = aten operations "
-                       "dispatched, views excluded (each a kernel launch on a GPU). Load average at the end of the run: "
+                       "dispatched, views excluded (each a kernel launch on a GPU). "
+                       "Load average at the end of the run: "
                        f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (a busy machine "
                        "makes every number noisier).\n\n" + head + body + "\nPaper (table 9, "
                        "GPU, much larger models): 363× at C = 800, 1,874× at C = 3,800.\n")

@@ -1,17 +1,10 @@
-"""The sparse patterns on a GPU: FlexAttention's block masks and fused SDPA (the CUDA dispatch).
+"""FlexAttention's block masks for the sparse patterns: the fast path of the CUDA dispatch.
 
-Read `sparse_kernels.py` and `multiscale_fast.py` first. Their kernels are written for reading
-and tuned for a CPU: the window kernel's hand-written backward is a Python loop over small
-blocks, each a few tiny kernel launches, which on a GPU costs more than it saves (an H100 trained
-through it 30-230× slower than through dense masked SDPA). PyTorch has the right tools there:
-
-    FlexAttention (`torch.nn.attention.flex_attention`), compiled with `torch.compile` into one
-    fused kernel, forward and backward, that visits only the tiles a `BlockMask` lists;
-    fused SDPA (`F.scaled_dot_product_attention`) with an (N, N) mask for short sequences,
-    where the mask is small and nothing needs compiling.
-
-A BlockMask is the pattern seen at the scale of tiles of T × T (query tile I, key tile J; T = 128
-on the GPU): for every query tile, the key tiles with at least one allowed pair, in two lists,
+Read `sparse_kernels.py` and `multiscale_fast.py` first, then `dispatch.py` (who runs what).
+FlexAttention (`torch.nn.attention.flex_attention`), compiled with `torch.compile`, is one fused
+kernel, forward and backward, that visits only the tiles a `BlockMask` lists. A BlockMask is
+the pattern seen at the scale of tiles of T × T (query tile I, key tile J; T = 128 on the
+GPU): for every query tile, the key tiles with at least one allowed pair, in two lists,
 
     full tiles     every pair allowed: the kernel computes the tile without asking
     partial tiles  some pairs allowed: the kernel asks `mask_mod(b, h, i, j) -> bool` per pair
@@ -20,68 +13,37 @@ and the tiles in neither list are skipped, so the work grows with the number of 
 This file computes the lists from each pattern's arithmetic (`window_tiles_np`,
 `layout_tiles_np`, `multiscale_tiles_np`: interval tests on tile pairs, never an (N, N) grid),
 writes each pattern's `mask_mod` (the predicate of its NumPy mask in `sparse.py` /
-`multiscale.py`) and caches the BlockMask per (N, pattern, device).
+`multiscale.py`), caches the BlockMask per (N, pattern, device), and runs flex:
 
-Who runs what (`choose_kernel`):
-    CPU, float64, MINATTN_KERNELS=readable, or a readable-only option (block, hand_backward,
-        chunk_scores) given: the readable kernels, unchanged;
-    CUDA, N < FLEX_FROM: dense SDPA with the pattern's (N, N) mask (cached), or the plain fused
-        kernel when the window covers everything;
-    CUDA, N >= FLEX_FROM: compiled FlexAttention with the pattern's BlockMask.
-Every route equals dense masked attention on the NumPy mask of the same pattern: on the CPU
-the tests run FlexAttention's eager (unfused) forward in float64 against it and compare the
-tile lists with `sparse.block_layout_np` of the mask; the `cuda`-marked tests compare forward
-and backward of every route in float32 on a GPU.
+    flex_window_attention, flex_block_sparse_attention, flex_multiscale_attention
+
+Each equals dense masked attention on the NumPy mask of the same pattern. On the CPU the tests
+run FlexAttention's eager (unfused) forward in float64 against it and compare the tile lists
+with `sparse.block_layout_np` of the mask; the `cuda`-marked tests run the compiled kernel,
+forward and backward, in float32 on a GPU.
 """
 
 from __future__ import annotations
 
-import contextlib
+import copy
 import functools
 import math
-import os
 import warnings
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
-from .attention import check_attention_inputs, fast_attention_torch
+from .attention import check_attention_inputs
 from .multiscale import check_windows
-from .sparse import (_check_int, block_mask_np, check_global_idx, dilated_window_mask_np,
-                     global_mask_np)
-from .tools.utils import fail, shape_str
+from .sparse import _check_int, check_global_idx
+from .tools.utils import as_numpy, fail, shape_str
 
 TILE = 128  # FlexAttention's tile T on the GPU (its default block size)
-# From this N on, CUDA runs FlexAttention; below it, dense SDPA with an (N, N) mask. Measured on
-# one H100 (torch 2.11, sliding window w = 128, fwd + bwd, float32): at N = 4,096 compiled flex
-# took 2.9 ms and dense masked SDPA 4.5 ms. Below 4,096 nothing was measured: dense needs no
-# compile per new N and its mask is at most 16 MiB there.
-FLEX_FROM = 4096
-DENSE_MAX = 16384  # the largest N whose (N, N) mask the dense route builds (256 MiB as bool)
 FLEX_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 FLEX_HEAD_DIMS = (16, 32, 64, 128, 256)  # head sizes flex's GPU kernel is known to take
-READABLE_ONLY = ("block", "hand_backward", "chunk_scores")  # options only the readable kernels have
-KERNELS = ("auto", "readable")
-_policy = os.environ.get("MINATTN_KERNELS", "auto").strip().lower() or "auto"
 
 
-# ============================================================================ who runs what
-@contextlib.contextmanager
-def kernel_policy(policy: str):
-    """`with kernel_policy("readable"):` runs the readable kernels on every device (benchmarks
-    time them side by side with the dispatched ones); "auto" is the default. The environment
-    variable MINATTN_KERNELS sets it for a whole run."""
-    global _policy
-    if policy not in KERNELS:
-        fail("kernel policy", " or ".join(map(repr, KERNELS)), repr(policy))
-    old, _policy = _policy, policy
-    try:
-        yield
-    finally:
-        _policy = old
-
-
+@functools.lru_cache(maxsize=1)
 def flex_available() -> bool:
     try:
         from torch.nn.attention.flex_attention import BlockMask, flex_attention  # noqa: F401
@@ -89,64 +51,6 @@ def flex_available() -> bool:
         return False
     return True
 
-
-def choose_kernel(device, n: int, dtype=torch.float32, d: int = 64, dv: int | None = None,
-                  policy: str | None = None) -> str:
-    """Which kernel computes a sparse pattern over N positions: "readable", "dense" or "flex".
-
-    "readable": the kernels of sparse_kernels.py / multiscale_fast.py — on the CPU (where they
-    were measured fastest, and where FlexAttention has no backward), for float64 (exact
-    comparisons), and whenever the policy says so. "dense": fused SDPA with the (N, N) mask, on
-    CUDA for N < FLEX_FROM (and for head sizes flex does not take, up to DENSE_MAX). "flex":
-    compiled FlexAttention with a BlockMask, on CUDA from FLEX_FROM on.
-    """
-    device = torch.device(device)
-    policy = _policy if policy is None else policy
-    if policy not in KERNELS:
-        fail("kernel policy", " or ".join(map(repr, KERNELS)), repr(policy))
-    if policy == "readable" or device.type != "cuda" or dtype not in FLEX_DTYPES:
-        return "readable"
-    if n < FLEX_FROM:
-        return "dense"
-    if flex_available() and d == (dv or d) and d in FLEX_HEAD_DIMS:
-        return "flex"
-    return "dense" if n <= DENSE_MAX else "readable"
-
-
-def routed_window_attention(q, k, v, w, dilation=1, causal=False, global_idx=None,
-                            options=None):
-    """The dispatch of `sparse_kernels.window_attention_torch`: its output computed by fused
-    SDPA or FlexAttention when `choose_kernel` picks one, else None (run the readable kernel).
-    Options only the readable kernel has (block, hand_backward, chunk_scores) keep it."""
-    options = options or {}
-    if any(key in options for key in READABLE_ONLY):
-        return None
-    route = choose_kernel(q.device, q.shape[-2], q.dtype, q.shape[-1], v.shape[-1])
-    if route == "readable":
-        return None
-    kernel = flex_window_attention if route == "flex" else dense_window_attention
-    return kernel(q, k, v, w, dilation=dilation, causal=causal, global_idx=global_idx,
-                  scale=options.get("scale"))
-
-
-def routed_block_sparse_attention(q, k, v, layout, block, causal=False, scale=None):
-    """The dispatch of `sparse_kernels.block_sparse_attention_torch` (see
-    `routed_window_attention`): an output, or None for the readable kernel."""
-    route = choose_kernel(q.device, q.shape[-2], q.dtype, q.shape[-1], v.shape[-1])
-    if route == "readable":
-        return None
-    kernel = flex_block_sparse_attention if route == "flex" else dense_block_sparse_attention
-    return kernel(q, k, v, layout, block, causal=causal, scale=scale)
-
-
-def routed_multiscale_attention(q, k, v, windows, key_mask=None):
-    """The dispatch of `multiscale_fast.multiscale_attention_fast_torch`: FlexAttention with
-    per-head windows when `choose_kernel` says "flex", else None (its own grouping runs, whose
-    window groups reach the dense route through `window_attention_torch`)."""
-    route = choose_kernel(q.device, q.shape[-2], q.dtype, q.shape[-1], v.shape[-1])
-    if route != "flex":
-        return None
-    return flex_multiscale_attention(q, k, v, windows, key_mask)
 
 
 # ============================================================================ tiles
@@ -192,6 +96,17 @@ def window_tiles_np(n: int, w: int, dilation: int = 1, causal: bool = False, glo
     return touched & ~full, full
 
 
+def check_layout(layout, block: int, n: int) -> np.ndarray:
+    """A block layout as a contiguous (nb, nb) bool NumPy array, nb = ceil(N / block)."""
+    block = _check_int("block", block, 1)
+    layout = as_numpy(layout)
+    nb = -(-n // block)
+    if layout.dtype != np.bool_ or layout.shape != (nb, nb):
+        fail("block layout does not fit", f"bool of shape ({nb}, {nb}) for N={n}, "
+             f"block={block}", f"{layout.dtype} of shape {shape_str(layout.shape)}")
+    return np.ascontiguousarray(layout)
+
+
 def layout_tiles_np(layout, block: int, n: int, causal: bool = False,
                     tile: int = TILE) -> tuple[np.ndarray, np.ndarray]:
     """The tile lists of a block layout (blocks of `block`, `sparse.block_mask_np`), ∩ j <= i
@@ -201,7 +116,7 @@ def layout_tiles_np(layout, block: int, n: int, causal: bool = False,
     layout is read cell by cell (a cell pair is wholly allowed or wholly not, except on the
     diagonal under causal), and a tile is the union of its (T/g)² cells.
     """
-    layout = _check_layout(layout, block, n)
+    layout = check_layout(layout, block, n)
     tile = _check_int("tile", tile, 1)
     g = math.gcd(block, tile)
     nc = -(-n // g)  # cells
@@ -228,9 +143,11 @@ def multiscale_tiles_np(n: int, windows, tile: int = TILE) -> tuple[np.ndarray, 
 # ============================================================================ mask_mods
 # The predicates of sparse.py's masks, in torch ops on index tensors (FlexAttention calls them
 # with the tensors b, h, q_idx, kv_idx of a tile, or vmaps them over every pair on the CPU).
-def window_mask_mod(w: int, dilation: int = 1, causal: bool = False, is_global=None):
+def window_mask_mod(w, dilation: int = 1, causal: bool = False, is_global=None):
     """mask_mod of `dilated_window_mask_np(N, w, δ) | global_mask_np(N, G)`, ∩ j <= i if causal:
-    |i − j| <= w·δ and δ divides i − j, or i or j global (is_global: (N,) bool tensor)."""
+    |i − j| <= w·δ and δ divides i − j, or i or j global (is_global: (N,) bool tensor). w may
+    be a 0-dim tensor: the compiled kernel then reads it as an input instead of compiling
+    itself again for every new w."""
     def mask_mod(b, h, q_idx, kv_idx):
         diff = q_idx - kv_idx
         # BEGIN EXERCISE 2.1 sliding-window mask: True where |i - j| <= w (and j <= i when causal)
@@ -294,8 +211,8 @@ def window_block_mask(n: int, w: int, dilation: int = 1, causal: bool = False,
         is_global = torch.zeros(n, dtype=torch.bool, device=device)
         is_global[torch.as_tensor(g, device=device)] = True
     partial, full = window_tiles_np(n, w, dilation, causal, g, tile)
-    return block_mask_from_tiles(partial, full, n, window_mask_mod(w, dilation, causal,
-                                                                   is_global), device, tile)
+    mask_mod = window_mask_mod(torch.tensor(w, device=device), dilation, causal, is_global)
+    return block_mask_from_tiles(partial, full, n, mask_mod, device, tile)
 
 
 @functools.lru_cache(maxsize=16)
@@ -310,37 +227,33 @@ def _layout_block_mask(layout_bytes: bytes, nb: int, block: int, n: int, causal:
 def layout_block_mask(layout, block: int, n: int, causal: bool = False, device="cpu",
                       tile: int = TILE):
     """The BlockMask of a block layout (cached per layout, N, device, tile)."""
-    layout = _check_layout(layout, block, n)
+    layout = check_layout(layout, block, n)
     return _layout_block_mask(layout.tobytes(), len(layout), block, n, bool(causal),
                               torch.device(device), tile)
 
 
 @functools.lru_cache(maxsize=16)
-def _multiscale_tiles(n: int, windows: tuple, tile: int):
-    return multiscale_tiles_np(n, list(windows), tile)
+def _multiscale_block_mask(n: int, windows: tuple, padded: bool, device, tile: int):
+    partial, full = multiscale_tiles_np(n, list(windows), tile)
+    if padded:  # padded keys may sit in any tile: every listed tile asks the mask_mod
+        partial, full = partial | full, np.zeros_like(full)
+    windows_t = torch.tensor(windows, device=device)
+    return block_mask_from_tiles(partial, full, n, multiscale_mask_mod(windows_t), device,
+                                 tile), windows_t
 
 
 def multiscale_block_mask(n: int, windows, key_mask=None, device="cpu", tile: int = TILE):
-    """The BlockMask of per-head windows (its tiles cached per N, windows, tile). With a key
-    padding mask (B, N) every listed tile is partial: the mask_mod hides the padded keys."""
-    ws = check_windows(windows)
-    partial, full = _multiscale_tiles(n, tuple(ws), tile)
-    if key_mask is not None:
-        partial, full = partial | full, np.zeros_like(full)
-    mask_mod = multiscale_mask_mod(torch.tensor(ws, device=device), key_mask)
-    return block_mask_from_tiles(partial, full, n, mask_mod, torch.device(device), tile)
-
-
-def _check_layout(layout, block: int, n: int) -> np.ndarray:
-    """A block layout as a contiguous (nb, nb) bool NumPy array, nb = ceil(N / block)."""
-    block = _check_int("block", block, 1)
-    layout = layout.detach().cpu().numpy() if isinstance(layout, torch.Tensor) \
-        else np.asarray(layout)
-    nb = -(-n // block)
-    if layout.dtype != np.bool_ or layout.shape != (nb, nb):
-        fail("block layout does not fit", f"bool of shape ({nb}, {nb}) for N={n}, "
-             f"block={block}", f"{layout.dtype} of shape {shape_str(layout.shape)}")
-    return np.ascontiguousarray(layout)
+    """The BlockMask of per-head windows (cached per N, windows, device, tile). With a key
+    padding mask (B, N) every listed tile is partial, and the cached tile lists get a new
+    mask_mod that also hides the padded keys."""
+    device = torch.device(device)
+    block_mask, windows_t = _multiscale_block_mask(n, tuple(check_windows(windows)),
+                                                   key_mask is not None, device, tile)
+    if key_mask is None:
+        return block_mask
+    padded = copy.copy(block_mask)  # the same tile lists (shared tensors), another mask_mod
+    padded.mask_mod = multiscale_mask_mod(windows_t, key_mask)
+    return padded
 
 
 # ============================================================================ the kernels
@@ -373,7 +286,7 @@ def _as_4d(x: torch.Tensor) -> torch.Tensor:
     return x.reshape(-1, 1, *x.shape[-2:])
 
 
-def _check_self_attention(q, k, v):
+def check_self_attention(q, k, v):
     check_attention_inputs(q, k, v)
     if q.shape[-2] != k.shape[-2]:
         fail("sparse patterns are self-attention: queries and keys must have one length N",
@@ -386,7 +299,7 @@ def flex_window_attention(q, k, v, w: int, *, dilation: int = 1, causal: bool = 
     """`window_attention_torch`'s pattern through FlexAttention: q, k (..., N, d), v (..., N, dv)
     -> (..., N, dv), equal to dense masked attention on
     dilated_window_mask_np(N, w, δ) | global_mask_np(N, G)  (∩ j <= i when causal)."""
-    _check_self_attention(q, k, v)
+    check_self_attention(q, k, v)
     n = q.shape[-2]
     g = tuple(int(x) for x in check_global_idx(global_idx, n))
     block_mask = window_block_mask(n, _check_int("window w", w, 0),
@@ -401,7 +314,7 @@ def flex_block_sparse_attention(q, k, v, layout, block: int, causal: bool = Fals
                                 compiled: bool | None = None) -> torch.Tensor:
     """`block_sparse_attention_torch` through FlexAttention (same arguments and result; a
     query with no allowed key gets zeros)."""
-    _check_self_attention(q, k, v)
+    check_self_attention(q, k, v)
     n = q.shape[-2]
     block_mask = layout_block_mask(layout, block, n, causal, q.device, tile)
     out = run_flex(_as_4d(q), _as_4d(k), _as_4d(v), block_mask, scale, compiled)
@@ -413,7 +326,7 @@ def flex_multiscale_attention(q, k, v, windows, key_mask: torch.Tensor | None = 
     """`multiscale_attention_fast_torch` through FlexAttention, one call for all heads:
     q, k, v (B, H, N, d), windows (H,), key_mask (B, N) bool or None -> (B, H, N, d). A query
     whose window holds no real key gets zeros, as in the reference."""
-    _check_self_attention(q, k, v)
+    check_self_attention(q, k, v)
     if q.ndim != 4:
         fail("q, k, v of multi-scale attention", "(B, H, N, d)", shape_str(q.shape))
     ws = check_windows(windows, q.shape[1])
@@ -422,47 +335,3 @@ def flex_multiscale_attention(q, k, v, windows, key_mask: torch.Tensor | None = 
         key_mask = key_mask.expand(q.shape[0], n).contiguous()
     block_mask = multiscale_block_mask(n, ws, key_mask, q.device, tile)
     return run_flex(q, k, v, block_mask, None, compiled)
-
-
-# ============================================================================ dense route
-@functools.lru_cache(maxsize=16)
-def _window_mask(n, w, dilation, causal, global_idx, device):
-    mask = dilated_window_mask_np(n, w, dilation)
-    if global_idx:
-        mask = mask | global_mask_np(n, list(global_idx))
-    if causal:
-        mask = np.tril(mask)
-    return torch.as_tensor(mask, device=device)
-
-
-def dense_window_attention(q, k, v, w: int, *, dilation: int = 1, causal: bool = False,
-                           global_idx=None, scale: float | None = None) -> torch.Tensor:
-    """`window_attention_torch`'s pattern as one fused SDPA call with the (N, N) mask (cached
-    per N, pattern, device); the plain fused kernel when the window covers every key. Every
-    query sees itself, so no row is empty."""
-    _check_self_attention(q, k, v)
-    n = q.shape[-2]
-    w, dilation = _check_int("window w", w, 0), _check_int("dilation", dilation, 1)
-    g = tuple(int(x) for x in check_global_idx(global_idx, n))
-    if dilation == 1 and w >= n - 1:  # the window is everything
-        return F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal), scale=scale)
-    mask = _window_mask(n, w, dilation, bool(causal), g, q.device)
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
-
-
-@functools.lru_cache(maxsize=16)
-def _layout_mask(layout_bytes, nb, block, n, causal, device):
-    layout = np.frombuffer(layout_bytes, dtype=np.bool_).reshape(nb, nb)
-    mask = block_mask_np(layout, block, n)
-    return torch.as_tensor(np.tril(mask) if causal else mask, device=device)
-
-
-def dense_block_sparse_attention(q, k, v, layout, block: int, causal: bool = False,
-                                 scale: float | None = None) -> torch.Tensor:
-    """`block_sparse_attention_torch` as one fused SDPA call with the (N, N) mask (a query
-    with no allowed key gets zeros)."""
-    _check_self_attention(q, k, v)
-    n = q.shape[-2]
-    layout = _check_layout(layout, block, n)
-    mask = _layout_mask(layout.tobytes(), len(layout), block, n, bool(causal), q.device)
-    return fast_attention_torch(q, k, v, mask=mask, scale=scale)

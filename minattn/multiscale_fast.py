@@ -13,7 +13,7 @@ never builds an (H, N, N) mask for the scales it groups:
     the group outputs are put back in head order.
 For short sequences (N < DENSE_BELOW) one dense masked SDPA call over all heads is faster than
 several small calls, so everything goes there (the fallback the benchmark measured). On CUDA
-from `flex.FLEX_FROM` on, all heads run in one FlexAttention call with per-head window tiles
+from `dispatch.FLEX_FROM` on, all heads run in one FlexAttention call with per-head window tiles
 (`flex.flex_multiscale_attention`) instead.
 
 The band kernel. Cut the queries into chunks of c (c <= 2ω). Chunk [a, a + c) sees the keys
@@ -61,7 +61,7 @@ import torch
 import torch.nn.functional as F
 
 from .attention import fast_attention_torch
-from .flex import routed_multiscale_attention
+from .dispatch import routed_multiscale_attention
 from .multiscale import _check_inputs, scale_mask_torch
 from .sparse_kernels import _check_window_args, window_attention_torch
 from .tools.utils import fail, shape_str
@@ -88,7 +88,7 @@ def multiscale_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.T
     ws = _check_inputs(q, k, v, windows, mask)
     n = q.shape[-2]
     key_mask = _key_padding(mask, q.shape[0], n)
-    if mask is None or key_mask is not None:  # on CUDA: FlexAttention, per-head windows (flex.py)
+    if mask is None or key_mask is not None:  # CUDA: FlexAttention, per-head windows (dispatch.py)
         out = routed_multiscale_attention(q, k, v, ws, key_mask)
         if out is not None:
             return out

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from .attention import check_attention_inputs
-from .flex import routed_block_sparse_attention, routed_window_attention
+from .dispatch import routed_block_sparse_attention, routed_window_attention
 from .sparse import _check_int, check_global_idx
 from .tools.utils import fail, shape_str
 
@@ -309,12 +309,12 @@ def window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w:
         options: block, scale; without global tokens also hand_backward, chunk_scores (see
             `sliding_window_attention_torch`). On CUDA in float32, float16 or bfloat16, unless
             block, hand_backward or chunk_scores is given, FlexAttention or fused SDPA runs
-            the pattern instead (`flex.choose_kernel` says which).
+            the pattern instead (`dispatch.choose_kernel` says which).
     Returns:
         (..., N, dv).
     """
     _check_window_args(q, k, v, w)
-    # On CUDA: FlexAttention or fused SDPA, the same numbers (minattn/flex.py); else None.
+    # On CUDA: FlexAttention or fused SDPA, the same numbers (minattn/dispatch.py); else None.
     out = routed_window_attention(q, k, v, w, dilation, causal, global_idx, options)
     if out is not None:
         return out
@@ -348,7 +348,7 @@ def block_sparse_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     check_attention_inputs(q, k, v)
     block = _check_int("block", block, 1)
     n, device = q.shape[-2], q.device
-    # On CUDA: FlexAttention or fused SDPA, the same numbers (minattn/flex.py); else None.
+    # On CUDA: FlexAttention or fused SDPA, the same numbers (minattn/dispatch.py); else None.
     out = routed_block_sparse_attention(q, k, v, layout, block, causal, scale)
     if out is not None:
         return out

@@ -1,4 +1,5 @@
-"""The CUDA dispatch of the sparse kernels (minattn.flex) and the GPU tier (make test-gpu).
+"""The CUDA dispatch of the sparse kernels (minattn.dispatch, minattn.flex) and the GPU tier
+(make test-gpu).
 
 On the CPU: which kernel the dispatch picks for each device; the tile lists of every BlockMask
 against `sparse.block_layout_np` of the pattern's mask (the tiles a kernel must visit, and
@@ -19,8 +20,9 @@ import numpy as np
 import pytest
 import torch
 
-from minattn import flex
+from minattn import dispatch, flex
 from minattn.attention import attention_torch, padding_mask_torch
+from minattn.models import window_attend
 from minattn.multiscale import multiscale_attention_torch, scale_mask_np
 from minattn.multiscale_fast import multiscale_attention_fast_torch
 from minattn.sparse import (bigbird_layout_np, block_layout_np, block_mask_np,
@@ -66,7 +68,7 @@ WINDOW_CASES = [dict(), dict(dilation=3), dict(causal=True), dict(dilation=2, ca
 @pytest.mark.parametrize("device, n, dtype, d, expected", [
     ("cpu", 65536, torch.float32, 64, "readable"),  # the readable kernels are the CPU's
     ("cuda", 1024, torch.float32, 64, "dense"),  # short: one fused SDPA call with the mask
-    ("cuda", flex.FLEX_FROM, torch.float32, 64, "flex"),
+    ("cuda", dispatch.FLEX_FROM, torch.float32, 64, "flex"),
     ("cuda", 65536, torch.bfloat16, 128, "flex"),
     ("cuda", 65536, torch.float64, 64, "readable"),  # float64: the exact readable kernels
     ("cuda", 8192, torch.float32, 24, "dense"),  # a head size flex may not take
@@ -74,27 +76,27 @@ WINDOW_CASES = [dict(), dict(dilation=3), dict(causal=True), dict(dilation=2, ca
     ("cuda:1", 8192, torch.float16, 32, "flex"),
 ])
 def test_choose_kernel_picks_flex_only_on_cuda(device, n, dtype, d, expected):
-    assert flex.choose_kernel(torch.device(device), n, dtype, d) == expected
+    assert dispatch.choose_kernel(torch.device(device), n, dtype, d) == expected
 
 
 def test_readable_policy_and_bad_policy():
     cuda = torch.device("cuda")
-    with flex.kernel_policy("readable"):
-        assert flex.choose_kernel(cuda, 65536, torch.float32, 64) == "readable"
-    assert flex.choose_kernel(cuda, 65536, torch.float32, 64) == "flex"
-    assert flex.choose_kernel(cuda, 65536, torch.float32, 64, policy="readable") == "readable"
+    with dispatch.kernel_policy("readable"):
+        assert dispatch.choose_kernel(cuda, 65536, torch.float32, 64) == "readable"
+    assert dispatch.choose_kernel(cuda, 65536, torch.float32, 64) == "flex"
+    assert dispatch.choose_kernel(cuda, 65536, torch.float32, 64, policy="readable") == "readable"
     with pytest.raises(ValueError, match="kernel policy: expected 'auto' or 'readable'"):
-        flex.choose_kernel(cuda, 100, policy="fastest")
-    with pytest.raises(ValueError, match="kernel policy"), flex.kernel_policy("flex"):
+        dispatch.choose_kernel(cuda, 100, policy="fastest")
+    with pytest.raises(ValueError, match="kernel policy"), dispatch.kernel_policy("flex"):
         pass
 
 
 def test_every_route_is_none_on_the_cpu():
     q, k, v = _qkv((2, 40, 8))
-    assert flex.routed_window_attention(q, k, v, 3) is None
-    assert flex.routed_block_sparse_attention(q, k, v, np.ones((5, 5), bool), 8) is None
+    assert dispatch.routed_window_attention(q, k, v, 3) is None
+    assert dispatch.routed_block_sparse_attention(q, k, v, np.ones((5, 5), bool), 8) is None
     q4, k4, v4 = _qkv((1, 2, 40, 8))
-    assert flex.routed_multiscale_attention(q4, k4, v4, [2, 39]) is None
+    assert dispatch.routed_multiscale_attention(q4, k4, v4, [2, 39]) is None
 
 
 # ============================================================================ tile lists
@@ -210,7 +212,7 @@ def test_dense_route_equals_dense_masked_attention(options):
     w = options.pop("w", 5)
     mask = _window_mask(n, w, options.get("dilation", 1), options.get("causal", False),
                         options.get("global_idx", ()))
-    _assert_matches_dense(lambda q, k, v: flex.dense_window_attention(q, k, v, w, **options),
+    _assert_matches_dense(lambda q, k, v: dispatch.dense_window_attention(q, k, v, w, **options),
                           mask)
 
 
@@ -218,7 +220,7 @@ def test_dense_block_sparse_route_gives_zeros_to_empty_rows():
     n, block = 70, 8
     layout = bigbird_layout_np(-(-n // block), 1, 1, 1, seed=0)
     layout[2] = False
-    _assert_matches_dense(lambda q, k, v: flex.dense_block_sparse_attention(q, k, v, layout,
+    _assert_matches_dense(lambda q, k, v: dispatch.dense_block_sparse_attention(q, k, v, layout,
                                                                             block),
                           block_mask_np(layout, block, n))
 
@@ -228,7 +230,7 @@ def test_dense_block_sparse_route_gives_zeros_to_empty_rows():
 def decide(monkeypatch):
     """Make the dispatch decide as it would on CUDA (route given), on CPU tensors."""
     def set_route(route):
-        monkeypatch.setattr(flex, "choose_kernel", lambda *args, **kw: route)
+        monkeypatch.setattr(dispatch, "choose_kernel", lambda *args, **kw: route)
     return set_route
 
 
@@ -246,13 +248,15 @@ def test_the_kernels_dispatch_to_the_dense_route(decide, monkeypatch):
     _assert_matches_dense(lambda q, k, v: block_sparse_attention_torch(q, k, v, layout, 8),
                           block_mask_np(layout, 8, n))
     calls = []
-    monkeypatch.setattr(flex, "dense_window_attention", lambda *a, **kw: calls.append(1))
+    monkeypatch.setattr(dispatch, "dense_window_attention", lambda *a, **kw: calls.append(1))
     q, k, v = _qkv((1, n, 4))
     window_attention_torch(q, k, v, w, block=16)
     window_attention_torch(q, k, v, w, hand_backward=False)
     assert not calls  # readable kernel
     window_attention_torch(q, k, v, w)
-    assert calls == [1]
+    window_attention_torch(q, k, v, w, block=None)  # as window_attend passes it
+    window_attend(w)(q, k, v)
+    assert calls == [1, 1, 1]
 
 
 def test_the_kernels_dispatch_to_flex(decide):
@@ -332,7 +336,8 @@ def test_gpu_tier_counts_a_lesson_ok_only_when_it_ran_on_cuda(tmp_path, monkeypa
     monkeypatch.setattr(gpu_tier, "REPO_ROOT", tmp_path)
     script = tmp_path / "fake.py"
     for text, ok, why in (("[fake] SMOKE mode on cuda", True, ""),
-                          ("[fake] SMOKE mode on cpu, 1 torch thread(s)", False, "did not run on cuda"),
+                          ("[fake] SMOKE mode on cpu, 1 torch thread(s)", False,
+                           "did not run on cuda"),
                           ("raise SystemExit(3)", False, "exit 3")):
         script.write_text(f"print({text!r})" if not text.startswith("raise") else text)
         result = gpu_tier.run_lesson(script, tmp_path, full=False, timeout=60)
@@ -405,11 +410,11 @@ def _assert_cuda_matches_dense(kernel, mask, shape, seed=0, dtype=torch.float32)
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("n", [1000, flex.FLEX_FROM + 37])  # the dense route, then flex
+@pytest.mark.parametrize("n", [1000, dispatch.FLEX_FROM + 37])  # the dense route, then flex
 @pytest.mark.parametrize("options", WINDOW_CASES)
 def test_window_dispatch_on_cuda_matches_dense(n, options):
-    route = flex.choose_kernel(torch.device("cuda"), n, torch.float32, 64)
-    assert route == ("dense" if n < flex.FLEX_FROM else "flex")
+    route = dispatch.choose_kernel(torch.device("cuda"), n, torch.float32, 64)
+    assert route == ("dense" if n < dispatch.FLEX_FROM else "flex")
     mask = _window_mask(n, 64, options.get("dilation", 1), options.get("causal", False),
                         options.get("global_idx", ()))
     _assert_cuda_matches_dense(lambda q, k, v: window_attention_torch(q, k, v, 64, **options),
@@ -417,7 +422,7 @@ def test_window_dispatch_on_cuda_matches_dense(n, options):
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("n", [1000, flex.FLEX_FROM + 37])
+@pytest.mark.parametrize("n", [1000, dispatch.FLEX_FROM + 37])
 @pytest.mark.parametrize("causal", [False, True])
 def test_block_sparse_dispatch_on_cuda_matches_dense(n, causal):
     block = 64
@@ -429,7 +434,7 @@ def test_block_sparse_dispatch_on_cuda_matches_dense(n, causal):
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("n", [1000, flex.FLEX_FROM + 37])
+@pytest.mark.parametrize("n", [1000, dispatch.FLEX_FROM + 37])
 def test_multiscale_dispatch_on_cuda_matches_the_reference(n):
     cuda = torch.device("cuda")
     ws = [3, 3, n // 16, n // 16, n // 8, n // 4, n // 2, n - 1]

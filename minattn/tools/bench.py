@@ -49,7 +49,8 @@ def bench_args(description: str, dtypes=("float32",), devices=("cpu", "cuda"),
         parser.error(f"--device {args.device}: this benchmark measures {' and '.join(devices)} "
                      "only")
     if args.device.type == "cuda" and not torch.cuda.is_available():
-        parser.error(f"--device {args.device}: this torch ({torch.__version__}) sees no CUDA device")
+        parser.error(f"--device {args.device}: this torch ({torch.__version__}) sees no CUDA "
+                     "device")
     args.dtype = getattr(torch, args.dtype)
     return args
 
