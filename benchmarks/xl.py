@@ -71,7 +71,7 @@ def main():
           f"{torch.__version__}, {repeats} interleaved repeats (medians)\n")
     rows, raw = [], []
     for c in contexts:
-        speed = eval_speed(c, repeats=repeats, device=device)
+        speed = eval_speed(c, repeats=repeats, device=device, kv_cache=True)
         ops = operations_per_token(c, device)
         raw.append(dict(context=c, tokens_per_s=speed, operations_per_token=ops))
         vanilla = speed["vanilla, recompute"]

@@ -70,7 +70,7 @@ def rel_attention_fast_torch(q, k, v, r, u_bias, v_bias, scale=None) -> torch.Te
 @torch.no_grad()
 def eval_speed(context: int, d_model: int = 128, num_heads: int = 4, num_layers: int = 2,
                vocab_size: int = 50, seg_len: int = 128, repeats: int = 3, device="cpu",
-               seed: int = 0) -> dict[str, float]:
+               seed: int = 0, kv_cache: bool = False) -> dict[str, float]:
     """Tokens per second when every prediction sees (at least) `context` earlier tokens.
 
     * 'vanilla, recompute': a `VanillaLM` predicts one token from a window of the last
@@ -79,8 +79,9 @@ def eval_speed(context: int, d_model: int = 128, num_heads: int = 4, num_layers:
       memory of `context` hidden states per layer (the paper's evaluation): token i of the
       segment sees context + i earlier tokens, and nothing is computed twice.
     * 'XL, one token at a time': the same memory, one new token per call of the model.
-    * 'XL, one token, KV cache': one new token per call of an `XLDecoder` (as in sampling),
-      and on CUDA also 'XL, one token, KV cache + CUDA graph' (its step replayed as a graph).
+    * with kv_cache: 'XL, one token, KV cache', one new token per call of an `XLDecoder` (as
+      in sampling), and on CUDA also 'XL, one token, KV cache + CUDA graph' (its step
+      replayed as a graph).
     Untrained weights (speed does not depend on them); batch 1; medians of interleaved repeats.
     """
     from .models import VanillaLM
@@ -100,8 +101,8 @@ def eval_speed(context: int, d_model: int = 128, num_heads: int = 4, num_layers:
         "XL, cached": lambda: xl(segment, memories),  # seg_len tokens predicted
         "XL, one token at a time": lambda: xl(segment[:, :1], memories),  # 1 token predicted
     }
-    decoders = {"XL, one token, KV cache": XLDecoder(xl, context)}
-    if torch.device(device).type == "cuda":
+    decoders = {"XL, one token, KV cache": XLDecoder(xl, context)} if kv_cache else {}
+    if kv_cache and torch.device(device).type == "cuda":
         decoders["XL, one token, KV cache + CUDA graph"] = XLDecoder(xl, context)
     for name, decoder in decoders.items():
         decoder.prefill(window)  # a full cache: every step attends to context + 1 positions

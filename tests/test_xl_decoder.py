@@ -111,3 +111,13 @@ def test_decoder_on_cuda_eager_and_as_a_cuda_graph(graph):
         decoder.prefill(prompt)
         decoder.capture()  # recorded after a prefill; the checks below prefill again
     _assert_steps_match(model, decoder, prompt, tokens, ctx, 1e-4)
+
+
+def test_eval_speed_times_the_decoder_when_asked():
+    from minattn.xl_fast import eval_speed
+
+    plain = eval_speed(16, d_model=16, num_heads=2, num_layers=1, seg_len=8, repeats=1)
+    both = eval_speed(16, d_model=16, num_heads=2, num_layers=1, seg_len=8, repeats=1,
+                      kv_cache=True)
+    assert set(both) - set(plain) == {"XL, one token, KV cache"}  # (+ a CUDA graph on CUDA)
+    assert all(v > 0 for v in both.values())
