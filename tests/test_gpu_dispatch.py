@@ -285,7 +285,8 @@ def test_the_kernels_dispatch_to_flex(decide):
                            "MINATTN_COMPILE_TESTS=1 runs it")
 def test_compiled_flex_on_the_cpu_visits_our_tiles():
     """torch.compile'd FlexAttention (the CPU's fused kernel, which like the GPU's visits only
-    the listed tiles): our BlockMasks give the dense result, and a tile dropped from a list
+    the listed tiles): our BlockMasks (window, per-head windows with padding, a causal block
+    layout) give the dense result, and a tile dropped from a list
     changes it — the tile lists are used, not just the mask_mod. Opt-in: compiling costs more
     than the whole default run may spend here; the tile lists themselves are checked against
     the masks above, and the `cuda` tests run the compiled kernel on a GPU."""
@@ -295,6 +296,17 @@ def test_compiled_flex_on_the_cpu_visits_our_tiles():
     ref, _ = attention_torch(q, k, v, torch.as_tensor(_window_mask(n, w, 2, True, [150])))
     out = flex.flex_window_attention(q, k, v, w, dilation=2, causal=True, global_idx=[150],
                                      compiled=True)
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
+    ws = [3, 20, 150, 299]  # per-head tiles (the BlockMask's head axis), with key padding
+    q4, k4, v4 = _qkv((2, 4, n, 16), seed=1, dtype=torch.float32)
+    pad = padding_mask_torch(torch.tensor([300, 170]), n)
+    ref4, _ = multiscale_attention_torch(q4, k4, v4, ws, pad)
+    out4 = flex.flex_multiscale_attention(q4, k4, v4, ws, pad[:, 0, 0, :], compiled=True)
+    torch.testing.assert_close(out4, ref4, rtol=1e-5, atol=1e-5)
+    layout = bigbird_layout_np(5, 1, 1, 1, seed=0)  # blocks of 64, tiles of 128
+    layout[2] = False
+    ref, _ = attention_torch(q, k, v, torch.as_tensor(np.tril(block_mask_np(layout, 64, n))))
+    out = flex.flex_block_sparse_attention(q, k, v, layout, 64, causal=True, compiled=True)
     torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
     partial, full = flex.window_tiles_np(n, w)
     partial[1, 0] = False  # keys 0..127 hidden from queries 128..255
