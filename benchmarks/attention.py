@@ -31,7 +31,7 @@ def naive_torch(q, k, v):
 
 def contenders(q, k, v, with_numpy: bool):
     """name -> (forward fn, forward+backward fn or None)."""
-    qn, kn, vn = (t.detach().cpu().numpy() for t in (q, k, v))
+    qn, kn, vn = (t.detach().cpu().numpy() for t in (q, k, v)) if with_numpy else (None,) * 3
 
     def fwd_bwd(fn):
         def run():
