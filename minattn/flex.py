@@ -45,12 +45,12 @@ FLEX_HEAD_DIMS = (16, 32, 64, 128, 256)  # head sizes flex's GPU kernel is known
 
 @functools.lru_cache(maxsize=1)
 def flex_available() -> bool:
+    """Does this torch have FlexAttention (torch >= 2.5)?"""
     try:
         from torch.nn.attention.flex_attention import BlockMask, flex_attention  # noqa: F401
     except ImportError:
         return False
     return True
-
 
 
 # ============================================================================ tiles
@@ -287,6 +287,7 @@ def _as_4d(x: torch.Tensor) -> torch.Tensor:
 
 
 def check_self_attention(q, k, v):
+    """q, k, v of attention (`check_attention_inputs`) with one length N for queries and keys."""
     check_attention_inputs(q, k, v)
     if q.shape[-2] != k.shape[-2]:
         fail("sparse patterns are self-attention: queries and keys must have one length N",
