@@ -114,8 +114,9 @@ def test_global_random_bigbird_and_union():
 
 def test_sparse_transformer_patterns():
     local, strided = strided_masks_np(16, 4)
-    i = 13
-    assert np.flatnonzero(local[i]).tolist() == [10, 11, 12, 13]
+    i = 13  # A¹ = {t, ..., i}, t = max(0, i - l): l + 1 keys (Child et al. 2019, §4.3)
+    assert np.flatnonzero(local[i]).tolist() == [9, 10, 11, 12, 13]
+    assert np.flatnonzero(local[2]).tolist() == [0, 1, 2]  # t = max(0, 2 - 4)
     assert np.flatnonzero(strided[i]).tolist() == [1, 5, 9, 13]
     block, summary = fixed_masks_np(16, 4, 1)
     assert np.flatnonzero(block[i]).tolist() == [12, 13]
@@ -173,7 +174,7 @@ def test_flex_create_mask_equals_our_masks(n):
         return window(b, h, qi, ki) | (qi == 0) | (qi == 5) | (ki == 0) | (ki == 5)
 
     def strided(b, h, qi, ki):
-        return (ki <= qi) & (((qi - ki) < stride) | ((qi - ki) % stride == 0))
+        return (ki <= qi) & (((qi - ki) <= stride) | ((qi - ki) % stride == 0))
 
     def fixed(b, h, qi, ki):
         return (ki <= qi) & ((qi // blk == ki // blk) | (ki % blk >= blk - c))
@@ -299,10 +300,10 @@ def test_window_function_matches_autograd_path(n, w, dilation, block, causal, ch
 
 
 def test_strided_heads_run_on_the_window_kernel():
-    """Sparse Transformer strided = causal window (w = l - 1) and causal dilated (δ = l)."""
+    """Sparse Transformer strided = causal window (w = l) and causal dilated (δ = l)."""
     n, l = 30, 5
     local, strided = strided_masks_np(n, l)
-    _assert_matches_dense(lambda q, k, v: window_attention_torch(q, k, v, l - 1, causal=True,
+    _assert_matches_dense(lambda q, k, v: window_attention_torch(q, k, v, l, causal=True,
                                                                  block=4), local)
     _assert_matches_dense(lambda q, k, v: window_attention_torch(q, k, v, n, dilation=l,
                                                                  causal=True, block=4), strided)
