@@ -222,7 +222,6 @@ def test_dilated_kernel_matches_dense(n, w, dilation, block, causal):
         _window_mask(n, w, dilation, causal), seed=n)
 
 
-@pytest.mark.exercise("2.2")
 @pytest.mark.parametrize("n,w,dilation,glob", [(20, 2, 1, [0]), (37, 3, 1, [0, 18, 36]),
                                                (37, 2, 3, [4, 5]), (9, 1, 2, [8]),
                                                (40, 30, 1, [39]), (5, 0, 7, [0, 2])])
