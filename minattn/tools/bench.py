@@ -105,16 +105,23 @@ def _status_kib(field: str) -> int:
     raise KeyError(field)
 
 
-def _return_freed_memory_to_the_os() -> None:
+def _return_freed_memory_to_the_os(measuring: bool = True) -> None:
     """Make glibc give every large block back to the OS when it is freed (and now), so the
     resident set measures what is live. Without this, freed blocks stay resident and a later
-    measurement reuses them without the peak moving."""
+    measurement reuses them without the peak moving.
+
+    measuring=False undoes it after a measurement: with a 64 KiB threshold every later
+    allocation above it is a fresh mmap that page-faults, and a model trained afterwards in
+    the same process spent several times more system time (measured 8x in lesson 01). The
+    values restored are glibc's own upper limits for its adaptive thresholds on 64-bit."""
     try:
         libc = ctypes.CDLL("libc.so.6")
         M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-        libc.mallopt(M_MMAP_THRESHOLD, 64 * 1024)
-        libc.mallopt(M_TRIM_THRESHOLD, 64 * 1024)
-        libc.malloc_trim(0)
+        mmap, trim = (64 * 1024, 64 * 1024) if measuring else (32 << 20, 64 << 20)
+        libc.mallopt(M_MMAP_THRESHOLD, mmap)
+        libc.mallopt(M_TRIM_THRESHOLD, trim)
+        if measuring:
+            libc.malloc_trim(0)
     except OSError:  # not glibc: measurements are upper bounds of the truth
         pass
 
@@ -142,8 +149,11 @@ def peak_memory(fn: Callable[[], object], device="cpu") -> float | None:
         before = _status_kib("VmRSS")
     except OSError:
         return None
-    fn()
-    return float(max(_status_kib("VmHWM") - before, 0) * 1024)
+    try:
+        fn()
+        return float(max(_status_kib("VmHWM") - before, 0) * 1024)
+    finally:
+        _return_freed_memory_to_the_os(measuring=False)
 
 
 def save_json(path: Path | None, payload: dict) -> None:
