@@ -459,3 +459,15 @@ def test_deaf_bigbird_fraction_in_range():
     """Measured: 9 of the layout seeds 0..99 leave position 0 deaf to the second half."""
     from minattn.answers import sparse as answers
     assert 0.07 <= answers.fraction_of_deaf_bigbird_layouts() <= 0.11
+
+
+def test_running_mean_of_a_training_curve():
+    """Lesson 02's loss panel: the trailing mean of the last `window` values at every step."""
+    from minattn.plots import running_mean_np
+
+    x = np.array([4.0, 0.0, 2.0, 6.0, 1.0])
+    np.testing.assert_allclose(running_mean_np(x, 2), [4, 2, 1, 4, 3.5])
+    np.testing.assert_allclose(running_mean_np(x, 10), np.cumsum(x) / np.arange(1, 6))
+    np.testing.assert_array_equal(running_mean_np(x, 1), x)
+    with pytest.raises(ValueError, match="expected"):
+        running_mean_np(x, 0)
