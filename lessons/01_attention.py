@@ -245,7 +245,8 @@ for ax, (title, names, logy) in zip(axes, panels):
     for name in names:
         for scaled, color in ((True, "C0"), (False, "C3")):
             ax.plot(dims, summary[scaled][name], "o-" if name.startswith(("median", "largest"))
-                    else "s:", color=color, label=f"{name.split()[0]}, {'q·k/√d' if scaled else 'q·k'}")
+                    else "s:", color=color, label=(f"{name.split()[0]}, " if len(names) > 1 else "")
+                    + ("q·k/√d" if scaled else "q·k"))
     ax.set(xscale="log", xlabel="d", title=title, yscale="log" if logy else "linear")
     ax.set_xticks(dims, [str(d) for d in dims])
     if logy:  # one tick per decade (and no minor ticks: placing those is slow)
