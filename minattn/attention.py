@@ -244,8 +244,10 @@ def fast_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                          is_causal: bool = False) -> torch.Tensor:
     """Torch-only: the output of `attention_np` through PyTorch's fused kernel (no weights).
 
-    F.scaled_dot_product_attention picks a flash / memory-efficient kernel when it can, so the
-    (Lq, Lk) matrix is never stored. Two differences from our convention are patched here:
+    F.scaled_dot_product_attention runs a fused kernel (flash; on CUDA also memory-efficient)
+    when one accepts the inputs, and then the (Lq, Lk) matrix is never stored; otherwise its
+    math backend stores it, like `attention_torch` (lesson 01, section 8, measures both). Two
+    differences from our convention are patched here:
     a fully masked row comes back as NaN from some kernels (we return zeros), and causality
     is bottom-right aligned as in `causal_mask_torch` — the Lq queries are the *last* Lq
     positions of the Lk keys, as when a cache or memory of earlier keys is prepended. (SDPA's
@@ -286,8 +288,9 @@ class MultiHeadAttention(nn.Module):
     forward(query (B, Lq, D), key (B, Lk, D), value (B, Lk, D), mask=None, need_weights=False)
         -> output (B, Lq, D), weights (B, H, Lq, Lk) or None
 
-    With need_weights=False the fused `F.scaled_dot_product_attention` runs (fast, O(N)
-    memory); with need_weights=True the explicit path runs and returns per-head weights.
+    With need_weights=False `F.scaled_dot_product_attention` runs (fast, and O(N) memory when
+    it picks a fused kernel); with need_weights=True the explicit path runs and returns
+    per-head weights.
     `torch.nn.MultiheadAttention` averages weights over heads by default: use
     `weights.mean(1)` to compare. Its masks mean the opposite (True = blocked) — ours follow
     SDPA (True = may attend).

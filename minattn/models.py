@@ -61,6 +61,42 @@ class RecallMeanPool(nn.Module):
         return self.mlp(torch.cat([asked, summary.expand_as(asked)], dim=-1))
 
 
+class PositionReader(nn.Module):
+    """One self-attention layer that has to read by position (lesson 01's reversal task).
+
+        tokens (B, N) -> logits (B, N, n_symbols)
+
+    x = E[token] + P, with P chosen by `positions`: "none" (attention sees a bag of tokens),
+    "sinusoid" (Vaswani et al.'s fixed table, `sinusoid_torch`) or "learned" (a trained
+    (max_len, D) table). One single-head self-attention layer over x; each position's attended
+    vector is read out as symbol logits.
+    """
+
+    POSITIONS = ("none", "sinusoid", "learned")
+
+    def __init__(self, n_symbols: int, max_len: int, positions: str, d_model: int = 64):
+        super().__init__()
+        if positions not in self.POSITIONS:
+            fail("unknown positions", f"one of {self.POSITIONS}", repr(positions))
+        self.positions = positions
+        self.embedding = nn.Embedding(n_symbols, d_model)
+        self.table = (nn.Parameter(torch.randn(max_len, d_model) * 0.02)
+                      if positions == "learned" else None)
+        self.attention = MultiHeadAttention(d_model, num_heads=1)
+        self.readout = nn.Sequential(nn.LayerNorm(d_model), nn.Linear(d_model, n_symbols))
+
+    def forward(self, tokens: torch.Tensor, need_weights: bool = False):
+        x = self.embedding(tokens)  # (B, N, D)
+        n, d = x.shape[1], x.shape[2]
+        if self.positions == "sinusoid":
+            x = x + sinusoid_torch(n, d, device=x.device, dtype=x.dtype)  # row p codes position p
+        elif self.positions == "learned":
+            x = x + self.table[:n]
+        found, weights = self.attention(x, need_weights=need_weights)
+        logits = self.readout(found)  # (B, N, n_symbols)
+        return (logits, weights) if need_weights else logits
+
+
 def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 

@@ -6,6 +6,7 @@ Every attention-like matrix is drawn the same way: rows = queries (targets), col
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.ticker import NullLocator
 
 from .tools.utils import as_numpy
 
@@ -36,18 +37,38 @@ def heatmap(ax, weights, xlabels=None, ylabels=None, title=None, cmap="viridis",
     return im
 
 
-def plot_curves(ax, histories: dict, key: str, title=None, ylabel=None, logy=False):
+def running_mean_np(values, window: int) -> np.ndarray:
+    """Trailing mean of the last `window` values at every step (fewer at the start):
+    out[t] = mean(values[max(0, t - window + 1) .. t])."""
+    x = np.asarray(values, dtype=float)
+    if window < 1 or x.ndim != 1:
+        raise ValueError(f"running_mean_np: expected a 1-d sequence and window >= 1, got shape "
+                         f"{x.shape} and window={window}")
+    total = np.cumsum(np.concatenate([[0.0], x]))
+    start = np.maximum(np.arange(1, x.size + 1) - window, 0)
+    return (total[1:] - total[start]) / (np.arange(1, x.size + 1) - start)
+
+
+def plot_curves(ax, histories: dict, key: str, title=None, ylabel=None, logy=False,
+                smooth: int | None = None):
     """Plot `history[key]` against `history['step']` for several named runs on one axis.
 
     `histories` maps a label to a `minattn.train.History` (or any dict with those lists).
+    smooth: draw the raw curve faintly and its running mean over `smooth` steps on top.
     """
     for label, hist in histories.items():
         steps = hist.get(f"{key}_step", hist["step"])
-        ax.plot(steps, hist[key], label=label)
+        if smooth:
+            (raw,) = ax.plot(steps, hist[key], alpha=0.2, lw=0.8)
+            ax.plot(steps, running_mean_np(hist[key], smooth), color=raw.get_color(), lw=1.8,
+                    label=label)
+        else:
+            ax.plot(steps, hist[key], label=label)
     ax.set_xlabel("training step")
-    ax.set_ylabel(ylabel or key)
+    ax.set_ylabel(ylabel or (f"{key} (running mean over {smooth} steps)" if smooth else key))
     if logy:
         ax.set_yscale("log")
+        ax.yaxis.set_minor_locator(NullLocator())  # decades only: placing minor ticks is slow
     if title:
         ax.set_title(title)
     ax.grid(alpha=0.3)

@@ -13,13 +13,14 @@ Conventions, stated once for every function below:
       does not divide N (a block layout always covers ceil(N / block) blocks);
     * anything random takes a `seed`.
 
-The patterns (seed 003, MATH.md "Sparse patterns"):
+The patterns (Beltagy et al. 2020, "Longformer", §3.1; Zaheer et al. 2020, "Big Bird", §2;
+Child et al. 2019, "Generating Long Sequences with Sparse Transformers", §4.3):
     sliding window     |i - j| <= w                                 (Longformer)
     dilated window     |i - j| <= w·δ  and  (i - j) mod δ = 0       (Longformer)
     global tokens      i in G or j in G                             (Longformer)
     random keys        r keys per query, drawn uniformly            (BigBird)
     BigBird            window + global + random, on blocks of b     (BigBird)
-    strided (2 heads)  local: 0 <= i - j < l;  strided: (i - j) mod l = 0, j <= i
+    strided (2 heads)  local: 0 <= i - j <= l;  strided: (i - j) mod l = 0, j <= i
     fixed   (2 heads)  block: i, j in the same length-l block, j <= i;
                        summary: j mod l >= l - c, j <= i             (Sparse Transformer)
 """
@@ -178,15 +179,16 @@ def bigbird_mask_np(n: int, block: int, window: int = 1, n_global: int = 1, n_ra
 def strided_masks_np(n: int, stride: int) -> tuple[np.ndarray, np.ndarray]:
     """Sparse Transformer "strided" pattern (causal), one mask per head: (local, strided).
 
-    local: the previous l tokens, 0 <= i - j < l.  strided: every l-th token back, (i - j) mod
-    l = 0. Any j <= i is reached in two hops (local then strided): with l ≈ √N each query sees
-    about 2√N keys. local is a causal window of w = l - 1; strided a causal dilated window with
-    δ = l and w = N (unbounded), so the window kernels compute both heads.
+    local: A¹ᵢ = {t, ..., i}, t = max(0, i - l): the token and the l before it, l + 1 keys.
+    strided: A²ᵢ = {j <= i : (i - j) mod l = 0}, every l-th token back (Child et al. 2019,
+    §4.3). Any j <= i is reached in two hops (local then strided). With l ≈ √N each query sees
+    about 2√N keys: N·2√N in all, O(N√N). local is a causal window of w = l; strided a causal
+    dilated window with δ = l and w = N (unbounded), so the window kernels compute both heads.
     """
     stride = _check_int("stride l", stride, 1)
     i, j = _positions(n)
     causal = j <= i
-    return causal & (i - j < stride), causal & ((i - j) % stride == 0)
+    return causal & (i - j <= stride), causal & ((i - j) % stride == 0)
 
 
 def fixed_masks_np(n: int, block: int, summary: int) -> tuple[np.ndarray, np.ndarray]:

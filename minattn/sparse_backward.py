@@ -83,7 +83,6 @@ def window_attention_backward_torch(q, k, v, grad_out, w_left, w_right, c, scale
         q0 = b0 * c  # first query row of the chunk
         k0 = q0 - w_left  # first key row its spans touch (may be < 0)
         k_len = (nbc + pieces - 1) * c  # rows k0 .. k0 + k_len - 1 cover every span
-        # BEGIN EXERCISE 2.2 blocked window: query blocks of c, unfolded key spans, one SDPA call with the band mask
         qb = _rows(q, q0, nbc * c).unflatten(1, (nbc, c))  # (B, nbc, c, d)
         gb = _rows(grad_out, q0, nbc * c).unflatten(1, (nbc, c))  # (B, nbc, c, dv)
         # The spans of the chunk's blocks: views of its key rows, as in unfold_blocks_torch.
@@ -91,7 +90,6 @@ def window_attention_backward_torch(q, k, v, grad_out, w_left, w_right, c, scale
         vs = _rows(v, k0, k_len).unfold(1, span, c)[:, :nbc].transpose(-1, -2)  # (B,nbc,span,dv)
         mask = _chunk_mask(band, q0, k0, nbc, c, n)  # None (inner chunk) or (nbc, c, span)
         hide = hidden if mask is None else torch.from_numpy(~mask).to(q.device)
-        # END EXERCISE
         # BEGIN EXERCISE 1.3 attention backward: dq, dk, dv from grad_out
         scores = (qb @ ks.transpose(-1, -2)).mul_(scale).masked_fill_(hide, float("-inf"))
         p = torch.softmax(scores, dim=-1)  # P: (B, nbc, c, span)

@@ -75,7 +75,7 @@ def blocked_window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Te
     it (an unfold of the padded keys); one batched SDPA call with the fixed (c, c + w_l + w_r)
     band mask does all blocks at once. Work: N·(c + w_l + w_r) scores instead of N².
     """
-    # BEGIN EXERCISE 2.2 blocked window: query blocks of c, unfolded key spans, one SDPA call with the band mask
+    # BEGIN EXERCISE 2.2 implement: the blocked window forward: query blocks of c, unfolded key spans, one SDPA call with the band mask (~20 min)
     n_blocks = -(-q.shape[-2] // block)
     pad = n_blocks * block - q.shape[-2]
     q_blocks = (F.pad(q, (0, 0, 0, pad)) if pad else q).unflatten(-2, (n_blocks, block))
@@ -175,11 +175,9 @@ def _end_blocks(q, k, v, w_left, w_right, c, scale):
     exact |= (q_pos >= n)[:, :, None]  # padded queries: any finite row will do (cut off later)
     # Positions outside 0 .. N-1 are clamped to a real row: `exact` masks them out.
     q_idx, k_idx = (torch.as_tensor(np.clip(p, 0, n - 1), device=device) for p in (q_pos, k_pos))
-    # BEGIN EXERCISE 2.2 blocked window: query blocks of c, unfolded key spans, one SDPA call with the band mask
     out = F.scaled_dot_product_attention(q[:, q_idx], k[:, k_idx], v[:, k_idx],
                                          attn_mask=torch.as_tensor(exact, device=device),
                                          scale=scale)  # (B, nw, c, dv)
-    # END EXERCISE
     return torch.as_tensor(blocks, device=device), out
 
 
@@ -254,7 +252,8 @@ def global_window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Ten
     n_blocks = -(-qc.shape[-2] // c)
     mask = torch.as_tensor(_global_blocks_mask_np(n, w, dilation, causal, c, g_np),
                            device=device).flatten(0, 1)  # (δ·nb, c, span + G)
-    # BEGIN EXERCISE 2.2 blocked window: query blocks of c, unfolded key spans, one SDPA call with the band mask
+    # not a twin of exercise 2.2: it cuts blocks as 2.2 does (the lesson draws that), but
+    # its keys (span + global) and its exact per-block masks are its own; 2.2 is the band alone.
     q_blocks = F.pad(qc, (0, 0, 0, n_blocks * c - qc.shape[-2])).unflatten(-2, (n_blocks, c))
     k_all, v_all = (torch.cat([unfold_blocks_torch(xc, c, w, w_right),  # (..., δ, nb, span, d)
                                x[..., None, None, g, :].expand(*xc.shape[:-2], n_blocks,
@@ -264,7 +263,6 @@ def global_window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Ten
     q4, k4, v4 = (x.reshape(-1, x.shape[-4] * x.shape[-3], *x.shape[-2:])
                   for x in (q_blocks, k_all, v_all))
     out = F.scaled_dot_product_attention(q4, k4, v4, attn_mask=mask, scale=scale)
-    # END EXERCISE
     out = out.reshape(*qc.shape[:-2], n_blocks * c, -1)[..., :qc.shape[-2], :]  # (..., δ, m, dv)
     out = out.transpose(-2, -3).flatten(-3, -2)[..., :n, :]  # (..., N, dv)
     rows_mask = torch.arange(n, device=device) <= g[:, None] if causal else None  # (G, N)

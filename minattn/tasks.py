@@ -42,6 +42,23 @@ def associative_recall(batch_size: int, n_pairs: int, n_keys: int, n_values: int
     return {name: t.to(device) for name, t in batch.items()}
 
 
+def reversal(batch_size: int, n: int, n_symbols: int, generator: torch.Generator,
+             device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """Reverse a sequence: the answer at position i is the symbol at position n − 1 − i.
+
+    Each example is n distinct symbols of [0, n_symbols) in a random order. A model blind to
+    order knows only its own symbol and the set of all n, so position i can do no better than
+    guess one of the n − 1 others: accuracy 1/(n − 1), exactly (the symbols are distinct).
+
+    Returns tokens (B, N) and targets (B, N) = tokens reversed, int64.
+    """
+    if batch_size <= 0 or n < 2 or n > n_symbols:
+        fail("reversal sizes", "batch_size >= 1 and 2 <= n <= n_symbols",
+             f"batch_size={batch_size}, n={n}, n_symbols={n_symbols}")
+    tokens = torch.rand(batch_size, n_symbols, generator=generator).argsort(dim=1)[:, :n]
+    return tokens.to(device), tokens.flip(1).to(device)
+
+
 CLS, SYMBOL_A, SYMBOL_B = 0, 1, 2  # the tokens of `two_halves`
 
 

@@ -431,6 +431,68 @@ def test_predicted_weight_of_a_duplicated_token():
 def test_reported_jacobian_norm_with_4096_keys():
     from minattn.answers.attention import jacobian_norm_with_4096_keys
 
-    # softmax_statistics(64, True, rng, n_keys=4096) gives 0.0257-0.0259 over seeds 0-2
-    # (500 queries); 64 keys give 0.18.
+    # softmax_rows(64, rng, n_keys=4096)[True]["jacobian"].mean() gives 0.0257-0.0259 over
+    # seeds 0-2 (500 queries); 64 keys give 0.18.
     assert 0.02 <= jacobian_norm_with_4096_keys() <= 0.032
+
+
+# ----------------------------------------------------------------------------- lesson 01: the backward's row sum
+def test_backward_row_sum_needs_only_the_output(rng):
+    """rowsum(∂P ⊙ P) = rowsum(∂O ⊙ O), the identity FlashAttention's backward rests on (Dao et
+    al. 2022, Appendix B), with masks and a query row that sees no key."""
+    q, k, v = random_qkv(rng)
+    mask = rng.random((2, 3, 5, 7)) < 0.6
+    mask[0, 0, 0] = False  # an empty row: both sums are 0
+    grad_out = rng.standard_normal((2, 3, 5, 6))
+    out, weights = attention_np(q, k, v, mask)
+    row_sum_p = ((grad_out @ np.swapaxes(v, -1, -2)) * weights).sum(-1)
+    np.testing.assert_allclose(row_sum_p, (grad_out * out).sum(-1), rtol=0, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- lesson 01: positions
+def test_sinusoid_offset_is_one_rotation_for_every_position():
+    """Vaswani et al. §3.5: PE(p + k) is a linear function of PE(p): each (sin, cos) pair turns by
+    k·ω. The library's table lays out all sines, then all cosines."""
+    from minattn.xl import sinusoid_np
+
+    n, d, k = 40, 16, 5
+    pe = sinusoid_np(n, d)
+    omega = 1.0 / 10000 ** (np.arange(0, d, 2) / d)
+    c, s = np.diag(np.cos(k * omega)), np.diag(np.sin(k * omega))
+    np.testing.assert_allclose(pe[:-k] @ np.block([[c, -s], [s, c]]), pe[k:], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(pe[:, :d // 2] ** 2 + pe[:, d // 2:] ** 2, 1.0)  # unit pairs
+
+
+def test_reversal_task_targets_and_sizes():
+    from minattn.tasks import reversal
+
+    tokens, targets = reversal(5, 6, 9, torch.Generator().manual_seed(0))
+    assert tokens.shape == targets.shape == (5, 6) and tokens.dtype == torch.int64
+    torch.testing.assert_close(targets, tokens.flip(1))
+    assert all(len(set(row.tolist())) == 6 for row in tokens)  # distinct: the floor is 1/(N-1)
+    assert int(tokens.max()) < 9
+    for bad in ((0, 6, 9), (5, 10, 9), (5, 1, 9)):
+        with pytest.raises(ValueError, match="expected"):
+            reversal(*bad, torch.Generator())
+
+
+def test_position_reader_without_positions_is_blind_to_order():
+    """With positions="none" permuting the input permutes the logits: no model of that kind can
+    reverse a sequence. The sinusoids and a learned table break the symmetry."""
+    from minattn.models import PositionReader
+
+    tokens = torch.randperm(12)[:7][None]
+    perm = torch.tensor([3, 0, 6, 1, 5, 2, 4])
+    for positions in PositionReader.POSITIONS:
+        torch.manual_seed(0)
+        model = PositionReader(12, 7, positions, d_model=8).double()
+        if positions == "learned":
+            torch.nn.init.normal_(model.table)
+        with torch.no_grad():
+            logits, weights = model(tokens, need_weights=True)
+            permuted = model(tokens[:, perm])
+        assert logits.shape == (1, 7, 12) and weights.shape == (1, 1, 7, 7)
+        blind = torch.allclose(permuted, logits[:, perm], atol=1e-12)
+        assert blind == (positions == "none"), positions
+    with pytest.raises(ValueError, match="expected"):
+        PositionReader(12, 7, "rotary")

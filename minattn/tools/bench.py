@@ -173,16 +173,25 @@ def _status_kib(field: str) -> int:
     raise KeyError(field)
 
 
-def _return_freed_memory_to_the_os() -> None:
+def _return_freed_memory_to_the_os(measuring: bool = True) -> None:
     """Make glibc give every large block back to the OS when it is freed (and now), so the
     resident set measures what is live. Without this, freed blocks stay resident and a later
-    measurement reuses them without the peak moving."""
+    measurement reuses them without the peak moving.
+
+    measuring=False eases it after a measurement: with a 64 KiB threshold every later
+    allocation above it is a fresh mmap that page-faults, and a model trained afterwards in
+    the same process spent several times more system time (measured 8x in lesson 01). A 1 MiB
+    threshold keeps a training step's tensors on the heap; larger blocks still come and go by
+    mmap, so that the heap does not grow chunks a later measurement would quietly reuse (with
+    32 MiB, explicit attention at N = 256 then read 62 bytes per N² instead of 46)."""
     try:
         libc = ctypes.CDLL("libc.so.6")
         M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-        libc.mallopt(M_MMAP_THRESHOLD, 64 * 1024)
-        libc.mallopt(M_TRIM_THRESHOLD, 64 * 1024)
-        libc.malloc_trim(0)
+        mmap, trim = (64 * 1024, 64 * 1024) if measuring else (1 << 20, 2 << 20)
+        libc.mallopt(M_MMAP_THRESHOLD, mmap)
+        libc.mallopt(M_TRIM_THRESHOLD, trim)
+        if measuring:
+            libc.malloc_trim(0)
     except OSError:  # not glibc: measurements are upper bounds of the truth
         pass
 
@@ -210,8 +219,11 @@ def peak_memory(fn: Callable[[], object], device="cpu") -> float | None:
         before = _status_kib("VmRSS")
     except OSError:
         return None
-    fn()
-    return float(max(_status_kib("VmHWM") - before, 0) * 1024)
+    try:
+        fn()
+        return float(max(_status_kib("VmHWM") - before, 0) * 1024)
+    finally:
+        _return_freed_memory_to_the_os(measuring=False)
 
 
 def save_json(path: Path | None, payload: dict, device="cpu", dtype=None) -> None:

@@ -25,6 +25,7 @@ Numbers come in two kinds:
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Sequence, Union
 
@@ -59,7 +60,9 @@ def estimate(values: Number, name: str = "values") -> Estimate:
     """An Estimate from a float (exact), a sequence of per-seed values (n >= 2) or an Estimate."""
     if isinstance(values, Estimate):
         return values
-    if isinstance(values, (int, float)) and not isinstance(values, bool):
+    if getattr(values, "ndim", None) == 0:  # a 0-d NumPy array or torch tensor
+        values = values.item()
+    if isinstance(values, numbers.Real) and not isinstance(values, bool):  # NumPy scalars too
         if not math.isfinite(values):
             raise ValueError(f"{name}: expected a finite number, got {values}")
         return Estimate(float(values), 0.0, 1)
