@@ -268,8 +268,6 @@ def manifest_problem(manifest: dict, dest: Path) -> str | None:
         if not isinstance(digest, str) or not re.fullmatch(r"[0-9a-f]{64}", digest):
             return f"its checksum of {rel!r} is not a sha256"
         path = dest / rel
-        if path.is_symlink() or (path.exists() and not path.is_file()):
-            return f"{rel!r} is a link or a folder in the copy"
         parent = path.parent.resolve()
         if parent != dest and dest not in parent.parents:
             return f"{rel!r} leads outside the copy"
@@ -356,6 +354,11 @@ def make_student_copy(dest: Path, root: Path = REPO_ROOT, only=None, force: bool
     again = set(ids) & set((old or {}).get("exercises", []))
     for rel, digest in old_files.items():  # --force: the tool's own files
         path = dest / rel
+        if path.is_symlink():  # never followed: the link itself goes aside
+            backup = backup or _new_backup(dest)
+            (backup / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(path), backup / rel)
+            continue
         if not path.is_file():
             continue
         data = path.read_bytes()

@@ -105,9 +105,11 @@ def find_region(lines: list[str], ex_id: str, k: int, rel: str) -> tuple[int, in
     """(BEGIN index, END index) of the k-th region of `ex_id` in a submission's lines (0-based),
     or what is wrong with its markers. Lenient: other regions' markers may be broken."""
     begins = [i for i, line in enumerate(lines) if (m := BEGIN.match(line)) and m["id"] == ex_id]
+    if not begins:
+        return f"exercise {ex_id}: BEGIN marker missing in {rel}"
     if k >= len(begins):
-        count = f"{len(begins)} of its regions" if begins else "its BEGIN marker"
-        return f"exercise {ex_id}: BEGIN marker missing in {rel} (found {count}, expected {k + 1} or more)"
+        return (f"exercise {ex_id}: BEGIN marker of its region #{k + 1} missing in {rel} "
+                f"(found {len(begins)})")
     b = begins[k]
     for i in range(b + 1, len(lines)):
         if END.match(lines[i]):
@@ -191,9 +193,10 @@ def test_files(teacher: Path, ids) -> list[str]:
 # ============================================================================ grading
 def grade(submissions, out: Path | None = None, only=None, timeout: float = 600,
           root: Path = REPO_ROOT, roster: Path | None = None, names=None,
-          unsafe: bool = False) -> list[dict]:
+          unsafe: bool = False, hide=()) -> list[dict]:
     """Grade each submission folder on the teacher's exercises (see the module docstring);
-    write the CSV gradebook to `out`; return its rows."""
+    write the CSV gradebook to `out`; return its rows. `hide`: more folders the sandbox hides
+    (the teacher's checkout, the submissions and the gradebook's folder always are)."""
     root = Path(root).resolve()
     ids = graded_ids(only, roster, root)
     names = submission_names(submissions, names)
@@ -208,7 +211,7 @@ def grade(submissions, out: Path | None = None, only=None, timeout: float = 600,
                          f"To grade anyway: {UNSAFE}")
     if unsafe:
         print(f"warning: grading WITHOUT a sandbox. {UNSAFE}", file=sys.stderr)
-    hide = [root, *submissions, *{s.parent for s in submissions}]
+    hide = [root, *submissions, *{s.parent for s in submissions}, *map(Path, hide)]
     if out is not None:
         hide.append(out.parent)
     rows = []
@@ -235,14 +238,16 @@ def grade(submissions, out: Path | None = None, only=None, timeout: float = 600,
                          "from minattn.tools.remote import serve; serve()"],
                 env=worker_env(copy if unsafe else Path(INSIDE)))))
             rc, output, report, timed_out = _pytest(
-                teacher, ["-p", "minattn.tools.remote", "--remote-spec", str(spec), "-q",
+                teacher, ["--rootdir", str(teacher), "-p", "minattn.tools.remote",
+                          "--remote-spec", str(spec), "-q",
                           "--tb=line", *files, "--exercises", *ids],
                 work / "report.json", capture=True, timeout=timeout, env=env)
             results.append((name, notes, rc, output, report, timed_out))
             if report.get("read") and totals is None:  # written after collection
                 totals = {k: list(v.get("tests", [])) for k, v in report["exercises"].items()}
         if totals is None:  # no run got past collection (a very short --timeout): count alone
-            _, _, collected, _ = _pytest(teacher, ["--collect-only", "-q", *files, "--exercises", *ids],
+            _, _, collected, _ = _pytest(teacher, ["--rootdir", str(teacher), "--collect-only",
+                                                   "-q", *files, "--exercises", *ids],
                                          tmp / "collect.json", capture=True, timeout=None, env=env)
             totals = {k: list(v.get("tests", [])) for k, v in collected.get("exercises", {}).items()}
     for name, notes, rc, output, report, timed_out in results:
@@ -299,7 +304,8 @@ def _print_grades(rows: list[dict]) -> None:
     width = max([10] + [len(r["submission"]) for r in rows]) + 2
     print(f"\n{'submission':{width}}{'exercise':9}{'tests':8}first failure")
     for r in rows:
-        print(f"{r['submission']:{width}}{r['exercise']:9}{r['passed']}/{r['total']:<6}"
+        tests = f"{r['passed']}/{r['total']}"
+        print(f"{r['submission']:{width}}{r['exercise']:9}{tests:8}"
               f"{_short(r['first_failure'], 80)}")
     print()
     for name in dict.fromkeys(r["submission"] for r in rows):

@@ -78,16 +78,18 @@ def _python_dirs() -> list[str]:
     return sorted(_existing(dirs))
 
 
-def bwrap_args(copy: Path, hide, command: list[str], env: dict[str, str]) -> list[str]:
-    """bwrap's arguments (without the program name): `copy` writable at INSIDE, everything in
-    `hide` (and ALWAYS_HIDDEN) behind empty folders, `command` run in INSIDE with `env` only."""
+def bwrap_options(copy: Path, hide, env: dict[str, str]) -> list[str]:
+    """bwrap's options: `copy` writable at INSIDE, everything in `hide` (and ALWAYS_HIDDEN)
+    behind empty folders, the command run in INSIDE with `env` only."""
     args = ["--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     for dev in sorted(Path("/dev").glob("nvidia*")):  # a GPU stays usable, nothing else
         args += ["--dev-bind", str(dev), str(dev)]
     hidden = _existing([*ALWAYS_HIDDEN, tempfile.gettempdir(), Path.home(), *hide])
-    # shortest first: a folder inside an already hidden one is hidden by it
-    for h in sorted(hidden, key=len):
+    # a folder inside a hidden one is hidden with it (hiding it again would leave its name
+    # visible, as an empty mount point)
+    hidden = [h for h in hidden if not any(h.startswith(o + "/") for o in hidden)]
+    for h in sorted(hidden):
         args += ["--tmpfs", h]
     for d in _python_dirs():  # the environment may live in a hidden folder (a venv in the checkout)
         if any(d == h or d.startswith(h + "/") for h in hidden):
@@ -95,7 +97,7 @@ def bwrap_args(copy: Path, hide, command: list[str], env: dict[str, str]) -> lis
     args += ["--bind", str(Path(copy).resolve()), INSIDE, "--chdir", INSIDE]
     for key, value in env.items():
         args += ["--setenv", key, value]
-    return args + ["--", *command]
+    return args
 
 
 def spawn(copy: Path, hide, command: list[str], env: dict[str, str], unsafe: bool = False,
@@ -108,12 +110,15 @@ def spawn(copy: Path, hide, command: list[str], env: dict[str, str], unsafe: boo
     problem = bwrap_problem()
     if problem is not None:
         raise RuntimeError(problem)
-    argv = bwrap_args(copy, hide, command, env)
-    read, write = os.pipe()  # the arguments travel through a pipe: /proc/1/cmdline shows none
+    options = b"".join(a.encode() + b"\0" for a in bwrap_options(copy, hide, env))
+    if len(options) > 60000:
+        raise ValueError("too many folders to hide for one sandbox")
+    read, write = os.pipe()  # the options travel through a pipe: /proc/1/cmdline names no folder
     try:
         with os.fdopen(write, "wb") as pipe:
-            pipe.write(b"".join(a.encode() + b"\0" for a in argv))
-        return subprocess.Popen([shutil.which("bwrap"), "--args", str(read)], pass_fds=(read,),
-                                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")}, **popen)
+            pipe.write(options)
+        return subprocess.Popen([shutil.which("bwrap"), "--args", str(read), "--", *command],
+                                pass_fds=(read,), env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                                **popen)
     finally:
         os.close(read)
