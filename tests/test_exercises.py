@@ -135,6 +135,43 @@ def test_list_shows_exercises_per_lesson_in_order(capsys):
         assert f"  {e:6}" in out
 
 
+def _answers():
+    """One case per function that holds a predict or experiment answer, marked with its id."""
+    from minattn.tools.remote import holders
+
+    return [pytest.param(module, name, id=f"{ex_id}-{name}", marks=pytest.mark.exercise(ex_id))
+            for ex_id, regions in by_id(all_exercises()).items() if regions[0].kind != "implement"
+            for module, name in holders({ex_id}, REPO_ROOT)]
+
+
+@pytest.mark.parametrize("module, name", _answers())
+def test_each_answer_is_there_and_well_formed(module, name):
+    """All that a visible test may say of a predict or experiment answer: it is given, in the
+    form the question asks (its return annotation; one of CHOICES where the module lists them).
+    Its value is checked by tests/hidden/ only (`make exercises` says "answered")."""
+    import importlib
+    import inspect
+    import math
+
+    from minattn.tools.remote import resolve
+
+    fn = resolve(module, name)
+    value = fn()
+    form = inspect.signature(fn).return_annotation
+    form = form if isinstance(form, str) else getattr(form, "__name__", str(form))
+    if form == "float":
+        assert isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    elif form == "int":
+        assert isinstance(value, int) and not isinstance(value, bool)
+    elif form == "str":
+        choices = getattr(importlib.import_module(module), "CHOICES", None)
+        assert isinstance(value, str) and value and (choices is None or value in choices), value
+    elif form.startswith("set"):
+        assert isinstance(value, set) and all(isinstance(v, str) for v in value), value
+    else:
+        assert value is not None
+
+
 # ============================================================================ student copies
 def fake_course(root: Path) -> Path:
     """A tiny course: one library file with exercises, a visible and a hidden test."""
@@ -353,10 +390,43 @@ def test_giveaways_are_found_generically(tmp_path):
     assert len(problems) == 3
 
 
-def test_no_function_left_in_a_student_copy_gives_an_answer_away():
-    problems = find_giveaways(REPO_ROOT)
-    assert not problems, ("mark these with the exercise's id (or say why not with a comment "
-                          "'# not a twin of exercise X.Y: why'):\n" + "\n".join(problems))
+def test_the_audit_finds_answers_outside_the_library(tmp_path):
+    from minattn.tools.exercise_audit import audit, find_helper_twins
+
+    root = fake_course(tmp_path / "course")
+    (root / "minattn" / "m.py").write_text(TWINS.replace("def soft_torch(x):\n    return x.softmax(-1)\n", ""))
+    (root / "minattn" / "answers.py").write_text(
+        "def weight():\n    # BEGIN EXERCISE 9.3 predict: a weight\n    return 12 / 7\n    # END EXERCISE\n")
+    (root / "tests" / "test_m.py").write_text(
+        "import numpy as np\nimport pytest\n\n\ndef expected(x):\n"
+        "    e = np.exp(x - x.max(axis=-1, keepdims=True))\n    return e / e.sum(axis=-1, keepdims=True)\n\n\n"
+        "@pytest.mark.exercise('9.3')\ndef test_weight():\n    from minattn.answers import weight\n"
+        "    assert weight() > 1  # it is 1.714\n")
+    (root / "tests" / "hidden_2024").mkdir()
+    (root / "tests" / "hidden_2024" / "test_old.py").write_text("def test_old():\n    pass\n")
+    text = "\n".join(audit(root))
+    assert "exercise 9.1: tests/test_m.py repeats 2 of the 2 lines of its region minattn/m.py:5" in text
+    assert "exercise 9.3: tests/test_m.py:10 checks the value of a predict exercise" in text
+    assert "exercise 9.3: tests/test_m.py:13 writes its answer (1.7142857142857142)" in text
+    assert "tests/hidden_2024/test_old.py: teacher-only tests outside tests/hidden/" in text
+    assert len(text.splitlines()) == 5, text  # and the library's own twin (find_giveaways)
+
+    # A test helper that computes a mask exercise's answer; one that calls the exercise is fine.
+    (tmp_path / "test_helpers.py").write_text(
+        "import numpy as np\nfrom minattn.sparse import sliding_window_mask_np\n\n\n"
+        "def by_hand(n, w):\n    return np.array([[abs(i - j) <= w for j in range(n)] for i in range(n)])\n\n\n"
+        "def by_the_library(n, w):\n    return sliding_window_mask_np(n, w)\n")
+    found = find_helper_twins(REPO_ROOT, files=[tmp_path / "test_helpers.py"])
+    assert len(found) == 1 and "test_helpers.py::by_hand computes what sliding_window_mask_np does" in found[0]
+
+
+def test_nothing_in_a_student_copy_gives_an_answer_away():
+    from minattn.tools.exercise_audit import audit
+
+    problems = audit(REPO_ROOT)
+    assert not problems, ("mark twins with the exercise's id (or say why not with a comment "
+                          "'# not a twin of exercise X.Y: why'), move answer checks and "
+                          "helpers to tests/hidden/:\n" + "\n".join(problems))
 
 
 # ============================================================================ lessons
