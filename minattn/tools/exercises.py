@@ -14,18 +14,23 @@ torch twin, a fast path, a helper) carries the same id, so that stripping leaves
     python -m minattn.tools.exercises student DIR              # a student copy, every solution removed
     python -m minattn.tools.exercises student DIR --only 1 2.1 # hand out lesson 1 and exercise 2.1
     python -m minattn.tools.exercises check [ID...] [-v]       # in a copy: which exercises pass
-    python -m minattn.tools.exercises grade SUB... --out grades.csv   # teacher: the gradebook
-    python -m minattn.tools.exercises audit                    # does any unmarked twin give an answer away?
+    python -m minattn.tools.exercises grade SUB... --only 1.1 --out grades.csv   # teacher: the gradebook
+    python -m minattn.tools.exercises audit                    # does anything in a copy give an answer away?
 
-A student copy holds the repository with each handed-out region's body replaced by
+A student copy holds the files git tracks, with each handed-out region's body replaced by
 `raise NotImplementedError("Exercise 1.1: ...")`, without tests/hidden/, and a manifest
 (`.student-copy`) of the files the tool wrote: building again into the same folder needs
-`--force`, and even then only the tool's own files are replaced (a student's edits to them are
-moved to a backup folder first; files the tool did not write are never touched).
+`--force`, and even then only the tool's own files are replaced; a file the student edited
+keeps the student's region bodies (of the exercises handed out again) and is first copied to a
+new backup folder; files the tool did not write are never touched.
+
+The check (`make exercises`) runs the copy's exercise tests in a process group that a time
+limit, Ctrl-C or SIGTERM ends whole.
 
 Grading (tools/grading.py) splices each submission's region bodies, and nothing else, into a
-fresh copy of the teacher's repository and runs the teacher's tests there, hidden ones included.
-tools/exercise_audit.py checks the exercises themselves (no unmarked twin gives one away).
+copy of the teacher's library and runs the teacher's tests, hidden ones included, with the
+submission's functions in a sandboxed process of their own (tools/remote.py, tools/sandbox.py).
+tools/exercise_audit.py checks the exercises themselves (nothing in a copy gives one away).
 """
 
 from __future__ import annotations
