@@ -148,7 +148,7 @@ def find_giveaways(root: Path = REPO_ROOT, twins=TWINS) -> list[str]:
     A function that is not a twin says so with a comment `# not a twin of exercise E: why`."""
     root = Path(root)
     exercises = all_exercises(root)
-    funcs = []  # (file, qualname, name, first, last, text, exercise ids inside, waived ids)
+    funcs = []  # (file, qualname, name, first, last, its normalised lines, exercise ids inside, waived ids)
     for path in sorted((root / "minattn").rglob("*.py")):
         if "__pycache__" in path.parts or path.parent.name == "tools":
             continue
@@ -160,12 +160,14 @@ def find_giveaways(root: Path = REPO_ROOT, twins=TWINS) -> list[str]:
             body = lines[first - 1:last]
             inside = {e.id for e in regions if first <= e.line <= last}
             waived = {m["id"] for m in map(NOT_A_TWIN.search, body) if m}
-            funcs.append((rel, qual, qual.split(".")[-1], first, last, body, inside, waived))
+            funcs.append((rel, qual, qual.split(".")[-1], first, last, {_norm(x) for x in body},
+                          inside, waived))
     problems = []
     names = {}
     for f in funcs:
         names.setdefault(f[2], []).append(f)
     groups = by_id(exercises)
+    significant = {(e.path, e.line): _significant(root, e) for e in exercises}
     for ex_id, regions in groups.items():
         holders = [f for f in funcs if ex_id in f[6]]
         stems = {_stem(f[2]) for f in holders}
@@ -176,15 +178,12 @@ def find_giveaways(root: Path = REPO_ROOT, twins=TWINS) -> list[str]:
                 problems.append(f"exercise {ex_id}: {f[0]}::{f[1]} is a twin (same stem) "
                                 f"of a function holding it, and is not marked {ex_id}")
                 continue
-            own = {_norm(x) for x in f[5]}
             for r in regions:
-                lines = (root / r.path).read_text().splitlines()[r.line:r.end - 1]
-                significant = {n for n in map(_norm, lines) if len(n) >= 12
-                               and not n.startswith("raise")}
-                shared = significant & own
-                if len(significant) >= 2 and len(shared) >= max(2, 0.6 * len(significant)):
+                lines = significant[r.path, r.line]
+                shared = lines & f[5]
+                if len(lines) >= 2 and len(shared) >= max(2, 0.6 * len(lines)):
                     problems.append(f"exercise {ex_id}: {f[0]}::{f[1]} repeats {len(shared)} of "
-                                    f"the {len(significant)} lines of its region "
+                                    f"the {len(lines)} lines of its region "
                                     f"{r.path}:{r.line}, and is not marked {ex_id}")
                     break
     for function, twin in twins:
@@ -275,8 +274,17 @@ def find_helper_twins(root: Path = REPO_ROOT, files=None) -> list[str]:
                 targets.append((ex_id, fn, [p.name for p in required]))
     if not targets:
         return []
+    wanted = {tuple(names) for _, _, names in targets}
+
+    def has_candidates(path: Path) -> bool:  # import only files with a helper to probe
+        tree = ast.parse(Path(path).read_text())
+        return any(isinstance(node, ast.FunctionDef) and not node.name.startswith("test")
+                   and any(tuple(a.arg for a in node.args.args[:len(w)]) == w for w in wanted)
+                   for node in tree.body)
     helpers = []
     for path in files or [root / rel for rel in _student_files(root, ("tests",))]:
+        if not has_candidates(path):
+            continue
         rel = Path(path).relative_to(root) if Path(path).is_relative_to(root) else Path(path)
         name = "_audit_" + re.sub(r"\W", "_", str(rel))
         spec = importlib.util.spec_from_file_location(name, path)

@@ -97,7 +97,7 @@ def _read_exactly(stream, n: int) -> bytes:
 
 def receive(stream, limit: int = MAX_MESSAGE) -> tuple[dict, list[bytes]]:
     total, head_len = struct.unpack(">QI", _read_exactly(stream, 12))
-    if total > limit or head_len > total - 4 + 4 or head_len > 16 << 20:
+    if total > limit or head_len > total - 4 or head_len > 16 << 20:
         raise ProtocolError(f"a message of {total} bytes (the limit is {limit})")
     head = _read_exactly(stream, head_len)
     try:
@@ -352,8 +352,8 @@ class Worker:
         threading.Thread(target=self._drain, args=(self.proc,), daemon=True).start()
 
     def _drain(self, proc):  # keep the last few kB of the worker's stderr, for the message
-        for line in iter(proc.stderr.readline, b""):
-            self.errors = (self.errors + line)[-4000:]
+        for chunk in iter(lambda: proc.stderr.read1(1 << 16), b""):
+            self.errors = (self.errors + chunk)[-4000:]
 
     def _died(self, what: str) -> SubmissionError:
         proc, self.proc = self.proc, None

@@ -147,8 +147,7 @@ def with_bodies(path: Path, bodies: dict[str, str]) -> None:
     path.write_text(text)
 
 
-EVIL = '''    import glob
-    import json
+EVIL = '''    import json
     import os
     import pathlib
     targets = {targets!r}
@@ -158,13 +157,16 @@ EVIL = '''    import glob
         except OSError:
             continue
         targets += [w for w in cmdline.split("\\0") if w.startswith("/") and os.path.isdir(w)]
-    seen = {t: sorted(os.listdir(t)) for t in set(targets) if os.path.isdir(t) and os.listdir(t)}
+    seen = {{t: sorted(os.listdir(t)) for t in set(targets) if os.path.isdir(t) and os.listdir(t)}}
     for t in seen:
-        for path in glob.glob(t + "/**/attention.py", recursive=True) + glob.glob(t + "/**/*.csv", recursive=True):
-            try:
-                pathlib.Path(path).write_text("raise SystemExit('overwritten')\\n")
-            except OSError:
-                pass
+        for folder, subfolders, files in os.walk(t):
+            subfolders[:] = [s for s in subfolders if s != ".venv"]  # nothing to ruin there
+            for f in files:
+                if f == "attention.py" or f.endswith(".csv"):
+                    try:
+                        pathlib.Path(folder, f).write_text("raise SystemExit('overwritten')\\n")
+                    except OSError:
+                        pass
         try:
             pathlib.Path(t, "EVIL_WAS_HERE").write_text("x")
         except OSError:
