@@ -344,6 +344,18 @@ def test_a_graded_copy_holds_the_library_only_with_the_submissions_regions(tmp_p
     namespace = run_ns((graded / "minattn" / "lib.py").read_text())
     assert namespace["g"](3) == 6 and namespace["f"](1) == 3  # 9.1 not graded: the teacher's
 
+    # A submission whose library is a link to the teacher's: read as missing, never followed.
+    linked = tmp_path / "linked"
+    make_student_copy(linked, root)
+    shutil.rmtree(linked / "minattn")
+    (linked / "minattn").symlink_to(root / "minattn")
+    notes = grading.build_graded_copy(linked, tmp_path / "graded2", ["9.2"], root)
+    assert notes == {"9.2": ["exercise 9.2: minattn/lib.py missing in the submission"]}
+    with pytest.raises(NotImplementedError):
+        run_ns((tmp_path / "graded2" / "minattn" / "lib.py").read_text())["g"](3)
+    with pytest.raises(ValueError, match="the teacher's checkout"):
+        grading.grade([root], None, only=["9.2"], root=root)
+
 
 # ============================================================================ give-aways
 TWINS = '''import numpy as np

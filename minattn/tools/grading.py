@@ -159,14 +159,16 @@ def build_graded_copy(submission: Path, dest: Path, ids, root: Path = REPO_ROOT,
     what = descriptions(exercises)
     paths = {str(e.path) for e in exercises if e.id in ids}
     notes: dict[str, list[str]] = {}
+    inside = Path(submission).resolve()
     for rel in source_files(root, student=library_only, tracked_only=True):
         if library_only and not rel.startswith("minattn/"):
             continue
         data = (root / rel).read_bytes()
         if rel in paths:
             theirs = Path(submission) / rel
-            their_text = (theirs.read_text(errors="replace")
-                          if theirs.is_file() and not theirs.is_symlink() else None)
+            # a link (or a linked folder) could point at the teacher's own solutions
+            their_text = (theirs.read_text(errors="replace") if theirs.is_file()
+                          and theirs.resolve() == inside / rel else None)
             text, n = splice(data.decode(), their_text, set(ids), what, rel)
             data = text.encode()
             for k, v in n.items():
@@ -201,6 +203,9 @@ def grade(submissions, out: Path | None = None, only=None, timeout: float = 600,
     ids = graded_ids(only, roster, root)
     names = submission_names(submissions, names)
     submissions = [Path(s).resolve() for s in submissions]
+    for s in submissions:
+        if s == root or s in root.parents:
+            raise ValueError(f"submission {s} is (or holds) the teacher's checkout {root}")
     if out is not None:
         out = Path(out).resolve()
         for s in submissions:

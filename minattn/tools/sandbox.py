@@ -36,8 +36,9 @@ INSTALL = ("install bubblewrap: `sudo apt-get install bubblewrap` (Debian/Ubuntu
            "`sudo dnf install bubblewrap` (Fedora)")
 UNSAFE = ("--unsafe-no-sandbox: each submission's code then runs as you, with your files and "
           "network: it can read and rewrite other submissions, your checkout (answers "
-          "included) and the gradebook, and reach the network. The verdicts still cannot be "
-          "forged from inside the student's process, but nothing else is protected.")
+          "included), the gradebook and the grader's working files (so forge its own "
+          "results), and reach the network. Only patching the test process is still out of "
+          "its reach. Use it only for code you trust.")
 
 
 @functools.lru_cache(maxsize=None)
