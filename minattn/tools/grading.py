@@ -45,6 +45,7 @@ from .exercises import (BEGIN, END, _pytest, _short, all_exercises, by_id, descr
 from .sandbox import INSIDE, UNSAFE, bwrap_problem
 
 FIELDS = ["submission", "exercise", "passed", "total", "first_failure"]
+COLLECTION = 300  # seconds allowed for collecting the teacher's tests, before any submission
 
 
 # ============================================================================ what is graded
@@ -185,7 +186,7 @@ def copy_teacher(root: Path, dest: Path) -> None:
         shutil.copy2(root / rel, dest / rel)
 
 
-def test_files(teacher: Path, ids) -> list[str]:
+def exercise_test_files(teacher: Path, ids) -> list[str]:
     """The test files that mention one of `ids` (quoted): only these are imported."""
     pattern = re.compile("|".join(rf"""["']{re.escape(i)}["']""" for i in ids))
     return sorted(str(p.relative_to(teacher)) for p in (teacher / "tests").rglob("test_*.py")
@@ -224,39 +225,42 @@ def grade(submissions, out: Path | None = None, only=None, timeout: float = 600,
         tmp = Path(tmp)
         teacher = tmp / "teacher"
         copy_teacher(root, teacher)
-        files = test_files(teacher, ids)
-        totals: dict[str, list[str]] | None = None
+        files = exercise_test_files(teacher, ids)
         env = {"MINATTN_FIGURES": str(tmp / "figures"), "PYTHONDONTWRITEBYTECODE": "1",
                "MPLBACKEND": "Agg"}
         if (root / "data").is_dir():
             env["MINATTN_DATA"] = str((root / "data").resolve())
-        results = []
-        for i, (sub, name) in enumerate(zip(submissions, names)):
+        specs, all_notes = [], []
+        for i, sub in enumerate(submissions):
             work = tmp / f"submission-{i}"
             copy = work / "copy"
             copy.mkdir(parents=True)
-            notes = build_graded_copy(sub, copy, ids, root)
-            spec = work / "worker.json"
-            spec.write_text(json.dumps(dict(
+            all_notes.append(build_graded_copy(sub, copy, ids, root))
+            specs.append(dict(
                 ids=ids, copy=str(copy), hide=[str(h) for h in hide + [tmp]], unsafe=unsafe,
-                command=[sys.executable, "-s", "-c",
-                         "from minattn.tools.remote import serve; serve()"],
-                env=worker_env(copy if unsafe else Path(INSIDE)))))
-            rc, output, report, timed_out = _pytest(
-                teacher, ["--rootdir", str(teacher), "-p", "minattn.tools.remote",
-                          "--remote-spec", str(spec), "-q",
-                          "--tb=line", *files, "--exercises", *ids],
-                work / "report.json", capture=True, timeout=timeout, env=env)
-            results.append((name, notes, rc, output, report, timed_out))
-            if report.get("read") and totals is None:  # written after collection
-                totals = {k: list(v.get("tests", [])) for k, v in report["exercises"].items()}
-        if totals is None:  # no run got past collection (a very short --timeout): count alone
-            _, _, collected, _ = _pytest(teacher, ["--rootdir", str(teacher), "--collect-only",
-                                                   "-q", *files, "--exercises", *ids],
-                                         tmp / "collect.json", capture=True, timeout=None, env=env)
-            totals = {k: list(v.get("tests", [])) for k, v in collected.get("exercises", {}).items()}
-    for name, notes, rc, output, report, timed_out in results:
-        rows += _rows(name, ids, notes, totals, rc, output, report, timed_out, timeout)
+                command=[sys.executable, "-s", "-c", "from minattn.tools.remote import serve; serve()"],
+                env=worker_env(copy if unsafe else Path(INSIDE)), timeout=timeout,
+                report=str(work / "report.json"), status=str(work / "status.json"),
+                pidfile=str(work / "worker.pid")))
+        (tmp / "specs.json").write_text(json.dumps(specs))
+        # One pytest: it collects the teacher's tests once (its report: the teacher's counts),
+        # then runs them once per submission, each in a forked process with its own time limit.
+        rc, output, collected, _ = _pytest(
+            teacher, ["--rootdir", str(teacher), "-p", "minattn.tools.remote", "--remote-specs",
+                      str(tmp / "specs.json"), "-q", "--tb=line", "--capture=no", *files,
+                      "--exercises", *ids],
+            tmp / "collected.json", capture=True, timeout=COLLECTION + timeout * len(specs), env=env)
+        if not collected.get("read"):
+            raise RuntimeError(f"the teacher's tests could not be collected (exit code {rc}):\n"
+                               + output[-3000:])
+        totals = {k: list(v.get("tests", [])) for k, v in collected["exercises"].items()}
+        results = []
+        for name, notes, spec in zip(names, all_notes, specs):
+            report = _read_json(spec["report"])
+            status = _read_json(spec["status"]) or {"rc": None, "timed_out": False}
+            results.append((name, notes, status["rc"], report, status["timed_out"]))
+    for name, notes, rc, report, timed_out in results:
+        rows += _rows(name, ids, notes, totals, rc, report, timed_out, timeout)
     if out is not None:
         with open(out, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=FIELDS)
@@ -275,14 +279,21 @@ def worker_env(copy: Path) -> dict[str, str]:
             "MKL_NUM_THREADS": "1", "MPLBACKEND": "Agg", "LANG": "C.UTF-8", "TMPDIR": str(copy)}
 
 
-def _rows(name, ids, notes, totals, rc, output, report, timed_out, timeout) -> list[dict]:
+def _read_json(path) -> dict:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def _rows(name, ids, notes, totals, rc, report, timed_out, timeout) -> list[dict]:
     exercises = report.get("exercises", {})
     errors = report.get("errors", [])
     running = report.get("running")
     if timed_out:
-        why = f"timed out after {timeout:g} s (in {running or 'collection'})"
+        why = f"timed out after {timeout:g} s (in {running or 'its first test'})"
     elif rc not in (0, 1):
-        why = f"the test run stopped (exit code {rc}) in {running or 'collection'}"
+        why = f"the test run stopped (exit code {rc}) in {running or 'its first test'}"
     else:
         why = "did not run"
     rows = []

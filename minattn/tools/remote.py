@@ -1,9 +1,10 @@
 """Grading in two processes: the teacher's tests in one, the student's functions in another.
 
 The grader (tools/grading.py) runs pytest on a copy of the *teacher's* repository with this
-module as a plugin (`-p minattn.tools.remote --remote-spec spec.json`). Before the tests run,
-every function that holds a region of a graded exercise (the function and its twins: the same
-set that `exercise_audit.stub_in_process` stubs) has its code replaced by a trampoline: a call
+module as a plugin (`-p minattn.tools.remote --remote-specs specs.json`). pytest collects the
+tests once; then, for each submission, a forked process replaces the code of every function
+that holds a region of a graded exercise (the function and its twins: the same set that
+`exercise_audit.stub_in_process` stubs) by a trampoline and runs the tests: a call
 sends the arguments to a *worker* process that imports the submission's `minattn/` and runs
 the student's version there, in the sandbox of tools/sandbox.py; the values it returns come
 back and the teacher's test goes on with them. Gradients flow back through the same channel:
@@ -349,6 +350,8 @@ class Worker:
                           self.spec["env"], unsafe=self.spec.get("unsafe", False),
                           stdin=-1, stdout=-1, stderr=-1)
         self.errors = b""
+        if self.spec.get("pidfile"):  # so that a time limit can end it with the test process
+            Path(self.spec["pidfile"]).write_text(str(self.proc.pid))
         threading.Thread(target=self._drain, args=(self.proc,), daemon=True).start()
 
     def _drain(self, proc):  # keep the last few kB of the worker's stderr, for the message
@@ -369,12 +372,16 @@ class Worker:
                                + (": " + " | ".join(tail) if tail else ""))
 
     def close(self):
+        """End the worker: its input closes and it returns; killed if it does not within 5 s."""
         if self.proc is not None:
             with contextlib.suppress(Exception):
                 self.proc.stdin.close()
-            with contextlib.suppress(Exception):
-                self.proc.kill()
+            try:
                 self.proc.wait(timeout=5)
+            except Exception:  # noqa: BLE001 -- a hanging or unkillable-by-EOF worker
+                with contextlib.suppress(Exception):
+                    self.proc.kill()
+                    self.proc.wait(timeout=5)
             self.proc = None
 
     # -- requests
@@ -548,19 +555,79 @@ def install(spec: dict, root: Path) -> list[tuple[str, str]]:
 
 
 def pytest_addoption(parser):
-    parser.addoption("--remote-spec", default=None,
-                     help="(grading) JSON file: the worker that runs the graded functions")
+    parser.addoption("--remote-specs", default=None,
+                     help="(grading) JSON file: one worker spec per submission; the tests run "
+                          "once per submission, each run in a process forked after collection")
 
 
-def pytest_collection_finish(session):
-    """After collection (which runs only the teacher's code, so the count of tests is the
-    teacher's), before the first test."""
-    path = session.config.getoption("--remote-spec")
-    if path:
-        import minattn
+def pytest_runtestloop(session):  # a -p plugin: called before pytest's own loop
+    """Collect once (the teacher's code only: the count of tests is the teacher's), then for
+    each submission fork a process that routes the graded functions to that submission's
+    worker and runs the tests, writing its own report; at most `timeout` seconds each, after
+    which it and its worker are killed. The forked runs share what collection imported (torch
+    is imported once per grading, not once per submission)."""
+    path = session.config.getoption("--remote-specs")
+    if not path:
+        return None
+    import minattn
 
-        spec = json.loads(Path(path).read_text())
-        install(spec, Path(minattn.__file__).resolve().parents[1])
+    root = Path(minattn.__file__).resolve().parents[1]
+    for entry in json.loads(Path(path).read_text()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _run_forked(session, entry, root)
+        status = _wait(pid, entry)
+        Path(entry["status"]).write_text(json.dumps(status))
+    return True
+
+
+def _run_forked(session, entry: dict, root: Path) -> None:
+    """In the forked process: this submission's run, then exit (never back into pytest)."""
+    from _pytest.main import pytest_runtestloop as run_tests
+
+    code = 3
+    try:
+        session.config.option.exercise_report = entry["report"]
+        install(entry, root)
+        run_tests(session)
+        code = 1 if session.testsfailed else 0
+    except BaseException:  # noqa: BLE001 -- the grader reads the exit code
+        traceback.print_exc()
+    finally:
+        with contextlib.suppress(BaseException):
+            if _WORKER is not None:
+                _WORKER.close()
+            sys.stdout.flush()
+            sys.stderr.flush()
+        os._exit(code)
+
+
+def _wait(pid: int, entry: dict) -> dict:
+    import signal
+    import time
+
+    deadline = time.monotonic() + float(entry["timeout"])
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return {"rc": os.waitstatus_to_exitcode(status), "timed_out": False}
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    for victim in [pid] + [int(p) for p in [_read(entry.get("pidfile"))] if p.isdigit()]:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(victim, signal.SIGKILL)
+    os.waitpid(pid, 0)
+    return {"rc": -9, "timed_out": True}
+
+
+def _read(path) -> str:
+    try:
+        return Path(path).read_text().strip() if path else ""
+    except OSError:
+        return ""
 
 
 def pytest_runtest_teardown(item, nextitem):
