@@ -10,8 +10,9 @@ teacher's answer to build them, so they live here, where no student copy reaches
   it can name, drops a file in each folder, and reports what it saw in its error message;
 - cheat writes no solution: its 1.1 registers an atexit hook that rewrites any report JSON it
   finds, replaces numpy.testing and torch.testing's asserts with no-ops, then calls
-  pytest.skip; its 1.2 exits the process with status 0 (numpy) or returns an object equal to
-  everything (torch); its manifest claims exercises 9.9 and 9.8;
+  pytest.skip (numpy) or returns zeros (torch); its 1.2 exits the process with status 0
+  (numpy) or returns an object equal to everything (torch); its manifest claims exercises
+  9.9 and 9.8;
 - honest is the teacher's solution.
 """
 
@@ -192,8 +193,11 @@ CHEAT_SOFTMAX = '''    import atexit
     numpy.testing.assert_array_equal = lambda *args, **kwargs: None
     import torch.testing
     torch.testing.assert_close = lambda *args, **kwargs: None
-    import pytest
+'''
+CHEAT_SKIP = CHEAT_SOFTMAX + '''    import pytest
     pytest.skip("nothing to grade here")
+'''
+CHEAT_ZEROS = CHEAT_SOFTMAX + '''    return scores * 0  # wrong, with every assert patched out
 '''
 
 CHEAT_EXIT = '''    import os
@@ -232,7 +236,7 @@ def trial(tmp_path_factory):
     body = EVIL.format(targets=targets)
     with_bodies(evil / "minattn" / "attention.py", {"softmax_np": body, "softmax_torch": body})
     with_bodies(cheat / "minattn" / "attention.py", {
-        "softmax_np": CHEAT_SOFTMAX, "softmax_torch": CHEAT_SOFTMAX,
+        "softmax_np": CHEAT_SKIP, "softmax_torch": CHEAT_ZEROS,
         "attention_np": CHEAT_EXIT, "attention_torch": CHEAT_EQUAL})
     manifest = json.loads((cheat / ".student-copy").read_text())
     (cheat / ".student-copy").write_text(json.dumps(dict(manifest, exercises=["9.9", "9.8"])))
