@@ -148,7 +148,8 @@ def find_giveaways(root: Path = REPO_ROOT, twins=TWINS) -> list[str]:
     A function that is not a twin says so with a comment `# not a twin of exercise E: why`."""
     root = Path(root)
     exercises = all_exercises(root)
-    funcs = []  # (file, qualname, name, first, last, its normalised lines, exercise ids inside, waived ids)
+    # (file, qualname, name, first, last, its normalised lines, exercise ids inside, waived ids)
+    funcs = []
     for path in sorted((root / "minattn").rglob("*.py")):
         if "__pycache__" in path.parts or path.parent.name == "tools":
             continue
@@ -440,6 +441,7 @@ def find_teacher_files(root: Path = REPO_ROOT) -> list[str]:
         if parts[0] == "tests" and any(p.startswith("hidden") for p in parts[1:-1]):
             problems.append(f"{rel}: teacher-only tests outside tests/hidden/ would reach students")
         elif rel.endswith(".py") and parts[0] == "tests" and re.search(
-                r"^(@pytest\.mark\.hidden|pytestmark\s*=.*mark\.hidden)", (root / rel).read_text(), re.M):
+                r"^(@pytest\.mark\.hidden|pytestmark\s*=.*mark\.hidden)", (root / rel).read_text(),
+                re.M):
             problems.append(f"{rel}: marked hidden but outside tests/hidden/: it would reach students")
     return problems

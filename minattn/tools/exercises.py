@@ -14,8 +14,8 @@ torch twin, a fast path, a helper) carries the same id, so that stripping leaves
     python -m minattn.tools.exercises student DIR              # a student copy, every solution removed
     python -m minattn.tools.exercises student DIR --only 1 2.1 # hand out lesson 1 and exercise 2.1
     python -m minattn.tools.exercises check [ID...] [-v]       # in a copy: which exercises pass
-    python -m minattn.tools.exercises grade SUB... --only 1.1 --out grades.csv   # teacher: the gradebook
-    python -m minattn.tools.exercises audit                    # does anything in a copy give an answer away?
+    python -m minattn.tools.exercises grade SUB... --only 1.1  # teacher: the gradebook (grades.csv)
+    python -m minattn.tools.exercises audit                    # does a copy give an answer away?
 
 A student copy holds the files git tracks, with each handed-out region's body replaced by
 `raise NotImplementedError("Exercise 1.1: ...")`, without tests/hidden/, and a manifest
@@ -650,7 +650,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("-v", "--verbose", action="store_true", help="show pytest's output and tracebacks")
     p.add_argument("--timeout", type=float, default=900,
                    help="seconds for the whole check (default 900); then everything it started ends")
-    p = sub.add_parser("grade", help="grade submissions in a sandbox against every test, hidden ones included")
+    p = sub.add_parser("grade", help="grade submissions in a sandbox against every test, "
+                                      "hidden ones included")
     p.add_argument("submissions", nargs="+", type=Path)
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--only", nargs="+", default=None, metavar="ID",

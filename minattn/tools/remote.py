@@ -283,7 +283,8 @@ def holders(ids, root: Path) -> list[tuple[str, str]]:
                                  "function; the grader can only run functions apart")
             if len(functions) > 1 or isinstance(chain[-1], ast.ClassDef):
                 raise ValueError(f"{rel}:{e.line}: exercise {e.id}'s region is inside a nested "
-                                 "function; the grader can only run top-level functions and methods apart")
+                                 "function; the grader can only run top-level functions and "
+                                 "methods apart")
             qualname = ".".join(c.name for c in chain)
             if (module, qualname) not in found:
                 found.append((module, qualname))
@@ -445,7 +446,8 @@ class Worker:
         try:
             value = decode(reply.get("value"), rblobs, flagged)
         except ProtocolError as err:
-            raise SubmissionError(f"{qualname} returned something the grader cannot read: {err}") from None
+            raise SubmissionError(f"{qualname} returned something the grader cannot read: "
+                                  f"{err}") from None
         inputs = [t for t, m in zip(tensors, meta) if m["grad"]]
         if not flagged or not inputs or reply.get("handle") is None:
             return value
@@ -468,8 +470,9 @@ class Worker:
                                   f"cannot read: {err}") from None
         torch = _torch()
         if not isinstance(out, list) or len(out) != len(inputs):
-            raise SubmissionError(f"the backward of {qualname} gave {len(out) if isinstance(out, list) else '?'} "
-                                  f"gradients for {len(inputs)} inputs")
+            count = len(out) if isinstance(out, list) else "?"
+            raise SubmissionError(f"the backward of {qualname} gave {count} gradients for "
+                                  f"{len(inputs)} inputs")
         result = []
         for g, x in zip(out, inputs):
             if g is not None and (not isinstance(g, torch.Tensor) or g.shape != x.shape):
@@ -668,8 +671,9 @@ def serve(stdin=None, stdout=None) -> None:
                 inputs, outputs = graphs[header["handle"]]
                 grads = decode(header["grads"], blobs)
                 pairs = [(o, g) for o, g in zip(outputs, grads) if g is not None]
-                got = torch.autograd.grad([o for o, _ in pairs], inputs, [g for _, g in pairs],
-                                          allow_unused=True, retain_graph=True) if pairs else [None] * len(inputs)
+                got = (torch.autograd.grad([o for o, _ in pairs], inputs, [g for _, g in pairs],
+                                           allow_unused=True, retain_graph=True)
+                       if pairs else [None] * len(inputs))
                 out = []
                 tree = encode(list(got), out)
                 send(stdout, {"op": "ok", "seq": seq, "value": tree}, out)
@@ -715,7 +719,8 @@ def _rebuild_tensor(meta: dict, data: bytes):
     dtype = getattr(torch, meta["dtype"])
     shape = tuple(meta["shape"])
     count = int(np.prod(shape, dtype=np.int64))
-    t = torch.frombuffer(bytearray(data), dtype=dtype).reshape(shape) if count else torch.empty(shape, dtype=dtype)
+    t = (torch.frombuffer(bytearray(data), dtype=dtype).reshape(shape) if count
+         else torch.empty(shape, dtype=dtype))
     if meta["device"] != "cpu":
         t = t.to(meta["device"])
     grad = bool(meta.get("grad")) and (t.is_floating_point() or t.is_complex())
