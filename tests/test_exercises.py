@@ -622,6 +622,19 @@ def test_a_reply_from_the_worker_is_read_without_trusting_it():
         remote.receive(stream, limit=8)
 
 
+def test_only_top_level_functions_are_routed_and_closures_are_stubbed():
+    """A region inside a closure (a FlexAttention mask_mod) cannot be sent to the submission's
+    process: the grader stubs it in the teacher's process instead of using the teacher's body."""
+    from minattn.tools.remote import holders
+
+    nested = []
+    routed = holders({"2.1"}, REPO_ROOT, nested)
+    assert ("minattn.sparse", "sliding_window_mask_np") in routed
+    assert all(module != "minattn.flex" for module, _ in routed)
+    assert nested == (["2.1"] if any(e.id == "2.1" and str(e.path) == "minattn/flex.py"
+                                     for e in all_exercises()) else [])
+
+
 def grading_course(tmp_path) -> Path:
     """The fake course with the tools, conftests and exercise tests the grader needs."""
     root = fake_course(tmp_path / "course")

@@ -253,10 +253,12 @@ def decode(tree, blobs: list[bytes], flagged: list | None = None, depth: int = 0
 
 
 # ============================================================================ which functions
-def holders(ids, root: Path) -> list[tuple[str, str]]:
-    """(module, qualified name) of every function holding a region of the exercises `ids`:
-    the functions whose calls go to the worker. A region outside any function, or inside a
-    nested function, cannot be called apart: ValueError."""
+def holders(ids, root: Path, nested: list | None = None) -> list[tuple[str, str]]:
+    """(module, qualified name) of every top-level function or method holding a region of the
+    exercises `ids`: the functions whose calls go to the worker. A region inside a nested
+    function (a closure such as a FlexAttention mask_mod) cannot be called apart: its exercise
+    id is appended to `nested` (the grader stubs it in the teacher's process: such a region is
+    never graded from the teacher's solution). A region outside any function: ValueError."""
     from .exercises import all_exercises
 
     found = []
@@ -282,9 +284,9 @@ def holders(ids, root: Path) -> list[tuple[str, str]]:
                 raise ValueError(f"{rel}:{e.line}: exercise {e.id}'s region is not inside a "
                                  "function; the grader can only run functions apart")
             if len(functions) > 1 or isinstance(chain[-1], ast.ClassDef):
-                raise ValueError(f"{rel}:{e.line}: exercise {e.id}'s region is inside a nested "
-                                 "function; the grader can only run top-level functions and "
-                                 "methods apart")
+                if nested is not None and e.id not in nested:
+                    nested.append(e.id)
+                continue
             qualname = ".".join(c.name for c in chain)
             if (module, qualname) not in found:
                 found.append((module, qualname))
@@ -548,7 +550,12 @@ def install(spec: dict, root: Path) -> list[tuple[str, str]]:
     def remote_call(module, qualname, args, kwargs):
         return _WORKER.call(module, qualname, args, kwargs)
 
-    routed = holders(set(spec["ids"]), root)
+    nested: list[str] = []
+    routed = holders(set(spec["ids"]), root, nested)
+    from .exercise_audit import stub_in_process
+
+    for ex_id in nested:  # closures cannot travel: their regions are stubs here, never the key
+        stub_in_process(ex_id, root)
     for module, qualname in routed:
         fn = resolve(module, qualname)
         fn.__globals__["__minattn_remote_call__"] = remote_call
