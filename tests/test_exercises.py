@@ -595,10 +595,12 @@ def test_a_reply_from_the_worker_is_read_without_trusting_it():
     from minattn.tools import remote
 
     blobs = []
-    value = (np.arange(6.0).reshape(2, 3), {"k": [1, 2.5, None, "s"]}, {3}, np.float32(2), 7 + 1j)
+    value = (np.arange(6.0).reshape(2, 3), {"k": [1, 2.5, None, "s"]}, {3}, np.float32(2), 7 + 1j,
+             np.float64(1.0), np.bool_(True))
     tree = remote.encode(value, blobs)
     back = remote.decode(json.loads(json.dumps(tree)), blobs)
     assert np.array_equal(back[0], value[0]) and back[1:] == value[1:]
+    assert [type(v) for v in back[3:]] == [np.float32, complex, np.float64, np.bool_]
     for bad in (["np", "|O8", [1], 0], ["np", "<f8", [2], 0], ["np", "<f8", [-1], 0],
                 ["pickle", "x"], ["np", "<f8", [3], 5], ["dict", [["a"]]], "v", [],
                 ["tensor", "float64", [1], "cuda;rm", 0, -1]):

@@ -131,6 +131,12 @@ def encode(value, blobs: list, flagged: list | None = None, depth: int = 0):
     if depth > MAX_DEPTH:
         raise TypeError("a value nested too deeply")
     torch = _torch()
+    if isinstance(value, np.generic):  # before float: np.float64 is a float too
+        array = np.asarray(value)
+        if array.dtype.kind not in "biufc":
+            raise TypeError(f"a NumPy scalar of dtype {array.dtype}")
+        blobs.append(array.tobytes())
+        return ["npscalar", array.dtype.str, [], len(blobs) - 1]
     if value is None or isinstance(value, (bool, str)):
         return ["v", value]
     if isinstance(value, int) and not isinstance(value, bool):
@@ -146,13 +152,11 @@ def encode(value, blobs: list, flagged: list | None = None, depth: int = 0):
     if isinstance(value, dict):
         return ["dict", [[encode(k, blobs, flagged, depth + 1), encode(v, blobs, flagged, depth + 1)]
                          for k, v in value.items()]]
-    if isinstance(value, (np.ndarray, np.generic)):
-        array = np.asarray(value)
-        if array.dtype.kind not in "biufc":
-            raise TypeError(f"an array of dtype {array.dtype} (only numbers and bools come back)")
-        blobs.append(np.ascontiguousarray(array).tobytes())
-        tag = "np" if isinstance(value, np.ndarray) else "npscalar"
-        return [tag, array.dtype.str, list(array.shape), len(blobs) - 1]
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind not in "biufc":
+            raise TypeError(f"an array of dtype {value.dtype} (only numbers and bools come back)")
+        blobs.append(np.ascontiguousarray(value).tobytes())
+        return ["np", value.dtype.str, list(value.shape), len(blobs) - 1]
     if torch is not None and isinstance(value, torch.Tensor):
         if value.layout != torch.strided:
             raise TypeError(f"a tensor with layout {value.layout}")
