@@ -52,7 +52,7 @@ from pathlib import Path
 
 MAX_MESSAGE = 256 << 20  # bytes; a reply larger than this fails the call
 MAX_DEPTH = 32
-MAX_RESTARTS = 10
+MAX_RESTARTS = 3  # a submission whose process keeps ending gets no more (each start imports torch)
 # Exceptions raised again as themselves in the teacher's process (with the worker's message).
 REBUILT = {e.__name__: e for e in (
     ValueError, TypeError, IndexError, KeyError, RuntimeError, NotImplementedError,
@@ -350,7 +350,7 @@ class Worker:
         from .sandbox import spawn
 
         if self.starts >= MAX_RESTARTS:
-            raise SubmissionError(f"the submission's process was restarted {MAX_RESTARTS} times; "
+            raise SubmissionError(f"the submission's process was started {MAX_RESTARTS} times; "
                                   "not again")
         self.starts += 1
         self.proc = spawn(Path(self.spec["copy"]), self.spec.get("hide", []), self.spec["command"],
