@@ -589,6 +589,20 @@ def test_grading_refuses_to_run_without_a_sandbox_unless_told(tmp_path, monkeypa
     assert not (tmp_path / "g.csv").exists()
 
 
+def test_the_sandbox_starts_python_by_a_path_it_can_see(tmp_path, monkeypatch):
+    """A venv reached through a link from a hidden folder (the checkout's .venv pointing
+    elsewhere): the sandbox hides the link's folder, so Python is started by its resolved
+    folder, keeping its name (a venv is found from that name's folder)."""
+    from minattn.tools import sandbox
+
+    real = tmp_path / "real-venv" / "bin"
+    real.mkdir(parents=True)
+    (tmp_path / "checkout").mkdir()
+    (tmp_path / "checkout" / ".venv").symlink_to(tmp_path / "real-venv")
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "checkout" / ".venv" / "bin" / "python"))
+    assert sandbox.python_executable() == str(real.resolve() / "python")
+
+
 def test_a_reply_from_the_worker_is_read_without_trusting_it():
     import numpy as np
 

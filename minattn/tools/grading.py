@@ -42,7 +42,7 @@ from pathlib import Path
 from . import REPO_ROOT
 from .exercises import (BEGIN, END, _pytest, _short, all_exercises, by_id, descriptions,
                         expand_ids, find_exercises, source_files, stub_message)
-from .sandbox import INSIDE, UNSAFE, bwrap_problem
+from .sandbox import INSIDE, UNSAFE, bwrap_problem, check_start, python_executable
 
 FIELDS = ["submission", "exercise", "passed", "total", "first_failure"]
 COLLECTION = 300  # seconds allowed for collecting the teacher's tests, before any submission
@@ -230,6 +230,8 @@ def grade(submissions, out: Path | None = None, only=None, timeout: float = 600,
                "MPLBACKEND": "Agg"}
         if (root / "data").is_dir():
             env["MINATTN_DATA"] = str((root / "data").resolve())
+        # once, before any submission: a sandbox that cannot start Python would fail them all
+        check_start(tmp, [str(h) for h in hide + [tmp]], worker_env(Path(INSIDE)), unsafe)
         specs, all_notes = [], []
         for i, sub in enumerate(submissions):
             work = tmp / f"submission-{i}"
@@ -238,7 +240,7 @@ def grade(submissions, out: Path | None = None, only=None, timeout: float = 600,
             all_notes.append(build_graded_copy(sub, copy, ids, root))
             specs.append(dict(
                 ids=ids, copy=str(copy), hide=[str(h) for h in hide + [tmp]], unsafe=unsafe,
-                command=[sys.executable, "-s", "-c", "from minattn.tools.remote import serve; serve()"],
+                command=[python_executable(), "-s", "-c", "from minattn.tools.remote import serve; serve()"],
                 env=worker_env(copy if unsafe else Path(INSIDE)), timeout=timeout,
                 report=str(work / "report.json"), status=str(work / "status.json"),
                 pidfile=str(work / "worker.pid")))

@@ -79,6 +79,31 @@ def _python_dirs() -> list[str]:
     return sorted(_existing(dirs))
 
 
+def python_executable() -> str:
+    """This Python as the sandbox can start it: the links in its folder's path resolved (a venv
+    reached through a link from a hidden folder, e.g. the checkout's `.venv` pointing
+    elsewhere), its own name kept (a venv is found from the folder of the name it is started by)."""
+    folder, name = os.path.split(os.path.abspath(sys.executable))
+    return os.path.join(os.path.realpath(folder), name)
+
+
+def check_start(work: Path, hide, env: dict[str, str], unsafe: bool = False) -> None:
+    """Start this Python in a sandbox like a submission's (an empty copy in `work`) once;
+    RuntimeError saying why when it cannot (then every submission would fail alike)."""
+    copy = Path(work) / "probe"
+    copy.mkdir(parents=True, exist_ok=True)
+    proc = spawn(copy, hide, [python_executable(), "-s", "-c", "import sys; print(sys.prefix)"],
+                 env, unsafe=unsafe, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    if proc.returncode != 0:
+        raise RuntimeError(f"the grader cannot start Python in the sandbox (exit code "
+                           f"{proc.returncode}): {err.decode(errors='replace').strip()[-500:]}")
+
+
 def bwrap_options(copy: Path, hide, env: dict[str, str]) -> list[str]:
     """bwrap's options: `copy` writable at INSIDE, everything in `hide` (and ALWAYS_HIDDEN)
     behind empty folders, the command run in INSIDE with `env` only."""
