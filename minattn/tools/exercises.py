@@ -663,6 +663,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="gradebook names, one per submission (default: each path relative to "
                         "the submissions' common folder)")
     p.add_argument("--timeout", type=float, default=600, help="seconds per submission")
+    p.add_argument("--hide", nargs="+", default=(), type=Path, metavar="FOLDER",
+                   help="more folders the sandbox hides (other checkouts, answer keys, earlier "
+                        "classes); it always hides this checkout, the submissions' folders, "
+                        "the gradebook's, /tmp, /home, /root, /mnt, /media and /srv")
     p.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="grade without bubblewrap (see the warning it prints)")
     sub.add_parser("audit", help="list what would give an exercise's answer away in a student copy")
@@ -688,7 +692,7 @@ def main(argv: list[str] | None = None) -> int:
 
             _exit_on_signals()
             grade(args.submissions, args.out, args.only, args.timeout, roster=args.roster,
-                  names=args.name, unsafe=args.unsafe_no_sandbox)
+                  names=args.name, unsafe=args.unsafe_no_sandbox, hide=args.hide)
         elif args.command == "audit":
             from .exercise_audit import audit
 
