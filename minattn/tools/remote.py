@@ -365,14 +365,18 @@ class Worker:
         for chunk in iter(lambda: proc.stderr.read1(1 << 16), b""):
             self.errors = (self.errors + chunk)[-4000:]
 
-    def _died(self, what: str) -> SubmissionError:
+    def _died(self, what: str, ended: bool = False) -> SubmissionError:
         proc, self.proc = self.proc, None
         code = None
         if proc is not None:
-            with contextlib.suppress(Exception):
-                proc.kill()
-            with contextlib.suppress(Exception):
-                code = proc.wait(timeout=5)
+            if ended:  # it closed the channel: let it finish exiting, to report its exit code
+                with contextlib.suppress(Exception):
+                    code = proc.wait(timeout=2)
+            if code is None:
+                with contextlib.suppress(Exception):
+                    proc.kill()
+                with contextlib.suppress(Exception):
+                    code = proc.wait(timeout=5)
         tail = self.errors.decode(errors="replace").strip().splitlines()[-3:]
         return SubmissionError(f"the submission's process {what}"
                                + (f" (exit code {code})" if code not in (None, -9) else "")
@@ -396,14 +400,14 @@ class Worker:
         with self.lock:
             if self.proc is None or self.proc.poll() is not None:
                 if self.proc is not None:
-                    raise self._died(f"ended before {what}")
+                    raise self._died(f"ended before {what}", ended=True)
                 self._start()
             self.seq += 1
             try:
                 send(self.proc.stdin, dict(header, seq=self.seq), blobs)
                 reply, rblobs = receive(self.proc.stdout)
             except (EOFError, BrokenPipeError, OSError) as err:
-                raise self._died(f"ended during {what}") from err
+                raise self._died(f"ended during {what}", ended=True) from err
             except ProtocolError as err:
                 raise self._died(f"broke the protocol during {what}: {err}") from None
             if reply.get("seq") != self.seq:

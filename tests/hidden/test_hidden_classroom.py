@@ -10,7 +10,7 @@ teacher's answer to build them, so they live here, where no student copy reaches
   it can name, drops a file in each folder, and reports what it saw in its error message;
 - cheat writes no solution: its 1.1 registers an atexit hook that rewrites any report JSON it
   finds, replaces numpy.testing and torch.testing's asserts with no-ops, then calls
-  pytest.skip (numpy) or returns zeros (torch); its 1.2 exits the process with status 0
+  pytest.skip (numpy) or returns zeros (torch); its 1.2 calls sys.exit(0)
   (numpy) or returns an object equal to everything (torch); its manifest claims exercises
   9.9 and 9.8;
 - honest is the teacher's solution.
@@ -200,8 +200,8 @@ CHEAT_SKIP = CHEAT_SOFTMAX + '''    import pytest
 CHEAT_ZEROS = CHEAT_SOFTMAX + '''    return scores * 0  # wrong, with every assert patched out
 '''
 
-CHEAT_EXIT = '''    import os
-    os._exit(0)
+CHEAT_EXIT = '''    import sys
+    sys.exit(0)  # (the hard exit, os._exit(0), is tests/test_exercises.py's a/alice: cheaper there)
 '''
 
 CHEAT_EQUAL = '''    class Always:
@@ -266,7 +266,7 @@ def test_cheat_gets_nothing_from_patching_skipping_or_exiting(trial):
         row = rows["cheat", ex_id]
         assert int(row["passed"]) == 0 and int(row["total"]) > 0, row
     assert "SubmissionError: Skipped: nothing to grade here" in rows["cheat", "1.1"]["first_failure"]
-    assert "ended during attention_np" in rows["cheat", "1.2"]["first_failure"]
+    assert "SubmissionError: SystemExit: 0" in rows["cheat", "1.2"]["first_failure"]
 
 
 def test_evil_sees_nothing_and_changes_nothing(trial):
