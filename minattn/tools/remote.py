@@ -27,7 +27,8 @@ verdict, because:
   the teacher's `pytest.raises` still works, and everything else, pytest's skip and exit
   included, as SubmissionError: a failure, never a skip;
 - a worker that dies or breaks the protocol fails the calling test and is restarted for the
-  next; a worker that hangs is ended by the grader's time limit (the whole process group).
+  next (at most MAX_RESTARTS starts in all; later calls fail); a worker that hangs is ended
+  by the grader's time limit (the whole process group).
 What the student *can* do is what a student's function can always do: return any value for
 any input (so the teacher's tests, not this channel, decide what is right) and read its own
 copy (which holds only the library, no tests, and no teacher solution of a graded exercise).
