@@ -52,9 +52,10 @@ test: setup data
 test-gpu: $(if $(filter $(VENV)/bin/python,$(PY)),setup)
 	$(PY) -m minattn.tools.gpu_tier $(if $(LESSONS),--only $(LESSONS)) $(if $(FULL),--full $(FULL))
 
-# make student [ONLY="1 2.1"] [FORCE=1]: ./student, a copy with those solutions removed
+# make student [ONLY="1 2.1"] [FORCE=1 [RESET=1]]: ./student, a copy with those solutions removed
+# (grading runs each submission in a bubblewrap sandbox: sudo apt-get install bubblewrap)
 student: setup
-	$(PY) -m minattn.tools.exercises student student $(if $(ONLY),--only $(ONLY)) $(if $(FORCE),--force)
+	$(PY) -m minattn.tools.exercises student student $(if $(ONLY),--only $(ONLY)) $(if $(FORCE),--force) $(if $(RESET),--reset)
 
 bench: setup
 	for b in benchmarks/*.py; do $(PY) $$b --quick || exit 1; done
@@ -63,6 +64,7 @@ clean:
 	rm -rf $(VENV) figures notebooks .pytest_cache  # never ./student: it may hold a student's work
 
 # In a student copy: which exercises pass? make exercises [EX=1.2] [TB=1 for tracebacks]
+# [TIMEOUT=seconds, default 900; Ctrl-C or the limit ends everything it started]
 # (installs .venv first unless $(PY) already exists, e.g. make exercises PY=../.venv/bin/python)
 exercises: $(if $(wildcard $(PY)),,setup)
-	$(PY) -m minattn.tools.exercises check $(EX) $(if $(TB),-v)
+	$(PY) -m minattn.tools.exercises check $(EX) $(if $(TB),-v) $(if $(TIMEOUT),--timeout $(TIMEOUT))

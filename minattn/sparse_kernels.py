@@ -371,6 +371,7 @@ def block_sparse_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     allowed = (j < n) & (j <= i) if causal else (j < n).expand(-1, block, -1)
     scores = scores.masked_fill(~allowed, float("-inf"))
 
+    # BEGIN EXERCISE 1.1 implement: the softmax of each query row across its blocks, as in softmax_torch
     # Softmax over each query row, across all the blocks of that row.
     with torch.no_grad():  # the max cancels in the softmax: no gradient needed
         block_max = scores.amax(dim=-1)  # (..., P, b)
@@ -384,5 +385,6 @@ def block_sparse_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     out = torch.zeros(*qb.shape[:-1], v.shape[-1], dtype=v.dtype, device=device)
     out = out.index_add(-3, rows, exp @ vb[..., cols, :, :])  # (..., nb, b, dv)
     out = out / torch.where(row_sum == 0, torch.ones_like(row_sum), row_sum)[..., None]
+    # END EXERCISE
     return out.flatten(-3, -2)[..., :n, :]
 

@@ -27,6 +27,22 @@ if Path(minattn.__file__).resolve().parents[1] != _HERE:
                             f"{Path(minattn.__file__).resolve().parent} (another copy)")
 
 
+@pytest.fixture(scope="session")
+def answer():
+    """`answer(fn)`: the value of a predict or experiment answer function, computed once per
+    test run (the visible form check and a hidden value check share it: an experiment may take
+    seconds). Keyed by the function and its code, so a stubbed or replaced body runs afresh;
+    an exception is not kept."""
+    values = {}
+
+    def value(fn):
+        key = (fn, fn.__code__)
+        if key not in values:
+            values[key] = fn()
+        return values[key]
+    return value
+
+
 def pytest_addoption(parser):
     parser.addoption("--exercises", nargs="*", default=None, metavar="ID",
                      help="run only exercise tests (all, or the ids given) and report which pass")

@@ -418,24 +418,6 @@ def test_additive_scores_bad_input(rng):
             additive_scores_torch(*map(torch.tensor, args))
 
 
-# ----------------------------------------------------------------------------- lesson 01's answers
-@pytest.mark.exercise("1.4")
-def test_predicted_weight_of_a_duplicated_token():
-    from minattn.answers.attention import duplicate_token_weight
-
-    e = np.exp(0.5 ** 0.5)
-    assert abs(duplicate_token_weight() - 2 * e / (3 * e + 1)) < 0.005  # two decimals
-
-
-@pytest.mark.exercise("1.5")
-def test_reported_jacobian_norm_with_4096_keys():
-    from minattn.answers.attention import jacobian_norm_with_4096_keys
-
-    # softmax_rows(64, rng, n_keys=4096)[True]["jacobian"].mean() gives 0.0257-0.0259 over
-    # seeds 0-2 (500 queries); 64 keys give 0.18.
-    assert 0.02 <= jacobian_norm_with_4096_keys() <= 0.032
-
-
 # ----------------------------------------------------------------------------- lesson 01: the backward's row sum
 def test_backward_row_sum_needs_only_the_output(rng):
     """rowsum(∂P ⊙ P) = rowsum(∂O ⊙ O), the identity FlashAttention's backward rests on (Dao et

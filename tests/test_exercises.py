@@ -1,17 +1,23 @@
-"""The classroom machinery (minattn/tools/exercises.py): markers and stripping; student copies
-that never destroy a file they did not write; no unmarked twin giving an answer away; lessons that
-refuse another checkout's minattn and stop in one line on an unimplemented exercise; the
-student's check; grading submissions against hidden tests into a CSV.
+"""The classroom machinery (minattn/tools/exercises.py, grading.py, remote.py, sandbox.py):
+markers and stripping; student copies of tracked files that never destroy or move a file or a
+solution they did not write; nothing in a copy giving an answer away; lessons that refuse
+another checkout's minattn and stop in one line on an unimplemented exercise; the student's
+check (time limit, Ctrl-C); grading what the teacher lists, under unique names, against
+submissions that hang, crash or break their markers.
 
-Fast tests use a small fake course in tmp_path. The slow ones share one full student copy."""
+Fast tests use a small fake course in tmp_path. The slow ones share one full student copy. The
+grader attacked by submissions that cheat or reach for other students' files is in
+tests/hidden/test_hidden_classroom.py (building those attacks takes an answer)."""
 
 import csv
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +29,7 @@ from minattn.tools.exercises import (all_exercises, by_id, expand_ids, find_exer
                                      make_student_copy, strip_solutions)
 from minattn.tools.grading import splice
 from minattn.tools.lesson import REPO_ROOT
+from minattn.tools.sandbox import bwrap_problem
 
 SOURCE = '''def f(x):
     """doc"""
@@ -128,6 +135,43 @@ def test_list_shows_exercises_per_lesson_in_order(capsys):
         assert f"  {e:6}" in out
 
 
+def _answers():
+    """One case per function that holds a predict or experiment answer, marked with its id."""
+    from minattn.tools.remote import holders
+
+    return [pytest.param(module, name, id=f"{ex_id}-{name}", marks=pytest.mark.exercise(ex_id))
+            for ex_id, regions in by_id(all_exercises()).items() if regions[0].kind != "implement"
+            for module, name in holders({ex_id}, REPO_ROOT)]
+
+
+@pytest.mark.parametrize("module, name", _answers())
+def test_each_answer_is_there_and_well_formed(module, name, answer):
+    """All that a visible test may say of a predict or experiment answer: it is given, in the
+    form the question asks (its return annotation; one of CHOICES where the module lists them).
+    Its value is checked by tests/hidden/ only (`make exercises` says "answered")."""
+    import importlib
+    import inspect
+    import math
+
+    from minattn.tools.remote import resolve
+
+    fn = resolve(module, name)
+    value = answer(fn)
+    form = inspect.signature(fn).return_annotation
+    form = form if isinstance(form, str) else getattr(form, "__name__", str(form))
+    if form == "float":
+        assert isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    elif form == "int":
+        assert isinstance(value, int) and not isinstance(value, bool)
+    elif form == "str":
+        choices = getattr(importlib.import_module(module), "CHOICES", None)
+        assert isinstance(value, str) and value and (choices is None or value in choices), value
+    elif form.startswith("set"):
+        assert isinstance(value, set) and all(isinstance(v, str) for v in value), value
+    else:
+        assert value is not None
+
+
 # ============================================================================ student copies
 def fake_course(root: Path) -> Path:
     """A tiny course: one library file with exercises, a visible and a hidden test."""
@@ -164,6 +208,15 @@ def test_student_copy_refuses_what_it_did_not_make_and_checks_arguments_first(tm
     assert ex.main(["student", str(foreign)]) == 2  # the command line says so, no traceback
 
 
+def solve(dest: Path, ex_id: str, answer: str) -> str:
+    """A student's answer to an exercise of the fake course: the first stub replaced."""
+    path = dest / "minattn" / "lib.py"
+    what = {"9.1": "add two to x", "9.2": "double x"}[ex_id]
+    text = path.read_text().replace(f'raise NotImplementedError("Exercise {ex_id}: {what}")', answer, 1)
+    path.write_text(text)
+    return text
+
+
 def test_student_copy_drops_hidden_tests_and_rebuilds_only_with_force(tmp_path):
     root = fake_course(tmp_path / "course")
     dest = tmp_path / "student"
@@ -174,24 +227,59 @@ def test_student_copy_drops_hidden_tests_and_rebuilds_only_with_force(tmp_path):
     assert set(manifest["files"]) == {"minattn/__init__.py", "minattn/lib.py", "tests/test_lib.py", "README.md"}
     assert manifest["exercises"] == ["9.1", "9.2"]
 
-    # The student works: edits the library, adds a file.
-    solved = (dest / "minattn" / "lib.py").read_text().replace(
-        'raise NotImplementedError("Exercise 9.2: double x")', "return x + x")
+    # The student works: solves 9.1 and 9.2, edits outside the regions, adds a file.
+    solve(dest, "9.1", "return x + 2")
+    solved = solve(dest, "9.2", "return x + x").replace("def g(x):", "def g(x):  # mine")
     (dest / "minattn" / "lib.py").write_text(solved)
     (dest / "my_notes.py").write_text("ideas")
     with pytest.raises(ValueError, match="already holds a student copy.*--force"):
         make_student_copy(dest, root, only=["9.1"])
     assert (dest / "minattn" / "lib.py").read_text() == solved
 
+    # Rebuilt with 9.1 only: the student's 9.1 stays in place, 9.2 is the teacher's now,
+    # and the edited file is also copied aside (with the edit outside the regions).
     make_student_copy(dest, root, only=["9.1"], force=True)
     assert (dest / "my_notes.py").read_text() == "ideas"  # not the tool's: never touched
+    text = (dest / "minattn" / "lib.py").read_text()
+    assert "return x + 2" in text and "return 2 * x" in text and "# mine" not in text
     (backup,) = dest.glob(".student-backup-*")
-    assert (backup / "minattn" / "lib.py").read_text() == solved  # edited: kept aside
-    assert "return 2 * x" in (dest / "minattn" / "lib.py").read_text()  # 9.2 not handed out now
+    assert (backup / "minattn" / "lib.py").read_text() == solved
     assert json.loads((dest / ".student-copy").read_text())["exercises"] == ["9.1"]
 
+    # Again in the same second: the kept work is still the student's (not the tool's file),
+    # and a second backup folder, not the first one overwritten.
+    make_student_copy(dest, root, only=["9.1"], force=True)
+    assert "return x + 2" in (dest / "minattn" / "lib.py").read_text()
+    make_student_copy(dest, root, only=["9.1"], force=True, reset=True)  # asked: stubs again
+    assert "return x + 2" not in (dest / "minattn" / "lib.py").read_text()
+    backups = sorted(dest.glob(".student-backup-*"))
+    assert len(backups) == 3 and (backups[0] / "minattn" / "lib.py").read_text() == solved
 
-def test_student_copy_of_a_git_checkout_leaves_the_teachers_other_files_out(tmp_path):
+
+def test_a_manifest_that_reaches_outside_the_copy_is_refused(tmp_path):
+    root = fake_course(tmp_path / "course")
+    dest = tmp_path / "student"
+    make_student_copy(dest, root)
+    precious = tmp_path / "precious.txt"
+    precious.write_text("keep me")
+    manifest = json.loads((dest / ".student-copy").read_text())
+    good = dict(manifest["files"])
+    for bad in ({"../precious.txt": "0" * 64}, {str(precious): "0" * 64},
+                {"minattn/../../precious.txt": "0" * 64}, {".git/config": "0" * 64},
+                {"README.md": "not a checksum"}):
+        (dest / ".student-copy").write_text(json.dumps(dict(manifest, files={**good, **bad})))
+        before = tree(dest)
+        with pytest.raises(ValueError, match="cannot be trusted"):
+            make_student_copy(dest, root, force=True)
+        assert precious.read_text() == "keep me" and tree(dest) == before
+    (dest / ".student-copy").write_text(json.dumps(manifest))
+    (dest / "minattn" / "lib.py").unlink()
+    (dest / "minattn" / "lib.py").symlink_to(precious)  # a link where the tool writes: moved aside
+    make_student_copy(dest, root, force=True)
+    assert precious.read_text() == "keep me" and not (dest / "minattn" / "lib.py").is_symlink()
+
+
+def test_student_copy_of_a_git_checkout_has_only_tracked_files(tmp_path, capsys):
     root = fake_course(tmp_path / "course")
     git = ["git", "-c", "user.email=t@example.org", "-c", "user.name=t"]
     subprocess.run(git + ["init", "-q"], cwd=root, check=True)
@@ -200,37 +288,73 @@ def test_student_copy_of_a_git_checkout_leaves_the_teachers_other_files_out(tmp_
     (root / "grades.csv").write_text("alice,1.1,4,4\n")
     (root / "submissions" / "alice" / "minattn").mkdir(parents=True)
     (root / "submissions" / "alice" / "minattn" / "lib.py").write_text(SOURCE)
-    (root / "minattn" / "new.py").write_text("x = 1\n")  # new course file, not committed yet
+    (root / "minattn" / "answer_key.py").write_text("ANSWERS = {}\n")  # never committed
+    (root / "tests" / "hidden_2024").mkdir()
+    (root / "tests" / "hidden_2024" / "test_old.py").write_text("def test_old():\n    pass\n")
     make_student_copy(tmp_path / "student", root)
     files = set(json.loads((tmp_path / "student" / ".student-copy").read_text())["files"])
-    assert files == {"minattn/__init__.py", "minattn/lib.py", "minattn/new.py", "tests/test_lib.py", "README.md"}
+    assert files == {"minattn/__init__.py", "minattn/lib.py", "tests/test_lib.py", "README.md"}
+    assert "left out of the copy: minattn/answer_key.py tests/hidden_2024/test_old.py" in capsys.readouterr().out
 
 
-def test_splice_takes_region_bodies_only(tmp_path):
+def test_splice_takes_region_bodies_only_and_names_broken_markers(tmp_path):
     teacher = SOURCE
     theirs = strip_solutions(SOURCE).replace(
         'raise NotImplementedError("Exercise 9.1: add two to x")', "return x + 2", 1)
     theirs = "import os  # outside any region: ignored\n" + theirs
     text, notes = splice(teacher, theirs, {"9.1"}, {})
-    assert "import os" not in text and notes == []
+    assert "import os" not in text and notes == {}
     namespace = run_ns(text)
     assert namespace["f"](1) == 3 and namespace["g"](1) == 2  # 9.2 keeps the teacher's body
     with pytest.raises(NotImplementedError, match="Exercise 9.1"):  # f_torch: still the stub
         namespace["f_torch"](1)
-    text, notes = splice(teacher, None, {"9.2"}, {"9.2": "double x"})
-    assert notes == ["region 9.2 #1 missing in the submission"]
+    text, notes = splice(teacher, None, {"9.2"}, {"9.2": "double x"}, "minattn/lib.py")
+    assert notes == {"9.2": ["exercise 9.2: minattn/lib.py missing in the submission"]}
     with pytest.raises(NotImplementedError, match="Exercise 9.2: double x"):
         run_ns(text)["g"](1)
 
-    # A graded copy has the teacher's tests (hidden ones too), whatever the submission holds.
+    # An END marker deleted in 9.1's first region: that region is a stub and the note says
+    # where; the other regions (9.1's twin, 9.2) are still the student's.
+    lines = theirs.replace('raise NotImplementedError("Exercise 9.2: double x")',
+                           "return x * 2").splitlines(keepends=True)
+    first_end = next(i for i, line in enumerate(lines) if ex.END.match(line))
+    del lines[first_end]
+    text, notes = splice(teacher, "".join(lines), {"9.1", "9.2"}, {}, "minattn/lib.py")
+    assert notes == {"9.1": ["exercise 9.1: END marker missing in minattn/lib.py (BEGIN at line 5; "
+                             "the next marker is exercise 9.1's BEGIN at line 10)"]}
+    namespace = run_ns(text)
+    with pytest.raises(NotImplementedError, match="Exercise 9.1"):
+        namespace["f"](1)
+    assert namespace["g"](3) == 6 and "return x * 2" in text
+    text, notes = splice(teacher, SOURCE.replace("# BEGIN EXERCISE 9.2 double x", "# BEGIN 9.2"),
+                         {"9.2"}, {}, "minattn/lib.py")
+    assert notes == {"9.2": ["exercise 9.2: BEGIN marker missing in minattn/lib.py"]}
+
+
+def test_a_graded_copy_holds_the_library_only_with_the_submissions_regions(tmp_path):
     root = fake_course(tmp_path / "course")
     sub = tmp_path / "sub"
     make_student_copy(sub, root)
+    solve(sub, "9.2", "return x + x")
     (sub / "tests" / "test_lib.py").write_text("def test_f():\n    pass\n")
+    (sub / "minattn" / "extra.py").write_text("print('mine')\n")
     graded = tmp_path / "graded"
-    grading.build_graded_copy(sub, graded, ["9.1", "9.2"], root)
-    assert (graded / "tests" / "test_lib.py").read_text() == (root / "tests" / "test_lib.py").read_text()
-    assert (graded / "tests" / "hidden" / "test_hidden_lib.py").exists()
+    notes = grading.build_graded_copy(sub, graded, ["9.2"], root)
+    assert notes == {} and set(tree(graded)) == {"minattn/__init__.py", "minattn/lib.py"}
+    namespace = run_ns((graded / "minattn" / "lib.py").read_text())
+    assert namespace["g"](3) == 6 and namespace["f"](1) == 3  # 9.1 not graded: the teacher's
+
+    # A submission whose library is a link to the teacher's: read as missing, never followed.
+    linked = tmp_path / "linked"
+    make_student_copy(linked, root)
+    shutil.rmtree(linked / "minattn")
+    (linked / "minattn").symlink_to(root / "minattn")
+    notes = grading.build_graded_copy(linked, tmp_path / "graded2", ["9.2"], root)
+    assert notes == {"9.2": ["exercise 9.2: minattn/lib.py missing in the submission"]}
+    with pytest.raises(NotImplementedError):
+        run_ns((tmp_path / "graded2" / "minattn" / "lib.py").read_text())["g"](3)
+    with pytest.raises(ValueError, match="the teacher's checkout"):
+        grading.grade([root], None, only=["9.2"], root=root)
 
 
 # ============================================================================ give-aways
@@ -278,10 +402,43 @@ def test_giveaways_are_found_generically(tmp_path):
     assert len(problems) == 3
 
 
-def test_no_function_left_in_a_student_copy_gives_an_answer_away():
-    problems = find_giveaways(REPO_ROOT)
-    assert not problems, ("mark these with the exercise's id (or say why not with a comment "
-                          "'# not a twin of exercise X.Y: why'):\n" + "\n".join(problems))
+def test_the_audit_finds_answers_outside_the_library(tmp_path):
+    from minattn.tools.exercise_audit import audit, find_helper_twins
+
+    root = fake_course(tmp_path / "course")
+    (root / "minattn" / "m.py").write_text(TWINS.replace("def soft_torch(x):\n    return x.softmax(-1)\n", ""))
+    (root / "minattn" / "answers.py").write_text(
+        "def weight():\n    # BEGIN EXERCISE 9.3 predict: a weight\n    return 12 / 7\n    # END EXERCISE\n")
+    (root / "tests" / "test_m.py").write_text(
+        "import numpy as np\nimport pytest\n\n\ndef expected(x):\n"
+        "    e = np.exp(x - x.max(axis=-1, keepdims=True))\n    return e / e.sum(axis=-1, keepdims=True)\n\n\n"
+        "@pytest.mark.exercise('9.3')\ndef test_weight():\n    from minattn.answers import weight\n"
+        "    assert weight() > 1  # it is 1.714\n")
+    (root / "tests" / "hidden_2024").mkdir()
+    (root / "tests" / "hidden_2024" / "test_old.py").write_text("def test_old():\n    pass\n")
+    text = "\n".join(audit(root))
+    assert "exercise 9.1: tests/test_m.py repeats 2 of the 2 lines of its region minattn/m.py:5" in text
+    assert "exercise 9.3: tests/test_m.py:10 checks the value of a predict exercise" in text
+    assert "exercise 9.3: tests/test_m.py:13 writes its answer (1.7142857142857142)" in text
+    assert "tests/hidden_2024/test_old.py: teacher-only tests outside tests/hidden/" in text
+    assert len(text.splitlines()) == 5, text  # and the library's own twin (find_giveaways)
+
+    # A test helper that computes a mask exercise's answer; one that calls the exercise is fine.
+    (tmp_path / "test_helpers.py").write_text(
+        "import numpy as np\nfrom minattn.sparse import sliding_window_mask_np\n\n\n"
+        "def by_hand(n, w):\n    return np.array([[abs(i - j) <= w for j in range(n)] for i in range(n)])\n\n\n"
+        "def by_the_library(n, w):\n    return sliding_window_mask_np(n, w)\n")
+    found = find_helper_twins(REPO_ROOT, files=[tmp_path / "test_helpers.py"])
+    assert len(found) == 1 and "test_helpers.py::by_hand computes what sliding_window_mask_np does" in found[0]
+
+
+def test_nothing_in_a_student_copy_gives_an_answer_away():
+    from minattn.tools.exercise_audit import audit
+
+    problems = audit(REPO_ROOT)
+    assert not problems, ("mark twins with the exercise's id (or say why not with a comment "
+                          "'# not a twin of exercise X.Y: why'), move answer checks and "
+                          "helpers to tests/hidden/:\n" + "\n".join(problems))
 
 
 # ============================================================================ lessons
@@ -395,55 +552,107 @@ def test_student_copy_imports_and_its_notebook_shows_the_stub_and_stops_in_one_l
 
 
 # ============================================================================ grading
-WRONG_SOFTMAX = '''    if mask is not None:
-        scores = np.where(mask, scores, -np.inf)
-    exp = np.exp(scores - scores.max())  # one max for the whole array: rows far below it underflow
-    total = exp.sum(axis=-1, keepdims=True)
-    return exp / np.where(total == 0.0, 1.0, total)
-'''
+def test_what_is_graded_and_under_which_name_comes_from_the_teacher(tmp_path):
+    root = fake_course(tmp_path / "course")
+    for where in ("a", "b"):
+        (tmp_path / where / "alice").mkdir(parents=True)
+    a, b = tmp_path / "a" / "alice", tmp_path / "b" / "alice"
+    assert grading.submission_names([a, b]) == ["a/alice", "b/alice"]
+    assert grading.submission_names([a]) == ["alice"]
+    assert grading.submission_names([a, b], ["ann", "bea"]) == ["ann", "bea"]
+    with pytest.raises(ValueError, match="would both be named 'alice'"):
+        grading.submission_names([a, b], ["alice", "alice"])
+    with pytest.raises(ValueError, match="given twice"):
+        grading.submission_names([a, tmp_path / "a" / ".." / "a" / "alice"])
+    with pytest.raises(ValueError, match="lies inside submission"):
+        grading.submission_names([tmp_path / "a", a])
+    with pytest.raises(ValueError, match="say which exercises were handed out"):
+        grading.graded_ids(None, None, root)
+    roster = tmp_path / "roster.txt"
+    roster.write_text("# autumn class\n9.2  # handed out in week 3\n")
+    assert grading.graded_ids(None, roster, root) == ["9.2"]
+    assert grading.graded_ids(["9"], None, root) == ["9.1", "9.2"]
+    with pytest.raises(ValueError, match="unknown exercise '9.9'"):
+        grading.graded_ids(["9.9"], None, root)
+    with pytest.raises(SystemExit):  # the command line insists on --only or --roster
+        ex.main(["grade", str(a), "--out", str(tmp_path / "g.csv")])
 
 
-@pytest.mark.slow
-def test_grading_two_submissions_into_a_csv(tmp_path):
-    """Hand out exercise 1.1; one student solves it, one uses a global max; the gradebook says so,
-    counting the hidden tests; a student who edits the tests gains nothing."""
-    teacher_text = (REPO_ROOT / "minattn" / "attention.py").read_text()
-    (_, first, last), = [f for f in _functions(teacher_text) if f[0] == "softmax_np"]
-    softmax_id = next(e.id for e in find_exercises(teacher_text) if first <= e.line <= last)
-    hand_out = tmp_path / "handout"
-    make_student_copy(hand_out, only=[softmax_id])
-    good, bad = tmp_path / "alice", tmp_path / "bob"
-    for sub in (good, bad):
-        make_student_copy(sub, only=[softmax_id])
-    (good / "minattn" / "attention.py").write_text(teacher_text)  # the right answer everywhere
-    lines = teacher_text.splitlines(keepends=True)
-    start = next(i for i, l in enumerate(lines) if l.lstrip().startswith("def softmax_np"))
-    begin = next(i for i in range(start, len(lines)) if ex.BEGIN.match(lines[i]))
-    end = next(i for i in range(begin, len(lines)) if ex.END.match(lines[i]))
-    lines[begin + 1:end] = [WRONG_SOFTMAX]
-    (bad / "minattn" / "attention.py").write_text("".join(lines))
-    for test in (bad / "tests").glob("test_*.py"):  # bob also "fixes" the tests: ignored
-        test.write_text("def test_nothing():\n    pass\n")
-
-    out = tmp_path / "grades.csv"
-    proc = subprocess.run([sys.executable, "-m", "minattn.tools.exercises", "grade", str(good), str(bad),
-                           "--out", str(out), "--timeout", "300"], cwd=tmp_path,
-                          env=env_for(REPO_ROOT), capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    rows = {r["submission"]: r for r in csv.DictReader(out.open())}
-    assert set(rows) == {"alice", "bob"} and rows["alice"]["exercise"] == softmax_id
-    marker = f'@pytest.mark.exercise("{softmax_id}")'
-    visible = sum(p.read_text().count(marker) for p in (hand_out / "tests").glob("test_*.py"))
-    assert not (hand_out / "tests" / "hidden").exists()
-    # test_hidden_classroom.py adds 4 hidden tests of the softmax (more may come from others)
-    assert int(rows["alice"]["total"]) >= visible + 4
-    assert rows["alice"]["passed"] == rows["alice"]["total"] == rows["bob"]["total"]
-    assert int(rows["bob"]["passed"]) < int(rows["bob"]["total"]) and rows["bob"]["first_failure"]
-    assert "alice: 1/1 exercises pass" in proc.stdout and "bob: 0/1 exercises pass" in proc.stdout
+def test_grading_refuses_to_run_without_a_sandbox_unless_told(tmp_path, monkeypatch, capsys):
+    root = fake_course(tmp_path / "course")
+    sub = tmp_path / "sub"
+    make_student_copy(sub, root)
+    monkeypatch.setattr(grading, "bwrap_problem", lambda: "bubblewrap (bwrap) is not installed")
+    with pytest.raises(ValueError, match=r"refusing to run students' code without a sandbox: "
+                                         r"bubblewrap \(bwrap\) is not installed.*--unsafe-no-sandbox"):
+        grading.grade([sub], tmp_path / "g.csv", only=["9.1"], root=root)
+    assert not (tmp_path / "g.csv").exists()
 
 
-@pytest.mark.slow
-def test_grading_survives_a_submission_that_hangs(tmp_path):
+def test_the_sandbox_starts_python_by_a_path_it_can_see(tmp_path, monkeypatch):
+    """A venv reached through a link from a hidden folder (the checkout's .venv pointing
+    elsewhere): the sandbox hides the link's folder, so Python is started by its resolved
+    folder, keeping its name (a venv is found from that name's folder)."""
+    from minattn.tools import sandbox
+
+    real = tmp_path / "real-venv" / "bin"
+    real.mkdir(parents=True)
+    (tmp_path / "checkout").mkdir()
+    (tmp_path / "checkout" / ".venv").symlink_to(tmp_path / "real-venv")
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "checkout" / ".venv" / "bin" / "python"))
+    assert sandbox.python_executable() == str(real.resolve() / "python")
+
+
+def test_a_reply_from_the_worker_is_read_without_trusting_it():
+    import numpy as np
+
+    from minattn.tools import remote
+
+    blobs = []
+    value = (np.arange(6.0).reshape(2, 3), {"k": [1, 2.5, None, "s"]}, {3}, np.float32(2), 7 + 1j,
+             np.float64(1.0), np.bool_(True))
+    tree = remote.encode(value, blobs)
+    back = remote.decode(json.loads(json.dumps(tree)), blobs)
+    assert np.array_equal(back[0], value[0]) and back[1:] == value[1:]
+    assert [type(v) for v in back[3:]] == [np.float32, complex, np.float64, np.bool_]
+    for bad in (["np", "|O8", [1], 0], ["np", "<f8", [2], 0], ["np", "<f8", [-1], 0],
+                ["pickle", "x"], ["np", "<f8", [3], 5], ["dict", [["a"]]], "v", [],
+                ["tensor", "float64", [1], "cuda;rm", 0, -1]):
+        with pytest.raises(remote.ProtocolError):
+            remote.decode(bad, [np.zeros(3).tobytes()])
+    with pytest.raises(TypeError, match="only numbers"):
+        remote.encode(object(), [])
+    with pytest.raises(TypeError, match="dtype object"):
+        remote.encode(np.array([object()]), [])
+    skip = remote._rebuild({"type": "Skipped", "message": "nothing here"})
+    assert type(skip) is remote.SubmissionError and "Skipped: nothing here" in str(skip)
+    assert type(remote._rebuild({"type": "ValueError", "message": "bad x"})) is ValueError
+    assert type(remote._rebuild({"type": "SystemExit", "message": "0"})) is remote.SubmissionError
+    import io
+    stream = io.BytesIO()
+    remote.send(stream, {"op": "ok"}, [b"abc"])
+    stream.seek(0)
+    assert remote.receive(stream) == ({"op": "ok"}, [b"abc"])
+    stream.seek(0)
+    with pytest.raises(remote.ProtocolError, match="limit"):
+        remote.receive(stream, limit=8)
+
+
+def test_only_top_level_functions_are_routed_and_closures_are_stubbed():
+    """A region inside a closure (a FlexAttention mask_mod) cannot be sent to the submission's
+    process: the grader stubs it in the teacher's process instead of using the teacher's body."""
+    from minattn.tools.remote import holders
+
+    nested = []
+    routed = holders({"2.1"}, REPO_ROOT, nested)
+    assert ("minattn.sparse", "sliding_window_mask_np") in routed
+    assert all(module != "minattn.flex" for module, _ in routed)
+    assert nested == (["2.1"] if any(e.id == "2.1" and str(e.path) == "minattn/flex.py"
+                                     for e in all_exercises()) else [])
+
+
+def grading_course(tmp_path) -> Path:
+    """The fake course with the tools, conftests and exercise tests the grader needs."""
     root = fake_course(tmp_path / "course")
     shutil.copytree(REPO_ROOT / "minattn" / "tools", root / "minattn" / "tools",
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -453,33 +662,82 @@ def test_grading_survives_a_submission_that_hangs(tmp_path):
         "import pytest\n\n@pytest.mark.exercise('9.1')\ndef test_f():\n"
         "    from minattn.lib import f\n    assert f(1) == 3\n\n"
         "@pytest.mark.exercise('9.2')\ndef test_g():\n    from minattn.lib import g\n    assert g(2) == 4\n")
-    (root / "tests" / "test_top.py").write_text(  # imports at the top: a broken file stops collection
+    (root / "tests" / "test_top.py").write_text(  # imports at the top: the teacher's, always
         "import pytest\nfrom minattn.lib import g\n\n@pytest.mark.exercise('9.2')\n"
         "def test_g_again():\n    assert g(3) == 6\n")
-    sub = tmp_path / "carol"
-    make_student_copy(sub, root)
-    text = (sub / "minattn" / "lib.py").read_text()
-    text = text.replace('raise NotImplementedError("Exercise 9.1: add two to x")', "return x + 2", 1)
-    text = text.replace('raise NotImplementedError("Exercise 9.1: add two to x")', "return x + 2", 1)
-    text = text.replace('raise NotImplementedError("Exercise 9.2: double x")',
-                        "while True:\n        pass")
-    (sub / "minattn" / "lib.py").write_text(text)
-    crash, broken = tmp_path / "dave", tmp_path / "erin"
-    for other, body in ((crash, "import os\n    os._exit(3)"), (broken, "return x +")):
-        make_student_copy(other, root)
-        text = (other / "minattn" / "lib.py").read_text()
-        (other / "minattn" / "lib.py").write_text(text.replace(
-            'raise NotImplementedError("Exercise 9.1: add two to x")', body, 1))
-    rows = grading.grade([sub, crash, broken], tmp_path / "g.csv", timeout=15, root=root)
+    return root
+
+
+@pytest.mark.slow
+def test_grading_survives_submissions_that_hang_crash_break_or_share_a_name(tmp_path):
+    """In the sandbox when bubblewrap works here, else (these submissions only hang, exit or
+    break their own files) without it."""
+    root = grading_course(tmp_path)
+    subs = tmp_path / "class"
+    carol, erin, ann, bea = (subs / n for n in ("carol", "erin", "a/alice", "b/alice"))
+    for sub in (carol, erin, ann, bea):
+        make_student_copy(sub, root)
+    solve(carol, "9.1", "return x + 2")
+    solve(carol, "9.1", "return x + 2")
+    solve(carol, "9.2", "import time\n    time.sleep(3600)")  # hangs (without using the CPU)
+    solve(erin, "9.1", "return x +")  # a syntax error: every call of the file fails
+    solve(ann, "9.1", "import os\n    os._exit(0)")  # ends the process, "successfully"
+    solve(ann, "9.1", "return x + 2")
+    solve(ann, "9.2", "return x + x")
+    text = solve(bea, "9.2", "return x * 2")  # ... and deletes 9.1's first END marker
+    (bea / "minattn" / "lib.py").write_text(text.replace("    # END EXERCISE\n", "", 1))
+    (bea / ".student-copy").unlink()  # no manifest: graded on what the teacher lists, no more
+    unsafe = bwrap_problem() is not None
+    rows = grading.grade([carol, erin, ann, bea], tmp_path / "g.csv", only=["9"],
+                         timeout=20, root=root, unsafe=unsafe)
     got = {(r["submission"], r["exercise"]): r for r in rows}
-    assert got["carol", "9.1"]["passed"] == got["carol", "9.1"]["total"] == 1
-    assert got["carol", "9.2"]["passed"] == 0 and got["carol", "9.2"]["total"] == 2
-    assert "timed out after 15 s (in tests/test_lib.py::test_g)" in got["carol", "9.2"]["first_failure"]
-    for ex_id in ("9.1", "9.2"):  # the process died in test_f: nothing after it ran
-        assert got["dave", ex_id]["passed"] == 0
-        assert got["dave", ex_id]["total"] == {"9.1": 1, "9.2": 2}[ex_id]
-        assert "crashed (exit code 3) in tests/test_lib.py::test_f" in got["dave", ex_id]["first_failure"]
-    for ex_id in ("9.1", "9.2"):  # a syntax error: every test of the file fails, collection goes on
+    assert [r["submission"] for r in csv.DictReader((tmp_path / "g.csv").open())] == [
+        n for n in ("carol", "erin", "a/alice", "b/alice") for _ in range(2)]
+    for (name, ex_id), row in got.items():
+        assert int(row["total"]) == {"9.1": 1, "9.2": 2}[ex_id], row  # the teacher's count
+    assert got["carol", "9.1"]["passed"] == 1
+    assert got["carol", "9.2"]["passed"] == 0
+    assert "timed out after 20 s (in tests/test_lib.py::test_g)" in got["carol", "9.2"]["first_failure"]
+    for ex_id in ("9.1", "9.2"):
         assert got["erin", ex_id]["passed"] == 0 and "SyntaxError" in got["erin", ex_id]["first_failure"]
-    assert got["erin", "9.2"]["total"] == 2
-    assert [r["submission"] for r in csv.DictReader((tmp_path / "g.csv").open())] == ["carol"] * 2 + ["dave"] * 2 + ["erin"] * 2
+    # the process died in test_f; the next test had a fresh one
+    assert got["a/alice", "9.1"]["passed"] == 0
+    assert "ended during f (exit code 0)" in got["a/alice", "9.1"]["first_failure"]
+    assert got["a/alice", "9.2"]["passed"] == 2
+    assert got["b/alice", "9.1"]["passed"] == 0 and got["b/alice", "9.1"]["first_failure"].startswith(
+        "exercise 9.1: END marker missing in minattn/lib.py (BEGIN at line 4")
+    assert got["b/alice", "9.2"]["passed"] == 2
+
+
+@pytest.mark.slow
+def test_the_check_ends_everything_it_started_on_ctrl_c_and_on_its_time_limit(tmp_path):
+    root = fake_course(tmp_path / "course")
+    shutil.copytree(REPO_ROOT / "minattn" / "tools", root / "minattn" / "tools",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(REPO_ROOT / "conftest.py", root / "conftest.py")
+    shutil.copy(REPO_ROOT / "tests" / "conftest.py", root / "tests" / "conftest.py")
+    pid_file = tmp_path / "pytest.pid"
+    (root / "tests" / "test_lib.py").write_text(
+        "import os, time, pytest\n\n@pytest.mark.exercise('9.1')\ndef test_f():\n"
+        f"    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n    time.sleep(3600)\n")
+    cmd = [sys.executable, "-m", "minattn.tools.exercises", "check", "9.1"]
+    proc = subprocess.Popen(cmd, cwd=root, env=env_for(root), stdout=subprocess.PIPE, text=True)
+    for _ in range(600):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.1)
+    child = int(pid_file.read_text())
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    for _ in range(50):  # killed with its group, then reaped
+        if not Path(f"/proc/{child}").exists():
+            break
+        time.sleep(0.1)
+    assert not Path(f"/proc/{child}").exists(), "pytest outlived Ctrl-C"
+    pid_file.unlink()
+    proc = subprocess.run(cmd + ["--timeout", "5"], cwd=root, env=env_for(root),
+                          capture_output=True, text=True, timeout=120)
+    child = int(pid_file.read_text())
+    assert proc.returncode == 1 and not Path(f"/proc/{child}").exists()
+    assert "timed out after 5 s in tests/test_lib.py::test_f" in proc.stdout
+    assert re.search(r"^9\.1 +implement +FAIL +0/1 +did not finish", proc.stdout, re.M), proc.stdout

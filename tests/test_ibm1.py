@@ -423,19 +423,3 @@ def test_fast_path_reproduces_nltk_on_bible_verses():
         values = [t[ibm1_fast.entry_index(fb, x, y)] for x in pick]
         assert abs(values[0] - values[1]) <= 1e-12, (y, pick, values)
     assert np.mean(ours == theirs) > 0.99
-
-
-# ----------------------------------------------------------------------------- answers
-@pytest.mark.exercise("6.3")
-def test_prediction_zero_gradient_tables():
-    from minattn.answers import ibm1 as answers
-
-    assert answers.zero_gradient_tables() == {"a"}
-
-
-@pytest.mark.exercise("6.4")
-def test_experiment_em_race_40_of_50():
-    from minattn.answers import ibm1 as answers
-
-    steps = answers.em_race_40_of_50()
-    assert 15 <= steps <= 21, steps   # 40-of-60 takes 10 steps; 40-of-50 measured 18

@@ -273,14 +273,6 @@ def test_bad_input_raises_value_error(rng):
 
 
 # ----------------------------------------------------------------------------- exercise 5.3
-@pytest.mark.exercise("5.3")
-def test_predicted_failing_copy_corpus():
-    from minattn.answers.lstm_attention import failing_copy_corpus
-
-    assert failing_copy_corpus() in ("A", "B", "C")
-    assert failing_copy_corpus() == "B"
-
-
 # ----------------------------------------------------------------------------- lesson 05 tasks
 def test_keyword_task_is_balanced_with_one_keyword_in_positives(rng):
     from minattn import tasks

@@ -11,7 +11,7 @@ How does its read-out attention (the first token's query over the sentence) look
 (a) when the queries and keys read the raw states (`normalize=False`);
 (b) when they read the states after a LayerNorm without affine (`normalize=True`, the default).
 Hint: write a U(0.9, 1) matrix as 0.95·11ᵀ plus small noise and apply it to a token h.
-Check with `pytest tests/test_task_heads.py --exercises 7.3`.
+Then check it: run section 4 of lesson 07.
 """
 
 CHOICES = ("uniform", "one token", "between")

@@ -7,7 +7,9 @@
     fetch      checksummed, atomic downloads (imports no torch: data scripts stay light)
     data       loaders for the fetched datasets
     course     `make course`: notebooks, executed lessons, the report
-    exercises  student copies, the exercise check, grading
+    exercises  student copies, the exercise check; grading (the gradebook), remote (a
+               submission's functions run in their own process), sandbox (bubblewrap);
+               exercise_audit (nothing in a student copy gives an answer away)
 """
 
 from pathlib import Path

@@ -14,18 +14,23 @@ torch twin, a fast path, a helper) carries the same id, so that stripping leaves
     python -m minattn.tools.exercises student DIR              # a student copy, every solution removed
     python -m minattn.tools.exercises student DIR --only 1 2.1 # hand out lesson 1 and exercise 2.1
     python -m minattn.tools.exercises check [ID...] [-v]       # in a copy: which exercises pass
-    python -m minattn.tools.exercises grade SUB... --out grades.csv   # teacher: the gradebook
-    python -m minattn.tools.exercises audit                    # does any unmarked twin give an answer away?
+    python -m minattn.tools.exercises grade SUB... --only 1.1  # teacher: the gradebook (grades.csv)
+    python -m minattn.tools.exercises audit                    # does a copy give an answer away?
 
-A student copy holds the repository with each handed-out region's body replaced by
+A student copy holds the files git tracks, with each handed-out region's body replaced by
 `raise NotImplementedError("Exercise 1.1: ...")`, without tests/hidden/, and a manifest
 (`.student-copy`) of the files the tool wrote: building again into the same folder needs
-`--force`, and even then only the tool's own files are replaced (a student's edits to them are
-moved to a backup folder first; files the tool did not write are never touched).
+`--force`, and even then only the tool's own files are replaced; a file the student edited
+keeps the student's region bodies (of the exercises handed out again) and is first copied to a
+new backup folder; files the tool did not write are never touched.
+
+The check (`make exercises`) runs the copy's exercise tests in a process group that a time
+limit, Ctrl-C or SIGTERM ends whole.
 
 Grading (tools/grading.py) splices each submission's region bodies, and nothing else, into a
-fresh copy of the teacher's repository and runs the teacher's tests there, hidden ones included.
-tools/exercise_audit.py checks the exercises themselves (no unmarked twin gives one away).
+copy of the teacher's library and runs the teacher's tests, hidden ones included, with the
+submission's functions in a sandboxed process of their own (tools/remote.py, tools/sandbox.py).
+tools/exercise_audit.py checks the exercises themselves (nothing in a copy gives one away).
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from . import REPO_ROOT
 
@@ -200,19 +205,21 @@ def _ignored(rel: str, student: bool) -> bool:
     return student and (rel == HIDDEN_TESTS or rel.startswith(HIDDEN_TESTS + "/"))
 
 
-def source_files(root: Path = REPO_ROOT, student: bool = True) -> list[str]:
-    """The files a copy holds (relative paths): in a git checkout, what git tracks plus new files
-    in the course's folders; else every file; minus IGNORED (and tests/hidden/ for a student copy)."""
+def source_files(root: Path = REPO_ROOT, student: bool = True,
+                 tracked_only: bool | None = None) -> list[str]:
+    """The files a copy holds (relative paths), minus IGNORED (and tests/hidden/ for a student
+    copy). In a git checkout: the files git tracks; with `tracked_only` False (the default for
+    the teacher's own copies, never for a student's), also new files in the course's folders.
+    Outside git: every file."""
     root = Path(root)
+    tracked_only = student if tracked_only is None else tracked_only
     files = None
     if (root / ".git").exists():
-        def git(*args):
-            proc = subprocess.run(["git", "ls-files", "-z", *args], cwd=root, capture_output=True)
-            return [f for f in proc.stdout.decode().split("\0") if f] if proc.returncode == 0 else None
-        # untracked files only inside the course's own folders: a teacher's grades.csv or
-        # submissions/ next to them must never reach a student
-        files, new = git("--cached"), git("--others", "--exclude-standard", "--", *COURSE_DIRS)
-        files = None if files is None else files + (new or [])
+        files = _git_files(root, "--cached")
+        if files is not None and not tracked_only:
+            # untracked files only inside the course's own folders: a teacher's grades.csv or
+            # submissions/ next to them never go anywhere
+            files += _git_files(root, "--others", "--exclude-standard", "--", *COURSE_DIRS) or []
     if files is None:
         files = [str(p.relative_to(root)) for p in root.rglob("*")]
     keep = []
@@ -221,6 +228,19 @@ def source_files(root: Path = REPO_ROOT, student: bool = True) -> list[str]:
         if path.is_file() and not path.is_symlink() and not _ignored(rel, student):
             keep.append(rel)
     return keep
+
+
+def _git_files(root: Path, *args) -> list[str] | None:
+    proc = subprocess.run(["git", "ls-files", "-z", *args], cwd=root, capture_output=True)
+    return [f for f in proc.stdout.decode().split("\0") if f] if proc.returncode == 0 else None
+
+
+def untracked_course_files(root: Path = REPO_ROOT) -> list[str]:
+    """Files in the course's folders that git does not track: never copied to a student."""
+    if not (Path(root) / ".git").exists():
+        return []
+    new = _git_files(Path(root), "--others", "--exclude-standard", "--", *COURSE_DIRS) or []
+    return sorted(f for f in new if not _ignored(f, student=False))
 
 
 def _sha(data: bytes) -> str:
@@ -234,6 +254,29 @@ def read_manifest(dest: Path) -> dict | None:
     except (OSError, ValueError):
         return None
     return manifest if isinstance(manifest, dict) and manifest.get("made_by") == TOOL else None
+
+
+def manifest_problem(manifest: dict, dest: Path) -> str | None:
+    """What makes a manifest unsafe to act on (None if nothing): every entry must be a plain
+    relative path to a regular file inside the copy, with a sha256, and the exercises a list
+    of strings. A rebuild touches only the files a valid manifest lists."""
+    files, exercises = manifest.get("files"), manifest.get("exercises", [])
+    if not isinstance(files, dict) or not isinstance(exercises, list) or not all(
+            isinstance(e, str) for e in exercises):
+        return "its file list or exercise list is not what this tool writes"
+    dest = Path(dest).resolve()
+    for rel, digest in files.items():
+        pure = PurePosixPath(rel) if isinstance(rel, str) else None
+        if (pure is None or not rel or pure.is_absolute() or "\\" in rel or ".." in pure.parts
+                or pure.as_posix() != rel or rel == MANIFEST or _ignored(rel, student=True)):
+            return f"it lists {rel!r}, which is not a file this tool writes into a copy"
+        if not isinstance(digest, str) or not re.fullmatch(r"[0-9a-f]{64}", digest):
+            return f"its checksum of {rel!r} is not a sha256"
+        path = dest / rel
+        parent = path.parent.resolve()
+        if parent != dest and dest not in parent.parents:
+            return f"{rel!r} leads outside the copy"
+    return None
 
 
 def _check_destination(dest: Path, root: Path, force: bool) -> dict | None:
@@ -250,20 +293,42 @@ def _check_destination(dest: Path, root: Path, force: bool) -> dict | None:
     if manifest is None:
         raise ValueError(f"{dest} is not empty and is not a student copy made by this tool: "
                          "nothing was written. Choose a new or empty folder.")
+    if (problem := manifest_problem(manifest, dest)) is not None:
+        raise ValueError(f"the manifest {dest / MANIFEST} cannot be trusted: {problem}. Nothing "
+                         "was written. Choose a new folder, or restore the manifest.")
     if not force:
         raise ValueError(f"{dest} already holds a student copy (made {manifest.get('made', '?')}, "
                          f"exercises {' '.join(manifest.get('exercises', []))}). Nothing was "
                          "written. To rebuild it pass --force (make student FORCE=1): the "
-                         "tool's files are replaced, files it did not write are kept, and "
-                         "edited files are moved to a backup folder first.")
+                         "tool's files are replaced, files it did not write are kept, and the "
+                         "student's work in the regions of exercises handed out again stays "
+                         "where it is (each edited file is also copied to a backup folder).")
     return manifest
 
 
-def make_student_copy(dest: Path, root: Path = REPO_ROOT, only=None,
-                      force: bool = False) -> list[Exercise]:
-    """Copy the repository to `dest` with the solutions removed (all, or the ids/lessons in
-    `only`); returns the regions removed. Refuses a non-empty `dest` that is not a student
-    copy made here, and one that is unless `force`; never deletes a file it did not write."""
+def _new_backup(dest: Path) -> Path:
+    """A backup folder that no earlier backup uses (two rebuilds in one second included)."""
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    for n in range(1, 10000):
+        backup = dest / (f".student-backup-{stamp}" + (f"-{n}" if n > 1 else ""))
+        try:
+            backup.mkdir()
+            return backup
+        except FileExistsError:
+            continue
+    raise ValueError(f"too many backup folders in {dest}")
+
+
+def make_student_copy(dest: Path, root: Path = REPO_ROOT, only=None, force: bool = False,
+                      reset: bool = False) -> list[Exercise]:
+    """Copy the repository's tracked files to `dest` with the solutions removed (all, or the
+    ids/lessons in `only`); returns the regions removed. Refuses a non-empty `dest` that is not
+    a student copy made here, and one that is unless `force`; never deletes or moves a file it
+    did not write. On a rebuild, a file the student edited keeps the student's region bodies
+    of every exercise handed out both times (`reset`: the stubs again); the edited file is
+    copied to a backup folder first either way."""
+    from .grading import splice
+
     root = Path(root)
     dest = Path(dest).resolve()
     exercises = all_exercises(root)
@@ -278,65 +343,117 @@ def make_student_copy(dest: Path, root: Path = REPO_ROOT, only=None,
         if rel in strip_paths:
             data = strip_solutions(data.decode(), set(ids), what).encode()
         new_files[rel] = data
+    for rel in new_files:  # a folder on the way that links out of the copy: refuse, write nothing
+        folder = (dest / rel).parent
+        while not folder.exists() and folder != dest:
+            folder = folder.parent
+        if folder.resolve() != dest and dest not in folder.resolve().parents:
+            raise ValueError(f"{folder} leads outside {dest} (a link?): nothing was written")
+    left_out = untracked_course_files(root)
+    if left_out:
+        print(f"not tracked by git, left out of the copy: {' '.join(left_out)}")
 
     backup = None
-    if old is not None:  # --force: replace the tool's own files, back up edited ones
-        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        backup = dest / f".student-backup-{stamp}"
-        for rel, digest in old.get("files", {}).items():
-            path = dest / rel
-            if not path.is_file():
-                continue
-            if _sha(path.read_bytes()) != digest:
-                (backup / rel).parent.mkdir(parents=True, exist_ok=True)
-                shutil.move(str(path), backup / rel)
-            elif rel not in new_files:
+    kept_work, merged = [], {}
+    old_files = (old or {}).get("files", {})
+    again = set(ids) & set((old or {}).get("exercises", []))
+    for rel, digest in old_files.items():  # --force: the tool's own files
+        path = dest / rel
+        if path.is_symlink():  # never followed: the link itself goes aside
+            backup = backup or _new_backup(dest)
+            (backup / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(path), backup / rel)
+            continue
+        if not path.is_file():
+            continue
+        data = path.read_bytes()
+        if _sha(data) == digest:
+            if rel not in new_files:
                 path.unlink()
+            continue
+        backup = backup or _new_backup(dest)  # edited by the student: a copy goes aside
+        (backup / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, backup / rel)
+        if rel not in new_files:
+            path.unlink()
+        elif not reset and rel in strip_paths and again:
+            text, problems = splice(new_files[rel].decode(), data.decode(errors="replace"),
+                                    again, what, rel)
+            merged[rel] = text.encode()
+            kept_work.append(rel)
+            for notes in problems.values():
+                print("; ".join(notes))
     written = {}
     for rel, data in new_files.items():
         path = dest / rel
-        if path.exists() and (old is None or rel not in old.get("files", {})):
+        if path.is_symlink() or (path.exists() and rel not in old_files):
             # a file the tool did not write sits where it wants to write: keep it aside
-            stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-            backup = backup or dest / f".student-backup-{stamp}"
+            backup = backup or _new_backup(dest)
             (backup / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(path), backup / rel)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data)
+        path.write_bytes(merged.get(rel, data))
         shutil.copymode(root / rel, path)
-        written[rel] = _sha(data)
+        written[rel] = _sha(data)  # the tool's version: a file holding kept work reads as edited
     manifest = dict(made_by=TOOL, made=datetime.datetime.now().isoformat(timespec="seconds"),
                     exercises=ids, files=written,
                     note="A student copy: solutions removed. Rebuild only with --force.")
     (dest / MANIFEST).write_text(json.dumps(manifest, indent=1))
-    if backup is not None and backup.exists():
-        print(f"edited or foreign files were kept in {backup}")
+    if kept_work:
+        print(f"the student's work in {' '.join(kept_work)} was kept in place "
+              "(pass --reset to start those exercises again)")
+    if backup is not None:
+        print(f"edited or foreign files were copied to {backup}")
     return [e for e in exercises if e.id in ids]
 
 
 # ============================================================================ the check
-def _pytest(root: Path, args: list[str], report: Path, capture: bool, timeout=None):
-    """Run the exercise tests of the copy at `root` in a fresh process (its own minattn)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
-    env.setdefault("OMP_NUM_THREADS", "1")
+def _pytest(root: Path, args: list[str], report: Path, capture: bool, timeout=None,
+            env: dict | None = None):
+    """Run pytest on the copy at `root` in a fresh process group (its own minattn), at most
+    `timeout` seconds. The group is killed on a timeout, and on Ctrl-C or any other exit of
+    this process before it ends: nothing it started keeps running. Returns (exit code, output,
+    the exercise report -- with "read": True when pytest wrote one -- , timed out)."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    full_env["PYTHONPATH"] = str(root) + os.pathsep + full_env.get("PYTHONPATH", "")
+    full_env.setdefault("OMP_NUM_THREADS", "1")
+    full_env.update(env or {})
     cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=",
            "--continue-on-collection-errors", "--exercise-report", str(report), *args]
-    proc = subprocess.Popen(cmd, cwd=root, env=env, start_new_session=True, text=True,
+    proc = subprocess.Popen(cmd, cwd=root, env=full_env, start_new_session=True, text=True,
                             stdout=subprocess.PIPE if capture else None,
                             stderr=subprocess.STDOUT if capture else None)
+    timed_out = False
     try:
         out, _ = proc.communicate(timeout=timeout)
-        timed_out = False
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, _ = proc.communicate()
         timed_out = True
+        _kill_group(proc)
+        out, _ = proc.communicate()
+    except BaseException:  # Ctrl-C, SIGTERM (see _exit_on_signals): end the whole group
+        _kill_group(proc)
+        proc.wait()
+        raise
     try:
-        results = json.loads(report.read_text())
-    except (OSError, ValueError):
+        results = dict(json.loads(report.read_text()), read=True)
+    except (OSError, ValueError, TypeError):
         results = {"exercises": {}, "errors": [], "running": None}
     return proc.returncode, out or "", results, timed_out
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _exit_on_signals() -> None:
+    """SIGTERM and SIGHUP end this process the way Ctrl-C does (so children are cleaned up)."""
+    def stop(signum, frame):
+        raise SystemExit(128 + signum)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
 
 
 def _short(text: str, width: int = 110) -> str:
@@ -369,8 +486,9 @@ def state_of(counts: dict, ex_id: str) -> tuple[str, str]:
     return "FAIL", counts.get("first_failure") or "did not run"
 
 
-def check(ids=None, verbose: bool = False, root: Path = REPO_ROOT) -> int:
-    """Run the exercise tests of this copy and print one line per exercise, last."""
+def check(ids=None, verbose: bool = False, root: Path = REPO_ROOT, timeout: float | None = 900) -> int:
+    """Run the exercise tests of this copy (at most `timeout` seconds) and print one line per
+    exercise, last."""
     groups = by_id(all_exercises(root))
     handed_out = (read_manifest(root) or {}).get("exercises")  # a student copy's exercises
     wanted = expand_ids(ids, groups) if ids else [i for i in groups if i in (handed_out or groups)]
@@ -378,15 +496,21 @@ def check(ids=None, verbose: bool = False, root: Path = REPO_ROOT) -> int:
         report = Path(tmp) / "report.json"
         args = ["tests"] + (["-v", "--tb=short"] if verbose else ["-q", "--tb=no", "--no-header"])
         args += ["--exercises", *wanted]  # last: it takes every argument after it
-        rc, out, results, _ = _pytest(Path(root), args, report, capture=not verbose)
+        rc, out, results, timed_out = _pytest(Path(root), args, report, capture=not verbose,
+                                              timeout=timeout)
     exercises = results.get("exercises", {})
-    if not exercises and rc not in (0, 1):
+    if not exercises and rc not in (0, 1) and not timed_out:
         print(out[-4000:])
         print(f"pytest could not run the exercise tests (exit code {rc}); see above.")
         return rc or 2
     errors = results.get("errors", [])
     for error in errors:  # a file that does not import: its tests could not run
         print(f"error collecting {error['where']}: {_short(error['message'])}")
+    stopped = (f"timed out after {timeout:g} s in {results.get('running') or 'collection'}"
+               if timed_out else None)
+    if stopped:
+        print(f"the check {stopped}: the tests after it did not run "
+              "(make exercises TIMEOUT=<seconds> allows more)")
     print(f"\n{'exercise':9}{'kind':11}{'state':21}{'tests':7}message")
     failing = []
     for ex_id in wanted:
@@ -395,7 +519,13 @@ def check(ids=None, verbose: bool = False, root: Path = REPO_ROOT) -> int:
         state, message = state_of(counts, ex_id)
         if state == "no tests" and errors:
             state, message = "FAIL", f"error collecting {errors[0]['where']}: {errors[0]['message']}"
-        if state not in ("PASS", "skipped"):
+        done = counts.get("passed", 0) + counts.get("failed", 0) + len(counts.get("skipped", []))
+        if stopped and done < len(counts.get("tests", [])):
+            state, message = "FAIL", f"did not finish: {stopped}"
+        if state == "PASS" and kind != "implement" and not any(
+                t.startswith(HIDDEN_TESTS + "/") for t in counts.get("tests", [])):
+            state, message = "answered", "well formed; the teacher's tests check the value"
+        if state not in ("PASS", "answered", "skipped"):
             failing.append(ex_id)
         total = n_run(counts)
         print(f"{ex_id:9}{kind:11}{state:21}{counts.get('passed', 0)}/{total:<5}{_short(message, 90)}")
@@ -511,37 +641,62 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", nargs="+", default=None, metavar="ID",
                    help="hand out only these exercises (ids, or a lesson number: --only 1)")
     p.add_argument("--force", action="store_true",
-                   help="rebuild an existing student copy (its edited files are backed up)")
+                   help="rebuild an existing student copy (the student's work in exercises "
+                        "handed out again stays in place; edited files are backed up)")
+    p.add_argument("--reset", action="store_true",
+                   help="with --force: stub the exercises again, even where the student wrote code")
     p = sub.add_parser("check", help="in a copy: which exercises pass (a table, last)")
     p.add_argument("ids", nargs="*", metavar="ID", help="exercise ids or lesson numbers")
     p.add_argument("-v", "--verbose", action="store_true", help="show pytest's output and tracebacks")
-    p = sub.add_parser("grade", help="grade submissions against every test, hidden ones included")
+    p.add_argument("--timeout", type=float, default=900,
+                   help="seconds for the whole check (default 900); then everything it started ends")
+    p = sub.add_parser("grade", help="grade submissions in a sandbox against every test, "
+                                      "hidden ones included")
     p.add_argument("submissions", nargs="+", type=Path)
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--only", nargs="+", default=None, metavar="ID",
+                       help="the exercises handed out (ids or lesson numbers)")
+    which.add_argument("--roster", type=Path, default=None,
+                       help="a file listing the exercises handed out (ids or lesson numbers)")
     p.add_argument("--out", type=Path, default=Path("grades.csv"))
-    p.add_argument("--only", nargs="+", default=None, metavar="ID")
+    p.add_argument("--name", nargs="+", default=None, metavar="NAME",
+                   help="gradebook names, one per submission (default: each path relative to "
+                        "the submissions' common folder)")
     p.add_argument("--timeout", type=float, default=600, help="seconds per submission")
-    sub.add_parser("audit", help="list unmarked functions that give an exercise's answer away")
+    p.add_argument("--hide", nargs="+", default=(), type=Path, metavar="FOLDER",
+                   help="more folders the sandbox hides (other checkouts, answer keys, earlier "
+                        "classes); it always hides this checkout, the submissions' folders, "
+                        "the gradebook's, /tmp, /home, /root, /mnt, /media and /srv")
+    p.add_argument("--unsafe-no-sandbox", action="store_true",
+                   help="grade without bubblewrap (see the warning it prints)")
+    sub.add_parser("audit", help="list what would give an exercise's answer away in a student copy")
     args = parser.parse_args(argv)
 
     try:
         if args.command == "list":
             print_list()
         elif args.command == "student":
-            removed = make_student_copy(args.dest, only=args.only, force=args.force)
+            if args.reset and not args.force:
+                raise ValueError("--reset only applies to a rebuild (--force)")
+            removed = make_student_copy(args.dest, only=args.only, force=args.force,
+                                        reset=args.reset)
             ids = list(by_id(removed))
             print(f"student copy in {args.dest}: {len(ids)} exercises ({' '.join(ids)}), "
                   f"{len(removed)} regions removed")
             print(f"Students: cd {args.dest} && make setup && make exercises")
         elif args.command == "check":
-            return check(args.ids, args.verbose)
+            _exit_on_signals()
+            return check(args.ids, args.verbose, timeout=args.timeout or None)
         elif args.command == "grade":
             from .grading import grade
 
-            grade(args.submissions, args.out, args.only, args.timeout)
+            _exit_on_signals()
+            grade(args.submissions, args.out, args.only, args.timeout, roster=args.roster,
+                  names=args.name, unsafe=args.unsafe_no_sandbox, hide=args.hide)
         elif args.command == "audit":
-            from .exercise_audit import find_giveaways
+            from .exercise_audit import audit
 
-            problems = find_giveaways()
+            problems = audit()
             print("\n".join(problems) or "no give-away found")
             return 1 if problems else 0
     except ValueError as err:

@@ -122,3 +122,21 @@ def test_backward_single_key_gives_no_query_gradient(rng):
     np.testing.assert_allclose(dq, 0, atol=1e-14)
     np.testing.assert_allclose(dk, 0, atol=1e-14)
     np.testing.assert_allclose(dv, grad_out.sum(0, keepdims=True), atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- answers (1.4, 1.5)
+@pytest.mark.exercise("1.4")
+def test_predicted_weight_of_a_duplicated_token():
+    from minattn.answers.attention import duplicate_token_weight
+
+    e = np.exp(0.5 ** 0.5)
+    assert abs(duplicate_token_weight() - 2 * e / (3 * e + 1)) < 0.005  # two decimals
+
+
+@pytest.mark.exercise("1.5")
+def test_reported_jacobian_norm_with_4096_keys():
+    from minattn.answers.attention import jacobian_norm_with_4096_keys
+
+    # softmax_rows(64, rng, n_keys=4096)[True]["jacobian"].mean() gives 0.0257-0.0259 over seeds 0-2
+    # (500 queries); 64 keys give 0.18.
+    assert 0.02 <= jacobian_norm_with_4096_keys() <= 0.032

@@ -67,3 +67,11 @@ def test_em_race_answer_matches_a_fresh_run():
         if t[diag].mean() > 0.5:
             break
     assert abs(answers.em_race_40_of_50() - step) <= 1
+
+
+# ----------------------------------------------------------------------------- answer (6.3)
+@pytest.mark.exercise("6.3")
+def test_prediction_zero_gradient_tables():
+    from minattn.answers import ibm1 as answers
+
+    assert answers.zero_gradient_tables() == {"a"}

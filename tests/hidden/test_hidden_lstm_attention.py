@@ -49,3 +49,12 @@ def test_hidden_corpus_b_has_flat_blocks():  # checks the corpus, not the answer
     # every pair holds one whole block: inside a block each word co-occurs with each other
     # word exactly as often as with itself, so the count table is flat there
     assert all(set(s) in blocks and s == t for s, t in zip(src, tgt))
+
+
+# ----------------------------------------------------------------------------- answer (5.3)
+@pytest.mark.exercise("5.3")
+def test_predicted_failing_copy_corpus():
+    from minattn.answers.lstm_attention import failing_copy_corpus
+
+    assert failing_copy_corpus() in ("A", "B", "C")
+    assert failing_copy_corpus() == "B"

@@ -6,7 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from minattn.multiscale import allocate_scales_np, scale_mask_np, scale_mask_torch
+from minattn.answers.multiscale import uniform_window_scale
+from minattn.multiscale import (allocate_scales_np, measured_scale_np, scale_mask_np,
+                                scale_mask_torch)
+from minattn.sparse import sliding_window_mask_np
 
 
 def _inverse_cdf_counts(heads, scales, layers, alpha):
@@ -46,3 +49,15 @@ def test_hidden_scale_mask_edge_cases():
     assert big[0].all() and (big[1] == np.eye(6, dtype=bool)).all()
     assert scale_mask_torch(6, [2, 0]).dtype == torch.bool
     assert scale_mask_np(6, np.array([2, 1])).shape == (2, 6, 6)
+
+
+# ============================================================================ answer (3.3)
+@pytest.mark.exercise("3.3")
+def test_predicted_scale_of_a_uniform_head():
+    n, w = 40, 3
+    allowed = sliding_window_mask_np(n, w)[None, None].astype(float)  # (1, 1, N, N)
+    uniform = allowed / allowed.sum(-1, keepdims=True)
+    interior = np.zeros((1, n), dtype=bool)
+    interior[0, w:n - w] = True  # queries whose whole window fits
+    assert measured_scale_np(uniform, interior)[0] == pytest.approx(uniform_window_scale(),
+                                                                    abs=1e-12)

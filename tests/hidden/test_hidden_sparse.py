@@ -66,6 +66,6 @@ def test_hidden_predictions_exact():
 
 
 @pytest.mark.exercise("2.4")
-def test_hidden_deaf_fraction_exact():
+def test_hidden_deaf_fraction_exact(answer):
     from minattn.answers import sparse as answers
-    assert abs(answers.fraction_of_deaf_bigbird_layouts() - 0.09) < 0.005
+    assert abs(answer(answers.fraction_of_deaf_bigbird_layouts) - 0.09) < 0.005

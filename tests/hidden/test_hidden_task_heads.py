@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from minattn import task_heads as th
+from test_task_heads import offset_states
 
 
 def padded(rng, lengths, d=8):
@@ -51,3 +52,66 @@ def test_answers_are_valid_choices():
     assert answers.u09_attention_on_raw_states() in answers.CHOICES
     assert answers.u09_attention_after_layer_norm() in answers.CHOICES
     assert answers.u09_attention_on_raw_states() != answers.u09_attention_after_layer_norm()
+
+
+# ============================================================================ exercise 7.3 and what gives it away
+# (tests/ is on sys.path when pytest imports this package: offset_states is the visible tests')
+def first_step_entropy(states, mask, init, normalize, seed=0):
+    torch.manual_seed(seed)
+    head = th.AttentionPool(states.shape[-1], 4, 1, init=init, normalize=normalize)
+    with torch.no_grad():
+        _, w = head(states, mask, need_weights=True)
+    return th.attention_entropy_ratio(w, mask).mean().item()
+
+
+def entropy_choice(ratio: float) -> str:
+    return "uniform" if ratio > 0.9 else "one token" if ratio < 0.2 else "between"
+
+
+def real_or_synthetic_states():
+    """MiniLM's states of a few sentences when the encoder is there, else offset_states()."""
+    from minattn.tools import data
+
+    if not data.available("minilm"):
+        return offset_states()
+    from minattn.encoder import encode_batch, load_minilm
+
+    encoder, tok = load_minilm()
+    ids, mask = encode_batch(tok, ["A gripping, beautifully acted film.",
+                                   "The plot is thin and the jokes fall flat every time.",
+                                   "In the beginning God created the heavens and the earth.",
+                                   "It rains.", "Nobody will remember this movie next week."])
+    with torch.no_grad():
+        return encoder(ids, mask), mask
+
+
+def test_u09_starts_near_mean_pooling_after_layer_norm():
+    x, mask = offset_states()
+    ratio = first_step_entropy(x, mask, "u09", normalize=True)
+    assert ratio > 0.95  # close to uniform: the head starts near mean pooling
+    # ... at least as close as PyTorch's default init (whose noise is U(±1/8) at d = 64, larger)
+    assert ratio >= first_step_entropy(x, mask, "default", normalize=True) - 0.01
+
+
+def test_u09_on_raw_states_collapses_onto_few_tokens():
+    x, mask = offset_states()
+    assert first_step_entropy(x, mask, "u09", normalize=False) < 0.3
+    assert first_step_entropy(x, mask, "default", normalize=False) > 0.8
+
+
+@pytest.mark.exercise("7.3")
+def test_prediction_u09_on_raw_states():
+    from minattn.answers import task_heads as answers
+
+    x, mask = real_or_synthetic_states()
+    ratio = np.mean([first_step_entropy(x, mask, "u09", False, seed) for seed in range(3)])
+    assert answers.u09_attention_on_raw_states() == entropy_choice(ratio)
+
+
+@pytest.mark.exercise("7.3")
+def test_prediction_u09_after_layer_norm():
+    from minattn.answers import task_heads as answers
+
+    x, mask = real_or_synthetic_states()
+    ratio = np.mean([first_step_entropy(x, mask, "u09", True, seed) for seed in range(3)])
+    assert answers.u09_attention_after_layer_norm() == entropy_choice(ratio)
