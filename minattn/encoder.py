@@ -350,7 +350,6 @@ def fingerprint(encoder: nn.Module) -> str:
     return digest.hexdigest()
 
 
-@torch.no_grad()
 def hidden_states(encoder: MiniLMEncoder, tokenizer, texts: list, name: str, layers,
                   batch_size: int = 64, data_dir: str | Path | None = None
                   ) -> dict[int, TokenStates]:
@@ -391,7 +390,8 @@ def hidden_states(encoder: MiniLMEncoder, tokenizer, texts: list, name: str, lay
                       desc=f"token states {name}"):
         batch_ids, mask, types = encode_batch(tokenizer, [texts[i] for i in batch], device,
                                               with_types=True)
-        states = encoder.run(batch_ids, mask, token_type_ids=types, last_layer=layers[-1])[0]
+        with torch.no_grad():
+            states = encoder.run(batch_ids, mask, token_type_ids=types, last_layer=layers[-1])[0]
         lengths = mask.sum(dim=1).tolist()
         for layer in layers:
             host = states[layer].cpu().numpy().astype(np.float16)

@@ -411,3 +411,20 @@ class LinearProbe:
 
     def score(self, x: torch.Tensor) -> torch.Tensor:
         return self._standardise(x) @ self.w + self.b
+
+
+def drop_token(states: torch.Tensor, mask: torch.Tensor, index) -> tuple[torch.Tensor, torch.Tensor]:
+    """Remove token `index[b]` from sentence b (an intervention: does the prediction move
+    without it?). states (B, L, D), mask (B, L) right-padded, index (B,) of real tokens other
+    than the first -> states (B, L − 1, D), mask (B, L − 1), still right-padded."""
+    check_states(states, mask)
+    index = torch.as_tensor(index, device=states.device).reshape(-1)
+    lengths = mask.sum(dim=1)
+    if len(index) != len(states) or bool(((index < 1) | (index >= lengths)).any()):
+        fail("drop_token needs one real token per sentence, not the first",
+             f"{len(states)} indices in [1, length)", f"{index.tolist()} for lengths "
+             f"{lengths.tolist()}")
+    positions = torch.arange(states.shape[1], device=states.device)
+    keep = positions[None, :] != index[:, None]  # (B, L): exactly one False per row
+    return (states[keep].view(len(states), -1, states.shape[2]),
+            mask[keep].view(len(states), -1))

@@ -596,3 +596,18 @@ def test_split_by_anchor_keeps_an_anchor_on_one_side():
     assert len(set(pairs.a[held])) == round(0.25 * len(set(pairs.a[rows])))
     with pytest.raises(ValueError, match="fraction"):
         tasks.split_by_anchor(pairs, rows, 1.5, np.random.default_rng(0))
+
+
+def test_drop_token_removes_one_token_per_sentence(rng):
+    x, mask = padded(rng, [4, 3])
+    xt, mt = t64(x, mask)
+    out, out_mask = th.drop_token(xt, mt, [2, 1])
+    assert out.shape == (2, 3, D) and out_mask.sum(1).tolist() == [3, 2]
+    assert torch.equal(out[0], xt[0, [0, 1, 3]]) and torch.equal(out[1, :2], xt[1, [0, 2]])
+    head = seeded_head(th.AttentionPool, D, H, 1)  # the same as a sentence without that token
+    alone = head(*t64(x[1:, [0, 2]], mask[1:, [0, 2]]))[0]
+    assert torch.allclose(head(out, out_mask)[0][1:], alone, atol=1e-12)
+    with pytest.raises(ValueError, match="not the first"):
+        th.drop_token(xt, mt, [0, 1])
+    with pytest.raises(ValueError, match="not the first"):
+        th.drop_token(xt, mt, [1, 3])  # sentence 1 has 3 tokens: index 3 is padding
