@@ -83,6 +83,8 @@
 # the right loss when the target's units are arbitrary (levels 0, 1, 2).
 
 # %%
+import copy
+import textwrap
 import time
 
 import matplotlib.pyplot as plt
@@ -277,15 +279,16 @@ def draw_ladder(ax, rung, n_params):
         ax.plot([x, centre], [0.4, top - 0.3], color="k", lw=0.5 + 6 * w, alpha=0.6)
     ax.add_patch(plt.Circle((centre, top), 0.35, color="#cc3311"))
     ax.text(centre + 0.5, top, "u" if "B" in rung else "z", fontsize=9, va="center")
-    ax.set(xlim=(-0.8, 12), ylim=(-1.1, 3.8), title=f"{rung}\n+{n_params:,} parameters")
+    ax.set(xlim=(-0.8, 12), ylim=(-1.1, 3.8), aspect="equal")
+    ax.set_title(f"{rung}\n+{n_params:,} parameters", fontsize=11)
     ax.axis("off")
 
 
-fig, axes = plt.subplots(1, len(LADDER), figsize=(22, 3.4))
-for ax, (rung, n) in zip(axes, LADDER.items()):
+fig, axes = plt.subplots(2, 3, figsize=(15, 5.6), layout="constrained")
+for ax, (rung, n) in zip(axes.flat, LADDER.items()):
     draw_ladder(ax, rung, n)
-fig.suptitle("The ladder of read-outs (blue: sentence A's tokens, orange: B's; line width = "
-             "weight; dashed: who asks)", y=1.04)
+fig.suptitle("The ladder of read-outs. Blue: sentence A's tokens, orange: B's; line width: the "
+             "weight a token gets (illustrative); dashed: who asks")
 L.savefig(fig, "ladder")
 
 # %% [markdown]
@@ -949,8 +952,6 @@ L.claim("U(0.9, 1) makes the starting point close to taking a mean of the tokens
 # and repeated).
 
 # %%
-import copy
-
 timing_encoder = copy.deepcopy(encoder if encoder is not None else
                                MiniLMEncoder(BertConfig()).to(device))
 rows = SPLITS["paraphrase"]["train"][:L.size(full=FT_BATCH, smoke=2)]
@@ -1088,17 +1089,21 @@ for model_name, rows in effects.items():
 fig = plt.figure(figsize=(13, 8), layout="constrained")
 top_fig, bottom_fig = fig.subfigures(2, 1, height_ratios=(1.1, 1))
 show_rows = long_enough[sent_states.lengths()[long_enough] <= 22][:4]
+shown = torch.as_tensor(np.isin(long_enough, show_rows), device=weights.device)
+vmax = float(weights[shown].max())  # one colour scale for every row
 axes = top_fig.subplots(len(show_rows), 1)
 with torch.no_grad():
     for ax, i in zip(np.atleast_1d(axes), show_rows):
         xi, mi = sent_states.batch([i], device)
         logits, w = sent_head(xi, mi, need_weights=True)
         labels = token_labels(sent_states, i)
-        im = ax.imshow(w[0].mean(0).cpu().numpy()[None], cmap="viridis", aspect="auto", vmin=0)
+        im = ax.imshow(w[0].mean(0).cpu().numpy()[None], cmap="viridis", aspect="auto", vmin=0,
+                       vmax=vmax)
         ax.set_xticks(range(len(labels)), labels, rotation=60, fontsize=7)
         ax.set_yticks([])
         ax.set_title(f"label {'pos' if sent_labels[i] else 'neg'}, predicted "
                      f"{'pos' if logits.argmax().item() else 'neg'}", fontsize=8)
+top_fig.colorbar(im, ax=axes, label="attention weight", shrink=0.8)
 top_fig.suptitle("Frozen sentiment head: what [CLS] reads (mean of 4 heads)")
 ax = bottom_fig.subplots()
 k = int(np.argmin(bible_states.lengths()[bible.b[pair_rows[:40]]]))  # a short pair: readable
@@ -1106,10 +1111,10 @@ row = pair_rows[k]
 nb = int(b_m[k].sum())
 ax.bar(range(nb), pair_weights[k].mean(0)[:nb].cpu().numpy(), color="#ee7733")
 ax.set_xticks(range(nb), token_labels(bible_states, bible.b[row]), rotation=60, fontsize=8)
-ax.set(ylabel="weight (mean of 12 heads)",
-       title=f"Fine-tuned paraphrase head: A's [CLS] reads B (label "
-             f"{'paraphrase' if bible.level[row] == 2 else 'not'}). A: "
-             f"{bible.texts[bible.a[row]][:90]}")
+ax.set(ylabel="weight (mean of 12 heads)", xlabel="B's tokens",
+       title=f"Fine-tuned paraphrase head: A's [CLS] reads B (label: "
+             f"{'paraphrase' if bible.level[row] == 2 else 'not a paraphrase'})\nA: "
+             f"{textwrap.shorten(bible.texts[bible.a[row]], 120)}")
 L.savefig(fig, "what_heads_read")
 
 # %% [markdown]
