@@ -2,6 +2,7 @@
 gradients, padding invariance, what the U(0.9, 1) initialisation does, the Pearson loss,
 the pair and sentence models, the Bible pair builder, bad input."""
 
+import functools
 import math
 
 import numpy as np
@@ -326,6 +327,7 @@ def entropy_choice(ratio: float) -> str:
     return "uniform" if ratio > 0.9 else "one token" if ratio < 0.2 else "between"
 
 
+@functools.lru_cache(maxsize=1)  # both predictions read the same states: load MiniLM once
 def real_or_synthetic_states():
     """MiniLM's states of a few sentences when the encoder is there, else offset_states()."""
     from minattn.tools import data
