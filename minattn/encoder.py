@@ -87,7 +87,8 @@ class MiniLMEncoder(nn.Module):
 
     forward(input_ids (B, L) long, attention_mask (B, L) bool/0-1, right-padded)
         -> token states (B, L, D) of the last layer
-    Dropout is left out: this module is for inference and frozen features.
+    Dropout is left out: this module is for inference, frozen features and the short
+    fine-tuning of its top layers (`TopLayers`), where lesson 07 does without it.
     """
 
     def __init__(self, cfg: BertConfig = BertConfig()):

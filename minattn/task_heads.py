@@ -9,11 +9,12 @@ real tokens). A task needs one vector per sentence. Three ways to get it:
     attention     z = W_o Σ_i a_i W_v h_i + b,  a = softmax_i(q · k_i / √d_h)   per head,
                   the query q from the first token (q = W_q LN(h_0)) or learned (q = W_q w)
 
-The attention head is lesson 01's `MultiHeadAttention`, trained for the task while the encoder
-stays frozen. Its queries and keys read standardised states, LN(h) = (h − mean(h)) / std(h)
-over the features (no affine), its values the raw states, so that with uniform weights a_i = 1/n
-the head is exactly a linear map of mean pooling: z = W_o W_v mean(H) + b. (Jia, "Task-specific
-attention", Stanford CS224N poster 2024; our seed 004_*.)
+The attention head is lesson 01's `MultiHeadAttention`, trained for the task over a frozen
+encoder (or with its top layers: `encoder.TopLayers` in `models.PairModel(encoder=...)`). Its
+queries and keys read standardised states, LN(h) = (h − mean(h)) / std(h) over the features
+(no affine), its values the raw states, so that with uniform weights a_i = 1/n the head is
+exactly a linear map of mean pooling: z = W_o W_v mean(H) + b. (Jia, "Task-specific
+attention", Stanford CS224N poster, 2024.)
 
     attention_pool   single sentences: 1-2 self-attention layers (residual, pre-norm), then
                      the first token's query (or a learned one) reads all tokens   -> (B, D)
@@ -28,10 +29,12 @@ U(0.9, 1) initialisation (`init="u09"`): every weight of q/k/v/out projections d
 U(0.9, 1). Such a matrix is 0.95·11ᵀ plus U(−0.05, 0.05) noise — for D = 384 the noise is as
 large as PyTorch's default init (±1/√D = ±0.051). The rank-one part maps a token h to
 0.95·(Σ_j h_j)·1: it sees only the sum of the token's features. After LN that sum is 0, so the
-rank-one part drops out of q and k and the scores are as small as with the default init: the
-first step's attention is close to uniform and the head starts close to mean pooling. Feed raw
-states (whose feature sums differ from token to token) and the same init gives scores of size
-0.9·√d_h·s_q·s_k: attention collapses onto the token with the most extreme sum. See
+rank-one part drops out of q and k and the scores are no larger than with the default init:
+the first step's attention is close to uniform, as with the default init. The values and the
+output projection read raw states and keep the rank-one part, so the head's output starts
+along ±1 and far longer than a mean-pooled vector (more so with every layer). Feed raw states
+to q and k (their feature sums differ from token to token) and the same init gives scores of
+size 0.9·√d_h·s_q·s_k: attention collapses onto the token with the most extreme sum. See
 `attention_pool_np(..., normalize=False)` and lesson 07's exercise 7.3.
 """
 
@@ -211,8 +214,8 @@ def pearson_loss_torch(pred: torch.Tensor, target: torch.Tensor, eps: float = 1e
 def u09_init_(mha: MultiHeadAttention, generator: torch.Generator | None = None) -> None:
     """The poster's optional initialisation: every projection weight ~ U(0.9, 1), in place.
 
-    Biases keep their default init. Why it starts near mean pooling (after LN) and not on
-    raw states: see this module's docstring.
+    Biases keep their default init. What it does to the first step's attention (after LN and
+    on raw states) and to the head's output: see this module's docstring.
     """
     for layer in (mha.q_proj, mha.k_proj, mha.v_proj, mha.out_proj):
         layer.weight.uniform_(0.9, 1.0, generator=generator)
@@ -333,7 +336,7 @@ def uniform_scale_note(d_model: int) -> str:
             f"D = {d_model} is U(-{1 / math.sqrt(d_model):.3f}, {1 / math.sqrt(d_model):.3f})")
 
 
-# ============================================================================ pairs, reference lines
+# ============================================================================ reference lines
 def pair_features(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """What a pair classifier reads: [u, v, |u − v|, u ⊙ v], (B, D) x 2 -> (B, 4D)
     (Sentence-BERT's (u, v, |u − v|) plus the element-wise product)."""
@@ -385,7 +388,7 @@ class LinearProbe:
         self.mu, self.sd = x.mean(0), x.std(0).clamp_min(1e-8)
         xs, y = self._standardise(x), y.double()
         n, f = xs.shape
-        if self.kind == "least_squares":  # [w; b] = (X̃ᵀX̃ + n·l2·I')⁻¹ X̃ᵀ y, b unpenalised
+        if self.kind == "least_squares":  # [w; b] = (X̃ᵀX̃ + n·l2·I')⁻¹ X̃ᵀ y, b free
             xa = torch.cat([xs, torch.ones(n, 1, dtype=xs.dtype, device=xs.device)], dim=1)
             penalty = torch.eye(f + 1, dtype=xs.dtype, device=xs.device) * n * self.l2
             penalty[-1, -1] = 0
@@ -413,7 +416,8 @@ class LinearProbe:
         return self._standardise(x) @ self.w + self.b
 
 
-def drop_token(states: torch.Tensor, mask: torch.Tensor, index) -> tuple[torch.Tensor, torch.Tensor]:
+def drop_token(states: torch.Tensor, mask: torch.Tensor, index
+               ) -> tuple[torch.Tensor, torch.Tensor]:
     """Remove token `index[b]` from sentence b (an intervention: does the prediction move
     without it?). states (B, L, D), mask (B, L) right-padded, index (B,) of real tokens other
     than the first -> states (B, L − 1, D), mask (B, L − 1), still right-padded."""

@@ -198,7 +198,8 @@ def test_hidden_states_of_any_layer_and_of_pairs(tiny, tmp_path):
     cache = hidden_states(encoder, tok, pairs, "toy-pairs", [1, 0], data_dir=tmp_path)
     assert sorted(cache) == [0, 1] and len(list((tmp_path / "cache").glob("toy-pairs-*"))) == 2
     ids, mask, types = encode_batch(tok, pairs, with_types=True)
-    assert types[0][mask[0]].tolist() == [0, 0, 0, 0, 0, 1, 1, 1] and ids[0, 4] == 3  # [CLS] A [SEP] B [SEP]
+    # [CLS] A [SEP] B [SEP]: type 0 up to the first [SEP], 1 after
+    assert types[0][mask[0]].tolist() == [0, 0, 0, 0, 0, 1, 1, 1] and ids[0, 4] == 3
     with torch.no_grad():
         states = encoder.run(ids, mask, token_type_ids=types)[0]
         untyped = encoder.run(ids, mask)[0]

@@ -180,12 +180,31 @@ def offset_states(seed=0, B=16, L=12, d=64):
     return x, torch.arange(L)[None] < lengths[:, None]
 
 
-def test_u09_starts_near_mean_pooling_after_layer_norm():
+def test_u09_attention_starts_near_uniform_after_layer_norm():
     x, mask = offset_states()
     ratio = first_step_entropy(x, mask, "u09", normalize=True)
-    assert ratio > 0.95  # close to uniform: the head starts near mean pooling
+    assert ratio > 0.95  # close to uniform attention weights (the output is another matter)
     # ... at least as close as PyTorch's default init (whose noise is U(±1/8) at d = 64, larger)
     assert ratio >= first_step_entropy(x, mask, "default", normalize=True) - 0.01
+
+
+@pytest.mark.exercise("7.1")  # needs exercise 7.1 (mean pooling)
+def test_u09_output_starts_along_ones_and_grows_with_layers():
+    """What the poster's init changes: not the weights (above) but the output's length and
+    direction, compounding over layers."""
+    x, mask = offset_states(d=64)
+    x = x.double()
+    base = th.mean_pool_torch(x, mask).norm(dim=-1).mean()
+    lengths = {}
+    for init, layers in (("default", 1), ("u09", 1), ("u09", 2)):
+        torch.manual_seed(0)
+        z = th.AttentionPool(64, 4, layers, init=init).double()(x, mask)[0]
+        lengths[init, layers] = (z.norm(dim=-1).mean() / base).item()
+        if init == "u09":
+            cos = torch.nn.functional.cosine_similarity(z, torch.ones_like(z), dim=-1).abs()
+            assert cos.min() > 0.99
+    assert lengths["u09", 1] > 30 * lengths["default", 1]
+    assert lengths["u09", 2] > 10 * lengths["u09", 1]
 
 
 def test_u09_on_raw_states_collapses_onto_few_tokens():
@@ -415,7 +434,7 @@ def test_offline_text_fallbacks():
     assert np.mean(pairs.overlap[pairs.level == 1]) > 0  # neighbours share their topic's words
 
 
-# ============================================================================ the ladder of read-outs
+# ============================================================================ read-outs
 def test_learned_query_pool_matches_numpy(rng):
     x, mask = padded(rng, [6, 2, 4])
     head = seeded_head(th.AttentionPool, D, H, 1, query="learned")
