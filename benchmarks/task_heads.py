@@ -12,7 +12,8 @@ assembly (compute only); and the ratio if MiniLM's forward pass for the batch we
 every step (as in the poster, which ran BERT in every step), using MiniLM's measured time.
 Heads are full width (D = 384, 12 heads, as on BERT in the poster) unless the row says d = 64
 (lesson 07's narrowed heads); cross-attention rows read the mean of A's tokens unless they are
-read at [CLS] (the poster's read-out, which needs A's first token only). Goal: a single-layer head <= 1.2x mean pooling's step.
+read at [CLS] (the poster's read-out, which needs A's first token only). Goal: a single-layer
+head <= 1.2x mean pooling's step.
 The encoding row times our MiniLM on Rotten Tomatoes sentences (length-sorted batches of 64);
 the `transformers` row runs only when transformers is installed.
 """
