@@ -462,7 +462,8 @@ REF = {}
 for task, split in SPLITS.items():
     kind = "least_squares" if task == "similarity" else "logistic"
     x, y = features[task], targets[task]
-    probes = {l2: th.LinearProbe(kind, l2).fit(x[split["train"]], y[split["train"]])
+    probes = {l2: th.LinearProbe(kind, l2, max_iter=L.size(full=500, smoke=50))
+              .fit(x[split["train"]], y[split["train"]])
               for l2 in L.size(full=(1e-2, 1e-1, 1.0, 10.0), smoke=(1e-1, 1.0))}
     l2 = max(probes, key=lambda l2: score(task, probes[l2].score(x[split["val"]]), split["val"]))
     REF[task] = {"probe": score(task, probes[l2].score(x[split["test"]]), split["test"]),
@@ -1034,6 +1035,8 @@ L.claim("U(0.9, 1) makes the starting point close to taking a mean of the tokens
 # %%
 timing_encoder = copy.deepcopy(encoder if encoder is not None else
                                MiniLMEncoder(BertConfig()).to(device))
+# smoke mode times a one-layer copy (the count below uses the depth of the encoder it times)
+timing_encoder.layers = timing_encoder.layers[:L.size(full=len(timing_encoder.layers), smoke=1)]
 rows = SPLITS["paraphrase"]["train"][:L.size(full=FT_BATCH, smoke=2)]
 if encoder is not None:
     ids_a, m_a = encode_batch(tokenizer, [bible.texts[i] for i in bible.a[rows]], device)
