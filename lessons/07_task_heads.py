@@ -907,6 +907,14 @@ L.savefig(fig, "finetuned")
 # the frozen probe (fine-tuning that ends below it has not yet used what the frozen states
 # already offered), whether the poster's head beat mean pooling, and whether the
 # cross-encoder beat the head. Section 8 sets them beside the poster's rows.
+#
+# Where the fine-tuned read-outs end below the frozen probe, the budget is the reason, not the
+# early stop: a CPU affords stage 2 only a fraction of an epoch over two layers (printed
+# above), and the curves on the left are still rising when it ends. The cross-encoder has the
+# furthest to go: MiniLM was never trained to compare two sentences in one sequence, so the
+# `[CLS]` that stage 1 reads knows little about the pair, and only stage 2 can teach the
+# layers to compare. `MINATTN_SCALE=paper` runs the budget that can settle these rows (all
+# six layers, three epochs, three seeds: minutes on a GPU).
 
 # %% [markdown]
 # ## 8. The poster's Table 3 beside ours
