@@ -171,25 +171,6 @@ def offset_states(seed=0, B=16, L=12, d=64):
     return x, torch.arange(L)[None] < lengths[:, None]
 
 
-@pytest.mark.exercise("7.1")  # needs exercise 7.1 (mean pooling)
-def test_u09_output_starts_along_ones_and_grows_with_layers():
-    """What the poster's init does to the head's output: its length and direction, which
-    compound over layers."""
-    x, mask = offset_states(d=64)
-    x = x.double()
-    base = th.mean_pool_torch(x, mask).norm(dim=-1).mean()
-    lengths = {}
-    for init, layers in (("default", 1), ("u09", 1), ("u09", 2)):
-        torch.manual_seed(0)
-        z = th.AttentionPool(64, 4, layers, init=init).double()(x, mask)[0]
-        lengths[init, layers] = (z.norm(dim=-1).mean() / base).item()
-        if init == "u09":
-            cos = torch.nn.functional.cosine_similarity(z, torch.ones_like(z), dim=-1).abs()
-            assert cos.min() > 0.99
-    assert lengths["u09", 1] > 30 * lengths["default", 1]
-    assert lengths["u09", 2] > 10 * lengths["u09", 1]
-
-
 @pytest.mark.exercise("7.1")  # needs exercise 7.1
 def test_u09_output_is_nearly_linear_in_mean_pooling():
     x, mask = offset_states(d=64)
@@ -209,6 +190,25 @@ def test_entropy_ratio_extremes():
     onehot = torch.tensor([[0, 1.0, 0, 0], [1, 0, 0, 0]]).view(2, 1, 4)
     assert torch.allclose(th.attention_entropy_ratio(uniform, mask), torch.ones(2, 1))
     assert torch.allclose(th.attention_entropy_ratio(onehot, mask), torch.tensor([[0.0], [1.0]]))
+
+
+@pytest.mark.exercise("7.1")  # needs exercise 7.1 (mean pooling)
+def test_u09_output_starts_along_ones_and_grows_with_layers():
+    """What the poster's init does to the head's output: its length and direction, which
+    compound over layers."""
+    x, mask = offset_states(d=64)
+    x = x.double()
+    base = th.mean_pool_torch(x, mask).norm(dim=-1).mean()
+    lengths = {}
+    for init, layers in (("default", 1), ("u09", 1), ("u09", 2)):
+        torch.manual_seed(0)
+        z = th.AttentionPool(64, 4, layers, init=init).double()(x, mask)[0]
+        lengths[init, layers] = (z.norm(dim=-1).mean() / base).item()
+        if init == "u09":
+            cos = torch.nn.functional.cosine_similarity(z, torch.ones_like(z), dim=-1).abs()
+            assert cos.min() > 0.99
+    assert lengths["u09", 1] > 30 * lengths["default", 1]
+    assert lengths["u09", 2] > 10 * lengths["u09", 1]
 
 
 # ============================================================================ Pearson loss
