@@ -11,7 +11,9 @@ medians. Columns: the step time; its ratio to mean pooling's; the same ratio wit
 assembly (compute only); and the ratio if MiniLM's forward pass for the batch were part of
 every step (as in the poster, which ran BERT in every step), using MiniLM's measured time.
 Heads are full width (D = 384, 12 heads, as on BERT in the poster) unless the row says d = 64
-(lesson 07's narrowed heads). Goal: a single-layer head <= 1.2x mean pooling's step.
+(lesson 07's narrowed heads); cross-attention rows read the mean of A's tokens unless they are
+read at [CLS] (the poster's read-out, which needs A's first token only). Goal: a single-layer
+head <= 1.2x mean pooling's step.
 The encoding row times our MiniLM on Rotten Tomatoes sentences (length-sorted batches of 64);
 the `transformers` row runs only when transformers is installed.
 """
@@ -102,6 +104,8 @@ def measure_heads(states, repeats, n):
     fast = FastPool(SentenceClassifier("attention", 384))
     pair = {"mean pooling (pairs)": PairModel("mean", 384),
             "cross-attention, 1 layer": PairModel("cross", 384),
+            "cross-attention, 1 layer, read at [CLS] (the poster's)": PairModel(
+                "cross", 384, read="first"),
             "cross-attention, 2 layers": PairModel("cross", 384, num_layers=2),
             "cross-attention, 1 layer, d = 64": PairModel("cross", 64, d_in=384, num_heads=4)}
     fns_full, fns_compute = {}, {}

@@ -2,7 +2,7 @@
 
 BERT is a stack of identical post-norm layers over summed embeddings:
 
-    h⁰ = LN(E_word[ids] + E_pos[0..L) + E_type[0])                         (B, L, D)
+    h⁰ = LN(E_word[ids] + E_pos[0..L) + E_type[types])                     (B, L, D)
     a  = LN(hˡ + MHA(hˡ, mask))                          MHA = minattn's MultiHeadAttention
     hˡ⁺¹ = LN(a + W₂ GELU(W₁ a + b₁) + b₂)                FFN: D -> 4D -> D
 
@@ -11,14 +11,19 @@ trained it so that the *mean of the token states over real tokens* is a sentence
 Padding must not leak into that mean or into attention: the key mask comes from
 `minattn.attention.padding_mask_torch` and `mean_pool` divides by the number of real tokens.
 
+A pair of sentences goes in as one sequence, "[CLS] A [SEP] B [SEP]", with token type 0 on
+A's part and 1 on B's (a *cross-encoder*: every layer lets A's tokens attend to B's).
+
 The weights load from `model.safetensors` (fetched by `python data_scripts/minilm.py`), the
 tokenizer from `tokenizer.json` with the `tokenizers` package; no `transformers` needed.
 `token_states` caches a dataset's token states under data/cache/ so that heads trained on the
-frozen encoder do not run it every epoch.
+frozen encoder do not run it every epoch; `hidden_states` caches any layer's, so that
+fine-tuning only the top layers (`TopLayers`) never runs the frozen bottom ones again.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 from dataclasses import dataclass
@@ -82,7 +87,8 @@ class MiniLMEncoder(nn.Module):
 
     forward(input_ids (B, L) long, attention_mask (B, L) bool/0-1, right-padded)
         -> token states (B, L, D) of the last layer
-    Dropout is left out: this module is for inference and frozen features.
+    Dropout is left out: this module is for inference, frozen features and the short
+    fine-tuning of its top layers (`TopLayers`), where lesson 07 does without it.
     """
 
     def __init__(self, cfg: BertConfig = BertConfig()):
@@ -113,23 +119,32 @@ class MiniLMEncoder(nn.Module):
         return lengths
 
     def run(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-            need_weights: bool = False) -> tuple[list[torch.Tensor], list[torch.Tensor | None]]:
-        """All hidden states [embeddings, layer 1, ..., layer N] and per-layer attention weights."""
+            need_weights: bool = False, token_type_ids: torch.Tensor | None = None,
+            last_layer: int | None = None
+            ) -> tuple[list[torch.Tensor], list[torch.Tensor | None]]:
+        """All hidden states [embeddings, layer 1, ..., layer N] and per-layer attention weights.
+
+        token_type_ids (B, L): 0 on the first sentence, 1 on the second of a pair (default 0).
+        last_layer: stop after this layer (the lists are then shorter); default N.
+        """
         lengths = self.check_inputs(input_ids, attention_mask)
-        B, L = input_ids.shape
-        mask = padding_mask_torch(lengths, L)  # (B, 1, 1, L): every query sees the real keys only
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        elif token_type_ids.shape != input_ids.shape:
+            fail("token_type_ids do not match input_ids", shape_str(input_ids.shape),
+                 shape_str(token_type_ids.shape))
+        L = input_ids.shape[1]
         positions = torch.arange(L, device=input_ids.device)
         x = (self.word_embeddings(input_ids) + self.position_embeddings(positions)[None]
-             + self.token_type_embeddings(torch.zeros_like(input_ids)))
-        states, weights = [self.embedding_norm(x)], []
-        for layer in self.layers:
-            x, w = layer(states[-1], mask, need_weights)
-            states.append(x)
-            weights.append(w)
+             + self.token_type_embeddings(token_type_ids))
+        states = [self.embedding_norm(x)]
+        weights = run_layers(self.layers[:last_layer], states[-1], padding_mask_torch(lengths, L),
+                             states, need_weights)
         return states, weights
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        return self.run(input_ids, attention_mask)[0][-1]
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        return self.run(input_ids, attention_mask, token_type_ids=token_type_ids)[0][-1]
 
     @torch.no_grad()
     def load_bert_state_dict(self, state: dict[str, torch.Tensor]) -> "MiniLMEncoder":
@@ -170,6 +185,46 @@ def bert_name(ours: str) -> str:
     return f"encoder.layer.{i}.{per_layer[sub]}.{param[-1]}"
 
 
+def run_layers(layers, x: torch.Tensor, keys_mask: torch.Tensor, states: list | None = None,
+               need_weights: bool = False) -> list:
+    """Run encoder `layers` in turn on x (B, L, D) with keys_mask (B, 1, 1, L); each layer's
+    output is appended to `states` (when given). Returns the per-layer attention weights."""
+    weights = []
+    for layer in layers:
+        x, w = layer(x, keys_mask, need_weights)
+        if states is not None:
+            states.append(x)
+        weights.append(w)
+    return weights
+
+
+class TopLayers(nn.Module):
+    """Trainable copies of an encoder's last `n` layers, run on hidden states of layer N − n.
+
+    Fine-tuning only the top of a frozen encoder: the bottom layers' output is computed once
+    (`hidden_states`) and these layers start from the pretrained weights.
+    forward(states (B, L, D) of layer N − n, mask (B, L) bool right-padded) -> (B, L, D).
+    """
+
+    def __init__(self, encoder: MiniLMEncoder, n: int):
+        super().__init__()
+        total = len(encoder.layers)
+        if not 1 <= n <= total:
+            fail("TopLayers: bad number of layers", f"1 <= n <= {total}", f"n = {n}")
+        self.first = total - n  # the index in `MiniLMEncoder.run`'s list of the input states
+        self.layers = nn.ModuleList(copy.deepcopy(layer) for layer in encoder.layers[self.first:])
+        for p in self.parameters():
+            p.requires_grad_(True)
+
+    def forward(self, states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        if states.ndim != 3 or mask.shape != states.shape[:2]:
+            fail("TopLayers inputs do not fit", "states (B, L, D) and mask (B, L)",
+                 f"states {shape_str(states.shape)}, mask {shape_str(mask.shape)}")
+        out = [states]
+        run_layers(self.layers, states, padding_mask_torch(mask.sum(dim=1), mask.shape[1]), out)
+        return out[-1]
+
+
 # ============================================================================ loading + tokens
 def load_minilm(device: str | torch.device = "cpu", data_dir: str | Path | None = None,
                 max_len: int = 256):
@@ -191,22 +246,33 @@ def load_minilm(device: str | torch.device = "cpu", data_dir: str | Path | None 
     return encoder.to(device).eval(), tokenizer
 
 
+def is_text(t) -> bool:
+    """A sentence (str) or a pair of sentences (a, b), encoded "[CLS] a [SEP] b [SEP]"."""
+    return isinstance(t, str) or (isinstance(t, tuple) and len(t) == 2
+                                  and all(isinstance(s, str) for s in t))
+
+
 def check_texts(texts) -> None:
-    if isinstance(texts, str) or not texts or not all(isinstance(t, str) for t in texts):
-        fail("texts must be a non-empty list of strings", "list[str]",
+    if isinstance(texts, (str, tuple)) or not texts or not all(is_text(t) for t in texts):
+        fail("texts must be a non-empty list of strings or of (a, b) pairs of strings",
+             "list[str] or list[tuple[str, str]]",
              repr(texts)[:60] if not isinstance(texts, list) else f"list of {len(texts)}")
 
 
-def encode_batch(tokenizer, texts: list[str], device=None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Tokenize `texts` -> input_ids (B, L) int64 and attention_mask (B, L) bool."""
+def encode_batch(tokenizer, texts: list, device=None, with_types: bool = False):
+    """Tokenize `texts` (sentences, or (a, b) pairs) -> input_ids (B, L) int64 and
+    attention_mask (B, L) bool, and token_type_ids (B, L) int64 when `with_types`."""
     check_texts(texts)
     encodings = tokenizer.encode_batch(list(texts))
     ids = torch.tensor([e.ids for e in encodings], dtype=torch.long, device=device)
     mask = torch.tensor([e.attention_mask for e in encodings], dtype=torch.bool, device=device)
+    if with_types:
+        types = torch.tensor([e.type_ids for e in encodings], dtype=torch.long, device=device)
+        return ids, mask, types
     return ids, mask
 
 
-def length_sorted_batches(tokenizer, texts: list[str], batch_size: int) -> list[np.ndarray]:
+def length_sorted_batches(tokenizer, texts: list, batch_size: int) -> list[np.ndarray]:
     """Indices of `texts` in batches of similar token count, shortest first.
 
     A batch is padded to its longest text, so grouping texts of similar length wastes
@@ -285,36 +351,68 @@ def fingerprint(encoder: nn.Module) -> str:
     return digest.hexdigest()
 
 
-@torch.no_grad()
-def token_states(encoder: MiniLMEncoder, tokenizer, texts: list[str], name: str,
-                 batch_size: int = 64, data_dir: str | Path | None = None) -> TokenStates:
-    """Token states of `texts`, computed once and then read from data/cache/<name>-<key>.npz.
+def hidden_states(encoder: MiniLMEncoder, tokenizer, texts: list, name: str, layers,
+                  batch_size: int = 64, data_dir: str | Path | None = None
+                  ) -> dict[int, TokenStates]:
+    """The token states of `texts` after each of `layers` (0 = embeddings, N = the last layer,
+    as in `MiniLMEncoder.run`), computed in one pass and then read from
+    data/cache/<name>-<key>.npz, one file per layer. `texts` may be (a, b) pairs.
 
-    The key hashes the weights, the tokenizer's settings and the texts, so changing any of
-    them computes (and stores) a new cache instead of silently reusing a stale one.
+    The key hashes the weights, the tokenizer's settings, the layer and the texts, so changing
+    any of them computes (and stores) a new cache instead of silently reusing a stale one.
     """
+    check_texts(texts)
+    layers = sorted(set(int(k) for k in layers))
+    n_layers = len(encoder.layers)
+    if not layers or layers[0] < 0 or layers[-1] > n_layers:
+        fail("hidden_states: bad layers", f"indices in [0, {n_layers}]", f"{layers}")
     key = hashlib.sha256()
     key.update(fingerprint(encoder).encode())
     key.update(tokenizer.to_str().encode())
     for text in texts:
-        key.update(text.encode() + b"\0")
+        key.update("\x1f".join([text] if isinstance(text, str) else text).encode() + b"\0")
     root = Path(data_dir if data_dir is not None else data.DATA_DIR) / "cache"
-    path = root / f"{name}-{key.hexdigest()[:16]}.npz"
-    if path.exists():
-        with np.load(path) as z:
-            return TokenStates(z["states"], z["offsets"], z["ids"])
+    paths = {}
+    for layer in layers:  # the last layer keeps the name it always had
+        tag = key.copy()
+        if layer != n_layers:
+            tag.update(f"layer {layer}".encode())
+        paths[layer] = root / f"{name}-{tag.hexdigest()[:16]}.npz"
+    if all(path.exists() for path in paths.values()):
+        out = {}
+        for layer, path in paths.items():
+            with np.load(path) as z:
+                out[layer] = TokenStates(z["states"], z["offsets"], z["ids"])
+        return out
     device = next(encoder.parameters()).device
-    chunks, ids = [None] * len(texts), [None] * len(texts)  # filled in the original order
+    chunks = {layer: [None] * len(texts) for layer in layers}  # filled in the original order
+    ids = [None] * len(texts)
     for batch in tqdm(length_sorted_batches(tokenizer, texts, batch_size),
                       desc=f"token states {name}"):
-        batch_ids, mask = encode_batch(tokenizer, [texts[i] for i in batch], device)
-        states = encoder(batch_ids, mask).cpu().numpy().astype(np.float16)
-        for row, (i, n) in enumerate(zip(batch, mask.sum(dim=1).tolist())):
-            chunks[i] = states[row, :n]
+        batch_ids, mask, types = encode_batch(tokenizer, [texts[i] for i in batch], device,
+                                              with_types=True)
+        with torch.no_grad():
+            states = encoder.run(batch_ids, mask, token_type_ids=types, last_layer=layers[-1])[0]
+        lengths = mask.sum(dim=1).tolist()
+        for layer in layers:
+            host = states[layer].cpu().numpy().astype(np.float16)
+            for row, (i, n) in enumerate(zip(batch, lengths)):
+                chunks[layer][i] = host[row, :n]
+        for row, (i, n) in enumerate(zip(batch, lengths)):
             ids[i] = batch_ids[row, :n].cpu().numpy()
-    lengths = [len(c) for c in chunks]
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    packed = TokenStates(np.concatenate(chunks), offsets, np.concatenate(ids).astype(np.int32))
-    with atomic_write(path) as f:
-        np.savez(f, states=packed.states, offsets=packed.offsets, ids=packed.ids)
-    return packed
+    offsets = np.concatenate([[0], np.cumsum([len(c) for c in ids])]).astype(np.int64)
+    all_ids = np.concatenate(ids).astype(np.int32)
+    out = {}
+    for layer, path in paths.items():
+        out[layer] = TokenStates(np.concatenate(chunks[layer]), offsets, all_ids)
+        with atomic_write(path) as f:
+            np.savez(f, states=out[layer].states, offsets=offsets, ids=all_ids)
+    return out
+
+
+def token_states(encoder: MiniLMEncoder, tokenizer, texts: list, name: str,
+                 batch_size: int = 64, data_dir: str | Path | None = None) -> TokenStates:
+    """Last-layer token states of `texts`, computed once and then read from the cache
+    (`hidden_states` with the last layer only)."""
+    last = len(encoder.layers)
+    return hidden_states(encoder, tokenizer, texts, name, [last], batch_size, data_dir)[last]

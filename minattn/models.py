@@ -306,34 +306,44 @@ class VanillaLM(nn.Module):
 
 # ==== lesson 07: task heads
 class SentenceClassifier(nn.Module):
-    """A frozen encoder's token states -> one vector per sentence -> class logits.
+    """Token states -> one vector per sentence -> class logits.
 
-    pool: "cls" (first token), "mean" (masked mean) or "attention" (`task_heads.AttentionPool`
-    with `num_layers` self-attention layers and `init` "default" or "u09").
-    d_in: the encoder's width; when it differs from d_model, a trainable linear map P
+    pool: "cls" (first token), "mean" (masked mean), "query" (`task_heads.AttentionPool`, one
+    layer read by a learned query) or "attention" (`AttentionPool` with `num_layers`
+    self-attention layers read by the first token's query, `init` "default" or "u09").
+    d_in: the states' width; when it differs from d_model, a trainable linear map P
     (d_in -> d_model) narrows the states, for every pool alike: the heads apply it to every
     token first (a narrower head is cheaper), the baselines to the pooled vector (the same
     thing, since P(mean h) = mean(P h) and P(h_0) = (P h)_0, at a fraction of the cost).
+    encoder: a trainable module (states, mask) -> states run first (e.g. `encoder.TopLayers`:
+    fine-tuning; a "[CLS] A [SEP] B" pair read at "cls" is a cross-encoder). None: the states
+    are frozen features.
     forward(states (B, L, d_in), mask (B, L) bool, need_weights=False) -> logits (B, n_classes)
     (and the read-out attention (B, H, L) when need_weights).
     """
 
     def __init__(self, pool: str, d_model: int, n_classes: int = 2, num_heads: int = 12,
-                 num_layers: int = 1, init: str = "default", d_in: int | None = None):
+                 num_layers: int = 1, init: str = "default", d_in: int | None = None,
+                 encoder: nn.Module | None = None):
         super().__init__()
         from .task_heads import AttentionPool
 
-        if pool not in ("cls", "mean", "attention"):
-            fail("unknown pool", "'cls', 'mean' or 'attention'", repr(pool))
-        self.pool = pool
+        if pool not in ("cls", "mean", "query", "attention"):
+            fail("unknown pool", "'cls', 'mean', 'query' or 'attention'", repr(pool))
+        self.pool, self.encoder = pool, encoder
         self.project = nn.Identity() if d_in in (None, d_model) else nn.Linear(d_in, d_model)
-        self.head = AttentionPool(d_model, num_heads, num_layers, init) if pool == "attention" \
-            else None
+        self.head = None
+        if pool == "query":
+            self.head = AttentionPool(d_model, num_heads, 1, init, query="learned")
+        elif pool == "attention":
+            self.head = AttentionPool(d_model, num_heads, num_layers, init)
         self.classifier = nn.Linear(d_model, n_classes)
 
     def forward(self, states, mask, need_weights: bool = False):
         from .task_heads import cls_pool_torch, mean_pool_torch
 
+        if self.encoder is not None:
+            states = self.encoder(states, mask)
         weights = None
         if self.pool == "cls":
             z = self.project(cls_pool_torch(states, mask))
@@ -348,25 +358,28 @@ class SentenceClassifier(nn.Module):
 class PairModel(nn.Module):
     """Two sentences' token states -> a paraphrase logit or a similarity score.
 
-    pool: "cls", "mean", or "cross" (`task_heads.CrossAttentionPool`, applied both ways with
-    shared weights: u = A attends to B, v = B attends to A).
+    pool: "cls", "mean", or "cross" (`task_heads.CrossAttentionPool` with `num_layers` layers
+    and read-out `read` ("mean" of A's tokens, or "first": A's [CLS], the poster's), applied
+    both ways with shared weights: u = A attends to B, v = B attends to A).
     out: "classify" -> logit = w · [u, v, |u − v|, u ⊙ v] + b            (B,)
          "similarity" -> cos(P u, P v), P a trainable D×D map starting at the identity (B,)
     d_in: as in `SentenceClassifier` (a shared linear map of every token state first).
+    encoder: as in `SentenceClassifier`, run on A and on B (shared weights) before pooling.
     """
 
     def __init__(self, pool: str, d_model: int, out: str = "classify", num_heads: int = 12,
-                 num_layers: int = 1, init: str = "default", d_in: int | None = None):
+                 num_layers: int = 1, init: str = "default", d_in: int | None = None,
+                 read: str = "mean", encoder: nn.Module | None = None):
         super().__init__()
         from .task_heads import CrossAttentionPool
 
         if pool not in ("cls", "mean", "cross") or out not in ("classify", "similarity"):
             fail("unknown PairModel setting", "pool in ('cls', 'mean', 'cross'), out in "
                  "('classify', 'similarity')", f"pool={pool!r}, out={out!r}")
-        self.pool, self.out = pool, out
+        self.pool, self.out, self.encoder = pool, out, encoder
         self.project = nn.Identity() if d_in in (None, d_model) else nn.Linear(d_in, d_model)
-        self.head = CrossAttentionPool(d_model, num_heads, num_layers, init) if pool == "cross" \
-            else None
+        self.head = CrossAttentionPool(d_model, num_heads, num_layers, init, read) \
+            if pool == "cross" else None
         if out == "classify":
             self.top = nn.Linear(4 * d_model, 1)
         else:
@@ -377,6 +390,8 @@ class PairModel(nn.Module):
         from .task_heads import check_pair, cls_pool_torch, mean_pool_torch
 
         check_pair(a, a_mask, b, b_mask)
+        if self.encoder is not None:
+            a, b = self.encoder(a, a_mask), self.encoder(b, b_mask)
         if self.pool == "cls":
             return self.project(cls_pool_torch(a, a_mask)), self.project(cls_pool_torch(b, b_mask))
         if self.pool == "mean":
@@ -386,7 +401,9 @@ class PairModel(nn.Module):
         return self.head(a, a_mask, b, b_mask)[0], self.head(b, b_mask, a, a_mask)[0]
 
     def forward(self, a, a_mask, b, b_mask):
+        from .task_heads import pair_features
+
         u, v = self.embed_pair(a, a_mask, b, b_mask)
         if self.out == "classify":
-            return self.top(torch.cat([u, v, (u - v).abs(), u * v], dim=-1))[:, 0]
+            return self.top(pair_features(u, v))[:, 0]
         return nn.functional.cosine_similarity(self.top(u), self.top(v), dim=-1)

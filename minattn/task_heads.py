@@ -6,28 +6,35 @@ real tokens). A task needs one vector per sentence. Three ways to get it:
 
     first token   z = h_0
     mean pooling  z = Σ_i m_i h_i / Σ_i m_i                       (padding excluded)
-    attention     z = W_o Σ_i a_i W_v h_i + b,  a = softmax_i(q_0 · k_i / √d_h)   per head
+    attention     z = W_o Σ_i a_i W_v h_i + b,  a = softmax_i(q · k_i / √d_h)   per head,
+                  the query q from the first token (q = W_q LN(h_0)) or learned (q = W_q w)
 
-The attention head is lesson 01's `MultiHeadAttention`, trained for the task while the encoder
-stays frozen. Its queries and keys read standardised states, LN(h) = (h − mean(h)) / std(h)
-over the features (no affine), its values the raw states, so that with uniform weights a_i = 1/n
-the head is exactly a linear map of mean pooling: z = W_o W_v mean(H) + b. (Jia, "Task-specific
-attention", Stanford CS224N poster 2024; our seed 004_*.)
+The attention head is lesson 01's `MultiHeadAttention`, trained for the task over a frozen
+encoder (or with its top layers: `encoder.TopLayers` in `models.PairModel(encoder=...)`). Its
+queries and keys read standardised states, LN(h) = (h − mean(h)) / std(h) over the features
+(no affine), its values the raw states, so that with uniform weights a_i = 1/n the head is
+exactly a linear map of mean pooling: z = W_o W_v mean(H) + b. (Jia, "Task-specific
+attention", Stanford CS224N poster, 2024.)
 
     attention_pool   single sentences: 1-2 self-attention layers (residual, pre-norm), then
-                     the first token's query reads all tokens          -> (B, D)
+                     the first token's query (or a learned one) reads all tokens   -> (B, D)
     cross_attention_pool   pairs: A's tokens attend to B's (residual, one or more layers),
-                     then masked mean over A's tokens                  -> (B, D)
+                     then masked mean over A's tokens, or A's first token alone    -> (B, D)
     pearson_loss     −corr(pred, target) over a batch, for similarity regression
+    pair_features    [u, v, |u − v|, u ⊙ v], what a pair classifier reads
+    LinearProbe, best_threshold   reference lines: a converged logistic / least-squares probe
+                     on frozen features, and the best threshold on a zero-shot score
 
 U(0.9, 1) initialisation (`init="u09"`): every weight of q/k/v/out projections drawn from
 U(0.9, 1). Such a matrix is 0.95·11ᵀ plus U(−0.05, 0.05) noise — for D = 384 the noise is as
 large as PyTorch's default init (±1/√D = ±0.051). The rank-one part maps a token h to
 0.95·(Σ_j h_j)·1: it sees only the sum of the token's features. After LN that sum is 0, so the
-rank-one part drops out of q and k and the scores are as small as with the default init: the
-first step's attention is close to uniform and the head starts close to mean pooling. Feed raw
-states (whose feature sums differ from token to token) and the same init gives scores of size
-0.9·√d_h·s_q·s_k: attention collapses onto the token with the most extreme sum. See
+rank-one part drops out of q and k and the scores are no larger than with the default init:
+the first step's attention is close to uniform, as with the default init. The values and the
+output projection read raw states and keep the rank-one part, so the head's output starts
+along ±1 and far longer than a mean-pooled vector (more so with every layer). Feed raw states
+to q and k (their feature sums differ from token to token) and the same init gives scores of
+size 0.9·√d_h·s_q·s_k: attention collapses onto the token with the most extreme sum. See
 `attention_pool_np(..., normalize=False)` and lesson 07's exercise 7.3.
 """
 
@@ -69,6 +76,11 @@ def check_pair(a, a_mask, b, b_mask) -> None:
              f"B of shape ({a.shape[0]}, Lb, {a.shape[2]})", f"{shape_str(b.shape)}")
 
 
+def check_read(read: str) -> None:
+    if read not in ("mean", "first"):
+        fail("unknown read-out of the cross-attention head", "'mean' or 'first'", repr(read))
+
+
 def check_pearson(pred, target) -> None:
     if pred.ndim != 1 or tuple(pred.shape) != tuple(target.shape) or pred.shape[0] < 2:
         fail("pearson_loss needs two vectors of the same length >= 2", "pred (N,), target (N,)",
@@ -99,11 +111,14 @@ def layer_norm_np(x: np.ndarray, eps: float = LN_EPS) -> np.ndarray:
 
 
 def attention_pool_np(states: np.ndarray, mask: np.ndarray, layers: list[dict], num_heads: int,
-                      normalize: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """Self-attention pooling: layers[:-1] mix the tokens, the last one reads the first token.
+                      normalize: bool = True, query: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Self-attention pooling: layers[:-1] mix the tokens, the last one reads them all.
 
         x ← x + MHA(LN(x), LN(x), x)      for each layer but the last      (B, L, D)
         z = MHA(LN(x)_0, LN(x), x)        the first token's query only     (B, D)
+        z = MHA(w, LN(x), x)              or a learned query vector w (D,), the same for
+                                          every sentence (attention pooling)
 
     layers: one `MultiHeadAttention.numpy_params()` dict per layer. Padding keys are masked.
     normalize=False feeds raw states to queries and keys (to see what LN is for).
@@ -119,23 +134,29 @@ def attention_pool_np(states: np.ndarray, mask: np.ndarray, layers: list[dict], 
         n = norm(x)
         x = x + multi_head_attention_np(n, n, x, params, num_heads, keys_mask)[0]
     n = norm(x)
-    z, weights = multi_head_attention_np(n[:, :1], n, x, layers[-1], num_heads, keys_mask)
+    q = n[:, :1] if query is None else np.broadcast_to(query, (len(x), 1, x.shape[-1]))
+    z, weights = multi_head_attention_np(q, n, x, layers[-1], num_heads, keys_mask)
     return z[:, 0], weights[:, :, 0]
 
 
 def cross_attention_pool_np(a: np.ndarray, a_mask: np.ndarray, b: np.ndarray,
-                            b_mask: np.ndarray, layers: list[dict], num_heads: int
-                            ) -> tuple[np.ndarray, np.ndarray]:
-    """Sentence A attends to sentence B, layer by layer, then A is mean-pooled.
+                            b_mask: np.ndarray, layers: list[dict], num_heads: int,
+                            read: str = "mean") -> tuple[np.ndarray, np.ndarray]:
+    """Sentence A attends to sentence B, layer by layer, then A is read out.
 
         x ← x + MHA(LN(x), LN(b), b)      x starts at a; queries from A, keys/values from B
-        z = mean over A's real tokens of x                                   (B, D)
+        z = mean over A's real tokens of x            read="mean"            (B, D)
+        z = x_0, A's first ([CLS]) token              read="first" (the poster's read-out)
 
     With uniform attention one layer gives z = mean(A) + W_o W_v mean(B) + b_o + W_o b_v:
-    the mean of A plus a linear map of the mean of B.
-    Returns z (B, D) and the last layer's attention (B, H, La, Lb).
+    the mean of A plus a linear map of the mean of B (read="first": a_0 instead of mean(A)).
+    A's tokens never attend to each other here, so read="first" needs A's first token only.
+    Returns z (B, D) and the last layer's attention (B, H, La, Lb) (La = 1 when read="first").
     """
     check_pair(a, a_mask, b, b_mask)
+    check_read(read)
+    if read == "first":
+        a, a_mask = a[:, :1], a_mask[:, :1]
     # BEGIN EXERCISE 7.2 implement: the cross-attention head (A attends to B, then pool A) (~20 min)
     b_keys = layer_norm_np(b)
     x, weights = a, None
@@ -193,8 +214,8 @@ def pearson_loss_torch(pred: torch.Tensor, target: torch.Tensor, eps: float = 1e
 def u09_init_(mha: MultiHeadAttention, generator: torch.Generator | None = None) -> None:
     """The poster's optional initialisation: every projection weight ~ U(0.9, 1), in place.
 
-    Biases keep their default init. Why it starts near mean pooling (after LN) and not on
-    raw states: see this module's docstring.
+    Biases keep their default init. What it does to the first step's attention (after LN and
+    on raw states) and to the head's output: see this module's docstring.
     """
     for layer in (mha.q_proj, mha.k_proj, mha.v_proj, mha.out_proj):
         layer.weight.uniform_(0.9, 1.0, generator=generator)
@@ -221,13 +242,19 @@ class AttentionPool(nn.Module):
     forward(states (B, L, D), mask (B, L) bool, need_weights=False)
         -> z (B, D), read-out attention (B, H, L) or None
     init: "default" (PyTorch's) or "u09" (every attention weight ~ U(0.9, 1)).
+    query: "first" (the first token's state asks: the poster's head) or "learned" (one trained
+        vector `self.query` asks, the same for every sentence: attention pooling).
     """
 
     def __init__(self, d_model: int, num_heads: int, num_layers: int = 1,
-                 init: str = "default", normalize: bool = True):
+                 init: str = "default", normalize: bool = True, query: str = "first"):
         super().__init__()
+        if query not in ("first", "learned"):
+            fail("unknown query of AttentionPool", "'first' or 'learned'", repr(query))
         self.layers = attention_layers("AttentionPool", d_model, num_heads, num_layers, init)
         self.init, self.normalize = init, normalize
+        # a learned query starts like a standardised token state: N(0, 1) features
+        self.query = nn.Parameter(torch.randn(d_model)) if query == "learned" else None
 
     def forward(self, states: torch.Tensor, mask: torch.Tensor, need_weights: bool = False):
         check_states(states, mask)
@@ -238,28 +265,38 @@ class AttentionPool(nn.Module):
             n = norm(x)
             x = x + layer(n, n, x, mask=keys_mask)[0]
         n = norm(x)
-        z, weights = self.layers[-1](n[:, :1], n, x, mask=keys_mask, need_weights=need_weights)
+        q = n[:, :1] if self.query is None else self.query.expand(len(x), 1, -1)
+        z, weights = self.layers[-1](q, n, x, mask=keys_mask, need_weights=need_weights)
         return z[:, 0], (weights[:, :, 0] if need_weights else None)
 
     def numpy_params(self) -> list[dict]:
         return [layer.numpy_params() for layer in self.layers]
+
+    def numpy_query(self) -> np.ndarray | None:
+        """The learned query as float64 NumPy (None when the first token asks)."""
+        return None if self.query is None else self.query.detach().cpu().double().numpy()
 
 
 class CrossAttentionPool(nn.Module):
     """Cross-attention head for pairs, the trainable twin of `cross_attention_pool_np`.
 
     forward(a (B, La, D), a_mask, b (B, Lb, D), b_mask, need_weights=False)
-        -> z (B, D), last layer's attention (B, H, La, Lb) or None
+        -> z (B, D), last layer's attention (B, H, La, Lb) or None (La = 1 when read="first")
+    read: "mean" (mean of A's tokens) or "first" (A's [CLS] token, the poster's read-out).
     """
 
-    def __init__(self, d_model: int, num_heads: int, num_layers: int = 1, init: str = "default"):
+    def __init__(self, d_model: int, num_heads: int, num_layers: int = 1, init: str = "default",
+                 read: str = "mean"):
         super().__init__()
+        check_read(read)
         self.layers = attention_layers("CrossAttentionPool", d_model, num_heads, num_layers, init)
-        self.init = init
+        self.init, self.read = init, read
 
     def forward(self, a: torch.Tensor, a_mask: torch.Tensor, b: torch.Tensor,
                 b_mask: torch.Tensor, need_weights: bool = False):
         check_pair(a, a_mask, b, b_mask)
+        if self.read == "first":  # A's tokens never attend to each other: only the first counts
+            a, a_mask = a[:, :1], a_mask[:, :1]
         # BEGIN EXERCISE 7.2 implement: the cross-attention head (A attends to B, then pool A) (~20 min)
         b_keys = layer_norm_torch(b)
         keys_mask = padding_mask_torch(b_mask.sum(dim=1), b_mask.shape[1])  # (B, 1, 1, Lb)
@@ -287,7 +324,111 @@ def attention_entropy_ratio(weights: torch.Tensor, mask: torch.Tensor) -> torch.
     return torch.where(n > 1, -plogp.sum(dim=-1) / torch.log(n.clamp_min(2)), torch.ones_like(n))
 
 
+def mean_entropy_ratio(weights: torch.Tensor, mask: torch.Tensor) -> float:
+    """`attention_entropy_ratio` averaged over sentences and heads, as a Python float (on the
+    host, whatever device the weights are on)."""
+    return float(attention_entropy_ratio(weights, mask).mean().item())
+
+
 def uniform_scale_note(d_model: int) -> str:
     """One line comparing U(0.9, 1)'s noise half-width with PyTorch's default init bound."""
     return (f"U(0.9, 1) = 0.95 + U(-0.05, 0.05); PyTorch's default nn.Linear init for "
             f"D = {d_model} is U(-{1 / math.sqrt(d_model):.3f}, {1 / math.sqrt(d_model):.3f})")
+
+
+# ============================================================================ reference lines
+def pair_features(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """What a pair classifier reads: [u, v, |u − v|, u ⊙ v], (B, D) x 2 -> (B, 4D)
+    (Sentence-BERT's (u, v, |u − v|) plus the element-wise product)."""
+    if u.shape != v.shape or u.ndim != 2:
+        fail("pair_features needs two (B, D) tensors of the same shape", "u (B, D), v (B, D)",
+             f"u {shape_str(u.shape)}, v {shape_str(v.shape)}")
+    return torch.cat([u, v, (u - v).abs(), u * v], dim=-1)
+
+
+def best_threshold(scores, labels) -> float:
+    """The threshold t that classifies `scores > t` as 1 with the highest accuracy on these
+    (training) labels: a zero-shot score (e.g. a cosine) turned into a classifier.
+    Candidates are the midpoints between consecutive sorted scores (and both ends)."""
+    scores, labels = np.asarray(scores, float), np.asarray(labels).astype(bool)
+    if scores.ndim != 1 or scores.shape != labels.shape or len(scores) < 2:
+        fail("best_threshold needs two vectors of the same length >= 2",
+             "scores (N,), labels (N,)", f"{shape_str(scores.shape)}, {shape_str(labels.shape)}")
+    s = np.sort(scores)
+    candidates = np.concatenate([[s[0] - 1], (s[1:] + s[:-1]) / 2, [s[-1] + 1]])
+    accuracy = [((scores > t) == labels).mean() for t in candidates]
+    return float(candidates[int(np.argmax(accuracy))])
+
+
+class LinearProbe:
+    """A linear read-out of frozen features, trained to convergence: the reference line that a
+    trained head should at least reach.
+
+    kind "logistic": P(y = 1) = σ(w · x̂ + b) by L-BFGS on the mean log-loss + l2/2 · |w|²;
+    kind "least_squares": ŷ = w · x̂ + b, ridge regression in closed form (same penalty).
+    x̂ = features standardised with the training mean and std. Float64 on the inputs' device.
+    fit(x (N, F), y (N,)) -> self;  score(x) -> (N,) logit or prediction (float64 tensor).
+    """
+
+    def __init__(self, kind: str = "logistic", l2: float = 1e-3, max_iter: int = 500):
+        if kind not in ("logistic", "least_squares"):
+            fail("unknown LinearProbe kind", "'logistic' or 'least_squares'", repr(kind))
+        if not l2 > 0:
+            fail("LinearProbe needs a positive l2 penalty", "l2 > 0", f"l2 = {l2}")
+        self.kind, self.l2, self.max_iter = kind, l2, max_iter
+
+    def _standardise(self, x: torch.Tensor) -> torch.Tensor:
+        return (x.double() - self.mu) / self.sd
+
+    def fit(self, x: torch.Tensor, y: torch.Tensor) -> "LinearProbe":
+        if x.ndim != 2 or y.shape != x.shape[:1]:
+            fail("LinearProbe.fit needs features (N, F) and targets (N,)", "x (N, F), y (N,)",
+                 f"x {shape_str(x.shape)}, y {shape_str(y.shape)}")
+        x = x.double()
+        self.mu, self.sd = x.mean(0), x.std(0).clamp_min(1e-8)
+        xs, y = self._standardise(x), y.double()
+        n, f = xs.shape
+        if self.kind == "least_squares":  # [w; b] = (X̃ᵀX̃ + n·l2·I')⁻¹ X̃ᵀ y, b free
+            xa = torch.cat([xs, torch.ones(n, 1, dtype=xs.dtype, device=xs.device)], dim=1)
+            penalty = torch.eye(f + 1, dtype=xs.dtype, device=xs.device) * n * self.l2
+            penalty[-1, -1] = 0
+            wb = torch.linalg.solve(xa.T @ xa + penalty, xa.T @ y)
+            self.w, self.b = wb[:-1], wb[-1]
+            return self
+        w = torch.zeros(f, dtype=xs.dtype, device=xs.device, requires_grad=True)
+        b = torch.zeros((), dtype=xs.dtype, device=xs.device, requires_grad=True)
+        opt = torch.optim.LBFGS([w, b], lr=1, max_iter=self.max_iter, tolerance_grad=1e-9,
+                                tolerance_change=1e-12, history_size=20,
+                                line_search_fn="strong_wolfe")
+
+        def closure():
+            opt.zero_grad()
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(xs @ w + b, y) \
+                + 0.5 * self.l2 * (w * w).sum()
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+        self.w, self.b = w.detach(), b.detach()
+        return self
+
+    def score(self, x: torch.Tensor) -> torch.Tensor:
+        return self._standardise(x) @ self.w + self.b
+
+
+def drop_token(states: torch.Tensor, mask: torch.Tensor, index
+               ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Remove token `index[b]` from sentence b (an intervention: does the prediction move
+    without it?). states (B, L, D), mask (B, L) right-padded, index (B,) of real tokens other
+    than the first -> states (B, L − 1, D), mask (B, L − 1), still right-padded."""
+    check_states(states, mask)
+    index = torch.as_tensor(index, device=states.device).reshape(-1)
+    lengths = mask.sum(dim=1)
+    if len(index) != len(states) or bool(((index < 1) | (index >= lengths)).any()):
+        fail("drop_token needs one real token per sentence, not the first",
+             f"{len(states)} indices in [1, length)", f"{index.tolist()} for lengths "
+             f"{lengths.tolist()}")
+    positions = torch.arange(states.shape[1], device=states.device)
+    keep = positions[None, :] != index[:, None]  # (B, L): exactly one False per row
+    return (states[keep].view(len(states), -1, states.shape[2]),
+            mask[keep].view(len(states), -1))

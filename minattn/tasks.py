@@ -382,6 +382,20 @@ def paraphrase_subset(pairs: BiblePairs, train: bool) -> np.ndarray:
     return np.sort(np.concatenate([anchor_rows, negatives]))
 
 
+def split_by_anchor(pairs: BiblePairs, rows: np.ndarray, fraction: float,
+                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Hold out `fraction` of the anchors of `rows` (a validation split): (kept rows, held-out
+    rows). All pairs of an anchor verse land on the same side, so no sentence A is in both."""
+    rows = np.asarray(rows)
+    if not 0 < fraction < 1 or len(rows) == 0:
+        fail("split_by_anchor", "0 < fraction < 1 and some rows", f"fraction={fraction}, "
+             f"{len(rows)} rows")
+    anchors = np.unique(pairs.a[rows])
+    held = rng.choice(anchors, max(1, int(round(fraction * len(anchors)))), replace=False)
+    out = np.isin(pairs.a[rows], held)
+    return rows[~out], rows[out]
+
+
 def random_token_states(texts: list, dim: int, seed: int = 0):
     """Fallback features when the pretrained encoder is absent: each word of the course's
     tokenizer gets a fixed random vector (a hash-seeded N(0, 1/dim)), with a [CLS] vector

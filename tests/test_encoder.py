@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from minattn.tools import data
-from minattn.encoder import (BertConfig, MiniLMEncoder, bert_name, embed, encode_batch,
-                             load_minilm, mean_pool, token_states)
+from minattn.encoder import (BertConfig, MiniLMEncoder, TopLayers, bert_name, embed, encode_batch,
+                             hidden_states, load_minilm, mean_pool, token_states)
 
 TINY = dict(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
             intermediate_size=32, max_position_embeddings=32, type_vocab_size=2,
@@ -56,7 +56,8 @@ def tiny_dir(tmp_path_factory):
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
     tok.enable_padding(pad_id=0, pad_token="[PAD]", length=24)  # the shipped trap: fixed padding
     tok.save(str(folder / "tokenizer.json"))
     return root
@@ -189,6 +190,51 @@ def test_token_state_cache_round_trip(tiny, tmp_path, monkeypatch):
     assert len(list((tmp_path / "cache").glob("toy-*.npz"))) == 2
     with pytest.raises(ValueError, match="out of range"):
         cache.batch([4])
+
+
+def test_hidden_states_of_any_layer_and_of_pairs(tiny, tmp_path):
+    encoder, tok = tiny
+    pairs = [("the cat sat", "a dog"), ("the mat", "big red logs ran far")]
+    cache = hidden_states(encoder, tok, pairs, "toy-pairs", [1, 0], data_dir=tmp_path)
+    assert sorted(cache) == [0, 1] and len(list((tmp_path / "cache").glob("toy-pairs-*"))) == 2
+    ids, mask, types = encode_batch(tok, pairs, with_types=True)
+    # [CLS] A [SEP] B [SEP]: type 0 up to the first [SEP], 1 after
+    assert types[0][mask[0]].tolist() == [0, 0, 0, 0, 0, 1, 1, 1] and ids[0, 4] == 3
+    with torch.no_grad():
+        states = encoder.run(ids, mask, token_type_ids=types)[0]
+        untyped = encoder.run(ids, mask)[0]
+    for layer in (0, 1):
+        got, got_mask = cache[layer].batch([0, 1])
+        assert torch.equal(got_mask, mask)
+        assert torch.allclose(got[mask], states[layer][mask], atol=2e-2, rtol=1e-2)  # float16
+    assert not torch.allclose(untyped[1][mask], states[1][mask], atol=1e-2)  # the types count
+    last = token_states(encoder, tok, ["the cat"], "toy", data_dir=tmp_path)  # = the last layer
+    assert np.array_equal(last.states, hidden_states(encoder, tok, ["the cat"], "toy", [2],
+                                                     data_dir=tmp_path)[2].states)
+    with pytest.raises(ValueError, match="layers"):
+        hidden_states(encoder, tok, ["the cat"], "toy", [3], data_dir=tmp_path)
+    with pytest.raises(ValueError, match="pairs of strings"):
+        encode_batch(tok, [("the cat", "a dog", "the mat")])
+
+
+def test_top_layers_continue_the_encoder_and_train_apart_from_it(tiny):
+    encoder, tok = tiny
+    ids, mask = encode_batch(tok, ["the cat sat on the mat", "a dog"])
+    with torch.no_grad():
+        states = encoder.run(ids, mask)[0]
+        short = encoder.run(ids, mask, last_layer=1)[0]
+    assert len(short) == 2 and torch.allclose(short[1], states[1])
+    top = TopLayers(encoder, 1)
+    assert top.first == 1
+    out = top(states[1], mask)
+    assert torch.allclose(out[mask], states[2][mask], atol=1e-6)  # the same numbers as the encoder
+    out[mask].sum().backward()
+    torch.optim.SGD(top.parameters(), lr=0.1).step()
+    assert not torch.allclose(top(states[1], mask)[mask], states[2][mask], atol=1e-3)
+    with torch.no_grad():  # a copy: the encoder itself did not move
+        assert torch.allclose(encoder(ids, mask)[mask], states[2][mask])
+    with pytest.raises(ValueError, match="number of layers"):
+        TopLayers(encoder, 3)
 
 
 # ============================================================================ transformers parity

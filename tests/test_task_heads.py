@@ -192,6 +192,25 @@ def test_entropy_ratio_extremes():
     assert torch.allclose(th.attention_entropy_ratio(onehot, mask), torch.tensor([[0.0], [1.0]]))
 
 
+@pytest.mark.exercise("7.1")  # needs exercise 7.1 (mean pooling)
+def test_u09_output_starts_along_ones_and_grows_with_layers():
+    """What the poster's init does to the head's output: its length and direction, which
+    compound over layers."""
+    x, mask = offset_states(d=64)
+    x = x.double()
+    base = th.mean_pool_torch(x, mask).norm(dim=-1).mean()
+    lengths = {}
+    for init, layers in (("default", 1), ("u09", 1), ("u09", 2)):
+        torch.manual_seed(0)
+        z = th.AttentionPool(64, 4, layers, init=init).double()(x, mask)[0]
+        lengths[init, layers] = (z.norm(dim=-1).mean() / base).item()
+        if init == "u09":
+            cos = torch.nn.functional.cosine_similarity(z, torch.ones_like(z), dim=-1).abs()
+            assert cos.min() > 0.99
+    assert lengths["u09", 1] > 30 * lengths["default", 1]
+    assert lengths["u09", 2] > 10 * lengths["u09", 1]
+
+
 # ============================================================================ Pearson loss
 def test_pearson_loss_matches_numpy_corrcoef_and_torch(rng):
     p, t = rng.standard_normal(20), rng.standard_normal(20)
@@ -349,3 +368,203 @@ def test_offline_text_fallbacks():
     verses = tasks.template_verses(200, np.random.default_rng(0))
     pairs = tasks.bible_pairs(verses, 20, np.random.default_rng(0), min_distance=10)
     assert np.mean(pairs.overlap[pairs.level == 1]) > 0  # neighbours share their topic's words
+
+
+# ============================================================================ read-outs
+def test_learned_query_pool_matches_numpy(rng):
+    x, mask = padded(rng, [6, 2, 4])
+    head = seeded_head(th.AttentionPool, D, H, 1, query="learned")
+    z, w = head(*t64(x, mask), need_weights=True)
+    z_np, w_np = th.attention_pool_np(x, mask, head.numpy_params(), H, query=head.numpy_query())
+    np.testing.assert_allclose(z.detach().numpy(), z_np, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(w.detach().numpy(), w_np, atol=1e-12, rtol=0)
+    # the query is the same for every sentence: the first token no longer decides what is read
+    x2 = x.copy()
+    x2[:, 0] = rng.standard_normal((3, D))
+    w2 = head(*t64(x2, mask), need_weights=True)[1]
+    first = seeded_head(th.AttentionPool, D, H, 1)
+    assert not torch.allclose(first(*t64(x2, mask), need_weights=True)[1],
+                              first(*t64(x, mask), need_weights=True)[1])
+    assert head.query.requires_grad and not torch.allclose(w2[:, :, 1:], w[:, :, 1:])  # keys moved
+    assert th.AttentionPool(D, H).numpy_query() is None
+
+
+@pytest.mark.exercise("7.2")
+@pytest.mark.parametrize("num_layers", [1, 3])
+def test_cross_head_read_at_the_first_token(rng, num_layers):
+    a, am = padded(rng, [5, 2, 3])
+    b, bm = padded(rng, [2, 6, 4])
+    head = seeded_head(th.CrossAttentionPool, D, H, num_layers, read="first")
+    z, w = head(*t64(a, am, b, bm), need_weights=True)
+    z_np, w_np = th.cross_attention_pool_np(a, am, b, bm, head.numpy_params(), H, read="first")
+    assert z.shape == (3, D) and w.shape == (3, H, 1, 6)
+    np.testing.assert_allclose(z.detach().numpy(), z_np, atol=1e-10, rtol=0)
+    np.testing.assert_allclose(w.detach().numpy(), w_np, atol=1e-12, rtol=0)
+    # only A's first token is read, and A's tokens never see each other: the rest of A is inert
+    a2 = a.copy()
+    a2[:, 1:] = rng.standard_normal(a2[:, 1:].shape) * 10
+    assert torch.allclose(head(*t64(a2, am, b, bm))[0], z, atol=1e-12, rtol=0)
+    # with the same weights, reading the mean of A differs
+    mean_head = seeded_head(th.CrossAttentionPool, D, H, num_layers, read="mean")
+    assert not torch.allclose(mean_head(*t64(a, am, b, bm))[0], z)
+
+
+def test_pair_features_and_the_pair_model_read_outs(rng):
+    u, v = torch.tensor([[1.0, -2.0]]), torch.tensor([[3.0, 4.0]])
+    assert th.pair_features(u, v).tolist() == [[1.0, -2.0, 3.0, 4.0, 2.0, 6.0, 3.0, -8.0]]
+    a, am = padded(rng, [5, 2, 3])
+    b, bm = padded(rng, [2, 6, 4])
+    torch.manual_seed(0)
+    model = PairModel("cross", D, num_heads=H, read="first").double()
+    assert model.head.read == "first" and model(*t64(a, am, b, bm)).shape == (3,)
+    with pytest.raises(ValueError, match="same shape"):
+        th.pair_features(u, v[:, :1])
+    with pytest.raises(ValueError, match="read-out"):
+        th.CrossAttentionPool(D, H, read="max")
+    with pytest.raises(ValueError, match="query"):
+        th.AttentionPool(D, H, query="last")
+
+
+def test_models_run_a_trainable_encoder_first(rng):
+    """SentenceClassifier / PairModel with `encoder=`: the module runs on the states first and
+    trains with the head (fine-tuning); a pair read at [CLS] is a cross-encoder."""
+    x, mask = padded(rng, [5, 2, 3])
+
+    class Shift(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bias = torch.nn.Parameter(torch.full((D,), 0.5, dtype=torch.float64))
+
+        def forward(self, states, mask):
+            return states + self.bias
+
+    torch.manual_seed(0)
+    plain = SentenceClassifier("mean", D, n_classes=1).double()
+    torch.manual_seed(0)
+    tuned = SentenceClassifier("mean", D, n_classes=1, encoder=Shift()).double()
+    xt, mt = t64(x, mask)
+    shifted = torch.from_numpy(x + 0.5)
+    assert torch.allclose(tuned(xt, mt), plain(shifted, mt), atol=1e-12)
+    tuned(xt, mt).sum().backward()
+    assert tuned.encoder.bias.grad is not None and tuned.encoder.bias.grad.abs().sum() > 0
+    b, bm = padded(rng, [2, 6, 4])
+    torch.manual_seed(0)
+    pair = PairModel("mean", D, encoder=Shift()).double()
+    torch.manual_seed(0)
+    ref = PairModel("mean", D).double()
+    assert torch.allclose(pair(xt, mt, *t64(b, bm)), ref(shifted, mt, *t64(b + 0.5, bm)),
+                          atol=1e-12)  # the encoder runs on A and on B
+    query = SentenceClassifier("query", D, num_heads=H).double()
+    assert query.head.query is not None and query(xt, mt).shape == (3, 2)
+
+
+# ============================================================================ reference lines
+def test_best_threshold_by_hand():
+    scores = [0.1, 0.4, 0.35, 0.8, 0.9]
+    labels = [0, 0, 1, 1, 1]
+    t = th.best_threshold(scores, labels)
+    assert 0.1 < t < 0.35  # 0.35, 0.8, 0.9 above, 0.1 below: 4 of 5 right, the best possible
+    assert ((np.array(scores) > t) == np.array(labels, bool)).mean() == 0.8
+    assert th.best_threshold([0.0, 1.0], [0, 1]) == 0.5
+    with pytest.raises(ValueError, match="same length"):
+        th.best_threshold([0.1, 0.2], [1])
+
+
+def test_logistic_probe_reaches_the_optimum(rng):
+    """At a minimum of the penalised log-loss its gradient vanishes: the probe is converged,
+    not stopped early (the point of a reference line)."""
+    x = torch.from_numpy(rng.standard_normal((200, 6)) * [1, 2, 3, 4, 5, 6] + 3)
+    y = (x[:, 0] - 0.5 * x[:, 1] + torch.from_numpy(rng.standard_normal(200)) > 3).double()
+    probe = th.LinearProbe("logistic", l2=1e-2).fit(x, y)
+    w, b = probe.w.clone().requires_grad_(), probe.b.clone().requires_grad_()
+    xs = (x - probe.mu) / probe.sd
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(xs @ w + b, y) \
+        + 0.5 * 1e-2 * (w * w).sum()
+    grads = torch.autograd.grad(loss, [w, b])
+    assert max(g.abs().max().item() for g in grads) < 1e-6
+    assert ((probe.score(x) > 0).double() == y).double().mean() > 0.85
+
+
+def test_least_squares_probe_is_ridge_regression(rng):
+    x = rng.standard_normal((50, 4)) * [1, 10, 0.1, 3]
+    y = x @ [1.0, -0.2, 5.0, 0.3] + 2 + 0.1 * rng.standard_normal(50)
+    l2 = 0.05
+    probe = th.LinearProbe("least_squares", l2=l2).fit(*t64(x, y))
+    xs = (x - x.mean(0)) / x.std(0, ddof=1)  # NumPy: minimise |Xw + b - y|² + n l2 |w|²
+    rows = np.vstack([np.hstack([xs, np.ones((50, 1))]),
+                      np.hstack([np.sqrt(50 * l2) * np.eye(4), np.zeros((4, 1))])])
+    wb = np.linalg.lstsq(rows, np.concatenate([y, np.zeros(4)]), rcond=None)[0]
+    np.testing.assert_allclose(probe.w.numpy(), wb[:4], atol=1e-10)
+    np.testing.assert_allclose(probe.score(torch.from_numpy(x)).numpy(),
+                               np.hstack([xs, np.ones((50, 1))]) @ wb, atol=1e-9)
+    with pytest.raises(ValueError, match="kind"):
+        th.LinearProbe("svm")
+    with pytest.raises(ValueError, match=r"\(N, F\)"):
+        th.LinearProbe().fit(torch.ones(3), torch.ones(3))
+
+
+def test_diagnostics_come_back_as_host_floats():
+    """What a lesson feeds to NumPy must be a Python float, whatever device the tensors are on
+    (np.mean over CUDA tensors fails)."""
+    mask = torch.tensor([[True, True, False]])
+    w = torch.tensor([[[0.5, 0.5, 0.0]]])
+    ratio = th.mean_entropy_ratio(w, mask)
+    assert type(ratio) is float and abs(ratio - 1.0) < 1e-6
+
+
+# ============================================================================ training plumbing
+def test_warmup_then_linear_decay():
+    from minattn.tools.train import warmup_linear
+
+    f = warmup_linear(warmup=4, steps=12)
+    assert [f(s) for s in (1, 2, 4, 8, 12)] == [0.25, 0.5, 1.0, 0.5, 0.0]
+
+
+def test_early_stopping_keeps_and_restores_the_best_weights():
+    """train(stop=KeepBest(...)) ends after `patience` evaluations without improvement and
+    restore() brings back the weights of the best one; schedule= scales every group's lr."""
+    from minattn.tools.train import KeepBest, train
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(1, 1, bias=False)
+    with torch.no_grad():
+        model.weight.fill_(0.0)
+    scores = iter([0.1, 0.5, 0.4, 0.3, 0.9])  # best at the 2nd evaluation, then two misses
+    keep = KeepBest(model, "val", patience=2)
+    seen_lr = []
+    opt = torch.optim.SGD(model.parameters(), lr=1.0)
+    history = train(model, lambda step: (torch.ones(1, 1),), lambda m, x: -m(x).sum(), steps=10,
+                    optimizer=opt, schedule=lambda step: seen_lr.append(step) or 0.5,
+                    evaluate=lambda: {"val": next(scores)}, eval_every=1, stop=keep, clip=None,
+                    progress=False)
+    assert history["step"] == [1, 2, 3, 4] and keep.best == 0.5 and keep.best_step == 2
+    assert model.weight.item() == 2.0  # four steps of lr 1.0 * 0.5 on a gradient of -1
+    keep.restore()
+    assert model.weight.item() == 1.0 and seen_lr == [1, 2, 3, 4]
+
+
+def test_split_by_anchor_keeps_an_anchor_on_one_side():
+    verses = [(f"verse {i} shepherd{i % 7} lamb{i % 5}", f"bbe {i} sheep{i % 7}")
+              for i in range(400)]
+    pairs = tasks.bible_pairs(verses, 40, np.random.default_rng(0), min_distance=10)
+    rows = np.flatnonzero(pairs.train)
+    kept, held = tasks.split_by_anchor(pairs, rows, 0.25, np.random.default_rng(0))
+    assert len(kept) + len(held) == len(rows) and not set(pairs.a[kept]) & set(pairs.a[held])
+    assert len(set(pairs.a[held])) == round(0.25 * len(set(pairs.a[rows])))
+    with pytest.raises(ValueError, match="fraction"):
+        tasks.split_by_anchor(pairs, rows, 1.5, np.random.default_rng(0))
+
+
+def test_drop_token_removes_one_token_per_sentence(rng):
+    x, mask = padded(rng, [4, 3])
+    xt, mt = t64(x, mask)
+    out, out_mask = th.drop_token(xt, mt, [2, 1])
+    assert out.shape == (2, 3, D) and out_mask.sum(1).tolist() == [3, 2]
+    assert torch.equal(out[0], xt[0, [0, 1, 3]]) and torch.equal(out[1, :2], xt[1, [0, 2]])
+    head = seeded_head(th.AttentionPool, D, H, 1)  # the same as a sentence without that token
+    alone = head(*t64(x[1:, [0, 2]], mask[1:, [0, 2]]))[0]
+    assert torch.allclose(head(out, out_mask)[0][1:], alone, atol=1e-12)
+    with pytest.raises(ValueError, match="not the first"):
+        th.drop_token(xt, mt, [0, 1])
+    with pytest.raises(ValueError, match="not the first"):
+        th.drop_token(xt, mt, [1, 3])  # sentence 1 has 3 tokens: index 3 is padding

@@ -31,7 +31,10 @@ def train(model: torch.nn.Module,
           weight_decay: float = 0.0,
           clip: float | None = 1.0,
           desc: str = "train",
-          progress: bool = True) -> History:
+          progress: bool = True,
+          optimizer: torch.optim.Optimizer | None = None,
+          schedule: Callable[[int], float] | None = None,
+          stop: Callable[[History], bool] | None = None) -> History:
     """Train `model` with AdamW for `steps` steps.
 
     Args:
@@ -39,14 +42,23 @@ def train(model: torch.nn.Module,
         loss_fn: (model, *batch) -> scalar loss tensor.
         evaluate: () -> {metric: value}, called every `eval_every` steps and at the end
             (under torch.no_grad, with the model in eval mode).
+        optimizer: used instead of AdamW(lr, weight_decay), e.g. with parameter groups.
+        schedule: step -> learning-rate factor of every group (warm-up, decay; see
+            `warmup_linear`), applied before each step.
+        stop: History -> True to end training early, asked after each evaluation (see
+            `KeepBest`).
     Returns:
         History with 'loss' every step and each metric of `evaluate`.
     """
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    opt = optimizer or torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
+    base_lrs = [group["lr"] for group in opt.param_groups]
     history = History(step=[])
     bar = tqdm(range(1, steps + 1), desc=desc, disable=not progress, mininterval=0.5)
     for step in bar:
         model.train()
+        if schedule is not None:
+            for group, base in zip(opt.param_groups, base_lrs):
+                group["lr"] = base * schedule(step)
         loss = loss_fn(model, *batch_fn(step))
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -62,4 +74,43 @@ def train(model: torch.nn.Module,
             history.log(step, **metrics)
             bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False,
                             **{k: f"{v:.3f}" for k, v in metrics.items()})
+            if stop is not None and stop(history):
+                break
     return history
+
+
+def warmup_linear(warmup: int, steps: int) -> Callable[[int], float]:
+    """Learning-rate factor for step 1..steps: linear warm-up from 0 over `warmup` steps, then
+    linear decay to 0 at `steps` (BERT's fine-tuning schedule)."""
+    def factor(step: int) -> float:
+        if step <= warmup:
+            return step / max(warmup, 1)
+        return max(0.0, (steps - step) / max(steps - warmup, 1))
+    return factor
+
+
+class KeepBest:
+    """Early stopping on a validation metric that should go up: pass as `train(stop=...)`.
+
+    After each evaluation it keeps a copy of the weights if `history[key]` improved, and says
+    stop after `patience` evaluations without improvement; `restore()` loads the best weights
+    back. `best`, `best_step`: the best value and the step it was reached at.
+    """
+
+    def __init__(self, model: torch.nn.Module, key: str, patience: int):
+        self.model, self.key, self.patience = model, key, patience
+        self.best, self.best_step, self.state, self.misses = float("-inf"), 0, None, 0
+
+    def __call__(self, history: History) -> bool:
+        value = history[self.key][-1]
+        if value > self.best:
+            self.best, self.best_step, self.misses = value, history[f"{self.key}_step"][-1], 0
+            self.state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+        else:
+            self.misses += 1
+        return self.misses >= self.patience
+
+    def restore(self) -> torch.nn.Module:
+        if self.state is not None:
+            self.model.load_state_dict(self.state)
+        return self.model
