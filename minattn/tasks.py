@@ -105,6 +105,36 @@ def two_sets_corpus(n_pairs: int, n_types: int, rng: np.random.Generator):
     return src, [list(s) for s in src]
 
 
+def copy_ids(n_pairs: int, n_types: int, n_words: int, rng: np.random.Generator,
+             n_sets: int = 1, order=None) -> tuple[np.ndarray, np.ndarray, int]:
+    """Copy data as token ids, framed as in the authors' code (`SequenceCopying/seq2seq.py`):
+    the input x is n_types distinct words drawn from n_words, in random order, then <eos>; the
+    output is <sos>, the same words, <eos>.
+
+    n_sets=2: each pair draws its words from one of two disjoint sets of n_words words (chosen
+    at random per pair) — the mixture of §3.3. order (n_types,): output word t is x_order[t]
+    (the permutation function of §6.2) instead of x_t.
+    Ids: words 0 .. W−1 (W = n_sets · n_words), <eos> = W, <sos> = W + 1; the vocabulary is the
+    W + 2 ids, every one of them used. Returns src (n, n_types + 1), tgt (n, n_types + 2), W + 2.
+    """
+    if min(n_pairs, n_types, n_sets) < 1 or n_types > n_words:
+        fail("copy_ids sizes", "n_pairs, n_sets >= 1 and 1 <= n_types <= n_words",
+             f"n_pairs={n_pairs}, n_types={n_types}, n_words={n_words}, n_sets={n_sets}")
+    words = np.argsort(rng.random((n_pairs, n_words)), axis=1)[:, :n_types]  # a random subset, shuffled
+    words = words + n_words * rng.integers(0, n_sets, size=(n_pairs, 1))
+    eos, sos = n_sets * n_words, n_sets * n_words + 1
+    out = words
+    if order is not None:
+        order = np.asarray(order)
+        if sorted(order.tolist()) != list(range(n_types)):
+            fail("copy_ids order", f"a permutation of 0..{n_types - 1}", repr(order))
+        out = words[:, order]
+    column = lambda v: np.full((n_pairs, 1), v)  # noqa: E731
+    src = np.concatenate([words, column(eos)], axis=1)
+    tgt = np.concatenate([column(sos), out, column(eos)], axis=1)
+    return src, tgt, n_sets * n_words + 2
+
+
 # ==== lesson 03: multi-scale attention
 def effective_scale_task(batch_size: int, n: int, d: int, k: int, generator: torch.Generator,
                          device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
