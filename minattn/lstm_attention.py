@@ -1,8 +1,8 @@
 """Attention in LSTM models, and the tools to watch how it is learned (lesson 05).
 
 Snell, Zhong, Klein & Steinhardt, "Approximating How Single Head Attention Learns" (2021).
-Notation (MATH.md items 1-6): input x_1..x_n with encoder states h_i, output y_1..y_m with
-decoder states s_t.
+Notation (the paper's §2.1-2.4, eqs. 1-9): input x_1..x_n with encoder states h_i, output
+y_1..y_m with decoder states s_t.
 
     Luong "general" attention   e_ti = s_tᵀ W_a h_i,  α_t = softmax_i(e_t),  c_t = Σ_i α_ti h_i
     output network              p_t = softmax(g([c_t ; s_t])),  g(z) = W₂ tanh(W₁ z + b₁) + b₂

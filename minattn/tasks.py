@@ -87,8 +87,8 @@ def dictionary_corpus(n_pairs: int, n_words: int, rng: np.random.Generator,
 
 def permutation_corpus(n_pairs: int, n_types: int, n_vocab: int, rng: np.random.Generator,
                        offset: int = 0):
-    """Copying data of seed §3.3: x = a random permutation of n_types words sampled from a vocabulary
-    of n_vocab ('40-of-40' when equal, '40-of-60' control), and y = x."""
+    """Copying data of Snell et al. (2021), §3.3: x = a random permutation of n_types words
+    sampled from a vocabulary of n_vocab ('40-of-40' when equal, '40-of-60' control), and y = x."""
     src = [[f"w{offset + int(k):02d}" for k in rng.permutation(rng.choice(n_vocab, n_types,
                                                                           replace=False))]
            for _ in range(n_pairs)]
@@ -96,7 +96,7 @@ def permutation_corpus(n_pairs: int, n_types: int, n_vocab: int, rng: np.random.
 
 
 def two_sets_corpus(n_pairs: int, n_types: int, rng: np.random.Generator):
-    """Mixture of permutations of two disjoint word sets (seed §3.3): half of the pairs copy a
+    """Mixture of permutations of two disjoint word sets (Snell et al. 2021, §3.3): half of the pairs copy a
     permutation of w00..w(n-1), half one of wn..w(2n-1)."""
     a, _ = permutation_corpus(n_pairs // 2, n_types, n_types, rng)
     b, _ = permutation_corpus(n_pairs - n_pairs // 2, n_types, n_types, rng, offset=n_types)

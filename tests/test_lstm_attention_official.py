@@ -28,6 +28,15 @@ def rng():
     return np.random.default_rng(0)
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Tiny LSTMs: a second thread only adds contention on a busy CPU (restored after)."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 # ----------------------------------------------------------------------------- the attention step
 @pytest.mark.parametrize("uniform", [False, True])
 def test_projected_attention_numpy_torch_parity(rng, uniform):
