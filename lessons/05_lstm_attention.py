@@ -379,20 +379,14 @@ L.savefig(fig, "copy_attention")
 # A model that learned attends along the diagonal. One that did not spreads its attention over
 # a few input positions, nearly the same ones whatever the output position.
 #
-# Two more distributions from the paper. A **mixture of two disjoint sets** (§3.3, Fig. 3 right,
-# and appendix A.3): each pair permutes either words 0–39 or words 40–79, so sentences keep their
+# One more distribution from the paper: a **mixture of two disjoint sets** (§3.3, Fig. 3 right,
+# and appendix A.3). Each pair permutes either words 0–39 or words 40–79, so sentences keep their
 # length of 40. The model can tell from the first word which set a sentence uses, but inside a
-# set the count table is flat again. And the **permutation function** $y_t = x_{\pi(t)}$ for one
-# fixed random $\pi$ (§6.2), on the easy 40-of-60 distribution: the count table is exactly that of
-# copying (the same words on both sides), so KTIW *is* learnable — yet attention must learn a
-# non-monotonic pattern, and the paper reports that it always fails ("LSTM has a built-in
-# inductive bias to learn monotonic attention").
+# set the count table is flat again.
 
 # %%
 N_EXTRA = L.size(full=2, smoke=2, paper=20)
-EXTRA = {"two sets of 40": lc.CopyTask("two sets of 40", 40, 40, n_sets=2),
-         "permute by π (40-of-60)": lc.CopyTask("permute by π (40-of-60)", 40, 60,
-                                                order=np.random.default_rng(7).permutation(40))}
+EXTRA = {"two sets of 40": lc.CopyTask("two sets of 40", 40, 40, n_sets=2)}
 cpu = time.process_time()
 for task in EXTRA.values():
     for seed in tqdm(range(N_EXTRA), desc=f"{task}, {N_EXTRA} seeds"):
@@ -411,7 +405,13 @@ print(f"[CPU time of these runs: {time.process_time() - cpu:.0f} s]")
 # uniform attention "sees". The paper's §4.1 (eq. 15) shows that the bag-of-words proxy of its
 # §2.3 — uniform attention, word embeddings instead of hidden states, one linear layer — starts
 # by learning $C(x, y)$ minus its row mean. Here are the tables of the four tasks, normalised per
-# input word, with the number of runs that learned (`<eos>` and `<sos>` left out).
+# input word, with the number of runs that learned (`<eos>` and `<sos>` left out) — and, as a
+# fourth, the table of a task the paper's §6.2 uses against its own story: the **permutation
+# function** $y_t = x_{\pi(t)}$ for one fixed random $\pi$ on 40-of-60 words. Its table is
+# exactly that of copying (the same words on both sides), so KTIW *is* learnable, yet the paper
+# reports that the model always fails to learn it: attention must learn a non-monotonic pattern,
+# and "LSTM has a built-in inductive bias to learn monotonic attention". A count table cannot
+# see order; lesson 06's summary comes back to this.
 
 # %%
 def count_table(src, tgt):
@@ -423,18 +423,20 @@ def count_table(src, tgt):
 
 
 n_table = L.size(full=2000, smoke=200)
+PERMUTED = lc.CopyTask("permute by π (40-of-60)", 40, 60,
+                       order=np.random.default_rng(7).permutation(40))
 fig, axes = plt.subplots(1, 4, figsize=(19, 4.6), constrained_layout=True)
-for ax, task in zip(axes, [*COPY.values(), *EXTRA.values()]):
+for ax, task in zip(axes, [*COPY.values(), *EXTRA.values(), PERMUTED]):
     src_ids, _, tgt_ids = task.sample(n_table, np.random.default_rng(5))
     C = count_table([[f"w{k:02d}" for k in row] for row in src_ids[:, :-1].tolist()],
                     [[f"w{k:02d}" for k in row] for row in tgt_ids[:, :-1].tolist()])
     t1 = C / C.sum(1, keepdims=True)
     ratio = np.diag(t1).mean() / t1[~np.eye(len(t1), dtype=bool) & (C > 0)].mean()
     n_runs = N_SEEDS if task.name in COPY else N_EXTRA
-    print(f"{task.name:25s} diagonal / co-occurring off-diagonal = {ratio:.2f}; learned in "
-          f"{success[task.name]} of {n_runs} runs")
-    im = plots.plot_table(ax, t1, None, None, vmax=0.05,
-                          title=f"{task}\nlearned in {success[task.name]} of {n_runs} runs")
+    learned_in = (f"learned in {success[task.name]} of {n_runs} runs" if task.name in success
+                  else "not trained here (§6.2: always fails)")
+    print(f"{task.name:25s} diagonal / co-occurring off-diagonal = {ratio:.2f}; {learned_in}")
+    im = plots.plot_table(ax, t1, None, None, vmax=0.05, title=f"{task}\n{learned_in}")
     ax.set_xticks([]), ax.set_yticks([])
 fig.colorbar(im, ax=axes, shrink=0.8, label="C(x, y) / Σ_y' C(x, y')")
 L.savefig(fig, "count_tables")
@@ -473,10 +475,6 @@ L.claim("a mixture of permutations of two disjoint sets fails like 40-of-40",
         f"{np.mean(steps_mix):.0f} vs {np.mean(steps_60):.0f} for 40-of-60",
         f"sentences of 40 words from 2 × 40 types; {N_EXTRA} seeds",
         verdict=compare(steps_mix, steps_60, ">"))
-L.claim("a fixed non-monotonic permutation y_t = x_π(t) of 40-of-60 always fails",
-        "always fails (§6.2)",
-        f"learned in {success['permute by π (40-of-60)']} of {N_EXTRA} seeds",
-        f"{N_EXTRA} seeds", verdict=same(rate(success["permute by π (40-of-60)"], N_EXTRA), 0.0))
 
 # %% [markdown]
 # ### The two stages, watched
@@ -579,16 +577,19 @@ L.claim("under frozen uniform attention KTIW is learned on 40-of-60, not on 40-o
 # The paper: (1) fails, (2) converges, (3) converges with high probability. That is a far
 # larger computation than the copy runs above, so full mode runs a smaller version — fewer
 # heads per model, one data seed to judge a head, a small pool and a few combinations per
-# scenario (the table below) — and `MINATTN_SCALE=paper` runs the authors' numbers. One more
-# difference: `multihead.py`'s base network uses GRU cells and two embedding tables; we keep
-# the LSTM model of section 4, the architecture the paper's §5.2 describes.
+# scenario (the table below) — and `MINATTN_SCALE=paper` runs the authors' numbers. As the base
+# network we take the initial network of the first seed whose single-head 40-of-40 run did not
+# learn in section 4 (its own head is replaced): on such a base bad heads are common enough to
+# be found within the budget. One more difference: `multihead.py`'s base network uses GRU cells
+# and two embedding tables; we keep the LSTM model of section 4, the architecture the paper's
+# §5.2 describes.
 
 # %%
 show(lc.head_status)
-K = L.size(full=4, smoke=2, paper=8)
+K = L.size(full=3, smoke=2, paper=8)
 JUDGE_SEEDS = L.size(full=(0,), smoke=(0,), paper=(0, 1, 2))
 N_GOOD, N_BAD = L.size(full=2, smoke=1, paper=20), L.size(full=K + 1, smoke=K + 1, paper=20)
-MAX_CANDIDATES = L.size(full=16, smoke=3, paper=400)
+MAX_CANDIDATES = L.size(full=12, smoke=3, paper=400)
 COMBOS = L.size(full=3, smoke=2, paper=50)
 MH_EVAL = L.size(full=100, smoke=8, paper=400)
 print_table([
@@ -596,6 +597,7 @@ print_table([
     {"setting": "data seeds to judge a head", "authors' code": "3", "this run": len(JUDGE_SEEDS)},
     {"setting": "good / bad heads kept", "authors' code": "20 / 20", "this run": f"{N_GOOD} / {N_BAD}"},
     {"setting": "combinations per scenario", "authors' code": "50", "this run": COMBOS},
+    {"setting": "random heads", "authors' code": "drawn from a pool of 30", "this run": "fresh draws"},
     {"setting": "evaluation", "authors' code": "one fixed set of 400 pairs",
      "this run": f"one fixed set of {MH_EVAL} pairs"},
     {"setting": "base network", "authors' code": "GRU, two embedding tables",
@@ -604,8 +606,12 @@ print_table([
     ["setting", "authors' code", "this run"])
 
 task = COPY["40-of-40"]
-torch.manual_seed(100)  # the base network, drawn once; every model below starts from it
+failed = [s for s in range(N_SEEDS) if not lc.learned(runs["40-of-40", s][1])]
+BASE_SEED = failed[0] if failed else 0
+torch.manual_seed(BASE_SEED)  # that run's initial network; its head is replaced below
 base = lo.OfficialSeq2Seq(task.vocab, HIDDEN).to(L.device)
+print(f"base network: the initial network of 40-of-40 seed {BASE_SEED} of section 4 "
+      f"({'did not learn' if failed else 'no seed failed; the first seed'})")
 mh_kw = dict(steps=STEPS, batch=BATCH, eval_every=EVAL_EVERY,
              eval_set=task.sample(MH_EVAL, np.random.default_rng(2021), L.device))
 cpu = time.process_time()
@@ -624,22 +630,21 @@ if L.smoke and not good:  # no run learns in a few steps: a bad head stands in f
 # %%
 pick = np.random.default_rng(0)
 fresh = torch.Generator().manual_seed(1)
-scenarios = {f"{K} bad": [], f"1 good + {K - 1} bad": [], f"{K} random": []}
-for _ in range(COMBOS):
-    if len(bad) >= K:
-        scenarios[f"{K} bad"].append([bad[i] for i in pick.choice(len(bad), K, replace=False)])
-    if good and len(bad) >= K - 1:
-        scenarios[f"1 good + {K - 1} bad"].append(
-            [good[pick.integers(len(good))]] + [bad[i] for i in pick.choice(len(bad), K - 1,
-                                                                          replace=False)])
-    scenarios[f"{K} random"].append(lc.draw_heads(K, HIDDEN, fresh, L.device))
+some_bad = lambda k: [bad[i] for i in pick.choice(len(bad), k, replace=False)]  # noqa: E731
+scenarios = {  # different combinations only: the same heads in another order are the same model
+    f"{K} bad": lc.distinct_combinations(lambda: some_bad(K), COMBOS) if len(bad) >= K else [],
+    f"1 good + {K - 1} bad": lc.distinct_combinations(
+        lambda: [good[pick.integers(len(good))]] + some_bad(K - 1), COMBOS)
+    if good and len(bad) >= K - 1 else [],
+    f"{K} random": [lc.draw_heads(K, HIDDEN, fresh, L.device) for _ in range(COMBOS)]}
 cpu = time.process_time()
 multi = {name: [lc.train_copy(lc.with_heads(base, heads), task, 0, stop_above=lc.LEARNED, **mh_kw)
                 for heads in tqdm(combos, desc=name)] for name, combos in scenarios.items()}
 converged = {name: sum(lc.learned(h) for h in hists) for name, hists in multi.items()}
 for name, hists in multi.items():
-    print(f"{name:18s} converged in {converged[name]} of {len(hists)} combinations; step learned "
-          f"{[lc.learned_at(h) for h in hists]}")
+    print(f"{name:18s} converged in {converged[name]} of {len(hists)} different combinations; "
+          f"step learned {[lc.learned_at(h) for h in hists]}; best accuracy "
+          f"{[round(max(h['accuracy']), 3) for h in hists]}")
 print(f"[CPU time of the multi-head models: {time.process_time() - cpu:.0f} s]")
 
 fig, ax = plt.subplots(figsize=(8.5, 4.8))

@@ -178,3 +178,20 @@ def sample_heads(base: OfficialSeq2Seq, task: CopyTask, n_good: int, n_bad: int,
         if progress is not None:
             progress(len(good), len(bad), len(statuses))
     return good, bad, statuses
+
+
+def distinct_combinations(draw, n: int, tries: int = 100) -> list[list[AttentionHead]]:
+    """Up to n different head combinations, each drawn by `draw()` (a list of heads). The
+    contexts are averaged, so two draws of the same heads in another order are the same model
+    and count once; stops after n · tries draws (a small pool has few combinations)."""
+    seen, combos = set(), []
+    for _ in range(n * tries):
+        if len(combos) == n:
+            break
+        heads = draw()
+        key = frozenset(map(id, heads))
+        if len(key) == len(heads) and key not in seen:  # no head twice in one model
+            seen.add(key)
+            combos.append(heads)
+    return combos
+

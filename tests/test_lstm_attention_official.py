@@ -275,6 +275,16 @@ def test_head_sampling_keeps_the_base_and_the_heads_intact():
     assert not torch.equal(bad[0].query.weight, bad[1].query.weight)  # two different draws
 
 
+def test_distinct_combinations_count_each_set_of_heads_once():
+    heads = lc.draw_heads(4, 3, torch.Generator().manual_seed(0))
+    rng = np.random.default_rng(0)
+    draw = lambda: [heads[i] for i in rng.choice(4, 3, replace=False)]  # noqa: E731
+    combos = lc.distinct_combinations(draw, 10)
+    assert len(combos) == 4  # C(4, 3): no more exist
+    assert len({frozenset(map(id, c)) for c in combos}) == 4
+    assert lc.distinct_combinations(lambda: [heads[0], heads[0]], 2) == []  # a head twice: no
+
+
 # ----------------------------------------------------------------------------- bad input
 def test_bad_input_raises_value_error(rng):
     with pytest.raises(ValueError, match="sizes"):
