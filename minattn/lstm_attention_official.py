@@ -40,8 +40,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from .attention import softmax_np, softmax_torch
-from .lstm_attention import check_states, lexical_probe_torch, output_torch
+from .lstm_attention import (check_states, lexical_probe_torch, luong_attention_np,
+                             luong_attention_torch, output_torch)
 from .tools.utils import fail, shape_str
 
 
@@ -54,33 +54,36 @@ def projected_attention_np(s, h, A, a, P, p, mask=None, uniform=False):
     mask (B, N) bool (True = real token) -> context (B, T, H), weights α (B, K, T, N).
         q^k_t  = A_k s_t + a_k                   the query of head k
         e^k_ti = q^k_t · h_i                     = s_tᵀ A_kᵀ h_i + a_k · h_i
-        α^k_t  = softmax_i(e^k_t)
-        c_t    = (1/K) Σ_k (P_k Σ_i α^k_ti h_i + p_k)
-    uniform=True freezes every α to 1/n over the real tokens.
+        α^k_t  = softmax_i(e^k_t),   r^k_t = Σ_i α^k_ti h_i
+        c_t    = (1/K) Σ_k (P_k r^k_t + p_k)
+    Each head is Luong's attention step (`luong_attention_np`) with the query q^k in place of
+    s_t and W_a = I; the K heads run as K copies of the batch. uniform=True freezes every α to
+    1/n over the real tokens.
     """
     check_states(s, h, mask)
+    B, K = s.shape[0], A.shape[0]
     q = np.einsum("kef,btf->bkte", A, s) + a[None, :, None, :]  # (B, K, T, H)
-    scores = np.einsum("bkte,bne->bktn", q, h)
-    if uniform:
-        scores = np.zeros_like(scores)  # equal scores: softmax gives 1/n over the real tokens
-    alpha = softmax_np(scores, None if mask is None else mask[:, None, None, :])
-    read = np.einsum("bktn,bne->bkte", alpha, h)  # Σ_i α^k_ti h_i, per head
+    read, alpha = luong_attention_np(  # one head per copy of the batch: (B·K, T, H), (B·K, 1, T, N)
+        q.reshape(B * K, *q.shape[2:]), np.repeat(h, K, axis=0), np.eye(h.shape[-1])[None],
+        None if mask is None else np.repeat(mask, K, axis=0), uniform)
+    read = read.reshape(B, K, *read.shape[1:])  # r^k_t
     per_head = np.einsum("kfe,bkte->bktf", P, read) + p[None, :, None, :]
-    return per_head.mean(axis=1), alpha
+    return per_head.mean(axis=1), alpha.reshape(B, K, *alpha.shape[2:])
 
 
 # ============================================================================ torch twin
 def projected_attention_torch(s, h, A, a, P, p, mask=None, uniform=False):
     """Twin of projected_attention_np: (context (B, T, H), α (B, K, T, N))."""
     check_states(s, h, mask)
+    B, K = s.shape[0], A.shape[0]
     q = torch.einsum("kef,btf->bkte", A, s) + a[None, :, None, :]
-    scores = torch.einsum("bkte,bne->bktn", q, h)
-    if uniform:
-        scores = torch.zeros_like(scores).detach()
-    alpha = softmax_torch(scores, None if mask is None else mask[:, None, None, :])
-    read = torch.einsum("bktn,bne->bkte", alpha, h)
+    read, alpha = luong_attention_torch(
+        q.reshape(B * K, *q.shape[2:]), h.repeat_interleave(K, dim=0),
+        torch.eye(h.shape[-1], dtype=h.dtype, device=h.device)[None],
+        None if mask is None else mask.repeat_interleave(K, dim=0), uniform)
+    read = read.reshape(B, K, *read.shape[1:])
     per_head = torch.einsum("kfe,bkte->bktf", P, read) + p[None, :, None, :]
-    return per_head.mean(dim=1), alpha
+    return per_head.mean(dim=1), alpha.reshape(B, K, *alpha.shape[2:])
 
 
 # ============================================================================ the model
