@@ -271,10 +271,11 @@ PAD, UNK, BOS = "<pad>", "<unk>", "<bos>"
 
 
 def build_vocab(sentences, max_size: int | None = None, min_count: int = 1) -> dict[str, int]:
-    """Word -> id, specials first (<pad> = 0, <unk> = 1, <bos> = 2), then by frequency."""
+    """Word -> id, specials first (<pad> = 0, <unk> = 1, <bos> = 2), then by frequency (a
+    special that occurs in the text keeps its own id)."""
     from collections import Counter
 
-    counts = Counter(w for s in sentences for w in s)
+    counts = Counter(w for s in sentences for w in s if w not in (PAD, UNK, BOS))
     words = [w for w, c in counts.most_common(max_size) if c >= min_count]
     return {w: i for i, w in enumerate([PAD, UNK, BOS] + words)}
 
