@@ -245,7 +245,7 @@ def delayed_copy(batch_size: int, length: int, distance: int, n_symbols: int,
 # ==== lesson 05: attention in LSTM seq2seq (keyword task, vocabularies and padded token ids)
 def keyword_task(batch_size: int, length: int, n_vocab: int, rng: np.random.Generator,
                  keyword: int = 1):
-    """Keyword classification of seed 002 §6.1: `length` words drawn uniformly from
+    """Keyword classification of Snell et al. (2021), §6.1: `length` words drawn uniformly from
     {1..n_vocab}; positive iff the keyword occurs (exactly once in a positive sequence), half
     of each batch positive (rejection sampling). Returns numpy int64 tokens (B, N), labels (B,)
     and the keyword's position (B,) (-1 in negatives)."""
