@@ -114,3 +114,22 @@ def test_bad_input_raises_value_error():
         agr.agreement_row_np(good, [], good)
     with pytest.raises(ValueError, match="runs"):
         agr.agreement_row_np(good, [run(rng, 2, 2, 1, 4)], good)
+
+
+def test_train_evaluates_at_step_zero_and_the_listed_steps():
+    """The checkpoints the Table-2 runs record (tools.train's eval_at)."""
+    import torch
+
+    from minattn.tools.train import train
+
+    model = torch.nn.Linear(2, 1)
+    initial, seen = model.weight.detach().clone(), []
+
+    def evaluate():
+        seen.append(model.weight.detach().clone())
+        return {"w": model.weight[0, 0].item()}
+
+    history = train(model, lambda step: (torch.ones(4, 2),), lambda m, x: m(x).pow(2).mean(), 5,
+                    evaluate=evaluate, eval_at=[0, 2, 5], progress=False)
+    assert history["w_step"] == [0, 2, 5]
+    assert torch.equal(seen[0], initial) and not torch.equal(seen[1], initial)  # 0: untrained
