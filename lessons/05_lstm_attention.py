@@ -660,7 +660,7 @@ for ax in axes:
     ax.set_xlim(0, KW_STEPS)
     ax.set_xlabel("training step (linear to 10, then log)")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right" if ax is axes[2] else "best")
+    ax.legend(fontsize=8, loc="center right" if ax is axes[2] else "best")
 L.savefig(fig, "keyword_positions")
 
 # %%
