@@ -607,8 +607,10 @@ def keyword_run(seed, uniform, steps):
     return record
 
 
+cpu = time.process_time()
 kw_uniform = [keyword_run(s, True, KW_STEPS) for s in range(KW_SEEDS)]
 kw_learned = [keyword_run(s, False, KW_STEPS_LEARNED) for s in range(KW_SEEDS)]
+print(f"[CPU time of the keyword runs: {time.process_time() - cpu:.0f} s]")
 # "early": the first evaluation at which the uniform model's held-out accuracy reaches 75%
 kw_early = [next((i for i, a in enumerate(h["accuracy"]) if a >= 0.75), len(h["accuracy"]) - 1)
             for h in kw_uniform]
@@ -892,8 +894,10 @@ def sentiment_run(seed, uniform):
                         f"sentiment seed {seed}" + (" (uniform)" if uniform else ""))
 
 
+cpu = time.process_time()
 sent_standard = [sentiment_run(seed, False) for seed in range(STANDARD)]
 sent_uniform = sentiment_run(STANDARD, True)
+print(f"[CPU time of the sentiment runs: {time.process_time() - cpu:.0f} s]")
 sent_rows = table2_rows(sent_standard, sent_uniform, v_mask.cpu().numpy())
 
 # %% [markdown]
@@ -1001,8 +1005,10 @@ def mt_run(seed, uniform):
                         f"translation seed {seed}" + (" (uniform)" if uniform else ""))
 
 
+cpu = time.process_time()
 mt_standard = [mt_run(seed, False) for seed in range(MT_STANDARD)]
 mt_uniform = mt_run(MT_STANDARD, True)
+print(f"[CPU time of the translation runs: {time.process_time() - cpu:.0f} s]")
 mt_rows = table2_rows(mt_standard, mt_uniform, (vmx != PAD_ID).cpu().numpy(),
                       vm_rows.cpu().numpy())
 mt_final = ", ".join(f"{run['perf'][-1]:.3f}" for run in mt_standard)
