@@ -346,9 +346,9 @@ class AttentionClassifier(nn.Module):
             fail("AttentionClassifier input", "token ids (B, N)", shape_str(x.shape))
         B, N = x.shape
         positions = torch.arange(N, device=x.device).expand(B, N)
-        lengths = torch.full((B,), N, device=x.device) if mask is None else mask.sum(1)
-        if mask is not None and (tuple(mask.shape) != (B, N) or mask.dtype != torch.bool
-                                 or not torch.equal(mask, positions < lengths[:, None])):
+        ok = mask is None or (tuple(mask.shape) == (B, N) and mask.dtype == torch.bool)
+        lengths = torch.full((B,), N, device=x.device) if mask is None or not ok else mask.sum(1)
+        if not ok or (mask is not None and not torch.equal(mask, positions < lengths[:, None])):
             fail("AttentionClassifier mask", f"bool {shape_str((B, N))}, True on a prefix of "
                  "each row (padding at the end)", f"{mask.dtype} {shape_str(mask.shape)}")
         e = self.embed(x)  # (B, N, E)

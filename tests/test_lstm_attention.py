@@ -357,6 +357,10 @@ def test_bad_input_raises_value_error(rng):
     holes = torch.tensor([[True, False, True], [True, True, True]])  # padding not at the end
     with pytest.raises(ValueError, match="mask"):
         la.AttentionClassifier(10, hidden=4)(torch.ones(2, 3, dtype=torch.long), holes)
+    with pytest.raises(ValueError, match="mask"):
+        la.AttentionClassifier(10, hidden=4)(torch.ones(2, 3, dtype=torch.long), holes[0])
+    with pytest.raises(ValueError, match="mask"):
+        la.AttentionClassifier(10, hidden=4)(torch.ones(2, 3, dtype=torch.long), holes.int())
 
 
 # ----------------------------------------------------------------------------- exercise 5.3
