@@ -275,7 +275,7 @@ def delayed_copy(batch_size: int, length: int, distance: int, n_symbols: int,
 # ==== lesson 05: attention in LSTM seq2seq (keyword task, vocabularies and padded token ids)
 def keyword_task(batch_size: int, length: int, n_vocab: int, rng: np.random.Generator,
                  keyword: int = 1):
-    """Keyword classification of seed 002 §6.1: `length` words drawn uniformly from
+    """Keyword classification of Snell et al. (2021), §6.1: `length` words drawn uniformly from
     {1..n_vocab}; positive iff the keyword occurs (exactly once in a positive sequence), half
     of each batch positive (rejection sampling). Returns numpy int64 tokens (B, N), labels (B,)
     and the keyword's position (B,) (-1 in negatives)."""
@@ -301,10 +301,11 @@ PAD, UNK, BOS = "<pad>", "<unk>", "<bos>"
 
 
 def build_vocab(sentences, max_size: int | None = None, min_count: int = 1) -> dict[str, int]:
-    """Word -> id, specials first (<pad> = 0, <unk> = 1, <bos> = 2), then by frequency."""
+    """Word -> id, specials first (<pad> = 0, <unk> = 1, <bos> = 2), then by frequency (a
+    special that occurs in the text keeps its own id)."""
     from collections import Counter
 
-    counts = Counter(w for s in sentences for w in s)
+    counts = Counter(w for s in sentences for w in s if w not in (PAD, UNK, BOS))
     words = [w for w, c in counts.most_common(max_size) if c >= min_count]
     return {w: i for i, w in enumerate([PAD, UNK, BOS] + words)}
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterable
 
 import torch
 from tqdm import tqdm
@@ -31,7 +31,8 @@ def train(model: torch.nn.Module,
           weight_decay: float = 0.0,
           clip: float | None = 1.0,
           desc: str = "train",
-          progress: bool = True) -> History:
+          progress: bool = True,
+          eval_at: Iterable[int] | None = None) -> History:
     """Train `model` with AdamW for `steps` steps.
 
     Args:
@@ -39,11 +40,17 @@ def train(model: torch.nn.Module,
         loss_fn: (model, *batch) -> scalar loss tensor.
         evaluate: () -> {metric: value}, called every `eval_every` steps and at the end
             (under torch.no_grad, with the model in eval mode).
+        eval_at: evaluate at exactly these steps instead (0 = before the first update).
     Returns:
         History with 'loss' every step and each metric of `evaluate`.
     """
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     history = History(step=[])
+    eval_at = None if eval_at is None else set(eval_at)
+    if evaluate is not None and eval_at is not None and 0 in eval_at:
+        model.eval()
+        with torch.no_grad():
+            history.log(0, **evaluate())
     bar = tqdm(range(1, steps + 1), desc=desc, disable=not progress, mininterval=0.5)
     for step in bar:
         model.train()
@@ -55,7 +62,8 @@ def train(model: torch.nn.Module,
         opt.step()
         history["step"].append(step)
         history.setdefault("loss", []).append(loss.item())
-        if evaluate is not None and (step % eval_every == 0 or step == steps):
+        due = step in eval_at if eval_at is not None else (step % eval_every == 0 or step == steps)
+        if evaluate is not None and due:
             model.eval()
             with torch.no_grad():
                 metrics = evaluate()
