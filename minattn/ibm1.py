@@ -128,7 +128,7 @@ def uniform_table_np(bx: Bitext) -> np.ndarray:
 
 
 def count_table_np(bx: Bitext) -> np.ndarray:
-    """(V_x, V_y) the co-occurrence count table C(x, y) of the seed paper (MATH.md item 7):
+    """(V_x, V_y) the co-occurrence count table C(x, y) (Snell et al. 2021, eq. 16; §4.2):
     every output token y of a pair adds 1/|x^m| to C(x, y) for every input token x of the
     pair (NULL is one more input token when `bx.null`). Row 0 is NULL."""
     C = np.zeros((len(bx.src_vocab), len(bx.tgt_vocab)))
@@ -306,8 +306,9 @@ def bag_matrices_np(bx: Bitext) -> tuple[np.ndarray, np.ndarray]:
 
 
 class BagOfWordsProxy(nn.Module):
-    """p(y | x^m) = softmax(W · (1/n) Σ_i E[x_i])  (MATH.md item 3): uniform attention over
-    input embeddings, one linear layer, no decoder state. E and W start i.i.d. N(0, 1/d)."""
+    """p(y | x^m) = softmax(W · (1/n) Σ_i E[x_i])  (Snell et al. 2021, §2.3, eq. 5): uniform
+    attention over input embeddings, one linear layer, no decoder state. E and W start i.i.d.
+    N(0, 1/d)."""
 
     def __init__(self, n_src: int, n_tgt: int, d: int):
         super().__init__()
@@ -336,7 +337,8 @@ def proxy_logit_velocity_torch(model: BagOfWordsProxy, xbar, ycount) -> torch.Te
 
 
 def proxy_prediction_np(counts: np.ndarray) -> np.ndarray:
-    """The seed's prediction for dθ/dt at initialisation as d → ∞ (MATH.md item 7):
+    """The paper's prediction for dθ/dt at initialisation as d → ∞ (Snell et al. 2021, §4.1,
+    eq. 15; derived in its appendix A.2):
 
         2 · (C(x, y) − (1/|V_y|) Σ_y' C(x, y'))      counts: dense (V_x, V_y) table C
 

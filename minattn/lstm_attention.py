@@ -1,13 +1,13 @@
 """Attention in LSTM models, and the tools to watch how it is learned (lesson 05).
 
 Snell, Zhong, Klein & Steinhardt, "Approximating How Single Head Attention Learns" (2021).
-Notation (MATH.md items 1-6): input x_1..x_n with encoder states h_i, output y_1..y_m with
-decoder states s_t.
+Notation (the paper's §2.1-2.4, eqs. 1-9): input x_1..x_n with encoder states h_i, output
+y_1..y_m with decoder states s_t.
 
     Luong "general" attention   e_ti = s_tᵀ W_a h_i,  α_t = softmax_i(e_t),  c_t = Σ_i α_ti h_i
     output network              p_t = softmax(g([c_t ; s_t])),  g(z) = W₂ tanh(W₁ z + b₁) + b₂
     H heads, summed             c_t = Σ_h Σ_i α^h_ti h_i      (each head its own W_a^h)
-    classifier                  e_i = vᵀ tanh(W h_i + b),  P(pos) = σ(wᵀ Σ_i α_i h_i + b₀)
+    classifier                  e_i = vᵀ ReLU(W h_i + b),  P(pos) = σ(wᵀ Σ_i α_i h_i + b₀)
     lexical probe β_ti          p_t(y_t) when c_t := h_i (attend to position i only)
     agreement A(a, b)           1 if argmax_i a_i is among the top ⌈5%·n⌉ positions of b
 
@@ -68,6 +68,24 @@ def lstm_np(x, weight_ih, weight_hh, bias_ih, bias_hh, state=None):
     return np.stack(outputs, axis=1), (h, c)
 
 
+def bilstm_np(x, lengths, forward_params, backward_params):
+    """A bidirectional one-layer LSTM: h_i = [→h_i ; ←h_i] -> (B, N, 2H).
+
+    x (B, N, d) with padding at the end of each row, lengths (B,) its real tokens n.
+    →h reads x_1..x_n, ←h reads x_n..x_1 of each row's own n, so padding changes no real
+    state (what PyTorch's packed sequences do); padded positions get zeros.
+    forward_params, backward_params: (weight_ih, weight_hh, bias_ih, bias_hh) of each direction.
+    """
+    B, N, _ = x.shape
+    H = forward_params[1].shape[1]
+    out = np.zeros((B, N, 2 * H))
+    for b, n in enumerate(lengths):
+        forward, _ = lstm_np(x[b:b + 1, :n], *forward_params)
+        backward, _ = lstm_np(x[b:b + 1, :n][:, ::-1], *backward_params)  # read right to left
+        out[b, :n, :H], out[b, :n, H:] = forward[0], backward[0, ::-1]  # ←h_i back at i
+    return out
+
+
 def luong_attention_np(s, h, W_a, mask=None, uniform=False):
     """Luong "general" attention with K heads summed.
 
@@ -112,12 +130,13 @@ def lexical_probe_np(h, s, targets, W1, b1, W2, b2):
 
 
 def classifier_np(h, W, b, v, w, b0, mask=None, uniform=False):
-    """Attention classifier: e_i = vᵀ tanh(W h_i + b), α = softmax(e), P = σ(wᵀ Σ α_i h_i + b₀).
+    """Attention classifier: e_i = vᵀ ReLU(W h_i + b), α = softmax(e), P = σ(wᵀ Σ α_i h_i + b₀).
 
-    h (B, N, H), W (H, H), b (H,), v (H,), w (H,), b0 scalar -> (log-odds z (B,), α (B, N));
-    P(pos) = σ(z).
+    h (B, N, D) encoder states, W (I, D), b (I,), v (I,) (a one-hidden-layer network of width
+    I scores each position; ReLU as in the authors' code), w (D,), b0 scalar, mask (B, N) bool
+    -> (log-odds z (B,), α (B, N)); P(pos) = σ(z). uniform=True freezes α to 1/n.
     """
-    scores = np.tanh(h @ W.T + b) @ v  # (B, N)
+    scores = np.maximum(h @ W.T + b, 0.0) @ v  # (B, N)
     alpha = softmax_np(np.zeros_like(scores) if uniform else scores, mask)
     return (alpha[..., None] * h).sum(1) @ w + b0, alpha
 
@@ -158,19 +177,20 @@ def agreement_baseline_np(lengths):
 
 
 def contextualized_agreement(agreements, performances, threshold):
-    """ξ: the performance at the first checkpoint whose agreement reaches `threshold`.
+    """ξ (paper §3.1, eq. 11): the performance at the first checkpoint whose agreement
+    *exceeds* `threshold` (strictly, as the authors' `passing_idx`), or None if none does.
 
-    agreements[τ] = A(α^τ, α*) of a retrained model at checkpoint τ, performances[τ] its
-    performance; threshold = A(β, α*). Returns (performance, reached): when no checkpoint
-    reaches the threshold, the last performance and reached=False.
+    agreements[τ] = A(α*, α^τ) of re-seeded runs at checkpoint τ (averaged over the runs),
+    performances[τ] their performance there; threshold = e.g. A(α*, β^uf). ξ reads: "the
+    probe agrees with α* as well as an attention that has reached this performance".
     """
     if len(agreements) != len(performances) or not len(agreements):
         fail("contextualized agreement curves", "two non-empty lists of one length",
              f"{len(agreements)} and {len(performances)}")
     for a, p in zip(agreements, performances):
-        if a >= threshold:
-            return float(p), True
-    return float(performances[-1]), False
+        if a > threshold:
+            return float(p)
+    return None
 
 
 # ============================================================================ torch twins
@@ -214,7 +234,7 @@ def lexical_probe_torch(h, s, targets, W1, b1, W2, b2):
 
 def classifier_torch(h, W, b, v, w, b0, mask=None, uniform=False):
     """Twin of classifier_np."""
-    scores = torch.tanh(h @ W.T + b) @ v
+    scores = torch.relu(h @ W.T + b) @ v
     alpha = softmax_torch(torch.zeros_like(scores) if uniform else scores, mask)
     return (alpha[..., None] * h).sum(1) @ w + b0, alpha
 
@@ -293,39 +313,67 @@ class Seq2SeqAttention(nn.Module):
 
 
 class AttentionClassifier(nn.Module):
-    """LSTM encoder + additive attention + sigmoid output (MATH.md item 4).
+    """Bidirectional LSTM encoder + MLP attention + linear read-out: the paper's §2.4
+    classifier in the layout of the authors' `classification/classifier_model.py`.
 
-        x (B, N) token ids, mask (B, N) bool -> log-odds z (B,) (P(pos) = σ(z)), α (B, N)
-    uniform=True freezes α to uniform over the real tokens.
+        h_i = [→h_i ; ←h_i]  (each direction a one-layer LSTM of width `hidden`)
+        e_i = vᵀ ReLU(W h_i + b),  α = softmax(e),  z = wᵀ Σ_i α_i h_i + b₀,  P(pos) = σ(z)
+
+        x (B, N) token ids, mask (B, N) bool (True = real token; padding at the end)
+        -> log-odds z (B,), α (B, N)
+    uniform=True freezes α to 1/n over the real tokens. The authors' score layer has a bias
+    after v; a softmax ignores a constant, so it is left out here.
     """
 
     def __init__(self, n_vocab: int, hidden: int = 64, embed: int | None = None,
-                 uniform: bool = False):
+                 attn_hidden: int | None = None, uniform: bool = False):
         super().__init__()
-        embed = embed or hidden
+        if min(n_vocab, hidden) < 1:
+            fail("AttentionClassifier sizes", "positive n_vocab and hidden",
+                 f"{n_vocab} and {hidden}")
+        embed, attn_hidden = embed or hidden, attn_hidden or hidden
         self.uniform = uniform
         self.embed = nn.Embedding(n_vocab, embed)
-        self.encoder = nn.LSTM(embed, hidden, batch_first=True)
-        self.attn = nn.Linear(hidden, hidden)  # W, b
-        self.v = nn.Parameter(torch.randn(hidden) / math.sqrt(hidden))
-        self.readout = nn.Linear(hidden, 1)  # w, b₀
+        self.forward_lstm = nn.LSTM(embed, hidden, batch_first=True)  # reads x_1..x_n
+        self.backward_lstm = nn.LSTM(embed, hidden, batch_first=True)  # reads x_n..x_1
+        self.attn = nn.Linear(2 * hidden, attn_hidden)  # W, b
+        self.v = nn.Linear(attn_hidden, 1, bias=False)  # v
+        self.readout = nn.Linear(2 * hidden, 1)  # w, b₀
 
-    def states(self, x):
+    def states(self, x, mask=None):
+        """Encoder states h (B, N, 2H), zero at padded positions (the twin of `bilstm_np`)."""
         if x.ndim != 2:
             fail("AttentionClassifier input", "token ids (B, N)", shape_str(x.shape))
-        return self.encoder(self.embed(x))[0]
+        B, N = x.shape
+        positions = torch.arange(N, device=x.device).expand(B, N)
+        ok = mask is None or (tuple(mask.shape) == (B, N) and mask.dtype == torch.bool)
+        lengths = torch.full((B,), N, device=x.device) if mask is None or not ok else mask.sum(1)
+        if not ok or (mask is not None and not torch.equal(mask, positions < lengths[:, None])):
+            fail("AttentionClassifier mask", f"bool {shape_str((B, N))}, True on a prefix of "
+                 "each row (padding at the end)", f"{mask.dtype} {shape_str(mask.shape)}")
+        e = self.embed(x)  # (B, N, E)
+        forward, _ = self.forward_lstm(e)
+        # reverse each row's real prefix (n-1-i for i < n), leave the padding where it is:
+        # the backward LSTM then starts at the row's last real token, as with packing
+        flip = torch.where(positions < lengths[:, None], lengths[:, None] - 1 - positions,
+                           positions)[..., None]
+        backward, _ = self.backward_lstm(e.gather(1, flip.expand_as(e)))
+        backward = backward.gather(1, flip.expand_as(backward))  # the flip is its own inverse
+        real = (positions < lengths[:, None])[..., None]
+        return torch.cat([forward, backward], dim=-1) * real
 
     def forward(self, x, mask=None):
-        return classifier_torch(self.states(x), self.attn.weight, self.attn.bias, self.v,
-                                self.readout.weight[0], self.readout.bias[0], mask, self.uniform)
+        return classifier_torch(self.states(x, mask), self.attn.weight, self.attn.bias,
+                                self.v.weight[0], self.readout.weight[0], self.readout.bias[0],
+                                mask, self.uniform)
 
     @torch.no_grad()
-    def position_logits(self, x):
+    def position_logits(self, x, mask=None):
         """Log-odds wᵀ h_i + b₀ obtained by attending only to position i -> (B, N)."""
-        return self.readout(self.states(x))[..., 0]
+        return self.readout(self.states(x, mask))[..., 0]
 
     @torch.no_grad()
-    def probe(self, x, labels):
+    def probe(self, x, labels, mask=None):
         """Lexical probe β (B, N) = σ(s · (wᵀ h_i + b₀))."""
-        return classifier_probe_torch(self.states(x), self.readout.weight[0],
+        return classifier_probe_torch(self.states(x, mask), self.readout.weight[0],
                                       self.readout.bias[0], labels)

@@ -104,8 +104,8 @@ def dictionary_corpus(n_pairs: int, n_words: int, rng: np.random.Generator,
 
 def permutation_corpus(n_pairs: int, n_types: int, n_vocab: int, rng: np.random.Generator,
                        offset: int = 0):
-    """Copying data of seed §3.3: x = a random permutation of n_types words sampled from a vocabulary
-    of n_vocab ('40-of-40' when equal, '40-of-60' control), and y = x."""
+    """Copying data of Snell et al. (2021), §3.3: x = a random permutation of n_types words
+    sampled from a vocabulary of n_vocab ('40-of-40' when equal, '40-of-60' control), and y = x."""
     src = [[f"w{offset + int(k):02d}" for k in rng.permutation(rng.choice(n_vocab, n_types,
                                                                           replace=False))]
            for _ in range(n_pairs)]
@@ -113,13 +113,43 @@ def permutation_corpus(n_pairs: int, n_types: int, n_vocab: int, rng: np.random.
 
 
 def two_sets_corpus(n_pairs: int, n_types: int, rng: np.random.Generator):
-    """Mixture of permutations of two disjoint word sets (seed §3.3): half of the pairs copy a
+    """Mixture of permutations of two disjoint word sets (Snell et al. 2021, §3.3): half of the pairs copy a
     permutation of w00..w(n-1), half one of wn..w(2n-1)."""
     a, _ = permutation_corpus(n_pairs // 2, n_types, n_types, rng)
     b, _ = permutation_corpus(n_pairs - n_pairs // 2, n_types, n_types, rng, offset=n_types)
     order = rng.permutation(n_pairs)
     src = [(a + b)[i] for i in order]
     return src, [list(s) for s in src]
+
+
+def copy_ids(n_pairs: int, n_types: int, n_words: int, rng: np.random.Generator,
+             n_sets: int = 1, order=None) -> tuple[np.ndarray, np.ndarray, int]:
+    """Copy data as token ids, framed as in the authors' code (`SequenceCopying/seq2seq.py`):
+    the input x is n_types distinct words drawn from n_words, in random order, then <eos>; the
+    output is <sos>, the same words, <eos>.
+
+    n_sets=2: each pair draws its words from one of two disjoint sets of n_words words (chosen
+    at random per pair) — the mixture of §3.3. order (n_types,): output word t is x_order[t]
+    (the permutation function of §6.2) instead of x_t.
+    Ids: words 0 .. W−1 (W = n_sets · n_words), <eos> = W, <sos> = W + 1; the vocabulary is the
+    W + 2 ids, every one of them used. Returns src (n, n_types + 1), tgt (n, n_types + 2), W + 2.
+    """
+    if min(n_pairs, n_types, n_sets) < 1 or n_types > n_words:
+        fail("copy_ids sizes", "n_pairs, n_sets >= 1 and 1 <= n_types <= n_words",
+             f"n_pairs={n_pairs}, n_types={n_types}, n_words={n_words}, n_sets={n_sets}")
+    words = np.argsort(rng.random((n_pairs, n_words)), axis=1)[:, :n_types]  # a random subset, shuffled
+    words = words + n_words * rng.integers(0, n_sets, size=(n_pairs, 1))
+    eos, sos = n_sets * n_words, n_sets * n_words + 1
+    out = words
+    if order is not None:
+        order = np.asarray(order)
+        if sorted(order.tolist()) != list(range(n_types)):
+            fail("copy_ids order", f"a permutation of 0..{n_types - 1}", repr(order))
+        out = words[:, order]
+    column = lambda v: np.full((n_pairs, 1), v)  # noqa: E731
+    src = np.concatenate([words, column(eos)], axis=1)
+    tgt = np.concatenate([column(sos), out, column(eos)], axis=1)
+    return src, tgt, n_sets * n_words + 2
 
 
 # ==== lesson 03: multi-scale attention
@@ -262,7 +292,7 @@ def delayed_copy(batch_size: int, length: int, distance: int, n_symbols: int,
 # ==== lesson 05: attention in LSTM seq2seq (keyword task, vocabularies and padded token ids)
 def keyword_task(batch_size: int, length: int, n_vocab: int, rng: np.random.Generator,
                  keyword: int = 1):
-    """Keyword classification of seed 002 §6.1: `length` words drawn uniformly from
+    """Keyword classification of Snell et al. (2021), §6.1: `length` words drawn uniformly from
     {1..n_vocab}; positive iff the keyword occurs (exactly once in a positive sequence), half
     of each batch positive (rejection sampling). Returns numpy int64 tokens (B, N), labels (B,)
     and the keyword's position (B,) (-1 in negatives)."""
@@ -288,10 +318,11 @@ PAD, UNK, BOS = "<pad>", "<unk>", "<bos>"
 
 
 def build_vocab(sentences, max_size: int | None = None, min_count: int = 1) -> dict[str, int]:
-    """Word -> id, specials first (<pad> = 0, <unk> = 1, <bos> = 2), then by frequency."""
+    """Word -> id, specials first (<pad> = 0, <unk> = 1, <bos> = 2), then by frequency (a
+    special that occurs in the text keeps its own id)."""
     from collections import Counter
 
-    counts = Counter(w for s in sentences for w in s)
+    counts = Counter(w for s in sentences for w in s if w not in (PAD, UNK, BOS))
     words = [w for w, c in counts.most_common(max_size) if c >= min_count]
     return {w: i for i, w in enumerate([PAD, UNK, BOS] + words)}
 

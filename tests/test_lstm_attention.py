@@ -144,29 +144,109 @@ def test_probe_equals_model_output_when_attention_is_one_hot():
         assert torch.allclose(p, beta[..., i], atol=1e-12)
 
 
+def lstm_params(lstm, suffix=""):
+    return [np_(getattr(lstm, f"{name}_l0{suffix}"))
+            for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
+
+
+def test_bilstm_np_matches_torch_packed_bidirectional_lstm(rng):
+    torch.manual_seed(0)
+    lstm = nn.LSTM(3, 4, batch_first=True, bidirectional=True).double()
+    x, lengths = rng.normal(size=(3, 6, 3)), np.array([6, 4, 1])
+    packed = nn.utils.rnn.pack_padded_sequence(t(x), torch.as_tensor(lengths), batch_first=True,
+                                               enforce_sorted=False)
+    ref, _ = nn.utils.rnn.pad_packed_sequence(lstm(packed)[0], batch_first=True, total_length=6)
+    ours = la.bilstm_np(x, lengths, lstm_params(lstm), lstm_params(lstm, "_reverse"))
+    assert np.abs(ours - np_(ref)).max() < 1e-12  # padded positions: zeros in both
+
+
+def test_classifier_states_match_bilstm_np_with_padding():
+    torch.manual_seed(0)
+    model = la.AttentionClassifier(13, hidden=5, embed=4).double()
+    x, lengths = torch.randint(1, 13, (3, 7)), np.array([7, 3, 1])
+    mask = torch.arange(7)[None] < torch.as_tensor(lengths)[:, None]
+    h_np = la.bilstm_np(np_(model.embed.weight)[x.numpy()], lengths,
+                        lstm_params(model.forward_lstm), lstm_params(model.backward_lstm))
+    assert np.abs(np_(model.states(x, mask)) - h_np).max() < 1e-12
+    x2 = x.clone()
+    x2[~mask] = 4  # other padding tokens change nothing
+    assert torch.equal(model.states(x2, mask), model.states(x, mask))
+
+
 def test_classifier_parity_probe_and_one_hot(rng):
     torch.manual_seed(0)
-    model = la.AttentionClassifier(13, hidden=6, embed=4).double()
+    model = la.AttentionClassifier(13, hidden=6, embed=4, attn_hidden=5).double()
     x = torch.randint(0, 13, (3, 7))
     mask = torch.ones(3, 7, dtype=torch.bool)
     mask[2, 5:] = False
     z, alpha = model(x, mask)
-    h = np_(model.states(x))
-    params = [np_(p) for p in (model.attn.weight, model.attn.bias, model.v,
+    h = np_(model.states(x, mask))
+    params = [np_(p) for p in (model.attn.weight, model.attn.bias, model.v.weight[0],
                                model.readout.weight[0])] + [model.readout.bias.item()]
     z_np, a_np = la.classifier_np(h, *params, mask=mask.numpy())
     assert np.abs(np_(z) - z_np).max() < 1e-12 and np.abs(np_(alpha) - a_np).max() < 1e-12
+    z_t, a_t = la.classifier_torch(t(h), *[t(p) for p in params[:4]], params[4],
+                                   torch.as_tensor(mask.numpy()))
+    assert np.abs(np_(z_t) - z_np).max() < 1e-12 and np.abs(np_(a_t) - a_np).max() < 1e-12
     labels = np.array([1, 0, 1])
-    beta = model.probe(x, torch.as_tensor(labels))
+    beta = model.probe(x, torch.as_tensor(labels), mask)
     assert np.abs(np_(beta) - la.classifier_probe_np(h, params[3], params[4], labels)).max() < 1e-12
-    logits = model.position_logits(x)
-    for i in range(5):
-        only_i = torch.zeros(3, 7, dtype=torch.bool)
-        only_i[:, i] = True
-        z_i, _ = model(x, only_i)
-        assert torch.allclose(z_i, logits[:, i], atol=1e-12)
-        sign = torch.tensor([1.0, -1.0, 1.0], **T64)
-        assert torch.allclose(torch.sigmoid(sign * z_i), beta[:, i], atol=1e-12)
+    logits = model.position_logits(x, mask)
+    for i in range(5):  # attending to i alone = reading the log-odds wᵀh_i + b₀
+        z_i = la.classifier_np(h, *params, mask=np.eye(7, dtype=bool)[[i, i, i]])[0]
+        assert np.allclose(z_i, np_(logits[:, i]), atol=1e-12)
+        sign = np.array([1.0, -1.0, 1.0])
+        assert np.allclose(1 / (1 + np.exp(-sign * z_i)), np_(beta[:, i]), atol=1e-12)
+
+
+class AuthorsClassifier(nn.Module):
+    """The module layout of the authors' classification/classifier_model.py, re-created for
+    this test: a packed bidirectional nn.LSTM, hidden2attn_intermediate -> ReLU ->
+    attn_intermediate2logit (with a bias), hidden2beta; pad positions masked with -1e9."""
+
+    def __init__(self, vocab, embed, hidden, inter):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab, embed)
+        self.encoder = nn.LSTM(embed, hidden, batch_first=True, bidirectional=True)
+        self.hidden2attn_intermediate = nn.Linear(2 * hidden, inter)
+        self.attn_intermediate2logit = nn.Linear(inter, 1)
+        self.hidden2beta = nn.Linear(2 * hidden, 1)
+
+    def forward(self, ids, lengths, uniform):
+        packed = nn.utils.rnn.pack_padded_sequence(self.embedding(ids), lengths,
+                                                   batch_first=True, enforce_sorted=False)
+        states, _ = nn.utils.rnn.pad_packed_sequence(self.encoder(packed)[0], batch_first=True)
+        pad = torch.arange(ids.shape[1])[None] >= lengths[:, None]
+        logit = self.attn_intermediate2logit(torch.relu(self.hidden2attn_intermediate(states)))
+        logit = logit[..., 0] * (0 if uniform else 1) + pad * -1e9
+        attn = logit.softmax(-1)
+        beta = self.hidden2beta(states)[..., 0] * ~pad
+        return (attn * beta).sum(-1), attn, beta
+
+
+@pytest.mark.parametrize("uniform", [False, True])
+def test_classifier_matches_the_authors_layout(uniform):
+    torch.manual_seed(0)
+    ours = la.AttentionClassifier(11, hidden=5, embed=4, attn_hidden=3, uniform=uniform).double()
+    theirs = AuthorsClassifier(11, 4, 5, 3).double()
+    with torch.no_grad():
+        theirs.embedding.weight.copy_(ours.embed.weight)
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            getattr(theirs.encoder, f"{name}_l0").copy_(getattr(ours.forward_lstm, f"{name}_l0"))
+            getattr(theirs.encoder, f"{name}_l0_reverse").copy_(
+                getattr(ours.backward_lstm, f"{name}_l0"))
+        theirs.hidden2attn_intermediate.load_state_dict(ours.attn.state_dict())
+        theirs.attn_intermediate2logit.weight.copy_(ours.v.weight)
+        theirs.attn_intermediate2logit.bias.fill_(0.7)  # a constant: the softmax ignores it
+        theirs.hidden2beta.load_state_dict(ours.readout.state_dict())
+    lengths = torch.tensor([6, 2, 4])
+    ids = torch.randint(1, 11, (3, 6)) * (torch.arange(6)[None] < lengths[:, None])
+    scores, attn, beta = theirs(ids, lengths, uniform)
+    mask = torch.arange(6)[None] < lengths[:, None]
+    z, alpha = ours(ids, mask)
+    assert torch.allclose(z, scores, atol=1e-12) and torch.allclose(alpha, attn, atol=1e-12)
+    # their β is the log-odds per position, signed by the label when compared; ours is σ(±z_i)
+    assert torch.allclose(ours.position_logits(ids, mask) * mask, beta, atol=1e-12)
 
 
 # ----------------------------------------------------------------------------- uniform, padding
@@ -187,7 +267,7 @@ def test_frozen_uniform_attention_is_uniform_and_gets_no_gradient():
     z, a = clf(torch.randint(0, 13, (2, 5)))
     assert torch.allclose(a, torch.full_like(a, 0.2))
     z.sum().backward()
-    assert clf.v.grad is None or torch.all(clf.v.grad == 0)
+    assert clf.v.weight.grad is None or torch.all(clf.v.weight.grad == 0)
 
 
 def test_padding_gets_zero_weight_and_changes_nothing():
@@ -241,9 +321,11 @@ def test_agreement_baseline_matches_simulation(rng):
     assert la.agreement_baseline_np([20]) == 0.05 and la.agreement_baseline_np([10]) == 0.1
 
 
-def test_contextualized_agreement():
-    assert la.contextualized_agreement([0.1, 0.3, 0.5], [10, 20, 30], 0.3) == (20.0, True)
-    assert la.contextualized_agreement([0.1, 0.2], [10, 20], 0.9) == (20.0, False)
+def test_contextualized_agreement_needs_a_strictly_larger_agreement():
+    # the authors' passing_idx: the first checkpoint whose agreement is *above* the threshold
+    assert la.contextualized_agreement([0.1, 0.3, 0.5], [10, 20, 30], 0.3) == 30.0
+    assert la.contextualized_agreement([0.1, 0.31, 0.5], [10, 20, 30], 0.3) == 20.0
+    assert la.contextualized_agreement([0.1, 0.2], [10, 20], 0.9) is None
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -270,6 +352,15 @@ def test_bad_input_raises_value_error(rng):
         model(torch.zeros(2, 3, dtype=torch.long), torch.zeros(3, 3, dtype=torch.long))
     with pytest.raises(ValueError, match="input"):
         la.AttentionClassifier(10, hidden=4)(torch.zeros(5, dtype=torch.long))
+    with pytest.raises(ValueError, match="sizes"):
+        la.AttentionClassifier(10, hidden=0)
+    holes = torch.tensor([[True, False, True], [True, True, True]])  # padding not at the end
+    with pytest.raises(ValueError, match="mask"):
+        la.AttentionClassifier(10, hidden=4)(torch.ones(2, 3, dtype=torch.long), holes)
+    with pytest.raises(ValueError, match="mask"):
+        la.AttentionClassifier(10, hidden=4)(torch.ones(2, 3, dtype=torch.long), holes[0])
+    with pytest.raises(ValueError, match="mask"):
+        la.AttentionClassifier(10, hidden=4)(torch.ones(2, 3, dtype=torch.long), holes.int())
 
 
 # ----------------------------------------------------------------------------- exercise 5.3
@@ -291,6 +382,8 @@ def test_build_vocab_and_encode():
 
     vocab = tasks.build_vocab([["a", "b", "a"], ["c", "a"]], min_count=1)
     assert list(vocab)[:4] == [tasks.PAD, tasks.UNK, tasks.BOS, "a"]
+    with_bos = tasks.build_vocab([[tasks.BOS, "a", "a"], [tasks.BOS, "b"]])
+    assert with_bos == {tasks.PAD: 0, tasks.UNK: 1, tasks.BOS: 2, "a": 3, "b": 4}  # ids 0..4
     ids, lengths = tasks.encode([["a", "zzz"], ["b"]], vocab)
     assert ids.tolist() == [[vocab["a"], vocab[tasks.UNK]], [vocab["b"], 0]]
     assert lengths.tolist() == [2, 1]

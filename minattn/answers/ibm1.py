@@ -5,11 +5,11 @@ from __future__ import annotations
 
 def zero_gradient_tables() -> set[str]:
     """Exercise 6.3: of the count tables of lesson 06, section 2 — "a" 40-of-40, "b" 40-of-60,
-    "c" two disjoint sets of 20 — which make the predicted dθ/dt = 2 (C − row mean) zero for
+    "c" two disjoint sets of 40 — which make the predicted dθ/dt = 2 (C − row mean) zero for
     every (x, y)? Return the set of letters, e.g. {"a", "b"}."""
     # BEGIN EXERCISE 6.3 predict: which count tables give a zero predicted dθ/dt? (~5 min)
-    # (c): inside a block the row is flat, but the row mean also averages the 20 zeros of the
-    # other block, so C − mean is +M_A/40 on the block and −M_A/40 off it: not zero.
+    # (c): inside a block the row is flat, but the row mean also averages the 40 zeros of the
+    # other block, so C − mean is +M_A/80 on the block and −M_A/80 off it: not zero.
     return {"a"}
     # END EXERCISE
 

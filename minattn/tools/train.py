@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterable
 
 import torch
 from tqdm import tqdm
@@ -32,6 +32,7 @@ def train(model: torch.nn.Module,
           clip: float | None = 1.0,
           desc: str = "train",
           progress: bool = True,
+          eval_at: Iterable[int] | None = None,
           optimizer: torch.optim.Optimizer | None = None,
           schedule: Callable[[int], float] | None = None,
           stop: Callable[[History], bool] | None = None) -> History:
@@ -42,6 +43,7 @@ def train(model: torch.nn.Module,
         loss_fn: (model, *batch) -> scalar loss tensor.
         evaluate: () -> {metric: value}, called every `eval_every` steps and at the end
             (under torch.no_grad, with the model in eval mode).
+        eval_at: evaluate at exactly these steps instead (0 = before the first update).
         optimizer: used instead of AdamW(lr, weight_decay), e.g. with parameter groups.
         schedule: step -> learning-rate factor of every group (warm-up, decay; see
             `warmup_linear`), applied before each step.
@@ -53,6 +55,11 @@ def train(model: torch.nn.Module,
     opt = optimizer or torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     base_lrs = [group["lr"] for group in opt.param_groups]
     history = History(step=[])
+    eval_at = None if eval_at is None else set(eval_at)
+    if evaluate is not None and eval_at is not None and 0 in eval_at:
+        model.eval()
+        with torch.no_grad():
+            history.log(0, **evaluate())
     bar = tqdm(range(1, steps + 1), desc=desc, disable=not progress, mininterval=0.5)
     for step in bar:
         model.train()
@@ -67,7 +74,8 @@ def train(model: torch.nn.Module,
         opt.step()
         history["step"].append(step)
         history.setdefault("loss", []).append(loss.item())
-        if evaluate is not None and (step % eval_every == 0 or step == steps):
+        due = step in eval_at if eval_at is not None else (step % eval_every == 0 or step == steps)
+        if evaluate is not None and due:
             model.eval()
             with torch.no_grad():
                 metrics = evaluate()
