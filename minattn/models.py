@@ -10,8 +10,8 @@ from torch import nn
 
 from .attention import MultiHeadAttention, causal_mask_torch
 from .sparse_kernels import block_sparse_attention_torch, window_attention_torch
-from .tools.utils import (check_array, check_ids, check_same_device, check_size, describe, fail,
-                          shape_str)
+from .tools.utils import (as_numpy, check_array, check_ids, check_same_device, check_size, describe,
+                          fail, shape_str)
 from .xl import sinusoid_torch
 
 
@@ -109,7 +109,7 @@ def window_attend(w: int, dilation: int = 1, causal: bool = False, global_idx=No
 def block_sparse_attend(layout, block: int, causal: bool = False):
     """A kernel for `MultiHeadAttention(..., attend=)`: (q, k, v, mask) -> block-sparse
     attention on `layout` (`sparse_kernels.block_sparse_attention_torch`); mask must be None."""
-    layout = np.asarray(layout.cpu() if isinstance(layout, torch.Tensor) else layout)
+    layout = as_numpy(layout)
     check_array("layout", layout, "bool", ndim=2, hint="(nb, nb)", like=np.ndarray)
     block = check_size("block", block, 1)
 

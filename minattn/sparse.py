@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .tools.utils import check_array, check_size, describe, fail, shape_str
+from .tools.utils import as_numpy, check_array, check_size, describe, fail, shape_str
 
 
 # ============================================================================ input checks
@@ -48,8 +48,7 @@ def _positions(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def check_global_idx(global_idx, n: int) -> np.ndarray:
     """Global positions as a sorted int array of distinct values in [0, n)."""
-    given = np.asarray(global_idx.cpu() if hasattr(global_idx, "cpu") else global_idx
-                       if global_idx is not None else [])
+    given = as_numpy(global_idx if global_idx is not None else [])
     if given.size and given.dtype.kind not in "iu":
         fail("global_idx", f"integer positions in [0, {n})", describe(given))
     idx = given.astype(np.int64).reshape(-1)
