@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -341,8 +342,12 @@ def token_states(encoder: MiniLMEncoder, tokenizer, texts: list[str], name: str,
     root = Path(data_dir if data_dir is not None else data.DATA_DIR) / "cache"
     path = root / f"{name}-{key.hexdigest()[:16]}.npz"
     if path.exists():
-        with np.load(path) as z:
-            return TokenStates(z["states"], z["offsets"], z["ids"])
+        try:  # a damaged file (the zip's CRC, a missing array, bad offsets) is rebuilt
+            with np.load(path) as z:
+                return TokenStates(z["states"], z["offsets"], z["ids"])
+        except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile) as err:
+            print(f"{path} is damaged ({type(err).__name__}: {str(err)[:60]}): recomputing it")
+            path.unlink(missing_ok=True)
     device = next(encoder.parameters()).device
     chunks, ids = [None] * len(texts), [None] * len(texts)  # filled in the original order
     for batch in tqdm(length_sorted_batches(tokenizer, texts, batch_size),

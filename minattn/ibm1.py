@@ -111,7 +111,7 @@ def check_table(t, bx: Bitext, name: str = "t", like=None) -> None:
     """Raise unless t is a (V_x, V_y) float table of this corpus (NumPy or, like=torch.Tensor,
     a tensor), finite and >= 0: probabilities, or expected counts for the M-step."""
     check_bitext(bx)
-    check_array(name, t, "float", ndim=2, hint="(V_x, V_y)", like=like)
+    check_array(name, t, "float", hint="(V_x, V_y)", like=like)
     shape = (len(bx.src_vocab), len(bx.tgt_vocab))
     if tuple(t.shape) != shape:
         fail(f"{name}: translation table does not fit the corpus", f"shape {shape} (V_x, V_y)",
