@@ -155,6 +155,7 @@ class XLDecoder:
                  type(model).__name__)
         if isinstance(context, bool) or not isinstance(context, int) or context < 1:
             fail("XLDecoder's context", "an integer >= 1", repr(context))
+        batch = check_size("batch", batch, 1)
         self.model, self.context, self.batch = model, context, batch
         weight = model.embedding.weight
         self.device, dtype = weight.device, weight.dtype

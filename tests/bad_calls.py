@@ -744,6 +744,21 @@ bad("models", "VanillaLM.forward", "tokens", "1-d tokens")(lambda: vlm(torch.ten
 bad("models", "SentenceClassifier", "pool", "unknown pool")(lambda: M.SentenceClassifier("max", 6))
 bad("models", "count_parameters", "model", "not a module")(lambda: M.count_parameters([1, 2]))
 
+# ============================================================================ GPU dispatch (CPU-checkable)
+from minattn import dispatch as D, flex as FL  # noqa: E402
+
+qd = torch.from_numpy(R(1, 6, 4))
+bad("sparse", "choose_kernel", "n", "n = -1")(lambda: D.choose_kernel("cpu", -1))
+bad("sparse", "dense_window_attention", "q", "NaN in q")(
+    lambda: D.dense_window_attention(with_value(qd, NAN, (0, 0, 0)), qd, qd, 1))
+bad("sparse", "dense_window_attention", "window w", "w = 1.5")(lambda: D.dense_window_attention(qd, qd, qd, 1.5))
+bad("sparse", "dense_block_sparse_attention", "layout", "a float layout")(
+    lambda: D.dense_block_sparse_attention(qd, qd, qd, torch.ones(3, 3), 2))
+bad("sparse", "window_tiles_np", "n", "n = -1")(lambda: FL.window_tiles_np(-1, 2))
+bad("multiscale", "multiscale_tiles_np", "windows", "a negative window")(lambda: FL.multiscale_tiles_np(8, [-1, 2]))
+bad("xl", "XLDecoder", "batch", "batch = -1")(lambda: XF.XLDecoder(xlm, 4, -1))
+bad("xl", "XLDecoder", "context", "context = 0")(lambda: XF.XLDecoder(xlm, 0))
+
 
 def survey(entries=BAD) -> dict:
     """{module: Counter(category)} and the list of (entry, category, message)."""
