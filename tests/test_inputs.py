@@ -242,3 +242,50 @@ def test_softmax_fully_masked_rows_are_zero_forward_and_backward():
     assert math.isclose(float(p[1].sum().detach()), 1.0)
     (p * torch.arange(3.0, dtype=torch.float64)).sum().backward()
     assert torch.isfinite(s.grad).all() and torch.all(s.grad[0] == 0)
+
+
+@SETTINGS
+@given(m=st.integers(0, 3), n=st.integers(1, 3), mem_len=st.one_of(st.integers(-2, 5), st.just(1.5)),
+       width=st.sampled_from([4, 3]), first=st.booleans())
+def test_update_memory_gives_a_documented_error_or_the_last_mem_len_states(m, n, mem_len, width,
+                                                                         first):
+    rng = np.random.default_rng(m + 7 * n)
+    memory = None if first else rng.standard_normal((2, m, width))
+    hidden = rng.standard_normal((2, n, 4))
+    try:
+        new = X.update_memory_np(memory, hidden, mem_len)
+    except (ValueError, TypeError) as err:
+        assert OUR_FORMAT.match(str(err)), str(err)
+        assert mem_len == 1.5 or mem_len < 0 or (memory is not None and width != 4)
+        return
+    both = hidden if memory is None else np.concatenate([memory, hidden], 1)
+    np.testing.assert_array_equal(new, both[:, both.shape[1] - min(mem_len, both.shape[1]):])
+    t = X.update_memory_torch(None if memory is None else torch.from_numpy(memory),
+                              torch.from_numpy(hidden), mem_len)
+    np.testing.assert_array_equal(t.numpy(), new)
+
+
+@SETTINGS
+@given(n=st.integers(1, 4), garbage=poison, lengths=st.lists(st.integers(0, 4), min_size=2, max_size=2),
+       seed=st.integers(0, 3))
+def test_luong_attention_ignores_padding_and_matches_its_twin(n, garbage, lengths, seed):
+    rng = np.random.default_rng(seed)
+    s, h, W = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, n, 4)), rng.standard_normal((2, 4, 4))
+    mask = np.arange(n)[None, :] < np.minimum(lengths, n)[:, None]
+    if garbage is not None:
+        h[~mask] = garbage
+    try:
+        ctx, alpha = LA.luong_attention_np(s, h, W, mask)
+    except (ValueError, TypeError) as err:
+        assert OUR_FORMAT.match(str(err)), str(err)
+        return
+    assert np.isfinite(ctx).all() and np.isfinite(alpha).all()
+    for b in range(2):
+        real = mask[b]
+        if not real.any():
+            assert np.array_equal(ctx[b], np.zeros_like(ctx[b]))
+            continue
+        ref, _ = LA.luong_attention_np(s[b:b + 1], h[b:b + 1, real], W)
+        np.testing.assert_allclose(ctx[b], ref[0], rtol=1e-10, atol=1e-12)
+    tctx, _ = LA.luong_attention_torch(*(torch.from_numpy(a) for a in (s, h, W, mask)))
+    np.testing.assert_allclose(tctx.numpy(), ctx, rtol=1e-10, atol=1e-12)
