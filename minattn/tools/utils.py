@@ -94,7 +94,10 @@ def _tracing() -> bool:
 
 def check_size(name: str, value, low: int = 0) -> int:
     """`value` must be an integer >= low (Python, NumPy, or a 0-d integer tensor; not a bool,
-    not a float such as 2.0); returns it as an int."""
+    not a float such as 2.0); returns it as an int. A symbolic size (torch.compile with dynamic
+    shapes) passes unchecked: reading it would break the graph."""
+    if isinstance(value, torch.SymInt):
+        return value
     if isinstance(value, torch.Tensor) and value.ndim == 0 and not value.is_floating_point() \
             and value.dtype != torch.bool and not value.is_complex():
         value = int(value)
