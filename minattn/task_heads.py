@@ -133,7 +133,7 @@ def mean_pool_np(states: np.ndarray, mask: np.ndarray) -> np.ndarray:
     # BEGIN EXERCISE 7.1 implement: masked mean over the real tokens (padding must not count) (~10 min)
     real = mask[..., None]  # (B, L, 1): True on real tokens
     total = np.where(real, states, 0.0).sum(axis=1)  # (B, D): padding never enters the sum
-    return total / real.sum(axis=1)
+    return total / real.sum(axis=1).astype(states.dtype)  # float32 in, float32 out
     # END EXERCISE
 
 
