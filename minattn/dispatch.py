@@ -34,7 +34,7 @@ from .flex import (FLEX_DTYPES, FLEX_HEAD_DIMS, check_layout, check_self_attenti
                    flex_window_attention)
 from .sparse import (_check_int, block_mask_np, check_global_idx, dilated_window_mask_np,
                      global_mask_np)
-from .tools.utils import fail
+from .tools.utils import check_size, fail
 
 # From this N on, CUDA runs FlexAttention; below it, dense SDPA with an (N, N) mask. Measured on
 # one H100 (torch 2.11, sliding window w = 128, fwd + bwd, float32): at N = 4,096 compiled flex
@@ -73,7 +73,7 @@ def choose_kernel(device, n: int, dtype=torch.float32, d: int = 64, dv: int | No
     CUDA for N < FLEX_FROM (and for head sizes flex does not take, up to DENSE_MAX). "flex":
     compiled FlexAttention with a BlockMask, on CUDA from FLEX_FROM on.
     """
-    device = torch.device(device)
+    device, n = torch.device(device), check_size("n", n)
     policy = _policy if policy is None else policy
     if policy not in KERNELS:
         fail("kernel policy", " or ".join(map(repr, KERNELS)), repr(policy))

@@ -26,6 +26,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +39,8 @@ from tqdm import tqdm
 from .tools import data
 from .attention import MultiHeadAttention, padding_mask_torch
 from .tools.fetch import atomic_write
-from .tools.utils import fail, shape_str
+from .tools.utils import (check_array, check_finite, check_ids, check_same_device, check_size,
+                          describe, fail, shape_str)
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,13 @@ class BertConfig:
     @classmethod
     def from_json(cls, path: str | Path) -> "BertConfig":
         """Read the fields we use from a Hugging Face `config.json` (the rest is ignored)."""
-        raw = json.loads(Path(path).read_text())
+        if not Path(path).is_file():
+            fail("path", "a Hugging Face config.json file", f"{path} (no such file)")
+        try:
+            raw = json.loads(Path(path).read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as err:
+            fail("path", "a readable JSON config (run `make data` to repair data/)",
+                 f"{path} ({err})")
         if raw.get("hidden_act", "gelu") != "gelu":
             fail("unsupported activation", "hidden_act 'gelu'", repr(raw["hidden_act"]))
         return cls(**{k: raw[k] for k in cls.__dataclass_fields__ if k in raw})
@@ -101,13 +109,23 @@ class MiniLMEncoder(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
 
     def check_inputs(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """Validate ids and mask; returns the lengths (B,) of the right-padded rows."""
+        """Validate ids and mask; returns the lengths (B,) of the right-padded rows.
+
+        attention_mask: bool, or integers 0/1 as Hugging Face tokenizers give it."""
+        check_array("input_ids", input_ids, "int", like=torch.Tensor, hint="(B, L) int64")
         if input_ids.ndim != 2 or input_ids.dtype != torch.long:
             fail("input_ids have the wrong shape or dtype", "(B, L) int64",
                  f"{shape_str(input_ids.shape)} {input_ids.dtype}")
+        check_array("attention_mask", attention_mask, None, like=torch.Tensor)
         if attention_mask.shape != input_ids.shape:
             fail("attention_mask does not match input_ids", shape_str(input_ids.shape),
                  shape_str(attention_mask.shape))
+        check_same_device(input_ids=input_ids, attention_mask=attention_mask,
+                          weights=self.word_embeddings.weight)
+        if attention_mask.is_floating_point() or attention_mask.dtype != torch.bool and \
+                bool(((attention_mask != 0) & (attention_mask != 1)).any()):
+            fail("attention_mask", "bool, or integers 0/1 (1 = real token)", describe(attention_mask))
+        check_ids("input_ids", input_ids, self.config.vocab_size)
         if input_ids.shape[1] > self.config.max_position_embeddings:
             fail("sequence too long", f"L <= {self.config.max_position_embeddings}",
                  f"L = {input_ids.shape[1]}")
@@ -237,6 +255,7 @@ def load_minilm(device: str | torch.device = "cpu", data_dir: str | Path | None 
     from safetensors.torch import load_file
     from tokenizers import Tokenizer
 
+    max_len = check_size("max_len", max_len, 1)
     folder = data.dataset_dir("minilm", data_dir)
     encoder = MiniLMEncoder(BertConfig.from_json(folder / "config.json"))
     encoder.load_bert_state_dict(load_file(str(folder / "model.safetensors")))
@@ -279,6 +298,7 @@ def length_sorted_batches(tokenizer, texts: list, batch_size: int) -> list[np.nd
     little compute on padding (on the sentiment sentences: 2× fewer token positions).
     """
     check_texts(texts)
+    batch_size = check_size("batch_size", batch_size, 1)
     n_tokens = [sum(e.attention_mask) for e in tokenizer.encode_batch(list(texts))]
     order = np.argsort(n_tokens, kind="stable")
     return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
@@ -289,14 +309,20 @@ def mean_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
         pooled_b = Σ_i m_bi h_bi / Σ_i m_bi        (a row with no real token pools to 0)
 
-    Padding contributes nothing, so a sentence gets the same vector whatever it is padded to.
+    Padding contributes nothing, so a sentence gets the same vector whatever it is padded to,
+    and whatever its padded states hold (even NaN: they are selected away, not multiplied by 0).
     """
+    check_array("states", states, "float", like=torch.Tensor, hint="(B, L, D)")
+    check_array("mask", mask, "bool", like=torch.Tensor, hint="(B, L), True on real tokens")
     if states.ndim != 3 or mask.shape != states.shape[:2]:
         fail("mean_pool inputs do not fit", "states (B, L, D) and mask (B, L)",
              f"states {shape_str(states.shape)}, mask {shape_str(mask.shape)}")
+    check_same_device(states=states, mask=mask)
+    check_finite("states", states, where=mask[..., None])
     # BEGIN EXERCISE 7.1 implement: masked mean over the real tokens (padding must not count) (~10 min)
-    weights = mask.to(states.dtype).unsqueeze(-1)  # (B, L, 1)
-    return (states * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+    real = mask.unsqueeze(-1)  # (B, L, 1)
+    total = torch.where(real, states, torch.zeros_like(states)).sum(dim=1)
+    return total / real.sum(dim=1).clamp(min=1).to(states.dtype)
     # END EXERCISE
 
 
@@ -305,6 +331,8 @@ def embed(encoder: MiniLMEncoder, tokenizer, texts: list[str], batch_size: int =
           normalize: bool = True, progress: bool = False) -> torch.Tensor:
     """Sentence embeddings (N, D): masked mean of the last layer, L2-normalised by default
     (as sentence-transformers does for all-MiniLM-L6-v2, so a dot product is a cosine)."""
+    check_texts(texts)
+    batch_size = check_size("batch_size", batch_size, 1)
     device = next(encoder.parameters()).device
     pooled = torch.empty(len(texts), encoder.config.hidden_size, device=device)
     for batch in tqdm(length_sorted_batches(tokenizer, texts, batch_size), desc="embed",
@@ -320,6 +348,12 @@ class TokenStates:
     offsets[i+1]]` are text i's tokens ([CLS] … [SEP]). Stored as float16 to halve the disk."""
 
     def __init__(self, states: np.ndarray, offsets: np.ndarray, ids: np.ndarray):
+        check_array("states", states, "float", ndim=2, like=np.ndarray, hint="(T, D)")
+        check_array("offsets", offsets, "int", ndim=1, like=np.ndarray, hint="(N + 1,)")
+        if len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(states) or \
+                (np.diff(offsets) < 0).any() or len(ids) != len(states):
+            fail("offsets", f"non-decreasing offsets from 0 to len(states) = {len(states)} "
+                 "(and one id per state)", f"{describe(offsets)} and {len(ids)} ids")
         self.states, self.offsets, self.ids = states, offsets, ids
 
     def __len__(self) -> int:
@@ -330,7 +364,10 @@ class TokenStates:
 
     def batch(self, indices, device=None) -> tuple[torch.Tensor, torch.Tensor]:
         """Texts `indices` padded to their longest: states (B, L, D) float32, mask (B, L) bool."""
-        indices = np.asarray(indices, dtype=np.int64).reshape(-1)
+        given = np.asarray(indices.cpu() if isinstance(indices, torch.Tensor) else indices)
+        if given.size and given.dtype.kind not in "iu":
+            fail("indices", f"integer indices in [0, {len(self)})", describe(given))
+        indices = given.astype(np.int64).reshape(-1)
         if len(indices) == 0 or indices.min() < 0 or indices.max() >= len(self):
             fail("indices out of range", f"a non-empty list of ints in [0, {len(self)})",
                  f"{indices[:5].tolist()}{'…' if len(indices) > 5 else ''}")
@@ -366,6 +403,9 @@ def hidden_states(encoder: MiniLMEncoder, tokenizer, texts: list, name: str, lay
     n_layers = len(encoder.layers)
     if not layers or layers[0] < 0 or layers[-1] > n_layers:
         fail("hidden_states: bad layers", f"indices in [0, {n_layers}]", f"{layers}")
+    batch_size = check_size("batch_size", batch_size, 1)
+    if not isinstance(name, str) or not name or any(c in name for c in "/\\\0"):
+        fail("name", "a non-empty file-name part such as 'sentiment'", describe(name))
     key = hashlib.sha256()
     key.update(fingerprint(encoder).encode())
     key.update(tokenizer.to_str().encode())
@@ -380,10 +420,14 @@ def hidden_states(encoder: MiniLMEncoder, tokenizer, texts: list, name: str, lay
         paths[layer] = root / f"{name}-{tag.hexdigest()[:16]}.npz"
     if all(path.exists() for path in paths.values()):
         out = {}
-        for layer, path in paths.items():
-            with np.load(path) as z:
-                out[layer] = TokenStates(z["states"], z["offsets"], z["ids"])
-        return out
+        try:  # a damaged file (the zip's CRC, a missing array, bad offsets) is rebuilt
+            for layer, path in paths.items():
+                with np.load(path) as z:
+                    out[layer] = TokenStates(z["states"], z["offsets"], z["ids"])
+            return out
+        except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile) as err:
+            print(f"{path} is damaged ({type(err).__name__}: {str(err)[:60]}): recomputing it")
+            path.unlink(missing_ok=True)
     device = next(encoder.parameters()).device
     chunks = {layer: [None] * len(texts) for layer in layers}  # filled in the original order
     ids = [None] * len(texts)

@@ -33,7 +33,7 @@ import warnings
 import numpy as np
 import torch
 
-from .attention import check_attention_inputs
+from .attention import check_attention_inputs, visible_inputs
 from .multiscale import check_windows
 from .sparse import _check_int, check_global_idx
 from .tools.utils import as_numpy, fail, shape_str
@@ -287,8 +287,10 @@ def _as_4d(x: torch.Tensor) -> torch.Tensor:
 
 
 def check_self_attention(q, k, v):
-    """q, k, v of attention (`check_attention_inputs`) with one length N for queries and keys."""
+    """q, k, v of attention (`check_attention_inputs`) with one length N for queries and keys,
+    finite (every position sees itself: nothing is hidden)."""
     check_attention_inputs(q, k, v)
+    visible_inputs(q, k, v)
     if q.shape[-2] != k.shape[-2]:
         fail("sparse patterns are self-attention: queries and keys must have one length N",
              f"k of length {q.shape[-2]}", f"q {shape_str(q.shape)}, k {shape_str(k.shape)}")

@@ -34,7 +34,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .tools.utils import fail
+from .tools.utils import (check_array, check_finite, check_number, check_same_device, check_size,
+                          describe, fail)
 
 NULL = None          # the NULL source word: src_vocab[0], id 0
 MODES = ("textbook", "nltk")
@@ -87,10 +88,10 @@ def check_sentences(side: str, sentences) -> None:
     """Every sentence of one side must be a non-empty list of tokens (not a string)."""
     for m, sent in enumerate(sentences):
         if isinstance(sent, str) or not hasattr(sent, "__len__"):
-            fail(f"{side} sentence {m} is not a token list", "a list of tokens, e.g. s.split()",
+            fail(f"{side}s: {side} sentence {m} is not a token list", "a list of tokens, e.g. s.split()",
                  f"{type(sent).__name__} {str(sent)[:40]!r}")
         if len(sent) == 0:
-            fail(f"{side} sentence {m} is empty", "at least one token per sentence", "[]")
+            fail(f"{side}s: {side} sentence {m} is empty", "at least one token per sentence", "[]")
 
 
 def make_bitext(sources, targets, null: bool = True) -> Bitext:
@@ -106,12 +107,40 @@ def make_bitext(sources, targets, null: bool = True) -> Bitext:
                   [np.array([tgt_id[w] for w in s]) for s in targets], bool(null))
 
 
-def check_table(t, bx: Bitext) -> None:
-    """Raise unless t is a (V_x, V_y) table of this corpus."""
+def check_table(t, bx: Bitext, name: str = "t", like=None) -> None:
+    """Raise unless t is a (V_x, V_y) float table of this corpus (NumPy or, like=torch.Tensor,
+    a tensor), finite and >= 0: probabilities, or expected counts for the M-step."""
+    check_bitext(bx)
+    check_array(name, t, "float", hint="(V_x, V_y)", like=like)
     shape = (len(bx.src_vocab), len(bx.tgt_vocab))
     if tuple(t.shape) != shape:
-        fail("translation table does not fit the corpus", f"shape {shape} (V_x, V_y)",
+        fail(f"{name}: translation table does not fit the corpus", f"shape {shape} (V_x, V_y)",
              f"shape {tuple(t.shape)}")
+    check_finite(name, t)
+    check_nonnegative(name, t)
+
+
+def check_nonnegative(name: str, t) -> None:
+    """Probabilities and counts are >= 0 (a negative entry makes a posterior meaningless)."""
+    empty = t.numel() == 0 if isinstance(t, torch.Tensor) else t.size == 0
+    low = 0.0 if empty else float(t.min())
+    if low < 0:
+        fail(name, "values >= 0 (probabilities or counts)", f"a minimum of {low} in {describe(t)}")
+
+
+def check_bitext(bx) -> None:
+    if not isinstance(bx, Bitext) and type(bx).__name__ != "IndexedBitext":
+        fail("bx", "a corpus from make_bitext (or index_bitext for ibm1_fast)", describe(bx))
+
+
+def check_covered(t, loglik) -> None:
+    """After an E-step: a log-likelihood of -inf or NaN means some target token had
+    probability 0 under t from every word of its source sentence (e.g. an all-zero table):
+    its posterior 0/0 is undefined."""
+    if not np.isfinite(float(loglik)):
+        fail("t", "a table that gives every target token some probability from its source "
+             "sentence (t(y | x) > 0 for some x of the pair)", f"a table under which the "
+             f"log-likelihood is {float(loglik)} ({describe(t)}, {int((t > 0).sum())} entries > 0)")
 
 
 def check_mode(mode: str, bx: Bitext) -> None:
@@ -139,6 +168,9 @@ def count_table_np(bx: Bitext) -> np.ndarray:
 
 def token_weights_np(y: np.ndarray, mode: str) -> np.ndarray:
     """(|y|,) weight of each output token: 1 (textbook), 1/k for a word seen k times in y (nltk)."""
+    if mode not in MODES:
+        fail("mode", f"one of {MODES}", repr(mode))
+    check_array("y", y, "int", ndim=1, hint="(|y|,) word ids", like=np.ndarray)
     if mode == "textbook":
         return np.ones(len(y))
     return 1.0 / (y[:, None] == y[None, :]).sum(axis=1)
@@ -159,6 +191,7 @@ def e_step_np(t: np.ndarray, bx: Bitext, mode: str = "textbook") -> tuple[np.nda
         np.add.at(counts, (x[None, :], y[:, None]), w[:, None] * a)
         loglik += float(w @ np.log(Z / len(x)))
     # END EXERCISE
+    check_covered(t, loglik)
     return counts, loglik
 
 
@@ -167,6 +200,7 @@ def m_step_np(counts: np.ndarray, floor: float = 0.0) -> np.ndarray:
 
     A pair (x, y) that never co-occurs keeps t = 0 (NLTK's floor, 1e-12, touches only pairs it
     has counted); a row with no counts at all (NULL when unused) stays 0."""
+    check_counts(counts, floor, np.ndarray)
     # BEGIN EXERCISE 6.2 implement: M-step: normalise each source word's counts (~5 min)
     total = counts.sum(axis=1, keepdims=True)                     # (V_x, 1)
     t = counts / np.where(total > 0, total, 1.0)
@@ -174,8 +208,18 @@ def m_step_np(counts: np.ndarray, floor: float = 0.0) -> np.ndarray:
     # END EXERCISE
 
 
+def check_counts(counts, floor, like) -> None:
+    """M-step inputs: counts (V_x, V_y) finite and >= 0, floor a number in [0, 1]."""
+    check_array("counts", counts, "float", ndim=2, hint="(V_x, V_y)", like=like)
+    check_finite("counts", counts)
+    check_nonnegative("counts", counts)
+    check_number("floor", floor, low=0.0, high=1.0)
+
+
 def em_np(bx: Bitext, iterations: int, mode: str = "textbook", t: np.ndarray | None = None):
     """Run EM from t (default uniform); returns (t (V_x, V_y), log-likelihood before each step)."""
+    check_bitext(bx)
+    iterations = check_size("iterations", iterations)
     check_mode(mode, bx)
     floor = MIN_PROB if mode == "nltk" else 0.0
     t = uniform_table_np(bx) if t is None else t
@@ -190,11 +234,22 @@ def em_np(bx: Bitext, iterations: int, mode: str = "textbook", t: np.ndarray | N
 def alignment_matrix_np(t: np.ndarray, bx: Bitext, m: int) -> np.ndarray:
     """(|y^m|, null + |x^m|) alignment posteriors a_ji of pair m (column 0 = NULL when used)."""
     check_table(t, bx)
+    m = check_pair_index(m, bx.n_pairs)
     x, y = bx.pair(m)
+    if not (t[np.ix_(x, y)].sum(axis=0) > 0).all():
+        check_covered(t, -np.inf)
     # BEGIN EXERCISE 6.1 implement: E-step: posteriors, expected counts, log-likelihood (~15 min)
     p = t[np.ix_(x, y)].T
     return p / p.sum(axis=1, keepdims=True)
     # END EXERCISE
+
+
+def check_pair_index(m, n_pairs: int) -> int:
+    """m: the index of a sentence pair, an integer in [0, n_pairs)."""
+    m = check_size("m", m)
+    if m >= n_pairs:
+        fail("m", f"a pair index in [0, {n_pairs})", describe(m))
+    return m
 
 
 def viterbi_np(t: np.ndarray, bx: Bitext) -> list[np.ndarray]:
@@ -211,6 +266,8 @@ def viterbi_np(t: np.ndarray, bx: Bitext) -> list[np.ndarray]:
 
 def top_translations_np(t: np.ndarray, bx: Bitext, x, k: int = 3) -> list[tuple]:
     """The k most probable output words y for input word x: [(y, t(y | x)), ...]."""
+    check_table(t, bx)
+    k = check_size("k", k)
     if x not in bx.src_index:
         fail("unknown source word", "a word of the source vocabulary", repr(x))
     row = t[bx.src_index[x]]
@@ -254,7 +311,7 @@ def token_weights_torch(Y: torch.Tensor, y_mask: torch.Tensor, mode: str) -> tor
 
 def e_step_torch(t: torch.Tensor, bx: Bitext, mode: str = "textbook"):
     """e_step_np on the whole corpus at once (padded batch); returns (counts, loglik tensor)."""
-    check_table(t, bx)
+    check_table(t, bx, like=torch.Tensor)
     check_mode(mode, bx)
     X, x_mask, Y, y_mask = padded_torch(bx, t.device)
     counts = torch.zeros_like(t)
@@ -267,11 +324,13 @@ def e_step_torch(t: torch.Tensor, bx: Bitext, mode: str = "textbook"):
     counts.index_put_((X_, Y_), w[..., None] * a, accumulate=True)
     loglik = (w * torch.log(Z / x_mask.sum(-1, keepdim=True))).sum()
     # END EXERCISE
+    check_covered(t, loglik)
     return counts, loglik
 
 
 def m_step_torch(counts: torch.Tensor, floor: float = 0.0) -> torch.Tensor:
     """m_step_np in torch."""
+    check_counts(counts, floor, torch.Tensor)
     # BEGIN EXERCISE 6.2 implement: M-step: normalise each source word's counts (~5 min)
     total = counts.sum(dim=1, keepdim=True)
     t = counts / torch.where(total > 0, total, torch.ones_like(total))
@@ -282,6 +341,8 @@ def m_step_torch(counts: torch.Tensor, floor: float = 0.0) -> torch.Tensor:
 def em_torch(bx: Bitext, iterations: int, mode: str = "textbook", t: torch.Tensor | None = None,
              device=None):
     """em_np in torch (float64 unless t says otherwise); returns (t tensor, log-likelihoods)."""
+    check_bitext(bx)
+    iterations = check_size("iterations", iterations)
     check_mode(mode, bx)
     floor = MIN_PROB if mode == "nltk" else 0.0
     t = torch.as_tensor(uniform_table_np(bx), device=device) if t is None else t
@@ -312,11 +373,19 @@ class BagOfWordsProxy(nn.Module):
 
     def __init__(self, n_src: int, n_tgt: int, d: int):
         super().__init__()
+        n_src, n_tgt = check_size("n_src", n_src, 1), check_size("n_tgt", n_tgt, 1)
+        d = check_size("d", d, 1)
         self.embed = nn.Parameter(torch.randn(n_src, d) / d ** 0.5)    # E: (V_x, d)
         self.out = nn.Parameter(torch.randn(n_tgt, d) / d ** 0.5)      # W: (V_y, d)
 
     def forward(self, xbar: torch.Tensor) -> torch.Tensor:
         """xbar: (B, V_x) bag of input words (rows sum to 1) -> logits (B, V_y)."""
+        check_array("xbar", xbar, "float", ndim=2, hint=f"(B, V_x = {self.embed.shape[0]})",
+                    like=torch.Tensor)
+        if xbar.shape[1] != self.embed.shape[0] or xbar.dtype != self.embed.dtype:
+            fail("xbar", f"(B, V_x = {self.embed.shape[0]}) of dtype "
+                 f"{str(self.embed.dtype).removeprefix('torch.')}", describe(xbar))
+        check_same_device(xbar=xbar, embed=self.embed)
         return (xbar @ self.embed) @ self.out.T
 
     def word_logits(self) -> torch.Tensor:
@@ -345,6 +414,7 @@ def proxy_prediction_np(counts: np.ndarray) -> np.ndarray:
     The 2 is one term from Ẇ and one from Ė; each tends to C − mean_y C because at N(0, 1/d)
     e_x·e_x' → [x = x'], w_y·w_y' → [y = y'] and the softmax starts uniform.
     """
+    check_array("counts", counts, "float", ndim=2, hint="(V_x, V_y)", like=np.ndarray)
     return 2.0 * (counts - counts.mean(axis=1, keepdims=True))
 
 
@@ -352,6 +422,8 @@ def proxy_agreement_torch(bx: Bitext, d: int, seed: int = 0):
     """Torch-only; compares proxy_logit_velocity_torch at a fresh N(0, 1/d) start with
     proxy_prediction_np. Returns (r, measured (V_x-1, V_y), predicted): r is the correlation
     over all (x, y), nan when the prediction is constant (a flat count table, e.g. 40-of-40)."""
+    check_bitext(bx)
+    d, seed = check_size("d", d, 1), check_size("seed", seed)
     if bx.null:
         fail("the proxy has no NULL word", "make_bitext(..., null=False)", "null=True")
     xbar, ycount = (torch.as_tensor(a) for a in bag_matrices_np(bx))

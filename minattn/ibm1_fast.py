@@ -25,16 +25,22 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .ibm1 import MIN_PROB, check_mode
+from .ibm1 import (MIN_PROB, check_bitext, check_covered, check_mode, check_nonnegative,
+                   check_pair_index)
 from .ibm1_fast_index import IndexedBitext, index_bitext  # noqa: F401  (re-exported)
-from .tools.utils import fail
+from .tools.utils import check_array, check_finite, check_number, check_size, describe, fail
 
 
-def check_sparse_table(t, fb: IndexedBitext) -> None:
-    """Raise unless t holds one value per stored entry of this corpus."""
+def check_sparse_table(t, fb: IndexedBitext, name: str = "t") -> None:
+    """Raise unless t holds one float value per stored entry of this corpus, finite and >= 0
+    (probabilities, or counts for the M-step)."""
+    check_bitext(fb)
+    check_array(name, t, "float", hint=f"({len(fb.entry_src)},)")
     if t.ndim != 1 or t.shape[0] != len(fb.entry_src):
-        fail("translation table does not fit the corpus",
+        fail(f"{name}: translation table does not fit the corpus",
              f"one value per stored entry, shape ({len(fb.entry_src)},)", f"shape {tuple(t.shape)}")
+    check_finite(name, t)
+    check_nonnegative(name, t)
 
 
 def target_weights_np(fb: IndexedBitext, mode: str = "textbook") -> np.ndarray:
@@ -71,12 +77,14 @@ def e_step_np(t: np.ndarray, fb: IndexedBitext, mode: str = "textbook"):
     counts = t * np.bincount(fb.point_entry, weights=share, minlength=len(t))
     loglik = float(w @ np.log(Z / fb.width))
     # END EXERCISE
+    check_covered(t, loglik)
     return counts, loglik
 
 
 def m_step_np(counts: np.ndarray, fb: IndexedBitext, floor: float = 0.0) -> np.ndarray:
     """ibm1.m_step_np on the sparse table (every stored entry has a count > 0)."""
-    check_sparse_table(counts, fb)
+    check_sparse_table(counts, fb, "counts")
+    check_number("floor", floor, low=0.0, high=1.0)
     # BEGIN EXERCISE 6.2 implement: M-step: normalise each source word's counts (~5 min)
     total = np.bincount(fb.entry_src, weights=counts, minlength=len(fb.src_vocab))   # (V_x,)
     t = counts / np.take(total, fb.entry_src)
@@ -86,6 +94,8 @@ def m_step_np(counts: np.ndarray, fb: IndexedBitext, floor: float = 0.0) -> np.n
 
 def em_np(fb: IndexedBitext, iterations: int, mode: str = "textbook", t: np.ndarray | None = None):
     """ibm1.em_np: returns (t (E,), log-likelihood before each step)."""
+    check_bitext(fb)
+    iterations = check_size("iterations", iterations)
     check_mode(mode, fb)
     floor = MIN_PROB if mode == "nltk" else 0.0
     t = uniform_table_np(fb) if t is None else t
@@ -119,6 +129,8 @@ def split_pairs_np(a: np.ndarray, fb: IndexedBitext) -> list[np.ndarray]:
 def position_entries_np(fb: IndexedBitext, m: int) -> np.ndarray:
     """(|y^m|, null + |x^m|) table entry of every (target position, source position) of pair m;
     column 0 is NULL when `fb.null`."""
+    check_bitext(fb)
+    m = check_pair_index(m, len(fb.src_start) - 1)
     rows = fb.tgt_tok_row[fb.tgt_start[m]:fb.tgt_start[m + 1]]
     cols = fb.src_tok_bag[fb.src_start[m]:fb.src_start[m + 1]] + int(fb.null)
     if fb.null:
@@ -130,6 +142,8 @@ def alignment_matrix_np(t: np.ndarray, fb: IndexedBitext, m: int) -> np.ndarray:
     """(|y^m|, null + |x^m|) ibm1.alignment_matrix_np of pair m, read from the sparse table."""
     check_sparse_table(t, fb)
     p = t[position_entries_np(fb, m)]
+    if not (p.sum(axis=1) > 0).all():
+        check_covered(t, -np.inf)
     return p / p.sum(axis=1, keepdims=True)
 
 
@@ -144,7 +158,11 @@ def to_dense_np(values: np.ndarray, fb: IndexedBitext) -> np.ndarray:
 
 def rows_np(values: np.ndarray, fb: IndexedBitext, words) -> np.ndarray:
     """(len(words), V_y) the dense rows of a sparse table for some source words."""
-    check_sparse_table(values, fb)
+    check_sparse_table(values, fb, "values")
+    unknown = [x for x in words if x not in fb.src_index]
+    if isinstance(words, str) or unknown:
+        fail("words", "a list of words of the source vocabulary",
+             describe(words) if isinstance(words, str) else f"unknown words {unknown[:5]}")
     out = np.zeros((len(words), len(fb.tgt_vocab)))
     for k, x in enumerate(words):
         hits = fb.entry_src == fb.src_index[x]
@@ -163,6 +181,8 @@ def entry_index(fb: IndexedBitext, x, y) -> int | None:
 
 def top_translations_np(t: np.ndarray, fb: IndexedBitext, x, k: int = 3) -> list[tuple]:
     """ibm1.top_translations_np on the sparse table: [(y, t(y | x)), ...]."""
+    check_sparse_table(t, fb)
+    k = check_size("k", k)
     if x not in fb.src_index:
         fail("unknown source word", "a word of the source vocabulary", repr(x))
     rows = np.flatnonzero(fb.entry_src == fb.src_index[x])
@@ -193,6 +213,7 @@ def tensors_torch(fb: IndexedBitext, device=None) -> dict[str, torch.Tensor]:
 def e_step_torch(t: torch.Tensor, fb: IndexedBitext, mode: str = "textbook"):
     """e_step_np in torch (index_add_ plays np.bincount); returns (counts, loglik tensor)."""
     check_sparse_table(t, fb)
+    check_array("t", t, "float", like=torch.Tensor)
     check_mode(mode, fb)
     b = tensors_torch(fb, t.device)
     w = b["row_count"] if mode == "textbook" else torch.ones_like(b["row_count"])
@@ -203,12 +224,15 @@ def e_step_torch(t: torch.Tensor, fb: IndexedBitext, mode: str = "textbook"):
     counts = t * torch.zeros_like(t).index_add_(0, b["point_entry"], share)
     loglik = w @ torch.log(Z / b["width"])
     # END EXERCISE
+    check_covered(t, loglik)
     return counts, loglik
 
 
 def m_step_torch(counts: torch.Tensor, fb: IndexedBitext, floor: float = 0.0) -> torch.Tensor:
     """m_step_np in torch."""
-    check_sparse_table(counts, fb)
+    check_sparse_table(counts, fb, "counts")
+    check_array("counts", counts, "float", like=torch.Tensor)
+    check_number("floor", floor, low=0.0, high=1.0)
     entry_src = tensors_torch(fb, counts.device)["entry_src"]
     # BEGIN EXERCISE 6.2 implement: M-step: normalise each source word's counts (~5 min)
     total = torch.zeros(len(fb.src_vocab), dtype=counts.dtype, device=counts.device)
@@ -219,6 +243,8 @@ def m_step_torch(counts: torch.Tensor, fb: IndexedBitext, floor: float = 0.0) ->
 
 def em_torch(fb: IndexedBitext, iterations: int, mode: str = "textbook", device=None):
     """em_np in torch (float64); returns (t as a NumPy array, log-likelihoods)."""
+    check_bitext(fb)
+    iterations = check_size("iterations", iterations)
     check_mode(mode, fb)
     floor = MIN_PROB if mode == "nltk" else 0.0
     t = torch.as_tensor(uniform_table_np(fb), device=device)

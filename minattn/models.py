@@ -10,7 +10,8 @@ from torch import nn
 
 from .attention import MultiHeadAttention, causal_mask_torch
 from .sparse_kernels import block_sparse_attention_torch, window_attention_torch
-from .tools.utils import as_numpy, fail
+from .tools.utils import (as_numpy, check_array, check_ids, check_same_device, check_size, describe,
+                          fail, shape_str)
 from .xl import sinusoid_torch
 
 
@@ -31,6 +32,7 @@ class RecallAttention(nn.Module):
         self.readout = nn.Sequential(nn.LayerNorm(d_model), nn.Linear(d_model, n_values))
 
     def forward(self, queries, keys, values, need_weights: bool = False):
+        check_recall_inputs(queries, keys, values, self.key_embedding, self.value_embedding)
         pairs = self.key_embedding(keys) + self.value_embedding(values)  # (B, P, D)
         asked = self.key_embedding(queries)  # (B, Q, D)
         found, weights = self.attention(asked, pairs, pairs, need_weights=need_weights)
@@ -55,6 +57,7 @@ class RecallMeanPool(nn.Module):
                                  nn.Linear(d_model, n_values))
 
     def forward(self, queries, keys, values):
+        check_recall_inputs(queries, keys, values, self.key_embedding, self.value_embedding)
         pairs = self.key_embedding(keys) + self.value_embedding(values)  # (B, P, D)
         summary = pairs.mean(dim=1, keepdim=True)  # (B, 1, D): order and binding are gone
         asked = self.key_embedding(queries)  # (B, Q, D)
@@ -95,9 +98,22 @@ class PositionReader(nn.Module):
         found, weights = self.attention(x, need_weights=need_weights)
         logits = self.readout(found)  # (B, N, n_symbols)
         return (logits, weights) if need_weights else logits
+def check_recall_inputs(queries, keys, values, key_embedding, value_embedding) -> None:
+    """queries (B, Q), keys and values (B, P) token ids inside their vocabularies."""
+    for name, ids, table in (("queries", queries, key_embedding), ("keys", keys, key_embedding),
+                             ("values", values, value_embedding)):
+        check_array(name, ids, "int", ndim=2, hint="(B, ·) token ids", like=torch.Tensor)
+        check_ids(name, ids, table.num_embeddings)
+    if keys.shape != values.shape or queries.shape[0] != keys.shape[0]:
+        fail("values", f"the shape of keys {shape_str(keys.shape)} (and queries of batch "
+             f"{keys.shape[0]})", f"values {shape_str(values.shape)}, queries "
+             f"{shape_str(queries.shape)}")
+    check_same_device(queries=queries, keys=keys, values=values, weights=key_embedding.weight)
 
 
 def count_parameters(model: nn.Module) -> int:
+    if not isinstance(model, nn.Module):
+        fail("model", "a torch.nn.Module", describe(model))
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
@@ -109,6 +125,13 @@ def window_attend(w: int, dilation: int = 1, causal: bool = False, global_idx=No
     """A kernel for `MultiHeadAttention(..., attend=)`: (q, k, v, mask) -> sliding-window
     attention (`sparse_kernels.window_attention_torch`). The pattern is the mask, so the
     layer's `mask` argument must be None."""
+    w, dilation = check_size("w", w), check_size("dilation", dilation, 1)
+    if block is not None:
+        block = check_size("block", block, 1)
+    if global_idx is not None:
+        check_array("global_idx", np.asarray(global_idx), "int" if len(np.asarray(global_idx))
+                    else None, ndim=1, hint="positions")
+
     def attend(q, k, v, mask=None):
         _no_mask(mask, "window_attend")
         return window_attention_torch(q, k, v, w, dilation=dilation, causal=causal,
@@ -121,6 +144,8 @@ def block_sparse_attend(layout, block: int, causal: bool = False):
     """A kernel for `MultiHeadAttention(..., attend=)`: (q, k, v, mask) -> block-sparse
     attention on `layout` (`sparse_kernels.block_sparse_attention_torch`); mask must be None."""
     layout = as_numpy(layout)
+    check_array("layout", layout, "bool", ndim=2, hint="(nb, nb)", like=np.ndarray)
+    block = check_size("block", block, 1)
 
     def attend(q, k, v, mask=None):
         _no_mask(mask, "block_sparse_attend")
@@ -132,6 +157,16 @@ def block_sparse_attend(layout, block: int, causal: bool = False):
 def _no_mask(mask, name):
     if mask is not None:
         fail(f"{name}: the sparse pattern is the mask", "mask=None", f"a mask of type {type(mask)}")
+
+
+def check_tokens(tokens, embedding: nn.Embedding, max_len: int | None = None) -> None:
+    """tokens: (B, N) integer ids inside the embedding's vocabulary, N <= max_len, N > 0."""
+    check_array("tokens", tokens, "int", ndim=2, hint="(B, N) token ids", like=torch.Tensor)
+    if 0 in tokens.shape or max_len is not None and tokens.shape[1] > max_len:
+        fail("tokens", f"(B, N) with 0 < N <= max_len = {max_len}" if max_len else
+             "(B, N) with B, N > 0", describe(tokens))
+    check_ids("tokens", tokens, embedding.num_embeddings)
+    check_same_device(tokens=tokens, weights=embedding.weight)
 
 
 class SparseClassifier(nn.Module):
@@ -158,6 +193,7 @@ class SparseClassifier(nn.Module):
         self.head = nn.Linear(d_model, n_classes)
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        check_tokens(tokens, self.embed, max_len=self.position.shape[0])
         x = self.embed(tokens) + self.position[: tokens.shape[1]]  # (B, N, D)
         for layer, (attn, mlp) in enumerate(zip(self.attn, self.mlp)):
             x = x + attn(self.norms[2 * layer](x))[0]
@@ -194,6 +230,10 @@ class TransformerBaseline(nn.Module):
         self.classifier = NodeReadout(d_model, n_out, max_pool)
 
     def forward(self, inputs: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        from .multiscale import check_classifier_inputs
+
+        check_classifier_inputs(inputs, lengths, self.embedding, self.input.weight,
+                                max_len=self.position.shape[0] - 1)
         x = self.input(self.embedding(inputs) if self.embedding is not None else inputs)
         bsz, n, _ = x.shape
         x = torch.cat([self.node.expand(bsz, 1, -1), x], dim=1) + self.position[: n + 1]
@@ -243,8 +283,9 @@ class BiLSTMClassifier(nn.Module):
                                         nn.Linear(hidden, n_out))
 
     def forward(self, inputs: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
-        from .multiscale import masked_max_torch
+        from .multiscale import check_classifier_inputs, masked_max_torch
 
+        check_classifier_inputs(inputs, lengths, self.embedding, self.lstm.weight_ih_l0)
         x = self.embedding(inputs) if self.embedding is not None else inputs
         bsz, n, _ = x.shape
         lengths = torch.full((bsz,), n) if lengths is None else lengths
@@ -295,10 +336,11 @@ class VanillaLM(nn.Module):
         self.out_bias = nn.Parameter(torch.zeros(vocab_size))
 
     def forward(self, tokens, memories=None, mem_len=None):
+        check_tokens(tokens, self.embedding)
         L = tokens.shape[1]
         h = self.embedding(tokens) * math.sqrt(self.d_model)
         h = h + sinusoid_torch(L, self.d_model, device=h.device, dtype=h.dtype)  # positions 0..L−1
-        mask = causal_mask_torch(L, L, device=tokens.device)
+        mask = causal_mask_torch(L, L, device=tokens.device)[None, None]  # (1, 1, L, L)
         for layer in self.layers:
             h = layer(h, mask)
         return self.final_norm(h) @ self.embedding.weight.T + self.out_bias, None
@@ -340,7 +382,13 @@ class SentenceClassifier(nn.Module):
         self.classifier = nn.Linear(d_model, n_classes)
 
     def forward(self, states, mask, need_weights: bool = False):
-        from .task_heads import cls_pool_torch, mean_pool_torch
+        from .task_heads import check_states, cls_pool_torch, mean_pool_torch
+
+        check_states(states, mask)
+        weight = next(self.parameters()).dtype
+        if states.dtype != weight:
+            fail("states", f"dtype {str(weight).removeprefix('torch.')}, the model's",
+                 describe(states))
 
         if self.encoder is not None:
             states = self.encoder(states, mask)

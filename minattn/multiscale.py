@@ -32,7 +32,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import MultiHeadAttention, attention_np, attention_torch, check_attention_inputs
-from .tools.utils import as_numpy, fail, shape_str
+from .tools.utils import (as_numpy, check_array, check_finite, check_ids, check_number,
+                          check_same_device, check_size, describe, fail, hide, shape_str)
 
 
 # ============================================================================ input checks
@@ -41,19 +42,20 @@ def check_windows(windows, num_heads: int | None = None) -> list[int]:
     ws = list(as_numpy(windows).reshape(-1)) if not isinstance(windows, (list, tuple)) \
         else list(windows)
     if not ws:
-        fail("no scales given", "one window ω >= 0 per head", repr(windows))
+        fail("windows: no scales given", "one window ω >= 0 per head", repr(windows))
     for w in ws:
         if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 0:
-            fail("a window ω must be an integer >= 0", "ω in {0, 1, 2, ...}", repr(windows))
+            fail("windows: a window ω must be an integer >= 0", "ω in {0, 1, 2, ...}",
+                 repr(windows))
     if num_heads is not None and len(ws) != num_heads:
-        fail("one window per head", f"{num_heads} windows", f"{len(ws)}: {list(map(int, ws))}")
+        fail("windows: one window per head", f"{num_heads} windows",
+             f"{len(ws)}: {list(map(int, ws))}")
     return [int(w) for w in ws]
 
 
 def scale_candidates(n: int) -> list[int]:
     """The paper's candidate scales for sequences of length n: ω ∈ {3, N/16, N/8, N/4, N/2}."""
-    if n < 2:
-        fail("sequence length for the scale candidates", "n >= 2", repr(n))
+    n = check_size("n", n, 2)
     return [3] + [max(1, n // f) for f in (16, 8, 4, 2)]
 
 
@@ -61,8 +63,7 @@ def scale_candidates(n: int) -> list[int]:
 def scale_mask_np(n: int, windows) -> np.ndarray:
     """(H, N, N) bool: head h lets query i see key j iff |i − j| <= windows[h]."""
     ws = check_windows(windows)
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        fail("sequence length n", "an integer >= 1", repr(n))
+    n = check_size("n", n, 1)
     # BEGIN EXERCISE 3.1 implement: the per-head window mask |i - j| <= ω_h, shape (H, N, N) (~10 min)
     i = np.arange(n)[:, None]  # (N, 1) queries
     j = np.arange(n)[None, :]  # (1, N) keys
@@ -109,17 +110,38 @@ def measured_scale_np(weights: np.ndarray, query_mask: np.ndarray | None = None)
         weights: (B, H, N, N) attention weights.
         query_mask: optional (B, N) bool, True on the queries to average over (real tokens).
     Returns:
-        (H,) the mean attention distance of each head.
+        (H,) the mean attention distance of each head; 0 for a batch without a real query.
+    Padded queries' rows may hold anything: they are selected away, never multiplied by 0.
     """
-    if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2]:
-        fail("weights of self-attention", "(B, H, N, N)", shape_str(weights.shape))
+    check_measured_scale_inputs(weights, query_mask, np.ndarray)
     n = weights.shape[-1]
     distance = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])  # (N, N): |i - j|
-    per_query = (weights * distance).sum(-1)  # (B, H, N)
     if query_mask is None:
-        return per_query.mean(axis=(0, 2))
-    keep = np.asarray(query_mask, dtype=np.float64)[:, None, :]  # (B, 1, N)
-    return (per_query * keep).sum(axis=(0, 2)) / np.maximum(keep.sum(axis=(0, 2)), 1)
+        return (weights * distance).sum(-1).mean(axis=(0, 2))
+    keep = query_mask[:, None, :]  # (B, 1, N)
+    per_query = np.where(keep, (hide(weights, keep[..., None]) * distance).sum(-1), 0.0)
+    return per_query.sum(axis=(0, 2)) / np.maximum(keep.sum(axis=(0, 2)), 1)
+
+
+def check_measured_scale_inputs(weights, query_mask, like) -> None:
+    """weights (B, H, N, N) >= 0, finite for the real queries; query_mask None or (B, N) bool."""
+    check_array("weights", weights, "float", hint="(B, H, N, N)", like=like)
+    if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2]:
+        fail("weights of self-attention", "(B, H, N, N)", shape_str(weights.shape))
+    keep = None
+    if query_mask is not None:
+        check_array("query_mask", query_mask, "bool", like=like,
+                    hint=f"(B, N) = ({weights.shape[0]}, {weights.shape[-1]}), True on real queries")
+        if tuple(query_mask.shape) != (weights.shape[0], weights.shape[-1]):
+            fail("query_mask", f"shape (B, N) = ({weights.shape[0]}, {weights.shape[-1]}), "
+                 "True on real queries", describe(query_mask))
+        check_same_device(weights=weights, query_mask=query_mask)
+        keep = query_mask[:, None, :, None]
+    check_finite("weights", weights, where=keep)
+    negative = weights < 0 if keep is None else (weights < 0) & keep
+    if bool(negative.any()):
+        fail("weights", "attention weights >= 0 (rows of a softmax)",
+             f"{int(negative.sum())} negative values")
 
 
 def allocate_scales_np(num_heads: int, num_scales: int, num_layers: int,
@@ -142,8 +164,7 @@ def allocate_scales_np(num_heads: int, num_scales: int, num_layers: int,
                              ("num_layers L", num_layers, 1)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             fail(f"{name} must be an integer >= {low}", f">= {low}", repr(value))
-    if not np.isfinite(alpha):
-        fail("alpha must be a finite number", "a float such as 0.5", repr(alpha))
+    alpha = check_number("alpha", alpha)
     # BEGIN EXERCISE 3.2 implement: scale allocation — scores z, softmax shares, counts from the cumulative shares (~15 min)
     layer = np.arange(num_layers)[:, None]  # (L, 1), l - 1
     t = 1.0 - 2.0 * layer / (num_layers - 1) if num_layers > 1 else np.ones((1, 1))
@@ -161,9 +182,12 @@ def allocate_scales_np(num_heads: int, num_scales: int, num_layers: int,
 def layer_windows(counts: np.ndarray, scales) -> list[list[int]]:
     """(L, K) head counts + K scales -> each layer's list of N' windows, smallest first."""
     counts = np.asarray(counts)
+    scales = check_windows(scales)
     if counts.ndim != 2 or counts.shape[1] != len(scales):
         fail("counts and scales must match", f"(L, {len(scales)}) counts",
              shape_str(counts.shape))
+    if counts.dtype.kind not in "iu" or (counts < 0).any():
+        fail("counts", "integer head counts >= 0 (allocate_scales_np's)", describe(counts))
     return [[int(w) for w, c in zip(scales, row) for _ in range(int(c))] for row in counts]
 
 
@@ -171,8 +195,7 @@ def layer_windows(counts: np.ndarray, scales) -> list[list[int]]:
 def scale_mask_torch(n: int, windows, device=None) -> torch.Tensor:
     """Torch twin of `scale_mask_np`: (H, N, N) bool on `device`."""
     ws = check_windows(windows)
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        fail("sequence length n", "an integer >= 1", repr(n))
+    n = check_size("n", n, 1)
     # BEGIN EXERCISE 3.1 implement: the per-head window mask |i - j| <= ω_h, shape (H, N, N) (~10 min)
     i = torch.arange(n, device=device)[:, None]  # (N, 1) queries
     j = torch.arange(n, device=device)[None, :]  # (1, N) keys
@@ -193,15 +216,43 @@ def multiscale_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
 def measured_scale_torch(weights: torch.Tensor,
                          query_mask: torch.Tensor | None = None) -> torch.Tensor:
     """Torch twin of `measured_scale_np`: (H,) mean attention distance per head."""
-    if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2]:
-        fail("weights of self-attention", "(B, H, N, N)", shape_str(weights.shape))
+    check_measured_scale_inputs(weights, query_mask, torch.Tensor)
     pos = torch.arange(weights.shape[-1], device=weights.device)
     distance = (pos[:, None] - pos[None, :]).abs().to(weights.dtype)  # (N, N)
-    per_query = (weights * distance).sum(-1)  # (B, H, N)
     if query_mask is None:
-        return per_query.mean(dim=(0, 2))
-    keep = query_mask.to(weights.dtype)[:, None, :]  # (B, 1, N)
-    return (per_query * keep).sum(dim=(0, 2)) / keep.sum(dim=(0, 2)).clamp(min=1)
+        return (weights * distance).sum(-1).mean(dim=(0, 2))
+    keep = query_mask[:, None, :]  # (B, 1, N)
+    per_query = torch.where(keep, (hide(weights, keep[..., None]) * distance).sum(-1), 0.0)
+    return per_query.sum(dim=(0, 2)) / keep.sum(dim=(0, 2)).clamp(min=1)
+
+
+def check_classifier_inputs(inputs, lengths, embedding, weight, max_len=None) -> None:
+    """The inputs of lesson 03's classifiers: (B, N) token ids inside the embedding's
+    vocabulary (with an nn.Embedding), else (B, N, d_in) finite vectors of the dtype and width
+    of the first layer's `weight` (·, d_in); lengths None or (B,) integers in 1..N (a sentence
+    has at least one token)."""
+    if isinstance(embedding, nn.Embedding):
+        check_array("inputs", inputs, "int", ndim=2, hint="(B, N) token ids", like=torch.Tensor)
+        check_ids("inputs", inputs, embedding.num_embeddings, "the embedding's vocabulary")
+    elif embedding is None:
+        check_array("inputs", inputs, "float", ndim=3, hint="(B, N, d_in)", like=torch.Tensor)
+        if weight is not None and (inputs.shape[-1] != weight.shape[-1]
+                                   or inputs.dtype != weight.dtype):
+            fail("inputs", f"(B, N, {weight.shape[-1]}) {str(weight.dtype).removeprefix('torch.')}"
+                 " vectors, the first layer's width and dtype", describe(inputs))
+        check_finite("inputs", inputs)
+    if inputs.shape[0] == 0 or inputs.shape[1] == 0:
+        fail("inputs", "at least one sequence of at least one token", describe(inputs))
+    if max_len is not None and inputs.shape[1] > max_len:
+        fail("inputs: sequence longer than the positional embedding",
+             f"N <= max_len = {max_len}", f"N = {inputs.shape[1]}")
+    if lengths is not None:
+        n = inputs.shape[1]
+        check_array("lengths", lengths, "int", ndim=1, hint="(B,) integers", like=torch.Tensor)
+        if lengths.shape[0] != inputs.shape[0] or int(lengths.min()) < 1 or int(lengths.max()) > n:
+            fail("lengths", f"({inputs.shape[0]},) integers in 1..N = {n}",
+                 f"{describe(lengths)} from {int(lengths.min())} to {int(lengths.max())}"
+                 if lengths.numel() else describe(lengths))
 
 
 class MultiScaleKernel:
@@ -233,6 +284,13 @@ class MultiScaleKernel:
 def masked_max_torch(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     """Torch-only: max over the tokens of x (B, N, D) where keep (B, N) is True -> (B, D);
     an example with no token gives zeros."""
+    check_array("x", x, "float", ndim=3, hint="(B, N, D)", like=torch.Tensor)
+    check_array("keep", keep, "bool", like=torch.Tensor, hint="(B, N), True on real tokens")
+    if tuple(keep.shape) != tuple(x.shape[:2]):
+        fail("keep", f"shape (B, N) = {shape_str(x.shape[:2])}, True on real tokens",
+             describe(keep))
+    check_same_device(x=x, keep=keep)
+    check_finite("x", x, where=keep[..., None])
     out = x.masked_fill(~keep[..., None], float("-inf")).amax(dim=1)
     return torch.where(torch.isfinite(out), out, torch.zeros_like(out))
 
@@ -280,10 +338,10 @@ class MultiScaleTransformer(nn.Module):
                  embedding: nn.Module | None = None, fast: bool = True,
                  max_len: int | None = None, max_pool: bool = True):
         super().__init__()
-        if not windows:
-            fail("MultiScaleTransformer needs at least one layer", "a list of per-layer windows",
-                 repr(windows))
-        heads = len(windows[0])
+        if not windows or not isinstance(windows, (list, tuple)):
+            fail("windows: MultiScaleTransformer needs at least one layer",
+                 "a list of per-layer windows", repr(windows))
+        heads = len(check_windows(windows[0]))
         self.embedding = embedding
         self.input = nn.Linear(d_in, d_model)
         self.node = nn.Parameter(torch.randn(d_model) * 0.02)
@@ -297,6 +355,7 @@ class MultiScaleTransformer(nn.Module):
         self.classifier = NodeReadout(d_model, n_out, max_pool)
 
     def forward(self, inputs: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
+        check_classifier_inputs(inputs, lengths, self.embedding, self.input.weight)
         x = self.input(self.embedding(inputs) if self.embedding is not None else inputs)
         bsz, n, _ = x.shape
         x = torch.cat([self.node.expand(bsz, 1, -1), x], dim=1)  # (B, 1 + N, D)

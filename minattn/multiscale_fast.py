@@ -60,11 +60,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .attention import fast_attention_torch
+from .attention import fast_attention_torch, visible_inputs
 from .dispatch import routed_multiscale_attention
 from .multiscale import _check_inputs, scale_mask_torch
 from .sparse_kernels import _check_window_args, window_attention_torch
-from .tools.utils import fail, shape_str
+from .tools.utils import check_size, fail, shape_str
 
 DENSE_BELOW = 512  # N below which one dense masked call beats grouping (benchmarks/multiscale.py)
 BAND_FROM = 128  # ω from which the band kernel beats the window kernel (CPU)
@@ -86,6 +86,8 @@ def multiscale_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.T
     and N < dense_below, take one dense masked call.
     """
     ws = _check_inputs(q, k, v, windows, mask)
+    dense_below = check_size("dense_below", dense_below)
+    q, k, v = visible_inputs(q, k, v, mask)  # padding may hold garbage: set to 0, rest checked
     n = q.shape[-2]
     key_mask = _key_padding(mask, q.shape[0], n)
     if mask is None or key_mask is not None:  # CUDA: FlexAttention, per-head windows (dispatch.py)
@@ -210,6 +212,7 @@ def band_attention_cpu(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: int
 def band_pieces(n: int, w: int, c: int) -> list:
     """For each query chunk: (a, m, pieces), queries a .. a + m − 1 and their key pieces
     (start, stop, kind), kind one of "all", "lower" (t <= r), "upper" (t >= r), "mask"."""
+    n, w, c = check_size("n", n), check_size("w", w), check_size("c", c, 1)
     plan = []
     for a in range(0, n, c):
         m = min(c, n - a)
@@ -234,8 +237,9 @@ def band_pieces_np(n: int, w: int, c: int) -> tuple[np.ndarray, np.ndarray]:
     where one does; and count (N, N) int: how many pieces compute the pair — it must be 1
     inside the window |i − j| <= w and 0 outside, or the kernel would miss or double a pair.
     """
+    plan = band_pieces(n, w, c)  # checks n, w, c
     kind_map, count = np.zeros((n, n), dtype=int), np.zeros((n, n), dtype=int)
-    for a, m, pieces in band_pieces(n, w, c):
+    for a, m, pieces in plan:
         for start, stop, kind in pieces:
             r, t = np.arange(m)[:, None], np.arange(stop - start)[None, :]  # query r, key t
             inside = {"all": np.ones((m, stop - start), dtype=bool), "lower": t <= r,

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .tools.utils import as_numpy, fail, shape_str
+from .tools.utils import as_numpy, check_array, check_size, describe, fail, shape_str
 
 
 # ============================================================================ input checks
@@ -49,7 +49,10 @@ def _positions(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def check_global_idx(global_idx, n: int) -> np.ndarray:
     """Global positions as a sorted int array of distinct values in [0, n)."""
-    idx = as_numpy(global_idx if global_idx is not None else [], dtype=np.int64).reshape(-1)
+    given = as_numpy(global_idx if global_idx is not None else [])
+    if given.size and given.dtype.kind not in "iu":
+        fail("global_idx", f"integer positions in [0, {n})", describe(given))
+    idx = given.astype(np.int64).reshape(-1)
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         fail("global_idx out of range", f"positions in [0, {n})", str(idx.tolist()))
     if np.unique(idx).size != idx.size:
@@ -108,6 +111,7 @@ def random_mask_np(n: int, r: int, seed: int, causal: bool = False) -> np.ndarra
     When fewer than r keys are allowed (early queries of a causal mask), it gets all of them.
     """
     r = _check_int("random keys r", r, 0)
+    seed = check_size("seed", seed)
     _positions(n)  # checks n
     rng = np.random.default_rng(seed)
     mask = np.zeros((n, n), dtype=bool)
@@ -124,6 +128,7 @@ def block_mask_np(layout: np.ndarray, block: int, n: int) -> np.ndarray:
     past N (the padding of a short last block) are cut off.
     """
     block = _check_int("block", block, 1)
+    n = _check_int("n", n, 1)
     layout = np.asarray(layout)
     nb = -(-n // block)
     if layout.dtype != np.bool_ or layout.shape != (nb, nb):
@@ -137,6 +142,7 @@ def block_layout_np(mask: np.ndarray, block: int) -> np.ndarray:
 
     This is what a block-sparse kernel computes: a tile is worked on whole or skipped whole.
     """
+    check_square_mask(mask)
     block = _check_int("block", block, 1)
     n = mask.shape[-1]
     nb = -(-n // block)
@@ -210,10 +216,19 @@ def union_np(*masks: np.ndarray) -> np.ndarray:
     """The union of patterns: i sees j if any pattern lets it (e.g. window ∪ global)."""
     if not masks:
         fail("union of no masks", "at least one mask", "none")
+    for m in masks:
+        check_array("masks", m, "bool", like=np.ndarray, hint="(N, N)")
     shapes = {m.shape for m in masks}
     if len(shapes) > 1:
         fail("masks of different shapes", "one (N, N) shape", str(sorted(shapes)))
     return np.logical_or.reduce(masks)
+
+
+def check_square_mask(mask) -> None:
+    """mask: a NumPy bool (N, N) array."""
+    check_array("mask", mask, "bool", ndim=2, like=np.ndarray, hint="(N, N)")
+    if mask.shape[0] != mask.shape[1]:
+        fail("mask", "a square bool (N, N) mask", describe(mask))
 
 
 # ============================================================================ graph view
@@ -225,14 +240,13 @@ def hops_np(mask: np.ndarray, max_hops: int | None = None) -> np.ndarray:
     boolean matrix power (mask | I)^L. Entries are -1 where j never reaches i (within
     `max_hops`, default N). The diagonal is 0.
     """
-    if mask.ndim != 2 or mask.shape[0] != mask.shape[1] or mask.dtype != np.bool_:
-        fail("hops_np needs a square boolean mask", "bool (N, N)",
-             f"{mask.dtype} {shape_str(mask.shape)}")
+    check_square_mask(mask)
     n = mask.shape[0]
+    max_hops = n if max_hops is None else check_size("max_hops", max_hops)
     step = (mask | np.eye(n, dtype=bool)).astype(np.float32)
     hops = np.where(np.eye(n, dtype=bool), 0, -1)
     reach = np.eye(n, dtype=np.float32)
-    for layer in range(1, (max_hops or n) + 1):
+    for layer in range(1, max_hops + 1):
         reach = ((step @ reach) > 0).astype(np.float32)  # reach[i, j]: j's news has reached i
         new = (reach > 0) & (hops < 0)
         if not new.any():
@@ -247,7 +261,7 @@ def diameter_np(mask: np.ndarray) -> float:
     "Could" means every j for a non-causal mask, every j <= i for a causal one (a mask with
     no True above the diagonal). Returns inf when some such pair is never connected.
     """
-    hops = hops_np(mask)
+    hops = hops_np(mask)  # checks mask
     n = mask.shape[0]
     causal = not np.triu(mask, k=1).any()
     targets = np.tril(np.ones((n, n), dtype=bool)) if causal else np.ones((n, n), dtype=bool)

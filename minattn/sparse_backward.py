@@ -23,7 +23,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .attention import check_attention_inputs
 from .sparse_kernels import _band_np, window_forward_torch
+from .tools.utils import (check_array, check_finite, check_same_device, check_same_dtype,
+                          check_size, fail, shape_str)
 
 # Scores per chunk of blocks in the backward: 2^17 (512 KiB in float32), i.e. at c = 64 and
 # B·H = 4 one block per chunk for w = 128, four for w = 32; more when blocks are smaller.
@@ -68,6 +71,17 @@ def window_attention_backward_torch(q, k, v, grad_out, w_left, w_right, c, scale
     span = c + w_left + w_right). Keys outside 0 .. N-1 are masked out (the forward treats
     them as absent), so their gradients are zero.
     """
+    check_attention_inputs(q, k, v, scale=scale)
+    for name, x in (("q", q), ("grad_out", grad_out)):
+        check_array(name, x, "float", ndim=3, hint="(B, N, d)", like=torch.Tensor)
+    if tuple(grad_out.shape) != tuple(q.shape[:-1]) + (v.shape[-1],) or k.shape != q.shape:
+        fail("grad_out", f"the output's shape {shape_str(tuple(q.shape[:-1]) + (v.shape[-1],))}"
+             " (and k of q's shape)", f"grad_out {shape_str(grad_out.shape)}, k {shape_str(k.shape)}")
+    check_same_dtype(q=q, grad_out=grad_out)
+    check_same_device(q=q, grad_out=grad_out)
+    check_finite("grad_out", grad_out)
+    w_left, w_right = check_size("w_left", w_left), check_size("w_right", w_right)
+    c, chunk_scores = check_size("c", c, 1), check_size("chunk_scores", chunk_scores, 1)
     bsz, n, d = q.shape
     scale = 1.0 / math.sqrt(d) if scale is None else scale
     span = c + w_left + w_right

@@ -28,10 +28,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .attention import check_attention_inputs
+from .attention import check_attention_inputs, visible_inputs
 from .dispatch import routed_block_sparse_attention, routed_window_attention
 from .sparse import _check_int, check_global_idx
-from .tools.utils import fail, shape_str
+from .tools.utils import check_array, check_size, fail, hide, shape_str
 
 
 # ============================================================================ the blocked idea
@@ -50,13 +50,20 @@ def band_mask_torch(block: int, w_left: int, w_right: int, device=None) -> torch
     key t of that span is position s - w_left + t, so j - i in [-w_left, w_right] becomes
     a <= t <= a + w_left + w_right. One small mask serves every block: that is the trick.
     """
+    block, w_left, w_right = _check_band(block, w_left, w_right)
     return torch.from_numpy(_band_np(block, w_left, w_right)).to(device)
+
+
+def _check_band(block, w_left, w_right) -> tuple[int, int, int]:
+    return check_size("block", block, 1), check_size("w_left", w_left), check_size("w_right", w_right)
 
 
 def unfold_blocks_torch(x: torch.Tensor, block: int, w_left: int, w_right: int) -> torch.Tensor:
     """(..., M, d) -> (..., nb, c + w_left + w_right, d): block b gets rows [b·c - w_left,
     b·c + c + w_right) of x, zero rows outside 0..M-1. A view of the padded x: the blocks
     overlap in memory, no copy is made."""
+    check_array("x", x, None, min_ndim=2, hint="(..., M, d)", like=torch.Tensor)
+    block, w_left, w_right = _check_band(block, w_left, w_right)
     n_blocks = -(-x.shape[-2] // block)
     pad_right = n_blocks * block - x.shape[-2] + w_right
     padded = F.pad(x, (0, 0, w_left, pad_right))  # (..., w_left + nb·c + w_right, d)
@@ -75,6 +82,8 @@ def blocked_window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Te
     it (an unfold of the padded keys); one batched SDPA call with the fixed (c, c + w_l + w_r)
     band mask does all blocks at once. Work: N·(c + w_l + w_r) scores instead of N².
     """
+    check_attention_inputs(q, k, v, scale=scale)
+    block, w_left, w_right = _check_band(block, w_left, w_right)
     # BEGIN EXERCISE 2.2 implement: the blocked window forward: query blocks of c, unfolded key spans, one SDPA call with the band mask (~20 min)
     n_blocks = -(-q.shape[-2] // block)
     pad = n_blocks * block - q.shape[-2]
@@ -89,12 +98,16 @@ def blocked_window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Te
 
 
 # ============================================================================ the core: a sliding window
-def _check_window_args(q, k, v, w) -> int:
-    check_attention_inputs(q, k, v)
+def _check_window_args(q, k, v, w, scale=None) -> int:
+    """q, k, v of self-attention (one length N), finite (every key is in its own query's
+    window: nothing is hidden), w an integer >= 0."""
+    check_attention_inputs(q, k, v, scale=scale)
     if q.shape[-2] != k.shape[-2]:
         fail("window attention is self-attention: queries and keys must have one length N",
              f"k of length {q.shape[-2]}", f"q {shape_str(q.shape)}, k {shape_str(k.shape)}")
-    return _check_int("window w", w, 0)
+    w = _check_int("window w", w, 0)
+    visible_inputs(q, k, v)  # checks that they are finite
+    return w
 
 
 def _default_block(block, q, k, v) -> int:
@@ -128,8 +141,10 @@ def sliding_window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Te
     Returns:
         (..., N, dv).
     """
-    w = _check_window_args(q, k, v, w)
+    w = _check_window_args(q, k, v, w, scale)
     c = _default_block(block, q, k, v)
+    if chunk_scores is not None:
+        chunk_scores = check_size("chunk_scores", chunk_scores, 1)
     lead = q.shape[:-2]
     # One batch axis (B' = batch · heads · ...): SDPA's fast CPU kernel wants 4-d blocks.
     q3, k3, v3 = (x.reshape(-1, *x.shape[-2:]) for x in (q, k, v))  # (B', N, d)
@@ -150,6 +165,8 @@ def window_forward_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: i
     few blocks where that mask is wrong — their span runs past an end of the sequence, where
     the blocked kernel saw zero keys — are recomputed with their exact masks and swapped in.
     """
+    w = _check_window_args(q, k, v, w, scale)
+    block = check_size("block", block, 1)
     n = q.shape[-2]
     w_right = 0 if causal else w
     out = blocked_window_attention_torch(q, k, v, w, w_right, block, scale)  # (B, nb, c, dv)
@@ -241,7 +258,7 @@ def global_window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Ten
     already in a query's window is seen through the window, not twice; keys past the ends
     are masked. Then the G global queries attend to all N keys (G·N work) and replace their rows.
     """
-    w = _check_window_args(q, k, v, w)
+    w = _check_window_args(q, k, v, w, scale)
     dilation = _check_int("dilation", dilation, 1)
     c = _default_block(block, q, k, v)
     n, device = q.shape[-2], q.device
@@ -343,7 +360,7 @@ def block_sparse_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     over the P blocks: the row maximum (for stability) and the row sum are gathered from all
     the blocks of the row with scatter_reduce / index_add, then every block is normalised.
     """
-    check_attention_inputs(q, k, v)
+    check_attention_inputs(q, k, v, scale=scale)
     block = _check_int("block", block, 1)
     n, device = q.shape[-2], q.device
     # On CUDA: FlexAttention or fused SDPA, the same numbers (minattn/dispatch.py); else None.
@@ -356,6 +373,7 @@ def block_sparse_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     if layout.dtype != torch.bool or tuple(layout.shape) != (nb, nb):
         fail("block layout does not fit", f"bool of shape ({nb}, {nb}) for N={n}, "
              f"block={block}", f"{layout.dtype} of shape {shape_str(layout.shape)}")
+    q, k, v = _visible_blocks(q, k, v, layout, block, causal)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     rows, cols = torch.nonzero(layout, as_tuple=True)  # (P,), (P,): the non-zero blocks
 
@@ -388,3 +406,15 @@ def block_sparse_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     # END EXERCISE
     return out.flatten(-3, -2)[..., :n, :]
 
+
+def _visible_blocks(q, k, v, layout, block, causal):
+    """`attention.visible_inputs` for a block layout: the query rows of blocks that see no
+    block and the keys of blocks no query sees (under causal, only rows I >= J see block J)
+    are set to 0, the rest must be finite."""
+    if causal:
+        layout = layout & torch.ones_like(layout).tril()
+    n = q.shape[-2]
+    rows_seen = layout.any(1).repeat_interleave(block)[:n, None]  # (N, 1)
+    keys_seen = layout.any(0).repeat_interleave(block)[:n, None]  # (N, 1)
+    q, k, v = hide(q, rows_seen), hide(k, keys_seen), hide(v, keys_seen)
+    return visible_inputs(q, k, v)  # checks that they are finite

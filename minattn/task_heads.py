@@ -47,33 +47,49 @@ import torch
 from torch import nn
 
 from .attention import MultiHeadAttention, multi_head_attention_np, padding_mask_torch
-from .tools.utils import fail, shape_str
+from .tools.utils import (check_array, check_finite, check_number, check_same_device,
+                          check_same_dtype, check_size, describe, fail, hide, shape_str)
 
 LN_EPS = 1e-5
 
 
 # ============================================================================ input checks
-def check_states(states, mask, name: str = "states") -> None:
-    """states (B, L, D) float, mask (B, L) bool with at least one real token (the first)."""
+def check_states(states, mask, name: str = "states", mask_name: str = "mask", like=None) -> None:
+    """states (B, L, D) float, mask (B, L) bool, right-padded (1…1 0…0), with at least one real
+    token (the first); one library and device; the real tokens' states finite (padding may
+    hold anything: the heads select it away). like: np.ndarray or torch.Tensor (default:
+    whichever `states` is)."""
+    like = like or (torch.Tensor if isinstance(states, torch.Tensor) else np.ndarray)
+    check_array(name, states, "float", hint="(B, L, D)", like=like)
     if states.ndim != 3 or 0 in states.shape:
         fail(f"{name} have the wrong shape", "(B, L, D) with B, L, D > 0", shape_str(states.shape))
+    if not isinstance(mask, like):
+        fail(mask_name, f"a {'torch' if like is torch.Tensor else 'NumPy'} bool mask like "
+             f"{name}", describe(mask))
     if tuple(mask.shape) != tuple(states.shape[:2]):
-        fail(f"the mask of {name} does not fit", f"mask {shape_str(states.shape[:2])} bool",
-             f"mask {shape_str(mask.shape)}")
+        fail(f"the mask of {name} does not fit ({mask_name})",
+             f"mask {shape_str(states.shape[:2])} bool", f"mask {shape_str(mask.shape)}")
     if mask.dtype not in (np.bool_, torch.bool):
-        fail(f"the mask of {name} must be boolean (True = real token)", "dtype bool",
-             f"dtype {mask.dtype}")
+        fail(f"the mask of {name} must be boolean (True = real token; {mask_name})",
+             "dtype bool", f"dtype {mask.dtype}")
+    check_same_device(**{name: states, mask_name: mask})
     if not bool(mask[:, 0].all()):
-        fail(f"every sentence of {name} needs its first token", "mask[:, 0] all True",
-             "a row whose first token is padding")
+        fail(f"every sentence of {name} needs its first token ({mask_name})",
+             "mask[:, 0] all True", "a row whose first token is padding")
+    if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
+        fail(f"{mask_name} must be right-padded", "each row 1…1 0…0 (real tokens first)",
+             "a row with padding before a real token")
+    check_finite(name, states, where=mask[..., None])
 
 
 def check_pair(a, a_mask, b, b_mask) -> None:
-    check_states(a, a_mask, "sentences A")
-    check_states(b, b_mask, "sentences B")
+    check_states(a, a_mask, "sentences A (a)", "a_mask")
+    check_states(b, b_mask, "sentences B (b)", "b_mask")
     if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[2]:
         fail("a pair batch needs as many A as B sentences, of the same width",
-             f"B of shape ({a.shape[0]}, Lb, {a.shape[2]})", f"{shape_str(b.shape)}")
+             f"b of shape ({a.shape[0]}, Lb, {a.shape[2]})", f"{shape_str(b.shape)}")
+    check_same_dtype(a=a, b=b)
+    check_same_device(a=a, b=b)
 
 
 def check_read(read: str) -> None:
@@ -81,30 +97,61 @@ def check_read(read: str) -> None:
         fail("unknown read-out of the cross-attention head", "'mean' or 'first'", repr(read))
 
 
-def check_pearson(pred, target) -> None:
+def check_pearson(pred, target, eps) -> None:
+    like = torch.Tensor if isinstance(pred, torch.Tensor) else np.ndarray
+    check_array("pred", pred, "float", like=like)
+    check_array("target", target, "float", like=like)
     if pred.ndim != 1 or tuple(pred.shape) != tuple(target.shape) or pred.shape[0] < 2:
         fail("pearson_loss needs two vectors of the same length >= 2", "pred (N,), target (N,)",
              f"pred {shape_str(pred.shape)}, target {shape_str(target.shape)}")
+    check_same_dtype(pred=pred, target=target)
+    check_same_device(pred=pred, target=target)
+    check_finite("pred", pred)
+    check_finite("target", target)
+    check_number("eps", eps, low=0)
+
+
+def check_layer_norm(x, eps) -> None:
+    """x (..., D) float and finite, D >= 1; eps > 0 (a constant row has variance 0)."""
+    check_array("x", x, "float", min_ndim=1, hint="(..., D)")
+    if x.shape[-1] == 0:
+        fail("x", "at least one feature to normalise", describe(x))
+    check_finite("x", x)
+    check_number("eps", eps, above=0)
+
+
+def check_module_input(name: str, x, module: nn.Module) -> None:
+    """x must have the module's width, dtype and device (its first parameter's)."""
+    weight = next(module.parameters())
+    d_model = module.layers[0].d_model
+    if x.shape[-1] != d_model or x.dtype != weight.dtype:
+        fail(name, f"(B, L, {d_model}) {str(weight.dtype).removeprefix('torch.')} states, the "
+             "head's width and dtype (cast the states or the head)", describe(x))
+    check_same_device(**{name: x, "weights": weight})
 
 
 # ============================================================================ NumPy reference
 def cls_pool_np(states: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """First-token pooling: (B, L, D), (B, L) -> (B, D), the state of [CLS]."""
-    check_states(states, mask)
+    check_states(states, mask, like=np.ndarray)
     return states[:, 0]
 
 
 def mean_pool_np(states: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Masked mean pooling: (B, L, D), (B, L) bool -> (B, D), z_b = Σ_i m_bi h_bi / Σ_i m_bi."""
-    check_states(states, mask)
+    """Masked mean pooling: (B, L, D), (B, L) bool -> (B, D), z_b = Σ_i m_bi h_bi / Σ_i m_bi.
+
+    Padding is selected away, not multiplied by 0: padded states may be garbage (even NaN)."""
+    check_states(states, mask, like=np.ndarray)
     # BEGIN EXERCISE 7.1 implement: masked mean over the real tokens (padding must not count) (~10 min)
-    weights = mask.astype(states.dtype)[..., None]  # (B, L, 1): 1 on real tokens, 0 on padding
-    return (states * weights).sum(axis=1) / weights.sum(axis=1)
+    real = mask[..., None]  # (B, L, 1): True on real tokens
+    total = np.where(real, states, 0.0).sum(axis=1)  # (B, D): padding never enters the sum
+    return total / real.sum(axis=1).astype(states.dtype)  # float32 in, float32 out
     # END EXERCISE
 
 
 def layer_norm_np(x: np.ndarray, eps: float = LN_EPS) -> np.ndarray:
     """Standardise each token's features: (x − mean) / √(var + eps) over the last axis."""
+    check_layer_norm(x, eps)
     mu = x.mean(axis=-1, keepdims=True)
     var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
     return (x - mu) / np.sqrt(var + eps)
@@ -124,9 +171,11 @@ def attention_pool_np(states: np.ndarray, mask: np.ndarray, layers: list[dict], 
     normalize=False feeds raw states to queries and keys (to see what LN is for).
     Returns z (B, D) and the read-out attention (B, H, L) over the tokens.
     """
-    check_states(states, mask)
-    if not layers:
-        fail("attention_pool needs at least one layer", "a non-empty list of params", "[]")
+    check_states(states, mask, like=np.ndarray)
+    if not layers or not isinstance(layers, (list, tuple)):
+        fail("layers: attention_pool needs at least one layer", "a non-empty list of params",
+             describe(layers))
+    states = hide(states, mask[..., None])  # padding may be garbage; LN would spread it
     keys_mask = mask[:, None, None, :]  # (B, 1, 1, L)
     norm = layer_norm_np if normalize else (lambda x: x)
     x = states
@@ -155,6 +204,7 @@ def cross_attention_pool_np(a: np.ndarray, a_mask: np.ndarray, b: np.ndarray,
     """
     check_pair(a, a_mask, b, b_mask)
     check_read(read)
+    a, b = hide(a, a_mask[..., None]), hide(b, b_mask[..., None])  # garbage in padding: gone
     if read == "first":
         a, a_mask = a[:, :1], a_mask[:, :1]
     # BEGIN EXERCISE 7.2 implement: the cross-attention head (A attends to B, then pool A) (~20 min)
@@ -174,7 +224,7 @@ def pearson_loss_np(pred: np.ndarray, target: np.ndarray, eps: float = 1e-12) ->
     It ignores the scale and offset of `pred`: only how well its ordering and spacing match
     the target's counts. eps keeps a constant vector from dividing by zero.
     """
-    check_pearson(pred, target)
+    check_pearson(pred, target, eps)
     p, t = pred - pred.mean(), target - target.mean()
     return float(-(p * t).sum() / np.sqrt((p * p).sum() * (t * t).sum() + eps))
 
@@ -182,21 +232,23 @@ def pearson_loss_np(pred: np.ndarray, target: np.ndarray, eps: float = 1e-12) ->
 # ============================================================================ PyTorch
 def cls_pool_torch(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Torch twin of `cls_pool_np`."""
-    check_states(states, mask)
+    check_states(states, mask, like=torch.Tensor)
     return states[:, 0]
 
 
 def mean_pool_torch(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Torch twin of `mean_pool_np`."""
-    check_states(states, mask)
+    check_states(states, mask, like=torch.Tensor)
     # BEGIN EXERCISE 7.1 implement: masked mean over the real tokens (padding must not count) (~10 min)
-    weights = mask.to(states.dtype).unsqueeze(-1)  # (B, L, 1)
-    return (states * weights).sum(dim=1) / weights.sum(dim=1)
+    real = mask.unsqueeze(-1)  # (B, L, 1)
+    total = torch.where(real, states, torch.zeros_like(states)).sum(dim=1)
+    return total / real.sum(dim=1).to(states.dtype)
     # END EXERCISE
 
 
 def layer_norm_torch(x: torch.Tensor, eps: float = LN_EPS) -> torch.Tensor:
     """Torch twin of `layer_norm_np` (= F.layer_norm without weight and bias)."""
+    check_layer_norm(x, eps)
     mu = x.mean(dim=-1, keepdim=True)
     var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)
     return (x - mu) / torch.sqrt(var + eps)
@@ -205,7 +257,7 @@ def layer_norm_torch(x: torch.Tensor, eps: float = LN_EPS) -> torch.Tensor:
 def pearson_loss_torch(pred: torch.Tensor, target: torch.Tensor, eps: float = 1e-12
                        ) -> torch.Tensor:
     """Torch twin of `pearson_loss_np` (a differentiable scalar)."""
-    check_pearson(pred, target)
+    check_pearson(pred, target, eps)
     p, t = pred - pred.mean(), target - target.mean()
     return -(p * t).sum() / torch.sqrt((p * p).sum() * (t * t).sum() + eps)
 
@@ -217,6 +269,8 @@ def u09_init_(mha: MultiHeadAttention, generator: torch.Generator | None = None)
     Biases keep their default init. What it does to the first step's attention (after LN and
     on raw states) and to the head's output: see this module's docstring.
     """
+    if not isinstance(mha, MultiHeadAttention):
+        fail("mha", "a minattn MultiHeadAttention", describe(mha))
     for layer in (mha.q_proj, mha.k_proj, mha.v_proj, mha.out_proj):
         layer.weight.uniform_(0.9, 1.0, generator=generator)
 
@@ -225,8 +279,10 @@ def attention_layers(owner: str, d_model: int, num_heads: int, num_layers: int,
                      init: str) -> nn.ModuleList:
     """`num_layers` of lesson 01's MultiHeadAttention for a head, initialised "default"
     (PyTorch's) or "u09" (every projection weight ~ U(0.9, 1))."""
-    if num_layers < 1:
+    if isinstance(num_layers, (int, np.integer)) and not isinstance(num_layers, bool) \
+            and num_layers < 1:
         fail(f"{owner} needs at least one layer", "num_layers >= 1", f"{num_layers}")
+    num_layers = check_size("num_layers", num_layers, 1)
     if init not in ("default", "u09"):
         fail("unknown init", "'default' or 'u09'", repr(init))
     layers = nn.ModuleList(MultiHeadAttention(d_model, num_heads) for _ in range(num_layers))
@@ -257,7 +313,9 @@ class AttentionPool(nn.Module):
         self.query = nn.Parameter(torch.randn(d_model)) if query == "learned" else None
 
     def forward(self, states: torch.Tensor, mask: torch.Tensor, need_weights: bool = False):
-        check_states(states, mask)
+        check_states(states, mask, like=torch.Tensor)
+        check_module_input("states", states, self)
+        states = hide(states, mask[..., None])  # padding may be garbage; LN would spread it
         keys_mask = padding_mask_torch(mask.sum(dim=1), mask.shape[1])  # (B, 1, 1, L)
         norm = layer_norm_torch if self.normalize else (lambda x: x)
         x = states
@@ -295,6 +353,8 @@ class CrossAttentionPool(nn.Module):
     def forward(self, a: torch.Tensor, a_mask: torch.Tensor, b: torch.Tensor,
                 b_mask: torch.Tensor, need_weights: bool = False):
         check_pair(a, a_mask, b, b_mask)
+        check_module_input("a", a, self)
+        a, b = hide(a, a_mask[..., None]), hide(b, b_mask[..., None])  # garbage in padding: gone
         if self.read == "first":  # A's tokens never attend to each other: only the first counts
             a, a_mask = a[:, :1], a_mask[:, :1]
         # BEGIN EXERCISE 7.2 implement: the cross-attention head (A attends to B, then pool A) (~20 min)
@@ -318,6 +378,16 @@ def attention_entropy_ratio(weights: torch.Tensor, mask: torch.Tensor) -> torch.
     weights (B, H, L), mask (B, L) -> (B, H) in [0, 1]: 1 = uniform (mean pooling), 0 = one
     token. Sentences of one token have no choice to make and count as 1.
     """
+    check_array("weights", weights, "float", ndim=3, hint="(B, H, L)", like=torch.Tensor)
+    check_array("mask", mask, "bool", ndim=2, hint="(B, L)", like=torch.Tensor)
+    if mask.shape[0] != weights.shape[0] or mask.shape[1] != weights.shape[2]:
+        fail("mask", f"shape (B, L) = ({weights.shape[0]}, {weights.shape[2]})", describe(mask))
+    check_same_device(weights=weights, mask=mask)
+    real = mask[:, None, :]
+    check_finite("weights", weights, where=real)
+    if bool(((weights < 0) & real).any()):
+        fail("weights", "attention weights >= 0 (rows of a softmax)", "negative values")
+    weights = hide(weights, real)
     plogp = torch.where(weights > 0, weights * torch.log(weights.clamp_min(1e-30)),
                         torch.zeros_like(weights))
     n = mask.sum(dim=1).to(weights.dtype)[:, None]  # (B, 1)
@@ -332,6 +402,7 @@ def mean_entropy_ratio(weights: torch.Tensor, mask: torch.Tensor) -> float:
 
 def uniform_scale_note(d_model: int) -> str:
     """One line comparing U(0.9, 1)'s noise half-width with PyTorch's default init bound."""
+    d_model = check_size("d_model", d_model, 1)
     return (f"U(0.9, 1) = 0.95 + U(-0.05, 0.05); PyTorch's default nn.Linear init for "
             f"D = {d_model} is U(-{1 / math.sqrt(d_model):.3f}, {1 / math.sqrt(d_model):.3f})")
 

@@ -21,6 +21,7 @@ import torch
 
 from .attention import MultiHeadAttention
 from .task_heads import check_states, layer_norm_torch
+from .tools.utils import check_same_device, describe, fail, hide
 
 
 def fast_attention_pool_torch(states: torch.Tensor, mask: torch.Tensor, mha: MultiHeadAttention,
@@ -29,7 +30,15 @@ def fast_attention_pool_torch(states: torch.Tensor, mask: torch.Tensor, mha: Mul
 
     states (B, L, D), mask (B, L) bool -> z (B, D), read-out attention (B, H, L).
     """
-    check_states(states, mask)
+    check_states(states, mask, like=torch.Tensor)
+    if not isinstance(mha, MultiHeadAttention):
+        fail("mha", "a minattn MultiHeadAttention", describe(mha))
+    weight = mha.q_proj.weight
+    if states.shape[-1] != mha.d_model or states.dtype != weight.dtype:
+        fail("states", f"(B, L, {mha.d_model}) {str(weight.dtype).removeprefix('torch.')} states, "
+             "the layer's width and dtype", describe(states))
+    check_same_device(states=states, weights=weight)
+    states = hide(states, mask[..., None])  # padding may be garbage: selected away
     B, L, D = states.shape
     H, dh = mha.num_heads, D // mha.num_heads
     n = layer_norm_torch(states) if normalize else states  # (B, L, D)

@@ -8,7 +8,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .tools.utils import fail
+from .tools.utils import check_array, check_number, check_size, describe, fail
 
 
 def associative_recall(batch_size: int, n_pairs: int, n_keys: int, n_values: int,
@@ -26,6 +26,8 @@ def associative_recall(batch_size: int, n_pairs: int, n_keys: int, n_values: int
         targets (B, P)  the value paired with each query
         source  (B, P)  index of the pair holding each query's answer (what attention should find)
     """
+    batch_size, n_keys = check_size("batch_size", batch_size, 1), check_size("n_keys", n_keys, 1)
+    n_pairs, n_values = check_size("n_pairs", n_pairs, 1), check_size("n_values", n_values, 1)
     if n_pairs > n_keys:
         fail("associative_recall needs distinct keys", f"n_pairs <= n_keys ({n_keys})",
              f"n_pairs={n_pairs}")
@@ -72,6 +74,7 @@ def two_halves(batch_size: int, n: int, generator: torch.Generator, device="cpu"
 
     Returns tokens (B, N) int64 in {CLS, SYMBOL_A, SYMBOL_B} and labels (B,) int64.
     """
+    batch_size, n = check_size("batch_size", batch_size, 1), check_size("n", n, 3)
     if batch_size <= 0 or n < 3:
         fail("two_halves sizes", "batch_size >= 1 and n >= 3", f"batch_size={batch_size}, n={n}")
     p1, p2 = (torch.randint(0, 2, (batch_size,), generator=generator) for _ in range(2))
@@ -89,6 +92,8 @@ def dictionary_corpus(n_pairs: int, n_words: int, rng: np.random.Generator,
     """Pairs built from a hidden one-to-one dictionary x_k -> y_{π(k)}: each target sentence is
     the word-by-word translation of its source, shuffled, plus up to 2 target-only 'function
     words' f_* (nothing to align to but NULL). Words follow a Zipf law. Returns (src, tgt, π)."""
+    n_pairs, n_words = check_size("n_pairs", n_pairs, 1), check_size("n_words", n_words, 1)
+    check_length_range(length)
     perm = rng.permutation(n_words)
     freq = 1.0 / np.arange(1, n_words + 1)
     src, tgt = [], []
@@ -102,10 +107,22 @@ def dictionary_corpus(n_pairs: int, n_words: int, rng: np.random.Generator,
     return src, tgt, {f"x{k:02d}": f"y{perm[k]:02d}" for k in range(n_words)}
 
 
+def check_length_range(length) -> None:
+    """length: (low, high) sentence lengths, integers with 1 <= low <= high."""
+    if not (isinstance(length, (tuple, list)) and len(length) == 2
+            and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in length)
+            and 1 <= length[0] <= length[1]):
+        fail("length", "(low, high) integers with 1 <= low <= high", describe(length))
+
+
 def permutation_corpus(n_pairs: int, n_types: int, n_vocab: int, rng: np.random.Generator,
                        offset: int = 0):
     """Copying data of Snell et al. (2021), §3.3: x = a random permutation of n_types words
     sampled from a vocabulary of n_vocab ('40-of-40' when equal, '40-of-60' control), and y = x."""
+    n_pairs, n_vocab = check_size("n_pairs", n_pairs, 1), check_size("n_vocab", n_vocab, 1)
+    n_types = check_size("n_types", n_types, 1)
+    if n_types > n_vocab:
+        fail("n_types", f"at most n_vocab = {n_vocab} (distinct words)", f"{n_types}")
     src = [[f"w{offset + int(k):02d}" for k in rng.permutation(rng.choice(n_vocab, n_types,
                                                                           replace=False))]
            for _ in range(n_pairs)]
@@ -115,6 +132,7 @@ def permutation_corpus(n_pairs: int, n_types: int, n_vocab: int, rng: np.random.
 def two_sets_corpus(n_pairs: int, n_types: int, rng: np.random.Generator):
     """Mixture of permutations of two disjoint word sets (Snell et al. 2021, §3.3): half of the pairs copy a
     permutation of w00..w(n-1), half one of wn..w(2n-1)."""
+    n_pairs, n_types = check_size("n_pairs", n_pairs, 2), check_size("n_types", n_types, 1)
     a, _ = permutation_corpus(n_pairs // 2, n_types, n_types, rng)
     b, _ = permutation_corpus(n_pairs - n_pairs // 2, n_types, n_types, rng, offset=n_types)
     order = rng.permutation(n_pairs)
@@ -163,6 +181,8 @@ def effective_scale_task(batch_size: int, n: int, d: int, k: int, generator: tor
 
     Returns x (B, N, d) float32 and y (B, d).
     """
+    batch_size, n = check_size("batch_size", batch_size, 1), check_size("n", n, 1)
+    d, k = check_size("d", d, 1), check_size("k", k, 1)
     if batch_size <= 0 or d <= 0 or n < 2 or not 1 <= k <= n // 2:
         fail("effective_scale_task sizes", "batch_size, d >= 1, n >= 2 and 1 <= k <= n // 2",
              f"batch_size={batch_size}, n={n}, d={d}, k={k}")
@@ -183,6 +203,10 @@ def glove_corpus(splits: dict[str, list[str]], vocab: list[str], vectors: np.nda
     [GLOVE_PAD = 0 ; GLOVE_UNK = 0 (words GloVe lacks) ; the GloVe vector of each word that occurs].
     Returns {split: (ids (n, max_len) int64, lengths (n,) int64)} and the matrix (V, 50).
     """
+    check_array("vectors", vectors, "float", ndim=2, hint="(V, dim)", like=np.ndarray)
+    if len(vocab) != vectors.shape[0]:
+        fail("vectors", f"one row per word of vocab ({len(vocab)})", describe(vectors))
+    max_len = check_size("max_len", max_len, 1)
     from .tools.data import tokenize
 
     if max_len < 1:
@@ -205,6 +229,10 @@ def length_batches(lengths: torch.Tensor, batch_size: int, generator: torch.Gene
                    ) -> list[torch.Tensor]:
     """Index batches of sentences of similar length (less padding, same examples): sort by
     length (random order among equal lengths), cut into batches, shuffle the batches."""
+    check_array("lengths", lengths, "int", ndim=1, hint="(n,) sentence lengths", like=torch.Tensor)
+    if len(lengths) and int(lengths.min()) < 0:
+        fail("lengths", "lengths >= 0", f"a minimum of {int(lengths.min())}")
+    batch_size = check_size("batch_size", batch_size, 1)
     if batch_size < 1 or lengths.ndim != 1:
         fail("length_batches", "(n,) lengths and batch_size >= 1",
              f"lengths {tuple(lengths.shape)}, batch_size={batch_size}")
@@ -221,6 +249,8 @@ def char_corpus(texts: list[str]) -> tuple[list[str], list[torch.Tensor]]:
     Characters of later texts (validation, test) missing from the training text map to the
     first symbol of the vocabulary; with PTB or Shakespeare there are none.
     """
+    if isinstance(texts, str) or not texts or not all(isinstance(t, str) for t in texts) or not texts[0]:
+        fail("texts", "a non-empty list of strings, the first (training) text non-empty", describe(texts))
     chars = sorted(set(texts[0]))
     index = {c: i for i, c in enumerate(chars)}
     table = np.zeros(max(map(ord, "".join(set("".join(texts))))) + 1, dtype=np.int64)
@@ -237,6 +267,8 @@ def lm_streams(ids: torch.Tensor, n_streams: int) -> torch.Tensor:
     the same row, which is what a Transformer-XL memory needs (batch row b carries row b's
     memory). Data-parallel training gives each process its own rows.
     """
+    check_array("ids", ids, "int", ndim=1, hint="(N,) character ids", like=torch.Tensor)
+    n_streams = check_size("n_streams", n_streams, 1)
     if ids.ndim != 1 or n_streams <= 0 or len(ids) < 2 * n_streams:
         fail("lm_streams needs a long 1-D text", f"(N,) with N >= {2 * max(n_streams, 1)}",
              f"{tuple(ids.shape)} cut into {n_streams} streams")
@@ -249,6 +281,8 @@ def lm_segment(streams: torch.Tensor, index: int, seg_len: int) -> tuple[torch.T
 
     Returns x (B, seg_len) and y (B, seg_len) with y[:, t] = the character after x[:, t].
     """
+    check_array("streams", streams, "int", ndim=2, hint="(B, L) ids", like=torch.Tensor)
+    index, seg_len = check_size("index", index), check_size("seg_len", seg_len, 1)
     n_segments = (streams.shape[1] - 1) // seg_len
     if n_segments <= 0:
         fail("streams too short for one segment", f"length > {seg_len}", f"{streams.shape[1]}")
@@ -259,6 +293,7 @@ def lm_segment(streams: torch.Tensor, index: int, seg_len: int) -> tuple[torch.T
 def synthetic_text(n_chars: int, rng: np.random.Generator) -> str:
     """Offline fallback text: Zipf-distributed made-up words, and every sentence ends by
     repeating its first word (a dependency a few dozen characters long)."""
+    n_chars = check_size("n_chars", n_chars)
     syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "te", "vo", "zi", "pa"]
     words = ["".join(rng.choice(syllables, size=rng.integers(1, 4))) for _ in range(300)]
     p = 1.0 / np.arange(1, len(words) + 1)
@@ -279,6 +314,8 @@ def delayed_copy(batch_size: int, length: int, distance: int, n_symbols: int,
     cross-entropy) where t < distance. A model that cannot see `distance` tokens back is at
     chance, 1 / n_symbols.
     """
+    batch_size, length = check_size("batch_size", batch_size, 1), check_size("length", length, 1)
+    distance, n_symbols = check_size("distance", distance, 1), check_size("n_symbols", n_symbols, 1)
     if min(batch_size, length, distance, n_symbols) <= 0 or distance >= length:
         fail("delayed_copy sizes", "positive sizes and distance < length",
              f"batch_size={batch_size}, length={length}, distance={distance}, "
@@ -296,6 +333,9 @@ def keyword_task(batch_size: int, length: int, n_vocab: int, rng: np.random.Gene
     {1..n_vocab}; positive iff the keyword occurs (exactly once in a positive sequence), half
     of each batch positive (rejection sampling). Returns numpy int64 tokens (B, N), labels (B,)
     and the keyword's position (B,) (-1 in negatives)."""
+    keyword = check_size("keyword", keyword, 1)
+    if isinstance(n_vocab, (int, np.integer)) and keyword > n_vocab:
+        fail("keyword", f"a word of the vocabulary {{1..n_vocab = {n_vocab}}}", f"{keyword}")
     if batch_size < 2 or batch_size % 2 or length < 2 or n_vocab < 2:
         fail("keyword_task sizes", "even batch_size >= 2, length >= 2, n_vocab >= 2",
              f"{batch_size}, {length}, {n_vocab}")
@@ -320,6 +360,8 @@ PAD, UNK, BOS = "<pad>", "<unk>", "<bos>"
 def build_vocab(sentences, max_size: int | None = None, min_count: int = 1) -> dict[str, int]:
     """Word -> id, specials first (<pad> = 0, <unk> = 1, <bos> = 2), then by frequency (a
     special that occurs in the text keeps its own id)."""
+    max_size = None if max_size is None else check_size("max_size", max_size)
+    min_count = check_size("min_count", min_count, 1)
     from collections import Counter
 
     counts = Counter(w for s in sentences for w in s if w not in (PAD, UNK, BOS))
@@ -329,6 +371,8 @@ def build_vocab(sentences, max_size: int | None = None, min_count: int = 1) -> d
 
 def encode(sentences, vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
     """Padded ids (M, max length) (unknown words -> <unk>, padding <pad> = 0) and lengths (M,)."""
+    if not isinstance(vocab, dict) or PAD not in vocab or UNK not in vocab:
+        fail("vocab", f"a dict with {PAD!r} and {UNK!r} (build_vocab makes one)", describe(vocab))
     lengths = np.array([len(s) for s in sentences])
     if len(sentences) == 0 or lengths.min() == 0:
         fail("encode needs sentences", "a non-empty list of non-empty sentences",
@@ -381,6 +425,8 @@ def bible_pairs(verses: list, n_anchors: int, rng: np.random.Generator,
     split at random into train / test; the overlap verse of an anchor comes from the same
     split and lies more than `min_distance` verses away.
     """
+    test_fraction = check_number("test_fraction", test_fraction, low=0.0, high=1.0)
+    n_anchors, min_distance = check_size("n_anchors", n_anchors), check_size("min_distance", min_distance)
     n = len(verses)
     if n_anchors < 4 or 2 * n_anchors > n - 1:
         fail("bible_pairs: bad number of anchors", f"4 <= n_anchors <= {(n - 1) // 2}",
@@ -431,6 +477,7 @@ def random_token_states(texts: list, dim: int, seed: int = 0):
     """Fallback features when the pretrained encoder is absent: each word of the course's
     tokenizer gets a fixed random vector (a hash-seeded N(0, 1/dim)), with a [CLS] vector
     first. Returns an `encoder.TokenStates`. No context, no training: a floor, not an encoder."""
+    dim = check_size("dim", dim, 1)
     import zlib
 
     from .encoder import TokenStates
@@ -455,6 +502,7 @@ _NOUNS = "film plot cast script story ending score movie acting direction".split
 def template_sentiment(n: int, rng: np.random.Generator) -> tuple[list, np.ndarray]:
     """Offline stand-in for the Rotten Tomatoes sentences: "the plot is warm and the score is
     clever , but the cast is dull ." Label 1 when two of the three adjectives are positive."""
+    n = check_size("n", n)
     texts, labels = [], rng.integers(0, 2, n)
     for label in labels:
         own, other = (_POSITIVE, _NEGATIVE) if label else (_NEGATIVE, _POSITIVE)
@@ -468,6 +516,7 @@ def template_verses(n: int, rng: np.random.Generator, n_topics: int = 40) -> lis
     """Offline stand-in for the Bible pairs [(a, b), ...] in "Bible order": passages of 10
     verses draw their words from one topic (so neighbours share words), and b rewords a with
     synonyms (word wK -> its synonym sK, 70% of the time) and a local swap."""
+    n, n_topics = check_size("n", n), check_size("n_topics", n_topics, 1)
     def word(prefix, k):  # letters only (digits 0-9 -> a-j), so overlap counts them: "wbcd"
         return prefix + "".join(chr(97 + int(d)) for d in f"{k:03d}")
 

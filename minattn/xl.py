@@ -34,15 +34,23 @@ from torch import nn
 
 from .attention import (causal_mask_np, causal_mask_torch, merge_heads_np, merge_heads_torch,
                         softmax_np, softmax_torch, split_heads_np, split_heads_torch)
-from .tools.utils import check_same_device, fail, shape_str
+from .tools.utils import (check_array, check_finite, check_ids, check_number, check_same_device,
+                          check_same_dtype, check_size, describe, fail, shape_str)
 
 
 # ============================================================================ input checks
 def check_rel_inputs(q, k, v, r, u_bias, v_bias) -> None:
     """q (B, H, Lq, dh), k and v (B, H, Lk, dh), r (H, P, dh) with P >= Lk, biases (H, dh).
 
-    Works on NumPy arrays and torch tensors alike.
+    Works on NumPy arrays and torch tensors alike: one library, one floating dtype, one device,
+    finite (every key is seen by the last query, so nothing here is hidden by the mask).
     """
+    like = torch.Tensor if isinstance(q, torch.Tensor) else np.ndarray
+    arrays = dict(q=q, k=k, v=v, r=r, u_bias=u_bias, v_bias=v_bias)
+    for name, x in arrays.items():
+        check_array(name, x, "float", like=like)
+    check_same_dtype(**arrays)
+    check_same_device(**arrays)
     if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
         fail("q, k, v must be (B, H, N, dh)", "4-dimensional arrays",
              f"q {shape_str(q.shape)}, k {shape_str(k.shape)}, v {shape_str(v.shape)}")
@@ -63,8 +71,31 @@ def check_rel_inputs(q, k, v, r, u_bias, v_bias) -> None:
     for name, b in (("u_bias", u_bias), ("v_bias", v_bias)):
         if tuple(b.shape) != (H, dh):
             fail(f"{name} has the wrong shape", f"(H, dh) = ({H}, {dh})", shape_str(b.shape))
-    check_same_device(q=q, k=k, v=v, r=r, u_bias=u_bias, v_bias=v_bias)
+    for name, x in dict(arrays, r=r[:, :Lk]).items():  # rows of r past Lk are never read
+        check_finite(name, x)
 
+
+def check_sinusoid(n_positions, d_model) -> tuple[int, int]:
+    """n_positions >= 0 and an even d_model >= 0, integers."""
+    n_positions, d_model = check_size("n_positions", n_positions), check_size("d_model", d_model)
+    if d_model % 2:
+        fail("d_model", "an even integer (a sine and a cosine per frequency)", f"{d_model}")
+    return n_positions, d_model
+
+
+def check_memory_update(memory, hidden, mem_len: int) -> int:
+    """hidden (B, L, D); memory None or (B, M, D) of hidden's library, dtype and device;
+    mem_len an integer >= 0. Returns mem_len."""
+    check_array("hidden", hidden, "float", ndim=3, hint="(B, L, D)")
+    if memory is not None:
+        check_array("memory", memory, "float", ndim=3, hint="(B, M, D)", like=type(hidden)
+                    if isinstance(hidden, torch.Tensor) else np.ndarray)
+        if memory.shape[0] != hidden.shape[0] or memory.shape[2] != hidden.shape[2]:
+            fail("memory", f"(B, M, D) = ({hidden.shape[0]}, M, {hidden.shape[2]}) like hidden",
+                 describe(memory))
+        check_same_dtype(memory=memory, hidden=hidden)
+        check_same_device(memory=memory, hidden=hidden)
+    return check_size("mem_len", mem_len)
 
 # ============================================================================ NumPy reference
 def sinusoid_np(n_positions: int, d_model: int) -> np.ndarray:
@@ -73,9 +104,7 @@ def sinusoid_np(n_positions: int, d_model: int) -> np.ndarray:
     R_δ = [sin(δ ω_0), …, sin(δ ω_{D/2−1}), cos(δ ω_0), …, cos(δ ω_{D/2−1})],  ω_k = 10000^(−2k/D)
     (sines then cosines, the layout of the original implementation).
     """
-    if d_model % 2 or n_positions < 0:
-        fail("sinusoid table sizes", "n_positions >= 0 and an even d_model",
-             f"n_positions={n_positions}, d_model={d_model}")
+    n_positions, d_model = check_sinusoid(n_positions, d_model)
     inv_freq = 1.0 / 10000 ** (np.arange(0, d_model, 2) / d_model)  # (D/2,)
     angles = np.arange(n_positions)[:, None] * inv_freq[None, :]  # (P, D/2)
     return np.concatenate([np.sin(angles), np.cos(angles)], axis=-1)
@@ -86,6 +115,7 @@ def relative_distances_np(n_queries: int, n_keys: int) -> np.ndarray:
 
     Negative where j lies in query i's future (exactly where `causal_mask_np` is False).
     """
+    n_queries, n_keys = check_size("n_queries", n_queries), check_size("n_keys", n_keys)
     i = np.arange(n_queries)[:, None] + (n_keys - n_queries)
     return i - np.arange(n_keys)[None, :]
 
@@ -102,7 +132,7 @@ def rel_attention_np(q, k, v, r, u_bias, v_bias, scale=None):
     """
     check_rel_inputs(q, k, v, r, u_bias, v_bias)
     Lq, Lk = q.shape[2], k.shape[2]
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else check_number("scale", scale)
     delta = relative_distances_np(Lq, Lk)  # (Lq, Lk)
     r_ij = r[:, np.maximum(delta, 0)]  # (H, Lq, Lk, dh): r_{i−j} gathered for every pair
     u = u_bias[None, :, None, :]  # (1, H, 1, dh): the same u for every batch row and query
@@ -125,8 +155,9 @@ def rel_multi_head_attention_np(x, memory, params, num_heads):
     Returns:
         output (B, L, D) and weights (B, H, L, M + L).
     """
+    check_rel_params(params)
     D = params["w_q"].shape[1]
-    check_layer_inputs(x, memory, D, num_heads)
+    check_layer_inputs(x, memory, D, num_heads, dtype=params["w_q"].dtype)
     context = x if memory is None else np.concatenate([memory, x], axis=1)  # (B, M + L, D)
     q = split_heads_np(x @ params["w_q"].T, num_heads)  # (B, H, L, dh)
     k = split_heads_np(context @ params["w_k"].T, num_heads)  # (B, H, M + L, dh)
@@ -142,6 +173,7 @@ def update_memory_np(memory, hidden, mem_len: int):
 
     memory may be None (the first segment). mem_len = 0 keeps nothing: (B, 0, D).
     """
+    mem_len = check_memory_update(memory, hidden, mem_len)
     # BEGIN EXERCISE 4.2 implement: the memory update — keep the last mem_len states of [memory ; hidden] (~5 min)
     both = hidden if memory is None else np.concatenate([memory, hidden], axis=1)
     start = max(both.shape[1] - mem_len, 0)  # not both[:, -mem_len:]: -0 would keep everything
@@ -149,8 +181,33 @@ def update_memory_np(memory, hidden, mem_len: int):
     # END EXERCISE
 
 
-def check_layer_inputs(x, memory, d_model: int, num_heads: int) -> None:
-    """x (B, L, D) and memory (B, M, D) or None; shared by NumPy and torch."""
+REL_PARAMS = ("w_q", "w_k", "w_v", "w_r", "w_o", "u_bias", "v_bias")
+
+
+def check_rel_params(params) -> None:
+    """The arrays of `RelMultiHeadAttention.numpy_params()`: (D, D) weights, (H, dh) biases."""
+    if not isinstance(params, dict) or any(n not in params for n in REL_PARAMS):
+        missing = [n for n in REL_PARAMS if n not in params] if isinstance(params, dict) else []
+        fail("params", f"a dict with {', '.join(REL_PARAMS)} "
+             "(RelMultiHeadAttention.numpy_params())",
+             f"a dict without {missing}" if missing else describe(params))
+    for name in REL_PARAMS:
+        check_array(f"params['{name}']", params[name], "float", ndim=2, like=np.ndarray)
+        check_finite(f"params['{name}']", params[name])
+    D = params["w_q"].shape[1]
+    for name in REL_PARAMS[:5]:
+        if params[name].shape != (D, D):
+            fail(f"params['{name}']", f"shape ({D}, {D})", shape_str(params[name].shape))
+
+
+def check_layer_inputs(x, memory, d_model: int, num_heads: int, dtype=None) -> None:
+    """x (B, L, D) and memory (B, M, D) or None; shared by NumPy and torch. dtype: the
+    weights' dtype, which the inputs must have."""
+    num_heads = check_size("num_heads", num_heads, 1)
+    check_array("x", x, "float", hint="(B, L, D)")
+    if memory is not None:
+        check_array("memory", memory, "float", hint="(B, M, D)", like=torch.Tensor
+                    if isinstance(x, torch.Tensor) else np.ndarray)
     if x.ndim != 3 or x.shape[-1] != d_model or x.shape[0] == 0 or x.shape[1] == 0:
         fail("the segment has the wrong shape", f"(B, L, {d_model}) with B, L > 0",
              shape_str(x.shape))
@@ -159,17 +216,24 @@ def check_layer_inputs(x, memory, d_model: int, num_heads: int) -> None:
             fail("the memory does not fit the segment", f"(B={x.shape[0]}, M, D={d_model})",
                  shape_str(memory.shape))
         check_same_device(x=x, memory=memory)
+        check_same_dtype(x=x, memory=memory)
     if d_model % num_heads or d_model % 2:
         fail("d_model must split evenly into heads and be even", "d_model % num_heads == 0",
              f"d_model={d_model}, num_heads={num_heads}")
+    if dtype is not None and x.dtype != dtype:
+        fail("x", f"dtype {str(dtype).removeprefix('torch.')}, the weights' (cast the inputs "
+             "or the module)", describe(x))
+    check_finite("x", x)
+    if memory is not None:
+        check_finite("memory", memory)
 
 
 # ============================================================================ PyTorch twin
 def sinusoid_torch(n_positions: int, d_model: int, device=None, dtype=torch.float32):
     """Torch twin of `sinusoid_np`, made on `device` in `dtype`."""
-    if d_model % 2 or n_positions < 0:
-        fail("sinusoid table sizes", "n_positions >= 0 and an even d_model",
-             f"n_positions={n_positions}, d_model={d_model}")
+    n_positions, d_model = check_sinusoid(n_positions, d_model)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        fail("dtype", "a floating torch dtype such as torch.float32", describe(dtype))
     inv_freq = 1.0 / 10000 ** (torch.arange(0, d_model, 2, device=device, dtype=dtype) / d_model)
     angles = torch.arange(n_positions, device=device, dtype=dtype)[:, None] * inv_freq[None, :]
     return torch.cat([torch.sin(angles), torch.cos(angles)], dim=-1)
@@ -177,6 +241,7 @@ def sinusoid_torch(n_positions: int, d_model: int, device=None, dtype=torch.floa
 
 def relative_distances_torch(n_queries: int, n_keys: int, device=None) -> torch.Tensor:
     """Torch twin of `relative_distances_np`."""
+    n_queries, n_keys = check_size("n_queries", n_queries), check_size("n_keys", n_keys)
     i = torch.arange(n_queries, device=device)[:, None] + (n_keys - n_queries)
     return i - torch.arange(n_keys, device=device)[None, :]
 
@@ -185,7 +250,7 @@ def rel_attention_torch(q, k, v, r, u_bias, v_bias, scale=None):
     """Torch twin of `rel_attention_np` (explicit gather; `xl_fast` has the fast path)."""
     check_rel_inputs(q, k, v, r, u_bias, v_bias)
     Lq, Lk = q.shape[2], k.shape[2]
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else check_number("scale", scale)
     delta = relative_distances_torch(Lq, Lk, device=q.device)  # (Lq, Lk)
     r_ij = r[:, delta.clamp(min=0)]  # (H, Lq, Lk, dh)
     u = u_bias[None, :, None, :]
@@ -200,6 +265,7 @@ def rel_attention_torch(q, k, v, r, u_bias, v_bias, scale=None):
 
 def update_memory_torch(memory, hidden, mem_len: int):
     """Torch twin of `update_memory_np`; the result is detached: no gradient reaches it (SG)."""
+    mem_len = check_memory_update(memory, hidden, mem_len)
     # BEGIN EXERCISE 4.2 implement: the memory update — keep the last mem_len states of [memory ; hidden] (~5 min)
     both = hidden if memory is None else torch.cat([memory, hidden], dim=1)
     start = max(both.shape[1] - mem_len, 0)
@@ -222,7 +288,9 @@ class RelMultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, max_len: int = 4096):
         super().__init__()
-        if num_heads <= 0 or d_model % num_heads or d_model % 2:
+        d_model, num_heads = check_size("d_model", d_model, 1), check_size("num_heads", num_heads, 1)
+        max_len = check_size("max_len", max_len, 1)
+        if d_model % num_heads or d_model % 2:
             fail("d_model must split evenly into heads and be even", "d_model % num_heads == 0",
                  f"d_model={d_model}, num_heads={num_heads}")
         self.d_model, self.num_heads, self.max_len = d_model, num_heads, max_len
@@ -233,7 +301,8 @@ class RelMultiHeadAttention(nn.Module):
         self.v_bias = nn.Parameter(torch.zeros(num_heads, dh))  # v: position bias
 
     def forward(self, x, memory=None, need_weights: bool = False):
-        check_layer_inputs(x, memory, self.d_model, self.num_heads)
+        check_layer_inputs(x, memory, self.d_model, self.num_heads, dtype=self.q_proj.weight.dtype)
+        check_same_device(x=x, memory=memory, weights=self.q_proj.weight)
         context = x if memory is None else torch.cat([memory, x], dim=1)  # (B, M + L, D)
         Lk = context.shape[1]
         if Lk > self.max_len:
@@ -301,7 +370,11 @@ class TransformerXL(nn.Module):
                  num_layers: int = 2, d_ff: int | None = None, mem_len: int = 64,
                  pre_norm: bool = True, max_len: int = 4096):
         super().__init__()
-        self.d_model, self.mem_len = d_model, mem_len
+        vocab_size, d_model = check_size("vocab_size", vocab_size, 1), check_size("d_model", d_model, 1)
+        num_layers, mem_len = check_size("num_layers", num_layers, 1), check_size("mem_len", mem_len)
+        if d_ff is not None:
+            d_ff = check_size("d_ff", d_ff, 1)
+        self.d_model, self.mem_len, self.vocab_size = d_model, mem_len, vocab_size
         self.embedding = nn.Embedding(vocab_size, d_model)
         nn.init.normal_(self.embedding.weight, std=d_model ** -0.5)  # ×√D below: unit scale
         self.layers = nn.ModuleList(XLLayer(d_model, num_heads, d_ff or 4 * d_model, pre_norm,
@@ -311,13 +384,21 @@ class TransformerXL(nn.Module):
 
     def forward(self, tokens, memories=None, mem_len: int | None = None,
                 need_weights: bool = False):
-        mem_len = self.mem_len if mem_len is None else mem_len
+        mem_len = self.mem_len if mem_len is None else check_size("mem_len", mem_len)
         if memories is None:
             memories = [None] * len(self.layers)
-        if len(memories) != len(self.layers):
-            fail("one memory per layer", f"{len(self.layers)} memories", f"{len(memories)}")
-        if tokens.ndim != 2:
-            fail("tokens must be (B, L)", "2 dimensions", shape_str(tokens.shape))
+        if not isinstance(memories, (list, tuple)) or len(memories) != len(self.layers):
+            fail("memories", f"a list with one memory per layer ({len(self.layers)}), or None",
+                 describe(memories))
+        check_array("tokens", tokens, "int", ndim=2, hint="(B, L) token ids", like=torch.Tensor)
+        check_ids("tokens", tokens, self.vocab_size)
+        for memory in memories:
+            if memory is not None and (not isinstance(memory, torch.Tensor) or memory.ndim != 3
+                                       or memory.shape[0] != tokens.shape[0]
+                                       or memory.shape[2] != self.d_model):
+                fail("memories", f"None or (B, M, D) = ({tokens.shape[0]}, M, {self.d_model}) "
+                     "tensors, as the last call returned them", describe(memory))
+        check_same_device(tokens=tokens, weights=self.embedding.weight)
         h = self.embedding(tokens) * math.sqrt(self.d_model)  # (B, L, D)
         new_memories, all_weights = [], []
         for layer, memory in zip(self.layers, memories):

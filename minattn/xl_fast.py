@@ -22,13 +22,14 @@ import torch
 import torch.nn.functional as F
 
 from .attention import causal_mask_torch
-from .tools.utils import fail, shape_str
+from .tools.utils import check_array, check_number, check_size, fail, shape_str
 from .xl import check_rel_inputs
 
 
 def rel_shift_np(scores: np.ndarray) -> np.ndarray:
     """(..., Lq, Lk) with columns ordered by distance Lk−1 … 0 -> (..., Lq, Lk) with column j =
     distance (Lk − Lq) + i − j for row i (valid where that is >= 0, junk elsewhere)."""
+    check_array("scores", scores, None, min_ndim=2, hint="(..., Lq, Lk)", like=np.ndarray)
     # BEGIN EXERCISE 4.1 implement: the relative shift — pad a zero column, reshape, drop a row, reshape (~15 min)
     *lead, Lq, Lk = scores.shape
     padded = np.concatenate([np.zeros((*lead, Lq, 1), scores.dtype), scores], axis=-1)
@@ -39,6 +40,7 @@ def rel_shift_np(scores: np.ndarray) -> np.ndarray:
 
 def rel_shift_torch(scores: torch.Tensor) -> torch.Tensor:
     """Torch twin of `rel_shift_np` (differentiable)."""
+    check_array("scores", scores, None, min_ndim=2, hint="(..., Lq, Lk)", like=torch.Tensor)
     # BEGIN EXERCISE 4.1 implement: the relative shift — pad a zero column, reshape, drop a row, reshape (~15 min)
     *lead, Lq, Lk = scores.shape
     padded = F.pad(scores, (1, 0))  # (..., Lq, Lk + 1)
@@ -56,7 +58,7 @@ def rel_attention_fast_torch(q, k, v, r, u_bias, v_bias, scale=None) -> torch.Te
     """
     check_rel_inputs(q, k, v, r, u_bias, v_bias)
     Lq, Lk = q.shape[2], k.shape[2]
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else check_number("scale", scale)
     r_by_column = r[:, :Lk].flip(1)  # (H, Lk, dh): column c holds distance Lk − 1 − c
     position = (q + v_bias[None, :, None, :]) @ r_by_column.transpose(-1, -2)  # (B, H, Lq, Lk)
     position = rel_shift_torch(position) * scale  # column j = distance δ_ij
@@ -86,6 +88,10 @@ def eval_speed(context: int, d_model: int = 128, num_heads: int = 4, num_layers:
     """
     from .models import VanillaLM
     from .tools.bench import time_interleaved
+
+    for name, value, low in (("context", context, 1), ("seg_len", seg_len, 1),
+                             ("repeats", repeats, 1), ("vocab_size", vocab_size, 1)):
+        check_size(name, value, low)
     from .xl import TransformerXL
 
     torch.manual_seed(seed)
@@ -149,6 +155,7 @@ class XLDecoder:
                  type(model).__name__)
         if isinstance(context, bool) or not isinstance(context, int) or context < 1:
             fail("XLDecoder's context", "an integer >= 1", repr(context))
+        batch = check_size("batch", batch, 1)
         self.model, self.context, self.batch = model, context, batch
         weight = model.embedding.weight
         self.device, dtype = weight.device, weight.dtype

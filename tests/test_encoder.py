@@ -341,3 +341,18 @@ def test_embed_batches_by_length_but_keeps_input_order(tiny):
     together = embed(encoder, tok, texts, batch_size=2)  # batches: (1, 2), (0,)
     one_by_one = torch.cat([embed(encoder, tok, [t]) for t in texts])
     assert torch.allclose(together, one_by_one, atol=1e-6)
+
+
+def test_a_damaged_token_state_cache_is_recomputed(tiny, tmp_path, capsys):
+    encoder, tok = tiny
+    texts = ["the cat sat", "a dog ran far away"]
+    first = token_states(encoder, tok, texts, "toy", data_dir=tmp_path)
+    (path,) = (tmp_path / "cache").glob("toy-*.npz")
+    data = bytearray(path.read_bytes())
+    data[len(data) // 3] ^= 0xFF  # one flipped byte inside the stored states: the zip CRC fails
+    path.write_bytes(bytes(data))
+    again = token_states(encoder, tok, texts, "toy", data_dir=tmp_path)
+    assert "damaged" in capsys.readouterr().out
+    assert np.array_equal(again.states, first.states) and np.array_equal(again.offsets, first.offsets)
+    path.write_bytes(b"PK\x03\x04 truncated")  # not a zip at all
+    assert np.array_equal(token_states(encoder, tok, texts, "toy", data_dir=tmp_path).ids, first.ids)

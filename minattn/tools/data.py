@@ -20,13 +20,14 @@ character-level language models, so the test text is text the model never saw ne
 from __future__ import annotations
 
 import functools
+import json
 import re
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
-from .fetch import data_root
+from .fetch import DIGESTS, MANIFEST, data_root, sha256_file
 from .utils import fail
 
 DATA_DIR = data_root()  # <repo>/data, or $MINATTN_DATA when set (read once, at import)
@@ -53,8 +54,45 @@ class DatasetMissing(FileNotFoundError):
     """A dataset's files are not on disk; the message names the script that fetches them."""
 
 
+class DatasetCorrupt(RuntimeError):
+    """A dataset's file does not have the sha256 its MANIFEST.json records (truncated, a flipped
+    byte), or the manifest is unreadable. Not a DatasetMissing: a lesson must not quietly fall
+    back to a synthetic task. The message names the file and `make data`, which repairs it."""
+
+
+_VERIFIED: dict[Path, tuple] = {}  # path -> (size, mtime, digest) of a file already verified
+
+
+def verify_dataset(folder: Path, files: list[str]) -> None:
+    """Check each file against the sha256 in <folder>/MANIFEST.json, once per process and file:
+    the verdict is kept by size and modification time, so a lesson hashes a file once. A
+    manifest without digests (written before they were recorded) checks nothing until
+    `make data` adds them."""
+    manifest = folder / MANIFEST
+    if not manifest.exists():
+        return
+    try:
+        digests = json.loads(manifest.read_text(encoding="utf-8")).get(DIGESTS) or {}
+    except (ValueError, OSError, AttributeError) as err:
+        raise DatasetCorrupt(f"{manifest} is unreadable ({str(err)[:80]}): run `make data` "
+                             "to repair it") from None
+    for fname in files:
+        path, digest = folder / fname, digests.get(fname)
+        if digest is None:
+            continue
+        stat = path.stat()
+        verdict = (stat.st_size, stat.st_mtime_ns, digest)
+        if _VERIFIED.get(path) == verdict:
+            continue
+        if sha256_file(path) != digest:
+            raise DatasetCorrupt(f"{path} is damaged (truncated or changed: its sha256 is not "
+                                 f"the one in {manifest}): run `make data` to repair it")
+        _VERIFIED[path] = verdict
+
+
 def dataset_dir(name: str, data_dir: str | Path | None = None) -> Path:
-    """<data_dir or DATA_DIR>/<name>; raises DatasetMissing unless all its files are there."""
+    """<data_dir or DATA_DIR>/<name>; raises DatasetMissing unless all its files are there,
+    DatasetCorrupt unless they have the digests in its MANIFEST.json (`verify_dataset`)."""
     if name not in DATASETS:
         fail("unknown dataset", f"one of {sorted(DATASETS)}", repr(name))
     files, what, script = DATASETS[name]
@@ -63,6 +101,7 @@ def dataset_dir(name: str, data_dir: str | Path | None = None) -> Path:
         if not (folder / fname).is_file():
             raise DatasetMissing(f"{what} not found at {folder / fname}: "
                                  f"run `python data_scripts/{script}.py`")
+    verify_dataset(folder, files)
     return folder
 
 

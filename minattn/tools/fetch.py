@@ -276,6 +276,25 @@ def dataset_ready(folder: Path, files: dict[str, str]) -> bool:
     return ok
 
 
+MANIFEST = "MANIFEST.json"  # <dataset>/MANIFEST.json: the build's stats and DIGESTS
+DIGESTS = "sha256"  # the manifest's key for {file name: sha256}, which the loaders verify
+
+
+def read_manifest(manifest: Path, name: str = "") -> dict | None:
+    """The manifest's dict, or None when it is missing or unreadable (said, then rebuilt)."""
+    if not manifest.exists():
+        return None
+    try:
+        stats = json.loads(manifest.read_text(encoding="utf-8"))
+        if isinstance(stats, dict):
+            return stats
+        problem = f"a JSON {type(stats).__name__}, not an object"
+    except (ValueError, OSError) as err:  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        problem = str(err)
+    print(f"[{name}] {manifest} is unreadable ({problem[:80]}): rebuilding the dataset", flush=True)
+    return None
+
+
 def prepare(name: str, files: dict[str, str], build: Callable[[Path, Path], dict],
             package: tuple[str, str] | None = None, root: Path | None = None) -> dict:
     """Build dataset `name` under <root>/<name>/ unless it is already there and verified.
@@ -291,11 +310,13 @@ def prepare(name: str, files: dict[str, str], build: Callable[[Path, Path], dict
     Returns the stats, which are also kept in <name>/MANIFEST.json and printed.
     """
     folder = (root or data_root()) / name
-    manifest = folder / "MANIFEST.json"
+    manifest = folder / MANIFEST
     sweep_partials(folder)
     start = time.perf_counter()
-    if dataset_ready(folder, files) and manifest.exists():
-        stats = json.loads(manifest.read_text())
+    stats = read_manifest(manifest, name)  # None when missing or unreadable: rebuilt below
+    if dataset_ready(folder, files) and stats is not None:
+        if stats.pop(DIGESTS, None) != files:  # a manifest from before it carried the digests
+            write_text(manifest, json.dumps({**stats, DIGESTS: files}, indent=2) + "\n")
         report(name, folder, files, stats, f"already present, verified in "
                                            f"{time.perf_counter() - start:.1f} s; nothing to do")
         return stats
@@ -312,7 +333,7 @@ def prepare(name: str, files: dict[str, str], build: Callable[[Path, Path], dict
         stats = {"source": f"{package[0]}=={package[1]}" if package else None, **stats}
         for fname in files:
             os.replace(stage / fname, folder / fname)
-        write_text(manifest, json.dumps(stats, indent=2) + "\n")
+        write_text(manifest, json.dumps({**stats, DIGESTS: files}, indent=2) + "\n")
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     report(name, folder, files, stats, f"built in {time.perf_counter() - start:.1f} s")
@@ -367,7 +388,7 @@ def report(name: str, folder: Path, files: dict[str, str], stats: dict, how: str
     for fname, digest in files.items():
         print(f"    {fname:32} {fmt_bytes((folder / fname).stat().st_size):>10}  "
               f"sha256 {digest[:16]}…")
-    counts = {k: v for k, v in stats.items() if k != "source"}
+    counts = {k: v for k, v in stats.items() if k not in ("source", DIGESTS)}
     if counts:
         print("    " + ", ".join(f"{k}: {v:,}" if isinstance(v, int) else f"{k}: {v}"
                                  for k, v in counts.items()))

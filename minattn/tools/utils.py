@@ -5,6 +5,7 @@ Everything here is used by several mechanism files; nothing here is a mechanism.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 from typing import Sequence
@@ -50,6 +51,20 @@ def as_numpy(x, dtype=None) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------- input checks
+# The input contract of every public function of the library, NumPy and torch twins alike
+# (the twins call the same checks):
+#   * arrays have the documented axes and sizes; NumPy functions take NumPy arrays, torch
+#     functions take tensors; floating inputs share one dtype; tensors share one device;
+#   * masks are bool, True = "may attend" / "real token" (a float mask is refused: 0/1 and
+#     0/−inf are both in use, and guessing which one was meant answers wrongly half the time);
+#   * sizes are integers >= 0 (a float such as 2.0 or 2.5 is refused, so is True);
+#   * ids lie inside their vocabulary, indices inside what they index;
+#   * float inputs are finite wherever they count. What a mask hides may hold anything
+#     (padded states are garbage in real batches): masked reductions select it away with
+#     `where`, never multiply it by 0 (0 × NaN is NaN), so it never reaches a result;
+# and anything else is refused with `fail`: a ValueError "<argument>: expected <what>, got
+# <what was given>". The shape and dtype checks read metadata only; ids and finiteness read
+# the values once (one pass, one reduction) and are skipped while torch.compile traces.
 def fail(what: str, expected: str, given: str) -> None:
     """Raise the one kind of error students see: what was wrong, expected vs given."""
     raise ValueError(f"{what}: expected {expected}, got {given}")
@@ -59,6 +74,156 @@ def shape_str(shape: Sequence[int]) -> str:
     return "(" + ", ".join(str(s) for s in shape) + ")"
 
 
+def describe(x) -> str:
+    """What a caller passed, for an error message: 'float32 tensor (2, 3) on cpu', 'int 5'."""
+    if isinstance(x, torch.Tensor):
+        return f"{str(x.dtype).removeprefix('torch.')} tensor {shape_str(x.shape)} on {x.device}"
+    if isinstance(x, np.ndarray):
+        return f"{x.dtype} array {shape_str(x.shape)}"
+    if x is None or isinstance(x, (bool, int, float, str, np.generic)):
+        return f"{type(x).__name__} {x!r}"
+    text = repr(x)
+    return f"{type(x).__name__} {text[:40]}{'…' if len(text) > 40 else ''}"
+
+
+def _tracing() -> bool:
+    """True while torch.compile traces: a check that reads values would break the graph."""
+    compiler = getattr(torch, "compiler", None)
+    return bool(compiler is not None and compiler.is_compiling())
+
+
+def check_size(name: str, value, low: int = 0) -> int:
+    """`value` must be an integer >= low (Python, NumPy, or a 0-d integer tensor; not a bool,
+    not a float such as 2.0); returns it as an int. A symbolic size (torch.compile with dynamic
+    shapes) passes unchecked: reading it would break the graph."""
+    if isinstance(value, torch.SymInt):
+        return value
+    if isinstance(value, torch.Tensor) and value.ndim == 0 and not value.is_floating_point() \
+            and value.dtype != torch.bool and not value.is_complex():
+        value = int(value)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        fail(name, f"an integer >= {low}", describe(value))
+    if value < low:
+        fail(name, f"an integer >= {low}", describe(value))
+    return int(value)
+
+
+def check_number(name: str, value, low: float | None = None, high: float | None = None,
+                 above: float | None = None) -> float:
+    """`value` must be a finite real number (not a bool), >= low, <= high, > above."""
+    if isinstance(value, torch.Tensor) and value.ndim == 0 and value.dtype != torch.bool:
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
+                                                                     np.floating)):
+        fail(name, "a real number", describe(value))
+    bounds = [f">= {low}" if low is not None else "", f"<= {high}" if high is not None else "",
+              f"> {above}" if above is not None else ""]
+    wanted = "a finite number" + "".join(f" {b}" for b in bounds if b)
+    if not np.isfinite(value) or (low is not None and value < low) or \
+            (high is not None and value > high) or (above is not None and value <= above):
+        fail(name, wanted, describe(value))
+    return float(value)
+
+
+def dtype_kind(x) -> str:
+    """'float', 'int', 'bool', 'complex' or 'other' for a NumPy array or a tensor."""
+    if isinstance(x, torch.Tensor):
+        if x.dtype == torch.bool:
+            return "bool"
+        return "float" if x.is_floating_point() else "complex" if x.is_complex() else "int"
+    kind = np.asarray(x).dtype.kind
+    return {"f": "float", "i": "int", "u": "int", "b": "bool", "c": "complex"}.get(kind, "other")
+
+
+def check_array(name: str, x, kind: str | None = "float", ndim: int | None = None,
+                min_ndim: int | None = None, hint: str = "", like=None) -> None:
+    """`x` must be an array of the right library, dtype kind and number of axes.
+
+    like: np.ndarray or torch.Tensor (default: whichever `x` is; a list is refused either way).
+    kind: 'float', 'int' (not bool), 'bool', or None for any real dtype. hint names the axes,
+    e.g. '(B, N, d)'.
+    """
+    library = like if like is not None else (torch.Tensor if isinstance(x, torch.Tensor)
+                                              else np.ndarray)
+    if not isinstance(x, library):
+        what = "a NumPy array" if library is np.ndarray else "a torch tensor"
+        fail(name, what + (f" {hint}" if hint else ""), describe(x))
+    got = dtype_kind(x)
+    if kind is not None and got != kind or kind is None and got not in ("float", "int", "bool"):
+        wanted = {"float": "a floating dtype", "int": "an integer dtype", "bool": "dtype bool",
+                  None: "a real dtype"}[kind]
+        fail(name, wanted + (f" {hint}" if hint else ""), describe(x))
+    if ndim is not None and x.ndim != ndim or min_ndim is not None and x.ndim < min_ndim:
+        axes = f"{ndim} axes" if ndim is not None else f"at least {min_ndim} axes"
+        fail(name, axes + (f" {hint}" if hint else ""), describe(x))
+
+
+def check_same_dtype(**arrays) -> None:
+    """All arrays given (None skipped) share one dtype: a float32 and a float64 input are
+    refused in NumPy too, where they would be promoted, so the twins agree."""
+    given = {n: a for n, a in arrays.items() if a is not None}
+    if len({str(a.dtype).removeprefix("torch.") for a in given.values()}) > 1:
+        listing = ", ".join(f"{n} {str(a.dtype).removeprefix('torch.')}" for n, a in given.items())
+        fail("inputs have different dtypes", "one floating dtype for all (cast them first)",
+             listing)
+
+
+def check_finite(name: str, x, where=None, minus_inf_ok: bool = False) -> None:
+    """x must be finite (no NaN, no ±inf) wherever `where` (bool, broadcastable) is True,
+    everywhere when where is None; minus_inf_ok lets −inf through (a score of −inf is a
+    weight of exactly 0). Reads the values once; skipped while torch.compile traces."""
+    if isinstance(x, torch.Tensor):
+        if _tracing() or not x.is_floating_point() or x.device.type == "meta":
+            return
+        bad = torch.isnan(x) | (x == math.inf) if minus_inf_ok else ~torch.isfinite(x)
+        if where is not None:
+            bad = bad & where
+        if not bool(bad.any()):
+            return
+        count, first = int(bad.sum()), tuple(int(i) for i in torch.nonzero(bad)[0])
+        first_value = float(torch.broadcast_to(x, bad.shape)[first])
+    else:
+        x = np.asarray(x)
+        if x.dtype.kind != "f":
+            return
+        bad = np.isnan(x) | (x == np.inf) if minus_inf_ok else ~np.isfinite(x)
+        if where is not None:
+            bad = bad & where
+        if not bad.any():
+            return
+        count, first = int(bad.sum()), tuple(int(i) for i in np.argwhere(bad)[0])
+        first_value = float(np.broadcast_to(x, bad.shape)[first])
+    wanted = "finite values" + (" or -inf" if minus_inf_ok else "") + \
+        (" wherever the mask lets them count" if where is not None else "")
+    fail(name, wanted, f"{count} {'NaN or +inf' if minus_inf_ok else 'NaN or infinite'} "
+         f"value{'s' if count > 1 else ''} (the first, {first_value}, at index {first})")
+
+
+def hide(x, keep, fill: float = 0.0):
+    """`x` where `keep` (bool, broadcastable) is True, `fill` elsewhere: a selection, so NaN or
+    inf under the mask is gone (a product would keep it: 0 × NaN = NaN)."""
+    if isinstance(x, torch.Tensor):
+        return torch.where(keep, x, torch.tensor(fill, dtype=x.dtype, device=x.device))
+    return np.where(keep, x, fill).astype(x.dtype, copy=False)
+
+
+def check_ids(name: str, ids, n: int, what: str = "the vocabulary") -> None:
+    """Integer ids (NumPy or torch) inside [0, n): the size of `what`."""
+    if dtype_kind(ids) != "int":
+        fail(name, f"integer ids in [0, {n}) ({what})", describe(ids))
+    if isinstance(ids, torch.Tensor):
+        if _tracing() or ids.numel() == 0 or ids.device.type == "meta":
+            return
+        low, high = (int(v) for v in torch.aminmax(ids))
+    else:
+        ids = np.asarray(ids)
+        if ids.size == 0:
+            return
+        low, high = int(ids.min()), int(ids.max())
+    if low < 0 or high >= n:
+        fail(name, f"ids in [0, {n}) ({what})", f"ids from {low} to {high} in {describe(ids)}")
+
+
 def check_ndim(name: str, x, min_ndim: int, hint: str) -> None:
     """Require `x.ndim >= min_ndim`; `hint` names the axes, e.g. '(..., N, d)'."""
     if x.ndim < min_ndim:
@@ -66,7 +231,7 @@ def check_ndim(name: str, x, min_ndim: int, hint: str) -> None:
 
 
 def check_same_device(**tensors) -> None:
-    """All torch tensors given must live on one device (NumPy arrays are ignored)."""
+    """All torch tensors given must live on one device (NumPy arrays and None are ignored)."""
     devices = {name: t.device for name, t in tensors.items() if isinstance(t, torch.Tensor)}
     if len(set(devices.values())) > 1:
         listing = ", ".join(f"{n} on {d}" for n, d in devices.items())
@@ -89,12 +254,22 @@ def broadcast_ok(shape: Sequence[int], target: Sequence[int]) -> bool:
     return True
 
 
-def check_mask(mask, scores_shape: Sequence[int], name: str = "mask") -> None:
-    """A mask must be boolean (True = may attend) and broadcast to the scores' shape."""
+def check_mask(mask, scores_shape: Sequence[int], name: str = "mask", like=None) -> None:
+    """A mask must be boolean (True = may attend) and broadcast to the scores' shape.
+
+    like: the array library the function works in (np.ndarray or torch.Tensor), if not the
+    mask's own. A float mask is refused, additive (0 / −inf) or 0/1 alike: turn an additive
+    one into ours with `mask == 0`, a 0/1 one with `mask > 0`.
+    """
     if mask is None:
         return
+    if like is not None and not isinstance(mask, like) or \
+            not isinstance(mask, (np.ndarray, torch.Tensor)):
+        kind = "a NumPy" if like is np.ndarray else "a torch" if like is torch.Tensor else "a"
+        fail(name, f"{kind} bool array (True = may attend)", describe(mask))
     if not is_bool_dtype(mask):
-        fail(f"{name} has the wrong dtype", "bool (True = may attend)", f"{mask.dtype}")
+        fail(f"{name} has the wrong dtype", "bool (True = may attend; an additive float mask "
+             "m becomes m == 0, a 0/1 one m > 0)", f"{mask.dtype}")
     if not broadcast_ok(tuple(mask.shape), tuple(scores_shape)):
         fail(f"{name} does not fit the attention scores",
              f"a shape broadcastable to {shape_str(scores_shape)}", shape_str(mask.shape))
