@@ -312,7 +312,7 @@ L.savefig(fig, "dependency_cone")
 # %%
 SEG = L.size(full=32, smoke=16, paper=512)
 MEM = SEG
-STEPS = L.size(full=600, smoke=15, paper=400_000)
+STEPS = L.size(full=600, smoke=10, paper=400_000)
 D_MODEL, N_HEADS, N_LAYERS = L.size(full=(128, 4, 2), smoke=(32, 4, 2), paper=(512, 8, 12))
 BATCH = L.size(full=32, smoke=8, paper=22)
 LR = L.size(full=2e-3, smoke=2e-3, paper=2.5e-4)
@@ -398,15 +398,20 @@ for name, make in VARIANTS.items():
 fig, ax = plt.subplots(figsize=(7, 3.8))
 smooth = max(STEPS // 60, 1)
 for k, name in enumerate(VARIANTS):
-    mean = np.mean([curves[name, s] for s in LM_SEEDS], axis=0)
-    mean = np.convolve(mean, np.ones(smooth) / smooth, mode="valid")
-    ax.plot(np.arange(len(mean)) + smooth, mean, color=f"C{k}", label=f"{name} (mean of {len(LM_SEEDS)} seeds)")
+    per_step = np.mean([curves[name, s] for s in LM_SEEDS], axis=0)
+    ax.plot(np.arange(1, STEPS + 1), per_step, color=f"C{k}", lw=0.6, alpha=0.35)
+    averaged = np.convolve(per_step, np.ones(smooth) / smooth, mode="valid")
+    ax.plot(np.arange(len(averaged)) + smooth, averaged, color=f"C{k}",
+            label=f"{name} (mean of {len(LM_SEEDS)} seeds)")
 ax.axhline(math.log2(len(chars)), color="gray", ls=":", label="uniform guessing")
 ax.set_yscale("log")
 ax.set_yticks([2, 3, 4, 6, 10, 15], ["2", "3", "4", "6", "10", "15"])
-ax.set_xlabel("training step")
+ax.set_xscale("symlog", linthresh=10)
+ax.set_xlim(1, STEPS)
+ax.set_xlabel("training step (linear up to 10, then logarithmic)")
 ax.set_ylabel("training loss (bits per character)")
-ax.set_title(f"training loss, moving average over {smooth} steps")
+ax.set_title(f"training loss: every step (faint) and a moving average over {smooth} steps",
+             fontsize=10)
 ax.grid(alpha=0.3)
 ax.legend(fontsize=8)
 L.savefig(fig, "lm_curves")
@@ -579,15 +584,18 @@ ax.set_xticks(EVAL_MEMS, [str(m) for m in EVAL_MEMS])
 ax.set_xlabel("memory length at evaluation")
 ax.set_ylabel("validation bits per character")
 ax.set_title(f"mean of {len(LM_SEEDS)} seeds")
-ax.legend(fontsize=8)
+ax.legend(fontsize=8, loc="center right")
 L.savefig(fig, "bpc_vs_memory")
 for m in EVAL_MEMS:
     clamped = (f" | clamp_len {CLAMP}: {mean('XL', f'memory {m}, clamp_len {CLAMP}'):.3f}"
                if m > MEM else "")
     print(f"XL evaluated with memory {m:4d}: {mean('XL', f'memory {m}'):.3f} bpc{clamped}")
 half = EVAL_MEMS[EVAL_MEMS.index(MEM) - 1]
-print(f"from memory 0 to {half}: {mean('XL', 'memory 0') - mean('XL', f'memory {half}'):+.3f} bpc gained; "
-      f"from {half} to {LONG}: {mean('XL', f'memory {half}') - mean('XL', f'memory {LONG}'):+.3f}")
+first = EVAL_MEMS[1]
+print(f"XL's memory at evaluation: {mean('XL', 'memory 0') - mean('XL', f'memory {first}'):+.3f} bpc "
+      f"from memory 0 to {first}, {mean('XL', f'memory {first}') - mean('XL', f'memory {MEM}'):+.3f} "
+      f"from {first} to {MEM}, {mean('XL', f'memory {MEM}') - mean('XL', f'memory {LONG}'):+.3f} "
+      f"from {MEM} to {LONG}")
 L.claim("a longer memory at evaluation than in training lowers the perplexity",
         "Table 6: 27.02 at the training length → 26.77 at attention 500 (128M); 23.43 → 23.09 "
         "at 640 (151M)",
@@ -597,13 +605,15 @@ L.claim("a longer memory at evaluation than in training lowers the perplexity",
         verdict=compare(per_seed("XL", f"memory {LONG}"), per_seed("XL", f"memory {MEM}"), expect="<"))
 
 # %% [markdown]
-# Read the curve in two parts, with the last printed line. Almost everything the memory
-# gives, it gives in the first few characters: what it repairs here is context
-# fragmentation, the first characters of a segment predicted from nothing. Past that the
-# curve is flat, clamped or not. That is no failure of the mechanism: a 2-layer model trained
-# for minutes on characters has learned dependencies a few characters long, and text this far
-# back holds nothing it knows how to use. A test that *can* show the claim needs a model that
-# has learned to fetch something by content within the training memory, and then a
+# Read the curve with the line printed above it, which splits what the memory gives into
+# the first few characters, the rest of the training memory, and the memory beyond it. What
+# the first few characters give is the repair of context fragmentation: the first characters
+# of a segment are no longer predicted from nothing (the paper's Table 7 isolates this on a
+# corpus without long-range dependencies). What lies beyond the training memory helps only a
+# model that has learned dependencies that long; a 2-layer model trained for minutes on
+# characters may not have, and then the longer memory has nothing it knows how to use —
+# however the distances are encoded, clamped or not. A test that *can* show the claim needs a
+# model that has learned to fetch something by content within the training memory, and then a
 # dependency farther back than that memory.
 #
 # **Recall by class.** A stream of filler symbols in which, now and then, a symbol of one of
@@ -679,13 +689,14 @@ L.claim("a model trained with a short memory uses a longer one at evaluation",
                         [recall_acc[far, f"memory {R_MEM} (training)", s] for s in R_SEEDS], expect=">"))
 
 # %% [markdown]
-# With its training memory the model is at chance on the far reads, except those the memory
-# still reaches from late in a segment ($M + i$ back for the query at index $i$). Given a
-# longer memory, it answers reads at distances it never trained on, with encodings it never
-# saw: fetching by content does not care where the write is. Whether the clamped row differs
-# from the raw one says whether the unseen encodings got in the way — for this model the
-# table above says; on text, where position matters more, a model asked to reach far past
-# its training distances can be hurt by them, and clamping is the official code's guard.
+# Read each curve against its reach: with a memory of $m$, the read at index $i$ of its
+# segment sees $m + i$ back, so with the training memory no far read is within reach and
+# chance is all a model can do there; with $2M$ some are, with $4M$ all. Where the write is
+# within reach but farther than any distance met in training, a model that fetches by content
+# answers anyway — the verdict above says whether ours does. The clamped row against the raw
+# one says whether the unseen encodings got in the way; on text, where position matters more,
+# a model asked to reach far past its training distances can be hurt by them, and clamping is
+# the official code's guard.
 #
 # ## 7. Seeing is not learning: the copy task
 #
@@ -733,12 +744,12 @@ ax.legend(fontsize=8)
 L.savefig(fig, "copy_accuracy")
 
 # %% [markdown]
-# Read the plot against the two limits. The vanilla model copies only what lies inside its
-# own segment — at a short distance, only at positions far enough into the segment — and is
-# at chance beyond. XL copies as long as one layer reaches the token: a token at index $k$ of
-# its segment sees $k + M$ tokens back in a single layer. Past the memory, only the positions
-# far enough into their segment still reach it in one layer — hence partial accuracy —
-# although *every* position could see the token through two layers (section 4).
+# Read the plot against the two limits. The vanilla model can copy only what lies inside its
+# own segment — at a short distance, only at positions far enough into the segment. In one
+# layer, XL's token at index $k$ of its segment sees $k + M$ tokens back; past the memory,
+# only the positions far enough into their segment reach the source in one layer, although
+# *every* position could see it through two layers (section 4). The table below splits the
+# positions that way.
 #
 # Why is the two-layer path not learned? One explanation: using it needs the lower layer to
 # have fetched the token earlier, into a state that now sits in the memory — and the
@@ -846,9 +857,10 @@ run_dir.cleanup()
 # * The ablation splits XL's gain over a vanilla Transformer into the relative positions, a
 #   memory at evaluation, and training with the memory; the printed verdicts say which of the
 #   three count at this budget, beside the paper's Tables 6 and 7.
-# * A longer memory at evaluation pays off only where something lies beyond the training
-#   memory that the model has learned to fetch: on recall by class it does; on characters of
-#   text, after a few minutes of training, there is nothing there for it to use.
+# * A longer memory at evaluation can pay off only where something the model has learned to
+#   fetch lies beyond the training memory: recall by class is built that way, characters of
+#   text read by a model trained for minutes need not be — the two verdicts say what each
+#   shows. `clamp_len` keeps the encodings of unseen distances out of the way.
 # * What a token can *see* and what the model *learns* to use differ; removing the
 #   stop-gradient for one segment tests one explanation of the gap.
 # * Evaluation with a memory pays once per position; recomputing a window pays the window per

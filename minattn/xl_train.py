@@ -1,6 +1,8 @@
 """Train and evaluate the character LMs of lesson 04 (Transformer-XL and its vanilla baseline):
-bits per character, sampling, how far back a model sees; training runs in one process, or in
-many with DistributedDataParallel.
+bits per character (segment by segment, or with the paper's sliding window), sampling, how
+far back a model sees and which states one token reaches, accuracy on the synthetic tasks,
+training with or without the stop-gradient; training runs in one process, or in many with
+DistributedDataParallel.
 
 The same command runs alone or under `torchrun`, unchanged:
 
