@@ -94,18 +94,26 @@ def test_four_terms_by_hand():
     np.testing.assert_allclose(w[0, 0, 0], [np.e / (np.e + 1), 1 / (np.e + 1)])
 
 
-def test_module_matches_numpy_layer_and_pytorch_sdpa():
-    torch.manual_seed(0)
+def module_against_numpy_layer(seed, L, M, clamp_len=None):
+    """A random float64 attention module (u, v nonzero), its fast and explicit outputs checked
+    against `rel_multi_head_attention_np`; returns (module, x, memory, reference output)."""
+    torch.manual_seed(seed)
     attn = RelMultiHeadAttention(8, 2).double()
     with torch.no_grad():
         attn.u_bias.normal_(), attn.v_bias.normal_()
-    x, mem = torch.randn(2, 5, 8, dtype=torch.float64), torch.randn(2, 3, 8, dtype=torch.float64)
-    ref, w_ref = rel_multi_head_attention_np(x.numpy(), mem.numpy(), attn.numpy_params(), 2)
-    out_fast, _ = attn(x, mem)
-    out_exp, w = attn(x, mem, need_weights=True)
+    x, mem = torch.randn(2, L, 8, dtype=torch.float64), torch.randn(2, M, 8, dtype=torch.float64)
+    ref, w_ref = rel_multi_head_attention_np(x.numpy(), mem.numpy(), attn.numpy_params(), 2,
+                                             clamp_len=clamp_len)
+    out_fast, _ = attn(x, mem, clamp_len=clamp_len)
+    out_exp, w = attn(x, mem, need_weights=True, clamp_len=clamp_len)
     assert np.abs(out_fast.detach().numpy() - ref).max() < 1e-12
     assert np.abs(out_exp.detach().numpy() - ref).max() < 1e-12
     assert np.abs(w.detach().numpy() - w_ref).max() < 1e-12
+    return attn, x, mem, ref
+
+
+def test_module_matches_numpy_layer_and_pytorch_sdpa():
+    attn, x, mem, _ = module_against_numpy_layer(0, 5, 3)
     # without positions (W_R = 0) and u = 0 it is causal attention: PyTorch's SDPA agrees
     with torch.no_grad():
         attn.r_proj.weight.zero_(), attn.u_bias.zero_()
@@ -212,18 +220,7 @@ def test_clamped_table_repeats_the_row_of_clamp_len():
 
 
 def test_clamped_attention_module_matches_numpy_layer():
-    torch.manual_seed(6)
-    attn = RelMultiHeadAttention(8, 2).double()
-    with torch.no_grad():
-        attn.u_bias.normal_(), attn.v_bias.normal_()
-    x, mem = torch.randn(2, 4, 8, dtype=torch.float64), torch.randn(2, 6, 8, dtype=torch.float64)
-    ref, w_ref = rel_multi_head_attention_np(x.numpy(), mem.numpy(), attn.numpy_params(), 2,
-                                             clamp_len=3)
-    out_fast, _ = attn(x, mem, clamp_len=3)
-    out_exp, w = attn(x, mem, need_weights=True, clamp_len=3)
-    assert np.abs(out_fast.detach().numpy() - ref).max() < 1e-12
-    assert np.abs(out_exp.detach().numpy() - ref).max() < 1e-12
-    assert np.abs(w.detach().numpy() - w_ref).max() < 1e-12
+    attn, x, mem, ref = module_against_numpy_layer(6, 4, 6, clamp_len=3)
     unclamped, _ = rel_multi_head_attention_np(x.numpy(), mem.numpy(), attn.numpy_params(), 2)
     assert np.abs(unclamped - ref).max() > 1e-6
     model = TransformerXL(11, 8, 2, 2, mem_len=4, clamp_len=3).double()
