@@ -319,12 +319,16 @@ LR = L.size(full=2e-3, smoke=2e-3, paper=2.5e-4)
 LM_SEEDS = L.size(full=[0, 1], smoke=[0, 1], paper=[0, 1, 2])
 VALID = L.size(full=1_024, smoke=128, paper=16_384)  # characters per validation stream
 rng = set_seed(0)
-try:
-    corpus = "enwik8" if L.scale == "paper" else "ptb"
-    texts = [load_lm_text(corpus, "train"), load_lm_text(corpus, "valid")]
-    corpus = {"ptb": "Penn Treebank characters", "enwik8": "enwik8"}[corpus]
-except DatasetMissing as err:
-    print(f"{err}\n-> using a synthetic text instead (numbers will differ from a real text's)")
+NAMES = {"enwik8": "enwik8", "ptb": "Penn Treebank characters"}
+texts = None
+for name in (["enwik8"] if L.scale == "paper" else []) + ["ptb"]:
+    try:
+        texts, corpus = [load_lm_text(name, "train"), load_lm_text(name, "valid")], NAMES[name]
+        break
+    except DatasetMissing as err:
+        print(err)
+if texts is None:
+    print("-> using a synthetic text instead (numbers will differ from a real text's)")
     texts = [synthetic_text(2_000_000, rng), synthetic_text(200_000, rng)]
     corpus = "synthetic text"
 chars, (train_ids, valid_ids) = char_corpus(texts)
@@ -400,8 +404,9 @@ smooth = max(STEPS // 60, 1)
 for k, name in enumerate(VARIANTS):
     per_step = np.mean([curves[name, s] for s in LM_SEEDS], axis=0)
     ax.plot(np.arange(1, STEPS + 1), per_step, color=f"C{k}", lw=0.6, alpha=0.35)
-    averaged = np.convolve(per_step, np.ones(smooth) / smooth, mode="valid")
-    ax.plot(np.arange(len(averaged)) + smooth, averaged, color=f"C{k}",
+    half_width = [min(smooth // 2, t // 4) for t in range(STEPS)]  # narrow where it falls fast
+    averaged = [per_step[max(t - h, 0):t + h + 1].mean() for t, h in enumerate(half_width)]
+    ax.plot(np.arange(1, STEPS + 1), averaged, color=f"C{k}",
             label=f"{name} (mean of {len(LM_SEEDS)} seeds)")
 ax.axhline(math.log2(len(chars)), color="gray", ls=":", label="uniform guessing")
 ax.set_yscale("log")
@@ -410,7 +415,7 @@ ax.set_xscale("symlog", linthresh=10)
 ax.set_xlim(1, STEPS)
 ax.set_xlabel("training step (linear up to 10, then logarithmic)")
 ax.set_ylabel("training loss (bits per character)")
-ax.set_title(f"training loss: every step (faint) and a moving average over {smooth} steps",
+ax.set_title(f"training loss: every step (faint) and a moving average (up to {smooth} steps)",
              fontsize=10)
 ax.grid(alpha=0.3)
 ax.legend(fontsize=8)
@@ -578,8 +583,9 @@ ax.axhline(mean("vanilla", "window sliding by one"), color="C0", ls=":",
            label="vanilla, window sliding by one")
 ax.axhline(relative_alone, color="C1", ls="--", label="relative, no memory, alone")
 ax.axvline(MEM, color="gray", ls=":", lw=1)
-ax.text(MEM, ax.get_ylim()[1], " memory in training", va="top", fontsize=8, color="gray")
+ax.text(MEM, ax.get_ylim()[0], " memory in training", va="bottom", fontsize=8, color="gray")
 ax.set_xscale("symlog", linthresh=max(EVAL_MEMS[1], 1))
+ax.set_xlim(-EVAL_MEMS[1] / 4, EVAL_MEMS[-1] * 1.3)
 ax.set_xticks(EVAL_MEMS, [str(m) for m in EVAL_MEMS])
 ax.set_xlabel("memory length at evaluation")
 ax.set_ylabel("validation bits per character")
