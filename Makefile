@@ -4,7 +4,7 @@
 #                 figures/<lesson>/, and the paper-claims report figures/REPORT.md
 #   make test     install into .venv, run the test suite
 # Other targets: setup, data, notebooks (unexecuted), smoke (the course in smoke mode),
-# lab (install JupyterLab, open notebooks/), student, bench.
+# lab (install JupyterLab, open notebooks/), student, bench, test-gpu (on a CUDA machine).
 
 PYTHON ?= python3
 VENV   := .venv
@@ -13,7 +13,7 @@ STAMP  := $(VENV)/.installed-stamp
 # The tested torch. Installed before the rest so pip never picks a different (multi-GB) build.
 TORCH  ?= torch==2.13.0
 
-.PHONY: setup data notebooks course smoke lab test student exercises bench clean
+.PHONY: setup data notebooks course smoke lab test test-gpu student exercises bench clean
 
 setup: $(STAMP)
 
@@ -45,6 +45,12 @@ lab: setup
 
 test: setup data
 	$(PY) -m pytest || { rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests"; exit $$rc; }
+
+# make test-gpu [LESSONS="02 03"] [FULL="01 04"]: on a CUDA machine, the cuda-marked tests and
+# every lesson as a script in smoke mode on the GPU (no notebook packages needed), one line per
+# lesson; exits non-zero without CUDA. PY=python3 uses an existing environment (no set-up).
+test-gpu: $(if $(filter $(VENV)/bin/python,$(PY)),setup)
+	$(PY) -m minattn.tools.gpu_tier $(if $(LESSONS),--only $(LESSONS)) $(if $(FULL),--full $(FULL))
 
 # make student [ONLY="1 2.1"] [FORCE=1]: ./student, a copy with those solutions removed
 student: setup

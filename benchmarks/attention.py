@@ -20,9 +20,8 @@ import torch
 import torch.nn.functional as F
 
 from minattn.attention import attention_np, attention_torch
-from minattn.tools.bench import (bench_args, fmt_bytes, fmt_time, peak_memory, print_table,
-                                 save_json, time_interleaved, write_markdown)
-from minattn.tools.utils import pick_device
+from minattn.tools.bench import (bench_args, device_name, fmt_bytes, fmt_time, peak_memory,
+                                 print_table, save_json, time_interleaved, write_markdown)
 
 
 def naive_torch(q, k, v):
@@ -32,7 +31,7 @@ def naive_torch(q, k, v):
 
 def contenders(q, k, v, with_numpy: bool):
     """name -> (forward fn, forward+backward fn or None)."""
-    qn, kn, vn = (t.detach().cpu().numpy() for t in (q, k, v))
+    qn, kn, vn = (t.detach().cpu().numpy() for t in (q, k, v)) if with_numpy else (None,) * 3
 
     def fwd_bwd(fn):
         def run():
@@ -61,20 +60,23 @@ def contenders(q, k, v, with_numpy: bool):
 
 
 def main():
-    args = bench_args(__doc__.splitlines()[0])
-    device = pick_device()
+    args = bench_args(__doc__.splitlines()[0], dtypes=("float32", "bfloat16", "float16",
+                                                       "float64"))
+    device, dtype = args.device, args.dtype
     sizes = [512, 1024, 2048] if args.quick else [512, 1024, 2048, 4096, 8192]
     repeats = args.repeats or (3 if args.quick else 5)
     B, H, d = 1, 4, 64
-    print(f"dense attention, B={B}, H={H}, d={d}, float32, device={device}, "
+    print(f"dense attention, B={B}, H={H}, d={d}, {str(dtype).removeprefix('torch.')}, "
+          f"device={device} ({device_name(device)}), "
           f"torch threads={torch.get_num_threads()}, {repeats} interleaved repeats (medians)\n")
 
     rows, raw = [], []
     for n in sizes:
         gen = torch.Generator().manual_seed(n)
-        q, k, v = (torch.randn(B, H, n, d, generator=gen).to(device).requires_grad_()
+        q, k, v = (torch.randn(B, H, n, d, generator=gen).to(device, dtype).requires_grad_()
                    for _ in range(3))
-        table = contenders(q, k, v, with_numpy=device.type == "cpu")
+        table = contenders(q, k, v, with_numpy=device.type == "cpu"
+                           and dtype in (torch.float32, torch.float64))
         fwd = time_interleaved({name: f for name, (f, _) in table.items()}, repeats, device=device)
         both = time_interleaved({name: fb for name, (_, fb) in table.items() if fb}, repeats,
                                 device=device)
@@ -116,7 +118,8 @@ def main():
         parts = ["## Dense attention: `benchmarks/attention.py`", "",
                  f"NumPy (`attention_np`), the textbook three torch lines, lesson 01's "
                  f"`attention_torch` and PyTorch's fused `F.scaled_dot_product_attention`. "
-                 f"B = {B}, H = {H}, d = {d}, float32, no mask, device = {device}, torch threads = "
+                 f"B = {B}, H = {H}, d = {d}, {str(dtype).removeprefix('torch.')}, no mask, "
+                 f"device = {device} ({device_name(device)}), torch threads = "
                  f"{torch.get_num_threads()}, {repeats} interleaved repeats (medians), "
                  f"load average at the end of the run {os.getloadavg()[0]:.1f}, "
                  f"N = {', '.join(map(str, sizes))}. The explicit versions store the N × N "
@@ -124,8 +127,10 @@ def main():
                  ""]
         for title, text in tables.items():
             parts += [f"*{title}*", "", text, ""]
-        write_markdown("attention", "\n".join(parts))
-    save_json(args.json, {"benchmark": "attention", "B": B, "H": H, "d": d, "results": raw})
+        write_markdown("attention" if device.type == "cpu" else f"attention-{device.type}",
+                       "\n".join(parts))
+    save_json(args.json, {"benchmark": "attention", "B": B, "H": H, "d": d, "results": raw},
+              device, dtype)
 
 
 if __name__ == "__main__":

@@ -131,7 +131,7 @@ def compare(src, tgt, repeats: int, nltk: str, tag: str, n_pairs: int | None):
         state["t"] = fast.m_step_np(counts, bx, ibm1.MIN_PROB)
 
     step_fns = {"ours NumPy": ours_step}
-    for device in ["cpu"] + (["cuda"] if torch.cuda.is_available() else []):
+    for device in ["cpu"] + ([str(DEVICE)] if DEVICE.type == "cuda" else []):
         tstate = {"t": torch.as_tensor(fast.uniform_table_np(bx), device=device)}
 
         def torch_step(tstate=tstate):
@@ -145,8 +145,7 @@ def compare(src, tgt, repeats: int, nltk: str, tag: str, n_pairs: int | None):
         bitext = ibm1.nltk_bitext(src, tgt)
         model = IBMModel1(bitext, 0)
         step_fns["NLTK"] = lambda: model.train(bitext)
-    step = time_interleaved(step_fns, repeats=repeats, warmup=1,
-                            device="cuda" if torch.cuda.is_available() else "cpu")
+    step = time_interleaved(step_fns, repeats=repeats, warmup=1, device=DEVICE)
     raw["iteration_s"] = step
 
     # --- end to end -------------------------------------------------------------------
@@ -200,8 +199,13 @@ def compare(src, tgt, repeats: int, nltk: str, tag: str, n_pairs: int | None):
     return rows, raw
 
 
+DEVICE = torch.device("cpu")  # --device cuda adds the torch EM on that GPU
+
+
 def main() -> None:
+    global DEVICE
     args = bench_args(__doc__.splitlines()[0])
+    DEVICE = args.device
     quick = args.quick
     repeats = args.repeats or (2 if quick else 3)
     t0, load_start = time.perf_counter(), os.getloadavg()[0]
@@ -240,7 +244,7 @@ def main() -> None:
             "end to end on 10,000 verse pairs.",
             "", table, "", *[f"- {n}" for n in notes]]))
     save_json(args.json, {"benchmark": "ibm1", "quick": quick, "repeats": repeats,
-                          "results": results})
+                          "results": results}, args.device)
 
 
 if __name__ == "__main__":

@@ -4,24 +4,32 @@
     python benchmarks/sparse.py --quick    # N = 1k ... 4k, w = 32 (well under a minute)
     python benchmarks/sparse.py --json bench_results/sparse.json
     python benchmarks/sparse.py --markdown # also write the tables into benchmarks/README.md
+    python benchmarks/sparse.py --device cuda [--dtype bfloat16]   # on a GPU (its own tables)
 
-B = 1, H = 4, d = 64, float32. Contenders, all computing attention over a sliding window of
-half-width w (|i - j| <= w):
+B = 1, H = 4 (8 on CUDA, as in the H100 yardstick), d = 64, float32 unless --dtype. Contenders,
+all computing attention over a sliding window of half-width w (|i - j| <= w):
     dense        F.scaled_dot_product_attention with the (N, N) bool mask (N² work and memory)
-    window       minattn.sparse_kernels.window_attention_torch (default block: c = 32 for
-                 a forward without gradients, 64 for training)
-    block-sparse minattn.sparse_kernels.block_sparse_attention_torch on a BigBird layout of
-                 64-token blocks (window of max(1, w / 64) blocks, 1 global, 1 random block):
-                 a different pattern with a comparable number of keys per query
-    flex         torch.compile(flex_attention), forward only (no backward on CPU), its BlockMask
-                 built from block indices (create_block_mask would build an N² grid)
+    window       minattn.sparse_kernels.window_attention_torch, the readable kernel (on CUDA
+                 forced with dispatch.kernel_policy("readable"); default block: c = 32 for a
+                 forward without gradients, 64 for training)
+    dispatched   (CUDA only) window_attention_torch as shipped: dense SDPA below
+                 dispatch.FLEX_FROM, compiled FlexAttention from there on (minattn/dispatch.py)
+    block-sparse minattn.sparse_kernels.block_sparse_attention_torch (readable) on a BigBird
+                 layout of 64-token blocks (window of max(1, w / 64) blocks, 1 global, 1 random
+                 block): a different pattern with a comparable number of keys per query
+    flex         torch.compile(flex_attention) with `flex.window_block_mask` (tile lists from
+                 the window's arithmetic: nothing of size N² is built); forward only on the
+                 CPU (FlexAttention has no CPU backward), forward and backward on CUDA
+    full-flash   (CUDA only) unmasked SDPA: the price of attending to everything
 Dense stops at N = 16k (the full run) or 4k (--quick): its float copy of the mask alone is
-4·N² bytes (16 GiB at N = 64k) and one forward+backward at 32k would take minutes.
+4·N² bytes (16 GiB at N = 64k) and one forward+backward at 32k would take minutes on a CPU.
 
-Times are medians of interleaved repeats; memory is the extra peak resident memory of one call
-(minattn.tools.bench.peak_memory). Read the ratio columns: they compare numbers measured side by side. A
-second table measures the block-sparse kernel against its number of non-zero blocks. The plot
-goes to figures/02_sparse/benchmark.png (MINATTN_FIGURES overrides figures/).
+Times are medians of interleaved repeats; memory is the extra peak memory of one call
+(minattn.tools.bench.peak_memory: resident set on the CPU, torch's allocator on CUDA). Read
+the ratio columns: they compare numbers measured side by side. A second table measures the
+block-sparse kernel against its number of non-zero blocks. The plot goes to
+figures/02_sparse/benchmark.png (benchmark_cuda.png on a GPU; MINATTN_FIGURES overrides
+figures/).
 """
 
 from __future__ import annotations
@@ -33,49 +41,42 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from minattn.tools.bench import (bench_args, fmt_bytes, fmt_time, forward_backward,  # noqa: E402
-                                 forward_only, peak_memory, print_table, save_json,
-                                 time_interleaved, write_markdown)
+from minattn import dispatch, flex
+from minattn.tools.bench import (bench_args, device_name, fmt_bytes, fmt_time,  # noqa: E402
+                                 forward_backward, forward_only, peak_memory, print_table,
+                                 save_json, time_interleaved, write_markdown)
 from minattn.tools.lesson import REPO_ROOT
 from minattn.sparse import bigbird_layout_np, sliding_window_mask_np
 from minattn.sparse_kernels import block_sparse_attention_torch, window_attention_torch
 
-B, H, D = 1, 4, 64
+B, D = 1, 64
 BS_BLOCK = 64  # block-sparse block size
-FLEX_BLOCK = 128  # FlexAttention's default block size on CPU
 
 
-def flex_window(n: int, w: int):
-    """A compiled FlexAttention forward for the sliding window, or None where flex is missing.
+def heads(device) -> int:
+    return 8 if device.type == "cuda" else 4
 
-    The BlockMask lists, for every query block, the key blocks the window touches; the
-    mask_mod refines the partial blocks. Nothing of size N² is built.
-    """
-    try:
-        from torch.nn.attention.flex_attention import BlockMask, flex_attention
-    except ImportError:
+
+def readable(fn):
+    """fn with the readable kernels forced (no CUDA dispatch)."""
+    def run(q, k, v):
+        with dispatch.kernel_policy("readable"):
+            return fn(q, k, v)
+    return run
+
+
+def flex_window(n: int, w: int, device):
+    """A compiled FlexAttention call for the sliding window, or None where flex is missing."""
+    if not flex.flex_available():
         return None
-    nb = -(-n // FLEX_BLOCK)
-    reach = -(-w // FLEX_BLOCK)
-    cand = torch.arange(nb)[:, None] + torch.arange(-reach, reach + 1)  # (nb, 2·reach + 1)
-    valid = (cand >= 0) & (cand < nb)
-    order = torch.argsort((~valid).int(), dim=1, stable=True)  # valid block indices first
-    kv_idx = torch.gather(torch.where(valid, cand, 0), 1, order).int()
-    kv_idx = torch.cat([kv_idx, kv_idx.new_zeros(nb, max(nb - kv_idx.shape[1], 0))], 1)[:, :nb]
-
-    def mask_mod(b, h, q_idx, kv_idx):
-        return (q_idx - kv_idx).abs() <= w
-
-    block_mask = BlockMask.from_kv_blocks(valid.sum(1).int()[None, None], kv_idx[None, None],
-                                          BLOCK_SIZE=FLEX_BLOCK, mask_mod=mask_mod,
-                                          seq_lengths=(n, n))
-    compiled = torch.compile(flex_attention)
     # Inputs that require grad are refused on CPU even under no_grad: pass detached views.
-    return lambda q, k, v: compiled(q.detach(), k.detach(), v.detach(), block_mask=block_mask)
+    detach = (lambda x: x.detach()) if device.type == "cpu" else (lambda x: x)
+    return lambda q, k, v: flex.flex_window_attention(detach(q), detach(k), detach(v), w,
+                                                      compiled=True)
 
 
-def dense_window(n: int, w: int):
-    mask = torch.from_numpy(sliding_window_mask_np(n, w))  # built once, outside the timed call
+def dense_window(n: int, w: int, device):
+    mask = torch.from_numpy(sliding_window_mask_np(n, w)).to(device)  # built once, not timed
     return lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 
@@ -85,29 +86,42 @@ def block_sparse_bigbird(n: int, w: int):
     return lambda q, k, v: block_sparse_attention_torch(q, k, v, layout, BS_BLOCK)
 
 
-def measure(n: int, w: int, dense_max: int, with_flex: bool, repeats: int) -> dict:
+def measure(n: int, w: int, dense_max: int, with_flex: bool, repeats: int, device,
+            dtype) -> dict:
     gen = torch.Generator().manual_seed(n + w)
-    q, k, v = (torch.randn(B, H, n, D, generator=gen).requires_grad_() for _ in range(3))
-    fns = {"window": lambda q, k, v: window_attention_torch(q, k, v, w),
-           "block-sparse": block_sparse_bigbird(n, w)}
+    q, k, v = (torch.randn(B, heads(device), n, D, generator=gen).to(device, dtype)
+               .requires_grad_() for _ in range(3))
+    fns = {"window": readable(lambda q, k, v: window_attention_torch(q, k, v, w)),
+           "block-sparse": readable(block_sparse_bigbird(n, w))}
+    if device.type == "cuda":
+        fns["dispatched"] = lambda q, k, v: window_attention_torch(q, k, v, w)
+        fns["full-flash"] = F.scaled_dot_product_attention
     if n <= dense_max:
-        fns["dense"] = dense_window(n, w)
-    result = {"n": n, "w": w}
+        fns["dense"] = dense_window(n, w, device)
+    result = {"n": n, "w": w, "route": dispatch.choose_kernel(device, n, dtype, D)}
     if with_flex:
-        flex = flex_window(n, w)
-        if flex is not None:
+        flex_fn = flex_window(n, w, device)
+        if flex_fn is not None:
             start = time.perf_counter()
             with torch.no_grad():
-                flex(q, k, v)  # compiles
+                flex_fn(q, k, v)  # compiles
             result["flex_compile_s"] = time.perf_counter() - start
-            fns["flex"] = flex
+            fns["flex"] = flex_fn
+    with torch.no_grad():  # every contender computes the same numbers (up to rounding)
+        ref = fns["window"](q, k, v).float()
+        result["max_diff_vs_window"] = {name: float((f(q, k, v).float() - ref).abs().max())
+                                        for name, f in fns.items()
+                                        if name not in ("window", "full-flash", "block-sparse")}
     result["fwd_s"] = time_interleaved({name: forward_only(f, q, k, v) for name, f in fns.items()},
-                                       repeats)
-    trainable = {name: f for name, f in fns.items() if name != "flex"}
+                                       repeats, device=device)
+    trainable = {name: f for name, f in fns.items()
+                 if name != "flex" or device.type != "cpu"}  # no flex backward on the CPU
     result["fwd_bwd_s"] = time_interleaved(
-        {name: forward_backward(f, q, k, v) for name, f in trainable.items()}, repeats)
-    result["fwd_mem"] = {name: peak_memory(forward_only(f, q, k, v)) for name, f in fns.items()}
-    result["fwd_bwd_mem"] = {name: peak_memory(forward_backward(f, q, k, v))
+        {name: forward_backward(f, q, k, v) for name, f in trainable.items()}, repeats,
+        device=device)
+    result["fwd_mem"] = {name: peak_memory(forward_only(f, q, k, v), device)
+                         for name, f in fns.items()}
+    result["fwd_bwd_mem"] = {name: peak_memory(forward_backward(f, q, k, v), device)
                              for name, f in trainable.items()}
     return result
 
@@ -116,15 +130,16 @@ def ratio(a, b, digits=1):
     return f"{a / b:.{digits}f}×" if a and b else "—"
 
 
-def block_sparse_scaling(n: int, repeats: int) -> list[dict]:
-    """Time of the block-sparse kernel vs its number of non-zero blocks P (fixed N)."""
+def block_sparse_scaling(n: int, repeats: int, device, dtype) -> list[dict]:
+    """Time of the (readable) block-sparse kernel vs its number of non-zero blocks P (fixed N)."""
     gen = torch.Generator().manual_seed(1)
-    q, k, v = (torch.randn(B, H, n, D, generator=gen) for _ in range(3))
+    q, k, v = (torch.randn(B, heads(device), n, D, generator=gen).to(device, dtype)
+               for _ in range(3))
     layouts = {r: bigbird_layout_np(n // BS_BLOCK, window=1, n_global=0, n_random=r, seed=r)
                for r in (0, 1, 3, 7, 15)}
-    fns = {r: forward_only(lambda q, k, v, lay=lay: block_sparse_attention_torch(
-        q, k, v, lay, BS_BLOCK), q, k, v) for r, lay in layouts.items()}
-    times = time_interleaved(fns, repeats)
+    fns = {r: forward_only(readable(lambda q, k, v, lay=lay: block_sparse_attention_torch(
+        q, k, v, lay, BS_BLOCK)), q, k, v) for r, lay in layouts.items()}
+    times = time_interleaved(fns, repeats, device=device)
     base = times[0] / int(layouts[0].sum())
     return [{"random blocks": r, "non-zero blocks P": int(lay.sum()), "fwd": fmt_time(times[r]),
              "time / P": f"{times[r] / int(lay.sum()) * 1e6:.1f} µs",
@@ -132,14 +147,14 @@ def block_sparse_scaling(n: int, repeats: int) -> list[dict]:
              "_s": times[r], "_p": int(lay.sum())} for r, lay in layouts.items()]
 
 
-def plot(results: list[dict], path: Path) -> None:
+def plot(results: list[dict], path: Path, device, dtype) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     colors = {"dense": "tab:red", "window": "tab:blue", "block-sparse": "tab:green",
-              "flex": "tab:purple"}
+              "flex": "tab:purple", "dispatched": "tab:orange", "full-flash": "tab:gray"}
     for ax, key, title in ((axes[0], "fwd_s", "forward"), (axes[1], "fwd_bwd_s",
                                                           "forward + backward")):
         for w, style in ((128, "-"), (32, "--")):
@@ -160,8 +175,11 @@ def plot(results: list[dict], path: Path) -> None:
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=7, ncol=2)
     axes[0].set_ylabel("median time (s)")
-    fig.suptitle(f"sliding-window attention, B={B}, H={H}, d={D}, torch threads: "
-                 f"{torch.get_num_threads()} (block-sparse: BigBird layout, blocks of {BS_BLOCK})")
+    where = (device_name(device) if device.type == "cuda"
+             else f"cpu, torch threads: {torch.get_num_threads()}")
+    fig.suptitle(f"sliding-window attention, B={B}, H={heads(device)}, d={D}, "
+                 f"{str(dtype).removeprefix('torch.')}, {where} (block-sparse: BigBird layout, "
+                 f"blocks of {BS_BLOCK})")
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
@@ -169,22 +187,61 @@ def plot(results: list[dict], path: Path) -> None:
 
 
 def main():
-    args = bench_args(__doc__.splitlines()[0])
-    if args.quick:
+    args = bench_args(__doc__.splitlines()[0], dtypes=("float32", "bfloat16", "float16"))
+    device, dtype = args.device, args.dtype
+    cuda = device.type == "cuda"
+    if cuda:  # the H100 yardstick's sizes; dense up to 16k (its bool mask: 256 MiB)
+        sizes = [4096, 16384] if args.quick else [1024, 4096, 16384, 65536]
+        windows = [128] if args.quick else [32, 128]
+        dense_max, repeats, with_flex = 16384, args.repeats or 10, True
+    elif args.quick:
         sizes, windows, dense_max, repeats = [1024, 2048, 4096], [32], 4096, args.repeats or 2
+        with_flex = False
     else:
         sizes = [1024, 2048, 4096, 8192, 16384, 32768, 65536]
-        windows, dense_max, repeats = [32, 128], 16384, args.repeats or 3
-    with_flex = not args.quick
-    print(f"sliding-window attention, B={B}, H={H}, d={D}, float32, cpu, torch threads="
-          f"{torch.get_num_threads()}, {repeats} interleaved repeats (medians)\n")
+        windows, dense_max, repeats, with_flex = [32, 128], 16384, args.repeats or 3, True
+    dtype_name = str(dtype).removeprefix("torch.")
+    where = (f"{device_name(device)}, torch {torch.__version__}" if cuda
+             else f"cpu, torch threads={torch.get_num_threads()}")
+    print(f"sliding-window attention, B={B}, H={heads(device)}, d={D}, {dtype_name}, {where}, "
+          f"{repeats} interleaved repeats (medians)\n")
 
     results = []
     for w in windows:
         for n in sizes:
-            results.append(measure(n, w, dense_max, with_flex, repeats))
+            results.append(measure(n, w, dense_max, with_flex, repeats, device, dtype))
             print(f"w={w} N={n} done", flush=True)
 
+    tables = cuda_tables(results) if cuda else cpu_tables(results)
+    compile_times = {f"w={r['w']} N={r['n']}": round(r["flex_compile_s"], 1) for r in results
+                     if "flex_compile_s" in r}
+    if compile_times:
+        print(f"\nflex compile + first call (s): {compile_times}")
+
+    n_bs = 4096 if args.quick else 16384
+    title = (f"Block-sparse forward vs number of non-zero blocks (N={n_bs}, block={BS_BLOCK}, "
+             "window 1 block, r random blocks per row)")
+    print("\n" + title)
+    scaling = block_sparse_scaling(n_bs, repeats, device, dtype)
+    tables[title] = print_table(scaling, [c for c in scaling[0] if not c.startswith("_")])
+
+    figures = Path(os.environ.get("MINATTN_FIGURES") or REPO_ROOT / "figures")
+    plot(results, figures / "02_sparse" / ("benchmark_cuda.png" if cuda else "benchmark.png"),
+         device, dtype)
+    save_json(args.json, {"benchmark": "sparse", "B": B, "H": heads(device), "d": D,
+                          "results": results,
+                          "block_sparse_scaling": [{"random": s["random blocks"], "P": s["_p"],
+                                                    "fwd_s": s["_s"]} for s in scaling]},
+              device, dtype)
+    if args.markdown:
+        if cuda:
+            write_markdown(f"sparse-cuda-{dtype_name}",
+                           cuda_markdown(results, tables, repeats, args.quick, device, dtype))
+        else:
+            write_markdown("sparse", markdown(results, tables, repeats, args.quick))
+
+
+def cpu_tables(results) -> dict:
     rows = []
     for r in results:
         fwd, both, mem, mem_both = r["fwd_s"], r["fwd_bwd_s"], r["fwd_mem"], r["fwd_bwd_mem"]
@@ -220,25 +277,78 @@ def main():
     tables["Extra peak memory: forward | forward + backward"] = print_table(rows, [
         "w", "N", "dense mem", "window mem", "flex mem", "dense/window mem", "dense mem fwd+bwd",
         "window mem fwd+bwd", "block-sparse mem fwd+bwd", "dense/window mem fwd+bwd"])
-    compile_times = {f"w={r['w']} N={r['n']}": round(r["flex_compile_s"], 1) for r in results
-                     if "flex_compile_s" in r}
-    if compile_times:
-        print(f"\nflex compile + first call (s): {compile_times}")
+    return tables
 
-    n_bs = 4096 if args.quick else 16384
-    title = (f"Block-sparse forward vs number of non-zero blocks (N={n_bs}, block={BS_BLOCK}, "
-             "window 1 block, r random blocks per row)")
-    print("\n" + title)
-    scaling = block_sparse_scaling(n_bs, repeats)
-    tables[title] = print_table(scaling, [c for c in scaling[0] if not c.startswith("_")])
 
-    figures = Path(os.environ.get("MINATTN_FIGURES") or REPO_ROOT / "figures")
-    plot(results, figures / "02_sparse" / "benchmark.png")
-    save_json(args.json, {"benchmark": "sparse", "B": B, "H": H, "d": D, "results": results,
-                          "block_sparse_scaling": [{"random": s["random blocks"], "P": s["_p"],
-                                                    "fwd_s": s["_s"]} for s in scaling]})
-    if args.markdown:
-        write_markdown("sparse", markdown(results, tables, repeats, args.quick))
+CUDA_NAMES = ["window", "dispatched", "dense", "flex", "full-flash", "block-sparse"]
+
+
+def cuda_tables(results) -> dict:
+    """On a GPU: every contender's time and memory, and the ratios of the goals (a ratio < 1
+    means the dispatched kernel is faster)."""
+    rows = []
+    for r in results:
+        row = {"w": r["w"], "N": r["n"], "route": r["route"]}
+        for key, label in (("fwd_s", "fwd"), ("fwd_bwd_s", "fwd+bwd")):
+            for name in CUDA_NAMES:
+                row[f"{name} {label}"] = fmt_time(r[key].get(name))
+        for key, label in (("fwd_mem", "mem"), ("fwd_bwd_mem", "mem fwd+bwd")):
+            for name in CUDA_NAMES:
+                row[f"{name} {label}"] = fmt_bytes(r[key].get(name))
+        both = r["fwd_bwd_s"]
+        row["dispatched/dense fwd+bwd"] = ratio(both["dispatched"], both.get("dense"), 2)
+        row["dispatched/flex fwd+bwd"] = ratio(both["dispatched"], both.get("flex"), 2)
+        row["window/dispatched fwd+bwd"] = ratio(both["window"], both["dispatched"])
+        row["max |diff| vs window"] = ", ".join(f"{k} {v:.1e}" for k, v in
+                                                r["max_diff_vs_window"].items())
+        rows.append(row)
+    tables = {}
+    tables["Forward time (median)"] = print_table(rows, ["w", "N", "route"] + [
+        f"{n} fwd" for n in CUDA_NAMES])
+    tables["Forward + backward time (median)"] = print_table(rows, ["w", "N", "route"] + [
+        f"{n} fwd+bwd" for n in CUDA_NAMES] + ["dispatched/dense fwd+bwd",
+                                               "dispatched/flex fwd+bwd",
+                                               "window/dispatched fwd+bwd"])
+    tables["Extra peak memory, forward + backward"] = print_table(rows, ["w", "N"] + [
+        f"{n} mem fwd+bwd" for n in CUDA_NAMES])
+    tables["Largest difference from the readable kernel's forward"] = print_table(
+        rows, ["w", "N", "max |diff| vs window"])
+    return tables
+
+
+def cuda_goals(results, dtype) -> str:
+    """The GPU goals, checked against this run where it measured them."""
+    lines = ["| goal | this run | met? |", "|---|---|---|"]
+    for r in results:
+        both = r["fwd_bwd_s"]
+        if r["n"] >= 4096 and "dense" in both:
+            x = both["dispatched"] / both["dense"]
+            lines.append(f"| w = {r['w']}, N = {r['n']:,}: window fwd+bwd ≤ dense masked SDPA | "
+                         f"dispatched / dense = {x:.2f} | {'yes' if x <= 1 else 'no'} |")
+    for r in results:
+        both = r["fwd_bwd_s"]
+        if r["n"] == 16384 and dtype == torch.bfloat16 and "flex" in both:
+            x = both["dispatched"] / both["flex"]
+            lines.append(f"| w = {r['w']}, N = 16,384, bfloat16: within 2× of FlexAttention | "
+                         f"dispatched / flex = {x:.2f} | {'yes' if x <= 2 else 'no'} |")
+    if len(lines) == 2:
+        return "This run measured none of the goals' settings.\n"
+    return "\n".join(lines) + "\n"
+
+
+def cuda_markdown(results, tables, repeats, quick, device, dtype) -> str:
+    parts = [f"## Sparse attention on CUDA ({str(dtype).removeprefix('torch.')}): "
+             f"`benchmarks/sparse.py --device cuda`{' --quick' if quick else ''}", "",
+             f"{device_name(device)}, torch {torch.__version__} (CUDA {torch.version.cuda}). "
+             f"B = {B}, H = {heads(device)}, d = {D}, {repeats} interleaved repeats (medians). "
+             "*window* is the readable kernel, *dispatched* `window_attention_torch` as shipped "
+             f"(dense SDPA below N = {dispatch.FLEX_FROM:,}, compiled FlexAttention from there on), "
+             "*flex* compiled FlexAttention with our block mask at every N, *full-flash* "
+             "unmasked SDPA.", ""]
+    for title, text in tables.items():
+        parts += [f"*{title}*", "", text, ""]
+    parts += ["### Goals on CUDA", "", cuda_goals(results, dtype)]
+    return "\n".join(parts)
 
 
 def goals(results: list[dict]) -> str:
@@ -250,7 +360,7 @@ def goals(results: list[dict]) -> str:
                 "below are not checked by it.\n")
     fwd, both, mem, mem_both = r["fwd_s"], r["fwd_bwd_s"], r["fwd_mem"], r["fwd_bwd_mem"]
     # The output and the three gradients of forward + backward: 4 tensors of B·H·N·d floats.
-    floor = 4 * B * H * r["n"] * D * 4
+    floor = 4 * B * 4 * r["n"] * D * 4  # B·H·N·d floats, H = 4 on the CPU
     rows = [
         ("forward ≥ 30× faster than dense", fwd["dense"] / fwd["window"], 30),
         ("forward + backward ≥ 25× faster than dense", both["dense"] / both["window"], 25),
@@ -312,7 +422,7 @@ def markdown(results, tables, repeats, quick) -> str:
         "",
         f"Dense masked SDPA vs `window_attention_torch` (lesson 02's window kernel) vs the "
         f"block-sparse kernel (BigBird layout, {BS_BLOCK}-token blocks) vs compiled FlexAttention "
-        f"(forward only). B = {B}, H = {H}, d = {D}, float32, cpu, torch threads = "
+        f"(forward only). B = {B}, H = 4, d = {D}, float32, cpu, torch threads = "
         f"{torch.get_num_threads()}, {repeats} interleaved repeats (medians); {mode}; load average "
         f"of the machine at the end of the run {os.getloadavg()[0]:.1f}. Dense stops at "
         "16,384 (its float copy of the mask: 4·N² bytes). Memory is the extra peak resident set "

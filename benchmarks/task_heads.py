@@ -152,7 +152,8 @@ def encoding_rows(encoder, tok, texts):
 
 
 def main():
-    args = bench_args(__doc__.splitlines()[0])
+    args = bench_args(__doc__.splitlines()[0],
+                      devices=("cpu",))  # CPU steps over cached states; not ported to CUDA
     torch.set_num_threads(1)  # a shared 2-core machine: one thread was measured fastest
     n = 128 if args.quick else 512
     repeats = args.repeats or (5 if args.quick else 20)
@@ -187,7 +188,7 @@ def main():
             enc_rows.append(dict(zip(ENC_HEADERS, [name, fmt_time(per), f"{per * 10568:.0f} s"])))
             payload.setdefault("encoding", {})[name] = per
         enc_table = print_table(enc_rows, ENC_HEADERS)
-    save_json(args.json, payload)
+    save_json(args.json, payload, args.device)
     if args.markdown:
         text = (f"## Task-specific attention heads (`benchmarks/task_heads.py`)\n\n"
                 f"{note}, {n} sentences (mean {states.lengths().mean():.1f} tokens), batches "

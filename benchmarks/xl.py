@@ -3,14 +3,18 @@
     python benchmarks/xl.py            # context 128 … 1,024 (about a minute on 2 cores)
     python benchmarks/xl.py --quick    # context 128, 256 (seconds)
     python benchmarks/xl.py --json bench_results/xl.json --markdown
+    python benchmarks/xl.py --device cuda   # context 256 … 3,072 on a GPU (its own table)
 
 Two language models of the same size (d = 128, 4 heads, 2 layers, 50 symbols, float32, batch
 1, one torch thread on CPU): a vanilla Transformer that predicts each token from a window of
 the last C tokens, recomputing the whole window for every prediction (how a fixed-context
 model is evaluated without fragmenting the context), and a Transformer-XL that reads 128
 tokens per call with a memory of C cached hidden states per layer (`xl_fast.eval_speed`).
-Both see at least C tokens of context per prediction. The three contenders are interleaved
-and each time is a median of repeats; the ratio compares numbers measured side by side.
+Both see at least C tokens of context per prediction. One token at a time (as when sampling),
+XL either calls the model with its memory (which projects the whole memory again) or steps an
+`xl_fast.XLDecoder` (keys and values cached; on CUDA also replayed as a CUDA graph). The
+contenders are interleaved and each time is a median of repeats; the ratios compare numbers
+measured side by side.
 The paper (Dai et al. 2019, table 9) reports up to 1,874× at C = 3,800 on GPUs.
 """
 
@@ -20,52 +24,96 @@ import os
 
 import torch
 
-from minattn.tools.bench import bench_args, print_table, save_json, write_markdown
-from minattn.tools.utils import pick_device
+from minattn.tools.bench import (bench_args, count_operations, device_name, print_table, save_json,
+                                 write_markdown)
 from minattn.xl_fast import eval_speed
 
 PAPER = {3800: 1874, 2800: 1409, 1800: 773, 800: 363}  # Dai et al. 2019, table 9
 
 
+GRAPH = "XL, one token, KV cache + CUDA graph"
+
+
+@torch.no_grad()
+def operations_per_token(context: int, device) -> dict[str, int]:
+    """Operations (kernel launches on a GPU) per predicted token, one token at a time: the
+    vanilla window recomputed, the XL model called with its memory, the XLDecoder."""
+    from minattn.models import VanillaLM
+    from minattn.xl import TransformerXL
+    from minattn.xl_fast import XLDecoder
+
+    torch.manual_seed(0)
+    vanilla = VanillaLM(50, 128, 4, 2).to(device).eval()
+    xl = TransformerXL(50, 128, 4, 2, mem_len=context, max_len=context + 128).to(device).eval()
+    window = torch.randint(0, 50, (1, context), generator=torch.Generator().manual_seed(0))
+    window = window.to(device)
+    _, memories = xl(window)
+    decoder = XLDecoder(xl, context)
+    decoder.prefill(window)
+    calls = {"vanilla, recompute": lambda: vanilla(window),
+             "XL, one token at a time": lambda: xl(window[:, :1], memories),
+             "XL, one token, KV cache": lambda: decoder.step(window[:, :1])}
+    return {name: sum(count_operations(call).values()) for name, call in calls.items()}
+
+
 def main():
     args = bench_args(__doc__.splitlines()[0])
-    device = pick_device()
+    device = args.device
     if device.type == "cpu":
         torch.set_num_threads(1)  # measured faster than 2 threads on a busy 2-core machine
-    contexts = [128, 256] if args.quick else [128, 256, 512, 1024]
+        contexts = [128, 256] if args.quick else [128, 256, 512, 1024]
+    else:
+        contexts = [256, 1024] if args.quick else [256, 1024, 3072]
     repeats = args.repeats or (3 if args.quick else 5)
-    print(f"XL evaluation speed, d=128, H=4, 2 layers, batch 1, device={device}, "
-          f"torch threads={torch.get_num_threads()}, {repeats} interleaved repeats (medians)\n")
+    where = (device_name(device) if device.type == "cuda"
+             else f"cpu, torch threads={torch.get_num_threads()}")
+    print(f"XL evaluation speed, d=128, H=4, 2 layers, batch 1, {where}, torch "
+          f"{torch.__version__}, {repeats} interleaved repeats (medians)\n")
     rows, raw = [], []
     for c in contexts:
-        speed = eval_speed(c, repeats=repeats, device=device)
-        raw.append(dict(context=c, tokens_per_s=speed))
-        rows.append({"context C": f"{c:,}",
-                     "vanilla, recompute (tok/s)": f"{speed['vanilla, recompute']:,.0f}",
-                     "XL, cached (tok/s)": f"{speed['XL, cached']:,.0f}",
-                     "XL / vanilla": f"{speed['XL, cached'] / speed['vanilla, recompute']:,.0f}×",
-                     "XL one token at a time (tok/s)": f"{speed['XL, one token at a time']:,.0f}",
-                     "one-at-a-time / vanilla":
-                         f"{speed['XL, one token at a time'] / speed['vanilla, recompute']:,.1f}×"})
+        speed = eval_speed(c, repeats=repeats, device=device, kv_cache=True)
+        ops = operations_per_token(c, device)
+        raw.append(dict(context=c, tokens_per_s=speed, operations_per_token=ops))
+        vanilla = speed["vanilla, recompute"]
+        row = {"context C": f"{c:,}",
+               "vanilla, recompute (tok/s)": f"{vanilla:,.0f}",
+               "XL, cached (tok/s)": f"{speed['XL, cached']:,.0f}",
+               "XL / vanilla": f"{speed['XL, cached'] / vanilla:,.0f}×",
+               "XL one token at a time (tok/s)": f"{speed['XL, one token at a time']:,.0f}",
+               "one-at-a-time / vanilla": f"{speed['XL, one token at a time'] / vanilla:,.1f}×",
+               "XL one token, KV cache (tok/s)": f"{speed['XL, one token, KV cache']:,.0f}",
+               "KV cache / vanilla": f"{speed['XL, one token, KV cache'] / vanilla:,.1f}×"}
+        row["operations per token: vanilla / XL / KV cache"] = (
+            f"{ops['vanilla, recompute']} / {ops['XL, one token at a time']} / "
+            f"{ops['XL, one token, KV cache']}")
+        if GRAPH in speed:
+            row.update({"KV cache + CUDA graph (tok/s)": f"{speed[GRAPH]:,.0f}",
+                        "graph / vanilla": f"{speed[GRAPH] / vanilla:,.1f}×"})
+        rows.append(row)
         print(f"C={c} done", flush=True)
     cols = list(rows[0])
     print()
     print_table(rows, cols)
     print("paper (GPU, 12–24 layers, d = 512–1024): " +
           ", ".join(f"{v:,}× at C = {k:,}" for k, v in sorted(PAPER.items())))
-    save_json(args.json, {"benchmark": "xl", "device": str(device), "results": raw})
+    save_json(args.json, {"benchmark": "xl", "device": str(device), "results": raw}, device)
     if args.markdown:
         head = "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
         body = "".join("| " + " | ".join(r[c] for c in cols) + " |\n" for r in rows)
-        write_markdown("xl", f"## Transformer-XL: cached evaluation vs recomputing\n\n"
-                       f"`python benchmarks/xl.py{' --quick' if args.quick else ''}` on {device} "
-                       f"({'1 torch thread' if device.type == 'cpu' else torch.cuda.get_device_name()}),"
-                       f" {repeats} interleaved repeats, medians. d = 128, 4 heads, 2 layers, batch 1; "
-                       f"XL reads 128 tokens per call with a memory of C states per layer. "
-                       f"Load average at the end of the run: {os.getloadavg()[0]:.1f} on "
-                       f"{os.cpu_count()} cores (a busy machine makes every number noisier).\n\n"
-                       + head + body + "\nPaper (table 9, GPU, much larger models): 363× at "
-                       "C = 800, 1,874× at C = 3,800.\n")
+        cuda = device.type == "cuda"
+        write_markdown("xl-cuda" if cuda else "xl",
+                       f"## Transformer-XL{' on CUDA' if cuda else ''}: cached evaluation vs "
+                       f"recomputing\n\n`python benchmarks/xl.py{' --quick' if args.quick else ''}"
+                       f"{' --device cuda' if cuda else ''}` on {where} (torch "
+                       f"{torch.__version__}), {repeats} interleaved repeats, medians. d = 128, 4 "
+                       "heads, 2 layers, batch 1; XL reads 128 tokens per call with a memory of "
+                       "C states per layer; one token at a time, by the model with its memory "
+                       "or by `XLDecoder` (KV cache); operations per token = aten operations "
+                       "dispatched, views excluded (each a kernel launch on a GPU). "
+                       "Load average at the end of the run: "
+                       f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (a busy machine "
+                       "makes every number noisier).\n\n" + head + body + "\nPaper (table 9, "
+                       "GPU, much larger models): 363× at C = 800, 1,874× at C = 3,800.\n")
 
 
 if __name__ == "__main__":

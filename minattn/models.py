@@ -10,7 +10,7 @@ from torch import nn
 
 from .attention import MultiHeadAttention, causal_mask_torch
 from .sparse_kernels import block_sparse_attention_torch, window_attention_torch
-from .tools.utils import fail
+from .tools.utils import as_numpy, fail
 from .xl import sinusoid_torch
 
 
@@ -84,7 +84,7 @@ def window_attend(w: int, dilation: int = 1, causal: bool = False, global_idx=No
 def block_sparse_attend(layout, block: int, causal: bool = False):
     """A kernel for `MultiHeadAttention(..., attend=)`: (q, k, v, mask) -> block-sparse
     attention on `layout` (`sparse_kernels.block_sparse_attention_torch`); mask must be None."""
-    layout = np.asarray(layout)
+    layout = as_numpy(layout)
 
     def attend(q, k, v, mask=None):
         _no_mask(mask, "block_sparse_attend")

@@ -32,13 +32,13 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import MultiHeadAttention, attention_np, attention_torch, check_attention_inputs
-from .tools.utils import fail, shape_str
+from .tools.utils import as_numpy, fail, shape_str
 
 
 # ============================================================================ input checks
 def check_windows(windows, num_heads: int | None = None) -> list[int]:
     """One integer ω >= 0 per head; with num_heads, exactly that many."""
-    ws = list(np.asarray(windows).reshape(-1)) if not isinstance(windows, (list, tuple)) \
+    ws = list(as_numpy(windows).reshape(-1)) if not isinstance(windows, (list, tuple)) \
         else list(windows)
     if not ws:
         fail("no scales given", "one window ω >= 0 per head", repr(windows))

@@ -12,7 +12,9 @@ never builds an (H, N, N) mask for the scales it groups:
       * (not on CPU) dense SDPA with the group's band mask when ω is close to N;
     the group outputs are put back in head order.
 For short sequences (N < DENSE_BELOW) one dense masked SDPA call over all heads is faster than
-several small calls, so everything goes there (the fallback the benchmark measured).
+several small calls, so everything goes there (the fallback the benchmark measured). On CUDA
+from `dispatch.FLEX_FROM` on, all heads run in one FlexAttention call with per-head window tiles
+(`flex.flex_multiscale_attention`) instead.
 
 The band kernel. Cut the queries into chunks of c (c <= 2ω). Chunk [a, a + c) sees the keys
 [a − ω, a + c + ω), and they fall in three pieces:
@@ -59,6 +61,7 @@ import torch
 import torch.nn.functional as F
 
 from .attention import fast_attention_torch
+from .dispatch import routed_multiscale_attention
 from .multiscale import _check_inputs, scale_mask_torch
 from .sparse_kernels import _check_window_args, window_attention_torch
 from .tools.utils import fail, shape_str
@@ -85,6 +88,10 @@ def multiscale_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.T
     ws = _check_inputs(q, k, v, windows, mask)
     n = q.shape[-2]
     key_mask = _key_padding(mask, q.shape[0], n)
+    if mask is None or key_mask is not None:  # CUDA: FlexAttention, per-head windows (dispatch.py)
+        out = routed_multiscale_attention(q, k, v, ws, key_mask)
+        if out is not None:
+            return out
     if mask is None and n < dense_below:  # one call; every row sees itself, so no empty row
         return F.scaled_dot_product_attention(q, k, v, attn_mask=_band_bias(n, ws, q))
     if n < dense_below or (mask is not None and key_mask is None):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .tools.utils import as_numpy
+
 
 def heatmap(ax, weights, xlabels=None, ylabels=None, title=None, cmap="viridis",
             annotate=False, vmin=0.0, vmax=None):
@@ -14,7 +16,7 @@ def heatmap(ax, weights, xlabels=None, ylabels=None, title=None, cmap="viridis",
 
     Rows are queries, columns are keys, as in every attention map of the course.
     """
-    w = np.asarray(weights, dtype=float)
+    w = as_numpy(weights, dtype=float)  # a tensor may live on the GPU
     im = ax.imshow(w, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
     if xlabels is not None:
         ax.set_xticks(range(len(xlabels)), [str(t) for t in xlabels],

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .tools.utils import fail, shape_str
+from .tools.utils import as_numpy, fail, shape_str
 
 
 # ============================================================================ input checks
@@ -48,7 +48,7 @@ def _positions(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def check_global_idx(global_idx, n: int) -> np.ndarray:
     """Global positions as a sorted int array of distinct values in [0, n)."""
-    idx = np.asarray(global_idx if global_idx is not None else [], dtype=np.int64).reshape(-1)
+    idx = as_numpy(global_idx if global_idx is not None else [], dtype=np.int64).reshape(-1)
     if idx.size and (idx.min() < 0 or idx.max() >= n):
         fail("global_idx out of range", f"positions in [0, {n})", str(idx.tolist()))
     if np.unique(idx).size != idx.size:

@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from .attention import check_attention_inputs
+from .dispatch import routed_block_sparse_attention, routed_window_attention
 from .sparse import _check_int, check_global_idx
 from .tools.utils import fail, shape_str
 
@@ -306,11 +307,17 @@ def window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w:
         dilation: δ >= 1.  causal: only keys j <= i.
         global_idx: positions that attend to all and are attended by all (Longformer).
         options: block, scale; without global tokens also hand_backward, chunk_scores (see
-            `sliding_window_attention_torch`).
+            `sliding_window_attention_torch`). On CUDA in float32, float16 or bfloat16, unless
+            block, hand_backward or chunk_scores is given, FlexAttention or fused SDPA runs
+            the pattern instead (`dispatch.choose_kernel` says which).
     Returns:
         (..., N, dv).
     """
     _check_window_args(q, k, v, w)
+    # On CUDA: FlexAttention or fused SDPA, the same numbers (minattn/dispatch.py); else None.
+    out = routed_window_attention(q, k, v, w, dilation, causal, global_idx, options)
+    if out is not None:
+        return out
     if check_global_idx(global_idx, q.shape[-2]).size:
         options = {key: val for key, val in options.items()
                    if key not in ("hand_backward", "chunk_scores")}  # autograd there
@@ -341,6 +348,10 @@ def block_sparse_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     check_attention_inputs(q, k, v)
     block = _check_int("block", block, 1)
     n, device = q.shape[-2], q.device
+    # On CUDA: FlexAttention or fused SDPA, the same numbers (minattn/dispatch.py); else None.
+    out = routed_block_sparse_attention(q, k, v, layout, block, causal, scale)
+    if out is not None:
+        return out
     nb = -(-n // block)
     layout = torch.as_tensor(np.asarray(layout) if not isinstance(layout, torch.Tensor)
                              else layout, device=device)

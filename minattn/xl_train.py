@@ -105,21 +105,26 @@ def generate(model, prompt, n_new: int, generator: torch.Generator, context: int
     """Sample n_new tokens after prompt (1, P) -> (1, P + n_new).
 
     A `TransformerXL` reads the prompt once and then one token per step, its memory (length
-    `context`) holding the past: the cached evaluation. A `VanillaLM` recomputes its whole
-    window of the last `context` tokens for every new token.
+    `context`) holding the past: the cached evaluation, through `xl_fast.XLDecoder`, which
+    keeps the memory's keys and values instead of projecting the memory again every step.
+    A `VanillaLM` recomputes its whole window of the last `context` tokens for every new token.
     """
+    from .xl_fast import XLDecoder
+
     model.eval()
-    tokens, memories = prompt, None
+    P = prompt.shape[1]
+    tokens = torch.cat([prompt, prompt.new_zeros(prompt.shape[0], n_new)], dim=1)  # filled below
     if isinstance(model, TransformerXL):
-        logits, memories = model(prompt[:, -context:], None, context)
-    for _ in range(n_new):
+        decoder = XLDecoder(model, context, batch=prompt.shape[0])
+        logits = decoder.prefill(prompt[:, -context:])
+    for i in range(P, P + n_new):
         if not isinstance(model, TransformerXL):
-            logits, _ = model(tokens[:, -context:])
+            logits, _ = model(tokens[:, max(i - context, 0):i])
         probs = torch.softmax(logits[:, -1] / temperature, dim=-1)
         nxt = torch.multinomial(probs.cpu(), 1, generator=generator).to(tokens.device)
-        tokens = torch.cat([tokens, nxt], dim=1)
+        tokens[:, i:i + 1] = nxt
         if isinstance(model, TransformerXL):
-            logits, memories = model(nxt, memories, context)
+            logits = decoder.step(nxt)
     return tokens
 
 

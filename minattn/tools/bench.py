@@ -22,15 +22,53 @@ import torch
 from .tables import fmt_bytes, fmt_time, print_table  # noqa: F401  (re-exported for benchmarks)
 
 
-def bench_args(description: str) -> argparse.Namespace:
-    """The flags every benchmark takes: --quick, --json PATH, --repeats R."""
+DTYPES = ("float32", "float16", "bfloat16", "float64")
+
+
+def bench_args(description: str, dtypes=("float32",), devices=("cpu", "cuda"),
+               argv=None) -> argparse.Namespace:
+    """The flags every benchmark takes: --quick, --json PATH, --repeats R, --markdown,
+    --device (one of the device types in `devices`; default: MINATTN_DEVICE, else cuda when
+    available and measured, else cpu) and --dtype (one of `dtypes`, the first by default).
+    args.device is a torch.device, args.dtype a torch dtype."""
+    from .utils import pick_device
+
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--quick", action="store_true", help="small sizes, few repeats (seconds)")
     parser.add_argument("--json", type=Path, default=None, help="save the measurements here")
     parser.add_argument("--repeats", type=int, default=None, help="repeats per measurement")
     parser.add_argument("--markdown", action="store_true",
                         help="also write the tables into benchmarks/README.md (its own section)")
-    return parser.parse_args()
+    parser.add_argument("--device", default=None,
+                        help="cpu or cuda (default: MINATTN_DEVICE, else cuda when available)")
+    parser.add_argument("--dtype", default=dtypes[0], choices=list(dtypes),
+                        help=f"floating-point type of the inputs (default {dtypes[0]})")
+    args = parser.parse_args(argv)
+    args.device = pick_device(args.device)
+    if args.device.type not in devices:
+        parser.error(f"--device {args.device}: this benchmark measures {' and '.join(devices)} "
+                     "only")
+    if args.device.type == "cuda" and not torch.cuda.is_available():
+        parser.error(f"--device {args.device}: this torch ({torch.__version__}) sees no CUDA "
+                     "device")
+    args.dtype = getattr(torch, args.dtype)
+    return args
+
+
+def device_name(device) -> str:
+    """The GPU's name, or the CPU's model name (Linux), for the record of a measurement."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or "cpu"
 
 
 def write_markdown(name: str, text: str, path: Path | None = None) -> Path:
@@ -97,6 +135,36 @@ def forward_backward(fn: Callable, q, k, v) -> Callable[[], None]:
     return run
 
 
+# Operations that only re-read memory (no kernel runs for them on a GPU).
+VIEW_OPS = {"view", "_unsafe_view", "t", "transpose", "expand", "slice", "select", "unsqueeze",
+            "squeeze", "alias", "detach", "permute", "as_strided", "unbind", "split",
+            "split_with_sizes", "_reshape_alias", "reshape", "flatten", "unflatten"}
+
+
+def count_operations(fn: Callable[[], object]) -> dict[str, int]:
+    """The aten operations one call of `fn` dispatches, by name, views excluded: each one is
+    (at least) one kernel launch on a GPU, where a small model is launch-bound. Counted on any
+    device, the CPU included."""
+    from collections import Counter
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = Counter()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = func.overloadpacket.__name__
+            if name not in VIEW_OPS:
+                self.ops[name] += 1
+            return func(*args, **(kwargs or {}))
+
+    with Count() as mode:
+        fn()
+    return dict(mode.ops)
+
+
 def _status_kib(field: str) -> int:
     with open("/proc/self/status") as f:
         for line in f:
@@ -146,14 +214,19 @@ def peak_memory(fn: Callable[[], object], device="cpu") -> float | None:
     return float(max(_status_kib("VmHWM") - before, 0) * 1024)
 
 
-def save_json(path: Path | None, payload: dict) -> None:
-    """Write the measurements (with the machine they came from) when --json was given."""
+def save_json(path: Path | None, payload: dict, device="cpu", dtype=None) -> None:
+    """Write the measurements (with the machine and device they came from) when --json was
+    given."""
     if path is None:
         return
     payload = dict(payload)
     payload["machine"] = {
+        "device": str(device),
+        "device_name": device_name(device),
+        "dtype": str(dtype).removeprefix("torch.") if dtype is not None else None,
         "cpu_count": os.cpu_count(),
         "torch": torch.__version__,
+        "cuda_version": torch.version.cuda,
         "threads": torch.get_num_threads(),
         "cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
     }

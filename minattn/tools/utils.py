@@ -38,6 +38,17 @@ def pick_device(prefer: str | None = None) -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
+def as_numpy(x, dtype=None) -> np.ndarray:
+    """x as a NumPy array. A torch tensor is detached and moved to the host first (NumPy cannot
+    read a CUDA tensor, nor one that requires grad); a list or tuple is converted element by
+    element (a list of 0-dim CUDA tensors too)."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach().cpu().numpy()
+    elif isinstance(x, (list, tuple)) and any(isinstance(e, torch.Tensor) for e in x):
+        x = [as_numpy(e) for e in x]
+    return np.asarray(x, dtype=dtype)
+
+
 # ----------------------------------------------------------------------------- input checks
 def fail(what: str, expected: str, given: str) -> None:
     """Raise the one kind of error students see: what was wrong, expected vs given."""
