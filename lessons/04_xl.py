@@ -312,12 +312,12 @@ L.savefig(fig, "dependency_cone")
 # %%
 SEG = L.size(full=32, smoke=16, paper=512)
 MEM = SEG
-STEPS = L.size(full=600, smoke=10, paper=400_000)
+STEPS = L.size(full=600, smoke=6, paper=400_000)
 D_MODEL, N_HEADS, N_LAYERS = L.size(full=(128, 4, 2), smoke=(32, 4, 2), paper=(512, 8, 12))
-BATCH = L.size(full=32, smoke=8, paper=22)
+BATCH = L.size(full=32, smoke=4, paper=22)
 LR = L.size(full=2e-3, smoke=2e-3, paper=2.5e-4)
 LM_SEEDS = L.size(full=[0, 1], smoke=[0, 1], paper=[0, 1, 2])
-VALID = L.size(full=1_024, smoke=128, paper=16_384)  # characters per validation stream
+VALID = L.size(full=1_024, smoke=64, paper=16_384)  # characters per validation stream
 rng = set_seed(0)
 NAMES = {"enwik8": "enwik8", "ptb": "Penn Treebank characters"}
 texts = None
@@ -632,8 +632,8 @@ L.claim("a longer memory at evaluation than in training lowers the perplexity",
 
 # %%
 show(recall_by_class)
-R_SEG, R_MEM, R_STEPS = 16, 32, L.size(full=300, smoke=10)
-R_BATCH = L.size(full=32, smoke=8)
+R_SEG, R_MEM, R_STEPS = 16, 32, L.size(full=300, smoke=4)
+R_BATCH = L.size(full=32, smoke=4)
 R_SEEDS = [0, 1]
 R_VOCAB = 16 * (8 + 1) + 8
 R_TRAIN = recall_by_class(R_BATCH, R_SEG * R_STEPS + R_SEG, 1, R_MEM, torch.Generator().manual_seed(0),
@@ -711,8 +711,8 @@ L.claim("a model trained with a short memory uses a longer one at evaluation",
 # Chance is 1/16.
 
 # %%
-C_SEG, C_MEM, C_STEPS = 16, 32, L.size(full=300, smoke=10)
-C_BATCH = L.size(full=32, smoke=8)
+C_SEG, C_MEM, C_STEPS = 16, 32, L.size(full=300, smoke=5)
+C_BATCH = L.size(full=32, smoke=4)
 copy_data = {}
 
 
