@@ -317,7 +317,9 @@ D_MODEL, N_HEADS, N_LAYERS = L.size(full=(128, 4, 2), smoke=(32, 4, 2), paper=(5
 BATCH = L.size(full=32, smoke=4, paper=22)
 LR = L.size(full=2e-3, smoke=2e-3, paper=2.5e-4)
 LM_SEEDS = L.size(full=[0, 1], smoke=[0, 1], paper=[0, 1, 2])
-VALID = L.size(full=1_024, smoke=64, paper=16_384)  # characters per validation stream
+VALID = L.size(full=512, smoke=64, paper=16_384)  # characters per validation stream
+EVAL_MEMS = L.size(full=[0, 8, 16, 32, 64, 128, 256], smoke=[0, 8, 16, 64],  # XL's memory at evaluation
+                   paper=[0, 128, 256, 512, 1024, 2048, 4096])
 rng = set_seed(0)
 NAMES = {"enwik8": "enwik8", "ptb": "Penn Treebank characters"}
 texts = None
@@ -347,7 +349,7 @@ print_table([
          large="64, 400,000, 2.5e-4", ours=f"{BATCH}, {STEPS:,}, {LR:g}"),
     dict(setting="dropout", theirs="0.1", large="0.15", ours="none"),
     dict(setting="evaluation: segment, memory", theirs="80, 2,100", large="128, 3,800",
-         ours=f"{SEG}, 0 to {16 * MEM}"),
+         ours=f"{SEG}, 0 to {EVAL_MEMS[-1]}"),
     dict(setting="evaluation: clamp_len", theirs="820", large="1,000", ours=f"none or {MEM + SEG - 1}"),
 ], ["setting", "theirs", "large", "ours"])
 print("theirs / large: the official pytorch/run_enwik8_base.sh / run_enwik8_large.sh "
@@ -426,8 +428,6 @@ L.savefig(fig, "lm_curves")
 
 # %%
 show(evaluate_bpc_sliding)
-EVAL_MEMS = L.size(full=[0, 8, 16, 32, 64, 128, 256, 512], smoke=[0, 8, 16, 64],
-                   paper=[0, 128, 256, 512, 1024, 2048, 4096])
 CLAMP = MEM + SEG - 1  # the largest distance XL met in training
 bpc = {}
 for seed in LM_SEEDS:
