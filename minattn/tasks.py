@@ -326,6 +326,61 @@ def delayed_copy(batch_size: int, length: int, distance: int, n_symbols: int,
     return tokens.to(device), targets.to(device)
 
 
+
+class ClassRecall(NamedTuple):
+    """A batch of `recall_by_class`: int64 (B, T) each."""
+    tokens: torch.Tensor
+    targets: torch.Tensor   # the symbol to answer at a read, -100 elsewhere
+    distance: torch.Tensor  # how far back that symbol was written, at a read; 0 elsewhere
+
+
+def recall_by_class(batch_size: int, length: int, min_distance: int, max_distance: int,
+                    generator: torch.Generator, n_classes: int = 16, n_values: int = 8,
+                    n_fillers: int = 8, spacing: int = 200, device="cpu") -> ClassRecall:
+    """Copy the last symbol of a class: recall by content, at a distance we choose (lesson 04).
+
+    Vocabulary, `n_classes · (n_values + 1) + n_fillers` ids: symbol v of class c is
+    c · n_values + v; "read c" is n_classes · n_values + c; the rest are fillers. A stream is
+    fillers with events in it: a *write* (a random symbol of a class c) and, `distance`
+    positions later (uniform in [min_distance, max_distance]), a *read* of c, whose target is
+    the symbol written. Writes of one class are at least `spacing` (> max_distance) apart, so
+    a read has exactly one write of its class within `spacing` positions back: the answer is
+    found by its content (the class), wherever it sits. A model that cannot reach the write
+    can still name the class: 1 / n_values right.
+    """
+    if min(batch_size, length, min_distance, n_classes, n_values, n_fillers) <= 0 or \
+            not min_distance <= max_distance < min(spacing, length):
+        fail("recall_by_class sizes", "positive sizes and 0 < min_distance <= max_distance "
+             "< min(spacing, length)", f"batch_size={batch_size}, length={length}, distance "
+             f"{min_distance}..{max_distance}, spacing={spacing}")
+    rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=generator)))
+    first_read, first_filler = n_classes * n_values, n_classes * (n_values + 1)
+    tokens = rng.integers(first_filler, first_filler + n_fillers, (batch_size, length))
+    targets = np.full((batch_size, length), -100)
+    distance = np.zeros((batch_size, length), dtype=np.int64)
+    mean_gap = max(spacing // n_classes, 1)  # about one write per class per `spacing`
+    for b in range(batch_size):
+        busy = np.zeros(length, dtype=bool)
+        last_write = np.full(n_classes, -spacing)
+        w = 0
+        while True:
+            w += int(rng.integers(1, 2 * mean_gap))
+            if w >= length:
+                break
+            free = np.flatnonzero(w - last_write >= spacing)
+            d = int(rng.integers(min_distance, max_distance + 1))
+            r = w + d
+            if len(free) == 0 or r >= length or busy[w] or busy[r]:
+                continue
+            c, v = int(rng.choice(free)), int(rng.integers(n_values))
+            tokens[b, w], tokens[b, r] = c * n_values + v, first_read + c
+            targets[b, r], distance[b, r] = c * n_values + v, d
+            busy[w] = busy[r] = True
+            last_write[c] = w
+    as_tensor = lambda a: torch.from_numpy(a).to(device)  # noqa: E731
+    return ClassRecall(as_tensor(tokens), as_tensor(targets), as_tensor(distance))
+
+
 # ==== lesson 05: attention in LSTM seq2seq (keyword task, vocabularies and padded token ids)
 def keyword_task(batch_size: int, length: int, n_vocab: int, rng: np.random.Generator,
                  keyword: int = 1):

@@ -98,15 +98,30 @@ def check_memory_update(memory, hidden, mem_len: int) -> int:
     return check_size("mem_len", mem_len)
 
 # ============================================================================ NumPy reference
-def sinusoid_np(n_positions: int, d_model: int) -> np.ndarray:
+def check_table_sizes(n_positions: int, d_model: int, clamp_len) -> tuple[int, int]:
+    """`check_sinusoid`'s sizes and clamp_len None or an integer distance >= 0."""
+    n_positions, d_model = check_sinusoid(n_positions, d_model)
+    if clamp_len is not None and (isinstance(clamp_len, bool) or not isinstance(clamp_len, int)
+                                  or clamp_len < 0):
+        fail("clamp_len must be a distance", "None or an int >= 0", repr(clamp_len))
+    return n_positions, d_model
+
+
+def sinusoid_np(n_positions: int, d_model: int, clamp_len: int | None = None) -> np.ndarray:
     """(n_positions, d_model) table R: row δ encodes the distance δ = 0, 1, ...
 
     R_δ = [sin(δ ω_0), …, sin(δ ω_{D/2−1}), cos(δ ω_0), …, cos(δ ω_{D/2−1})],  ω_k = 10000^(−2k/D)
     (sines then cosines, the layout of the original implementation).
+    clamp_len = c: every distance beyond c gets the row of c, R_δ = R_min(δ, c) — the original
+    code's `--clamp_len`, used when a model is evaluated with a longer memory than it was
+    trained with, so that it never meets an encoding it has not seen.
     """
-    n_positions, d_model = check_sinusoid(n_positions, d_model)
+    n_positions, d_model = check_table_sizes(n_positions, d_model, clamp_len)
     inv_freq = 1.0 / 10000 ** (np.arange(0, d_model, 2) / d_model)  # (D/2,)
-    angles = np.arange(n_positions)[:, None] * inv_freq[None, :]  # (P, D/2)
+    delta = np.arange(n_positions)
+    if clamp_len is not None:
+        delta = np.minimum(delta, clamp_len)
+    angles = delta[:, None] * inv_freq[None, :]  # (P, D/2)
     return np.concatenate([np.sin(angles), np.cos(angles)], axis=-1)
 
 
@@ -145,13 +160,14 @@ def rel_attention_np(q, k, v, r, u_bias, v_bias, scale=None):
     return weights @ v, weights
 
 
-def rel_multi_head_attention_np(x, memory, params, num_heads):
+def rel_multi_head_attention_np(x, memory, params, num_heads, clamp_len=None):
     """Relative multi-head attention of one layer, the reference of `RelMultiHeadAttention`.
 
     Args:
         x: (B, L, D) the segment;  memory: (B, M, D) or None (M = 0).
         params: 'w_q', 'w_k', 'w_v', 'w_r', 'w_o' (D, D) stored as nn.Linear does (y = x @ w.T,
             no biases) and 'u_bias', 'v_bias' (H, dh) — see `RelMultiHeadAttention.numpy_params`.
+        clamp_len: None, or c: distances beyond c are encoded as c (`sinusoid_np`).
     Returns:
         output (B, L, D) and weights (B, H, L, M + L).
     """
@@ -162,7 +178,7 @@ def rel_multi_head_attention_np(x, memory, params, num_heads):
     q = split_heads_np(x @ params["w_q"].T, num_heads)  # (B, H, L, dh)
     k = split_heads_np(context @ params["w_k"].T, num_heads)  # (B, H, M + L, dh)
     v = split_heads_np(context @ params["w_v"].T, num_heads)
-    R = sinusoid_np(context.shape[1], D)  # (M + L, D): distances 0 .. M + L − 1
+    R = sinusoid_np(context.shape[1], D, clamp_len)  # (M + L, D): distances 0 .. M + L − 1
     r = split_heads_np((R @ params["w_r"].T)[None], num_heads)[0]  # (H, M + L, dh)
     heads, weights = rel_attention_np(q, k, v, r, params["u_bias"], params["v_bias"])
     return merge_heads_np(heads) @ params["w_o"].T, weights
@@ -229,13 +245,17 @@ def check_layer_inputs(x, memory, d_model: int, num_heads: int, dtype=None) -> N
 
 
 # ============================================================================ PyTorch twin
-def sinusoid_torch(n_positions: int, d_model: int, device=None, dtype=torch.float32):
+def sinusoid_torch(n_positions: int, d_model: int, device=None, dtype=torch.float32,
+                   clamp_len: int | None = None):
     """Torch twin of `sinusoid_np`, made on `device` in `dtype`."""
-    n_positions, d_model = check_sinusoid(n_positions, d_model)
+    n_positions, d_model = check_table_sizes(n_positions, d_model, clamp_len)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         fail("dtype", "a floating torch dtype such as torch.float32", describe(dtype))
     inv_freq = 1.0 / 10000 ** (torch.arange(0, d_model, 2, device=device, dtype=dtype) / d_model)
-    angles = torch.arange(n_positions, device=device, dtype=dtype)[:, None] * inv_freq[None, :]
+    delta = torch.arange(n_positions, device=device, dtype=dtype)
+    if clamp_len is not None:
+        delta = delta.clamp(max=clamp_len)
+    angles = delta[:, None] * inv_freq[None, :]
     return torch.cat([torch.sin(angles), torch.cos(angles)], dim=-1)
 
 
@@ -277,7 +297,7 @@ def update_memory_torch(memory, hidden, mem_len: int):
 class RelMultiHeadAttention(nn.Module):
     """Relative multi-head attention over [memory ; segment], twin of `rel_multi_head_attention_np`.
 
-    forward(x (B, L, D), memory (B, M, D) or None, need_weights=False)
+    forward(x (B, L, D), memory (B, M, D) or None, need_weights=False, clamp_len=None)
         -> output (B, L, D), weights (B, H, L, M + L) or None
 
     need_weights=True runs the explicit `rel_attention_torch`; otherwise the relative-shift
@@ -300,7 +320,7 @@ class RelMultiHeadAttention(nn.Module):
         self.u_bias = nn.Parameter(torch.zeros(num_heads, dh))  # u: content bias
         self.v_bias = nn.Parameter(torch.zeros(num_heads, dh))  # v: position bias
 
-    def forward(self, x, memory=None, need_weights: bool = False):
+    def forward(self, x, memory=None, need_weights: bool = False, clamp_len: int | None = None):
         check_layer_inputs(x, memory, self.d_model, self.num_heads, dtype=self.q_proj.weight.dtype)
         check_same_device(x=x, memory=memory, weights=self.q_proj.weight)
         context = x if memory is None else torch.cat([memory, x], dim=1)  # (B, M + L, D)
@@ -311,7 +331,7 @@ class RelMultiHeadAttention(nn.Module):
         q = split_heads_torch(self.q_proj(x), self.num_heads)  # (B, H, L, dh)
         k = split_heads_torch(self.k_proj(context), self.num_heads)  # (B, H, M + L, dh)
         v = split_heads_torch(self.v_proj(context), self.num_heads)
-        R = sinusoid_torch(Lk, self.d_model, device=x.device, dtype=x.dtype)  # (M + L, D)
+        R = sinusoid_torch(Lk, self.d_model, x.device, x.dtype, clamp_len)  # (M + L, D)
         r = split_heads_torch(self.r_proj(R)[None], self.num_heads)[0]  # (H, M + L, dh)
         if need_weights:
             heads, weights = rel_attention_torch(q, k, v, r, self.u_bias, self.v_bias)
@@ -344,13 +364,13 @@ class XLLayer(nn.Module):
         self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
         self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
 
-    def forward(self, x, memory=None, need_weights: bool = False):
+    def forward(self, x, memory=None, need_weights: bool = False, clamp_len: int | None = None):
         if self.pre_norm:
             mem = None if memory is None else self.norm1(memory)
-            out, weights = self.attention(self.norm1(x), mem, need_weights)
+            out, weights = self.attention(self.norm1(x), mem, need_weights, clamp_len)
             x = x + out
             return x + self.ff(self.norm2(x)), weights
-        out, weights = self.attention(x, memory, need_weights)
+        out, weights = self.attention(x, memory, need_weights, clamp_len)
         x = self.norm1(x + out)
         return self.norm2(x + self.ff(x)), weights
 
@@ -358,23 +378,32 @@ class XLLayer(nn.Module):
 class TransformerXL(nn.Module):
     """A Transformer-XL language model: embedding (×√D), L `XLLayer`s, tied output.
 
-    forward(tokens (B, L), memories=None, mem_len=None) -> logits (B, L, V), new memories
+    forward(tokens (B, L), memories=None, mem_len=None, need_weights=False, clamp_len=None,
+            stop_gradient=True) -> logits (B, L, V), new memories (, weights per layer)
 
     `memories` is a list with one (B, M, D) tensor per layer (the inputs that layer saw in the
-    previous segments), or None at the start of a text. The returned memories are detached;
-    feed them to the next call. `mem_len` overrides the memory length (e.g. longer at
-    evaluation than in training).
+    previous segments), or None at the start of a text. The returned memories are detached
+    (the paper's stop-gradient SG); feed them to the next call. `mem_len` overrides the memory
+    length (e.g. longer at evaluation than in training); `clamp_len` (default: the one given
+    to the constructor, None = no clamping) encodes every distance beyond it as that distance,
+    as the original code's `--clamp_len`. `stop_gradient=False` leaves the new memories in
+    the graph, for an experiment that back-propagates into the previous segment.
+
+    Layers are pre-norm by default (LayerNorm before attention and FFN, and once at the end),
+    which trains small models without a warm-up; `pre_norm=False` is the paper's post-norm.
     """
 
     def __init__(self, vocab_size: int, d_model: int = 128, num_heads: int = 4,
                  num_layers: int = 2, d_ff: int | None = None, mem_len: int = 64,
-                 pre_norm: bool = True, max_len: int = 4096):
+                 pre_norm: bool = True, max_len: int = 4096, clamp_len: int | None = None):
         super().__init__()
         vocab_size, d_model = check_size("vocab_size", vocab_size, 1), check_size("d_model", d_model, 1)
         num_layers, mem_len = check_size("num_layers", num_layers, 1), check_size("mem_len", mem_len)
         if d_ff is not None:
             d_ff = check_size("d_ff", d_ff, 1)
+        check_table_sizes(0, d_model, clamp_len)
         self.d_model, self.mem_len, self.vocab_size = d_model, mem_len, vocab_size
+        self.clamp_len = clamp_len
         self.embedding = nn.Embedding(vocab_size, d_model)
         nn.init.normal_(self.embedding.weight, std=d_model ** -0.5)  # ×√D below: unit scale
         self.layers = nn.ModuleList(XLLayer(d_model, num_heads, d_ff or 4 * d_model, pre_norm,
@@ -383,8 +412,10 @@ class TransformerXL(nn.Module):
         self.out_bias = nn.Parameter(torch.zeros(vocab_size))
 
     def forward(self, tokens, memories=None, mem_len: int | None = None,
-                need_weights: bool = False):
+                need_weights: bool = False, clamp_len: int | None = None,
+                stop_gradient: bool = True):
         mem_len = self.mem_len if mem_len is None else check_size("mem_len", mem_len)
+        clamp_len = self.clamp_len if clamp_len is None else clamp_len
         if memories is None:
             memories = [None] * len(self.layers)
         if not isinstance(memories, (list, tuple)) or len(memories) != len(self.layers):
@@ -402,8 +433,12 @@ class TransformerXL(nn.Module):
         h = self.embedding(tokens) * math.sqrt(self.d_model)  # (B, L, D)
         new_memories, all_weights = [], []
         for layer, memory in zip(self.layers, memories):
-            new_memories.append(update_memory_torch(memory, h, mem_len))  # what layer n saw
-            h, weights = layer(h, memory, need_weights)
+            kept = update_memory_torch(memory, h, mem_len)  # what layer n saw, detached (SG)
+            if not stop_gradient:  # the same states, left in the graph
+                both = h if memory is None else torch.cat([memory, h], dim=1)
+                kept = both[:, both.shape[1] - kept.shape[1]:]
+            new_memories.append(kept)
+            h, weights = layer(h, memory, need_weights, clamp_len)
             all_weights.append(weights)
         h = self.final_norm(h)
         logits = h @ self.embedding.weight.T + self.out_bias  # tied input/output embedding

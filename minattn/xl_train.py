@@ -1,6 +1,8 @@
 """Train and evaluate the character LMs of lesson 04 (Transformer-XL and its vanilla baseline):
-bits per character, sampling, how far back a model sees; training runs in one process, or in
-many with DistributedDataParallel.
+bits per character (segment by segment, or with the paper's sliding window), sampling, how
+far back a model sees and which states one token reaches, accuracy on the synthetic tasks,
+training with or without the stop-gradient; training runs in one process, or in many with
+DistributedDataParallel.
 
 The same command runs alone or under `torchrun`, unchanged:
 
@@ -53,11 +55,12 @@ def lm_loss(logits, targets):
 
 @torch.no_grad()
 def evaluate_bpc(model, streams, seg_len: int, mem_len: int | None = None,
-                 max_segments: int | None = None) -> float:
+                 max_segments: int | None = None, **forward_kwargs) -> float:
     """Bits per character over `streams` (B, T), read segment after segment in order.
 
     A `TransformerXL` carries its memory (of `mem_len`, default its training length) from
-    one segment to the next; a `VanillaLM` reads each segment on its own.
+    one segment to the next (`forward_kwargs`, e.g. clamp_len, go to it); a `VanillaLM`
+    reads each segment on its own.
     """
     model.eval()
     n_segments = (streams.shape[1] - 1) // seg_len
@@ -67,10 +70,33 @@ def evaluate_bpc(model, streams, seg_len: int, mem_len: int | None = None,
     for s in range(n_segments):
         x = streams[:, s * seg_len:(s + 1) * seg_len]
         y = streams[:, s * seg_len + 1:(s + 1) * seg_len + 1]
-        logits, memories = model(x, memories, mem_len)
+        logits, memories = model(x, memories, mem_len, **forward_kwargs)
         total += F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="sum").item()
         count += y.numel()
     return total / count / math.log(2)
+
+
+@torch.no_grad()
+def evaluate_bpc_sliding(model, streams, window: int, batch_windows: int = 2048) -> float:
+    """Bits per character over `streams` (B, T) when every character is predicted from a
+    window of the `window` characters up to it, read afresh (fewer at the start of a stream):
+    the evaluation of the paper's vanilla baseline (Al-Rfou et al.), whose window slides by
+    one character per prediction. Same characters as `evaluate_bpc` when T − 1 is a multiple
+    of its segment length. Costs `window` positions per character."""
+    model.eval()
+    B, T = streams.shape
+    if not 0 < window < T:
+        fail("the window must fit in the streams", f"0 < window < T = {T}", f"window={window}")
+    x, y = streams[:, :-1], streams[:, 1:]
+    logits, _ = model(x[:, :window])  # the first window: every position (less context)
+    total = F.cross_entropy(logits.flatten(0, 1), y[:, :window].flatten(), reduction="sum").item()
+    windows = x.unfold(1, window, 1)[:, 1:].reshape(-1, window)  # the window ending at each j >= window
+    targets = y[:, window:].reshape(-1)
+    for start in range(0, len(windows), batch_windows):
+        logits, _ = model(windows[start:start + batch_windows])
+        total += F.cross_entropy(logits[:, -1], targets[start:start + batch_windows],
+                                 reduction="sum").item()
+    return total / y.numel() / math.log(2)
 
 
 @torch.no_grad()
@@ -128,30 +154,98 @@ def farthest_visible(model, seg_len: int, mem_len: int, n_segments: int, vocab_s
     return int(torch.nonzero(moved).max()) + 1 if moved.any() else 0
 
 
-def recurrent_lm_loss():
+@torch.no_grad()
+def dependency_cone(model, seg_len: int, n_segments: int, position: int, vocab_size: int,
+                    mem_len: int | None = None, seed: int = 0) -> np.ndarray:
+    """Which hidden states does one token reach? The paper's Fig. 2, measured.
+
+    Reads a random text of n_segments segments (memory `mem_len` for a `TransformerXL`; a
+    `VanillaLM` reads each segment alone) twice, the second time with the token at `position`
+    changed, and returns a bool array (n_layers + 1, n_segments · seg_len): row 0 the inputs
+    (the embedded tokens), row n the output of layer n; True where the state changed
+    (> 1e-9, in a float64 copy of the model).
+    """
+    import copy
+
+    model = copy.deepcopy(model).double().eval()
+    T = seg_len * n_segments
+    if not 0 <= position < T:
+        fail("position must be in the text", f"0 <= position < {T}", str(position))
+    tokens = torch.randint(0, vocab_size, (1, T), generator=torch.Generator().manual_seed(seed))
+    changed = tokens.clone()
+    changed[0, position] = (changed[0, position] + 1) % vocab_size
+    batch = torch.cat([tokens, changed]).to(next(model.parameters()).device)
+    states = [[] for _ in range(len(model.layers) + 1)]  # per row: one (2, seg_len, D) per segment
+    record = lambda n: lambda module, inputs, out: states[n].append(  # noqa: E731
+        out[0] if isinstance(out, tuple) else out)
+    hooks = [model.embedding.register_forward_hook(record(0))]
+    hooks += [layer.register_forward_hook(record(n + 1)) for n, layer in enumerate(model.layers)]
+    try:
+        memories = None
+        for s in range(n_segments):
+            _, memories = model(batch[:, s * seg_len:(s + 1) * seg_len], memories, mem_len)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    rows = [torch.cat(parts, dim=1) for parts in states]  # (2, T, D) per row
+    return np.stack([((h[1] - h[0]).abs().amax(-1) > 1e-9).cpu().numpy() for h in rows])
+
+
+def recurrent_lm_loss(stop_gradient: bool = True):
     """A `loss_fn` for `tools.train.train` that carries the memory from one batch to the next:
-    batch s must be segment s of the same streams. (A `VanillaLM` returns no memory.)"""
-    state = {"memories": None}
+    batch s must be segment s of the same streams. (A `VanillaLM` returns no memory.)
+
+    stop_gradient=False (a `TransformerXL` only) is the experiment without the paper's SG for
+    one segment: every step reads the previous segment again, from the memory before it and
+    with the current weights, keeps those states in the graph, and reads this segment on top
+    of them, so this segment's loss back-propagates one segment further back (twice the
+    compute; the loss is still this segment's alone).
+    """
+    state = {"memories": None, "previous": None, "before": None}
 
     def loss_fn(model, x, y):
-        logits, state["memories"] = model(x, state["memories"])
+        memories = state["memories"]
+        if not stop_gradient and state["previous"] is not None:
+            _, memories = model(state["previous"], state["before"], stop_gradient=False)
+        logits, state["memories"] = model(x, memories)
+        if not stop_gradient:  # what the next step reads again: this segment and its memory
+            state["previous"] = x
+            state["before"] = None if memories is None else [m.detach() for m in memories]
         return lm_loss(logits, y)
     return loss_fn
 
 
 @torch.no_grad()
-def stream_accuracy(model, tokens, targets, seg_len: int, mem_len: int | None = None) -> float:
-    """Next-token accuracy over (B, T) streams read segment by segment (memory carried for
-    a `TransformerXL`); positions with target -100 are skipped."""
+def stream_predictions(model, tokens, seg_len: int, mem_len: int | None = None,
+                       **forward_kwargs) -> torch.Tensor:
+    """The most likely next token at every position of (B, T) streams read segment by segment
+    (memory carried for a `TransformerXL`; `forward_kwargs`, e.g. clamp_len, go to it):
+    (B, T') with T' = T rounded down to whole segments."""
     model.eval()
-    hits, count, memories = 0, 0, None
+    predictions, memories = [], None
     for s in range(tokens.shape[1] // seg_len):
-        part = slice(s * seg_len, (s + 1) * seg_len)
-        logits, memories = model(tokens[:, part], memories, mem_len)
-        keep = targets[:, part] != -100
-        hits += (logits.argmax(-1) == targets[:, part])[keep].sum().item()
-        count += keep.sum().item()
-    return hits / max(count, 1)
+        logits, memories = model(tokens[:, s * seg_len:(s + 1) * seg_len], memories, mem_len,
+                                 **forward_kwargs)
+        predictions.append(logits.argmax(-1))
+    return torch.cat(predictions, dim=1)
+
+
+def stream_accuracy(model, tokens, targets, seg_len: int, mem_len: int | None = None,
+                    by_position: bool = False, **forward_kwargs):
+    """Next-token accuracy over (B, T) streams read segment by segment (`stream_predictions`);
+    positions with target -100 are skipped.
+
+    by_position=True returns a (seg_len,) array instead: the accuracy at each index of a
+    segment (NaN where no target was counted).
+    """
+    predictions = stream_predictions(model, tokens, seg_len, mem_len, **forward_kwargs)
+    targets = targets[:, :predictions.shape[1]]
+    keep = targets != -100
+    hits = ((predictions == targets) & keep).cpu()
+    if by_position:
+        per_index = lambda a: a.view(a.shape[0], -1, seg_len).sum((0, 1)).double()  # noqa: E731
+        return (per_index(hits) / per_index(keep.cpu())).numpy()  # 0/0 -> NaN
+    return hits.sum().item() / max(keep.sum().item(), 1)
 
 
 def parse_args(argv=None) -> argparse.Namespace:

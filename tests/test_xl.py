@@ -13,8 +13,10 @@ import torch.nn.functional as F
 
 from minattn.attention import causal_mask_np
 from minattn.models import VanillaLM
-from minattn.xl_train import evaluate_bpc, generate
-from minattn.tasks import char_corpus, delayed_copy, lm_segment, lm_streams
+from minattn.xl_train import (dependency_cone, evaluate_bpc, evaluate_bpc_sliding,
+                              generate, lm_loss, recurrent_lm_loss,
+                              stream_accuracy, stream_predictions)
+from minattn.tasks import char_corpus, delayed_copy, lm_segment, lm_streams, recall_by_class
 from minattn.tools import REPO_ROOT
 from minattn.xl import (RelMultiHeadAttention, TransformerXL, XLLayer, rel_attention_np,
                         rel_attention_torch, rel_multi_head_attention_np,
@@ -91,18 +93,26 @@ def test_four_terms_by_hand():
     np.testing.assert_allclose(w[0, 0, 0], [np.e / (np.e + 1), 1 / (np.e + 1)])
 
 
-def test_module_matches_numpy_layer_and_pytorch_sdpa():
-    torch.manual_seed(0)
+def module_against_numpy_layer(seed, L, M, clamp_len=None):
+    """A random float64 attention module (u, v nonzero), its fast and explicit outputs checked
+    against `rel_multi_head_attention_np`; returns (module, x, memory, reference output)."""
+    torch.manual_seed(seed)
     attn = RelMultiHeadAttention(8, 2).double()
     with torch.no_grad():
         attn.u_bias.normal_(), attn.v_bias.normal_()
-    x, mem = torch.randn(2, 5, 8, dtype=torch.float64), torch.randn(2, 3, 8, dtype=torch.float64)
-    ref, w_ref = rel_multi_head_attention_np(x.numpy(), mem.numpy(), attn.numpy_params(), 2)
-    out_fast, _ = attn(x, mem)
-    out_exp, w = attn(x, mem, need_weights=True)
+    x, mem = torch.randn(2, L, 8, dtype=torch.float64), torch.randn(2, M, 8, dtype=torch.float64)
+    ref, w_ref = rel_multi_head_attention_np(x.numpy(), mem.numpy(), attn.numpy_params(), 2,
+                                             clamp_len=clamp_len)
+    out_fast, _ = attn(x, mem, clamp_len=clamp_len)
+    out_exp, w = attn(x, mem, need_weights=True, clamp_len=clamp_len)
     assert np.abs(out_fast.detach().numpy() - ref).max() < 1e-12
     assert np.abs(out_exp.detach().numpy() - ref).max() < 1e-12
     assert np.abs(w.detach().numpy() - w_ref).max() < 1e-12
+    return attn, x, mem, ref
+
+
+def test_module_matches_numpy_layer_and_pytorch_sdpa():
+    attn, x, mem, _ = module_against_numpy_layer(0, 5, 3)
     # without positions (W_R = 0) and u = 0 it is causal attention: PyTorch's SDPA agrees
     with torch.no_grad():
         attn.r_proj.weight.zero_(), attn.u_bias.zero_()
@@ -191,6 +201,134 @@ def test_causal_no_peeking_and_vanilla_too():
         assert (a[:, :5] - b[:, :5]).abs().max() < 1e-5 and (a[:, 5:] - b[:, 5:]).abs().max() > 1e-4
 
 
+# ============================================================================ clamp_len
+def test_clamped_table_repeats_the_row_of_clamp_len():
+    R = sinusoid_np(9, 6, clamp_len=4)
+    np.testing.assert_array_equal(R[:5], sinusoid_np(5, 6))
+    np.testing.assert_array_equal(R[5:], np.broadcast_to(R[4], (4, 6)))
+    np.testing.assert_array_equal(sinusoid_np(9, 6, clamp_len=8), sinusoid_np(9, 6))
+    np.testing.assert_allclose(sinusoid_torch(9, 6, dtype=torch.float64, clamp_len=4).numpy(), R,
+                               atol=1e-15)
+
+
+def test_clamped_attention_module_matches_numpy_layer():
+    attn, x, mem, ref = module_against_numpy_layer(6, 4, 6, clamp_len=3)
+    unclamped, _ = rel_multi_head_attention_np(x.numpy(), mem.numpy(), attn.numpy_params(), 2)
+    assert np.abs(unclamped - ref).max() > 1e-6
+    model = TransformerXL(11, 8, 2, 2, mem_len=4, clamp_len=3).double()
+    tokens = torch.randint(0, 11, (2, 6))
+    _, memories = model(tokens[:, :3])
+    by_attribute, _ = model(tokens[:, 3:], memories)
+    model.clamp_len = None
+    assert (model(tokens[:, 3:], memories, clamp_len=3)[0] - by_attribute).abs().max() == 0
+
+
+def test_clamp_len_bad_input():
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="clamp_len"):
+            sinusoid_np(4, 6, clamp_len=bad)
+        with pytest.raises(ValueError, match="clamp_len"):
+            TransformerXL(11, 8, 2, 1, clamp_len=bad)
+
+
+# ============================================================================ no stop-gradient
+def test_without_stop_gradient_the_loss_reaches_the_previous_segment():
+    torch.manual_seed(7)
+    model = TransformerXL(11, 16, 2, 2, mem_len=4).double()
+    x = torch.randint(0, 11, (2, 2, 4))
+    logits, grads = {}, {}
+    for sg in (True, False):
+        model.zero_grad()
+        _, memories = model(x[0], stop_gradient=sg)
+        assert all(m.requires_grad != sg for m in memories)
+        logits[sg], _ = model(x[1], memories)
+        logits[sg].sum().backward()
+        grads[sg] = [p.grad.clone() for p in model.parameters()]
+    assert (logits[True] - logits[False]).abs().max() == 0  # the same values, another graph
+    assert any((a - b).abs().max() > 1e-9 for a, b in zip(grads[True], grads[False]))
+
+
+def test_recurrent_loss_without_sg_backpropagates_one_segment_back():
+    torch.manual_seed(8)
+    model = TransformerXL(11, 16, 2, 2, mem_len=4).double()
+    x, y = torch.randint(0, 11, (3, 2, 4)), torch.randint(0, 11, (3, 2, 4))  # 3 segments
+    loss_fn = recurrent_lm_loss(stop_gradient=False)
+    loss_fn(model, x[0], y[0])  # nothing before segment 0
+    loss_fn(model, x[1], y[1])
+    model.zero_grad()
+    loss_fn(model, x[2], y[2]).backward()  # reads segment 1 again, in the graph
+    theirs = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    _, m0 = model(x[0])  # the same by hand: segment 0's memory detached, segment 1's not
+    _, m1 = model(x[1], m0, stop_gradient=False)
+    lm_loss(model(x[2], m1)[0], y[2]).backward()
+    assert all((a - p.grad).abs().max() < 1e-12 for a, p in zip(theirs, model.parameters()))
+
+
+# ============================================================================ evaluation tools
+def test_sliding_window_equals_a_loop_over_positions():
+    torch.manual_seed(9)
+    model = VanillaLM(7, 8, 2, 1).double()
+    streams = torch.randint(0, 7, (2, 13))
+    W = 5
+    total = 0.0
+    for j in range(12):  # predict streams[:, j + 1] from at most W characters up to j
+        logits, _ = model(streams[:, max(0, j - W + 1):j + 1])
+        total += F.cross_entropy(logits[:, -1], streams[:, j + 1], reduction="sum").item()
+    expected = total / 24 / np.log(2)
+    assert abs(evaluate_bpc_sliding(model, streams, W, batch_windows=3) - expected) < 1e-12
+    assert abs(evaluate_bpc_sliding(model, streams, 12) - evaluate_bpc(model, streams, 12)) < 1e-12
+    with pytest.raises(ValueError, match="window"):
+        evaluate_bpc_sliding(model, streams, 13)
+
+
+def test_dependency_cone_grows_one_segment_per_layer():
+    torch.manual_seed(10)
+    S, p = 4, 1
+    xl = dependency_cone(TransformerXL(11, 8, 2, 3, mem_len=S), S, 5, p, 11)
+    vanilla = dependency_cone(VanillaLM(11, 8, 2, 3), S, 5, p, 11)
+    assert xl.shape == vanilla.shape == (4, 20)
+    for cone in (xl, vanilla):
+        assert not cone[:, :p].any() and cone[0].tolist() == [t == p for t in range(20)]
+    assert [int(np.flatnonzero(row).max()) for row in xl] == [p, 2 * S - 1, 3 * S - 1, 4 * S - 1]
+    assert [int(np.flatnonzero(row).max()) for row in vanilla] == [p, S - 1, S - 1, S - 1]
+    with pytest.raises(ValueError, match="position"):
+        dependency_cone(VanillaLM(11, 8, 2, 1), S, 2, 8, 11)
+
+
+def test_stream_accuracy_by_position():
+    torch.manual_seed(11)
+    model = TransformerXL(5, 8, 2, 1, mem_len=4)
+    tokens = torch.randint(0, 5, (3, 13))
+    predictions = stream_predictions(model, tokens, 4)
+    assert predictions.shape == (3, 12)
+    targets = predictions.clone()
+    targets[:, 1::4] = (targets[:, 1::4] + 1) % 5  # index 1 of every segment: always wrong
+    targets[:, 2::4] = -100  # index 2: never counted
+    acc = stream_accuracy(model, tokens, torch.cat([targets, targets[:, :1]], 1), 4, by_position=True)
+    assert acc[0] == acc[3] == 1 and acc[1] == 0 and np.isnan(acc[2])
+    assert stream_accuracy(model, tokens, torch.cat([targets, targets[:, :1]], 1), 4) == 2 / 3
+
+
+def test_recall_by_class_has_one_write_of_the_class_in_reach():
+    n_classes, n_values, spacing = 4, 3, 30
+    batch = recall_by_class(3, 400, 5, 20, torch.Generator().manual_seed(0), n_classes=n_classes,
+                            n_values=n_values, n_fillers=2, spacing=spacing)
+    first_read = n_classes * n_values
+    reads = (batch.targets != -100).nonzero().tolist()
+    assert len(reads) > 20
+    for b, t in reads:
+        d = int(batch.distance[b, t])
+        c = int(batch.tokens[b, t]) - first_read
+        assert 5 <= d <= 20 and 0 <= c < n_classes
+        assert batch.tokens[b, t - d] == batch.targets[b, t] and batch.targets[b, t] // n_values == c
+        window = batch.tokens[b, max(0, t - spacing):t]
+        assert ((window // n_values == c) & (window < first_read)).sum() == 1  # the one write
+    assert (batch.distance[batch.targets == -100] == 0).all()
+    with pytest.raises(ValueError, match="spacing"):
+        recall_by_class(2, 100, 5, 40, torch.Generator(), spacing=30)
+
+
 # ============================================================================ bad input
 def test_bad_input():
     rng = np.random.default_rng(3)
@@ -222,7 +360,7 @@ def test_bad_input():
 
 
 # ============================================================================ the original layout
-def official_forward(sd, tokens, n_heads, mems=None):
+def official_forward(sd, tokens, n_heads, mems=None, clamp_len=-1):
     """An independent time-major forward in the original code's layout: tokens (len, batch)."""
     emb = sd["word_emb.emb_layers.0.weight"]
     D, qlen = emb.shape[1], tokens.shape[0]
@@ -230,7 +368,10 @@ def official_forward(sd, tokens, n_heads, mems=None):
     klen, B = qlen + mlen, tokens.shape[1]
     h = emb[tokens] * D ** 0.5  # (qlen, B, D)
     inv_freq = 1 / 10000 ** (torch.arange(0.0, D, 2.0, dtype=emb.dtype) / D)
-    angles = torch.outer(torch.arange(klen - 1, -1, -1.0, dtype=emb.dtype), inv_freq)
+    pos_seq = torch.arange(klen - 1, -1, -1.0, dtype=emb.dtype)
+    if clamp_len > 0:  # as the original: distances beyond clamp_len share its encoding
+        pos_seq = pos_seq.clamp(max=clamp_len)
+    angles = torch.outer(pos_seq, inv_freq)
     pos_emb = torch.cat([angles.sin(), angles.cos()], -1)  # rows: distance klen−1 … 0
     blocked = torch.triu(torch.ones(qlen, klen), diagonal=1 + mlen).bool()
     n_layers = len({k.split(".")[1] for k in sd if k.startswith("layers.")})
@@ -283,6 +424,10 @@ def test_official_layout_converts_one_to_one():
     theirs2 = official_forward(sd, tokens[:, 5:].T, 2, mems_tm)
     assert (logits - theirs.transpose(0, 1)).abs().max() < 1e-12
     assert (logits2 - theirs2.transpose(0, 1)).abs().max() < 1e-12
+    clamped = official_forward(sd, tokens[:, 5:].T, 2, mems_tm, clamp_len=2)  # distances 0..6 -> 0..2
+    ours_clamped, _ = model(tokens[:, 5:], memories, clamp_len=2)
+    assert (ours_clamped - clamped.transpose(0, 1)).abs().max() < 1e-12
+    assert (ours_clamped - logits2).abs().max() > 1e-6  # clamping changed something
     untied = {k: v for k, v in sd.items() if k not in ("r_w_bias", "r_r_bias")}
     for n in range(2):
         untied[f"layers.{n}.dec_attn.r_w_bias"], untied[f"layers.{n}.dec_attn.r_r_bias"] = sd["r_w_bias"], sd["r_r_bias"]

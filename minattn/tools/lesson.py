@@ -159,6 +159,7 @@ def show(obj) -> None:
     In a notebook the source is rendered as a code block; in a script a one-line pointer is
     printed instead, because the reader of a script can open the file itself.
     """
+    obj = inspect.unwrap(obj)  # a decorated function (e.g. torch.no_grad): show the function
     source = textwrap.dedent(inspect.getsource(obj))
     where = f"{inspect.getmodule(obj).__name__}.{obj.__qualname__}"
     if in_notebook():
