@@ -37,8 +37,8 @@
 #    look at what the heads learned;
 # 7. (appendix) make wide windows fast.
 #
-# Run time: printed at the end of the run (full mode was measured at about 8 minutes of one
-# CPU thread; `MINATTN_SMOKE=1`: seconds).
+# Run time: printed at the end of the run (full mode: about 9 minutes of one CPU thread;
+# `MINATTN_SMOKE=1`: seconds).
 
 # %%
 import copy
