@@ -1042,7 +1042,8 @@ labels_kind = {"all": "full block (no mask)",
                "upper": "left edge of the band: causal read backwards (t ≥ r)",
                "mask": "edge cut short by an end of the sequence (masked)"}
 ax.legend(handles=[Patch(color=c, label=labels_kind[kind])
-                   for c, kind in zip(colours[1:], PIECE_KINDS)], loc="lower left", fontsize=7)
+                   for c, kind in zip(colours[1:], PIECE_KINDS)], loc="upper center",
+          bbox_to_anchor=(0.5, -0.12), fontsize=7)
 ax.set(xlabel="key j", ylabel="query i (grey lines: chunks of c = 8)",
        title=f"the band kernel's pieces, N = {n_demo}, ω = {w_demo}")
 L.savefig(fig, "band_pieces")
