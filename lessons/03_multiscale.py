@@ -54,7 +54,7 @@ from torch import nn
 
 from minattn.tools.lesson import Lesson, show
 from minattn.tools.train import train
-from minattn.tools.data import DatasetMissing, load_glove, load_sentiment
+from minattn.tools.data import DatasetMissing, load_glove, load_sentiment, tokenize
 from minattn.tools.verdict import combine, compare, versus
 from minattn.attention import padding_mask_torch
 from minattn.plots import heatmap
@@ -913,10 +913,11 @@ L.savefig(fig, "measured_scales")
 # sentence, read by the most non-uniform head of each model:
 
 # %%
-example = int(sample[min(40, len(sample) - 1)])
+short = torch.nonzero((lens >= 12) & (lens <= 18)).ravel()  # a sentence short enough to read
+example = int(short[0]) if len(short) else int(sample[0])
 ids_one, len_one = corpus["test"][0][example:example + 1], corpus["test"][1][example:example + 1]
 ids_one = ids_one[:, :int(len_one)]
-words_one = ["[node]"] + texts["test"].texts[picked["test"][example]].lower().split()[:int(len_one)]
+words_one = ["[node]"] + tokenize(texts["test"].texts[picked["test"][example]])[:int(len_one)]
 fig, axes = plt.subplots(1, 2, figsize=(13, 5.6), layout="constrained")
 for ax, (name, kind) in zip(axes, (("Multi-Scale Transformer", ("alpha", 0.5)),
                                    ("Transformer", "transformer"))):
