@@ -834,8 +834,8 @@ L.claim("Ablation ordering: multi-scale beats the best single scale", "85.9 vs 8
         verdict=compare(ms_first, accs(("single", best_single)), ">"))
 
 # %% [markdown]
-# Each verdict above follows from the two seeds of each setting; with spreads of a point or
-# more, only a gap of several points can count. The paper's SNLI differences are one to four
+# Each verdict above follows from the two seeds of each setting; some settings' seeds lie a
+# point or two apart, so only a gap of several points can count. The paper's SNLI differences are one to four
 # points, measured on about ten thousand test pairs after training on some 550,000 (the SNLI
 # corpus, Bowman et al., 2015); ours come from 1,400 training sentences, the MR size.
 #
