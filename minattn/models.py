@@ -250,21 +250,32 @@ class TransformerBaseline(nn.Module):
     record = False  # True: forward keeps each layer's weights (B, H, 1 + N, 1 + N)
 
     @torch.no_grad()
-    def measured_scales(self, inputs, lengths=None):
-        """(L, H) measured scale of every head on this batch (real queries only), as
-        `MultiScaleTransformer.measured_scales`."""
-
-        from .multiscale import measured_scale_torch
-
+    def attention(self, inputs, lengths=None):
+        """Every layer's weights (B, H, 1 + N, 1 + N) and what each query could see (the real
+        keys, (B, 1, 1, 1 + N)), as `MultiScaleTransformer.attention`."""
         self.record = True
         try:
             self.forward(inputs, lengths)
         finally:
             self.record = False
         n = self.last_weights[0].shape[-1]
-        keep = None if lengths is None else \
-            torch.arange(n, device=self.node.device)[None] < lengths[:, None] + 1
-        return np.stack([measured_scale_torch(w, keep).cpu().numpy() for w in self.last_weights])
+        lengths = torch.full((inputs.shape[0],), n - 1) if lengths is None else lengths
+        keep = torch.arange(n, device=self.node.device)[None] < lengths[:, None] + 1
+        return list(self.last_weights), [keep[:, None, None, :]] * len(self.last_weights)
+
+    @torch.no_grad()
+    def measured_scales(self, inputs, lengths=None) -> np.ndarray:
+        """(L, H) measured scale of every head on this batch (real queries only)."""
+        return self.head_statistics(inputs, lengths)["scale"]
+
+    @torch.no_grad()
+    def head_statistics(self, inputs, lengths=None) -> dict[str, np.ndarray]:
+        """(L, H) scale, uniform scale and departure of every head, as
+        `MultiScaleTransformer.head_statistics` (the uniform reference spreads over the
+        whole sentence)."""
+        from .multiscale import head_statistics_torch
+
+        return head_statistics_torch(*self.attention(inputs, lengths), lengths)
 
 
 class BiLSTMClassifier(nn.Module):
@@ -296,6 +307,55 @@ class BiLSTMClassifier(nn.Module):
         keep = torch.arange(n, device=x.device)[None] < lengths.to(x.device)[:, None]
         last = torch.cat([h[0], h[1]], dim=-1)  # (B, 2·hidden): forward and backward
         return self.classifier(torch.cat([last, masked_max_torch(out, keep)], dim=-1))
+
+
+def bag_of_words(ids: torch.Tensor, lengths: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """Which words each sentence holds: ids (n, N), lengths (n,) -> (n, V) float 0/1 (the
+    padding beyond each length is ignored; word order is gone)."""
+    real = torch.arange(ids.shape[1])[None] < lengths[:, None]
+    out = torch.zeros(ids.shape[0], vocab_size)
+    out[torch.arange(ids.shape[0])[:, None].expand_as(ids)[real], ids[real]] = 1.0
+    return out
+
+
+def mean_vectors(ids: torch.Tensor, lengths: torch.Tensor, matrix: torch.Tensor) -> torch.Tensor:
+    """The mean word vector of each sentence: ids (n, N), lengths (n,), matrix (V, D) -> (n, D)."""
+    real = (torch.arange(ids.shape[1])[None] < lengths[:, None]).to(matrix.dtype)
+    return (matrix[ids] * real[..., None]).sum(1) / real.sum(1, keepdim=True).clamp(min=1)
+
+
+def fit_logistic_regression(x: torch.Tensor, y: torch.Tensor, x_valid: torch.Tensor,
+                            y_valid: torch.Tensor, l2_grid=(1e-4, 1e-3, 1e-2, 1e-1)
+                            ) -> tuple[nn.Linear, float, float]:
+    """The linear baseline: multinomial logistic regression, fitted full-batch with L-BFGS for
+    each L2 strength of `l2_grid` (loss = cross-entropy + l2/2 · |W|²); the strength with the
+    best validation accuracy wins.
+
+    x (n, F) float, y (n,) int64 -> (the fitted nn.Linear, its l2, its validation accuracy).
+    """
+    if x.ndim != 2 or y.shape != (x.shape[0],) or x_valid.shape[1:] != x.shape[1:]:
+        fail("logistic regression inputs", "x (n, F), y (n,), x_valid (m, F)",
+             f"x {tuple(x.shape)}, y {tuple(y.shape)}, x_valid {tuple(x_valid.shape)}")
+    best = None
+    for l2 in l2_grid:
+        linear = nn.Linear(x.shape[1], int(y.max()) + 1)
+        nn.init.zeros_(linear.weight)
+        nn.init.zeros_(linear.bias)
+        opt = torch.optim.LBFGS(linear.parameters(), lr=1.0, max_iter=200,
+                                line_search_fn="strong_wolfe")
+
+        def closure():
+            opt.zero_grad()
+            loss = nn.functional.cross_entropy(linear(x), y) + 0.5 * l2 * linear.weight.square().sum()
+            loss.backward()
+            return loss
+
+        opt.step(closure)
+        with torch.no_grad():
+            acc = (linear(x_valid).argmax(-1) == y_valid).float().mean().item()
+        if best is None or acc > best[2]:
+            best = (linear, l2, acc)
+    return best
 
 
 # ==== lesson 04: Transformer-XL — the vanilla baseline (absolute positions, no memory)

@@ -191,6 +191,51 @@ def effective_scale_task(batch_size: int, n: int, d: int, k: int, generator: tor
     return x.to(device), y.to(device)
 
 
+PARTNER_X, PARTNER_Y, PARTNER_Z, PARTNER_FILLER = 1, 2, 3, 4  # token ids; fillers 4, 5, ...
+
+
+def partner_task(size: int, n: int, pairs: int, rng: np.random.Generator, n_fillers: int = 8,
+                 gap: int = 3) -> tuple[torch.Tensor, torch.Tensor]:
+    """Lesson 03's task that needs a small scale *and* a large one.
+
+    Every sequence of n tokens holds `pairs` (odd) tokens X, each right next to a partner, Y or
+    Z, on a random side (XY or YX: windows see distance, not direction, so the rule must not
+    depend on it). Label 1 if more X stand next to a Y than next to a Z. The vote is always
+    as close as it can be: (pairs + 1) / 2 against (pairs − 1) / 2.
+    Lone Y and Z fill up both to `pairs` each, so the bag of tokens is the same for both labels:
+    only *which token stands next to which* tells them apart (a local pattern: ω >= 1), and
+    only counting the pairs over the whole sequence decides the vote (a global count). Between
+    any two units (pair or lone token) lie at least `gap` filler tokens (ids 4 .. 4 +
+    n_fillers − 1), so a window of ω <= gap around an X holds its partner and nothing else.
+
+    Returns tokens (size, n) int64 (no padding) and labels (size,) int64.
+    """
+    units_len = 3 * pairs  # 2 per pair, 1 per lone token (there are `pairs` lone tokens)
+    if size < 1 or pairs < 1 or pairs % 2 == 0 or n < units_len + gap * (2 * pairs - 1):
+        fail("partner_task sizes", "size >= 1, an odd number of pairs, and n >= 3·pairs + "
+             "gap·(2·pairs − 1)", f"size={size}, n={n}, pairs={pairs}, gap={gap}")
+    tokens = np.empty((size, n), dtype=np.int64)
+    labels = rng.integers(0, 2, size)
+    x, y, z = PARTNER_X, PARTNER_Y, PARTNER_Z
+    for b in range(size):
+        with_y = pairs // 2 + int(labels[b])  # the majority partner wins by one pair
+        units = [[x, y] for _ in range(with_y)] + [[x, z] for _ in range(pairs - with_y)]
+        units = [u[::-1] if rng.random() < 0.5 else u for u in units]  # XY or YX
+        units += [[y]] * (pairs - with_y) + [[z]] * with_y  # lone tokens: pairs Y and Z in all
+        units = [units[i] for i in rng.permutation(len(units))]
+        spare = n - units_len - gap * (len(units) - 1)  # fillers beyond the minimum gaps
+        extra = np.diff(np.concatenate([[0], np.sort(rng.integers(0, spare + 1, len(units))),
+                                        [spare]]))  # a random split into len(units) + 1 gaps
+        row = []
+        for i, unit in enumerate(units):
+            row += [PARTNER_FILLER] * (int(extra[i]) + (gap if i else 0)) + unit
+        row += [PARTNER_FILLER] * int(extra[-1])
+        tokens[b] = row
+    fillers = tokens == PARTNER_FILLER
+    tokens[fillers] += rng.integers(0, n_fillers, int(fillers.sum()))
+    return torch.from_numpy(tokens), torch.from_numpy(labels)
+
+
 GLOVE_PAD, GLOVE_UNK = 0, 1  # the first two rows of `glove_corpus`'s embedding matrix
 
 

@@ -14,15 +14,20 @@ import pytest
 import torch
 
 from minattn.attention import MultiHeadAttention, attention_np, padding_mask_torch
-from minattn.models import BiLSTMClassifier, TransformerBaseline
-from minattn.multiscale import (MultiScaleKernel, MultiScaleTransformer, allocate_scales_np,
-                                layer_windows, measured_scale_np, measured_scale_torch,
-                                multiscale_attention_np, multiscale_attention_torch,
-                                scale_candidates, scale_mask_np, scale_mask_torch)
+from minattn.models import (BiLSTMClassifier, TransformerBaseline, bag_of_words,
+                            fit_logistic_regression, mean_vectors)
+from minattn.multiscale import (MultiScaleKernel, MultiScaleTransformer, ScaleAllocation,
+                                allocate_scales_np, departure_np, departure_torch, drop_keys_np,
+                                drop_keys_torch, layer_windows, measured_scale_np,
+                                measured_scale_torch, multiscale_attention_np,
+                                multiscale_attention_torch, pretrained_head_scales,
+                                scale_candidates, scale_mask_np, scale_mask_torch,
+                                uniform_weights_np, uniform_weights_torch)
 from minattn.multiscale_fast import (PIECE_KINDS, band_attention_cpu, band_masked_attention_torch,
                                      band_pieces_np, multiscale_attention_fast_torch)
 from minattn.sparse import sliding_window_mask_np
-from minattn.tasks import effective_scale_task
+from minattn.tasks import PARTNER_FILLER, PARTNER_X, PARTNER_Y, PARTNER_Z, effective_scale_task, \
+    partner_task
 
 
 def _qkv(b, h, n, d, seed=0):
@@ -364,3 +369,197 @@ def test_bad_inputs():
         allocate_scales_np(10, 5, 3, float("nan"))
     with pytest.raises(ValueError, match="k <= n // 2"):
         effective_scale_task(2, 10, 3, 6, torch.Generator())
+
+
+# ============================================================================ scales from the length
+def test_scale_candidates_are_the_papers_five_in_increasing_order_for_every_n():
+    for n in range(2, 400):
+        got = scale_candidates(n)
+        assert got == sorted(got) and len(got) == 5, n
+        assert sorted(got) == sorted([3] + [max(1, n // f) for f in (16, 8, 4, 2)]), n
+    assert scale_candidates(32) == [2, 3, 4, 8, 16]
+    assert scale_candidates(21) == [1, 2, 3, 5, 10]
+    with pytest.raises(ValueError, match="n >= 2"):
+        scale_candidates(1)
+
+
+def test_scale_allocation_follows_each_batch_length():
+    counts = allocate_scales_np(5, 5, 3, 0.5)
+    allocation = ScaleAllocation(counts)
+    assert allocation(21) == layer_windows(counts, [1, 2, 3, 5, 10])
+    assert allocation(64) == layer_windows(counts, [3, 4, 8, 16, 32])
+    torch.manual_seed(0)
+    model = MultiScaleTransformer(4, 10, allocation, 2).double().eval()
+    for n in (9, 21, 40):
+        fixed = MultiScaleTransformer(4, 10, allocation(n), 2).double().eval()
+        fixed.load_state_dict(model.state_dict())
+        x = torch.randn(2, n, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(n))
+        lengths = torch.tensor([n, n - 3])
+        torch.testing.assert_close(model(x, lengths), fixed(x, lengths), rtol=0, atol=1e-12)
+        assert model.windows() == allocation(n)
+    with pytest.raises(ValueError, match="5 candidate scales"):
+        ScaleAllocation([[1, 1, 1]])
+    with pytest.raises(ValueError, match="same number of heads"):
+        ScaleAllocation([[1, 1, 1, 1, 1], [5, 0, 0, 0, 1]])
+
+
+# ============================================================================ relay node
+def test_global_positions_see_and_are_seen_by_all():
+    mask = scale_mask_np(7, [0, 2], n_global=1)
+    hand = np.stack([_hand_mask(7, 0), _hand_mask(7, 2)])
+    hand[:, 0, :] = hand[:, :, 0] = True
+    np.testing.assert_array_equal(mask, hand)
+    np.testing.assert_array_equal(scale_mask_torch(7, [0, 2], n_global=1).numpy(), hand)
+    q, k, v = _qkv(2, 2, 7, 3, seed=5)
+    pad = padding_mask_torch(torch.tensor([7, 5]), 7)
+    out, w = multiscale_attention_np(*(x.detach().numpy() for x in (q, k, v)), [0, 2],
+                                     pad.numpy(), n_global=1)
+    ref, ref_w = attention_np(*(x.detach().numpy() for x in (q, k, v)), hand & pad.numpy())
+    np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
+    twin, _ = multiscale_attention_torch(q, k, v, [0, 2], pad, n_global=1)
+    np.testing.assert_allclose(twin.detach().numpy(), ref, rtol=0, atol=1e-12)
+    fast = MultiScaleKernel([0, 2], n_global=1)(q, k, v, pad)  # the relay node's dense path
+    np.testing.assert_allclose(fast.detach().numpy(), ref, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="n_global"):
+        scale_mask_np(4, [1], n_global=5)
+
+
+def test_relay_node_hears_every_token():
+    """Node read-out, two layers of ω = 1: the paper's node cannot hear token 6, a relay can."""
+    x = torch.randn(1, 8, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(4))
+    far = x.clone()
+    far[0, 5] += 1.0
+    for relay in (False, True):
+        torch.manual_seed(0)
+        model = MultiScaleTransformer(4, 8, [[1, 1], [1, 1]], 2, max_pool=False,
+                                      global_node=relay).double()
+        assert torch.allclose(model(far), model(x), rtol=0, atol=1e-12) != relay
+
+
+def test_windows_see_distance_not_direction():
+    """Mirroring a sequence mirrors every windowed layer's output; a position-free model with a
+    relay node cannot tell a sequence from its mirror image, the paper's node at position 0 and
+    learned positions can."""
+    q, k, v = (x.detach().numpy() for x in _qkv(1, 3, 9, 4, seed=6))
+    out, _ = multiscale_attention_np(q, k, v, [1, 2, 4])
+    mirrored, _ = multiscale_attention_np(q[:, :, ::-1], k[:, :, ::-1], v[:, :, ::-1], [1, 2, 4])
+    np.testing.assert_allclose(mirrored, out[:, :, ::-1], rtol=0, atol=1e-12)
+    x = torch.randn(2, 9, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(7))
+    for options, blind in ((dict(global_node=True), True), ({}, False), (dict(max_len=9), False)):
+        torch.manual_seed(0)
+        model = MultiScaleTransformer(4, 8, [[1, 3], [2, 4]], 2, **options).double()
+        assert torch.allclose(model(x.flip(1)), model(x), rtol=0, atol=1e-12) == blind, options
+
+
+# ============================================================================ uniform reference
+def test_uniform_weights_drop_keys_and_departure_by_hand_and_twins():
+    mask = np.array([[[[True, True, False], [True, True, True], [False, False, False]]]])
+    flat = uniform_weights_np(mask)
+    np.testing.assert_allclose(flat[0, 0], [[0.5, 0.5, 0], [1 / 3, 1 / 3, 1 / 3], [0, 0, 0]])
+    np.testing.assert_allclose(uniform_weights_torch(torch.from_numpy(mask), torch.float64)
+                               .numpy(), flat)
+    assert departure_np(flat, mask)[0] == pytest.approx(0.0)
+    onehot = np.zeros((1, 1, 3, 3))
+    onehot[0, 0, 0, 0] = onehot[0, 0, 1, 1] = 1.0  # row 0: TV 1/2; row 1: TV 2/3; row 2: 0
+    np.testing.assert_allclose(departure_np(onehot, mask), [(0.5 + 2 / 3 + 0) / 3])
+    np.testing.assert_allclose(departure_np(onehot, mask, np.array([[True, True, False]])),
+                               [(0.5 + 2 / 3) / 2])
+    np.testing.assert_allclose(departure_torch(torch.from_numpy(onehot), torch.from_numpy(mask))
+                               .numpy(), departure_np(onehot, mask))
+    weights = np.array([[[[0.5, 0.25, 0.25], [0.2, 0.3, 0.5], [0.6, 0.4, 0.0]]]])
+    keep = np.array([[False, True, True]])  # drop key 0 (a sink) and renormalise
+    dropped = drop_keys_np(weights, keep)
+    np.testing.assert_allclose(dropped[0, 0], [[0, 0.5, 0.5], [0, 0.375, 0.625], [0, 1, 0]])
+    np.testing.assert_allclose(drop_keys_torch(torch.from_numpy(weights), torch.from_numpy(keep))
+                               .numpy(), dropped)
+
+
+def test_head_statistics_of_the_models():
+    torch.manual_seed(0)
+    x, lengths = torch.randn(3, 12, 4), torch.tensor([12, 7, 9])
+    stats = MultiScaleTransformer(4, 8, [[0, 0], [2, 30]], 2).head_statistics(x, lengths)
+    assert set(stats) == {"scale", "uniform_scale", "departure"}
+    assert stats["scale"].shape == (2, 2)
+    np.testing.assert_allclose(stats["scale"][0], 0.0)  # ω = 0: itself, which is uniform
+    np.testing.assert_allclose(stats["departure"][0], 0.0, atol=1e-7)
+    assert (stats["uniform_scale"][1] > 0).all() and (stats["departure"][1] > 0).all()
+    base = TransformerBaseline(4, 8, 2, 2, 2, max_len=12).head_statistics(x, lengths)
+    # every head of the baseline may see the whole sentence: one uniform reference for all
+    np.testing.assert_allclose(base["uniform_scale"], base["uniform_scale"][0, 0], rtol=1e-6)
+
+
+class _StubEncoding:
+    def __init__(self, n):
+        self.ids, self.attention_mask = list(range(n)), [1] * n
+
+
+class _StubTokenizer:
+    def encode_batch(self, texts):
+        return [_StubEncoding(len(t.split()) + 2) for t in texts]  # [CLS] words [SEP]
+
+
+class _StubEncoder(torch.nn.Module):
+    """One layer, one head: every query puts half its weight on [CLS] and half on the next
+    token (the last one on itself)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.zeros(1))
+
+    def run(self, ids, mask, need_weights=False):
+        n = ids.shape[1]
+        w = torch.zeros(1, 1, n, n)
+        w[..., 0] = 0.5
+        w[0, 0, torch.arange(n), (torch.arange(n) + 1).clamp(max=n - 1)] += 0.5
+        return None, [w.expand(ids.shape[0], 1, n, n)]
+
+
+def test_pretrained_head_scales_remove_the_sinks():
+    scales, uniform = pretrained_head_scales(_StubEncoder(), _StubTokenizer(),
+                                             ["a b c d", "a b c d"])
+    # words at positions 1..4; [CLS] (0) and [SEP] (5) removed: queries 1, 2, 3 look 1 ahead,
+    # query 4's next token is [SEP], so it keeps nothing -> 0
+    np.testing.assert_allclose(scales, [[[0.75]], [[0.75]]])
+    # uniform over 4 words: mean distance (0+1+2+3 + 1+0+1+2 + 2+1+0+1 + 3+2+1+0) / 16
+    np.testing.assert_allclose(uniform, [[[20 / 16]], [[20 / 16]]])
+
+
+# ============================================================================ the partner task
+def test_partner_task_needs_the_pattern_and_the_count():
+    tokens, labels = partner_task(200, 32, 3, np.random.default_rng(0))
+    assert tokens.shape == (200, 32) and set(labels.tolist()) == {0, 1}
+    for row, label in zip(tokens.numpy(), labels.numpy()):
+        for t in (PARTNER_X, PARTNER_Y, PARTNER_Z):  # the same bag for both labels
+            assert (row == t).sum() == 3
+        xs = np.flatnonzero(row == PARTNER_X)
+        partners = []
+        for i in xs:  # ω = 3 around an X holds its partner and fillers only
+            near = [j for j in range(max(0, i - 3), min(32, i + 4))
+                    if j != i and row[j] < PARTNER_FILLER]
+            assert len(near) == 1 and abs(near[0] - i) == 1  # right next to it, either side
+            partners.append(row[near[0]])
+        assert int(partners.count(PARTNER_Y) > partners.count(PARTNER_Z)) == label
+    with pytest.raises(ValueError, match="odd number of pairs"):
+        partner_task(4, 32, 2, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="n >= "):
+        partner_task(4, 20, 3, np.random.default_rng(0))
+
+
+# ============================================================================ linear baselines
+def test_bag_of_words_mean_vectors_and_logistic_regression():
+    ids = torch.tensor([[2, 3, 2, 0], [4, 0, 0, 0]])
+    lengths = torch.tensor([3, 1])
+    np.testing.assert_array_equal(bag_of_words(ids, lengths, 5).numpy(),
+                                  [[0, 0, 1, 1, 0], [0, 0, 0, 0, 1]])
+    matrix = torch.arange(10.0).reshape(5, 2)
+    np.testing.assert_allclose(mean_vectors(ids, lengths, matrix).numpy(),
+                               [[(4 + 6 + 4) / 3, (5 + 7 + 5) / 3], [8, 9]])
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(200, 3, generator=gen)
+    y = (x[:, 0] - x[:, 1] > 0).long()
+    model, l2, valid_acc = fit_logistic_regression(x[:150], y[:150], x[150:], y[150:],
+                                                   l2_grid=(1e-3, 1e-1))
+    assert valid_acc > 0.95 and l2 in (1e-3, 1e-1)
+    assert (model(x).argmax(-1) == y).float().mean() > 0.95
+    with pytest.raises(ValueError, match="logistic regression inputs"):
+        fit_logistic_regression(x, y[:10], x, y)
