@@ -352,7 +352,7 @@ def test_bad_input_raises_value_error(rng):
         model(torch.zeros(2, 3, dtype=torch.long), torch.zeros(3, 3, dtype=torch.long))
     with pytest.raises(ValueError, match="input"):
         la.AttentionClassifier(10, hidden=4)(torch.zeros(5, dtype=torch.long))
-    with pytest.raises(ValueError, match="sizes"):
+    with pytest.raises(ValueError, match="hidden"):
         la.AttentionClassifier(10, hidden=0)
     holes = torch.tensor([[True, False, True], [True, True, True]])  # padding not at the end
     with pytest.raises(ValueError, match="mask"):
