@@ -922,7 +922,7 @@ fig, axes = plt.subplots(1, 2, figsize=(13, 5.6), layout="constrained")
 for ax, (name, kind) in zip(axes, (("Multi-Scale Transformer", ("alpha", 0.5)),
                                    ("Transformer", "transformer"))):
     model = runs[kind][0][0]
-    weights, _ = model.attention(ids_one.to(L.device), len_one.to(L.device))
+    weights, _ = model.attention_maps(ids_one.to(L.device), len_one.to(L.device))
     stats = heads[name]
     layer, head = np.unravel_index(np.argmax(stats["departure"]), stats["departure"].shape)
     w = weights[layer][0, head].cpu().numpy()

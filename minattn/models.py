@@ -250,9 +250,9 @@ class TransformerBaseline(nn.Module):
     record = False  # True: forward keeps each layer's weights (B, H, 1 + N, 1 + N)
 
     @torch.no_grad()
-    def attention(self, inputs, lengths=None):
+    def attention_maps(self, inputs, lengths=None):
         """Every layer's weights (B, H, 1 + N, 1 + N) and what each query could see (the real
-        keys, (B, 1, 1, 1 + N)), as `MultiScaleTransformer.attention`."""
+        keys, (B, 1, 1, 1 + N)), as `MultiScaleTransformer.attention_maps`."""
         self.record = True
         try:
             self.forward(inputs, lengths)
@@ -275,7 +275,7 @@ class TransformerBaseline(nn.Module):
         whole sentence)."""
         from .multiscale import head_statistics_torch
 
-        return head_statistics_torch(*self.attention(inputs, lengths), lengths)
+        return head_statistics_torch(*self.attention_maps(inputs, lengths), lengths)
 
 
 class BiLSTMClassifier(nn.Module):

@@ -515,7 +515,8 @@ class MultiScaleTransformer(nn.Module):
         return [list(kern.windows) for kern in self.kernels]
 
     @torch.no_grad()
-    def attention(self, inputs, lengths=None) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    def attention_maps(self, inputs, lengths=None
+                       ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         """Every layer's weights (B, H, 1 + N, 1 + N) on this batch and what each query could
         see (bool, broadcastable to the weights); position 0 is the node."""
         for kern in self.kernels:
@@ -531,12 +532,12 @@ class MultiScaleTransformer(nn.Module):
     @torch.no_grad()
     def measured_scales(self, inputs, lengths=None) -> np.ndarray:
         """(L, H) measured scale of every head on this batch (real queries only)."""
-        return head_statistics_torch(*self.attention(inputs, lengths), lengths)["scale"]
+        return head_statistics_torch(*self.attention_maps(inputs, lengths), lengths)["scale"]
 
     @torch.no_grad()
     def head_statistics(self, inputs, lengths=None) -> dict[str, np.ndarray]:
         """`head_statistics_torch` of every head on this batch: (L, H) arrays."""
-        return head_statistics_torch(*self.attention(inputs, lengths), lengths)
+        return head_statistics_torch(*self.attention_maps(inputs, lengths), lengths)
 
 
 def head_statistics_torch(weights, masks, lengths=None) -> dict[str, np.ndarray]:

@@ -689,7 +689,7 @@ def test_grading_survives_submissions_that_hang_crash_break_or_share_a_name(tmp_
     (bea / ".student-copy").unlink()  # no manifest: graded on what the teacher lists, no more
     unsafe = bwrap_problem() is not None
     rows = grading.grade([carol, erin, ann, bea], tmp_path / "g.csv", only=["9"],
-                         timeout=20, root=root, unsafe=unsafe)
+                         timeout=10, root=root, unsafe=unsafe)
     got = {(r["submission"], r["exercise"]): r for r in rows}
     assert [r["submission"] for r in csv.DictReader((tmp_path / "g.csv").open())] == [
         n for n in ("carol", "erin", "a/alice", "b/alice") for _ in range(2)]
@@ -697,7 +697,7 @@ def test_grading_survives_submissions_that_hang_crash_break_or_share_a_name(tmp_
         assert int(row["total"]) == {"9.1": 1, "9.2": 2}[ex_id], row  # the teacher's count
     assert got["carol", "9.1"]["passed"] == 1
     assert got["carol", "9.2"]["passed"] == 0
-    assert "timed out after 20 s (in tests/test_lib.py::test_g)" in got["carol", "9.2"]["first_failure"]
+    assert "timed out after 10 s (in tests/test_lib.py::test_g)" in got["carol", "9.2"]["first_failure"]
     for ex_id in ("9.1", "9.2"):
         assert got["erin", ex_id]["passed"] == 0 and "SyntaxError" in got["erin", ex_id]["first_failure"]
     # the process died in test_f; the next test had a fresh one

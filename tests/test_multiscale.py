@@ -379,7 +379,7 @@ def test_scale_candidates_are_the_papers_five_in_increasing_order_for_every_n():
         assert sorted(got) == sorted([3] + [max(1, n // f) for f in (16, 8, 4, 2)]), n
     assert scale_candidates(32) == [2, 3, 4, 8, 16]
     assert scale_candidates(21) == [1, 2, 3, 5, 10]
-    with pytest.raises(ValueError, match="n >= 2"):
+    with pytest.raises(ValueError, match="n: expected an integer >= 2"):
         scale_candidates(1)
 
 
