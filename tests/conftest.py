@@ -192,3 +192,26 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 def rng():
     """A fresh seeded NumPy generator per test: the same numbers every run."""
     return np.random.default_rng(0)
+
+
+def pytest_collection_finish(session):
+    """Start the lesson smoke runs the collected tests will ask for (tests/test_lessons.py) in
+    the background, so that they run beside the other tests instead of after them."""
+    by_module = {}
+    for item in session.items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        module = getattr(item, "module", None)
+        if module is not None and module.__name__.endswith("test_lessons") and "lesson" in params:
+            by_module.setdefault(module, []).append(params["lesson"])
+    for module, lessons in by_module.items():
+        order = sorted(set(lessons), key=lambda p: p.name)
+        module.SMOKE_RUNS.start(order)
+    session.config.stash[_SMOKE_MODULES] = list(by_module)
+
+
+_SMOKE_MODULES = pytest.StashKey[list]()
+
+
+def pytest_sessionfinish(session):
+    for module in session.config.stash.get(_SMOKE_MODULES, []):
+        module.SMOKE_RUNS.stop()

@@ -6,8 +6,12 @@ checked on fake claims."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
+import threading
+from pathlib import Path
 
 import pytest
 
@@ -43,19 +47,72 @@ def test_there_are_lessons():
     assert LESSONS, "no lessons/NN_*.py found"
 
 
-_SMOKE_RUNS: dict = {}
+class SmokeRuns:
+    """Each lesson run once as a script in smoke mode, shared by the three checks below.
+
+    `start(lessons)` (called by tests/conftest.py once the tests are collected) runs them one
+    after another in a background thread, beside the rest of the suite: a lesson is a
+    subprocess, so the suite's own process keeps the other core busy. `get` waits for a
+    lesson's run, or runs it here if nobody started it."""
+
+    def __init__(self):
+        self.results, self.done, self.root = {}, {}, None
+        self.proc, self.stopped = None, False
+
+    def _folder(self, lesson):
+        if self.root is None:
+            self.root = Path(tempfile.mkdtemp(prefix="minattn-smoke-"))
+        return self.root / lesson.stem
+
+    def _run(self, lesson):
+        tmp = self._folder(lesson)
+        try:
+            if self.stopped:
+                raise RuntimeError("the test session ended first")
+            self.proc = subprocess.Popen([sys.executable, str(lesson)], cwd=REPO_ROOT,
+                                         env=smoke_env(tmp), stdout=subprocess.PIPE,
+                                         stderr=subprocess.STDOUT, text=True)
+            output, _ = self.proc.communicate(timeout=300)
+            self.results[lesson] = (self.proc.returncode, output, tmp / "figures" / lesson.stem)
+        except (subprocess.TimeoutExpired, RuntimeError) as err:
+            if self.proc is not None:
+                self.proc.kill()
+            self.results[lesson] = (-1, f"{lesson.name} did not finish: {err}", tmp / "figures")
+        finally:
+            self.done[lesson].set()
+
+    def start(self, lessons):
+        lessons = [lesson for lesson in lessons if lesson not in self.done]
+        for lesson in lessons:
+            self.done[lesson] = threading.Event()
+        thread = threading.Thread(target=lambda: [self._run(lesson) for lesson in lessons],
+                                  daemon=True, name="lesson smoke runs")
+        thread.start()
+
+    def stop(self):
+        """At the end of the session: no new run, the current one killed, the folder removed."""
+        self.stopped = True
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+        if self.root is not None:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def get(self, lesson):
+        """(returncode, stdout + stderr, its figure folder)."""
+        if lesson not in self.done:
+            self.done[lesson] = threading.Event()
+            self._run(lesson)
+        self.done[lesson].wait()
+        return self.results[lesson]
 
 
-def smoke_run(lesson, tmp_path_factory):
+SMOKE_RUNS = SmokeRuns()
+
+
+def smoke_run(lesson, tmp_path_factory=None):
     """Run `lesson` once as a script in smoke mode (cached for the three checks below):
     (returncode, stdout + stderr, its figure folder)."""
-    if lesson not in _SMOKE_RUNS:
-        tmp = tmp_path_factory.mktemp(lesson.stem)
-        proc = subprocess.run([sys.executable, str(lesson)], cwd=REPO_ROOT, env=smoke_env(tmp),
-                              capture_output=True, text=True, timeout=300)
-        _SMOKE_RUNS[lesson] = (proc.returncode, proc.stdout + proc.stderr,
-                               tmp / "figures" / lesson.stem)
-    return _SMOKE_RUNS[lesson]
+    return SMOKE_RUNS.get(lesson)
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
