@@ -37,8 +37,13 @@ PROSE_CONSTANTS: dict[str, dict[str, str]] = {
 }
 
 
+# The environment as it was when the tests were collected: the lessons' background runs must
+# not see what a test running meanwhile sets (e.g. a student copy's PYTHONPATH).
+ENVIRON = os.environ.copy()
+
+
 def smoke_env(tmp_path):
-    env = os.environ.copy()
+    env = ENVIRON.copy()
     env.update(MINATTN_SMOKE="1", MINATTN_FIGURES=str(tmp_path / "figures"), MPLBACKEND="Agg")
     return env
 
