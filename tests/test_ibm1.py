@@ -168,7 +168,7 @@ def test_recovers_a_hidden_dictionary():
 
 @pytest.mark.exercise("6.2")  # runs full EM: needs 6.1 too
 def test_flat_permutation_corpus_has_nothing_to_learn():
-    # 40-of-40 copying (seed §3.3): every pair holds the same word set, so C and EM stay flat
+    # 40-of-40 copying (Snell et al. 2021, §3.3): every pair holds the same word set, so C and EM stay flat
     rng = np.random.default_rng(0)
     bx = ibm1.make_bitext(*tasks.permutation_corpus(30, 8, 8, rng), null=False)
     t, _ = ibm1.em_np(bx, 10)
