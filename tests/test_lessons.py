@@ -114,22 +114,16 @@ class SmokeRuns:
 SMOKE_RUNS = SmokeRuns()
 
 
-def smoke_run(lesson, tmp_path_factory=None):
-    """Run `lesson` once as a script in smoke mode (cached for the three checks below):
-    (returncode, stdout + stderr, its figure folder)."""
-    return SMOKE_RUNS.get(lesson)
-
-
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
-def test_lesson_runs_as_script_in_smoke_mode(lesson, tmp_path_factory):
-    code, output, figures = smoke_run(lesson, tmp_path_factory)
+def test_lesson_runs_as_script_in_smoke_mode(lesson):
+    code, output, figures = SMOKE_RUNS.get(lesson)
     assert code == 0, f"{lesson.name} failed:\n{output[-8000:]}"
     assert list(figures.glob("*.png")), f"{lesson.name} saved no figure"
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
-def test_every_claim_has_a_verdict_from_the_rule(lesson, tmp_path_factory):
-    code, _, figures = smoke_run(lesson, tmp_path_factory)
+def test_every_claim_has_a_verdict_from_the_rule(lesson):
+    code, _, figures = SMOKE_RUNS.get(lesson)
     if code != 0:
         pytest.fail(f"{lesson.name} did not run (see the smoke-mode test)")
     claims = json.loads((figures / "claims.json").read_text())
@@ -138,10 +132,10 @@ def test_every_claim_has_a_verdict_from_the_rule(lesson, tmp_path_factory):
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
-def test_the_prose_states_only_numbers_the_run_prints(lesson, tmp_path_factory):
+def test_the_prose_states_only_numbers_the_run_prints(lesson):
     """Every decimal in a lesson's markdown is in its output (or approximate, or an allowed
     constant): results are printed by the run, never typed into the text."""
-    code, output, _ = smoke_run(lesson, tmp_path_factory)
+    code, output, _ = SMOKE_RUNS.get(lesson)
     if code != 0:
         pytest.fail(f"{lesson.name} did not run (see the smoke-mode test)")
     missing = unsupported(lesson, output, allow=PROSE_CONSTANTS.get(lesson.stem, {}).keys())
