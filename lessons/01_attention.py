@@ -540,7 +540,8 @@ L.savefig(fig, "sinusoids")
 
 # %%
 from minattn.tasks import reversal
-from minattn.models import PositionReader, RecallAttention, RecallMeanPool, count_parameters
+from minattn.models import PositionReader, RecallAttention, RecallMeanPool
+from minattn.tools.train import count_parameters
 from minattn.tools.train import train
 
 show(PositionReader)

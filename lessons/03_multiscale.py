@@ -53,7 +53,7 @@ from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 from torch import nn
 
 from minattn.tools.lesson import Lesson, show
-from minattn.tools.train import train
+from minattn.tools.train import length_batches, train
 from minattn.tools.data import DatasetMissing, load_glove, load_sentiment, tokenize
 from minattn.tools.verdict import combine, compare, versus
 from minattn.attention import padding_mask_torch
@@ -69,7 +69,7 @@ from minattn.tools.bench import forward_backward, time_interleaved
 from minattn.models import (TransformerBaseline, BiLSTMClassifier, bag_of_words, mean_vectors,
                             fit_logistic_regression)
 from minattn.tasks import (PARTNER_X, PARTNER_Y, PARTNER_Z, effective_scale_task, glove_corpus,
-                           length_batches, partner_task)
+                           partner_task)
 
 L = Lesson("03_multiscale")  # on a CPU: one torch thread (see Lesson)
 LESSON_START = time.process_time()

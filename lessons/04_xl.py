@@ -66,7 +66,8 @@ from minattn.xl import (relative_distances_np, rel_attention_np, rel_attention_t
                         sinusoid_np, update_memory_torch, XLLayer, TransformerXL,
                         RelMultiHeadAttention)
 from minattn.xl_fast import rel_shift_np, rel_attention_fast_torch, eval_speed
-from minattn.models import VanillaLM, count_parameters
+from minattn.models import VanillaLM
+from minattn.tools.train import count_parameters
 from minattn.xl_train import (recurrent_lm_loss, lm_loss, evaluate_bpc, evaluate_bpc_sliding,
                               generate, farthest_visible, dependency_cone, stream_accuracy,
                               stream_predictions)

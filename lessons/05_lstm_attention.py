@@ -68,7 +68,7 @@ from minattn import lstm_attention_copy as lc, lstm_attention_official as lo
 from minattn.tools.data import DatasetMissing, load_parallel, load_sentiment, tokenize
 from minattn.tools.lesson import Lesson, show
 from minattn.tools.tables import print_table
-from minattn.tools.train import train
+from minattn.tools.train import length_batches, train
 from minattn.tools.utils import set_seed
 from minattn.tools.verdict import combine, compare, rate, same, versus
 
@@ -1049,7 +1049,7 @@ def length_batches_forever(lengths, size, seed):
     """Mini-batches of similar lengths (less padding), reshuffled every epoch."""
     generator = torch.Generator().manual_seed(seed)
     while True:
-        yield from tasks.length_batches(torch.as_tensor(lengths), size, generator)
+        yield from length_batches(torch.as_tensor(lengths), size, generator)
 
 
 STANDARD = L.size(full=3, smoke=2, paper=6)  # standard classifiers (the authors: 1 gold + 5)

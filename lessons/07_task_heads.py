@@ -97,11 +97,11 @@ from minattn import task_heads as th
 from minattn import tasks
 from minattn.encoder import (BertConfig, MiniLMEncoder, TopLayers, encode_batch, hidden_states,
                              load_minilm)
-from minattn.models import PairModel, SentenceClassifier, count_parameters
+from minattn.models import PairModel, SentenceClassifier
 from minattn.tools import data
 from minattn.tools.bench import time_interleaved
 from minattn.tools.lesson import Lesson, show
-from minattn.tools.train import KeepBest, train, warmup_linear
+from minattn.tools.train import KeepBest, count_parameters, length_batches, train, warmup_linear
 from minattn.tools.utils import set_seed
 from minattn.tools.verdict import combine, compare, estimate, same, versus
 
@@ -613,13 +613,13 @@ for task, kw, width, where in [(t, k, D_HEAD, "frozen") for t, k in HEAD_OF.item
 # two self-attention layers read by `[CLS]` for sentiment, one cross-attention layer for
 # paraphrase, three for similarity, each also with U(0.9, 1); sentiment also gets rung 3, the
 # learned query. AdamW at the poster's learning rate for a frozen encoder, $10^{-3}$, batches
-# of 32 cut from the length-sorted training set (`tasks.length_batches`: sort by length with
+# of 32 cut from the length-sorted training set (`length_batches`: sort by length with
 # random tie-breaks, cut, shuffle the batch order, anew every epoch — every example once per
 # epoch, little padding). The validation score is checked twice per epoch; training stops
 # after three checks without a better one and keeps the best weights (`KeepBest`).
 
 # %%
-show(tasks.length_batches)
+show(length_batches)
 show(KeepBest)
 FROZEN_SEEDS = L.size(full=[0, 1], smoke=[0, 1], paper=[0, 1, 2])
 MAX_EPOCHS = L.size(full=4, smoke=1, paper=20)
@@ -668,7 +668,7 @@ def fit(model, task, inputs, forward, seed, batch_size, epochs, checks_per_epoch
     train_rows = split["train"]
     per_epoch = int(np.ceil(len(train_rows) / batch_size))
     batches = [train_rows[b.numpy()] for _ in range(int(np.ceil(epochs)))
-               for b in tasks.length_batches(torch.as_tensor(lengths[train_rows]), batch_size,
+               for b in length_batches(torch.as_tensor(lengths[train_rows]), batch_size,
                                              generator)][:max(1, int(epochs * per_epoch))]
 
     def evaluate(rows):

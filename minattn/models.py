@@ -111,12 +111,6 @@ def check_recall_inputs(queries, keys, values, key_embedding, value_embedding) -
     check_same_device(queries=queries, keys=keys, values=values, weights=key_embedding.weight)
 
 
-def count_parameters(model: nn.Module) -> int:
-    if not isinstance(model, nn.Module):
-        fail("model", "a torch.nn.Module", describe(model))
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
-
-
 # ==== lesson 02: sparse patterns
 
 

@@ -270,23 +270,6 @@ def glove_corpus(splits: dict[str, list[str]], vocab: list[str], vectors: np.nda
     return out, torch.from_numpy(matrix)
 
 
-def length_batches(lengths: torch.Tensor, batch_size: int, generator: torch.Generator
-                   ) -> list[torch.Tensor]:
-    """Index batches of sentences of similar length (less padding, same examples): sort by
-    length (random order among equal lengths), cut into batches, shuffle the batches."""
-    check_array("lengths", lengths, "int", ndim=1, hint="(n,) sentence lengths", like=torch.Tensor)
-    if len(lengths) and int(lengths.min()) < 0:
-        fail("lengths", "lengths >= 0", f"a minimum of {int(lengths.min())}")
-    batch_size = check_size("batch_size", batch_size, 1)
-    if batch_size < 1 or lengths.ndim != 1:
-        fail("length_batches", "(n,) lengths and batch_size >= 1",
-             f"lengths {tuple(lengths.shape)}, batch_size={batch_size}")
-    jitter = torch.rand(len(lengths), generator=generator)
-    order = torch.argsort(lengths.double() + 0.5 * jitter)
-    batches = list(order.split(batch_size))
-    return [batches[i] for i in torch.randperm(len(batches), generator=generator)]
-
-
 # ==== lesson 04: Transformer-XL — character streams and the delayed copy
 def char_corpus(texts: list[str]) -> tuple[list[str], list[torch.Tensor]]:
     """Character vocabulary of texts[0] (the training text) and every text as int64 ids.

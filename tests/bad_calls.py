@@ -34,6 +34,7 @@ from minattn import (attention as A, encoder as E, ibm1, ibm1_fast as IF, lstm_a
                      models as M, multiscale as MS, multiscale_fast as MF, sparse as S,
                      sparse_kernels as SK, task_heads as TH, tasks as TK, xl as X, xl_fast as XF)
 from minattn.ibm1_fast_index import index_bitext  # noqa: E402
+from minattn.tools import train as TR  # noqa: E402
 
 OUR_FORMAT = re.compile(r".+: expected .+, got .+", re.S)
 
@@ -703,8 +704,8 @@ bad("tasks", "two_sets_corpus", "n_pairs", "n_pairs = -2")(
 bad("tasks", "effective_scale_task", "k", "k = 1.5")(lambda: TK.effective_scale_task(2, 6, 3, 1.5, G()))
 bad("tasks", "glove_corpus", "vectors", "1-d vectors")(
     lambda: TK.glove_corpus({"train": ["a b"]}, ["a", "b"], np.ones(2), 4))
-bad("tasks", "length_batches", "lengths", "negative lengths")(
-    lambda: TK.length_batches(torch.tensor([2, -1]), 1, G()))
+bad("tools.train", "length_batches", "lengths", "negative lengths")(
+    lambda: TR.length_batches(torch.tensor([2, -1]), 1, G()))
 bad("tasks", "char_corpus", "texts", "an empty list")(lambda: TK.char_corpus([]))
 bad("tasks", "lm_streams", "n_streams", "n_streams = 1.5")(lambda: TK.lm_streams(torch.arange(10), 1.5))
 bad("tasks", "lm_segment", "seg_len", "seg_len = 0")(lambda: TK.lm_segment(torch.zeros(2, 10, dtype=torch.long), 0, 0))
@@ -742,7 +743,7 @@ vlm = M.VanillaLM(7, 8, 2, 1)
 bad("models", "VanillaLM.forward", "tokens", "a token id >= vocab")(lambda: vlm(torch.tensor([[1, 9]])))
 bad("models", "VanillaLM.forward", "tokens", "1-d tokens")(lambda: vlm(torch.tensor([1, 2])))
 bad("models", "SentenceClassifier", "pool", "unknown pool")(lambda: M.SentenceClassifier("max", 6))
-bad("models", "count_parameters", "model", "not a module")(lambda: M.count_parameters([1, 2]))
+bad("tools.train", "count_parameters", "model", "not a module")(lambda: TR.count_parameters([1, 2]))
 
 # ============================================================================ GPU dispatch (CPU-checkable)
 from minattn import dispatch as D, flex as FL  # noqa: E402

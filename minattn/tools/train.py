@@ -7,6 +7,8 @@ from typing import Callable, Iterable
 import torch
 from tqdm import tqdm
 
+from .utils import check_array, check_size, describe, fail
+
 
 class History(dict):
     """Lists of logged values: history['step'], history['loss'], and whatever `evaluate` returns
@@ -122,3 +124,27 @@ class KeepBest:
         if self.state is not None:
             self.model.load_state_dict(self.state)
         return self.model
+
+
+def count_parameters(model: torch.nn.Module) -> int:
+    """The number of trainable parameters (those with requires_grad)."""
+    if not isinstance(model, torch.nn.Module):
+        fail("model", "a torch.nn.Module", describe(model))
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def length_batches(lengths: torch.Tensor, batch_size: int, generator: torch.Generator
+                   ) -> list[torch.Tensor]:
+    """Index batches of sentences of similar length (less padding, same examples): sort by
+    length (random order among equal lengths), cut into batches, shuffle the batches."""
+    check_array("lengths", lengths, "int", ndim=1, hint="(n,) sentence lengths", like=torch.Tensor)
+    if len(lengths) and int(lengths.min()) < 0:
+        fail("lengths", "lengths >= 0", f"a minimum of {int(lengths.min())}")
+    batch_size = check_size("batch_size", batch_size, 1)
+    if batch_size < 1 or lengths.ndim != 1:
+        fail("length_batches", "(n,) lengths and batch_size >= 1",
+             f"lengths {tuple(lengths.shape)}, batch_size={batch_size}")
+    jitter = torch.rand(len(lengths), generator=generator)
+    order = torch.argsort(lengths.double() + 0.5 * jitter)
+    batches = list(order.split(batch_size))
+    return [batches[i] for i in torch.randperm(len(batches), generator=generator)]
