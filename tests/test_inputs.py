@@ -290,3 +290,18 @@ def test_luong_attention_ignores_padding_and_matches_its_twin(n, garbage, length
         np.testing.assert_allclose(ctx[b], ref[0], rtol=1e-10, atol=1e-12)
     tctx, _ = LA.luong_attention_torch(*(torch.from_numpy(a) for a in (s, h, W, mask)))
     np.testing.assert_allclose(tctx.numpy(), ctx, rtol=1e-10, atol=1e-12)
+
+
+def test_values_are_read_at_the_door_not_inside_a_training_graph():
+    """A NaN in data or a parameter is refused; an activation (made under autograd from checked
+    inputs) is not read again, so a training step pays for no value check."""
+    from minattn.tools.utils import check_finite, in_graph
+    leaf = torch.tensor([1.0, float("nan")], requires_grad=True)
+    with pytest.raises(ValueError, match="finite"):
+        check_finite("x", leaf)
+    activation = leaf * 1.0
+    assert in_graph(activation) and not in_graph(leaf) and not in_graph(activation, leaf)
+    check_finite("x", activation)  # not read
+    with torch.no_grad():
+        with pytest.raises(ValueError, match="finite"):
+            check_finite("x", leaf * 1.0)  # computed without gradients: read

@@ -168,12 +168,22 @@ def check_same_dtype(**arrays) -> None:
              listing)
 
 
+def in_graph(*xs) -> bool:
+    """True when every x is a torch activation: a tensor made by an operation that autograd
+    records (it has a grad_fn). Its values come from inputs that were checked where they entered
+    the library, so the checks do not read them again: a training step would pay for each read
+    (a fifth of a small model's step on a CPU, and a device sync on a GPU). Data, parameters and
+    anything computed without gradients are still read."""
+    return all(isinstance(x, torch.Tensor) and x.grad_fn is not None for x in xs)
+
+
 def check_finite(name: str, x, where=None, minus_inf_ok: bool = False) -> None:
     """x must be finite (no NaN, no ±inf) wherever `where` (bool, broadcastable) is True,
     everywhere when where is None; minus_inf_ok lets −inf through (a score of −inf is a
-    weight of exactly 0). Reads the values once; skipped while torch.compile traces."""
+    weight of exactly 0). Reads the values once; skipped while torch.compile traces, and for
+    activations (see `in_graph`)."""
     if isinstance(x, torch.Tensor):
-        if _tracing() or not x.is_floating_point() or x.device.type == "meta":
+        if _tracing() or not x.is_floating_point() or x.device.type == "meta" or in_graph(x):
             return
         bad = torch.isnan(x) | (x == math.inf) if minus_inf_ok else ~torch.isfinite(x)
         if where is not None:
