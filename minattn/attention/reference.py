@@ -16,6 +16,10 @@ must be finite (`tools.utils` states the contract of every function).
 
 Read the NumPy functions first: they state the math. Each `*_torch` function below repeats
 its NumPy twin line for line, so autograd can check our hand-written backward.
+
+The input checks are in `checks.py`; `attention_fast_torch` (PyTorch's fused kernel, no
+weights) in `fast.py`; the trainable `MultiHeadAttention` and lesson 01's demo models in
+`model.py`; lesson 01's tasks in `data.py`.
 """
 
 from __future__ import annotations
@@ -24,71 +28,28 @@ import math
 
 import numpy as np
 import torch
-import torch.nn.functional as F
-from torch import nn
 
-from .tools.utils import (check_array, check_finite, check_mask, check_ndim, check_number,
-                          check_same_device, check_same_dtype, check_size, describe, fail, hide,
-                          shape_str)
-
-
-# ============================================================================ input checks
-def check_attention_inputs(q, k, v, mask=None, scale=None) -> None:
-    """Raise ValueError (expected vs given) unless q, k, v and mask fit together.
-
-    Works on NumPy arrays and torch tensors alike (it looks at the type, .shape, .dtype and
-    .device): q, k, v of one library, one floating dtype, one device.
-    """
-    like = torch.Tensor if isinstance(q, torch.Tensor) else np.ndarray
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        check_array(name, x, "float", like=like)
-        check_ndim(name, x, 2, "(..., N, d)")
-    check_same_dtype(q=q, k=k, v=v)
-    check_same_device(q=q, k=k, v=v, mask=mask)
-    if scale is not None:
-        check_number("scale", scale)
-    if q.shape[-1] != k.shape[-1]:
-        fail("q and k must have the same feature size d (last axis)",
-             f"k of shape (..., Lk, {q.shape[-1]})", f"q {shape_str(q.shape)}, k {shape_str(k.shape)}")
-    if k.shape[-2] != v.shape[-2]:
-        fail("k and v must have the same number of keys Lk (second-to-last axis)",
-             f"v of shape (..., {k.shape[-2]}, dv)", f"k {shape_str(k.shape)}, v {shape_str(v.shape)}")
-    if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
-        fail("q, k and v must share their leading (batch, head) axes",
-             "equal shapes before the last two axes",
-             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}, v {shape_str(v.shape)}")
-    if q.shape[-1] == 0:
-        fail("q", "a feature size d >= 1 (last axis; the scale is 1/sqrt(d))", describe(q))
-    if q.shape[-2] == 0 or k.shape[-2] == 0 or (q.ndim > 2 and 0 in q.shape[:-2]):
-        fail("empty input", "at least one query, one key and one batch element",
-             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}")
-    check_mask(mask, tuple(q.shape[:-1]) + (k.shape[-2],), like=like)
-
-
-def visible_inputs(q, k, v, mask=None):
-    """q, k, v with what the mask hides set to 0 — the queries of rows that see no key, the
-    keys and values that no query sees — after checking that the rest is finite.
-
-    Selected, not multiplied, so garbage under the mask (NaN in padding) cannot leak into the
-    output or the gradients. NumPy and torch alike; returns the three arrays.
-    """
-    if mask is not None:
-        rows_seen = mask.any(-1)[..., None]  # (..., Lq, 1): the query sees some key
-        keys_seen = mask.any(-2)[..., None]  # (..., Lk, 1): some query sees the key
-        q, k, v = hide(q, rows_seen), hide(k, keys_seen), hide(v, keys_seen)
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        check_finite(name, x)
-    return q, k, v
-
-
-def check_softmax_inputs(scores, mask, like) -> None:
-    """Scores: a float array of the right library; mask: bool, broadcastable to the scores.
-    Where the mask allows, a score must not be NaN or +inf (exp(+inf − max) is NaN); −inf is
-    a weight of exactly 0."""
-    check_array("scores", scores, "float", min_ndim=1, hint="(..., N)", like=like)
-    check_same_device(scores=scores, mask=mask)
-    check_mask(mask, tuple(scores.shape), like=like)
-    check_finite("scores", scores, where=mask, minus_inf_ok=True)
+from ..tools.utils import (
+    check_array,
+    check_finite,
+    check_same_dtype,
+    check_size,
+    describe,
+    fail,
+    shape_str,
+)
+from .checks import (
+    check_additive_inputs,
+    check_attention_inputs,
+    check_heads,
+    check_lengths,
+    check_mha_inputs,
+    check_mha_params,
+    check_softmax_inputs,
+    check_table_sizes,
+    visible_inputs,
+    visible_mha_inputs,
+)
 
 
 # ============================================================================ NumPy reference
@@ -108,7 +69,6 @@ def softmax_np(scores: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray
     exp = np.exp(scores - row_max)  # exp(-inf) = 0: masked entries vanish
     total = exp.sum(axis=-1, keepdims=True)
     return exp / np.where(total == 0.0, 1.0, total)  # 0 / 1 = 0 for all-masked rows
-    # END EXERCISE
 
 
 def attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None,
@@ -166,30 +126,6 @@ def attention_backward_np(grad_out: np.ndarray, q: np.ndarray, k: np.ndarray, v:
     return grad_q, grad_k, grad_v
 
 
-def check_additive_inputs(q, k, w_q, w_k, v_a) -> None:
-    """q (..., Lq, dq), k (..., Lk, dk), w_q (h, dq), w_k (h, dk), v_a (h,) must fit together,
-    in one library, dtype and device, finite."""
-    like = torch.Tensor if isinstance(q, torch.Tensor) else np.ndarray
-    for name, x in (("q", q), ("k", k), ("w_q", w_q), ("w_k", w_k), ("v_a", v_a)):
-        check_array(name, x, "float", like=like)
-    check_ndim("q", q, 2, "(..., Lq, dq)")
-    check_ndim("k", k, 2, "(..., Lk, dk)")
-    check_same_dtype(q=q, k=k, w_q=w_q, w_k=w_k, v_a=v_a)
-    check_same_device(q=q, k=k, w_q=w_q, w_k=w_k, v_a=v_a)
-    if w_q.ndim != 2 or w_k.ndim != 2 or v_a.ndim != 1 or not (
-            w_q.shape[0] == w_k.shape[0] == v_a.shape[0]):
-        fail("additive attention weights do not fit", "w_q (h, dq), w_k (h, dk), v_a (h,)",
-             f"w_q {shape_str(w_q.shape)}, w_k {shape_str(w_k.shape)}, v_a {shape_str(v_a.shape)}")
-    if q.shape[-1] != w_q.shape[1] or k.shape[-1] != w_k.shape[1]:
-        fail("w_q / w_k must match the feature sizes of q / k", f"w_q (h, {q.shape[-1]}), "
-             f"w_k (h, {k.shape[-1]})", f"w_q {shape_str(w_q.shape)}, w_k {shape_str(w_k.shape)}")
-    if q.shape[:-2] != k.shape[:-2]:
-        fail("q and k must share their leading axes", "equal shapes before the last two axes",
-             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}")
-    for name, x in (("q", q), ("k", k), ("w_q", w_q), ("w_k", w_k), ("v_a", v_a)):
-        check_finite(name, x)
-
-
 def additive_scores_np(q: np.ndarray, k: np.ndarray, w_q: np.ndarray, w_k: np.ndarray,
                        v_a: np.ndarray) -> np.ndarray:
     """Additive (Bahdanau) scores: s_ij = v_aᵀ tanh(W_q q_i + W_k k_j), a small MLP per pair.
@@ -201,15 +137,6 @@ def additive_scores_np(q: np.ndarray, k: np.ndarray, w_q: np.ndarray, w_k: np.nd
     check_additive_inputs(q, k, w_q, w_k, v_a)
     hidden = (q @ w_q.T)[..., :, None, :] + (k @ w_k.T)[..., None, :, :]  # (..., Lq, Lk, h)
     return np.tanh(hidden) @ v_a  # (..., Lq, Lk)
-
-
-def check_heads(x, num_heads, like) -> int:
-    """x (B, N, D) of `like`'s library and num_heads >= 1 dividing D; returns num_heads."""
-    check_array("x", x, None, ndim=3, hint="(B, N, H·dh)", like=like)
-    num_heads = check_size("num_heads", num_heads, 1)
-    if x.shape[-1] % num_heads:
-        fail("num_heads", f"a divisor of the width D = {x.shape[-1]}", f"{num_heads}")
-    return num_heads
 
 
 def split_heads_np(x: np.ndarray, num_heads: int) -> np.ndarray:
@@ -258,87 +185,6 @@ def multi_head_attention_np(query: np.ndarray, key: np.ndarray, value: np.ndarra
     return output, weights
 
 
-MHA_PARAMS = ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")
-
-
-def check_mha_params(params, query) -> None:
-    """The eight arrays of `MultiHeadAttention.numpy_params()`: (D, D) weights, (D,) biases."""
-    if not isinstance(params, dict) or any(n not in params for n in MHA_PARAMS):
-        missing = [n for n in MHA_PARAMS if n not in params] if isinstance(params, dict) else []
-        fail("params", f"a dict with {', '.join(MHA_PARAMS)} (MultiHeadAttention.numpy_params())",
-             f"a dict without {missing}" if missing else describe(params))
-    D = params["w_q"].shape[-1] if hasattr(params["w_q"], "shape") else -1
-    for name in MHA_PARAMS:
-        check_array(f"params['{name}']", params[name], "float", like=np.ndarray)
-        want = (D, D) if name.startswith("w") else (D,)
-        if tuple(params[name].shape) != want:
-            fail(f"params['{name}']", f"shape {shape_str(want)}", shape_str(params[name].shape))
-        check_finite(f"params['{name}']", params[name])
-
-
-def check_mha_inputs(query, key, value, num_heads: int, d_model: int, mask=None,
-                     key_padding_mask=None, dtype=None):
-    """(B, Lq, D), (B, Lk, D), (B, Lk, D) with D = d_model; shared by NumPy and torch.
-
-    Returns the one mask to attend with (None, or bool broadcastable to (B, H, Lq, Lk)), made of
-      mask              (Lq, Lk), or 4 axes broadcastable to (B, H, Lq, Lk); and
-      key_padding_mask  (B, Lk), True on real keys.
-    A 2-axis `mask` is (Lq, Lk), shared by the batch. When B == Lq a (B, Lk) padding mask has
-    that very shape and would be read as (Lq, Lk) — each sequence masked with another's
-    padding — so a 2-axis mask is refused then: pass `mask[None, None]` for an (Lq, Lk) mask,
-    `key_padding_mask=` for a padding mask. A 3-axis mask is refused always: (B, Lq, Lk) and
-    (H, Lq, Lk) cannot be told apart. dtype: the dtype the inputs must have (the weights').
-    """
-    like = torch.Tensor if isinstance(query, torch.Tensor) else np.ndarray
-    for name, x in (("query", query), ("key", key), ("value", value)):
-        check_array(name, x, "float", like=like)
-        if x.ndim != 3 or x.shape[-1] != d_model or 0 in x.shape:
-            fail(f"{name} has the wrong shape", f"(B, N, {d_model}) with B, N > 0",
-                 shape_str(x.shape))
-    if not (query.shape[0] == key.shape[0] == value.shape[0]):
-        fail("query, key and value must have the same batch size B",
-             "equal first axes", f"{query.shape[0]}, {key.shape[0]}, {value.shape[0]}")
-    if key.shape[1] != value.shape[1]:
-        fail("key and value must have the same length Lk", f"value of length {key.shape[1]}",
-             f"{value.shape[1]}")
-    check_same_dtype(query=query, key=key, value=value)
-    if dtype is not None and query.dtype != dtype:
-        fail("query", f"dtype {str(dtype).removeprefix('torch.')}, the weights' (cast the "
-             "inputs or the module)", describe(query))
-    check_same_device(query=query, key=key, value=value, mask=mask,
-                      key_padding_mask=key_padding_mask)
-    B, Lq, Lk = query.shape[0], query.shape[1], key.shape[1]
-    check_mask(mask, (B, num_heads, Lq, Lk), like=like)
-    if mask is not None and (mask.ndim == 3 or mask.ndim == 2 and B == Lq > 1):
-        fail("mask", "(Lq, Lk) written as mask[None, None] when B == Lq, 4 axes (B, H, Lq, Lk) "
-             "(1 where shared), or a (B, Lk) padding mask as key_padding_mask=",
-             f"an ambiguous {mask.ndim}-axis mask {shape_str(mask.shape)} with B={B}, "
-             f"H={num_heads}, Lq={Lq}")
-    if key_padding_mask is not None:
-        check_array("key_padding_mask", key_padding_mask, "bool", like=like,
-                    hint="(B, Lk), True on real keys")
-        if tuple(key_padding_mask.shape) != (B, Lk):
-            fail("key_padding_mask", f"shape (B, Lk) = ({B}, {Lk}), True on real keys",
-                 describe(key_padding_mask))
-        padding = key_padding_mask[:, None, None, :]
-        mask = padding if mask is None else mask & padding
-    return mask
-
-
-def visible_mha_inputs(query, key, value, mask):
-    """`visible_inputs` for the (B, N, D) inputs of multi-head attention: the query rows that
-    see no key in any head, and the key/value rows that no query sees, set to 0; the rest
-    checked finite."""
-    if mask is not None:
-        m = mask[(None,) * (4 - mask.ndim)]  # (B|1, H|1, Lq|1, Lk|1)
-        rows_seen = m.any(-1).any(1)[..., None]  # (B|1, Lq|1, 1)
-        keys_seen = m.any(-2).any(1)[..., None]  # (B|1, Lk|1, 1)
-        query, key, value = hide(query, rows_seen), hide(key, keys_seen), hide(value, keys_seen)
-    for name, x in (("query", query), ("key", key), ("value", value)):
-        check_finite(name, x)
-    return query, key, value
-
-
 # ============================================================================ PyTorch
 def softmax_torch(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
     """Torch twin of `softmax_np` (differentiable; all-masked rows give zeros, no NaN)."""
@@ -351,7 +197,6 @@ def softmax_torch(scores: torch.Tensor, mask: torch.Tensor | None = None) -> tor
     exp = torch.exp(scores - row_max)
     total = exp.sum(dim=-1, keepdim=True)
     return exp / torch.where(total == 0, torch.ones_like(total), total)
-    # END EXERCISE
 
 
 def attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -360,7 +205,7 @@ def attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     """Torch twin of `attention_np`: returns output (..., Lq, dv) and weights (..., Lq, Lk).
 
     This explicit path materialises the (Lq, Lk) weights — use it when you want to look at
-    them. `fast_attention_torch` gives the same output without storing them.
+    them. `attention_fast_torch` (fast.py) gives the same output without storing them.
     """
     check_attention_inputs(q, k, v, mask, scale)
     q, k, v = visible_inputs(q, k, v, mask)
@@ -369,7 +214,6 @@ def attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     scores = (q @ k.transpose(-1, -2)) * scale  # (..., Lq, Lk)
     weights = softmax_torch(scores, mask)
     return weights @ v, weights
-    # END EXERCISE
 
 
 def additive_scores_torch(q: torch.Tensor, k: torch.Tensor, w_q: torch.Tensor,
@@ -378,38 +222,6 @@ def additive_scores_torch(q: torch.Tensor, k: torch.Tensor, w_q: torch.Tensor,
     check_additive_inputs(q, k, w_q, w_k, v_a)
     hidden = (q @ w_q.T)[..., :, None, :] + (k @ w_k.T)[..., None, :, :]  # (..., Lq, Lk, h)
     return torch.tanh(hidden) @ v_a  # (..., Lq, Lk)
-
-
-def fast_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                         mask: torch.Tensor | None = None, scale: float | None = None,
-                         is_causal: bool = False) -> torch.Tensor:
-    """Torch-only: the output of `attention_np` through PyTorch's fused kernel (no weights).
-
-    F.scaled_dot_product_attention runs a fused kernel (flash; on CUDA also memory-efficient)
-    when one accepts the inputs, and then the (Lq, Lk) matrix is never stored; otherwise its
-    math backend stores it, like `attention_torch` (lesson 01, section 8, measures both). Two
-    differences from our convention are patched here:
-    a fully masked row comes back as NaN from some kernels (we return zeros), and causality
-    is bottom-right aligned as in `causal_mask_torch` — the Lq queries are the *last* Lq
-    positions of the Lk keys, as when a cache or memory of earlier keys is prepended. (SDPA's
-    own `is_causal` is top-left aligned; we use it only when Lq == Lk, where the two agree.)
-    Give `is_causal=True` or a mask, not both.
-    """
-    check_attention_inputs(q, k, v, mask, scale)
-    if is_causal and mask is not None:
-        fail("fast_attention_torch takes a mask or is_causal=True, not both",
-             "one of them (fold causality into the mask with causal_mask_torch)",
-             f"mask {shape_str(mask.shape)} and is_causal=True")
-    if is_causal and q.shape[-2] != k.shape[-2]:
-        mask = causal_mask_torch(q.shape[-2], k.shape[-2], device=q.device)
-    q, k, v = visible_inputs(q, k, v, mask)
-    if mask is None:
-        return F.scaled_dot_product_attention(q, k, v, is_causal=is_causal, scale=scale)
-    has_key = mask.any(dim=-1, keepdim=True)  # (..., Lq, 1): does the row see any key?
-    # Open the empty rows so the kernel sees finite numbers (no NaN in forward or backward),
-    # then zero their output.
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask | ~has_key, scale=scale)
-    return out.masked_fill(~has_key, 0.0)
 
 
 def split_heads_torch(x: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -424,102 +236,6 @@ def merge_heads_torch(x: torch.Tensor) -> torch.Tensor:
     check_array("x", x, None, ndim=4, hint="(B, H, N, dh)", like=torch.Tensor)
     B, H, N, dh = x.shape
     return x.transpose(1, 2).reshape(B, N, H * dh)
-
-
-class MultiHeadAttention(nn.Module):
-    """Multi-head attention (batch first), the trainable twin of `multi_head_attention_np`.
-
-    forward(query (B, Lq, D), key (B, Lk, D), value (B, Lk, D), mask=None, need_weights=False,
-            key_padding_mask=None) -> output (B, Lq, D), weights (B, H, Lq, Lk) or None
-
-    mask: bool (Lq, Lk) or 4 axes broadcastable to (B, H, Lq, Lk); key_padding_mask: bool
-    (B, Lk), True on real keys (a 2-axis mask that could be either is refused: see
-    `check_mha_inputs`).
-
-    With need_weights=False `F.scaled_dot_product_attention` runs (fast, and O(N) memory when
-    it picks a fused kernel); with need_weights=True the explicit path runs and returns
-    per-head weights.
-    `torch.nn.MultiheadAttention` averages weights over heads by default: use
-    `weights.mean(1)` to compare. Its masks mean the opposite (True = blocked) — ours follow
-    SDPA (True = may attend).
-
-    The extension seam: `attend(q, k, v, mask) -> out`, all (B, H, ·, dh), replaces the
-    attention kernel (sparse windows in lesson 02, per-head scales in lesson 03, ...) while the
-    projections stay the same. A custom kernel returns no weights.
-    """
-
-    def __init__(self, d_model: int, num_heads: int, bias: bool = True, attend=None):
-        super().__init__()
-        d_model, num_heads = check_size("d_model", d_model, 1), check_size("num_heads", num_heads, 1)
-        if d_model % num_heads != 0:
-            fail("d_model must split evenly into heads", "d_model divisible by num_heads",
-                 f"d_model={d_model}, num_heads={num_heads}")
-        self.d_model, self.num_heads = d_model, num_heads
-        self.attend = attend  # None: scaled dot-product attention (fused or explicit)
-        self.q_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
-
-    def forward(self, query: torch.Tensor, key: torch.Tensor | None = None,
-                value: torch.Tensor | None = None, mask: torch.Tensor | None = None,
-                need_weights: bool = False, key_padding_mask: torch.Tensor | None = None
-                ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        key = query if key is None else key  # self-attention by default
-        value = key if value is None else value
-        mask = check_mha_inputs(query, key, value, self.num_heads, self.d_model, mask,
-                                key_padding_mask, dtype=self.q_proj.weight.dtype)
-        check_same_device(query=query, weights=self.q_proj.weight)
-        query, key, value = visible_mha_inputs(query, key, value, mask)
-        q = split_heads_torch(self.q_proj(query), self.num_heads)  # (B, H, Lq, dh)
-        k = split_heads_torch(self.k_proj(key), self.num_heads)  # (B, H, Lk, dh)
-        v = split_heads_torch(self.v_proj(value), self.num_heads)  # (B, H, Lk, dh)
-        if self.attend is not None:
-            if need_weights:
-                fail("need_weights with a custom attend kernel", "need_weights=False",
-                     f"need_weights=True with attend={self.attend}")
-            heads, weights = self.attend(q, k, v, mask), None
-        elif need_weights:
-            heads, weights = attention_torch(q, k, v, mask)
-        else:
-            heads, weights = fast_attention_torch(q, k, v, mask), None
-        return self.out_proj(merge_heads_torch(heads)), weights
-
-    def extra_repr(self) -> str:
-        kernel = "sdpa" if self.attend is None else getattr(self.attend, "__name__", self.attend)
-        return f"d_model={self.d_model}, num_heads={self.num_heads}, attend={kernel}"
-
-    def numpy_params(self) -> dict[str, np.ndarray]:
-        """The weights as float64 NumPy arrays, keyed as `multi_head_attention_np` expects."""
-        params = {}
-        for short, layer in (("q", self.q_proj), ("k", self.k_proj), ("v", self.v_proj),
-                             ("o", self.out_proj)):
-            params[f"w_{short}"] = layer.weight.detach().cpu().double().numpy()
-            bias = layer.bias if layer.bias is not None else torch.zeros(self.d_model)
-            params[f"b_{short}"] = bias.detach().cpu().double().numpy()
-        return params
-
-    @torch.no_grad()
-    def load_from_torch(self, mha: nn.MultiheadAttention) -> "MultiHeadAttention":
-        """Copy the weights of a `torch.nn.MultiheadAttention` (same d_model and heads)."""
-        if not isinstance(mha, nn.MultiheadAttention):
-            fail("mha", "a torch.nn.MultiheadAttention", describe(mha))
-        if mha.embed_dim != self.d_model or mha.num_heads != self.num_heads:
-            fail("nn.MultiheadAttention does not match", f"d_model={self.d_model}, "
-                 f"heads={self.num_heads}", f"embed_dim={mha.embed_dim}, heads={mha.num_heads}")
-        w_q, w_k, w_v = mha.in_proj_weight.chunk(3)  # stacked [W_q; W_k; W_v]
-        for layer, w in ((self.q_proj, w_q), (self.k_proj, w_k), (self.v_proj, w_v)):
-            layer.weight.copy_(w)
-        self.out_proj.weight.copy_(mha.out_proj.weight)
-        ours_bias, theirs_bias = self.q_proj.bias is not None, mha.in_proj_bias is not None
-        if ours_bias != theirs_bias:
-            fail("bias settings differ", f"nn.MultiheadAttention(bias={ours_bias})",
-                 f"nn.MultiheadAttention(bias={theirs_bias})")
-        if ours_bias:
-            for layer, b in zip((self.q_proj, self.k_proj, self.v_proj), mha.in_proj_bias.chunk(3)):
-                layer.bias.copy_(b)
-            self.out_proj.bias.copy_(mha.out_proj.bias)
-        return self
 
 
 # ============================================================================ mask helpers
@@ -543,16 +259,6 @@ def causal_mask_torch(n_queries: int, n_keys: int | None = None, device=None) ->
     return j <= i
 
 
-def check_lengths(lengths, max_len: int, like) -> int:
-    """lengths: (B,) integers in [0, max_len]; max_len an integer >= 0. Returns max_len."""
-    max_len = check_size("max_len", max_len)
-    check_array("lengths", lengths, "int", ndim=1, hint="(B,) integers", like=like)
-    if lengths.shape[0] and (int(lengths.min()) < 0 or int(lengths.max()) > max_len):
-        fail("lengths", f"integers in [0, max_len = {max_len}]",
-             f"lengths from {int(lengths.min())} to {int(lengths.max())}")
-    return max_len
-
-
 def padding_mask_np(lengths: np.ndarray, max_len: int) -> np.ndarray:
     """(B,) lengths -> (B, 1, 1, max_len) bool, True on real tokens; broadcasts over heads
     and queries."""
@@ -567,3 +273,39 @@ def padding_mask_torch(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
     max_len = check_lengths(lengths, max_len, torch.Tensor)
     keys = torch.arange(max_len, device=lengths.device)
     return (keys[None, :] < lengths[:, None])[:, None, None, :]
+
+
+# ============================================================================ positions
+# Vaswani et al. 2017, "Attention Is All You Need", §3.5: lesson 01's position table, which
+# Transformer-XL (lesson 04) reuses to encode distances.
+def sinusoid_np(n_positions: int, d_model: int, clamp_len: int | None = None) -> np.ndarray:
+    """(n_positions, d_model) table R: row δ encodes the position (lesson 01) or the distance
+    (lesson 04) δ = 0, 1, ...
+
+    R_δ = [sin(δ ω_0), …, sin(δ ω_{D/2−1}), cos(δ ω_0), …, cos(δ ω_{D/2−1})],  ω_k = 10000^(−2k/D)
+    (sines then cosines, the layout of Transformer-XL's original implementation).
+    clamp_len = c: every distance beyond c gets the row of c, R_δ = R_min(δ, c) — the original
+    code's `--clamp_len`, used when a model is evaluated with a longer memory than it was
+    trained with, so that it never meets an encoding it has not seen.
+    """
+    n_positions, d_model = check_table_sizes(n_positions, d_model, clamp_len)
+    inv_freq = 1.0 / 10000 ** (np.arange(0, d_model, 2) / d_model)  # (D/2,)
+    delta = np.arange(n_positions)
+    if clamp_len is not None:
+        delta = np.minimum(delta, clamp_len)
+    angles = delta[:, None] * inv_freq[None, :]  # (P, D/2)
+    return np.concatenate([np.sin(angles), np.cos(angles)], axis=-1)
+
+
+def sinusoid_torch(n_positions: int, d_model: int, device=None, dtype=torch.float32,
+                   clamp_len: int | None = None):
+    """Torch twin of `sinusoid_np`, made on `device` in `dtype`."""
+    n_positions, d_model = check_table_sizes(n_positions, d_model, clamp_len)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        fail("dtype", "a floating torch dtype such as torch.float32", describe(dtype))
+    inv_freq = 1.0 / 10000 ** (torch.arange(0, d_model, 2, device=device, dtype=dtype) / d_model)
+    delta = torch.arange(n_positions, device=device, dtype=dtype)
+    if clamp_len is not None:
+        delta = delta.clamp(max=clamp_len)
+    angles = delta[:, None] * inv_freq[None, :]
+    return torch.cat([torch.sin(angles), torch.cos(angles)], dim=-1)
