@@ -9,12 +9,12 @@
 B = 1, H = 4 (8 on CUDA, as in the H100 yardstick), d = 64, float32 unless --dtype. Contenders,
 all computing attention over a sliding window of half-width w (|i - j| <= w):
     dense        F.scaled_dot_product_attention with the (N, N) bool mask (N² work and memory)
-    window       minattn.sparse_kernels.window_attention_torch, the readable kernel (on CUDA
+    window       minattn.sparse.window_attention_torch, the readable kernel (on CUDA
                  forced with dispatch.kernel_policy("readable"); default block: c = 32 for a
                  forward without gradients, 64 for training)
     dispatched   (CUDA only) window_attention_torch as shipped: dense SDPA below
-                 dispatch.FLEX_FROM, compiled FlexAttention from there on (minattn/dispatch.py)
-    block-sparse minattn.sparse_kernels.block_sparse_attention_torch (readable) on a BigBird
+                 dispatch.FLEX_FROM, compiled FlexAttention from there on (minattn/sparse/dispatch.py)
+    block-sparse minattn.sparse.block_sparse_attention_torch (readable) on a BigBird
                  layout of 64-token blocks (window of max(1, w / 64) blocks, 1 global, 1 random
                  block): a different pattern with a comparable number of keys per query
     flex         torch.compile(flex_attention) with `flex.window_block_mask` (tile lists from
@@ -41,13 +41,12 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from minattn import dispatch, flex
 from minattn.tools.bench import (bench_args, device_name, fmt_bytes, fmt_time,  # noqa: E402
                                  forward_backward, forward_only, peak_memory, print_table,
                                  save_json, time_interleaved, write_markdown)
 from minattn.tools.lesson import REPO_ROOT
-from minattn.sparse import bigbird_layout_np, sliding_window_mask_np
-from minattn.sparse_kernels import block_sparse_attention_torch, window_attention_torch
+from minattn.sparse import (bigbird_layout_np, block_sparse_attention_torch, dispatch, flex,
+                            sliding_window_mask_np, window_attention_torch)
 
 B, D = 1, 64
 BS_BLOCK = 64  # block-sparse block size
@@ -396,7 +395,7 @@ block-sparse time ∝ non-zero blocks.
 * Forward + backward: with plain autograd through the blocked kernel 18–28× over six runs, and
   its memory only 3.4× below dense (328 MiB: `unfold`'s backward receives (c + 2w) / c = 5 copies
   of ∂K and ∂V at c = 64, and SDPA keeps every block's internals). The hand-written backward
-  (`minattn/sparse_backward.py`: recompute one chunk of blocks at a time) brought it to 39×
+  (`minattn/sparse/backward.py`: recompute one chunk of blocks at a time) brought it to 39×
   (31× in a side-by-side run on a busier machine) and 70 MiB. Met.
 * Memory: forward 21× smaller (met). Forward + backward 15.8× (70 MiB against 1.1 GiB): it cannot
   reach 20× as measured, because the output and the three gradients alone are 64 MiB — the

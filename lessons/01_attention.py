@@ -51,7 +51,7 @@ from minattn.tools.verdict import combine, compare, same, versus
 from minattn.plots import heatmap, plot_curves
 from minattn.tools.utils import set_seed
 from minattn.attention import (softmax_np, attention_np, attention_backward_np, attention_torch,
-                               fast_attention_torch, multi_head_attention_np, MultiHeadAttention,
+                               attention_fast_torch, multi_head_attention_np, MultiHeadAttention,
                                causal_mask_np, causal_mask_torch, additive_scores_np,
                                additive_scores_torch)
 
@@ -410,7 +410,7 @@ L.claim("the backward's row sum needs only O and dO: rowsum(dP ⊙ P) = rowsum(d
 
 # %%
 show(attention_torch)
-show(fast_attention_torch)
+show(attention_fast_torch)
 
 # %%
 out_np, _ = attention_np(q, k, v, mask)
@@ -493,7 +493,7 @@ assert err_equi < 1e-12 and err_inv < 1e-12
 # once: lesson 04 uses the same table for *distances*.
 
 # %%
-from minattn.xl import sinusoid_np, sinusoid_torch
+from minattn.attention import sinusoid_np, sinusoid_torch
 
 show(sinusoid_np)
 n_pos, d_pe = 64, 32
@@ -539,8 +539,7 @@ L.savefig(fig, "sinusoids")
 # model learns its own table of positions instead, as the paper also tried (its Table 3, row E).
 
 # %%
-from minattn.tasks import reversal
-from minattn.models import PositionReader, RecallAttention, RecallMeanPool
+from minattn.attention import PositionReader, RecallAttention, RecallMeanPool, reversal
 from minattn.tools.train import count_parameters
 from minattn.tools.train import train
 
@@ -642,7 +641,7 @@ L.savefig(fig, "reversal")
 # compute that floor on the held-out set.
 
 # %%
-from minattn.tasks import associative_recall
+from minattn.attention import associative_recall
 
 show(associative_recall)
 show(RecallAttention)
@@ -753,7 +752,7 @@ print(f"share of questions whose largest weight is on the right pair: {found:.2f
 # ## 8. What it costs
 #
 # The weights matrix has $L_q \times L_k$ entries. A small live measurement: one forward pass of
-# our explicit `attention_torch` (which stores the weights) and of `fast_attention_torch`
+# our explicit `attention_torch` (which stores the weights) and of `attention_fast_torch`
 # (PyTorch's SDPA), B = 1, H = 4, d = 64, float32, for growing $N$. "Extra memory" is the peak
 # the call needs beyond its inputs; "bytes / N²" divides it by $N^2$ — for a quadratic cost it
 # settles on a constant. SDPA's memory is measured three times: as it dispatches by default,
@@ -770,7 +769,7 @@ def sdpa_on(backends, qkv):
     """SDPA restricted to `backends` (sdpa_kernel raises if none of them takes these inputs)."""
     def call():
         with sdpa_kernel(backends):
-            return fast_attention_torch(*qkv)
+            return attention_fast_torch(*qkv)
     return call
 
 
@@ -779,7 +778,7 @@ time_, memory, rows = {}, {}, []
 for n in sizes:
     gen = torch.Generator().manual_seed(n)
     qkv = [torch.randn(1, 4, n, 64, generator=gen).to(L.device) for _ in range(3)]
-    fns = {"ours": lambda: attention_torch(*qkv), "SDPA": lambda: fast_attention_torch(*qkv)}
+    fns = {"ours": lambda: attention_torch(*qkv), "SDPA": lambda: attention_fast_torch(*qkv)}
     time_[n] = time_interleaved(fns, repeats=L.size(full=5, smoke=2), device=L.device)
     memory[n] = {name: peak_memory(fn, L.device) or 0.0 for name, fn in fns.items()}
     for name, backends in (("SDPA fused", FUSED), ("SDPA math", [SDPBackend.MATH])):
@@ -915,7 +914,7 @@ L.claim("maximum path length: O(1) for self-attention, O(n/r) restricted to r ne
 # Build a student copy (`make student`, or `python -m minattn.tools.exercises student DIR`),
 # work in it, and check yourself with `make exercises` (or `python -m pytest --exercises 1.1`).
 #
-# * **1.1** implement, ~20 min — `softmax_np` in `minattn/attention.py` (and its torch twin
+# * **1.1** implement, ~20 min — `softmax_np` in `minattn/attention/reference.py` (and its torch twin
 #   `softmax_torch`): a numerically stable softmax over the last axis with an optional boolean
 #   mask; masked entries get 0, all-masked rows give all zeros.
 # * **1.2** implement, ~15 min — `attention_np` (and `attention_torch`): scores, masked softmax,

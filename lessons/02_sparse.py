@@ -54,13 +54,12 @@ from minattn.tools.utils import set_seed
 from minattn.attention import attention_torch
 from minattn.sparse import (sliding_window_mask_np, dilated_window_mask_np, global_mask_np,
                             random_mask_np, bigbird_layout_np, bigbird_mask_np, strided_masks_np,
-                            fixed_masks_np, union_np, hops_np, diameter_np)
-from minattn.sparse_kernels import (window_attention_torch, blocked_window_attention_torch,
-                                    sliding_window_attention_torch, window_forward_torch,
-                                    dilated_window_attention_torch, global_window_attention_torch,
-                                    block_sparse_attention_torch)
-from minattn.models import SparseClassifier, window_attend, block_sparse_attend
-from minattn.tasks import two_halves, CLS
+                            fixed_masks_np, union_np, hops_np, diameter_np,
+                            window_attention_torch, blocked_window_attention_torch,
+                            sliding_window_attention_torch, window_forward_torch,
+                            dilated_window_attention_torch, global_window_attention_torch,
+                            block_sparse_attention_torch, SparseClassifier, window_attend,
+                            block_sparse_attend, two_halves, CLS)
 from minattn.tools.train import train
 
 L = Lesson("02_sparse")  # on a CPU: one torch thread (see Lesson)
@@ -90,7 +89,7 @@ def decade_ticks(ax, xs, ys=None):
 #
 # A sparse pattern is nothing but a choice of $M$: a boolean $N \times N$ matrix, row $i$ =
 # query, column $j$ = key, **True = may attend**. The course's conventions (stated once in
-# `minattn/sparse.py`): positions $0 \dots N-1$; the window half-width $w$ is one-sided,
+# `minattn/sparse/patterns.py`): positions $0 \dots N-1$; the window half-width $w$ is one-sided,
 # $|i - j| \le w$ gives $2w + 1$ keys; *causal* intersects a pattern with $j \le i$.
 #
 # **Careful when reading the papers:** Longformer and BigBird write $w$ for the *full* width of
@@ -314,7 +313,7 @@ L.savefig(fig, "graph_hops")
 # %%
 from matplotlib.patches import Rectangle
 
-from minattn.sparse_kernels import band_mask_torch
+from minattn.sparse import band_mask_torch
 
 n_pic, w_pic, c_pic = 32, 3, 8
 fig, axes = plt.subplots(1, 2, figsize=(11, 5.2), layout="constrained",
@@ -728,12 +727,12 @@ show(block_sparse_attention_torch)
 # %% [markdown]
 # **A hand-written backward.** Autograd through the blocked kernel is correct but keeps every
 # block's attention for the backward pass. When the core trains it goes through
-# `minattn/sparse_backward.py` instead: lesson 01's backward formulas applied a few blocks at a
+# `minattn/sparse/backward.py` instead: lesson 01's backward formulas applied a few blocks at a
 # time, recomputing their scores instead of storing them — the same trade FlashAttention makes
 # (lesson 01, section 4). The tests check it against autograd and against finite differences.
 
 # %%
-from minattn.sparse_backward import window_attention_backward_torch
+from minattn.sparse import window_attention_backward_torch
 
 show(window_attention_backward_torch)
 
@@ -762,11 +761,11 @@ show(window_attention_backward_torch)
 # implement the marked regions, and check them with `make exercises` (or
 # `python -m pytest --exercises 2.1` in the copy).
 #
-# * **2.1** (implement, `minattn/sparse.py`, ~10 min) `sliding_window_mask_np` and its dilated
+# * **2.1** (implement, `minattn/sparse/patterns.py`, ~10 min) `sliding_window_mask_np` and its dilated
 #   twin `dilated_window_mask_np`: the $N \times N$ boolean masks $|i - j| \le w$ and
 #   $|i - j| \le w\delta,\ \delta \mid i - j$, intersected with $j \le i$ when `causal` (a
-#   third marked line in `minattn/sparse_kernels.py` tests the same condition for global keys).
-# * **2.2** (implement, `minattn/sparse_kernels.py`, ~20 min) `blocked_window_attention_torch`,
+#   third marked line in `minattn/sparse/kernels.py` tests the same condition for global keys).
+# * **2.2** (implement, `minattn/sparse/blocked.py`, ~20 min) `blocked_window_attention_torch`,
 #   the blocked forward of section 3: pad the queries to whole blocks of $c$, give each block
 #   its span of $c + w_\ell + w_r$ keys and values with `unfold_blocks_torch`, and run one
 #   `F.scaled_dot_product_attention` call with `band_mask_torch`. The tests compare the window

@@ -62,14 +62,12 @@ from minattn.multiscale import (scale_mask_np, multiscale_attention_np,
                                 multiscale_attention_torch, measured_scale_np,
                                 drop_keys_torch, pretrained_head_scales, allocate_scales_np,
                                 layer_windows, scale_candidates, ScaleAllocation,
-                                MultiScaleTransformer)
-from minattn.multiscale_fast import (DENSE_BELOW, PIECE_KINDS, band_pieces, band_pieces_np,
-                                     multiscale_attention_fast_torch)
+                                MultiScaleTransformer, DENSE_BELOW, PIECE_KINDS, band_pieces,
+                                band_pieces_np, multiscale_attention_fast_torch,
+                                TransformerBaseline, BiLSTMClassifier, bag_of_words, mean_vectors,
+                                fit_logistic_regression, PARTNER_X, PARTNER_Y, PARTNER_Z,
+                                effective_scale_task, glove_corpus, partner_task)
 from minattn.tools.bench import forward_backward, time_interleaved
-from minattn.models import (TransformerBaseline, BiLSTMClassifier, bag_of_words, mean_vectors,
-                            fit_logistic_regression)
-from minattn.tasks import (PARTNER_X, PARTNER_Y, PARTNER_Z, effective_scale_task, glove_corpus,
-                           partner_task)
 
 L = Lesson("03_multiscale")  # on a CPU: one torch thread (see Lesson)
 LESSON_START = time.process_time()
@@ -959,8 +957,8 @@ print("sentence:", texts["test"].texts[picked["test"][example]])
 # with `python -m pytest --exercises 3.1 3.2 3.3` in the copy.
 #
 # * **3.1** (implement, ~10 min) `scale_mask_np` and its twin `scale_mask_torch`
-#   (`minattn/multiscale.py`): the $(H, N, N)$ mask $|i - j| \le \omega_h$.
-# * **3.2** (implement, ~15 min) `allocate_scales_np` (`minattn/multiscale.py`): the scores,
+#   (`minattn/multiscale/reference.py`): the $(H, N, N)$ mask $|i - j| \le \omega_h$.
+# * **3.2** (implement, ~15 min) `allocate_scales_np` (`minattn/multiscale/reference.py`): the scores,
 #   the softmax shares and the counts from the cumulative shares, as stated in its docstring.
 #   The tests check the slides' worked example, that every layer gets exactly N' heads, and
 #   that layer 1 gains small scales as α grows.
@@ -990,7 +988,7 @@ print("sentence:", texts["test"].texts[picked["test"][example]])
 # for small ω, PyTorch's fused attention for ω ≥ N − 1, and for the large scales in between a
 # **band kernel**. Padding needs care: these kernels take no mask, so padded keys are removed
 # through one extra feature that adds (in effect) $-\infty$ to their scores (see the docstring of
-# `minattn/multiscale_fast.py`). All three agree to float64 rounding, with and without padding:
+# `minattn/multiscale/fast.py`). All three agree to float64 rounding, with and without padding:
 
 # %%
 n, windows = 300, [3, 3, 18, 18, 37, 75, 150, 299]  # {3, 3, N/16, N/16, N/8, N/8, N/4, N}

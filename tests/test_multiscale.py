@@ -1,4 +1,4 @@
-"""Multi-scale attention (minattn.multiscale, minattn.multiscale_fast) and lesson 03's models.
+"""Multi-scale attention (minattn.multiscale: reference, fast) and lesson 03's models.
 
 The reference is checked against per-head attention written out with hand-made masks, the
 torch twin against the reference, and the grouped fast path against both (outputs and
@@ -14,20 +14,19 @@ import pytest
 import torch
 
 from minattn.attention import MultiHeadAttention, attention_np, padding_mask_torch
-from minattn.models import (BiLSTMClassifier, TransformerBaseline, bag_of_words,
-                            fit_logistic_regression, mean_vectors)
-from minattn.multiscale import (MultiScaleKernel, MultiScaleTransformer, ScaleAllocation,
-                                allocate_scales_np, departure_np, departure_torch, drop_keys_np,
-                                drop_keys_torch, layer_windows, measured_scale_np,
-                                measured_scale_torch, multiscale_attention_np,
-                                multiscale_attention_torch, pretrained_head_scales,
-                                scale_candidates, scale_mask_np, scale_mask_torch,
-                                uniform_weights_np, uniform_weights_torch)
-from minattn.multiscale_fast import (PIECE_KINDS, band_attention_cpu, band_masked_attention_torch,
-                                     band_pieces_np, multiscale_attention_fast_torch)
+from minattn.multiscale import (PARTNER_FILLER, PARTNER_X, PARTNER_Y, PARTNER_Z, PIECE_KINDS,
+                                BiLSTMClassifier, MultiScaleKernel, MultiScaleTransformer,
+                                ScaleAllocation, TransformerBaseline, allocate_scales_np,
+                                bag_of_words, band_attention_cpu, band_masked_attention_torch,
+                                band_pieces_np, departure_np, departure_torch, drop_keys_np,
+                                drop_keys_torch, effective_scale_task, fit_logistic_regression,
+                                layer_windows, mean_vectors, measured_scale_np,
+                                measured_scale_torch, multiscale_attention_fast_torch,
+                                multiscale_attention_np, multiscale_attention_torch,
+                                partner_task, pretrained_head_scales, scale_candidates,
+                                scale_mask_np, scale_mask_torch, uniform_weights_np,
+                                uniform_weights_torch)
 from minattn.sparse import sliding_window_mask_np
-from minattn.tasks import PARTNER_FILLER, PARTNER_X, PARTNER_Y, PARTNER_Z, effective_scale_task, \
-    partner_task
 
 
 def _qkv(b, h, n, d, seed=0):

@@ -1,4 +1,4 @@
-"""Sparse patterns (minattn.sparse) and their linear-cost kernels (minattn.sparse_kernels).
+"""Sparse patterns (minattn.sparse.patterns) and their linear-cost kernels (minattn.sparse.kernels).
 
 Every kernel is checked against lesson 01's dense masked attention on the NumPy mask of the
 same pattern, outputs and gradients, in float64. The masks themselves are checked against
@@ -15,15 +15,14 @@ import pytest
 import torch
 
 from minattn.attention import MultiHeadAttention, attention_torch, multi_head_attention_np
-from minattn.sparse import (bigbird_layout_np, bigbird_mask_np, block_layout_np, block_mask_np,
-                            diameter_np, dilated_window_mask_np, fixed_masks_np,
-                            global_mask_np, hops_np, random_mask_np, sliding_window_mask_np,
-                            strided_masks_np, union_np)
-from minattn.models import SparseClassifier, block_sparse_attend, window_attend
-from minattn.sparse_backward import WindowAttentionFunction
-from minattn.sparse_kernels import (band_mask_torch, block_sparse_attention_torch,
-                                    dilated_window_attention_torch, global_window_attention_torch,
-                                    sliding_window_attention_torch, window_attention_torch)
+from minattn.sparse import (SparseClassifier, WindowAttentionFunction, band_mask_torch,
+                            bigbird_layout_np, bigbird_mask_np, block_layout_np, block_mask_np,
+                            block_sparse_attend, block_sparse_attention_torch, diameter_np,
+                            dilated_window_attention_torch, dilated_window_mask_np,
+                            fixed_masks_np, global_mask_np, global_window_attention_torch,
+                            hops_np, random_mask_np, sliding_window_attention_torch,
+                            sliding_window_mask_np, strided_masks_np, union_np, window_attend,
+                            window_attention_torch)
 
 
 def _window_mask(n, w, dilation=1, causal=False, glob=()):

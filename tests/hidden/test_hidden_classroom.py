@@ -108,7 +108,7 @@ def global_max_softmax_torch(scores, mask=None):
 
 
 def test_a_global_max_softmax_passes_the_visible_attention_tests_but_not_the_hidden_one(monkeypatch):
-    import minattn.attention as attention
+    import minattn.attention.reference as attention
     sys.path.insert(0, str(REPO_ROOT / "tests"))
     try:
         import test_attention as visible
@@ -221,13 +221,13 @@ def trial(tmp_path_factory):
     for rel in source_files(REPO_ROOT, student=False):
         (teacher / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO_ROOT / rel, teacher / rel)
-    ids = [e.id for e in find_exercises((teacher / "minattn/attention.py").read_text())
+    ids = [e.id for e in find_exercises((teacher / "minattn/attention/reference.py").read_text())
            if e.id in ("1.1", "1.2")]
     subs = base / "class"
     evil, cheat, honest = subs / "evil", subs / "cheat", subs / "honest"
     for sub in (evil, cheat, honest):
         make_student_copy(sub, teacher, only=["1.1", "1.2"])
-    solution = teacher / "minattn" / "attention.py"
+    solution = teacher / "minattn" / "attention" / "reference.py"
     (honest / "minattn" / "attention.py").write_text(solution.read_text())
     out = base / "gradebook" / "grades.csv"
     out.parent.mkdir()
