@@ -69,6 +69,7 @@ def softmax_np(scores: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray
     exp = np.exp(scores - row_max)  # exp(-inf) = 0: masked entries vanish
     total = exp.sum(axis=-1, keepdims=True)
     return exp / np.where(total == 0.0, 1.0, total)  # 0 / 1 = 0 for all-masked rows
+    # END EXERCISE
 
 
 def attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None,
@@ -197,6 +198,7 @@ def softmax_torch(scores: torch.Tensor, mask: torch.Tensor | None = None) -> tor
     exp = torch.exp(scores - row_max)
     total = exp.sum(dim=-1, keepdim=True)
     return exp / torch.where(total == 0, torch.ones_like(total), total)
+    # END EXERCISE
 
 
 def attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
@@ -214,6 +216,7 @@ def attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     scores = (q @ k.transpose(-1, -2)) * scale  # (..., Lq, Lk)
     weights = softmax_torch(scores, mask)
     return weights @ v, weights
+    # END EXERCISE
 
 
 def additive_scores_torch(q: torch.Tensor, k: torch.Tensor, w_q: torch.Tensor,
