@@ -30,12 +30,27 @@ import torch
 import torch.nn.functional as F
 
 from minattn.attention import attention_fast_torch
-from minattn.multiscale import (BAND_FROM, DENSE_BELOW, band_attention_cpu,
-                                multiscale_attention_fast_torch, scale_mask_torch)
+from minattn.multiscale import (
+    BAND_FROM,
+    DENSE_BELOW,
+    band_attention_cpu,
+    multiscale_attention_fast_torch,
+    scale_mask_torch,
+)
 from minattn.sparse import dispatch
-from minattn.tools.bench import (bench_args, device_name, fmt_bytes, fmt_time,  # noqa: E402
-                                 forward_backward, forward_only, peak_memory, print_table,
-                                 save_json, time_interleaved, write_markdown)
+from minattn.tools.bench import (  # noqa: E402
+    bench_args,
+    device_name,
+    fmt_bytes,
+    fmt_time,
+    forward_backward,
+    forward_only,
+    peak_memory,
+    print_table,
+    save_json,
+    time_interleaved,
+    write_markdown,
+)
 
 H, D = 8, 64
 MASKED_MAX = 2048  # the (H, N, N) bool mask and its float copy: 160 MiB at N = 2,048

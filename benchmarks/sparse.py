@@ -13,7 +13,8 @@ all computing attention over a sliding window of half-width w (|i - j| <= w):
                  forced with dispatch.kernel_policy("readable"); default block: c = 32 for a
                  forward without gradients, 64 for training)
     dispatched   (CUDA only) window_attention_torch as shipped: dense SDPA below
-                 dispatch.FLEX_FROM, compiled FlexAttention from there on (minattn/sparse/dispatch.py)
+                 dispatch.FLEX_FROM, compiled FlexAttention from there on
+                 (minattn/sparse/dispatch.py)
     block-sparse minattn.sparse.block_sparse_attention_torch (readable) on a BigBird
                  layout of 64-token blocks (window of max(1, w / 64) blocks, 1 global, 1 random
                  block): a different pattern with a comparable number of keys per query
@@ -41,12 +42,28 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from minattn.tools.bench import (bench_args, device_name, fmt_bytes, fmt_time,  # noqa: E402
-                                 forward_backward, forward_only, peak_memory, print_table,
-                                 save_json, time_interleaved, write_markdown)
+from minattn.sparse import (
+    bigbird_layout_np,
+    block_sparse_attention_torch,
+    dispatch,
+    flex,
+    sliding_window_mask_np,
+    window_attention_torch,
+)
+from minattn.tools.bench import (  # noqa: E402
+    bench_args,
+    device_name,
+    fmt_bytes,
+    fmt_time,
+    forward_backward,
+    forward_only,
+    peak_memory,
+    print_table,
+    save_json,
+    time_interleaved,
+    write_markdown,
+)
 from minattn.tools.lesson import REPO_ROOT
-from minattn.sparse import (bigbird_layout_np, block_sparse_attention_torch, dispatch, flex,
-                            sliding_window_mask_np, window_attention_torch)
 
 B, D = 1, 64
 BS_BLOCK = 64  # block-sparse block size
@@ -248,7 +265,8 @@ def cpu_tables(results) -> dict:
         rows.append({
             "w": r["w"], "N": r["n"],
             "dense fwd": fmt_time(fwd.get("dense")), "window fwd": fmt_time(fwd["window"]),
-            "block-sparse fwd": fmt_time(fwd["block-sparse"]), "flex fwd": fmt_time(fwd.get("flex")),
+            "block-sparse fwd": fmt_time(fwd["block-sparse"]),
+            "flex fwd": fmt_time(fwd.get("flex")),
             "dense/window fwd": ratio(fwd.get("dense"), fwd["window"]),
             "flex/window fwd": ratio(fwd.get("flex"), fwd["window"], 2),
             "window fwd ×(N/2→N)": ratio(fwd["window"], prev["fwd_s"]["window"], 2) if prev else "",
@@ -341,7 +359,8 @@ def cuda_markdown(results, tables, repeats, quick, device, dtype) -> str:
              f"{device_name(device)}, torch {torch.__version__} (CUDA {torch.version.cuda}). "
              f"B = {B}, H = {heads(device)}, d = {D}, {repeats} interleaved repeats (medians). "
              "*window* is the readable kernel, *dispatched* `window_attention_torch` as shipped "
-             f"(dense SDPA below N = {dispatch.FLEX_FROM:,}, compiled FlexAttention from there on), "
+             f"(dense SDPA below N = {dispatch.FLEX_FROM:,}, compiled FlexAttention from there "
+             "on), "
              "*flex* compiled FlexAttention with our block mask at every N, *full-flash* "
              "unmasked SDPA.", ""]
     for title, text in tables.items():
@@ -371,14 +390,16 @@ def goals(results: list[dict]) -> str:
     lines += [f"| {goal} | {value:.1f}× | {'yes' if value >= target else 'no'} |"
               for goal, value, target in rows]
     if "flex" in fwd:
+        met = "yes" if fwd["flex"] >= fwd["window"] else "no"
         lines.append(f"| forward no slower than compiled FlexAttention | flex / window = "
-                     f"{fwd['flex'] / fwd['window']:.2f} | {'yes' if fwd['flex'] >= fwd['window'] else 'no'} |")
+                     f"{fwd['flex'] / fwd['window']:.2f} | {met} |")
     lines.append("")
     lines.append(f"The memory ceiling: forward + backward must hold the output and the three "
                  f"gradients, 4·B·H·N·d floats = {fmt_bytes(floor)}; dense needed "
                  f"{fmt_bytes(mem_both['dense'])}, so no kernel can be more than "
                  f"{mem_both['dense'] / floor:.1f}× smaller here (ours: "
-                 f"{fmt_bytes(mem_both['window'])}, {mem_both['dense'] / mem_both['window']:.1f}×).")
+                 f"{fmt_bytes(mem_both['window'])}, "
+                 f"{mem_both['dense'] / mem_both['window']:.1f}×).")
     return "\n".join(lines) + "\n"
 
 

@@ -155,7 +155,8 @@ def sdpa_masks(lq, lk, rng):
         "none": None,
         "causal": causal_mask_torch(lq, lk),
         "padding": padding_mask_torch(lengths, lk),
-        "arbitrary": torch.tensor(rng.random((2, 4, lq, lk)) < 0.7) | torch.eye(lq, lk, dtype=torch.bool),
+        "arbitrary": (torch.tensor(rng.random((2, 4, lq, lk)) < 0.7)
+                      | torch.eye(lq, lk, dtype=torch.bool)),
     }
 
 
@@ -418,7 +419,7 @@ def test_additive_scores_bad_input(rng):
             additive_scores_torch(*map(torch.tensor, args))
 
 
-# ----------------------------------------------------------------------------- lesson 01: the backward's row sum
+# ---------------------------------------------------------------- lesson 01: the backward's row sum
 def test_backward_row_sum_needs_only_the_output(rng):
     """rowsum(∂P ⊙ P) = rowsum(∂O ⊙ O), the identity FlashAttention's backward rests on (Dao et
     al. 2022, Appendix B), with masks and a query row that sees no key."""

@@ -1,5 +1,5 @@
-"""The CUDA dispatch of the sparse kernels (minattn.sparse.dispatch, minattn.sparse.flex) and the GPU tier
-(make test-gpu).
+"""The CUDA dispatch of the sparse kernels (minattn.sparse.dispatch, minattn.sparse.flex) and the
+GPU tier (make test-gpu).
 
 On the CPU: which kernel the dispatch picks for each device; the tile lists of every BlockMask
 against `sparse.block_layout_np` of the pattern's mask (the tiles a kernel must visit, and
@@ -21,13 +21,24 @@ import pytest
 import torch
 
 from minattn.attention import attention_torch, padding_mask_torch
-from minattn.multiscale import (multiscale_attention_fast_torch, multiscale_attention_torch,
-                                scale_mask_np)
-from minattn.sparse import (bigbird_layout_np, block_layout_np, block_mask_np,
-                            block_sparse_attention_torch, dilated_window_mask_np, dispatch, flex,
-                            global_mask_np, window_attend, window_attention_torch)
-from minattn.tools import REPO_ROOT
-from minattn.tools import gpu_tier
+from minattn.multiscale import (
+    multiscale_attention_fast_torch,
+    multiscale_attention_torch,
+    scale_mask_np,
+)
+from minattn.sparse import (
+    bigbird_layout_np,
+    block_layout_np,
+    block_mask_np,
+    block_sparse_attention_torch,
+    dilated_window_mask_np,
+    dispatch,
+    flex,
+    global_mask_np,
+    window_attend,
+    window_attention_torch,
+)
+from minattn.tools import REPO_ROOT, gpu_tier
 
 
 def _window_mask(n, w, dilation=1, causal=False, glob=()):

@@ -151,7 +151,8 @@ def fit_logistic_regression(x: torch.Tensor, y: torch.Tensor, x_valid: torch.Ten
 
         def closure():
             opt.zero_grad()
-            loss = nn.functional.cross_entropy(linear(x), y) + 0.5 * l2 * linear.weight.square().sum()
+            loss = (nn.functional.cross_entropy(linear(x), y)
+                    + 0.5 * l2 * linear.weight.square().sum())
             loss.backward()
             return loss
 

@@ -89,7 +89,8 @@ def multiscale_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.T
     q, k, v = visible_inputs(q, k, v, mask)  # padding may hold garbage: set to 0, rest checked
     n = q.shape[-2]
     key_mask = _key_padding(mask, q.shape[0], n)
-    if mask is None or key_mask is not None:  # CUDA: FlexAttention, per-head windows (sparse/dispatch.py)
+    # CUDA: FlexAttention, per-head windows (sparse/dispatch.py)
+    if mask is None or key_mask is not None:
         out = routed_multiscale_attention(q, k, v, ws, key_mask)
         if out is not None:
             return out

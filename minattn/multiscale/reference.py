@@ -168,7 +168,8 @@ def check_measured_scale_inputs(weights, query_mask, like) -> None:
     keep = None
     if query_mask is not None:
         check_array("query_mask", query_mask, "bool", like=like,
-                    hint=f"(B, N) = ({weights.shape[0]}, {weights.shape[-1]}), True on real queries")
+                    hint=f"(B, N) = ({weights.shape[0]}, {weights.shape[-1]}), "
+                         "True on real queries")
         if tuple(query_mask.shape) != (weights.shape[0], weights.shape[-1]):
             fail("query_mask", f"shape (B, N) = ({weights.shape[0]}, {weights.shape[-1]}), "
                  "True on real queries", describe(query_mask))

@@ -83,7 +83,8 @@ def window_attention_backward_torch(q, k, v, grad_out, w_left, w_right, c, scale
         check_array(name, x, "float", ndim=3, hint="(B, N, d)", like=torch.Tensor)
     if tuple(grad_out.shape) != tuple(q.shape[:-1]) + (v.shape[-1],) or k.shape != q.shape:
         fail("grad_out", f"the output's shape {shape_str(tuple(q.shape[:-1]) + (v.shape[-1],))}"
-             " (and k of q's shape)", f"grad_out {shape_str(grad_out.shape)}, k {shape_str(k.shape)}")
+             " (and k of q's shape)",
+             f"grad_out {shape_str(grad_out.shape)}, k {shape_str(k.shape)}")
     check_same_dtype(q=q, grad_out=grad_out)
     check_same_device(q=q, grad_out=grad_out)
     check_finite("grad_out", grad_out)

@@ -45,7 +45,8 @@ def band_mask_torch(block: int, w_left: int, w_right: int, device=None) -> torch
 
 
 def _check_band(block, w_left, w_right) -> tuple[int, int, int]:
-    return check_size("block", block, 1), check_size("w_left", w_left), check_size("w_right", w_right)
+    return (check_size("block", block, 1), check_size("w_left", w_left),
+            check_size("w_right", w_right))
 
 
 def unfold_blocks_torch(x: torch.Tensor, block: int, w_left: int, w_right: int) -> torch.Tensor:

@@ -161,7 +161,8 @@ def window_mask_mod(w, dilation: int = 1, causal: bool = False, is_global=None):
 
 
 def layout_mask_mod(layout: torch.Tensor, block: int, causal: bool = False):
-    """mask_mod of `block_mask_np(layout, block, N)` (∩ j <= i if causal): layout[i // b, j // b]."""
+    """mask_mod of `block_mask_np(layout, block, N)` (∩ j <= i if causal):
+    layout[i // b, j // b]."""
     def mask_mod(b, h, q_idx, kv_idx):
         ok = layout[q_idx // block, kv_idx // block]
         return ok & (kv_idx <= q_idx) if causal else ok

@@ -36,7 +36,7 @@ from .dispatch import routed_block_sparse_attention, routed_window_attention
 from .patterns import check_global_idx, check_int
 
 
-# ============================================================================ the core: a sliding window
+# ====================================================================== the core: a sliding window
 def _default_block(block, q, k, v) -> int:
     """c = 32 for a forward without gradients, 64 for training: the fastest on a 2-core CPU
     for w in {32, 128} (benchmarks/sparse.py)."""
@@ -83,7 +83,7 @@ def sliding_window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Te
     return out.reshape(*lead, *out.shape[-2:])
 
 
-# ============================================================================ dilation, global tokens
+# ========================================================================== dilation, global tokens
 def _to_classes(x: torch.Tensor, dilation: int) -> torch.Tensor:
     """(..., N, d) -> (..., δ, m, d), m = ceil(N / δ): place p of class r is position r + δ·p
     (zero rows past N)."""
