@@ -41,19 +41,28 @@
 # (`minattn/tools/verdict.py` states the rule).
 
 # %%
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn.functional as F
-import matplotlib.pyplot as plt
 
-from minattn.tools.lesson import Lesson, show
-from minattn.tools.verdict import combine, compare, same, versus
+from minattn.attention import (
+    MultiHeadAttention,
+    additive_scores_np,
+    additive_scores_torch,
+    attention_backward_np,
+    attention_fast_torch,
+    attention_np,
+    attention_torch,
+    causal_mask_np,
+    causal_mask_torch,
+    multi_head_attention_np,
+    softmax_np,
+)
 from minattn.plots import heatmap, plot_curves
+from minattn.tools.lesson import Lesson, show
 from minattn.tools.utils import set_seed
-from minattn.attention import (softmax_np, attention_np, attention_backward_np, attention_torch,
-                               attention_fast_torch, multi_head_attention_np, MultiHeadAttention,
-                               causal_mask_np, causal_mask_torch, additive_scores_np,
-                               additive_scores_torch)
+from minattn.tools.verdict import combine, compare, same, versus
 
 L = Lesson("01_attention")  # on a CPU: one torch thread (see Lesson)
 
@@ -540,8 +549,7 @@ L.savefig(fig, "sinusoids")
 
 # %%
 from minattn.attention import PositionReader, RecallAttention, RecallMeanPool, reversal
-from minattn.tools.train import count_parameters
-from minattn.tools.train import train
+from minattn.tools.train import count_parameters, train
 
 show(PositionReader)
 
@@ -760,7 +768,6 @@ print(f"share of questions whose largest weight is on the right pair: {found:.2f
 
 # %%
 from torch.nn.attention import SDPBackend, sdpa_kernel
-
 
 FUSED = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
 

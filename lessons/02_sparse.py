@@ -41,26 +41,43 @@
 # %%
 import time
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn.functional as F
-import matplotlib.pyplot as plt
 
+from minattn.attention import attention_torch
+from minattn.plots import heatmap, plot_curves
+from minattn.sparse import (
+    CLS,
+    SparseClassifier,
+    bigbird_layout_np,
+    bigbird_mask_np,
+    block_sparse_attend,
+    block_sparse_attention_torch,
+    blocked_window_attention_torch,
+    diameter_np,
+    dilated_window_attention_torch,
+    dilated_window_mask_np,
+    fixed_masks_np,
+    global_mask_np,
+    global_window_attention_torch,
+    hops_np,
+    random_mask_np,
+    sliding_window_attention_torch,
+    sliding_window_mask_np,
+    strided_masks_np,
+    two_halves,
+    union_np,
+    window_attend,
+    window_attention_torch,
+    window_forward_torch,
+)
 from minattn.tools.lesson import Lesson, show
 from minattn.tools.tables import print_table
-from minattn.tools.verdict import compare, same
-from minattn.plots import heatmap, plot_curves
-from minattn.tools.utils import set_seed
-from minattn.attention import attention_torch
-from minattn.sparse import (sliding_window_mask_np, dilated_window_mask_np, global_mask_np,
-                            random_mask_np, bigbird_layout_np, bigbird_mask_np, strided_masks_np,
-                            fixed_masks_np, union_np, hops_np, diameter_np,
-                            window_attention_torch, blocked_window_attention_torch,
-                            sliding_window_attention_torch, window_forward_torch,
-                            dilated_window_attention_torch, global_window_attention_torch,
-                            block_sparse_attention_torch, SparseClassifier, window_attend,
-                            block_sparse_attend, two_halves, CLS)
 from minattn.tools.train import train
+from minattn.tools.utils import set_seed
+from minattn.tools.verdict import compare, same
 
 L = Lesson("02_sparse")  # on a CPU: one torch thread (see Lesson)
 

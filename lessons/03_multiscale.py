@@ -44,30 +44,46 @@
 import copy
 import time
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn.functional as F
-import matplotlib.pyplot as plt
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 from torch import nn
 
+from minattn.attention import padding_mask_torch
+from minattn.multiscale import (
+    DENSE_BELOW,
+    PIECE_KINDS,
+    BiLSTMClassifier,
+    MultiScaleTransformer,
+    ScaleAllocation,
+    TransformerBaseline,
+    allocate_scales_np,
+    bag_of_words,
+    band_pieces,
+    band_pieces_np,
+    drop_keys_torch,
+    effective_scale_task,
+    fit_logistic_regression,
+    glove_corpus,
+    mean_vectors,
+    measured_scale_np,
+    multiscale_attention_fast_torch,
+    multiscale_attention_np,
+    multiscale_attention_torch,
+    partner_task,
+    pretrained_head_scales,
+    scale_candidates,
+    scale_mask_np,
+)
+from minattn.plots import heatmap
+from minattn.tools.bench import forward_backward, time_interleaved
+from minattn.tools.data import DatasetMissing, load_glove, load_sentiment, tokenize
 from minattn.tools.lesson import Lesson, show
 from minattn.tools.train import length_batches, train
-from minattn.tools.data import DatasetMissing, load_glove, load_sentiment, tokenize
 from minattn.tools.verdict import combine, compare, versus
-from minattn.attention import padding_mask_torch
-from minattn.plots import heatmap
-from minattn.multiscale import (scale_mask_np, multiscale_attention_np,
-                                multiscale_attention_torch, measured_scale_np,
-                                drop_keys_torch, pretrained_head_scales, allocate_scales_np,
-                                layer_windows, scale_candidates, ScaleAllocation,
-                                MultiScaleTransformer, DENSE_BELOW, PIECE_KINDS, band_pieces,
-                                band_pieces_np, multiscale_attention_fast_torch,
-                                TransformerBaseline, BiLSTMClassifier, bag_of_words, mean_vectors,
-                                fit_logistic_regression, PARTNER_X, PARTNER_Y, PARTNER_Z,
-                                effective_scale_task, glove_corpus, partner_task)
-from minattn.tools.bench import forward_backward, time_interleaved
 
 L = Lesson("03_multiscale")  # on a CPU: one torch thread (see Lesson)
 LESSON_START = time.process_time()
