@@ -67,7 +67,8 @@ from .reference import check_multiscale_inputs, scale_mask_torch
 
 DENSE_BELOW = 512  # N below which one dense masked call beats grouping (benchmarks/multiscale.py)
 BAND_FROM = 128  # ω from which the band kernel beats the window kernel (CPU)
-WINDOW_PAYS = 0.75  # off CPU: the window kernel runs a group when 2ω + 64 < WINDOW_PAYS · N
+# Off CPU the window kernel runs a group when its span 2ω + 64 is below this share of N.
+WINDOW_SPAN_SHARE = 0.75
 _BLOCK = 64  # the window kernel's query block (its default in training)
 # The fused CPU kernel behind F.scaled_dot_product_attention, which also returns log-sum-exp.
 _FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
@@ -162,7 +163,7 @@ def _windowed(q, k, v, w):
     on_cpu = q.device.type == "cpu" and _FLASH_CPU is not None
     if on_cpu and w >= BAND_FROM:
         return band_attention_cpu(q, k, v, w)
-    if on_cpu or 2 * w + _BLOCK < WINDOW_PAYS * q.shape[-2]:
+    if on_cpu or 2 * w + _BLOCK < WINDOW_SPAN_SHARE * q.shape[-2]:
         return window_attention_torch(q, k, v, w)
     return band_masked_attention_torch(q, k, v, w)
 

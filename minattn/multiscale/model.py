@@ -180,8 +180,8 @@ class MultiScaleTransformer(nn.Module):
             torch.randn(max_len + 1, d_model) * 0.02)  # as the Transformer baseline's
         self.kernels = [MultiScaleKernel(check_windows(ws, heads), fast, int(global_node))
                         for ws in windows]
-        self.attn = nn.ModuleList(MultiHeadAttention(d_model, heads, attend=kern)
-                                  for kern in self.kernels)
+        self.attn = nn.ModuleList(MultiHeadAttention(d_model, heads, attend=kernel)
+                                  for kernel in self.kernels)
         self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in windows)
         self.classifier = NodeReadout(d_model, n_out, max_pool)
 
@@ -190,8 +190,8 @@ class MultiScaleTransformer(nn.Module):
         x = self.input(self.embedding(inputs) if self.embedding is not None else inputs)
         bsz, n, _ = x.shape
         if self.allocation is not None:  # ω from this batch's length N (the node not counted)
-            for kern, ws in zip(self.kernels, self.allocation(max(n, 2))):
-                kern.set_windows(ws)
+            for kernel, ws in zip(self.kernels, self.allocation(max(n, 2))):
+                kernel.set_windows(ws)
         x = torch.cat([self.node.expand(bsz, 1, -1), x], dim=1)  # (B, 1 + N, D)
         if self.position is not None:
             if n > self.max_len:
@@ -207,22 +207,22 @@ class MultiScaleTransformer(nn.Module):
 
     def windows(self) -> list[list[int]]:
         """Each layer's windows as the last batch used them."""
-        return [list(kern.windows) for kern in self.kernels]
+        return [list(kernel.windows) for kernel in self.kernels]
 
     @torch.no_grad()
     def attention_maps(self, inputs, lengths=None
                        ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
         """Every layer's weights (B, H, 1 + N, 1 + N) on this batch and what each query could
         see (bool, broadcastable to the weights); position 0 is the node."""
-        for kern in self.kernels:
-            kern.record = True
+        for kernel in self.kernels:
+            kernel.record = True
         try:
             self.forward(inputs, lengths)
         finally:
-            for kern in self.kernels:
-                kern.record = False
-        return ([kern.last_weights for kern in self.kernels],
-                [kern.last_mask for kern in self.kernels])
+            for kernel in self.kernels:
+                kernel.record = False
+        return ([kernel.last_weights for kernel in self.kernels],
+                [kernel.last_mask for kernel in self.kernels])
 
     @torch.no_grad()
     def measured_scales(self, inputs, lengths=None) -> np.ndarray:
