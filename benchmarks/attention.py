@@ -20,8 +20,17 @@ import torch
 import torch.nn.functional as F
 
 from minattn.attention import attention_np, attention_torch
-from minattn.tools.bench import (bench_args, device_name, fmt_bytes, fmt_time, peak_memory,
-                                 print_table, save_json, time_interleaved, write_markdown)
+from minattn.tools.bench import (
+    bench_args,
+    device_name,
+    fmt_bytes,
+    fmt_time,
+    peak_memory,
+    print_table,
+    save_json,
+    time_interleaved,
+    write_markdown,
+)
 
 
 def naive_torch(q, k, v):
@@ -123,7 +132,8 @@ def main():
                  f"{torch.get_num_threads()}, {repeats} interleaved repeats (medians), "
                  f"load average at the end of the run {os.getloadavg()[0]:.1f}, "
                  f"N = {', '.join(map(str, sizes))}. The explicit versions store the N × N "
-                 "weights, SDPA never does: the memory columns grow as N² for them and as N for it.",
+                 "weights, SDPA never does: the memory columns grow as N² for them and as N for "
+                 "it.",
                  ""]
         for title, text in tables.items():
             parts += [f"*{title}*", "", text, ""]

@@ -29,14 +29,28 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from minattn import dispatch
-from minattn.attention import fast_attention_torch
-from minattn.multiscale import scale_mask_torch
-from minattn.multiscale_fast import (BAND_FROM, DENSE_BELOW, band_attention_cpu,
-                                     multiscale_attention_fast_torch)
-from minattn.tools.bench import (bench_args, device_name, fmt_bytes, fmt_time,  # noqa: E402
-                                 forward_backward, forward_only, peak_memory, print_table,
-                                 save_json, time_interleaved, write_markdown)
+from minattn.attention import attention_fast_torch
+from minattn.multiscale import (
+    BAND_FROM,
+    DENSE_BELOW,
+    band_attention_cpu,
+    multiscale_attention_fast_torch,
+    scale_mask_torch,
+)
+from minattn.sparse import dispatch
+from minattn.tools.bench import (  # noqa: E402
+    bench_args,
+    device_name,
+    fmt_bytes,
+    fmt_time,
+    forward_backward,
+    forward_only,
+    peak_memory,
+    print_table,
+    save_json,
+    time_interleaved,
+    write_markdown,
+)
 
 H, D = 8, 64
 MASKED_MAX = 2048  # the (H, N, N) bool mask and its float copy: 160 MiB at N = 2,048
@@ -52,7 +66,7 @@ def batch(device) -> int:
 
 def contenders(n: int, device, dtype) -> dict:
     ws = windows(n)
-    fns = {"full": lambda q, k, v: fast_attention_torch(q, k, v),
+    fns = {"full": lambda q, k, v: attention_fast_torch(q, k, v),
            "grouped": lambda q, k, v: multiscale_attention_fast_torch(q, k, v, ws, dense_below=0),
            "multiscale": lambda q, k, v: multiscale_attention_fast_torch(q, k, v, ws)}
     if device.type == "cuda":
@@ -63,7 +77,7 @@ def contenders(n: int, device, dtype) -> dict:
     if n <= MASKED_MAX:
         mask = scale_mask_torch(n, ws, device)  # built once, outside the timed call
         zeros = torch.zeros(1, H, n, n, device=device, dtype=dtype)
-        fns["masked"] = lambda q, k, v: fast_attention_torch(q, k, v, mask=mask)
+        fns["masked"] = lambda q, k, v: attention_fast_torch(q, k, v, mask=mask)
         fns["zero mask"] = lambda q, k, v: F.scaled_dot_product_attention(q, k, v,
                                                                           attn_mask=zeros)
     return fns
@@ -90,7 +104,7 @@ def measure_chunks(n: int, repeats: int) -> list[dict]:
     gen = torch.Generator().manual_seed(1)
     q, k, v = (torch.randn(1, 1, n, D, generator=gen).requires_grad_() for _ in range(3))
     chunks = [32, 64, 128, 256]
-    fns = {"full": forward_backward(fast_attention_torch, q, k, v)}
+    fns = {"full": forward_backward(attention_fast_torch, q, k, v)}
     for w in (n // 16, n // 8, n // 4, n // 2):
         for c in (c for c in chunks if c <= 2 * w):  # the kernel needs c <= 2ω
             fns[w, c] = forward_backward(

@@ -41,19 +41,28 @@
 # (`minattn/tools/verdict.py` states the rule).
 
 # %%
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn.functional as F
-import matplotlib.pyplot as plt
 
-from minattn.tools.lesson import Lesson, show
-from minattn.tools.verdict import combine, compare, same, versus
+from minattn.attention import (
+    MultiHeadAttention,
+    additive_scores_np,
+    additive_scores_torch,
+    attention_backward_np,
+    attention_fast_torch,
+    attention_np,
+    attention_torch,
+    causal_mask_np,
+    causal_mask_torch,
+    multi_head_attention_np,
+    softmax_np,
+)
 from minattn.plots import heatmap, plot_curves
+from minattn.tools.lesson import Lesson, show
 from minattn.tools.utils import set_seed
-from minattn.attention import (softmax_np, attention_np, attention_backward_np, attention_torch,
-                               fast_attention_torch, multi_head_attention_np, MultiHeadAttention,
-                               causal_mask_np, causal_mask_torch, additive_scores_np,
-                               additive_scores_torch)
+from minattn.tools.verdict import combine, compare, same, versus
 
 L = Lesson("01_attention")  # on a CPU: one torch thread (see Lesson)
 
@@ -215,7 +224,8 @@ for d in dims:
             summary[scaled][name].append(value)
 print(f"{n_seeds * per_seed} queries per d, 64 keys each; /√d: scaled scores, raw: q·k")
 print_table([{"d": d, **{f"{name} {kind}": f"{summary[scaled][name][i]:.3g}"
-                         for name in summary[True] for kind, scaled in (("/√d", True), ("raw", False))}}
+                         for name in summary[True]
+                         for kind, scaled in (("/√d", True), ("raw", False))}}
              for i, d in enumerate(dims)],
             ["d"] + [f"{name} {kind}" for name in summary[True] for kind in ("/√d", "raw")])
 top = dims[-1]
@@ -240,7 +250,8 @@ L.claim("without 1/√d, large d pushes the softmax into regions of extremely sm
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.9), layout="constrained")
 panels = [("largest weight", ["largest weight"], False),
           ("‖∂softmax/∂scores‖ per row", ["median ‖J‖", "mean ‖J‖"], True),
-          ("‖∂softmax/∂q‖ per row (the gradient reaching q)", ["median ‖∂P/∂q‖", "mean ‖∂P/∂q‖"], True)]
+          ("‖∂softmax/∂q‖ per row (the gradient reaching q)",
+           ["median ‖∂P/∂q‖", "mean ‖∂P/∂q‖"], True)]
 for ax, (title, names, logy) in zip(axes, panels):
     for name in names:
         for scaled, color in ((True, "C0"), (False, "C3")):
@@ -256,7 +267,8 @@ for ax, (title, names, logy) in zip(axes, panels):
         axis.set_minor_locator(plt.NullLocator())
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-fig.suptitle("Unscaled scores saturate the softmax as d grows: most rows go silent, a few stay loud")
+fig.suptitle("Unscaled scores saturate the softmax as d grows: most rows go silent, "
+             "a few stay loud")
 L.savefig(fig, "why_sqrt_d")
 
 # %% [markdown]
@@ -356,7 +368,8 @@ show(attention_backward_np)
 
 # %%
 rng = set_seed(1)
-q, k, v = rng.standard_normal((2, 4, 5, 8)), rng.standard_normal((2, 4, 7, 8)), rng.standard_normal((2, 4, 7, 6))
+q, k, v = (rng.standard_normal((2, 4, 5, 8)), rng.standard_normal((2, 4, 7, 8)),
+           rng.standard_normal((2, 4, 7, 6)))
 mask = rng.random((2, 4, 5, 7)) < 0.7
 grad_out = rng.standard_normal((2, 4, 5, 6))
 
@@ -410,7 +423,7 @@ L.claim("the backward's row sum needs only O and dO: rowsum(dP ⊙ P) = rowsum(d
 
 # %%
 show(attention_torch)
-show(fast_attention_torch)
+show(attention_fast_torch)
 
 # %%
 out_np, _ = attention_np(q, k, v, mask)
@@ -449,7 +462,8 @@ x = torch.randn(2, 10, 32)
 allowed = causal_mask_torch(10)
 expected, expected_w = theirs(x, x, x, attn_mask=~allowed)  # their mask: True = blocked
 got, got_w = ours(x, mask=allowed, need_weights=True)
-err_out, err_w = (got - expected).abs().max().item(), (got_w.mean(1) - expected_w).abs().max().item()
+err_out = (got - expected).abs().max().item()
+err_w = (got_w.mean(1) - expected_w).abs().max().item()
 print(f"vs nn.MultiheadAttention: output {err_out:.1e}, head-averaged weights {err_w:.1e}")
 out_np, _ = multi_head_attention_np(x.double().numpy(), x.double().numpy(), x.double().numpy(),
                                     ours.numpy_params(), 4, allowed.numpy())
@@ -493,7 +507,7 @@ assert err_equi < 1e-12 and err_inv < 1e-12
 # once: lesson 04 uses the same table for *distances*.
 
 # %%
-from minattn.xl import sinusoid_np, sinusoid_torch
+from minattn.attention import sinusoid_np, sinusoid_torch
 
 show(sinusoid_np)
 n_pos, d_pe = 64, 32
@@ -518,7 +532,8 @@ print(f"PE[p + {offset}] = PE[p] @ M_{offset} for all {n_pos - offset} positions
       f"largest difference {shift_err:.1e}")
 L.claim("sinusoids make PE(p + k) a linear function of PE(p)",
         paper="stated as the reason for sinusoids (Vaswani et al. 2017, §3.5)",
-        ours=f"one rotation matrix maps every PE(p) to PE(p + {offset}): difference {shift_err:.1e}",
+        ours=f"one rotation matrix maps every PE(p) to PE(p + {offset}): "
+             f"difference {shift_err:.1e}",
         why="an identity: rounding only", verdict=same(shift_err, 0.0, tolerance=1e-12))
 
 fig, ax = plt.subplots(figsize=(7, 3.6), layout="constrained")
@@ -539,17 +554,16 @@ L.savefig(fig, "sinusoids")
 # model learns its own table of positions instead, as the paper also tried (its Table 3, row E).
 
 # %%
-from minattn.tasks import reversal
-from minattn.models import PositionReader, RecallAttention, RecallMeanPool
-from minattn.tools.train import count_parameters
-from minattn.tools.train import train
+from minattn.attention import PositionReader, RecallAttention, RecallMeanPool, reversal
+from minattn.tools.train import count_parameters, train
 
 show(PositionReader)
 
 N_REV, N_SYMBOLS = L.size(full=16, smoke=8), 32
 REV_STEPS, REV_SEEDS = L.size(full=300, smoke=6), L.size(full=[0, 1, 2], smoke=[0, 1])
 rev_floor = 1 / (N_REV - 1)
-rev_held_out = reversal(L.size(full=1024, smoke=128), N_REV, N_SYMBOLS, torch.Generator().manual_seed(10_000), L.device)
+rev_held_out = reversal(L.size(full=1024, smoke=128), N_REV, N_SYMBOLS,
+                        torch.Generator().manual_seed(10_000), L.device)
 
 
 def reversal_loss(model, tokens, targets):
@@ -571,7 +585,8 @@ def reversal_run(positions, seed):
     return model, history
 
 
-rev_runs = {pos: [reversal_run(pos, seed) for seed in REV_SEEDS] for pos in PositionReader.POSITIONS}
+rev_runs = {pos: [reversal_run(pos, seed) for seed in REV_SEEDS]
+            for pos in PositionReader.POSITIONS}
 rev_acc = {pos: [h.last("accuracy") for _, h in runs] for pos, runs in rev_runs.items()}
 print(f"\nreversal of N = {N_REV} distinct symbols, held-out accuracy after {REV_STEPS} steps "
       f"(a model blind to order: 1/(N-1) = {rev_floor:.3f})")
@@ -642,13 +657,14 @@ L.savefig(fig, "reversal")
 # compute that floor on the held-out set.
 
 # %%
-from minattn.tasks import associative_recall
+from minattn.attention import associative_recall
 
 show(associative_recall)
 show(RecallAttention)
 
 # %%
-N_PAIRS, N_KEYS, N_VALUES = L.size(full=16, smoke=8), L.size(full=64, smoke=16), L.size(full=64, smoke=16)
+N_PAIRS, N_KEYS, N_VALUES = (L.size(full=16, smoke=8), L.size(full=64, smoke=16),
+                             L.size(full=64, smoke=16))
 STEPS, BATCH = L.size(full=600, smoke=30), L.size(full=128, smoke=32)
 
 example = associative_recall(1, 6, 26, 10, torch.Generator().manual_seed(0))
@@ -682,9 +698,12 @@ def run(model_class, seed):
     set_seed(seed)
     model = model_class(N_KEYS, N_VALUES).to(L.device)
     train_gen = torch.Generator().manual_seed(seed)
-    held_out = associative_recall(L.size(full=1024, smoke=128), N_PAIRS, N_KEYS, N_VALUES, torch.Generator().manual_seed(10_000), L.device)
-    history = train(model, lambda step: (associative_recall(BATCH, N_PAIRS, N_KEYS, N_VALUES, train_gen, L.device),),
-                    recall_loss, steps=STEPS, lr=3e-3, evaluate=lambda: {"accuracy": accuracy(model, held_out)},
+    held_out = associative_recall(L.size(full=1024, smoke=128), N_PAIRS, N_KEYS, N_VALUES,
+                                  torch.Generator().manual_seed(10_000), L.device)
+    history = train(model, lambda step: (associative_recall(BATCH, N_PAIRS, N_KEYS, N_VALUES,
+                                                            train_gen, L.device),),
+                    recall_loss, steps=STEPS, lr=3e-3,
+                    evaluate=lambda: {"accuracy": accuracy(model, held_out)},
                     eval_every=max(STEPS // 30, 5), desc=model_class.__name__)
     return model, history, held_out
 
@@ -696,7 +715,8 @@ print(f"{'model':<16} {'parameters':>10} {'held-out accuracy':>18}")
 for name, model, hist in (("attention", attention_model, attention_history),
                           ("mean pooling", pooling_model, pooling_history)):
     print(f"{name:<16} {count_parameters(model):>10,} {hist.last('accuracy'):>18.3f}")
-print(f"floor, always guess the most frequent value: {floor:.3f}    chance (1/{N_VALUES}): {1 / N_VALUES:.3f}")
+print(f"floor, always guess the most frequent value: {floor:.3f}    "
+      f"chance (1/{N_VALUES}): {1 / N_VALUES:.3f}")
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 3.9), layout="constrained")
@@ -728,7 +748,8 @@ with torch.no_grad():
     one = {name: t[:1] for name, t in held_out.items()}
     _, w = attention_model(one["queries"], one["keys"], one["values"], need_weights=True)
 weights = w[0, 0]  # (Q, P): the single head's weights
-key_names = [f"k{key}→{val}" for key, val in zip(one["keys"][0].tolist(), one["values"][0].tolist())]
+key_names = [f"k{key}→{val}"
+             for key, val in zip(one["keys"][0].tolist(), one["values"][0].tolist())]
 ask_names = [f"k{key}?" for key in one["queries"][0].tolist()]
 fig, ax = plt.subplots(figsize=(8, 6.5), layout="constrained")
 image = heatmap(ax, weights.cpu().numpy(), key_names, ask_names, vmax=1,
@@ -753,7 +774,7 @@ print(f"share of questions whose largest weight is on the right pair: {found:.2f
 # ## 8. What it costs
 #
 # The weights matrix has $L_q \times L_k$ entries. A small live measurement: one forward pass of
-# our explicit `attention_torch` (which stores the weights) and of `fast_attention_torch`
+# our explicit `attention_torch` (which stores the weights) and of `attention_fast_torch`
 # (PyTorch's SDPA), B = 1, H = 4, d = 64, float32, for growing $N$. "Extra memory" is the peak
 # the call needs beyond its inputs; "bytes / N²" divides it by $N^2$ — for a quadratic cost it
 # settles on a constant. SDPA's memory is measured three times: as it dispatches by default,
@@ -762,7 +783,6 @@ print(f"share of questions whose largest weight is on the right pair: {found:.2f
 # %%
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-
 FUSED = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION]
 
 
@@ -770,7 +790,7 @@ def sdpa_on(backends, qkv):
     """SDPA restricted to `backends` (sdpa_kernel raises if none of them takes these inputs)."""
     def call():
         with sdpa_kernel(backends):
-            return fast_attention_torch(*qkv)
+            return attention_fast_torch(*qkv)
     return call
 
 
@@ -779,7 +799,7 @@ time_, memory, rows = {}, {}, []
 for n in sizes:
     gen = torch.Generator().manual_seed(n)
     qkv = [torch.randn(1, 4, n, 64, generator=gen).to(L.device) for _ in range(3)]
-    fns = {"ours": lambda: attention_torch(*qkv), "SDPA": lambda: fast_attention_torch(*qkv)}
+    fns = {"ours": lambda: attention_torch(*qkv), "SDPA": lambda: attention_fast_torch(*qkv)}
     time_[n] = time_interleaved(fns, repeats=L.size(full=5, smoke=2), device=L.device)
     memory[n] = {name: peak_memory(fn, L.device) or 0.0 for name, fn in fns.items()}
     for name, backends in (("SDPA fused", FUSED), ("SDPA math", [SDPBackend.MATH])):
@@ -856,7 +876,8 @@ r_half = 4  # the restricted layer sees |i - j| <= 4: a neighbourhood of r = 9 p
 path_sizes = L.size(full=[32, 64, 128], smoke=[16, 32])
 graphs = {"self-attention": lambda n: np.ones((n, n), dtype=bool),
           "recurrent": lambda n: sliding_window_mask_np(n, 1, causal=True),
-          f"self-attention (restricted, r = {2 * r_half + 1})": lambda n: sliding_window_mask_np(n, r_half)}
+          f"self-attention (restricted, r = {2 * r_half + 1})":
+              lambda n: sliding_window_mask_np(n, r_half)}
 paths = {name: [diameter_np(make(n)) for n in path_sizes] for name, make in graphs.items()}
 paper_rows = {"self-attention": ("O(n²·d)", "O(1)", "O(1)"),
               "recurrent": ("O(n·d²)", "O(n)", "O(n)"),
@@ -915,9 +936,9 @@ L.claim("maximum path length: O(1) for self-attention, O(n/r) restricted to r ne
 # Build a student copy (`make student`, or `python -m minattn.tools.exercises student DIR`),
 # work in it, and check yourself with `make exercises` (or `python -m pytest --exercises 1.1`).
 #
-# * **1.1** implement, ~20 min — `softmax_np` in `minattn/attention.py` (and its torch twin
-#   `softmax_torch`): a numerically stable softmax over the last axis with an optional boolean
-#   mask; masked entries get 0, all-masked rows give all zeros.
+# * **1.1** implement, ~20 min — `softmax_np` in `minattn/attention/reference.py` (and its torch
+#   twin `softmax_torch`): a numerically stable softmax over the last axis with an optional
+#   boolean mask; masked entries get 0, all-masked rows give all zeros.
 # * **1.2** implement, ~15 min — `attention_np` (and `attention_torch`): scores, masked softmax,
 #   weighted sum of values.
 # * **1.3** implement, ~30 min — `attention_backward_np`: $\partial Q$, $\partial K$,

@@ -41,27 +41,43 @@
 # %%
 import time
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn.functional as F
-import matplotlib.pyplot as plt
 
+from minattn.attention import attention_torch
+from minattn.plots import heatmap, plot_curves
+from minattn.sparse import (
+    CLS,
+    SparseClassifier,
+    bigbird_layout_np,
+    bigbird_mask_np,
+    block_sparse_attend,
+    block_sparse_attention_torch,
+    blocked_window_attention_torch,
+    diameter_np,
+    dilated_window_attention_torch,
+    dilated_window_mask_np,
+    fixed_masks_np,
+    global_mask_np,
+    global_window_attention_torch,
+    hops_np,
+    random_mask_np,
+    sliding_window_attention_torch,
+    sliding_window_mask_np,
+    strided_masks_np,
+    two_halves,
+    union_np,
+    window_attend,
+    window_attention_torch,
+    window_forward_torch,
+)
 from minattn.tools.lesson import Lesson, show
 from minattn.tools.tables import print_table
-from minattn.tools.verdict import compare, same
-from minattn.plots import heatmap, plot_curves
-from minattn.tools.utils import set_seed
-from minattn.attention import attention_torch
-from minattn.sparse import (sliding_window_mask_np, dilated_window_mask_np, global_mask_np,
-                            random_mask_np, bigbird_layout_np, bigbird_mask_np, strided_masks_np,
-                            fixed_masks_np, union_np, hops_np, diameter_np)
-from minattn.sparse_kernels import (window_attention_torch, blocked_window_attention_torch,
-                                    sliding_window_attention_torch, window_forward_torch,
-                                    dilated_window_attention_torch, global_window_attention_torch,
-                                    block_sparse_attention_torch)
-from minattn.models import SparseClassifier, window_attend, block_sparse_attend
-from minattn.tasks import two_halves, CLS
 from minattn.tools.train import train
+from minattn.tools.utils import set_seed
+from minattn.tools.verdict import compare, same
 
 L = Lesson("02_sparse")  # on a CPU: one torch thread (see Lesson)
 
@@ -90,7 +106,7 @@ def decade_ticks(ax, xs, ys=None):
 #
 # A sparse pattern is nothing but a choice of $M$: a boolean $N \times N$ matrix, row $i$ =
 # query, column $j$ = key, **True = may attend**. The course's conventions (stated once in
-# `minattn/sparse.py`): positions $0 \dots N-1$; the window half-width $w$ is one-sided,
+# `minattn/sparse/patterns.py`): positions $0 \dots N-1$; the window half-width $w$ is one-sided,
 # $|i - j| \le w$ gives $2w + 1$ keys; *causal* intersects a pattern with $j \le i$.
 #
 # **Careful when reading the papers:** Longformer and BigBird write $w$ for the *full* width of
@@ -177,15 +193,18 @@ def keys_per_query(n):
 
 
 counts = {n: keys_per_query(n) for n in sizes_keys}
-exponent = {name: float(np.polyfit(np.log2(sizes_keys), np.log2([counts[n][name] for n in sizes_keys]), 1)[0])
+exponent = {name: float(np.polyfit(np.log2(sizes_keys),
+                                   np.log2([counts[n][name] for n in sizes_keys]), 1)[0])
             for name in counts[sizes_keys[0]]}
 print_table([{"pattern": name, **{f"N = {n}": f"{counts[n][name]:.1f}" for n in sizes_keys},
               "keys ∝ N^a": f"a = {exponent[name]:.2f}", "cost": f"N^{1 + exponent[name]:.2f}"}
-             for name in exponent], ["pattern"] + [f"N = {n}" for n in sizes_keys] + ["keys ∝ N^a", "cost"])
+             for name in exponent],
+            ["pattern"] + [f"N = {n}" for n in sizes_keys] + ["keys ∝ N^a", "cost"])
 L.claim("strided attention with l ≈ √N costs O(N√N)",
         paper="'reduce this to O(n√n)', l ≈ √n (Child et al. 2019, abstract and §4.3)",
         ours=f"keys per query ∝ N^{exponent['strided, l = √N']:.2f} on the library's masks, "
-             f"N = {sizes_keys[0]}..{sizes_keys[-1]}: cost ∝ N^{1 + exponent['strided, l = √N']:.2f}",
+             f"N = {sizes_keys[0]}..{sizes_keys[-1]}: "
+             f"cost ∝ N^{1 + exponent['strided, l = √N']:.2f}",
         why="exact counts on the masks; l rounded to an integer",
         verdict=same(exponent["strided, l = √N"], 0.5, tolerance=0.05))
 
@@ -241,10 +260,12 @@ assert diameters["window + 1 global"] == [2.0] * len(sizes_graph)
 # largest N, per random seed, beside the window's growth (which the N ratio fixes).
 growth_seeds = [1, 2, 3]
 random_growth = [diameter_np(graph_patterns(sizes_graph[-1], s)[random_name])
-                 / diameter_np(graph_patterns(sizes_graph[0], s)[random_name]) for s in growth_seeds]
+                 / diameter_np(graph_patterns(sizes_graph[0], s)[random_name])
+                 for s in growth_seeds]
 window_growth = diameters[window_name][-1] / diameters[window_name][0]
 log_growth = np.log(sizes_graph[-1]) / np.log(sizes_graph[0])
-print(f"\nN {sizes_graph[0]} -> {sizes_graph[-1]}: the window's diameter grows ×{window_growth:.1f}; "
+print(f"\nN {sizes_graph[0]} -> {sizes_graph[-1]}: the window's diameter grows "
+      f"×{window_growth:.1f}; "
       f"with {R_GRAPH} random keys per query ×" + ", ×".join(f"{g:.2f}" for g in random_growth)
       + f" (random seeds {growth_seeds}); log N grows ×{log_growth:.2f}")
 L.claim("random edges make paths short: the diameter grows like log N, not N",
@@ -314,7 +335,7 @@ L.savefig(fig, "graph_hops")
 # %%
 from matplotlib.patches import Rectangle
 
-from minattn.sparse_kernels import band_mask_torch
+from minattn.sparse import band_mask_torch
 
 n_pic, w_pic, c_pic = 32, 3, 8
 fig, axes = plt.subplots(1, 2, figsize=(11, 5.2), layout="constrained",
@@ -489,7 +510,8 @@ masks = {"window w=16": sliding_window_mask_np(N_SEQ, 16),
          "BigBird window + random": bigbird_mask_np(N_SEQ, BB_BLOCK, window=1, n_global=0,
                                                     n_random=1, seed=BB_SEED)}
 print(f"\nwhat position 0 can hear within 2 layers (N = {N_SEQ}):")
-print(f"{'pattern':<26}{'keys of an ordinary query (max)':>33}{'first half':>12}{'second half':>13}")
+print(f"{'pattern':<26}{'keys of an ordinary query (max)':>33}{'first half':>12}"
+      f"{'second half':>13}")
 heard = {}
 for name, mask in masks.items():
     reached = hops_np(mask, max_hops=2)[CLS] >= 0  # (N,): tokens that reach position 0
@@ -512,11 +534,13 @@ def run(pattern_name, seed, steps):
     set_seed(seed)
     model = SparseClassifier(VOCAB, N_SEQ, 32, 2, 2, patterns(N_SEQ)[pattern_name]).to(L.device)
     train_gen = torch.Generator().manual_seed(seed)
-    held_out = two_halves(L.size(full=256, smoke=64), N_SEQ, torch.Generator().manual_seed(10_000), L.device)
+    held_out = two_halves(L.size(full=256, smoke=64), N_SEQ,
+                          torch.Generator().manual_seed(10_000), L.device)
 
     def evaluate():
         with torch.no_grad():
-            return {"accuracy": (model(held_out[0]).argmax(-1) == held_out[1]).float().mean().item()}
+            right = model(held_out[0]).argmax(-1) == held_out[1]
+            return {"accuracy": right.float().mean().item()}
 
     return train(model, lambda step: two_halves(BATCH, N_SEQ, train_gen, L.device),
                  classification_loss, steps=steps, lr=3e-3, evaluate=evaluate,
@@ -529,16 +553,19 @@ histories = {name: [run(name, seed, steps_of[name]) for seed in SEEDS] for name 
 
 def accuracy_at(history, step):
     """Held-out accuracy at the last evaluation at or before `step`."""
-    return max((s, a) for s, a in zip(history["accuracy_step"], history["accuracy"]) if s <= step)[1]
+    return max((s, a) for s, a in zip(history["accuracy_step"], history["accuracy"])
+               if s <= step)[1]
 
 
 print(f"\nheld-out accuracy, N = {N_SEQ} (chance 0.5)")
-print(f"{'pattern':<26}{'step':>6}" + "".join(f"{'seed ' + str(s):>9}" for s in SEEDS) + f"{'mean':>9}")
+print(f"{'pattern':<26}{'step':>6}" + "".join(f"{'seed ' + str(s):>9}" for s in SEEDS)
+      + f"{'mean':>9}")
 final = {}
 for name, hs in histories.items():
     for step in sorted({STEPS, steps_of[name]}):
         accs = [accuracy_at(h, step) for h in hs]
-        print(f"{name:<26}{step:>6}" + "".join(f"{a:>9.3f}" for a in accs) + f"{np.mean(accs):>9.3f}")
+        print(f"{name:<26}{step:>6}" + "".join(f"{a:>9.3f}" for a in accs)
+              + f"{np.mean(accs):>9.3f}")
     final[name] = [h.last("accuracy") for h in hs]
 window_acc, global_acc, bigbird_acc = (final[name] for name in masks)
 bigbird_early = [accuracy_at(h, STEPS) for h in histories["BigBird window + random"]]
@@ -650,7 +677,8 @@ w_roll, n_roll, d_roll = 4, 13, 8
 gen = torch.Generator().manual_seed(0)
 q_r, k_r, v_r = (torch.randn(n_roll, d_roll, generator=gen, dtype=torch.float64) for _ in range(3))
 slots = w_roll + 1
-cache_k, cache_v = torch.zeros(slots, d_roll, dtype=torch.float64), torch.zeros(slots, d_roll, dtype=torch.float64)
+cache_k = torch.zeros(slots, d_roll, dtype=torch.float64)
+cache_v = torch.zeros(slots, d_roll, dtype=torch.float64)
 filled = torch.zeros(slots, dtype=torch.bool)
 generated = []
 for step in range(n_roll):  # one token at a time, as a language model generates
@@ -728,12 +756,12 @@ show(block_sparse_attention_torch)
 # %% [markdown]
 # **A hand-written backward.** Autograd through the blocked kernel is correct but keeps every
 # block's attention for the backward pass. When the core trains it goes through
-# `minattn/sparse_backward.py` instead: lesson 01's backward formulas applied a few blocks at a
+# `minattn/sparse/backward.py` instead: lesson 01's backward formulas applied a few blocks at a
 # time, recomputing their scores instead of storing them — the same trade FlashAttention makes
 # (lesson 01, section 4). The tests check it against autograd and against finite differences.
 
 # %%
-from minattn.sparse_backward import window_attention_backward_torch
+from minattn.sparse import window_attention_backward_torch
 
 show(window_attention_backward_torch)
 
@@ -762,11 +790,11 @@ show(window_attention_backward_torch)
 # implement the marked regions, and check them with `make exercises` (or
 # `python -m pytest --exercises 2.1` in the copy).
 #
-# * **2.1** (implement, `minattn/sparse.py`, ~10 min) `sliding_window_mask_np` and its dilated
-#   twin `dilated_window_mask_np`: the $N \times N$ boolean masks $|i - j| \le w$ and
+# * **2.1** (implement, `minattn/sparse/patterns.py`, ~10 min) `sliding_window_mask_np` and its
+#   dilated twin `dilated_window_mask_np`: the $N \times N$ boolean masks $|i - j| \le w$ and
 #   $|i - j| \le w\delta,\ \delta \mid i - j$, intersected with $j \le i$ when `causal` (a
-#   third marked line in `minattn/sparse_kernels.py` tests the same condition for global keys).
-# * **2.2** (implement, `minattn/sparse_kernels.py`, ~20 min) `blocked_window_attention_torch`,
+#   third marked line in `minattn/sparse/kernels.py` tests the same condition for global keys).
+# * **2.2** (implement, `minattn/sparse/blocked.py`, ~20 min) `blocked_window_attention_torch`,
 #   the blocked forward of section 3: pad the queries to whole blocks of $c$, give each block
 #   its span of $c + w_\ell + w_r$ keys and values with `unfold_blocks_torch`, and run one
 #   `F.scaled_dot_product_attention` call with `band_mask_torch`. The tests compare the window

@@ -44,32 +44,46 @@
 import copy
 import time
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn.functional as F
-import matplotlib.pyplot as plt
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 from torch import nn
 
+from minattn.attention import padding_mask_torch
+from minattn.multiscale import (
+    DENSE_BELOW,
+    PIECE_KINDS,
+    BiLSTMClassifier,
+    MultiScaleTransformer,
+    ScaleAllocation,
+    TransformerBaseline,
+    allocate_scales_np,
+    bag_of_words,
+    band_pieces,
+    band_pieces_np,
+    drop_keys_torch,
+    effective_scale_task,
+    fit_logistic_regression,
+    glove_corpus,
+    mean_vectors,
+    measured_scale_np,
+    multiscale_attention_fast_torch,
+    multiscale_attention_np,
+    multiscale_attention_torch,
+    partner_task,
+    pretrained_head_scales,
+    scale_candidates,
+    scale_mask_np,
+)
+from minattn.plots import heatmap
+from minattn.tools.bench import forward_backward, time_interleaved
+from minattn.tools.data import DatasetMissing, load_glove, load_sentiment, tokenize
 from minattn.tools.lesson import Lesson, show
 from minattn.tools.train import length_batches, train
-from minattn.tools.data import DatasetMissing, load_glove, load_sentiment, tokenize
 from minattn.tools.verdict import combine, compare, versus
-from minattn.attention import padding_mask_torch
-from minattn.plots import heatmap
-from minattn.multiscale import (scale_mask_np, multiscale_attention_np,
-                                multiscale_attention_torch, measured_scale_np,
-                                drop_keys_torch, pretrained_head_scales, allocate_scales_np,
-                                layer_windows, scale_candidates, ScaleAllocation,
-                                MultiScaleTransformer)
-from minattn.multiscale_fast import (DENSE_BELOW, PIECE_KINDS, band_pieces, band_pieces_np,
-                                     multiscale_attention_fast_torch)
-from minattn.tools.bench import forward_backward, time_interleaved
-from minattn.models import (TransformerBaseline, BiLSTMClassifier, bag_of_words, mean_vectors,
-                            fit_logistic_regression)
-from minattn.tasks import (PARTNER_X, PARTNER_Y, PARTNER_Z, effective_scale_task, glove_corpus,
-                           partner_task)
 
 L = Lesson("03_multiscale")  # on a CPU: one torch thread (see Lesson)
 LESSON_START = time.process_time()
@@ -404,8 +418,8 @@ L.savefig(fig, "model")
 # guess from one pair, not count three. The multi-scale model can find the pairs in a low layer
 # and count them higher up. We read out from the **node alone** (`max_pool=False`), so that
 # only attention can carry the count to the classifier — the max over every token's local view
-# would be a second, attention-free way to count (see "to think about" at the end). And as a fourth model, the
-# small windows with a **relay node**.
+# would be a second, attention-free way to count (see "to think about" at the end). And as a
+# fourth model, the small windows with a **relay node**.
 
 # %%
 N_PAIR, PAIRS, D_PAIR, H_PAIR, L_PAIR = 32, 3, 40, 5, 3
@@ -575,14 +589,14 @@ L.savefig(fig, "effective_scale")
 
 # %% [markdown]
 # For most of the run every model sits just above the 4/7 line: each has learned what $a_1$
-# alone can tell. Hier-S and deepHier-S stay there — three times the layers bought deepHier-S nothing,
-# because 18 positions are still not 31. Flex, which can reach $a_N$, breaks through only late,
-# once it has found the one relay path (the verdict above says whether it is below the line by
-# more than the spread of its seeds). That is the paper's finding in its cleanest form: what
-# counts is a scale large enough, low enough, not the number of layers of small windows. The
-# paper's own classifier (no positions, max-pool) measures something murkier — the max-pool
-# hands every token to the classifier directly, and without positions a head that sees both ends
-# cannot tell which tokens *are* the ends.
+# alone can tell. Hier-S and deepHier-S stay there — three times the layers bought deepHier-S
+# nothing, because 18 positions are still not 31. Flex, which can reach $a_N$, breaks through only
+# late, once it has found the one relay path (the verdict above says whether it is below the line by
+# more than the spread of its seeds). That is the paper's finding in its cleanest form: what counts
+# is a scale large enough, low enough, not the number of layers of small windows. The paper's own
+# classifier (no positions, max-pool) measures something murkier — the max-pool hands every token to
+# the classifier directly, and without positions a head that sees both ends cannot tell which tokens
+# *are* the ends.
 
 # %% [markdown]
 # ## 7. Movie reviews at the size of the paper's MR
@@ -816,7 +830,8 @@ for alpha in ALPHAS:
 for rank in SINGLE_RANKS:
     label = list(PAPER_SINGLE)[rank]
     a = accs(("single", rank))
-    print(f"{'single scale: ' + ['smallest', '2nd', '3rd', '4th'][rank] + f' (paper ω = {label})':<34}"
+    name = f"single scale: {['smallest', '2nd', '3rd', '4th'][rank]} (paper ω = {label})"
+    print(f"{name:<34}"
           f"{PAPER_SINGLE[label]:>13.1f}{np.mean(a):>17.1f}   " + ", ".join(f"{x:.1f}" for x in a))
 print(f"(single-scale windows at N = 21: {[scale_candidates(21)[r] for r in SINGLE_RANKS]})")
 best_single = max(SINGLE_RANKS, key=lambda r: np.mean(accs(("single", r))))
@@ -837,9 +852,9 @@ L.claim("Ablation ordering: multi-scale beats the best single scale", "85.9 vs 8
 
 # %% [markdown]
 # Each verdict above follows from the two seeds of each setting; some settings' seeds lie a
-# point or two apart, so only a gap of several points can count. The paper's SNLI differences are one to four
-# points, measured on about ten thousand test pairs after training on some 550,000 (the SNLI
-# corpus, Bowman et al., 2015); ours come from 1,400 training sentences, the MR size.
+# point or two apart, so only a gap of several points can count. The paper's SNLI differences
+# are one to four points, measured on about ten thousand test pairs after training on some 550,000
+# (the SNLI corpus, Bowman et al., 2015); ours come from 1,400 training sentences, the MR size.
 #
 # ## 9. What did the heads learn?
 #
@@ -959,11 +974,11 @@ print("sentence:", texts["test"].texts[picked["test"][example]])
 # with `python -m pytest --exercises 3.1 3.2 3.3` in the copy.
 #
 # * **3.1** (implement, ~10 min) `scale_mask_np` and its twin `scale_mask_torch`
-#   (`minattn/multiscale.py`): the $(H, N, N)$ mask $|i - j| \le \omega_h$.
-# * **3.2** (implement, ~15 min) `allocate_scales_np` (`minattn/multiscale.py`): the scores,
-#   the softmax shares and the counts from the cumulative shares, as stated in its docstring.
-#   The tests check the slides' worked example, that every layer gets exactly N' heads, and
-#   that layer 1 gains small scales as α grows.
+#   (`minattn/multiscale/reference.py`): the $(H, N, N)$ mask $|i - j| \le \omega_h$.
+# * **3.2** (implement, ~15 min) `allocate_scales_np` (`minattn/multiscale/reference.py`): the
+#   scores, the softmax shares and the counts from the cumulative shares, as stated in its
+#   docstring. The tests check the slides' worked example, that every layer gets exactly N' heads,
+#   and that layer 1 gains small scales as α grows.
 # * **3.3** (predict, ~5 min) `uniform_window_scale` (`minattn/answers/multiscale.py`): the
 #   measured scale of a head with ω = 3 that attends uniformly to every key it may see, for a
 #   query far from both ends. Work it out on paper, then let the test check it with
@@ -990,7 +1005,7 @@ print("sentence:", texts["test"].texts[picked["test"][example]])
 # for small ω, PyTorch's fused attention for ω ≥ N − 1, and for the large scales in between a
 # **band kernel**. Padding needs care: these kernels take no mask, so padded keys are removed
 # through one extra feature that adds (in effect) $-\infty$ to their scores (see the docstring of
-# `minattn/multiscale_fast.py`). All three agree to float64 rounding, with and without padding:
+# `minattn/multiscale/fast.py`). All three agree to float64 rounding, with and without padding:
 
 # %%
 n, windows = 300, [3, 3, 18, 18, 37, 75, 150, 299]  # {3, 3, N/16, N/16, N/8, N/8, N/4, N}

@@ -1,6 +1,7 @@
 """Plot helpers shared by the lessons: attention maps, training curves, count and alignment tables.
 
-Every attention-like matrix is drawn the same way: rows = queries (targets), columns = keys (sources).
+Every attention-like matrix is drawn the same way: rows = queries (targets), columns = keys
+(sources).
 """
 
 from __future__ import annotations

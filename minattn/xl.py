@@ -32,8 +32,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from .attention import (causal_mask_np, causal_mask_torch, merge_heads_np, merge_heads_torch,
-                        softmax_np, softmax_torch, split_heads_np, split_heads_torch)
+from .attention import (causal_mask_np, causal_mask_torch, check_table_sizes,
+                        merge_heads_np, merge_heads_torch, sinusoid_np, sinusoid_torch, softmax_np,
+                        softmax_torch, split_heads_np, split_heads_torch)
 from .tools.utils import (check_array, check_finite, check_ids, check_number, check_same_device,
                           check_same_dtype, check_size, describe, fail, shape_str)
 
@@ -75,14 +76,6 @@ def check_rel_inputs(q, k, v, r, u_bias, v_bias) -> None:
         check_finite(name, x)
 
 
-def check_sinusoid(n_positions, d_model) -> tuple[int, int]:
-    """n_positions >= 0 and an even d_model >= 0, integers."""
-    n_positions, d_model = check_size("n_positions", n_positions), check_size("d_model", d_model)
-    if d_model % 2:
-        fail("d_model", "an even integer (a sine and a cosine per frequency)", f"{d_model}")
-    return n_positions, d_model
-
-
 def check_memory_update(memory, hidden, mem_len: int) -> int:
     """hidden (B, L, D); memory None or (B, M, D) of hidden's library, dtype and device;
     mem_len an integer >= 0. Returns mem_len."""
@@ -98,31 +91,6 @@ def check_memory_update(memory, hidden, mem_len: int) -> int:
     return check_size("mem_len", mem_len)
 
 # ============================================================================ NumPy reference
-def check_table_sizes(n_positions: int, d_model: int, clamp_len) -> tuple[int, int]:
-    """`check_sinusoid`'s sizes and clamp_len None or an integer distance >= 0."""
-    n_positions, d_model = check_sinusoid(n_positions, d_model)
-    if clamp_len is not None and (isinstance(clamp_len, bool) or not isinstance(clamp_len, int)
-                                  or clamp_len < 0):
-        fail("clamp_len must be a distance", "None or an int >= 0", repr(clamp_len))
-    return n_positions, d_model
-
-
-def sinusoid_np(n_positions: int, d_model: int, clamp_len: int | None = None) -> np.ndarray:
-    """(n_positions, d_model) table R: row δ encodes the distance δ = 0, 1, ...
-
-    R_δ = [sin(δ ω_0), …, sin(δ ω_{D/2−1}), cos(δ ω_0), …, cos(δ ω_{D/2−1})],  ω_k = 10000^(−2k/D)
-    (sines then cosines, the layout of the original implementation).
-    clamp_len = c: every distance beyond c gets the row of c, R_δ = R_min(δ, c) — the original
-    code's `--clamp_len`, used when a model is evaluated with a longer memory than it was
-    trained with, so that it never meets an encoding it has not seen.
-    """
-    n_positions, d_model = check_table_sizes(n_positions, d_model, clamp_len)
-    inv_freq = 1.0 / 10000 ** (np.arange(0, d_model, 2) / d_model)  # (D/2,)
-    delta = np.arange(n_positions)
-    if clamp_len is not None:
-        delta = np.minimum(delta, clamp_len)
-    angles = delta[:, None] * inv_freq[None, :]  # (P, D/2)
-    return np.concatenate([np.sin(angles), np.cos(angles)], axis=-1)
 
 
 def relative_distances_np(n_queries: int, n_keys: int) -> np.ndarray:
@@ -245,18 +213,6 @@ def check_layer_inputs(x, memory, d_model: int, num_heads: int, dtype=None) -> N
 
 
 # ============================================================================ PyTorch twin
-def sinusoid_torch(n_positions: int, d_model: int, device=None, dtype=torch.float32,
-                   clamp_len: int | None = None):
-    """Torch twin of `sinusoid_np`, made on `device` in `dtype`."""
-    n_positions, d_model = check_table_sizes(n_positions, d_model, clamp_len)
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        fail("dtype", "a floating torch dtype such as torch.float32", describe(dtype))
-    inv_freq = 1.0 / 10000 ** (torch.arange(0, d_model, 2, device=device, dtype=dtype) / d_model)
-    delta = torch.arange(n_positions, device=device, dtype=dtype)
-    if clamp_len is not None:
-        delta = delta.clamp(max=clamp_len)
-    angles = delta[:, None] * inv_freq[None, :]
-    return torch.cat([torch.sin(angles), torch.cos(angles)], dim=-1)
 
 
 def relative_distances_torch(n_queries: int, n_keys: int, device=None) -> torch.Tensor:

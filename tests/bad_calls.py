@@ -31,8 +31,8 @@ import torch._dynamo  # noqa: F401  (imported lazily by the first meta-device ca
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from minattn import (attention as A, encoder as E, ibm1, ibm1_fast as IF, lstm_attention as LA,  # noqa: E402
-                     models as M, multiscale as MS, multiscale_fast as MF, sparse as S,
-                     sparse_kernels as SK, task_heads as TH, tasks as TK, xl as X, xl_fast as XF)
+                     models as M, multiscale as MS, sparse as S, task_heads as TH, tasks as TK,
+                     xl as X, xl_fast as XF)
 from minattn.ibm1_fast_index import index_bitext  # noqa: E402
 from minattn.tools import train as TR  # noqa: E402
 
@@ -242,14 +242,14 @@ bad("attention", "multi_head_attention_np", "num_heads", "heads that do not divi
     lambda: A.multi_head_attention_np(xb, xb, xb, params, 3))
 bad("attention", "multi_head_attention_np", "query", "NaN in the query")(
     lambda: A.multi_head_attention_np(with_value(xb, NAN, (0, 0, 0)), xb, xb, params, 2))
-bad("attention", "fast_attention_torch", "k", "float32 q with float64 k")(
-    lambda: A.fast_attention_torch(qt.float(), kt, vt))
-bad("attention", "fast_attention_torch", "mask", "additive float mask")(
-    lambda: A.fast_attention_torch(qt, kt, vt, torch.from_numpy(additive)))
-bad("attention", "fast_attention_torch", "v", "NaN in a visible value")(
-    lambda: A.fast_attention_torch(qt, kt, with_value(vt, NAN, (0, 0, 0))))
-bad("attention", "fast_attention_torch", "is_causal", "is_causal and a mask")(
-    lambda: A.fast_attention_torch(qt, kt, vt, mask_t, is_causal=True))
+bad("attention", "attention_fast_torch", "k", "float32 q with float64 k")(
+    lambda: A.attention_fast_torch(qt.float(), kt, vt))
+bad("attention", "attention_fast_torch", "mask", "additive float mask")(
+    lambda: A.attention_fast_torch(qt, kt, vt, torch.from_numpy(additive)))
+bad("attention", "attention_fast_torch", "v", "NaN in a visible value")(
+    lambda: A.attention_fast_torch(qt, kt, with_value(vt, NAN, (0, 0, 0))))
+bad("attention", "attention_fast_torch", "is_causal", "is_causal and a mask")(
+    lambda: A.attention_fast_torch(qt, kt, vt, mask_t, is_causal=True))
 bad("attention", "causal_mask_np", "n_queries", "negative size")(lambda: A.causal_mask_np(-1))
 bad("attention", "causal_mask_np", "n_queries", "size 2.5")(lambda: A.causal_mask_np(2.5))
 bad("attention", "causal_mask_np", "n_keys", "negative n_keys")(lambda: A.causal_mask_np(3, -2))
@@ -377,9 +377,9 @@ bad("multiscale", "multiscale_attention_np", "v", "NaN in a visible value")(
 bad("multiscale", "multiscale_attention_torch", "k", "float32 k")(
     lambda: MS.multiscale_attention_torch(qmt, kmt.float(), vmt, [1, 2]))
 bad("multiscale", "multiscale_attention_fast_torch", "k", "float32 k")(
-    lambda: MF.multiscale_attention_fast_torch(qmt, kmt.float(), vmt, [1, 2]))
+    lambda: MS.multiscale_attention_fast_torch(qmt, kmt.float(), vmt, [1, 2]))
 bad("multiscale", "multiscale_attention_fast_torch", "dense_below", "dense_below = -1")(
-    lambda: MF.multiscale_attention_fast_torch(qmt, kmt, vmt, [1, 2], dense_below=-1))
+    lambda: MS.multiscale_attention_fast_torch(qmt, kmt, vmt, [1, 2], dense_below=-1))
 bad("multiscale", "allocate_scales_np", "alpha", "alpha as a string")(
     lambda: MS.allocate_scales_np(4, 2, 2, "0.5"))
 bad("multiscale", "allocate_scales_np", "num_heads", "num_heads = 0")(
@@ -394,9 +394,9 @@ bad("multiscale", "masked_max_torch", "keep", "keep of the wrong shape")(
     lambda: MS.masked_max_torch(T(2, 3, 4), torch.ones(3, 2, dtype=torch.bool)))
 bad("multiscale", "MultiScaleKernel", "windows", "negative window")(lambda: MS.MultiScaleKernel([-1]))
 bad("multiscale", "band_attention_cpu", "w", "w = 0")(
-    lambda: MF.band_attention_cpu(qmt, kmt, vmt, 0))
-bad("multiscale", "band_pieces", "c", "c = 0")(lambda: MF.band_pieces(8, 2, 0))
-bad("multiscale", "band_pieces_np", "w", "w = -1")(lambda: MF.band_pieces_np(8, -1, 2))
+    lambda: MS.band_attention_cpu(qmt, kmt, vmt, 0))
+bad("multiscale", "band_pieces", "c", "c = 0")(lambda: MS.band_pieces(8, 2, 0))
+bad("multiscale", "band_pieces_np", "w", "w = -1")(lambda: MS.band_pieces_np(8, -1, 2))
 torch.manual_seed(0)
 mst = MS.MultiScaleTransformer(4, 8, [[1, 3]], 2, embedding=torch.nn.Embedding(7, 4)).double()
 bad("multiscale", "MultiScaleTransformer.forward", "inputs", "a token id >= vocab")(
@@ -437,41 +437,41 @@ bad("sparse", "hops_np", "mask", "float mask")(lambda: S.hops_np(np.eye(3)))
 bad("sparse", "diameter_np", "mask", "non-square mask")(lambda: S.diameter_np(np.ones((3, 4), bool)))
 qs, ks, vs = T(1, 9, 4), T(1, 9, 4), T(1, 9, 4)
 bad("sparse", "sliding_window_attention_torch", "w", "w = -1")(
-    lambda: SK.sliding_window_attention_torch(qs, ks, vs, -1))
+    lambda: S.sliding_window_attention_torch(qs, ks, vs, -1))
 bad("sparse", "sliding_window_attention_torch", "k", "float32 k")(
-    lambda: SK.sliding_window_attention_torch(qs, ks.float(), vs, 2))
+    lambda: S.sliding_window_attention_torch(qs, ks.float(), vs, 2))
 bad("sparse", "sliding_window_attention_torch", "v", "NaN in v")(
-    lambda: SK.sliding_window_attention_torch(qs, ks, with_value(vs, NAN, (0, 0, 0)), 2))
+    lambda: S.sliding_window_attention_torch(qs, ks, with_value(vs, NAN, (0, 0, 0)), 2))
 bad("sparse", "sliding_window_attention_torch", "chunk_scores", "chunk_scores = 0")(
-    lambda: SK.sliding_window_attention_torch(qs.requires_grad_(), ks, vs, 2, chunk_scores=0))
+    lambda: S.sliding_window_attention_torch(qs.requires_grad_(), ks, vs, 2, chunk_scores=0))
 bad("sparse", "dilated_window_attention_torch", "dilation", "dilation = 0")(
-    lambda: SK.dilated_window_attention_torch(qs, ks, vs, 1, 0))
+    lambda: S.dilated_window_attention_torch(qs, ks, vs, 1, 0))
 bad("sparse", "global_window_attention_torch", "global_idx", "index past N")(
-    lambda: SK.global_window_attention_torch(qs, ks, vs, 1, [12]))
+    lambda: S.global_window_attention_torch(qs, ks, vs, 1, [12]))
 bad("sparse", "window_attention_torch", "k", "k on another device")(
-    lambda: SK.window_attention_torch(qs, ks.to(META), vs, 1))
+    lambda: S.window_attention_torch(qs, ks.to(META), vs, 1))
 bad("sparse", "window_attention_torch", "block", "block = 0")(
-    lambda: SK.window_attention_torch(qs, ks, vs, 1, block=0))
+    lambda: S.window_attention_torch(qs, ks, vs, 1, block=0))
 bad("sparse", "blocked_window_attention_torch", "block", "block = 0")(
-    lambda: SK.blocked_window_attention_torch(qs, ks, vs, 1, 1, 0))
+    lambda: S.blocked_window_attention_torch(qs, ks, vs, 1, 1, 0))
 bad("sparse", "blocked_window_attention_torch", "w_left", "w_left = -1")(
-    lambda: SK.blocked_window_attention_torch(qs, ks, vs, -1, 1, 4))
-bad("sparse", "band_mask_torch", "block", "block = -2")(lambda: SK.band_mask_torch(-2, 1, 1))
-bad("sparse", "unfold_blocks_torch", "block", "block = 0")(lambda: SK.unfold_blocks_torch(qs, 0, 1, 1))
+    lambda: S.blocked_window_attention_torch(qs, ks, vs, -1, 1, 4))
+bad("sparse", "band_mask_torch", "block", "block = -2")(lambda: S.band_mask_torch(-2, 1, 1))
+bad("sparse", "unfold_blocks_torch", "block", "block = 0")(lambda: S.unfold_blocks_torch(qs, 0, 1, 1))
 bad("sparse", "window_forward_torch", "w", "w = -1")(
-    lambda: SK.window_forward_torch(qs, ks, vs, -1, False, 4, None))
+    lambda: S.window_forward_torch(qs, ks, vs, -1, False, 4, None))
 bad("sparse", "block_sparse_attention_torch", "layout", "int layout")(
-    lambda: SK.block_sparse_attention_torch(qs, ks, vs, np.ones((3, 3), int), 3))
+    lambda: S.block_sparse_attention_torch(qs, ks, vs, np.ones((3, 3), int), 3))
 bad("sparse", "block_sparse_attention_torch", "v", "NaN in v")(
-    lambda: SK.block_sparse_attention_torch(qs, ks, with_value(vs, NAN, (0, 0, 0)),
+    lambda: S.block_sparse_attention_torch(qs, ks, with_value(vs, NAN, (0, 0, 0)),
                                             np.ones((3, 3), bool), 3))
 bad("sparse", "window_attention_backward_torch", "grad_out", "grad_out of the wrong shape")(
-    lambda: __import__("minattn.sparse_backward", fromlist=["x"]).window_attention_backward_torch(
+    lambda: __import__("minattn.sparse.backward", fromlist=["x"]).window_attention_backward_torch(
         qs, ks, vs, T(1, 8, 4), 1, 1, 4, None))
-bad("sparse", "window_attend", "w", "w = -1")(lambda: M.window_attend(-1))
-bad("sparse", "block_sparse_attend", "layout", "int layout")(lambda: M.block_sparse_attend(np.ones((2, 2), int), 2))
+bad("sparse", "window_attend", "w", "w = -1")(lambda: S.window_attend(-1))
+bad("sparse", "block_sparse_attend", "layout", "int layout")(lambda: S.block_sparse_attend(np.ones((2, 2), int), 2))
 torch.manual_seed(0)
-spc = M.SparseClassifier(5, 8, 8, 2, 1, M.window_attend(1)).double()
+spc = S.SparseClassifier(5, 8, 8, 2, 1, S.window_attend(1)).double()
 bad("sparse", "SparseClassifier.forward", "tokens", "sequence longer than max_len")(
     lambda: spc(torch.zeros(1, 9, dtype=torch.long)))
 bad("sparse", "SparseClassifier.forward", "tokens", "token id >= vocab")(
@@ -689,10 +689,10 @@ bad("ibm1", "index_bitext", "targets", "an empty target sentence")(lambda: index
 
 # ============================================================================ tasks
 G = lambda: torch.Generator().manual_seed(0)  # noqa: E731
-bad("tasks", "associative_recall", "batch_size", "batch_size = 2.5")(
-    lambda: TK.associative_recall(2.5, 2, 4, 4, G()))
-bad("tasks", "associative_recall", "n_keys", "n_keys = -1")(lambda: TK.associative_recall(2, 0, -1, 4, G()))
-bad("tasks", "two_halves", "n", "n = 3.5")(lambda: TK.two_halves(2, 3.5, G()))
+bad("attention", "associative_recall", "batch_size", "batch_size = 2.5")(
+    lambda: A.associative_recall(2.5, 2, 4, 4, G()))
+bad("attention", "associative_recall", "n_keys", "n_keys = -1")(lambda: A.associative_recall(2, 0, -1, 4, G()))
+bad("sparse", "two_halves", "n", "n = 3.5")(lambda: S.two_halves(2, 3.5, G()))
 bad("tasks", "dictionary_corpus", "n_pairs", "n_pairs = -1")(
     lambda: TK.dictionary_corpus(-1, 5, np.random.default_rng(0)))
 bad("tasks", "dictionary_corpus", "length", "length (5, 2)")(
@@ -701,9 +701,9 @@ bad("tasks", "permutation_corpus", "n_types", "n_types > n_vocab")(
     lambda: TK.permutation_corpus(2, 5, 3, np.random.default_rng(0)))
 bad("tasks", "two_sets_corpus", "n_pairs", "n_pairs = -2")(
     lambda: TK.two_sets_corpus(-2, 3, np.random.default_rng(0)))
-bad("tasks", "effective_scale_task", "k", "k = 1.5")(lambda: TK.effective_scale_task(2, 6, 3, 1.5, G()))
-bad("tasks", "glove_corpus", "vectors", "1-d vectors")(
-    lambda: TK.glove_corpus({"train": ["a b"]}, ["a", "b"], np.ones(2), 4))
+bad("multiscale", "effective_scale_task", "k", "k = 1.5")(lambda: MS.effective_scale_task(2, 6, 3, 1.5, G()))
+bad("multiscale", "glove_corpus", "vectors", "1-d vectors")(
+    lambda: MS.glove_corpus({"train": ["a b"]}, ["a", "b"], np.ones(2), 4))
 bad("tools.train", "length_batches", "lengths", "negative lengths")(
     lambda: TR.length_batches(torch.tensor([2, -1]), 1, G()))
 bad("tasks", "char_corpus", "texts", "an empty list")(lambda: TK.char_corpus([]))
@@ -725,20 +725,20 @@ bad("tasks", "template_verses", "n_topics", "n_topics = 0")(
 
 # ============================================================================ other models
 torch.manual_seed(0)
-rec = M.RecallAttention(5, 4, d_model=8)
-bad("models", "RecallAttention.forward", "keys", "a key id >= n_keys")(
+rec = A.RecallAttention(5, 4, d_model=8)
+bad("attention", "RecallAttention.forward", "keys", "a key id >= n_keys")(
     lambda: rec(torch.tensor([[1]]), torch.tensor([[7]]), torch.tensor([[1]])))
-bad("models", "RecallAttention.forward", "values", "values of another shape than keys")(
+bad("attention", "RecallAttention.forward", "values", "values of another shape than keys")(
     lambda: rec(torch.tensor([[1]]), torch.tensor([[1, 2]]), torch.tensor([[1]])))
-bad("models", "RecallMeanPool.forward", "values", "a value id >= n_values")(
-    lambda: M.RecallMeanPool(5, 4, 8)(torch.tensor([[1]]), torch.tensor([[1]]), torch.tensor([[4]])))
-tb = M.TransformerBaseline(4, 8, 2, 1, 2, max_len=5, embedding=torch.nn.Embedding(6, 4))
-bad("models", "TransformerBaseline.forward", "inputs", "sequence longer than max_len")(
+bad("attention", "RecallMeanPool.forward", "values", "a value id >= n_values")(
+    lambda: A.RecallMeanPool(5, 4, 8)(torch.tensor([[1]]), torch.tensor([[1]]), torch.tensor([[4]])))
+tb = MS.TransformerBaseline(4, 8, 2, 1, 2, max_len=5, embedding=torch.nn.Embedding(6, 4))
+bad("multiscale", "TransformerBaseline.forward", "inputs", "sequence longer than max_len")(
     lambda: tb(torch.zeros(1, 7, dtype=torch.long)))
-bad("models", "TransformerBaseline.forward", "lengths", "a length longer than N")(
+bad("multiscale", "TransformerBaseline.forward", "lengths", "a length longer than N")(
     lambda: tb(torch.zeros(1, 3, dtype=torch.long), torch.tensor([4])))
-bad("models", "BiLSTMClassifier.forward", "lengths", "a length of 0")(
-    lambda: M.BiLSTMClassifier(4, 3, 2)(torch.zeros(1, 3, 4), torch.tensor([0])))
+bad("multiscale", "BiLSTMClassifier.forward", "lengths", "a length of 0")(
+    lambda: MS.BiLSTMClassifier(4, 3, 2)(torch.zeros(1, 3, 4), torch.tensor([0])))
 vlm = M.VanillaLM(7, 8, 2, 1)
 bad("models", "VanillaLM.forward", "tokens", "a token id >= vocab")(lambda: vlm(torch.tensor([[1, 9]])))
 bad("models", "VanillaLM.forward", "tokens", "1-d tokens")(lambda: vlm(torch.tensor([1, 2])))
@@ -746,7 +746,7 @@ bad("models", "SentenceClassifier", "pool", "unknown pool")(lambda: M.SentenceCl
 bad("tools.train", "count_parameters", "model", "not a module")(lambda: TR.count_parameters([1, 2]))
 
 # ============================================================================ GPU dispatch (CPU-checkable)
-from minattn import dispatch as D, flex as FL  # noqa: E402
+from minattn.sparse import dispatch as D, flex as FL  # noqa: E402
 
 qd = torch.from_numpy(R(1, 6, 4))
 bad("sparse", "choose_kernel", "n", "n = -1")(lambda: D.choose_kernel("cpu", -1))

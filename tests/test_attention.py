@@ -16,11 +16,11 @@ from minattn.attention import (
     additive_scores_np,
     additive_scores_torch,
     attention_backward_np,
+    attention_fast_torch,
     attention_np,
     attention_torch,
     causal_mask_np,
     causal_mask_torch,
-    fast_attention_torch,
     multi_head_attention_np,
     padding_mask_torch,
     softmax_np,
@@ -155,7 +155,8 @@ def sdpa_masks(lq, lk, rng):
         "none": None,
         "causal": causal_mask_torch(lq, lk),
         "padding": padding_mask_torch(lengths, lk),
-        "arbitrary": torch.tensor(rng.random((2, 4, lq, lk)) < 0.7) | torch.eye(lq, lk, dtype=torch.bool),
+        "arbitrary": (torch.tensor(rng.random((2, 4, lq, lk)) < 0.7)
+                      | torch.eye(lq, lk, dtype=torch.bool)),
     }
 
 
@@ -165,33 +166,33 @@ def test_torch_matches_sdpa_float32(rng, kind):
     mask = sdpa_masks(9, 9, rng)[kind]
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     ours, _ = attention_torch(q, k, v, mask)
-    fast = fast_attention_torch(q, k, v, mask)
+    fast = attention_fast_torch(q, k, v, mask)
     torch.testing.assert_close(ours, expected, rtol=0, atol=1e-5)
     torch.testing.assert_close(fast, expected, rtol=0, atol=1e-5)
 
 
 def test_fast_path_causal_flag(rng):
     q, k, v = (torch.tensor(a, dtype=torch.float32) for a in random_qkv(rng, (1, 2), 6, 6, 4, 4))
-    torch.testing.assert_close(fast_attention_torch(q, k, v, is_causal=True),
+    torch.testing.assert_close(attention_fast_torch(q, k, v, is_causal=True),
                                attention_torch(q, k, v, causal_mask_torch(6))[0], rtol=0, atol=1e-5)
 
 
 @pytest.mark.parametrize("lq,lk", [(3, 7), (7, 7), (7, 3)])
 def test_causal_is_bottom_right_everywhere(rng, lq, lk):
     # The queries are the last Lq of Lk positions (a memory or cache comes first), in the mask
-    # helpers and in fast_attention_torch(is_causal=True) alike.
+    # helpers and in attention_fast_torch(is_causal=True) alike.
     mask = causal_mask_np(lq, lk)
     assert mask[-1].all() and mask.sum() == sum(max(0, min(lk, i + 1 + lk - lq)) for i in range(lq))
     np.testing.assert_array_equal(causal_mask_torch(lq, lk).numpy(), mask)
     q, k, v = (torch.tensor(a) for a in random_qkv(rng, (2,), lq, lk, 4, 4))
-    torch.testing.assert_close(fast_attention_torch(q, k, v, is_causal=True),
+    torch.testing.assert_close(attention_fast_torch(q, k, v, is_causal=True),
                                attention_torch(q, k, v, torch.tensor(mask))[0], rtol=0, atol=1e-10)
 
 
 def test_causal_flag_and_mask_together_raise(rng):
     q, k, v = (torch.tensor(a) for a in random_qkv(rng, (2,), 4, 4, 4, 4))
     with pytest.raises(ValueError, match="not both"):
-        fast_attention_torch(q, k, v, mask=causal_mask_torch(4), is_causal=True)
+        attention_fast_torch(q, k, v, mask=causal_mask_torch(4), is_causal=True)
 
 
 # ----------------------------------------------------------------------------- fully masked rows
@@ -204,7 +205,7 @@ def test_fully_masked_rows_are_zero_not_nan(rng):
     grads_np = attention_backward_np(np.ones_like(out_np), q, k, v, mask)
     assert all(np.all(np.isfinite(g)) for g in grads_np)
 
-    for fn in (lambda *a: attention_torch(*a)[0], fast_attention_torch):
+    for fn in (lambda *a: attention_torch(*a)[0], attention_fast_torch):
         qt, kt, vt = t64(q), t64(k), t64(v)
         out = fn(qt, kt, vt, torch.tensor(mask))
         assert torch.all(out[0, 1] == 0)
@@ -372,7 +373,7 @@ def test_property_numpy_torch_sdpa_agree(batch, lq, lk, d, dv, seed, p_keep):
     qt, kt, vt, mt = map(torch.tensor, (q, k, v, mask))
     out_t, _ = attention_torch(qt, kt, vt, mt)
     np.testing.assert_allclose(out_np, out_t.numpy(), atol=1e-10)
-    fast = fast_attention_torch(qt, kt, vt, mt)
+    fast = attention_fast_torch(qt, kt, vt, mt)
     np.testing.assert_allclose(out_np, fast.numpy(), atol=1e-10)
 
 
@@ -418,7 +419,7 @@ def test_additive_scores_bad_input(rng):
             additive_scores_torch(*map(torch.tensor, args))
 
 
-# ----------------------------------------------------------------------------- lesson 01: the backward's row sum
+# ---------------------------------------------------------------- lesson 01: the backward's row sum
 def test_backward_row_sum_needs_only_the_output(rng):
     """rowsum(∂P ⊙ P) = rowsum(∂O ⊙ O), the identity FlashAttention's backward rests on (Dao et
     al. 2022, Appendix B), with masks and a query row that sees no key."""
@@ -435,7 +436,7 @@ def test_backward_row_sum_needs_only_the_output(rng):
 def test_sinusoid_offset_is_one_rotation_for_every_position():
     """Vaswani et al. §3.5: PE(p + k) is a linear function of PE(p): each (sin, cos) pair turns by
     k·ω. The library's table lays out all sines, then all cosines."""
-    from minattn.xl import sinusoid_np
+    from minattn.attention import sinusoid_np
 
     n, d, k = 40, 16, 5
     pe = sinusoid_np(n, d)
@@ -446,7 +447,7 @@ def test_sinusoid_offset_is_one_rotation_for_every_position():
 
 
 def test_reversal_task_targets_and_sizes():
-    from minattn.tasks import reversal
+    from minattn.attention import reversal
 
     tokens, targets = reversal(5, 6, 9, torch.Generator().manual_seed(0))
     assert tokens.shape == targets.shape == (5, 6) and tokens.dtype == torch.int64
@@ -461,7 +462,7 @@ def test_reversal_task_targets_and_sizes():
 def test_position_reader_without_positions_is_blind_to_order():
     """With positions="none" permuting the input permutes the logits: no model of that kind can
     reverse a sequence. The sinusoids and a learned table break the symmetry."""
-    from minattn.models import PositionReader
+    from minattn.attention import PositionReader
 
     tokens = torch.randperm(12)[:7][None]
     perm = torch.tensor([3, 0, 6, 1, 5, 2, 4])

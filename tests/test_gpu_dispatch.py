@@ -1,5 +1,5 @@
-"""The CUDA dispatch of the sparse kernels (minattn.dispatch, minattn.flex) and the GPU tier
-(make test-gpu).
+"""The CUDA dispatch of the sparse kernels (minattn.sparse.dispatch, minattn.sparse.flex) and the
+GPU tier (make test-gpu).
 
 On the CPU: which kernel the dispatch picks for each device; the tile lists of every BlockMask
 against `sparse.block_layout_np` of the pattern's mask (the tiles a kernel must visit, and
@@ -20,16 +20,25 @@ import numpy as np
 import pytest
 import torch
 
-from minattn import dispatch, flex
 from minattn.attention import attention_torch, padding_mask_torch
-from minattn.models import window_attend
-from minattn.multiscale import multiscale_attention_torch, scale_mask_np
-from minattn.multiscale_fast import multiscale_attention_fast_torch
-from minattn.sparse import (bigbird_layout_np, block_layout_np, block_mask_np,
-                            dilated_window_mask_np, global_mask_np)
-from minattn.sparse_kernels import block_sparse_attention_torch, window_attention_torch
-from minattn.tools import REPO_ROOT
-from minattn.tools import gpu_tier
+from minattn.multiscale import (
+    multiscale_attention_fast_torch,
+    multiscale_attention_torch,
+    scale_mask_np,
+)
+from minattn.sparse import (
+    bigbird_layout_np,
+    block_layout_np,
+    block_mask_np,
+    block_sparse_attention_torch,
+    dilated_window_mask_np,
+    dispatch,
+    flex,
+    global_mask_np,
+    window_attend,
+    window_attention_torch,
+)
+from minattn.tools import REPO_ROOT, gpu_tier
 
 
 def _window_mask(n, w, dilation=1, causal=False, glob=()):
@@ -366,10 +375,8 @@ def _host_helpers(device):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from minattn.models import block_sparse_attend
-    from minattn.multiscale import check_windows
     from minattn.plots import heatmap
-    from minattn.sparse import check_global_idx
+    from minattn.sparse import block_sparse_attend, check_global_idx, check_windows
     from minattn.tools.utils import as_numpy
 
     weights = torch.rand(3, 4, device=device, requires_grad=True)
@@ -482,8 +489,7 @@ def test_flex_at_any_length_on_cuda_with_short_last_tile():
 @pytest.mark.cuda
 def test_measured_scales_come_back_to_the_host():
     """Lesson 03's helpers that move tensors to NumPy work on CUDA models (same numbers)."""
-    from minattn.models import TransformerBaseline
-    from minattn.multiscale import MultiScaleTransformer
+    from minattn.multiscale import MultiScaleTransformer, TransformerBaseline
 
     x = torch.randn(3, 20, 5, generator=torch.Generator().manual_seed(0))
     lengths = torch.tensor([20, 12, 7])

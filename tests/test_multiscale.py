@@ -1,4 +1,4 @@
-"""Multi-scale attention (minattn.multiscale, minattn.multiscale_fast) and lesson 03's models.
+"""Multi-scale attention (minattn.multiscale: reference, fast) and lesson 03's models.
 
 The reference is checked against per-head attention written out with hand-made masks, the
 torch twin against the reference, and the grouped fast path against both (outputs and
@@ -14,20 +14,44 @@ import pytest
 import torch
 
 from minattn.attention import MultiHeadAttention, attention_np, padding_mask_torch
-from minattn.models import (BiLSTMClassifier, TransformerBaseline, bag_of_words,
-                            fit_logistic_regression, mean_vectors)
-from minattn.multiscale import (MultiScaleKernel, MultiScaleTransformer, ScaleAllocation,
-                                allocate_scales_np, departure_np, departure_torch, drop_keys_np,
-                                drop_keys_torch, layer_windows, measured_scale_np,
-                                measured_scale_torch, multiscale_attention_np,
-                                multiscale_attention_torch, pretrained_head_scales,
-                                scale_candidates, scale_mask_np, scale_mask_torch,
-                                uniform_weights_np, uniform_weights_torch)
-from minattn.multiscale_fast import (PIECE_KINDS, band_attention_cpu, band_masked_attention_torch,
-                                     band_pieces_np, multiscale_attention_fast_torch)
+from minattn.multiscale import (
+    PARTNER_FILLER,
+    PARTNER_X,
+    PARTNER_Y,
+    PARTNER_Z,
+    PIECE_KINDS,
+    BiLSTMClassifier,
+    MultiScaleKernel,
+    MultiScaleTransformer,
+    ScaleAllocation,
+    TransformerBaseline,
+    allocate_scales_np,
+    bag_of_words,
+    band_attention_cpu,
+    band_masked_attention_torch,
+    band_pieces_np,
+    departure_np,
+    departure_torch,
+    drop_keys_np,
+    drop_keys_torch,
+    effective_scale_task,
+    fit_logistic_regression,
+    layer_windows,
+    mean_vectors,
+    measured_scale_np,
+    measured_scale_torch,
+    multiscale_attention_fast_torch,
+    multiscale_attention_np,
+    multiscale_attention_torch,
+    partner_task,
+    pretrained_head_scales,
+    scale_candidates,
+    scale_mask_np,
+    scale_mask_torch,
+    uniform_weights_np,
+    uniform_weights_torch,
+)
 from minattn.sparse import sliding_window_mask_np
-from minattn.tasks import PARTNER_FILLER, PARTNER_X, PARTNER_Y, PARTNER_Z, effective_scale_task, \
-    partner_task
 
 
 def _qkv(b, h, n, d, seed=0):
@@ -344,7 +368,8 @@ def test_effective_scale_task_target():
 
 # ============================================================================ bad input
 @pytest.mark.parametrize("windows,match", [([3, -1], "integer >= 0"), ([], "no scales"),
-                                           ([3, 2.5], "integer >= 0"), ([3, 3, 3], "one window per head")])
+                                           ([3, 2.5], "integer >= 0"),
+                                           ([3, 3, 3], "one window per head")])
 def test_bad_windows(windows, match):
     q, k, v = _qkv(1, 2, 5, 4)
     with pytest.raises(ValueError, match=match):
@@ -358,7 +383,8 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="axes"):
         multiscale_attention_torch(q[0], k[0], v[0], [1, 2])
     with pytest.raises(ValueError, match="one length N"):
-        multiscale_attention_np(*(x.detach().numpy() for x in (q, k[:, :, :3], v[:, :, :3])), [1, 2])
+        multiscale_attention_np(*(x.detach().numpy() for x in (q, k[:, :, :3], v[:, :, :3])),
+                                [1, 2])
     with pytest.raises(ValueError, match="bool"):
         multiscale_attention_torch(q, k, v, [1, 2], torch.ones(5, 5))
     with pytest.raises(ValueError, match="one window per head"):
@@ -371,7 +397,7 @@ def test_bad_inputs():
         effective_scale_task(2, 10, 3, 6, torch.Generator())
 
 
-# ============================================================================ scales from the length
+# ========================================================================== scales from the length
 def test_scale_candidates_are_the_papers_five_in_increasing_order_for_every_n():
     for n in range(2, 400):
         got = scale_candidates(n)

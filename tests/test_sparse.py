@@ -1,4 +1,4 @@
-"""Sparse patterns (minattn.sparse) and their linear-cost kernels (minattn.sparse_kernels).
+"""Sparse patterns (minattn.sparse.patterns) and their linear-cost kernels (minattn.sparse.kernels).
 
 Every kernel is checked against lesson 01's dense masked attention on the NumPy mask of the
 same pattern, outputs and gradients, in float64. The masks themselves are checked against
@@ -15,15 +15,31 @@ import pytest
 import torch
 
 from minattn.attention import MultiHeadAttention, attention_torch, multi_head_attention_np
-from minattn.sparse import (bigbird_layout_np, bigbird_mask_np, block_layout_np, block_mask_np,
-                            diameter_np, dilated_window_mask_np, fixed_masks_np,
-                            global_mask_np, hops_np, random_mask_np, sliding_window_mask_np,
-                            strided_masks_np, union_np)
-from minattn.models import SparseClassifier, block_sparse_attend, window_attend
-from minattn.sparse_backward import WindowAttentionFunction
-from minattn.sparse_kernels import (band_mask_torch, block_sparse_attention_torch,
-                                    dilated_window_attention_torch, global_window_attention_torch,
-                                    sliding_window_attention_torch, window_attention_torch)
+from minattn.sparse import (
+    SparseClassifier,
+    WindowAttentionFunction,
+    band_mask_torch,
+    bigbird_layout_np,
+    bigbird_mask_np,
+    block_layout_np,
+    block_mask_np,
+    block_sparse_attend,
+    block_sparse_attention_torch,
+    diameter_np,
+    dilated_window_attention_torch,
+    dilated_window_mask_np,
+    fixed_masks_np,
+    global_mask_np,
+    global_window_attention_torch,
+    hops_np,
+    random_mask_np,
+    sliding_window_attention_torch,
+    sliding_window_mask_np,
+    strided_masks_np,
+    union_np,
+    window_attend,
+    window_attention_torch,
+)
 
 
 def _window_mask(n, w, dilation=1, causal=False, glob=()):
@@ -237,8 +253,8 @@ def test_window_kernel_with_global_tokens_matches_dense(n, w, dilation, glob, ca
 def test_hand_backward_matches_dense(n, w, dilation, causal):
     """The default training path (WindowAttentionFunction) against dense masked attention."""
     _assert_matches_dense(lambda q, k, v: window_attention_torch(
-        q, k, v, w, dilation=dilation, causal=causal, block=8), _window_mask(n, w, dilation, causal),
-        seed=n + w)
+        q, k, v, w, dilation=dilation, causal=causal, block=8),
+        _window_mask(n, w, dilation, causal), seed=n + w)
 
 
 def test_window_entry_point_and_its_wrappers_agree():
@@ -302,11 +318,11 @@ def test_window_function_matches_autograd_path(n, w, dilation, block, causal, ch
 
 def test_strided_heads_run_on_the_window_kernel():
     """Sparse Transformer strided = causal window (w = l) and causal dilated (δ = l)."""
-    n, l = 30, 5
-    local, strided = strided_masks_np(n, l)
-    _assert_matches_dense(lambda q, k, v: window_attention_torch(q, k, v, l, causal=True,
+    n, stride = 30, 5  # the paper's l
+    local, strided = strided_masks_np(n, stride)
+    _assert_matches_dense(lambda q, k, v: window_attention_torch(q, k, v, stride, causal=True,
                                                                  block=4), local)
-    _assert_matches_dense(lambda q, k, v: window_attention_torch(q, k, v, n, dilation=l,
+    _assert_matches_dense(lambda q, k, v: window_attention_torch(q, k, v, n, dilation=stride,
                                                                  causal=True, block=4), strided)
 
 
@@ -319,8 +335,8 @@ def test_block_sparse_kernel_matches_dense_on_bigbird(n, block):
 
 @pytest.mark.parametrize("n", [16, 30])
 def test_block_sparse_kernel_matches_dense_on_fixed_pattern(n):
-    l, c, block = 8, 4, 4  # summary columns fill whole blocks: the layout is exact with causal
-    mask = union_np(*fixed_masks_np(n, l, c))
+    length, c, block = 8, 4, 4  # summary columns fill whole blocks: exact layout with causal
+    mask = union_np(*fixed_masks_np(n, length, c))
     layout = block_layout_np(mask, block)
     _assert_matches_dense(lambda q, k, v: block_sparse_attention_torch(q, k, v, layout, block,
                                                                        causal=True), mask)
@@ -431,7 +447,8 @@ def test_kernels_on_cuda_match_dense(hand_backward):
     there (window, dilated, causal, global, block-sparse), and float32 agrees with SDPA."""
     cuda = torch.device("cuda")
     n, w = 70, 5
-    cases = [(dict(), _window_mask(n, w)), (dict(dilation=3, causal=True), _window_mask(n, w, 3, True)),
+    cases = [(dict(), _window_mask(n, w)),
+             (dict(dilation=3, causal=True), _window_mask(n, w, 3, True)),
              (dict(global_idx=[0, 33]), _window_mask(n, w, glob=[0, 33]))]
     for options, mask in cases:
         _assert_matches_dense(lambda q, k, v: window_attention_torch(

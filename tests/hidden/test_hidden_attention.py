@@ -9,8 +9,13 @@ import numpy as np
 import pytest
 import torch
 
-from minattn.attention import (attention_backward_np, attention_np, attention_torch, softmax_np,
-                               softmax_torch)
+from minattn.attention import (
+    attention_backward_np,
+    attention_np,
+    attention_torch,
+    softmax_np,
+    softmax_torch,
+)
 
 pytestmark = pytest.mark.hidden
 
@@ -87,7 +92,8 @@ def test_attention_other_shapes_and_scales(rng, shape):
 
 @pytest.mark.exercise("1.2")
 def test_attention_random_masks_including_empty_rows(rng):
-    q, k, v = rng.standard_normal((3, 4, 5)), rng.standard_normal((3, 6, 5)), rng.standard_normal((3, 6, 2))
+    q, k, v = (rng.standard_normal((3, 4, 5)), rng.standard_normal((3, 6, 5)),
+               rng.standard_normal((3, 6, 2)))
     mask = rng.random((3, 4, 6)) < 0.3
     mask[1, 2] = False
     out, w = attention_np(q, k, v, mask)
@@ -99,7 +105,8 @@ def test_attention_random_masks_including_empty_rows(rng):
 
 @pytest.mark.exercise("1.3")
 def test_backward_with_scale_broadcast_mask_and_float32(rng):
-    q, k, v = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 5, 4)), rng.standard_normal((2, 5, 3))
+    q, k, v = (rng.standard_normal((2, 3, 4)), rng.standard_normal((2, 5, 4)),
+               rng.standard_normal((2, 5, 3)))
     mask = rng.random((1, 3, 5)) < 0.5  # broadcast over the batch; maybe empty rows
     grad_out = rng.standard_normal((2, 3, 3))
     for dtype, atol in ((np.float64, 1e-10), (np.float32, 1e-4)):

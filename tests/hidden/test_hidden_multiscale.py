@@ -7,8 +7,12 @@ import pytest
 import torch
 
 from minattn.answers.multiscale import uniform_window_scale
-from minattn.multiscale import (allocate_scales_np, measured_scale_np, scale_mask_np,
-                                scale_mask_torch)
+from minattn.multiscale import (
+    allocate_scales_np,
+    measured_scale_np,
+    scale_mask_np,
+    scale_mask_torch,
+)
 from minattn.sparse import sliding_window_mask_np
 
 
@@ -16,8 +20,8 @@ def _inverse_cdf_counts(heads, scales, layers, alpha):
     """The allocation rule head by head: head h takes the first scale whose cumulative share
     exceeds h / N' (an independent restatement, no ceil)."""
     rows = []
-    for l in range(layers):
-        t = 1.0 - 2.0 * l / (layers - 1) if layers > 1 else 1.0
+    for layer in range(layers):
+        t = 1.0 - 2.0 * layer / (layers - 1) if layers > 1 else 1.0
         z = np.array([alpha * (scales - 1 - k) * t for k in range(scales)])
         p = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
         cum = np.cumsum(p)

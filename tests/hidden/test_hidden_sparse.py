@@ -5,8 +5,12 @@ import pytest
 import torch
 
 from minattn.attention import attention_torch
-from minattn.sparse import dilated_window_mask_np, sliding_window_mask_np
-from minattn.sparse_kernels import blocked_window_attention_torch, window_attention_torch
+from minattn.sparse import (
+    blocked_window_attention_torch,
+    dilated_window_mask_np,
+    sliding_window_mask_np,
+    window_attention_torch,
+)
 
 
 def _definition(n, w, dilation, causal):

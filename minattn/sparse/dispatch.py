@@ -1,6 +1,6 @@
 """Who runs the sparse patterns where: the CUDA dispatch of the sparse and multi-scale kernels.
 
-The kernels of `sparse_kernels.py` and `multiscale_fast.py` are written for reading and tuned
+The kernels of `kernels.py` and `multiscale/fast.py` are written for reading and tuned
 for a CPU: the window kernel's hand-written backward is a Python loop over small blocks, each a
 few tiny kernel launches, which on a GPU costs more than it saves (an H100 trained through it
 30-230× slower than through dense masked SDPA). PyTorch has the right tools there, and the
@@ -28,13 +28,25 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .attention import fast_attention_torch
-from .flex import (FLEX_DTYPES, FLEX_HEAD_DIMS, check_layout, check_self_attention,
-                   flex_available, flex_block_sparse_attention, flex_multiscale_attention,
-                   flex_window_attention)
-from .sparse import (_check_int, block_mask_np, check_global_idx, dilated_window_mask_np,
-                     global_mask_np)
-from .tools.utils import check_size, fail
+from ..attention import attention_fast_torch
+from ..tools.utils import check_size, fail
+from .flex import (
+    FLEX_DTYPES,
+    FLEX_HEAD_DIMS,
+    check_layout,
+    check_self_attention,
+    flex_available,
+    flex_block_sparse_attention,
+    flex_multiscale_attention,
+    flex_window_attention,
+)
+from .patterns import (
+    block_mask_np,
+    check_global_idx,
+    check_int,
+    dilated_window_mask_np,
+    global_mask_np,
+)
 
 # From this N on, CUDA runs FlexAttention; below it, dense SDPA with an (N, N) mask. Measured on
 # one H100 (torch 2.11, sliding window w = 128, fwd + bwd, float32): at N = 4,096 compiled flex
@@ -67,7 +79,7 @@ def choose_kernel(device, n: int, dtype=torch.float32, d: int = 64, dv: int | No
                   policy: str | None = None) -> str:
     """Which kernel computes a sparse pattern over N positions: "readable", "dense" or "flex".
 
-    "readable": the kernels of sparse_kernels.py / multiscale_fast.py — on the CPU (where they
+    "readable": the kernels of kernels.py / multiscale/fast.py — on the CPU (where they
     were measured fastest, and where FlexAttention has no backward), for float64 (exact
     comparisons), and whenever the policy says so. "dense": fused SDPA with the (N, N) mask, on
     CUDA for N < FLEX_FROM (and for head sizes flex does not take, up to DENSE_MAX). "flex":
@@ -88,7 +100,7 @@ def choose_kernel(device, n: int, dtype=torch.float32, d: int = 64, dv: int | No
 
 def routed_window_attention(q, k, v, w, dilation=1, causal=False, global_idx=None,
                             options=None):
-    """The dispatch of `sparse_kernels.window_attention_torch`: its output computed by fused
+    """The dispatch of `kernels.window_attention_torch`: its output computed by fused
     SDPA or FlexAttention when `choose_kernel` picks one, else None (run the readable kernel).
     Options only the readable kernel has (block, hand_backward, chunk_scores), given a value
     other than None, keep it."""
@@ -104,7 +116,7 @@ def routed_window_attention(q, k, v, w, dilation=1, causal=False, global_idx=Non
 
 
 def routed_block_sparse_attention(q, k, v, layout, block, causal=False, scale=None):
-    """The dispatch of `sparse_kernels.block_sparse_attention_torch` (see
+    """The dispatch of `kernels.block_sparse_attention_torch` (see
     `routed_window_attention`): an output, or None for the readable kernel."""
     route = choose_kernel(q.device, q.shape[-2], q.dtype, q.shape[-1], v.shape[-1])
     if route == "readable":
@@ -114,7 +126,7 @@ def routed_block_sparse_attention(q, k, v, layout, block, causal=False, scale=No
 
 
 def routed_multiscale_attention(q, k, v, windows, key_mask=None):
-    """The dispatch of `multiscale_fast.multiscale_attention_fast_torch`: FlexAttention with
+    """The dispatch of `multiscale.fast.multiscale_attention_fast_torch`: FlexAttention with
     per-head windows when `choose_kernel` says "flex", else None (its own grouping runs, whose
     window groups reach the dense route through `window_attention_torch`)."""
     route = choose_kernel(q.device, q.shape[-2], q.dtype, q.shape[-1], v.shape[-1])
@@ -141,7 +153,7 @@ def dense_window_attention(q, k, v, w: int, *, dilation: int = 1, causal: bool =
     query sees itself, so no row is empty."""
     check_self_attention(q, k, v)
     n = q.shape[-2]
-    w, dilation = _check_int("window w", w, 0), _check_int("dilation", dilation, 1)
+    w, dilation = check_int("window w", w, 0), check_int("dilation", dilation, 1)
     g = tuple(int(x) for x in check_global_idx(global_idx, n))
     if dilation == 1 and w >= n - 1:  # the window is everything
         return F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal), scale=scale)
@@ -164,4 +176,4 @@ def dense_block_sparse_attention(q, k, v, layout, block: int, causal: bool = Fal
     n = q.shape[-2]
     layout = check_layout(layout, block, n)
     mask = _layout_mask(layout.tobytes(), len(layout), block, n, bool(causal), q.device)
-    return fast_attention_torch(q, k, v, mask=mask, scale=scale)
+    return attention_fast_torch(q, k, v, mask=mask, scale=scale)

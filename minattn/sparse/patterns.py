@@ -2,7 +2,7 @@
 
 A pattern is a boolean (N, N) mask, row = query i, column = key j, True = "i may attend to j"
 (the convention of the whole course). Feed it to `minattn.attention.attention_np` and you get
-sparse attention computed the slow, obvious way; `minattn.sparse_kernels` computes the same
+sparse attention computed the slow, obvious way; `minattn.sparse.kernels` computes the same
 numbers at a cost that grows linearly with N.
 
 Conventions, stated once for every function below:
@@ -29,21 +29,37 @@ from __future__ import annotations
 
 import numpy as np
 
-from .tools.utils import as_numpy, check_array, check_size, describe, fail, shape_str
+from ..tools.utils import as_numpy, check_array, check_size, describe, fail, shape_str
 
 
 # ============================================================================ input checks
-def _check_int(name: str, value, low: int) -> int:
+def check_int(name: str, value, low: int) -> int:
     """`value` must be an integer >= low (a window < 0 or a block of 0 is a typo, not a pattern)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
         fail(f"{name} must be an integer >= {low}", f"{name} >= {low}", repr(value))
     return int(value)
 
 
+def check_windows(windows, num_heads: int | None = None) -> list[int]:
+    """One integer ω >= 0 per head; with num_heads, exactly that many."""
+    ws = list(as_numpy(windows).reshape(-1)) if not isinstance(windows, (list, tuple)) \
+        else list(windows)
+    if not ws:
+        fail("windows: no scales given", "one window ω >= 0 per head", repr(windows))
+    for w in ws:
+        if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 0:
+            fail("windows: a window ω must be an integer >= 0", "ω in {0, 1, 2, ...}",
+                 repr(windows))
+    if num_heads is not None and len(ws) != num_heads:
+        fail("windows: one window per head", f"{num_heads} windows",
+             f"{len(ws)}: {list(map(int, ws))}")
+    return [int(w) for w in ws]
+
+
 def _positions(n: int) -> tuple[np.ndarray, np.ndarray]:
     """Query positions as a column (N, 1) and key positions as a row (1, N): broadcasting any
     expression in i and j gives the (N, N) mask."""
-    n = _check_int("n (sequence length)", n, 1)
+    n = check_int("n (sequence length)", n, 1)
     return np.arange(n)[:, None], np.arange(n)[None, :]
 
 
@@ -66,7 +82,7 @@ def sliding_window_mask_np(n: int, w: int, causal: bool = False) -> np.ndarray:
 
     Each query sees 2w + 1 keys (w + 1 when causal), fewer near the ends of the sequence.
     """
-    w = _check_int("window w", w, 0)
+    w = check_int("window w", w, 0)
     i, j = _positions(n)
     # BEGIN EXERCISE 2.1 sliding-window mask: True where |i - j| <= w (and j <= i when causal)
     mask = np.abs(i - j) <= w
@@ -82,8 +98,8 @@ def dilated_window_mask_np(n: int, w: int, dilation: int, causal: bool = False) 
     Still 2w + 1 keys per query, spread over a span δ times wider: every δ-th token. With
     δ = 1 this is the sliding window. The keys of i all lie in i's residue class i mod δ.
     """
-    w = _check_int("window w", w, 0)
-    dilation = _check_int("dilation", dilation, 1)
+    w = check_int("window w", w, 0)
+    dilation = check_int("dilation", dilation, 1)
     i, j = _positions(n)
     # BEGIN EXERCISE 2.1 sliding-window mask: True where |i - j| <= w (and j <= i when causal)
     mask = (np.abs(i - j) <= w * dilation) & ((i - j) % dilation == 0)
@@ -110,7 +126,7 @@ def random_mask_np(n: int, r: int, seed: int, causal: bool = False) -> np.ndarra
 
     When fewer than r keys are allowed (early queries of a causal mask), it gets all of them.
     """
-    r = _check_int("random keys r", r, 0)
+    r = check_int("random keys r", r, 0)
     seed = check_size("seed", seed)
     _positions(n)  # checks n
     rng = np.random.default_rng(seed)
@@ -127,8 +143,8 @@ def block_mask_np(layout: np.ndarray, block: int, n: int) -> np.ndarray:
     layout[I, J] True means every query of block I may attend to every key of block J. Tokens
     past N (the padding of a short last block) are cut off.
     """
-    block = _check_int("block", block, 1)
-    n = _check_int("n", n, 1)
+    block = check_int("block", block, 1)
+    n = check_int("n", n, 1)
     layout = np.asarray(layout)
     nb = -(-n // block)
     if layout.dtype != np.bool_ or layout.shape != (nb, nb):
@@ -143,7 +159,7 @@ def block_layout_np(mask: np.ndarray, block: int) -> np.ndarray:
     This is what a block-sparse kernel computes: a tile is worked on whole or skipped whole.
     """
     check_square_mask(mask)
-    block = _check_int("block", block, 1)
+    block = check_int("block", block, 1)
     n = mask.shape[-1]
     nb = -(-n // block)
     padded = np.zeros((nb * block, nb * block), dtype=bool)
@@ -160,10 +176,10 @@ def bigbird_layout_np(n_blocks: int, window: int = 1, n_global: int = 1, n_rando
     already see. Every query row has about 2·window + 1 + n_global + n_random blocks, so the
     cost per query is constant and the total grows linearly with N.
     """
-    nb = _check_int("n_blocks", n_blocks, 1)
-    window = _check_int("window (blocks)", window, 0)
-    n_global = _check_int("n_global (blocks)", n_global, 0)
-    n_random = _check_int("n_random (blocks)", n_random, 0)
+    nb = check_int("n_blocks", n_blocks, 1)
+    window = check_int("window (blocks)", window, 0)
+    n_global = check_int("n_global (blocks)", n_global, 0)
+    n_random = check_int("n_random (blocks)", n_random, 0)
     rng = np.random.default_rng(seed)
     big_i, big_j = np.arange(nb)[:, None], np.arange(nb)[None, :]
     layout = (np.abs(big_i - big_j) <= window) | (big_i < n_global) | (big_j < n_global)
@@ -176,7 +192,7 @@ def bigbird_layout_np(n_blocks: int, window: int = 1, n_global: int = 1, n_rando
 def bigbird_mask_np(n: int, block: int, window: int = 1, n_global: int = 1, n_random: int = 1,
                     seed: int = 0) -> np.ndarray:
     """(N, N) bool: `bigbird_layout_np` on ceil(N / block) blocks, expanded to tokens."""
-    block = _check_int("block", block, 1)
+    block = check_int("block", block, 1)
     _positions(n)
     layout = bigbird_layout_np(-(-n // block), window, n_global, n_random, seed)
     return block_mask_np(layout, block, n)
@@ -191,7 +207,7 @@ def strided_masks_np(n: int, stride: int) -> tuple[np.ndarray, np.ndarray]:
     about 2√N keys: N·2√N in all, O(N√N). local is a causal window of w = l; strided a causal
     dilated window with δ = l and w = N (unbounded), so the window kernels compute both heads.
     """
-    stride = _check_int("stride l", stride, 1)
+    stride = check_int("stride l", stride, 1)
     i, j = _positions(n)
     causal = j <= i
     return causal & (i - j <= stride), causal & ((i - j) % stride == 0)
@@ -203,8 +219,8 @@ def fixed_masks_np(n: int, block: int, summary: int) -> tuple[np.ndarray, np.nda
     block: i and j in the same length-l block, j <= i.  summary: the last c positions of every
     block, j mod l >= l - c, j <= i: those "summary" columns carry each block to the future.
     """
-    block = _check_int("block l", block, 1)
-    summary = _check_int("summary c", summary, 1)
+    block = check_int("block l", block, 1)
+    summary = check_int("summary c", summary, 1)
     if summary > block:
         fail("summary columns must fit in a block", f"c <= l = {block}", f"c = {summary}")
     i, j = _positions(n)

@@ -1,6 +1,6 @@
 """A hand-written backward for the sliding-window kernel: training in O(N·w) memory.
 
-Read `minattn/sparse_kernels.py` first. Autograd through its `blocked_window_attention_torch`
+Read `blocked.py` first. Autograd through its `blocked_window_attention_torch`
 is correct but heavy: `unfold`'s backward receives a ∂K and a ∂V for every key of every span,
 (c + 2w) / c copies of each, and SDPA keeps each block's attention internals for its backward.
 `WindowAttentionFunction` keeps only q, k, v and, in its backward, recomputes the attention of
@@ -23,10 +23,17 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .attention import check_attention_inputs
-from .sparse_kernels import _band_np, window_forward_torch
-from .tools.utils import (check_array, check_finite, check_same_device, check_same_dtype,
-                          check_size, fail, shape_str)
+from ..attention import check_attention_inputs
+from ..tools.utils import (
+    check_array,
+    check_finite,
+    check_same_device,
+    check_same_dtype,
+    check_size,
+    fail,
+    shape_str,
+)
+from .blocked import band_np, window_forward_torch
 
 # Scores per chunk of blocks in the backward: 2^17 (512 KiB in float32), i.e. at c = 64 and
 # B·H = 4 one block per chunk for w = 128, four for w = 32; more when blocks are smaller.
@@ -76,7 +83,8 @@ def window_attention_backward_torch(q, k, v, grad_out, w_left, w_right, c, scale
         check_array(name, x, "float", ndim=3, hint="(B, N, d)", like=torch.Tensor)
     if tuple(grad_out.shape) != tuple(q.shape[:-1]) + (v.shape[-1],) or k.shape != q.shape:
         fail("grad_out", f"the output's shape {shape_str(tuple(q.shape[:-1]) + (v.shape[-1],))}"
-             " (and k of q's shape)", f"grad_out {shape_str(grad_out.shape)}, k {shape_str(k.shape)}")
+             " (and k of q's shape)",
+             f"grad_out {shape_str(grad_out.shape)}, k {shape_str(k.shape)}")
     check_same_dtype(q=q, grad_out=grad_out)
     check_same_device(q=q, grad_out=grad_out)
     check_finite("grad_out", grad_out)
@@ -88,7 +96,7 @@ def window_attention_backward_torch(q, k, v, grad_out, w_left, w_right, c, scale
     n_blocks = -(-n // c)
     pieces = -(-span // c)  # a span covers `pieces` consecutive c-row slices of ∂K
     chunk = max(1, chunk_scores // (bsz * c * span))  # blocks per chunk
-    band = _band_np(c, w_left, w_right)  # (c, span)
+    band = band_np(c, w_left, w_right)  # (c, span)
     hidden = torch.from_numpy(~band).to(q.device)  # what the band hides: inner chunks
     dq = torch.empty_like(q)
     dk, dv = torch.zeros_like(k), torch.zeros_like(v)

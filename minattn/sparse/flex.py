@@ -1,6 +1,6 @@
 """FlexAttention's block masks for the sparse patterns: the fast path of the CUDA dispatch.
 
-Read `sparse_kernels.py` and `multiscale_fast.py` first, then `dispatch.py` (who runs what).
+Read `kernels.py` and `../multiscale/fast.py` first, then `dispatch.py` (who runs what).
 FlexAttention (`torch.nn.attention.flex_attention`), compiled with `torch.compile`, is one fused
 kernel, forward and backward, that visits only the tiles a `BlockMask` lists. A BlockMask is
 the pattern seen at the scale of tiles of T × T (query tile I, key tile J; T = 128 on the
@@ -12,14 +12,14 @@ GPU): for every query tile, the key tiles with at least one allowed pair, in two
 and the tiles in neither list are skipped, so the work grows with the number of listed tiles.
 This file computes the lists from each pattern's arithmetic (`window_tiles_np`,
 `layout_tiles_np`, `multiscale_tiles_np`: interval tests on tile pairs, never an (N, N) grid),
-writes each pattern's `mask_mod` (the predicate of its NumPy mask in `sparse.py` /
-`multiscale.py`), caches the BlockMask per (N, pattern, device), and runs flex:
+writes each pattern's `mask_mod` (the predicate of its NumPy mask in `patterns.py` /
+`multiscale/reference.py`), caches the BlockMask per (N, pattern, device), and runs flex:
 
     flex_window_attention, flex_block_sparse_attention, flex_multiscale_attention
 
 Each equals dense masked attention on the NumPy mask of the same pattern. On the CPU the tests
 run FlexAttention's eager (unfused) forward in float64 against it and compare the tile lists
-with `sparse.block_layout_np` of the mask; the `cuda`-marked tests run the compiled kernel,
+with `patterns.block_layout_np` of the mask; the `cuda`-marked tests run the compiled kernel,
 forward and backward, in float32 on a GPU.
 """
 
@@ -33,10 +33,9 @@ import warnings
 import numpy as np
 import torch
 
-from .attention import check_attention_inputs, visible_inputs
-from .multiscale import check_windows
-from .sparse import _check_int, check_global_idx
-from .tools.utils import as_numpy, fail, shape_str
+from ..attention import check_attention_inputs, visible_inputs
+from ..tools.utils import as_numpy, fail, shape_str
+from .patterns import check_global_idx, check_int, check_windows
 
 TILE = 128  # FlexAttention's tile T on the GPU (its default block size)
 FLEX_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -70,8 +69,8 @@ def window_tiles_np(n: int, w: int, dilation: int = 1, causal: bool = False, glo
     meets [lo, hi] at a multiple of δ, and every pair is allowed iff [lo, hi] lies inside it
     (and δ = 1, or the tile is one pair). Global rows and columns add partial tiles.
     """
-    n, tile = _check_int("n", n, 1), _check_int("tile", tile, 1)
-    w, dilation = _check_int("window w", w, 0), _check_int("dilation", dilation, 1)
+    n, tile = check_int("n", n, 1), check_int("tile", tile, 1)
+    w, dilation = check_int("window w", w, 0), check_int("dilation", dilation, 1)
     starts, ends = _tile_bounds(n, tile)
     lo = starts[:, None] - ends[None, :]  # (nt, nt): the smallest i - j in each tile pair
     hi = ends[:, None] - starts[None, :]  # the largest
@@ -98,7 +97,7 @@ def window_tiles_np(n: int, w: int, dilation: int = 1, causal: bool = False, glo
 
 def check_layout(layout, block: int, n: int) -> np.ndarray:
     """A block layout as a contiguous (nb, nb) bool NumPy array, nb = ceil(N / block)."""
-    block = _check_int("block", block, 1)
+    block = check_int("block", block, 1)
     layout = as_numpy(layout)
     nb = -(-n // block)
     if layout.dtype != np.bool_ or layout.shape != (nb, nb):
@@ -117,7 +116,7 @@ def layout_tiles_np(layout, block: int, n: int, causal: bool = False,
     diagonal under causal), and a tile is the union of its (T/g)² cells.
     """
     layout = check_layout(layout, block, n)
-    tile = _check_int("tile", tile, 1)
+    tile = check_int("tile", tile, 1)
     g = math.gcd(block, tile)
     nc = -(-n // g)  # cells
     cells = np.repeat(np.repeat(layout, block // g, 0), block // g, 1)[:nc, :nc]
@@ -141,7 +140,7 @@ def multiscale_tiles_np(n: int, windows, tile: int = TILE) -> tuple[np.ndarray, 
 
 
 # ============================================================================ mask_mods
-# The predicates of sparse.py's masks, in torch ops on index tensors (FlexAttention calls them
+# The predicates of patterns.py's masks, in torch ops on index tensors (FlexAttention calls them
 # with the tensors b, h, q_idx, kv_idx of a tile, or vmaps them over every pair on the CPU).
 def window_mask_mod(w, dilation: int = 1, causal: bool = False, is_global=None):
     """mask_mod of `dilated_window_mask_np(N, w, δ) | global_mask_np(N, G)`, ∩ j <= i if causal:
@@ -162,7 +161,8 @@ def window_mask_mod(w, dilation: int = 1, causal: bool = False, is_global=None):
 
 
 def layout_mask_mod(layout: torch.Tensor, block: int, causal: bool = False):
-    """mask_mod of `block_mask_np(layout, block, N)` (∩ j <= i if causal): layout[i // b, j // b]."""
+    """mask_mod of `block_mask_np(layout, block, N)` (∩ j <= i if causal):
+    layout[i // b, j // b]."""
     def mask_mod(b, h, q_idx, kv_idx):
         ok = layout[q_idx // block, kv_idx // block]
         return ok & (kv_idx <= q_idx) if causal else ok
@@ -305,8 +305,8 @@ def flex_window_attention(q, k, v, w: int, *, dilation: int = 1, causal: bool = 
     check_self_attention(q, k, v)
     n = q.shape[-2]
     g = tuple(int(x) for x in check_global_idx(global_idx, n))
-    block_mask = window_block_mask(n, _check_int("window w", w, 0),
-                                   _check_int("dilation", dilation, 1), bool(causal), g,
+    block_mask = window_block_mask(n, check_int("window w", w, 0),
+                                   check_int("dilation", dilation, 1), bool(causal), g,
                                    q.device, tile)
     out = run_flex(_as_4d(q), _as_4d(k), _as_4d(v), block_mask, scale, compiled)
     return out.reshape(*q.shape[:-1], v.shape[-1])

@@ -1,10 +1,10 @@
 """Sparse attention kernels in PyTorch whose time and memory grow linearly with N.
 
-The NumPy masks of `minattn.sparse` state the patterns; feeding such an (N, N) mask to dense
+The NumPy masks of `patterns.py` state the patterns; feeding such an (N, N) mask to dense
 attention costs O(N²) time and memory however few Trues it holds. Nothing here builds
-anything of size N². Read it top to bottom:
+anything of size N². Read `blocked.py` first (the idea, exercise 2.2: blocks of queries, one
+band mask), then `backward.py`, then this file top to bottom:
 
-    blocked_window_attention_torch   the idea (exercise 2.2): blocks of queries, one band mask
     sliding_window_attention_torch   the core: |i - j| <= w (j <= i when causal), O(N·w)
     dilated_window_attention_torch   every δ-th token: the core on each residue class i mod δ
     global_window_attention_torch    window ∪ global tokens (Longformer)
@@ -12,11 +12,11 @@ anything of size N². Read it top to bottom:
     block_sparse_attention_torch     any block layout (BigBird, fixed): only non-zero blocks
 
 All are ordinary torch code, so autograd gives the backward pass — except the core when it
-trains: `minattn/sparse_backward.py` (read it after this file) gives it a hand-written backward
+trains: `backward.py` gives it a hand-written backward
 that recomputes a few blocks at a time instead of keeping every block's attention. Every result
 equals dense masked attention (`minattn.attention.attention_torch`) on the same pattern: the
 tests check outputs and gradients in float64. Shapes: q, k (..., N, d), v (..., N, dv).
-The layers that use these kernels are built in `minattn/models.py`:
+The layers that use these kernels are built in `model.py`:
 `MultiHeadAttention(d, h, attend=window_attend(w))`.
 """
 
@@ -28,95 +28,22 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .attention import check_attention_inputs, visible_inputs
+from ..attention import check_attention_inputs, visible_inputs
+from ..tools.utils import check_size, fail, hide, shape_str
+from .backward import WindowAttentionFunction
+from .blocked import band_np, check_window_args, unfold_blocks_torch, window_forward_torch
 from .dispatch import routed_block_sparse_attention, routed_window_attention
-from .sparse import _check_int, check_global_idx
-from .tools.utils import check_array, check_size, fail, hide, shape_str
+from .patterns import check_global_idx, check_int
 
 
-# ============================================================================ the blocked idea
-def _band_np(block: int, w_left: int, w_right: int) -> np.ndarray:
-    # Built in NumPy: a handful of tiny index ops that would each cost a thread-pool wake-up
-    # in torch.
-    a = np.arange(block)[:, None]
-    t = np.arange(block + w_left + w_right)[None, :]
-    return (t >= a) & (t <= a + w_left + w_right)
-
-
-def band_mask_torch(block: int, w_left: int, w_right: int, device=None) -> torch.Tensor:
-    """(c, c + w_left + w_right) bool: the window of each query inside its block's key span.
-
-    Query a of a block (global position s + a) gets the keys s - w_left .. s + c + w_right;
-    key t of that span is position s - w_left + t, so j - i in [-w_left, w_right] becomes
-    a <= t <= a + w_left + w_right. One small mask serves every block: that is the trick.
-    """
-    block, w_left, w_right = _check_band(block, w_left, w_right)
-    return torch.from_numpy(_band_np(block, w_left, w_right)).to(device)
-
-
-def _check_band(block, w_left, w_right) -> tuple[int, int, int]:
-    return check_size("block", block, 1), check_size("w_left", w_left), check_size("w_right", w_right)
-
-
-def unfold_blocks_torch(x: torch.Tensor, block: int, w_left: int, w_right: int) -> torch.Tensor:
-    """(..., M, d) -> (..., nb, c + w_left + w_right, d): block b gets rows [b·c - w_left,
-    b·c + c + w_right) of x, zero rows outside 0..M-1. A view of the padded x: the blocks
-    overlap in memory, no copy is made."""
-    check_array("x", x, None, min_ndim=2, hint="(..., M, d)", like=torch.Tensor)
-    block, w_left, w_right = _check_band(block, w_left, w_right)
-    n_blocks = -(-x.shape[-2] // block)
-    pad_right = n_blocks * block - x.shape[-2] + w_right
-    padded = F.pad(x, (0, 0, w_left, pad_right))  # (..., w_left + nb·c + w_right, d)
-    return padded.unfold(-2, block + w_left + w_right, block).transpose(-1, -2)
-
-
-def blocked_window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                                   w_left: int, w_right: int, block: int,
-                                   scale: float | None = None) -> torch.Tensor:
-    """The fast path: every query i attends to keys i - w_left .. i + w_right, as if the
-    sequence continued with zero keys past both ends (those are removed by the caller).
-
-    q, k: (..., M, d); v: (..., M, dv) -> (..., nb, c, dv), nb = ceil(M / c) query blocks.
-
-    Queries are cut into blocks of c; each block gets the c + w_left + w_right keys around
-    it (an unfold of the padded keys); one batched SDPA call with the fixed (c, c + w_l + w_r)
-    band mask does all blocks at once. Work: N·(c + w_l + w_r) scores instead of N².
-    """
-    check_attention_inputs(q, k, v, scale=scale)
-    block, w_left, w_right = _check_band(block, w_left, w_right)
-    # BEGIN EXERCISE 2.2 implement: the blocked window forward: query blocks of c, unfolded key spans, one SDPA call with the band mask (~20 min)
-    n_blocks = -(-q.shape[-2] // block)
-    pad = n_blocks * block - q.shape[-2]
-    q_blocks = (F.pad(q, (0, 0, 0, pad)) if pad else q).unflatten(-2, (n_blocks, block))
-    # q_blocks: (..., nb, c, d)
-    k_spans = unfold_blocks_torch(k, block, w_left, w_right)  # (..., nb, c + wl + wr, d)
-    v_spans = unfold_blocks_torch(v, block, w_left, w_right)  # (..., nb, c + wl + wr, dv)
-    band = band_mask_torch(block, w_left, w_right, q.device)  # (c, c + wl + wr)
-    out = F.scaled_dot_product_attention(q_blocks, k_spans, v_spans, attn_mask=band, scale=scale)
-    # END EXERCISE
-    return out
-
-
-# ============================================================================ the core: a sliding window
-def _check_window_args(q, k, v, w, scale=None) -> int:
-    """q, k, v of self-attention (one length N), finite (every key is in its own query's
-    window: nothing is hidden), w an integer >= 0."""
-    check_attention_inputs(q, k, v, scale=scale)
-    if q.shape[-2] != k.shape[-2]:
-        fail("window attention is self-attention: queries and keys must have one length N",
-             f"k of length {q.shape[-2]}", f"q {shape_str(q.shape)}, k {shape_str(k.shape)}")
-    w = _check_int("window w", w, 0)
-    visible_inputs(q, k, v)  # checks that they are finite
-    return w
-
-
+# ====================================================================== the core: a sliding window
 def _default_block(block, q, k, v) -> int:
     """c = 32 for a forward without gradients, 64 for training: the fastest on a 2-core CPU
     for w in {32, 128} (benchmarks/sparse.py)."""
     if block is None:
         training = torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v))
         return 64 if training else 32
-    return _check_int("block", block, 1)
+    return check_int("block", block, 1)
 
 
 def sliding_window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: int,
@@ -135,13 +62,13 @@ def sliding_window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Te
             Default: 32 without gradients, 64 when training.
         scale: default 1/√d.
         hand_backward: when a gradient is needed, train through
-            `sparse_backward.WindowAttentionFunction`, whose backward recomputes a chunk of
+            `backward.WindowAttentionFunction`, whose backward recomputes a chunk of
             blocks at a time; False: plain autograd through the blocked kernel.
-        chunk_scores: scores per chunk in that backward (default `sparse_backward.CHUNK_SCORES`).
+        chunk_scores: scores per chunk in that backward (default `backward.CHUNK_SCORES`).
     Returns:
         (..., N, dv).
     """
-    w = _check_window_args(q, k, v, w, scale)
+    w = check_window_args(q, k, v, w, scale)
     c = _default_block(block, q, k, v)
     if chunk_scores is not None:
         chunk_scores = check_size("chunk_scores", chunk_scores, 1)
@@ -150,55 +77,13 @@ def sliding_window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Te
     q3, k3, v3 = (x.reshape(-1, *x.shape[-2:]) for x in (q, k, v))  # (B', N, d)
     training = torch.is_grad_enabled() and any(x.requires_grad for x in (q, k, v))
     if training and hand_backward:
-        from .sparse_backward import WindowAttentionFunction  # the next file to read
         out = WindowAttentionFunction.apply(q3, k3, v3, w, causal, c, scale, chunk_scores)
     else:
         out = window_forward_torch(q3, k3, v3, w, causal, c, scale)
     return out.reshape(*lead, *out.shape[-2:])
 
 
-def window_forward_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: int,
-                         causal: bool, block: int, scale: float | None) -> torch.Tensor:
-    """The core's computation, torch-only: q, k (B, N, d), v (B, N, dv) -> (B, N, dv).
-
-    (1) `blocked_window_attention_torch` runs every block with the one band mask; (2) the
-    few blocks where that mask is wrong — their span runs past an end of the sequence, where
-    the blocked kernel saw zero keys — are recomputed with their exact masks and swapped in.
-    """
-    w = _check_window_args(q, k, v, w, scale)
-    block = check_size("block", block, 1)
-    n = q.shape[-2]
-    w_right = 0 if causal else w
-    out = blocked_window_attention_torch(q, k, v, w, w_right, block, scale)  # (B, nb, c, dv)
-    wrong, fixed = _end_blocks(q, k, v, w, w_right, block, scale)
-    if wrong.numel():
-        if out.requires_grad:
-            out = out.index_copy(-3, wrong, fixed)  # autograd needs SDPA's output untouched
-        else:
-            out.index_copy_(-3, wrong, fixed)  # inference: no second copy of the output
-    return out.flatten(-3, -2)[..., :n, :]
-
-
-def _end_blocks(q, k, v, w_left, w_right, c, scale):
-    """The blocks near the two ends, with their exact masks: about (w_left + w_right) / c + 2
-    blocks. Returns their numbers (nw,) and outputs (B, nw, c, dv). The bookkeeping is on
-    positions only (small NumPy arrays, never N²)."""
-    n, device = q.shape[-2], q.device
-    starts = np.arange(-(-n // c)) * c
-    blocks = np.flatnonzero((starts < w_left) | (starts + c + w_right > n))
-    q_pos = starts[blocks, None] + np.arange(c)  # (nw, c)
-    k_pos = starts[blocks, None] - w_left + np.arange(c + w_left + w_right)  # (nw, span)
-    exact = _band_np(c, w_left, w_right) & ((k_pos >= 0) & (k_pos < n))[:, None, :]
-    exact |= (q_pos >= n)[:, :, None]  # padded queries: any finite row will do (cut off later)
-    # Positions outside 0 .. N-1 are clamped to a real row: `exact` masks them out.
-    q_idx, k_idx = (torch.as_tensor(np.clip(p, 0, n - 1), device=device) for p in (q_pos, k_pos))
-    out = F.scaled_dot_product_attention(q[:, q_idx], k[:, k_idx], v[:, k_idx],
-                                         attn_mask=torch.as_tensor(exact, device=device),
-                                         scale=scale)  # (B, nw, c, dv)
-    return torch.as_tensor(blocks, device=device), out
-
-
-# ============================================================================ dilation, global tokens
+# ========================================================================== dilation, global tokens
 def _to_classes(x: torch.Tensor, dilation: int) -> torch.Tensor:
     """(..., N, d) -> (..., δ, m, d), m = ceil(N / δ): place p of class r is position r + δ·p
     (zero rows past N)."""
@@ -221,8 +106,8 @@ def dilated_window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Te
     does not divide N, the first N mod δ classes are one place longer than the others: the
     core runs once per group of equal length.
     """
-    w = _check_window_args(q, k, v, w)
-    dilation = _check_int("dilation", dilation, 1)
+    w = check_window_args(q, k, v, w)
+    dilation = check_int("dilation", dilation, 1)
     if dilation == 1:
         return sliding_window_attention_torch(q, k, v, w, causal, **options)
     n = q.shape[-2]
@@ -258,8 +143,8 @@ def global_window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Ten
     already in a query's window is seen through the window, not twice; keys past the ends
     are masked. Then the G global queries attend to all N keys (G·N work) and replace their rows.
     """
-    w = _check_window_args(q, k, v, w, scale)
-    dilation = _check_int("dilation", dilation, 1)
+    w = check_window_args(q, k, v, w, scale)
+    dilation = check_int("dilation", dilation, 1)
     c = _default_block(block, q, k, v)
     n, device = q.shape[-2], q.device
     g_np = check_global_idx(global_idx, n)
@@ -298,7 +183,7 @@ def _global_blocks_mask_np(n, w, dilation, causal, c, global_idx) -> np.ndarray:
     q_pos = residue + dilation * (starts[:, None] + np.arange(c))  # (δ, nb, c)
     k_place = starts[:, None] - w + np.arange(c + w + w_right)  # (nb, span)
     k_real = (k_place >= 0) & (residue + dilation * k_place < n)  # (δ, nb, span)
-    window = _band_np(c, w, w_right) & k_real[:, :, None, :]  # (δ, nb, c, span)
+    window = band_np(c, w, w_right) & k_real[:, :, None, :]  # (δ, nb, c, span)
     diff = q_pos[..., None] - global_idx  # (δ, nb, c, G): i - g
     # BEGIN EXERCISE 2.1 sliding-window mask: True where |i - j| <= w (and j <= i when causal)
     in_window = (np.abs(diff) <= w * dilation) & (diff % dilation == 0)
@@ -328,8 +213,8 @@ def window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w:
     Returns:
         (..., N, dv).
     """
-    _check_window_args(q, k, v, w)
-    # On CUDA: FlexAttention or fused SDPA, the same numbers (minattn/dispatch.py); else None.
+    check_window_args(q, k, v, w)
+    # On CUDA: FlexAttention or fused SDPA, the same numbers (dispatch.py); else None.
     out = routed_window_attention(q, k, v, w, dilation, causal, global_idx, options)
     if out is not None:
         return out
@@ -361,9 +246,9 @@ def block_sparse_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     the blocks of the row with scatter_reduce / index_add, then every block is normalised.
     """
     check_attention_inputs(q, k, v, scale=scale)
-    block = _check_int("block", block, 1)
+    block = check_int("block", block, 1)
     n, device = q.shape[-2], q.device
-    # On CUDA: FlexAttention or fused SDPA, the same numbers (minattn/dispatch.py); else None.
+    # On CUDA: FlexAttention or fused SDPA, the same numbers (dispatch.py); else None.
     out = routed_block_sparse_attention(q, k, v, layout, block, causal, scale)
     if out is not None:
         return out

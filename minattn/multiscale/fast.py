@@ -1,11 +1,11 @@
 """Multi-scale attention, fast: heads grouped by scale, each group on the cheapest kernel.
 
 `multiscale_attention_fast_torch(q, k, v, windows, mask)` returns exactly the output of
-`multiscale.multiscale_attention_np` (the tests check outputs and gradients in float64), but
+`reference.multiscale_attention_np` (the tests check outputs and gradients in float64), but
 never builds an (H, N, N) mask for the scales it groups:
 
     the heads, sorted by ω, are cut into groups of equal ω (views), and each group runs on
-      * PyTorch's fused SDPA with no window (`fast_attention_torch`) when ω >= N − 1,
+      * PyTorch's fused SDPA with no window (`attention_fast_torch`) when ω >= N − 1,
       * the band kernel below (CPU) when ω >= BAND_FROM: chunks of queries, each against the
         keys of its band, cut into pieces that PyTorch's fused kernel runs without a mask;
       * lesson 02's window kernel `window_attention_torch` (O(N·ω)) for smaller ω,
@@ -13,8 +13,8 @@ never builds an (H, N, N) mask for the scales it groups:
     the group outputs are put back in head order.
 For short sequences (N < DENSE_BELOW) one dense masked SDPA call over all heads is faster than
 several small calls, so everything goes there (the fallback the benchmark measured). On CUDA
-from `dispatch.FLEX_FROM` on, all heads run in one FlexAttention call with per-head window tiles
-(`flex.flex_multiscale_attention`) instead.
+from `sparse.dispatch.FLEX_FROM` on, all heads run in one FlexAttention call with per-head
+window tiles (`sparse.flex.flex_multiscale_attention`) instead.
 
 The band kernel. Cut the queries into chunks of c (c <= 2ω). Chunk [a, a + c) sees the keys
 [a − ω, a + c + ω), and they fall in three pieces:
@@ -60,15 +60,15 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .attention import fast_attention_torch, visible_inputs
-from .dispatch import routed_multiscale_attention
-from .multiscale import _check_inputs, scale_mask_torch
-from .sparse_kernels import _check_window_args, window_attention_torch
-from .tools.utils import check_size, fail, shape_str
+from ..attention import attention_fast_torch, visible_inputs
+from ..sparse import check_window_args, routed_multiscale_attention, window_attention_torch
+from ..tools.utils import check_size, fail, shape_str
+from .reference import check_multiscale_inputs, scale_mask_torch
 
 DENSE_BELOW = 512  # N below which one dense masked call beats grouping (benchmarks/multiscale.py)
 BAND_FROM = 128  # ω from which the band kernel beats the window kernel (CPU)
-WINDOW_PAYS = 0.75  # off CPU: the window kernel runs a group when 2ω + 64 < WINDOW_PAYS · N
+# Off CPU the window kernel runs a group when its span 2ω + 64 is below this share of N.
+WINDOW_SPAN_SHARE = 0.75
 _BLOCK = 64  # the window kernel's query block (its default in training)
 # The fused CPU kernel behind F.scaled_dot_product_attention, which also returns log-sum-exp.
 _FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
@@ -85,12 +85,13 @@ def multiscale_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.T
     (B, H, N, N). Key-padding masks (B or 1, 1, 1, N) keep the grouped path; other masks,
     and N < dense_below, take one dense masked call.
     """
-    ws = _check_inputs(q, k, v, windows, mask)
+    ws = check_multiscale_inputs(q, k, v, windows, mask)
     dense_below = check_size("dense_below", dense_below)
     q, k, v = visible_inputs(q, k, v, mask)  # padding may hold garbage: set to 0, rest checked
     n = q.shape[-2]
     key_mask = _key_padding(mask, q.shape[0], n)
-    if mask is None or key_mask is not None:  # CUDA: FlexAttention, per-head windows (dispatch.py)
+    # CUDA: FlexAttention, per-head windows (sparse/dispatch.py)
+    if mask is None or key_mask is not None:
         out = routed_multiscale_attention(q, k, v, ws, key_mask)
         if out is not None:
             return out
@@ -98,7 +99,7 @@ def multiscale_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.T
         return F.scaled_dot_product_attention(q, k, v, attn_mask=_band_bias(n, ws, q))
     if n < dense_below or (mask is not None and key_mask is None):
         full = scale_mask_torch(n, ws, q.device)  # (H, N, N)
-        return fast_attention_torch(q, k, v, mask=full if mask is None else full & mask)
+        return attention_fast_torch(q, k, v, mask=full if mask is None else full & mask)
     # Heads sorted by ω (one gather, none when they already are), then cut into groups of equal
     # ω: views, whose gradients autograd joins with one cat instead of one zero-filled
     # (B, H, N, d) tensor per group.
@@ -144,7 +145,7 @@ def _group(q, k, v, w, key_mask):
     """Attention of one group of heads sharing the window w: (B, G, N, d)."""
     n = q.shape[-2]
     if w >= n - 1:  # the window covers everything: plain (key-masked) SDPA
-        return fast_attention_torch(q, k, v, mask=None if key_mask is None
+        return attention_fast_torch(q, k, v, mask=None if key_mask is None
                                     else key_mask[:, None, None, :])
     if key_mask is None:
         return _windowed(q, k, v, w)
@@ -162,7 +163,7 @@ def _windowed(q, k, v, w):
     on_cpu = q.device.type == "cpu" and _FLASH_CPU is not None
     if on_cpu and w >= BAND_FROM:
         return band_attention_cpu(q, k, v, w)
-    if on_cpu or 2 * w + _BLOCK < WINDOW_PAYS * q.shape[-2]:
+    if on_cpu or 2 * w + _BLOCK < WINDOW_SPAN_SHARE * q.shape[-2]:
         return window_attention_torch(q, k, v, w)
     return band_masked_attention_torch(q, k, v, w)
 
@@ -195,7 +196,7 @@ def band_attention_cpu(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: int
     two triangles must not overlap); default 128, or 256 from w = 1,024, at most 2w (about the
     fastest in the chunk table of benchmarks/multiscale.py: larger chunks mean fewer calls).
     """
-    w = _check_window_args(q, k, v, w)
+    w = check_window_args(q, k, v, w)
     if q.ndim != 4:
         fail("q, k, v of the band kernel", "(B, G, N, d)", shape_str(q.shape))
     if _FLASH_CPU is None or q.device.type != "cpu":
