@@ -305,3 +305,26 @@ def test_values_are_read_at_the_door_not_inside_a_training_graph():
     with torch.no_grad():
         with pytest.raises(ValueError, match="finite"):
             check_finite("x", leaf * 1.0)  # computed without gradients: read
+
+
+@pytest.mark.parametrize("name", ["attention_torch", "attention_fast_torch"])
+def test_activations_skip_the_selection_and_give_the_same_answer(name):
+    """Hidden keys and empty query rows: an activation (not selected) and a leaf (selected)
+    give the same outputs and the same gradients."""
+    import minattn.attention as A
+    fn = getattr(A, name)
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 5, 4, generator=g, dtype=torch.float64) for _ in range(3))
+    mask = torch.rand(2, 5, 5, generator=g) > 0.5
+    mask[0, 1] = False  # a query that sees no key
+    mask[1, :, 3] = False  # a key that no query sees
+    answers = []
+    for as_activation in (False, True):
+        leaves = [x.clone().requires_grad_() for x in (q, k, v)]
+        inputs = [x * 1.0 for x in leaves] if as_activation else leaves
+        out = fn(*inputs, mask=mask)
+        out = out[0] if isinstance(out, tuple) else out
+        out.square().sum().backward()
+        answers.append([out.detach()] + [x.grad for x in leaves])
+    for a, b in zip(*answers):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-12)

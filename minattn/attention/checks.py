@@ -22,6 +22,7 @@ from ..tools.utils import (
     describe,
     fail,
     hide,
+    in_graph,
     shape_str,
 )
 
@@ -65,8 +66,13 @@ def visible_inputs(q, k, v, mask=None):
     keys and values that no query sees — after checking that the rest is finite.
 
     Selected, not multiplied, so garbage under the mask (NaN in padding) cannot leak into the
-    output or the gradients. NumPy and torch alike; returns the three arrays.
+    output or the gradients. NumPy and torch alike; returns the three arrays. Activations of a
+    training graph (`in_graph`) are returned as they are: they were computed from checked,
+    finite inputs, and a key or query that the mask hides changes no output and gets no
+    gradient, so the selection would only cost a read of the mask and the arrays.
     """
+    if in_graph(q, k, v):
+        return q, k, v
     if mask is not None:
         rows_seen = mask.any(-1)[..., None]  # (..., Lq, 1): the query sees some key
         keys_seen = mask.any(-2)[..., None]  # (..., Lk, 1): some query sees the key
