@@ -55,7 +55,7 @@ test-gpu: $(if $(filter $(VENV)/bin/python,$(PY)),setup)
 # make student [ONLY="1 2.1"] [FORCE=1 [RESET=1]]: ./student, a copy with those solutions removed
 # (grading runs each submission in a bubblewrap sandbox: sudo apt-get install bubblewrap)
 student: setup
-	$(PY) -m minattn.tools.exercises student student $(if $(ONLY),--only $(ONLY)) $(if $(FORCE),--force) $(if $(RESET),--reset)
+	$(PY) -m minattn.classroom student student $(if $(ONLY),--only $(ONLY)) $(if $(FORCE),--force) $(if $(RESET),--reset)
 
 bench: setup
 	for b in benchmarks/*.py; do $(PY) $$b --quick || exit 1; done
@@ -67,4 +67,4 @@ clean:
 # [TIMEOUT=seconds, default 900; Ctrl-C or the limit ends everything it started]
 # (installs .venv first unless $(PY) already exists, e.g. make exercises PY=../.venv/bin/python)
 exercises: $(if $(wildcard $(PY)),,setup)
-	$(PY) -m minattn.tools.exercises check $(EX) $(if $(TB),-v) $(if $(TIMEOUT),--timeout $(TIMEOUT))
+	$(PY) -m minattn.classroom check $(EX) $(if $(TB),-v) $(if $(TIMEOUT),--timeout $(TIMEOUT))

@@ -1,4 +1,4 @@
-"""The classroom machinery (minattn/tools/exercises.py, grading.py, remote.py, sandbox.py):
+"""The classroom machinery (minattn/classroom/, and the lessons' guard minattn/tools/checkout.py):
 markers and stripping; student copies of tracked files that never destroy or move a file or a
 solution they did not write; nothing in a copy giving an answer away; lessons that refuse
 another checkout's minattn and stop in one line on an unimplemented exercise; the student's
@@ -22,14 +22,24 @@ from pathlib import Path
 
 import pytest
 
-from minattn.tools import exercises as ex
-from minattn.tools import grading
-from minattn.tools.exercise_audit import _functions, find_giveaways
-from minattn.tools.exercises import (all_exercises, by_id, expand_ids, find_exercises,
-                                     make_student_copy, strip_solutions)
-from minattn.tools.grading import splice
-from minattn.tools.lesson import REPO_ROOT
-from minattn.tools.sandbox import bwrap_problem
+from minattn.classroom import grading
+from minattn.classroom.audit import find_giveaways
+from minattn.classroom.check import n_run, run_pytest
+from minattn.classroom.cli import main
+from minattn.classroom.copies import make_student_copy
+from minattn.classroom.regions import (
+    END,
+    all_exercises,
+    by_id,
+    expand_ids,
+    find_exercises,
+    splice,
+    strip_solutions,
+    summary,
+)
+from minattn.classroom.sandbox import bwrap_problem
+from minattn.tools import REPO_ROOT
+from minattn.tools.checkout import exercise_stop
 
 SOURCE = '''def f(x):
     """doc"""
@@ -80,7 +90,7 @@ def test_markers_kind_time_and_twins_without_a_description():
 def test_stub_in_process_reaches_every_region_and_undoes_it(tmp_path, monkeypatch):
     """Each region of the exercise, the twins after the first one included (line numbers must
     not shift), and a function nested in another."""
-    from minattn.tools.exercise_audit import stub_in_process
+    from minattn.classroom.stubs import stub_in_process
 
     pkg = tmp_path / "classroom_pkg"
     pkg.mkdir()
@@ -90,7 +100,7 @@ def test_stub_in_process_reaches_every_region_and_undoes_it(tmp_path, monkeypatc
     monkeypatch.syspath_prepend(tmp_path)
     from classroom_pkg import lib
 
-    monkeypatch.setattr("minattn.tools.exercise_audit.all_exercises",
+    monkeypatch.setattr("minattn.classroom.stubs.all_exercises",
                         lambda root: find_exercises(SOURCE + nested, Path("classroom_pkg/lib.py")))
     restore = stub_in_process("9.1", tmp_path)
     for call in (lambda: lib.f(1), lambda: lib.f_torch(1), lambda: lib.outer()(1)):
@@ -127,7 +137,7 @@ def test_ids_and_lessons_are_checked_and_unknown_ids_listed():
 
 
 def test_list_shows_exercises_per_lesson_in_order(capsys):
-    assert ex.main(["list"]) == 0
+    assert main(["list"]) == 0
     out = capsys.readouterr().out
     lessons = [line for line in out.splitlines() if line and not line.startswith(" ")]
     assert lessons == sorted(lessons) and lessons
@@ -137,7 +147,7 @@ def test_list_shows_exercises_per_lesson_in_order(capsys):
 
 def _answers():
     """One case per function that holds a predict or experiment answer, marked with its id."""
-    from minattn.tools.remote import holders
+    from minattn.classroom.stubs import holders
 
     return [pytest.param(module, name, id=f"{ex_id}-{name}", marks=pytest.mark.exercise(ex_id))
             for ex_id, regions in by_id(all_exercises()).items() if regions[0].kind != "implement"
@@ -153,7 +163,7 @@ def test_each_answer_is_there_and_well_formed(module, name, answer):
     import inspect
     import math
 
-    from minattn.tools.remote import resolve
+    from minattn.classroom.stubs import resolve
 
     fn = resolve(module, name)
     value = answer(fn)
@@ -205,7 +215,7 @@ def test_student_copy_refuses_what_it_did_not_make_and_checks_arguments_first(tm
         make_student_copy(root / "elsewhere", root)
     with pytest.raises(ValueError, match="holds the course itself"):
         make_student_copy(tmp_path, root)
-    assert ex.main(["student", str(foreign)]) == 2  # the command line says so, no traceback
+    assert main(["student", str(foreign)]) == 2  # the command line says so, no traceback
 
 
 def solve(dest: Path, ex_id: str, answer: str) -> str:
@@ -317,7 +327,7 @@ def test_splice_takes_region_bodies_only_and_names_broken_markers(tmp_path):
     # where; the other regions (9.1's twin, 9.2) are still the student's.
     lines = theirs.replace('raise NotImplementedError("Exercise 9.2: double x")',
                            "return x * 2").splitlines(keepends=True)
-    first_end = next(i for i, line in enumerate(lines) if ex.END.match(line))
+    first_end = next(i for i, line in enumerate(lines) if END.match(line))
     del lines[first_end]
     text, notes = splice(teacher, "".join(lines), {"9.1", "9.2"}, {}, "minattn/lib.py")
     assert notes == {"9.1": ["exercise 9.1: END marker missing in minattn/lib.py (BEGIN at line 5; "
@@ -403,7 +413,7 @@ def test_giveaways_are_found_generically(tmp_path):
 
 
 def test_the_audit_finds_answers_outside_the_library(tmp_path):
-    from minattn.tools.exercise_audit import audit, find_helper_twins
+    from minattn.classroom.audit import audit, find_helper_twins
 
     root = fake_course(tmp_path / "course")
     (root / "minattn" / "m.py").write_text(TWINS.replace("def soft_torch(x):\n    return x.softmax(-1)\n", ""))
@@ -433,7 +443,7 @@ def test_the_audit_finds_answers_outside_the_library(tmp_path):
 
 
 def test_nothing_in_a_student_copy_gives_an_answer_away():
-    from minattn.tools.exercise_audit import audit
+    from minattn.classroom.audit import audit
 
     problems = audit(REPO_ROOT)
     assert not problems, ("mark twins with the exercise's id (or say why not with a comment "
@@ -448,10 +458,10 @@ def test_an_unimplemented_exercise_is_one_line():
     try:
         raise_it()
     except NotImplementedError as err:
-        line = ex.exercise_stop(err, err.__traceback__)
+        line = exercise_stop(err, err.__traceback__)
     assert line.startswith("Exercise 1.2 is not implemented yet (raise_it in tests/test_exercises.py:")
     assert line.endswith("make exercises EX=1.2") and "\n" not in line
-    assert ex.exercise_stop(NotImplementedError("something else"), None) is None
+    assert exercise_stop(NotImplementedError("something else"), None) is None
 
 
 # ============================================================================ the full student copy
@@ -470,7 +480,7 @@ def student(tmp_path_factory):
 
 @pytest.mark.slow
 def test_student_check_prints_a_compact_table_last(student):
-    proc = subprocess.run([sys.executable, "-m", "minattn.tools.exercises", "check"], cwd=student,
+    proc = subprocess.run([sys.executable, "-m", "minattn.classroom", "check"], cwd=student,
                           env=env_for(student), capture_output=True, text=True, timeout=600)
     out = proc.stdout
     assert proc.returncode == 1 and "Traceback" not in out + proc.stderr, out[-3000:]
@@ -479,11 +489,11 @@ def test_student_check_prints_a_compact_table_last(student):
     table = lines[-len(groups) - 3:-2]  # the table, then a blank line and the hint
     assert table[0].split() == ["exercise", "kind", "state", "tests", "message"], out[-3000:]
     for (ex_id, regions), line in zip(groups.items(), table[1:]):
-        assert line.split()[:2] == [ex_id, ex.summary(regions).kind], line
+        assert line.split()[:2] == [ex_id, summary(regions).kind], line
         # every test fails, with NotImplementedError (or skips: no CUDA, no data)
         assert "not implemented yet" in line or "skipped" in line, line
     assert lines[-1].startswith("details (tracebacks): make exercises EX=")
-    proc = subprocess.run([sys.executable, "-m", "minattn.tools.exercises", "check", "9.9"],
+    proc = subprocess.run([sys.executable, "-m", "minattn.classroom", "check", "9.9"],
                           cwd=student, env=env_for(student), capture_output=True, text=True)
     assert proc.returncode == 2 and "valid ids: " + " ".join(groups) in proc.stderr
 
@@ -492,7 +502,7 @@ def test_student_check_prints_a_compact_table_last(student):
 def test_each_exercise_stubbed_alone_fails_its_own_tests(tmp_path):
     """In the teacher's copy, every exercise test (hidden ones too) run with only its own exercise
     stubbed out fails, and with that exercise's NotImplementedError: the tests depend on it."""
-    rc, out, results, _ = ex._pytest(REPO_ROOT, ["tests", "-q", "--tb=no", "--stub-each", "--exercises"],
+    rc, out, results, _ = run_pytest(REPO_ROOT, ["tests", "-q", "--tb=no", "--stub-each", "--exercises"],
                                      tmp_path / "report.json", capture=True, timeout=600)
     found = results["exercises"]
     for ex_id in by_id(all_exercises()):
@@ -500,7 +510,7 @@ def test_each_exercise_stubbed_alone_fails_its_own_tests(tmp_path):
         assert counts and counts["tests"], f"no test is marked @pytest.mark.exercise({ex_id!r})"
         bad = {k: v for k, v in counts["failures"].items() if f"Exercise {ex_id}:" not in v}
         passing = [t for t in counts["tests"] if t not in counts["failures"] and t not in counts["skipped"]]
-        assert counts["own_not_implemented"] == ex.n_run(counts), (
+        assert counts["own_not_implemented"] == n_run(counts), (
             f"exercise {ex_id}: these tests pass with it stubbed out, so they do not "
             f"check it (drop their exercise marker): {passing}; these fail otherwise: {bad}")
 
@@ -575,7 +585,7 @@ def test_what_is_graded_and_under_which_name_comes_from_the_teacher(tmp_path):
     with pytest.raises(ValueError, match="unknown exercise '9.9'"):
         grading.graded_ids(["9.9"], None, root)
     with pytest.raises(SystemExit):  # the command line insists on --only or --roster
-        ex.main(["grade", str(a), "--out", str(tmp_path / "g.csv")])
+        main(["grade", str(a), "--out", str(tmp_path / "g.csv")])
 
 
 def test_grading_refuses_to_run_without_a_sandbox_unless_told(tmp_path, monkeypatch, capsys):
@@ -593,7 +603,7 @@ def test_the_sandbox_starts_python_by_a_path_it_can_see(tmp_path, monkeypatch):
     """A venv reached through a link from a hidden folder (the checkout's .venv pointing
     elsewhere): the sandbox hides the link's folder, so Python is started by its resolved
     folder, keeping its name (a venv is found from that name's folder)."""
-    from minattn.tools import sandbox
+    from minattn.classroom import sandbox
 
     real = tmp_path / "real-venv" / "bin"
     real.mkdir(parents=True)
@@ -606,42 +616,42 @@ def test_the_sandbox_starts_python_by_a_path_it_can_see(tmp_path, monkeypatch):
 def test_a_reply_from_the_worker_is_read_without_trusting_it():
     import numpy as np
 
-    from minattn.tools import remote
+    from minattn.classroom import protocol
 
     blobs = []
     value = (np.arange(6.0).reshape(2, 3), {"k": [1, 2.5, None, "s"]}, {3}, np.float32(2), 7 + 1j,
              np.float64(1.0), np.bool_(True))
-    tree = remote.encode(value, blobs)
-    back = remote.decode(json.loads(json.dumps(tree)), blobs)
+    tree = protocol.encode(value, blobs)
+    back = protocol.decode(json.loads(json.dumps(tree)), blobs)
     assert np.array_equal(back[0], value[0]) and back[1:] == value[1:]
     assert [type(v) for v in back[3:]] == [np.float32, complex, np.float64, np.bool_]
     for bad in (["np", "|O8", [1], 0], ["np", "<f8", [2], 0], ["np", "<f8", [-1], 0],
                 ["pickle", "x"], ["np", "<f8", [3], 5], ["dict", [["a"]]], "v", [],
                 ["tensor", "float64", [1], "cuda;rm", 0, -1]):
-        with pytest.raises(remote.ProtocolError):
-            remote.decode(bad, [np.zeros(3).tobytes()])
+        with pytest.raises(protocol.ProtocolError):
+            protocol.decode(bad, [np.zeros(3).tobytes()])
     with pytest.raises(TypeError, match="only numbers"):
-        remote.encode(object(), [])
+        protocol.encode(object(), [])
     with pytest.raises(TypeError, match="dtype object"):
-        remote.encode(np.array([object()]), [])
-    skip = remote._rebuild({"type": "Skipped", "message": "nothing here"})
-    assert type(skip) is remote.SubmissionError and "Skipped: nothing here" in str(skip)
-    assert type(remote._rebuild({"type": "ValueError", "message": "bad x"})) is ValueError
-    assert type(remote._rebuild({"type": "SystemExit", "message": "0"})) is remote.SubmissionError
+        protocol.encode(np.array([object()]), [])
+    skip = protocol.rebuild_error({"type": "Skipped", "message": "nothing here"})
+    assert type(skip) is protocol.SubmissionError and "Skipped: nothing here" in str(skip)
+    assert type(protocol.rebuild_error({"type": "ValueError", "message": "bad x"})) is ValueError
+    assert type(protocol.rebuild_error({"type": "SystemExit", "message": "0"})) is protocol.SubmissionError
     import io
     stream = io.BytesIO()
-    remote.send(stream, {"op": "ok"}, [b"abc"])
+    protocol.send(stream, {"op": "ok"}, [b"abc"])
     stream.seek(0)
-    assert remote.receive(stream) == ({"op": "ok"}, [b"abc"])
+    assert protocol.receive(stream) == ({"op": "ok"}, [b"abc"])
     stream.seek(0)
-    with pytest.raises(remote.ProtocolError, match="limit"):
-        remote.receive(stream, limit=8)
+    with pytest.raises(protocol.ProtocolError, match="limit"):
+        protocol.receive(stream, limit=8)
 
 
 def test_only_top_level_functions_are_routed_and_closures_are_stubbed():
     """A region inside a closure (a FlexAttention mask_mod) cannot be sent to the submission's
     process: the grader stubs it in the teacher's process instead of using the teacher's body."""
-    from minattn.tools.remote import holders
+    from minattn.classroom.stubs import holders
 
     nested = []
     routed = holders({"2.1"}, REPO_ROOT, nested)
@@ -654,8 +664,9 @@ def test_only_top_level_functions_are_routed_and_closures_are_stubbed():
 def grading_course(tmp_path) -> Path:
     """The fake course with the tools, conftests and exercise tests the grader needs."""
     root = fake_course(tmp_path / "course")
-    shutil.copytree(REPO_ROOT / "minattn" / "tools", root / "minattn" / "tools",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("tools", "classroom"):
+        shutil.copytree(REPO_ROOT / "minattn" / package, root / "minattn" / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO_ROOT / "conftest.py", root / "conftest.py")
     shutil.copy(REPO_ROOT / "tests" / "conftest.py", root / "tests" / "conftest.py")
     (root / "tests" / "test_lib.py").write_text(
@@ -712,15 +723,16 @@ def test_grading_survives_submissions_that_hang_crash_break_or_share_a_name(tmp_
 @pytest.mark.slow
 def test_the_check_ends_everything_it_started_on_ctrl_c_and_on_its_time_limit(tmp_path):
     root = fake_course(tmp_path / "course")
-    shutil.copytree(REPO_ROOT / "minattn" / "tools", root / "minattn" / "tools",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("tools", "classroom"):
+        shutil.copytree(REPO_ROOT / "minattn" / package, root / "minattn" / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO_ROOT / "conftest.py", root / "conftest.py")
     shutil.copy(REPO_ROOT / "tests" / "conftest.py", root / "tests" / "conftest.py")
     pid_file = tmp_path / "pytest.pid"
     (root / "tests" / "test_lib.py").write_text(
         "import os, time, pytest\n\n@pytest.mark.exercise('9.1')\ndef test_f():\n"
         f"    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n    time.sleep(3600)\n")
-    cmd = [sys.executable, "-m", "minattn.tools.exercises", "check", "9.1"]
+    cmd = [sys.executable, "-m", "minattn.classroom", "check", "9.1"]
     proc = subprocess.Popen(cmd, cwd=root, env=env_for(root), stdout=subprocess.PIPE, text=True)
     for _ in range(600):
         if pid_file.exists() and pid_file.read_text():

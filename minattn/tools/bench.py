@@ -21,7 +21,6 @@ import torch
 
 from .tables import fmt_bytes, fmt_time, print_table  # noqa: F401  (re-exported for benchmarks)
 
-
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 
 

@@ -28,10 +28,10 @@ from pathlib import Path
 
 import matplotlib
 
+from . import REPO_ROOT
+from .checkout import guard_lesson
 from .utils import pick_device
 from .verdict import Verdict
-
-from . import REPO_ROOT
 
 
 def in_notebook() -> bool:
@@ -81,8 +81,6 @@ class Lesson:
 
     def __init__(self, name: str, cpu_threads: int | None = 1):
         import torch
-
-        from .exercises import guard_lesson
 
         guard_lesson()  # refuse another checkout's minattn; unimplemented exercise -> one line
         self.name = name

@@ -29,10 +29,11 @@ import pytest
 import torch
 
 from minattn.attention import attention_np, attention_torch, softmax_np
+from minattn.classroom import grading
+from minattn.classroom.copies import make_student_copy, source_files
+from minattn.classroom.regions import BEGIN, END, find_exercises
+from minattn.classroom.sandbox import bwrap_problem
 from minattn.tools import REPO_ROOT
-from minattn.tools import grading
-from minattn.tools.exercises import BEGIN, END, find_exercises, make_student_copy, source_files
-from minattn.tools.sandbox import bwrap_problem
 
 
 def per_row_softmax(x, mask):
