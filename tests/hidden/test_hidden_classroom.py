@@ -6,8 +6,9 @@ Then the grader under attack, as a class might try it: one grading run of three 
 of exercises 1.1 and 1.2, shared by the tests below (the attacks need a wrong softmax or the
 teacher's answer to build them, so they live here, where no student copy reaches):
 - evil (graded first) hunts for the other submissions and the teacher's checkout from inside
-  its softmax: reads every /proc/<pid>/cmdline, tries to overwrite every attention.py and CSV
-  it can name, drops a file in each folder, and reports what it saw in its error message;
+  its softmax: reads every /proc/<pid>/cmdline, tries to overwrite every copy of that library
+  file and every CSV it can name, drops a file in each folder, and reports what it saw in its
+  error message;
 - cheat writes no solution: its 1.1 registers an atexit hook that rewrites any report JSON it
   finds, replaces numpy.testing and torch.testing's asserts with no-ops, then calls
   pytest.skip (numpy) or returns zeros (torch); its 1.2 calls sys.exit(0)
@@ -31,9 +32,12 @@ import torch
 from minattn.attention import attention_np, attention_torch, softmax_np
 from minattn.classroom import grading
 from minattn.classroom.copies import make_student_copy, source_files
-from minattn.classroom.regions import BEGIN, END, find_exercises
+from minattn.classroom.regions import BEGIN, END, all_exercises, find_exercises
 from minattn.classroom.sandbox import bwrap_problem
 from minattn.tools import REPO_ROOT
+
+# The library file of exercises 1.1 and 1.2 (softmax, attention forward), relative to a checkout.
+LIB = next(e.path for e in all_exercises(REPO_ROOT) if e.id == "1.1")
 
 
 def per_row_softmax(x, mask):
@@ -109,7 +113,7 @@ def global_max_softmax_torch(scores, mask=None):
 
 
 def test_a_global_max_softmax_passes_the_visible_attention_tests_but_not_the_hidden_one(monkeypatch):
-    import minattn.attention as attention
+    attention = sys.modules[softmax_np.__module__]  # where attention_np finds its softmax
     sys.path.insert(0, str(REPO_ROOT / "tests"))
     try:
         import test_attention as visible
@@ -164,7 +168,7 @@ EVIL = '''    import json
         for folder, subfolders, files in os.walk(t):
             subfolders[:] = [s for s in subfolders if s != ".venv"]  # nothing to ruin there
             for f in files:
-                if f == "attention.py" or f.endswith(".csv"):
+                if f == {lib_name!r} or f.endswith(".csv"):
                     try:
                         pathlib.Path(folder, f).write_text("raise SystemExit('overwritten')\\n")
                     except OSError:
@@ -222,27 +226,27 @@ def trial(tmp_path_factory):
     for rel in source_files(REPO_ROOT, student=False):
         (teacher / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO_ROOT / rel, teacher / rel)
-    ids = [e.id for e in find_exercises((teacher / "minattn/attention.py").read_text())
+    ids = [e.id for e in find_exercises((teacher / LIB).read_text())
            if e.id in ("1.1", "1.2")]
     subs = base / "class"
     evil, cheat, honest = subs / "evil", subs / "cheat", subs / "honest"
     for sub in (evil, cheat, honest):
         make_student_copy(sub, teacher, only=["1.1", "1.2"])
-    solution = teacher / "minattn" / "attention.py"
-    (honest / "minattn" / "attention.py").write_text(solution.read_text())
+    solution = teacher / LIB
+    (honest / LIB).write_text(solution.read_text())
     out = base / "gradebook" / "grades.csv"
     out.parent.mkdir()
     out.write_text("earlier grades\n")
     targets = [str(honest), str(teacher), str(REPO_ROOT), str(out.parent), str(subs)]
-    body = EVIL.format(targets=targets)
-    with_bodies(evil / "minattn" / "attention.py", {"softmax_np": body, "softmax_torch": body})
-    with_bodies(cheat / "minattn" / "attention.py", {
+    body = EVIL.format(targets=targets, lib_name=LIB.name)
+    with_bodies(evil / LIB, {"softmax_np": body, "softmax_torch": body})
+    with_bodies(cheat / LIB, {
         "softmax_np": CHEAT_SKIP, "softmax_torch": CHEAT_ZEROS,
         "attention_np": CHEAT_EXIT, "attention_torch": CHEAT_EQUAL})
     manifest = json.loads((cheat / ".student-copy").read_text())
     (cheat / ".student-copy").write_text(json.dumps(dict(manifest, exercises=["9.9", "9.8"])))
     before = {"teacher": tree(teacher), "honest": tree(honest),
-              "repository": (REPO_ROOT / "minattn" / "attention.py").read_bytes()}
+              "repository": (REPO_ROOT / LIB).read_bytes()}
     rows = grading.grade([evil, cheat, honest], out, only=["1.1", "1.2"], root=teacher,
                          timeout=300, hide=[REPO_ROOT])
     return dict(base=base, teacher=teacher, honest=honest, out=out, before=before, ids=ids,
@@ -282,7 +286,7 @@ def test_evil_sees_nothing_and_changes_nothing(trial):
                                                             for p in python) for e in entries), first
     assert int(trial["rows"]["evil", "1.1"]["passed"]) == 0
     assert tree(trial["teacher"]) == trial["before"]["teacher"]
-    assert (REPO_ROOT / "minattn" / "attention.py").read_bytes() == trial["before"]["repository"]
+    assert (REPO_ROOT / LIB).read_bytes() == trial["before"]["repository"]
     assert tree(trial["honest"]) == trial["before"]["honest"]
     assert not list(trial["base"].rglob("EVIL_WAS_HERE"))
 
