@@ -2,7 +2,7 @@
 #   make course   install into .venv, fetch the data, run every lesson once as a notebook:
 #                 notebooks/*.ipynb with outputs, notebooks/*.html, notebooks/index.html,
 #                 figures/<lesson>/, and the paper-claims report figures/REPORT.md
-#   make test     install into .venv, run the test suite
+#   make test     install into .venv, lint (ruff check), run the test suite
 # Other targets: setup, data, notebooks (unexecuted), smoke (the course in smoke mode),
 # lab (install JupyterLab, open notebooks/), student, bench, test-gpu (on a CUDA machine).
 
@@ -44,6 +44,7 @@ lab: setup
 	$(VENV)/bin/jupyter lab notebooks/
 
 test: setup data
+	$(PY) -m ruff check .
 	$(PY) -m pytest || { rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests"; exit $$rc; }
 
 # make test-gpu [LESSONS="02 03"] [FULL="01 04"]: on a CUDA machine, the cuda-marked tests and
