@@ -132,7 +132,7 @@ def find_giveaways(root: Path = REPO_ROOT, twins=TWINS) -> list[str]:
     return sorted(set(problems))
 
 
-# ============================================================================ leaks outside the library
+# ============================================================================ leaks elsewhere
 def audit(root: Path = REPO_ROOT) -> list[str]:
     """Everything that would give an answer away in a student copy (`classroom audit`):
     unmarked twins in the library (find_giveaways), visible test code that repeats a region
@@ -166,7 +166,8 @@ def find_copied_lines(root: Path = REPO_ROOT) -> list[str]:
         for e, significant in regions:
             shared = significant & own
             one_long = len(significant) == 1 and shared and len(next(iter(shared))) >= 30
-            if one_long or (len(significant) >= 2 and len(shared) >= max(2, 0.4 * len(significant))):
+            many = len(significant) >= 2 and len(shared) >= max(2, 0.4 * len(significant))
+            if one_long or many:
                 problems.append(f"exercise {e.id}: {rel} repeats {len(shared)} of the "
                                 f"{len(significant)} lines of its region {e.path}:{e.line}")
     return problems
@@ -342,7 +343,8 @@ def find_written_answers(root: Path = REPO_ROOT) -> list[str]:
     test."""
     root = Path(root)
     exercises = all_exercises(root)
-    answers = [(e, v) for e in exercises if e.kind != "implement" for v in _returned_constants(root, e)]
+    answers = [(e, v) for e in exercises if e.kind != "implement"
+               for v in _returned_constants(root, e)]
     if not answers:
         return []
     ids = {e.id for e, _ in answers}
@@ -374,5 +376,6 @@ def find_teacher_files(root: Path = REPO_ROOT) -> list[str]:
         elif rel.endswith(".py") and parts[0] == "tests" and re.search(
                 r"^(@pytest\.mark\.hidden|pytestmark\s*=.*mark\.hidden)", (root / rel).read_text(),
                 re.M):
-            problems.append(f"{rel}: marked hidden but outside tests/hidden/: it would reach students")
+            problems.append(f"{rel}: marked hidden but outside tests/hidden/: it would reach "
+                            "students")
     return problems

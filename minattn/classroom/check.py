@@ -101,7 +101,8 @@ def state_of(counts: dict, ex_id: str) -> tuple[str, str]:
     return "FAIL", counts.get("first_failure") or "did not run"
 
 
-def check(ids=None, verbose: bool = False, root: Path = REPO_ROOT, timeout: float | None = 900) -> int:
+def check(ids=None, verbose: bool = False, root: Path = REPO_ROOT,
+          timeout: float | None = 900) -> int:
     """Run the exercise tests of this copy (at most `timeout` seconds) and print one line per
     exercise, last."""
     groups = by_id(all_exercises(root))
@@ -133,7 +134,8 @@ def check(ids=None, verbose: bool = False, root: Path = REPO_ROOT, timeout: floa
         counts = exercises.get(ex_id, {})
         state, message = state_of(counts, ex_id)
         if state == "no tests" and errors:
-            state, message = "FAIL", f"error collecting {errors[0]['where']}: {errors[0]['message']}"
+            error = errors[0]
+            state, message = "FAIL", f"error collecting {error['where']}: {error['message']}"
         done = counts.get("passed", 0) + counts.get("failed", 0) + len(counts.get("skipped", []))
         if stopped and done < len(counts.get("tests", [])):
             state, message = "FAIL", f"did not finish: {stopped}"
@@ -143,7 +145,8 @@ def check(ids=None, verbose: bool = False, root: Path = REPO_ROOT, timeout: floa
         if state not in ("PASS", "answered", "skipped"):
             failing.append(ex_id)
         total = n_run(counts)
-        print(f"{ex_id:9}{kind:11}{state:21}{counts.get('passed', 0)}/{total:<5}{short(message, 90)}")
+        tests = f"{counts.get('passed', 0)}/{total:<5}"
+        print(f"{ex_id:9}{kind:11}{state:21}{tests}{short(message, 90)}")
     if failing and not verbose:
         print(f"\ndetails (tracebacks): make exercises EX={failing[0]} TB=1")
     return 1 if failing else 0

@@ -42,7 +42,9 @@ def print_list(root: Path = REPO_ROOT) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=f"python -m {TOOL}", description="The classroom: student copies, the check, grading, the audit.")
+    parser = argparse.ArgumentParser(
+        prog=f"python -m {TOOL}",
+        description="The classroom: student copies, the check, grading, the audit.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="every exercise, per lesson, with its kind and time")
     p = sub.add_parser("student", help="build a student copy")
@@ -56,9 +58,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="with --force: stub the exercises again, even where the student wrote code")
     p = sub.add_parser("check", help="in a copy: which exercises pass (a table, last)")
     p.add_argument("ids", nargs="*", metavar="ID", help="exercise ids or lesson numbers")
-    p.add_argument("-v", "--verbose", action="store_true", help="show pytest's output and tracebacks")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="show pytest's output and tracebacks")
     p.add_argument("--timeout", type=float, default=900,
-                   help="seconds for the whole check (default 900); then everything it started ends")
+                   help="seconds for the whole check (default 900); then everything it "
+                        "started ends")
     p = sub.add_parser("grade", help="grade submissions in a sandbox against every test, "
                                       "hidden ones included")
     p.add_argument("submissions", nargs="+", type=Path)

@@ -157,7 +157,8 @@ class Worker:
         if not flagged or not inputs or reply.get("handle") is None:
             return value
         flagged.sort(key=lambda p: p[0])
-        outs = _Remote.apply(self, reply["handle"], qualname, tuple(inputs), *[t for _, t in flagged])
+        outs = _Remote.apply(self, reply["handle"], qualname, tuple(inputs),
+                             *[t for _, t in flagged])
         swap = {id(old): new for (_, old), new in zip(flagged, outs)}
         return _replace(value, swap)
 
@@ -181,7 +182,8 @@ class Worker:
         result = []
         for g, x in zip(out, inputs):
             if g is not None and (not isinstance(g, torch.Tensor) or g.shape != x.shape):
-                raise SubmissionError(f"the backward of {qualname} gave a gradient of the wrong shape")
+                raise SubmissionError(f"the backward of {qualname} gave a gradient of the "
+                                      "wrong shape")
             result.append(None if g is None else g.to(device=x.device, dtype=x.dtype))
         return result
 

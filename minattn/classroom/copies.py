@@ -23,7 +23,15 @@ import subprocess
 from pathlib import Path, PurePosixPath
 
 from ..tools import REPO_ROOT
-from .regions import all_exercises, descriptions, expand_ids, id_key, splice, strip_solutions
+from .regions import (
+    Exercise,
+    all_exercises,
+    descriptions,
+    expand_ids,
+    id_key,
+    splice,
+    strip_solutions,
+)
 
 # What never goes into a copy (environments, generated and fetched files).
 IGNORED = (".git", ".venv", "__pycache__", "*.egg-info", ".pytest_cache", ".hypothesis",
@@ -122,7 +130,8 @@ def manifest_problem(manifest: dict, dest: Path) -> str | None:
 def _check_destination(dest: Path, root: Path, force: bool) -> dict | None:
     root = root.resolve()
     if dest == root or dest in root.parents:
-        raise ValueError(f"the student copy cannot go in {dest}: that folder holds the course itself")
+        raise ValueError(f"the student copy cannot go in {dest}: that folder holds the course "
+                         "itself")
     if root in dest.parents and dest != root / "student":
         raise ValueError(f"a student copy inside the repository must be ./student, got {dest}")
     if dest.exists() and not dest.is_dir():

@@ -47,6 +47,7 @@ from .sandbox import INSIDE, UNSAFE, bwrap_problem, check_start, python_executab
 
 FIELDS = ["submission", "exercise", "passed", "total", "first_failure"]
 COLLECTION = 300  # seconds allowed for collecting the teacher's tests, before any submission
+WORKER = "from minattn.classroom.worker import serve; serve()"  # in the sandbox, in the copy
 
 
 # ============================================================================ what is graded
@@ -83,7 +84,8 @@ def submission_names(submissions, names=None) -> list[str]:
             if i < j and p == q:
                 raise ValueError(f"submission {submissions[i]} is given twice ({submissions[j]})")
             if i != j and p in q.parents:
-                raise ValueError(f"submission {submissions[j]} lies inside submission {submissions[i]}")
+                raise ValueError(f"submission {submissions[j]} lies inside submission "
+                                 f"{submissions[i]}")
     if names:
         if len(names) != len(paths):
             raise ValueError(f"--name gives {len(names)} names for {len(paths)} submissions")
@@ -94,7 +96,8 @@ def submission_names(submissions, names=None) -> list[str]:
     seen: dict[str, int] = {}
     for i, n in enumerate(names):
         if not n or any(c in n for c in "\n\r\0"):
-            raise ValueError(f"submission {submissions[i]}: the name {n!r} cannot go in a gradebook")
+            raise ValueError(f"submission {submissions[i]}: the name {n!r} cannot go in a "
+                             "gradebook")
         if n in seen:
             raise ValueError(f"submissions {submissions[seen[n]]} and {submissions[i]} would both "
                              f"be named {n!r} in the gradebook; give each a --name")
@@ -191,7 +194,7 @@ def grade(submissions, out: Path | None = None, only=None, timeout: float = 600,
             all_notes.append(build_graded_copy(sub, copy, ids, root))
             specs.append(dict(
                 ids=ids, copy=str(copy), hide=[str(h) for h in hide + [tmp]], unsafe=unsafe,
-                command=[python_executable(), "-s", "-c", "from minattn.classroom.worker import serve; serve()"],
+                command=[python_executable(), "-s", "-c", WORKER],
                 env=worker_env(copy if unsafe else Path(INSIDE)), timeout=timeout,
                 report=str(work / "report.json"), status=str(work / "status.json"),
                 pidfile=str(work / "worker.pid")))
@@ -202,7 +205,8 @@ def grade(submissions, out: Path | None = None, only=None, timeout: float = 600,
             teacher, ["--rootdir", str(teacher), "-p", "minattn.classroom.plugin", "--remote-specs",
                       str(tmp / "specs.json"), "-q", "--tb=line", "--capture=no", *files,
                       "--exercises", *ids],
-            tmp / "collected.json", capture=True, timeout=COLLECTION + timeout * len(specs), env=env)
+            tmp / "collected.json", capture=True, timeout=COLLECTION + timeout * len(specs),
+            env=env)
         if not collected.get("read"):
             raise RuntimeError(f"the teacher's tests could not be collected (exit code {rc}):\n"
                                + output[-3000:])
@@ -261,7 +265,8 @@ def _rows(name, ids, notes, totals, rc, report, timed_out, timeout) -> list[dict
             if errors:
                 first = f"error collecting {errors[0]['where']}: {errors[0]['message']}"
             elif skipped:
-                first = f"{len(skipped)} tests skipped on the grading machine (counted as not passed)"
+                first = (f"{len(skipped)} tests skipped on the grading machine (counted as not "
+                         "passed)")
             else:
                 first = why
         rows.append(dict(submission=name, exercise=ex_id, passed=passed, total=total,

@@ -18,8 +18,8 @@ verdict, because:
 - the verdict is pytest's outcome in the teacher's process, which never imports or runs the
   submission's code; it writes the report to a folder the worker cannot see (the grader then
   reads that report, never anything the worker wrote);
-- what comes back from the worker is decoded by a small parser (protocol.py, no pickle): None, bools,
-  numbers, strings, tuples/lists/dicts/sets of them, NumPy arrays and scalars of numeric
+- what comes back from the worker is decoded by a small parser (protocol.py, no pickle): None,
+  bools, numbers, strings, tuples/lists/dicts/sets of them, NumPy arrays and scalars of numeric
   dtypes, torch tensors of numeric dtypes; anything else, a malformed or oversized message,
   a wrong reply id, fails the test that made the call;
 - an exception in the worker comes back as its type name and message: a few built-in types

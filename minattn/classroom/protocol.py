@@ -115,8 +115,8 @@ def encode(value, blobs: list, flagged: list | None = None, depth: int = 0):
         tag = next((v for k, v in kind.items() if isinstance(value, k)), "tuple")
         return [tag, [encode(v, blobs, flagged, depth + 1) for v in value]]
     if isinstance(value, dict):
-        return ["dict", [[encode(k, blobs, flagged, depth + 1), encode(v, blobs, flagged, depth + 1)]
-                         for k, v in value.items()]]
+        return ["dict", [[encode(k, blobs, flagged, depth + 1),
+                          encode(v, blobs, flagged, depth + 1)] for k, v in value.items()]]
     if isinstance(value, np.ndarray):
         if value.dtype.kind not in "biufc":
             raise TypeError(f"an array of dtype {value.dtype} (only numbers and bools come back)")

@@ -149,8 +149,9 @@ def expand_ids(requested, known) -> list[str]:
         matches = ([k for k in known if k.split(".")[0] == lesson] if lesson is not None
                    else [k for k in known if k == item])
         if not matches:
+            lessons = sorted({k.split('.')[0] for k in known}, key=id_key)
             raise ValueError(f"unknown exercise {item!r}; valid ids: {' '.join(known)} "
-                             f"(or a lesson number: {' '.join(sorted({k.split('.')[0] for k in known}, key=id_key))})")
+                             f"(or a lesson number: {' '.join(lessons)})")
         chosen += [m for m in matches if m not in chosen]
     return sorted(chosen, key=id_key)
 

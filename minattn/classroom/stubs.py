@@ -17,6 +17,8 @@ from pathlib import Path
 from ..tools import REPO_ROOT
 from .regions import all_exercises, descriptions, strip_solutions
 
+SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)  # what a region can sit in
+
 
 def _code_objects(code):
     yield code
@@ -101,7 +103,7 @@ def holders(ids, root: Path, nested: list | None = None) -> list[tuple[str, str]
             chain, node = [], tree
             while True:
                 inner = next((c for c in ast.iter_child_nodes(node)
-                              if isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                              if isinstance(c, SCOPES)
                               and c.lineno <= e.line <= c.end_lineno), None)
                 if inner is None:
                     break

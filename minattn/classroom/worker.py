@@ -77,7 +77,8 @@ def serve(stdin=None, stdout=None) -> None:
             send(stdout, {"op": "ok", "seq": seq, "value": tree, "handle": handle}, out)
         except BaseException as err:  # noqa: BLE001 -- skip, exit, anything: a failure
             frames = traceback.extract_tb(err.__traceback__)
-            where = next((f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in reversed(frames)
+            where = next((f"{Path(f.filename).name}:{f.lineno} in {f.name}"
+                          for f in reversed(frames)
                           if "minattn" in f.filename and "classroom" not in f.filename), "")
             try:
                 send(stdout, {"op": "raised", "seq": seq, "type": type(err).__name__,

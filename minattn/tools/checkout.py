@@ -58,7 +58,9 @@ def check_checkout(root: Path = REPO_ROOT) -> None:
 def exercise_stop(exc: BaseException, tb, root: Path = REPO_ROOT) -> str | None:
     """One line for an exercise's NotImplementedError: which exercise, where, how to check it.
     None for any other exception."""
-    m = re.match(r"Exercise (\S+): (.*)", str(exc)) if isinstance(exc, NotImplementedError) else None
+    if not isinstance(exc, NotImplementedError):
+        return None
+    m = re.match(r"Exercise (\S+): (.*)", str(exc))
     if m is None:
         return None
     where, code, line = "", None, 0

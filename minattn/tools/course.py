@@ -73,10 +73,12 @@ def summary_line(lesson: Path) -> tuple[str, str]:
     notebook = lesson_notebook(lesson)
     text = next((c.source for c in notebook.cells if c.cell_type == "markdown"), "")
     lines = text.splitlines()
-    heading = next((l.lstrip("# ").strip() for l in lines if l.startswith("# ")), lesson.stem)
+    heading = next((line.lstrip("# ").strip() for line in lines if line.startswith("# ")),
+                   lesson.stem)
     title, dash, summary = heading.partition(" — ")
     if not dash:
-        body = " ".join(l.strip() for l in lines if l.strip() and not l.startswith("#"))
+        body = " ".join(line.strip() for line in lines
+                        if line.strip() and not line.startswith("#"))
         summary = re.split(r"(?<=[.!?])\s", body, maxsplit=1)[0] if body else ""
     return title.strip(), re.sub(r"[*`]", "", summary).strip()
 
