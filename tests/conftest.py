@@ -94,7 +94,8 @@ _RESULTS: dict = {"exercises": {}, "errors": [], "running": None}
 
 def _entry(ex_id: str) -> dict:
     return _RESULTS["exercises"].setdefault(ex_id, {
-        "tests": [], "skipped": [], "passed": 0, "failed": 0, "not_implemented": 0, "own_not_implemented": 0,
+        "tests": [], "skipped": [], "passed": 0, "failed": 0, "not_implemented": 0,
+        "own_not_implemented": 0,
         "messages": [], "first_failure": None, "failures": {}})
 
 
@@ -144,7 +145,8 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     ex_id = _exercise_of(item)
-    if ex_id is None or report.when != "call" and not (report.when == "setup" and not report.passed):
+    failed_setup = report.when == "setup" and not report.passed
+    if ex_id is None or report.when != "call" and not failed_setup:
         return
     counts = _entry(ex_id)
     if report.skipped:  # no CUDA, no fetched data: neither passed nor failed

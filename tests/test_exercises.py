@@ -95,7 +95,8 @@ def test_stub_in_process_reaches_every_region_and_undoes_it(tmp_path, monkeypatc
     pkg = tmp_path / "classroom_pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    nested = "\n\ndef outer():\n    def inner(x):\n        # BEGIN EXERCISE 9.1\n        return x\n        # END EXERCISE\n    return inner\n"
+    nested = ("\n\ndef outer():\n    def inner(x):\n        # BEGIN EXERCISE 9.1\n"
+              "        return x\n        # END EXERCISE\n    return inner\n")
     (pkg / "lib.py").write_text(SOURCE + nested)
     monkeypatch.syspath_prepend(tmp_path)
     from classroom_pkg import lib
@@ -116,7 +117,8 @@ def test_strip_only_some_exercises_and_quotes_survive():
     assert namespace["f"](1) == 3
     with pytest.raises(NotImplementedError, match="Exercise 9.2: double x"):
         namespace["g"](1)
-    quoted = '''def h():\n    # BEGIN EXERCISE 9.3 predict: is "a\\\\b" 'odd'?\n    return 1\n    # END EXERCISE\n'''
+    quoted = ('''def h():\n    # BEGIN EXERCISE 9.3 predict: is "a\\\\b" 'odd'?\n'''
+              '''    return 1\n    # END EXERCISE\n''')
     with pytest.raises(NotImplementedError, match="odd"):
         run_ns(strip_solutions(quoted))["h"]()
 
@@ -170,7 +172,8 @@ def test_each_answer_is_there_and_well_formed(module, name, answer):
     form = inspect.signature(fn).return_annotation
     form = form if isinstance(form, str) else getattr(form, "__name__", str(form))
     if form == "float":
-        assert isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        assert isinstance(value, (int, float)) and not isinstance(value, bool)
+        assert math.isfinite(value)
     elif form == "int":
         assert isinstance(value, int) and not isinstance(value, bool)
     elif form == "str":
@@ -189,14 +192,16 @@ def fake_course(root: Path) -> Path:
     (root / "minattn" / "__init__.py").write_text("")
     (root / "minattn" / "lib.py").write_text(SOURCE)
     (root / "tests" / "hidden").mkdir(parents=True)
-    (root / "tests" / "test_lib.py").write_text("def test_f():\n    from minattn.lib import f\n    assert f(1) == 3\n")
+    (root / "tests" / "test_lib.py").write_text(
+        "def test_f():\n    from minattn.lib import f\n    assert f(1) == 3\n")
     (root / "tests" / "hidden" / "test_hidden_lib.py").write_text("def test_g():\n    pass\n")
     (root / "README.md").write_text("course\n")
     return root
 
 
 def tree(root: Path) -> dict:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
 
 
 def test_student_copy_refuses_what_it_did_not_make_and_checks_arguments_first(tmp_path):
@@ -222,7 +227,8 @@ def solve(dest: Path, ex_id: str, answer: str) -> str:
     """A student's answer to an exercise of the fake course: the first stub replaced."""
     path = dest / "minattn" / "lib.py"
     what = {"9.1": "add two to x", "9.2": "double x"}[ex_id]
-    text = path.read_text().replace(f'raise NotImplementedError("Exercise {ex_id}: {what}")', answer, 1)
+    stub = f'raise NotImplementedError("Exercise {ex_id}: {what}")'
+    text = path.read_text().replace(stub, answer, 1)
     path.write_text(text)
     return text
 
@@ -234,7 +240,8 @@ def test_student_copy_drops_hidden_tests_and_rebuilds_only_with_force(tmp_path):
     assert {e.id for e in removed} == {"9.1", "9.2"}
     assert not (dest / "tests" / "hidden").exists() and (dest / "tests" / "test_lib.py").exists()
     manifest = json.loads((dest / ".student-copy").read_text())
-    assert set(manifest["files"]) == {"minattn/__init__.py", "minattn/lib.py", "tests/test_lib.py", "README.md"}
+    assert set(manifest["files"]) == {"minattn/__init__.py", "minattn/lib.py",
+                                      "tests/test_lib.py", "README.md"}
     assert manifest["exercises"] == ["9.1", "9.2"]
 
     # The student works: solves 9.1 and 9.2, edits outside the regions, adds a file.
@@ -304,7 +311,8 @@ def test_student_copy_of_a_git_checkout_has_only_tracked_files(tmp_path, capsys)
     make_student_copy(tmp_path / "student", root)
     files = set(json.loads((tmp_path / "student" / ".student-copy").read_text())["files"])
     assert files == {"minattn/__init__.py", "minattn/lib.py", "tests/test_lib.py", "README.md"}
-    assert "left out of the copy: minattn/answer_key.py tests/hidden_2024/test_old.py" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "left out of the copy: minattn/answer_key.py tests/hidden_2024/test_old.py" in out
 
 
 def test_splice_takes_region_bodies_only_and_names_broken_markers(tmp_path):
@@ -416,18 +424,22 @@ def test_the_audit_finds_answers_outside_the_library(tmp_path):
     from minattn.classroom.audit import audit, find_helper_twins
 
     root = fake_course(tmp_path / "course")
-    (root / "minattn" / "m.py").write_text(TWINS.replace("def soft_torch(x):\n    return x.softmax(-1)\n", ""))
+    (root / "minattn" / "m.py").write_text(
+        TWINS.replace("def soft_torch(x):\n    return x.softmax(-1)\n", ""))
     (root / "minattn" / "answers.py").write_text(
-        "def weight():\n    # BEGIN EXERCISE 9.3 predict: a weight\n    return 12 / 7\n    # END EXERCISE\n")
+        "def weight():\n    # BEGIN EXERCISE 9.3 predict: a weight\n    return 12 / 7\n"
+        "    # END EXERCISE\n")
     (root / "tests" / "test_m.py").write_text(
         "import numpy as np\nimport pytest\n\n\ndef expected(x):\n"
-        "    e = np.exp(x - x.max(axis=-1, keepdims=True))\n    return e / e.sum(axis=-1, keepdims=True)\n\n\n"
+        "    e = np.exp(x - x.max(axis=-1, keepdims=True))\n"
+        "    return e / e.sum(axis=-1, keepdims=True)\n\n\n"
         "@pytest.mark.exercise('9.3')\ndef test_weight():\n    from minattn.answers import weight\n"
         "    assert weight() > 1  # it is 1.714\n")
     (root / "tests" / "hidden_2024").mkdir()
     (root / "tests" / "hidden_2024" / "test_old.py").write_text("def test_old():\n    pass\n")
     text = "\n".join(audit(root))
-    assert "exercise 9.1: tests/test_m.py repeats 2 of the 2 lines of its region minattn/m.py:5" in text
+    assert ("exercise 9.1: tests/test_m.py repeats 2 of the 2 lines of its region "
+            "minattn/m.py:5") in text
     assert "exercise 9.3: tests/test_m.py:10 checks the value of a predict exercise" in text
     assert "exercise 9.3: tests/test_m.py:13 writes its answer (1.7142857142857142)" in text
     assert "tests/hidden_2024/test_old.py: teacher-only tests outside tests/hidden/" in text
@@ -436,10 +448,12 @@ def test_the_audit_finds_answers_outside_the_library(tmp_path):
     # A test helper that computes a mask exercise's answer; one that calls the exercise is fine.
     (tmp_path / "test_helpers.py").write_text(
         "import numpy as np\nfrom minattn.sparse import sliding_window_mask_np\n\n\n"
-        "def by_hand(n, w):\n    return np.array([[abs(i - j) <= w for j in range(n)] for i in range(n)])\n\n\n"
+        "def by_hand(n, w):\n"
+        "    return np.array([[abs(i - j) <= w for j in range(n)] for i in range(n)])\n\n\n"
         "def by_the_library(n, w):\n    return sliding_window_mask_np(n, w)\n")
     found = find_helper_twins(REPO_ROOT, files=[tmp_path / "test_helpers.py"])
-    assert len(found) == 1 and "test_helpers.py::by_hand computes what sliding_window_mask_np does" in found[0]
+    assert len(found) == 1
+    assert "test_helpers.py::by_hand computes what sliding_window_mask_np does" in found[0]
 
 
 def test_nothing_in_a_student_copy_gives_an_answer_away():
@@ -459,7 +473,8 @@ def test_an_unimplemented_exercise_is_one_line():
         raise_it()
     except NotImplementedError as err:
         line = exercise_stop(err, err.__traceback__)
-    assert line.startswith("Exercise 1.2 is not implemented yet (raise_it in tests/test_exercises.py:")
+    assert line.startswith(
+        "Exercise 1.2 is not implemented yet (raise_it in tests/test_exercises.py:")
     assert line.endswith("make exercises EX=1.2") and "\n" not in line
     assert exercise_stop(NotImplementedError("something else"), None) is None
 
@@ -467,7 +482,8 @@ def test_an_unimplemented_exercise_is_one_line():
 # ============================================================================ the full student copy
 def env_for(root, **extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    env.update(PYTHONPATH=str(root), OMP_NUM_THREADS="1", MINATTN_SMOKE="1", MPLBACKEND="Agg", **extra)
+    env.update(PYTHONPATH=str(root), OMP_NUM_THREADS="1", MINATTN_SMOKE="1", MPLBACKEND="Agg",
+               **extra)
     return env
 
 
@@ -502,14 +518,16 @@ def test_student_check_prints_a_compact_table_last(student):
 def test_each_exercise_stubbed_alone_fails_its_own_tests(tmp_path):
     """In the teacher's copy, every exercise test (hidden ones too) run with only its own exercise
     stubbed out fails, and with that exercise's NotImplementedError: the tests depend on it."""
-    rc, out, results, _ = run_pytest(REPO_ROOT, ["tests", "-q", "--tb=no", "--stub-each", "--exercises"],
+    rc, out, results, _ = run_pytest(REPO_ROOT,
+                                     ["tests", "-q", "--tb=no", "--stub-each", "--exercises"],
                                      tmp_path / "report.json", capture=True, timeout=600)
     found = results["exercises"]
     for ex_id in by_id(all_exercises()):
         counts = found.get(ex_id)
         assert counts and counts["tests"], f"no test is marked @pytest.mark.exercise({ex_id!r})"
         bad = {k: v for k, v in counts["failures"].items() if f"Exercise {ex_id}:" not in v}
-        passing = [t for t in counts["tests"] if t not in counts["failures"] and t not in counts["skipped"]]
+        passing = [t for t in counts["tests"]
+                   if t not in counts["failures"] and t not in counts["skipped"]]
         assert counts["own_not_implemented"] == n_run(counts), (
             f"exercise {ex_id}: these tests pass with it stubbed out, so they do not "
             f"check it (drop their exercise marker): {passing}; these fail otherwise: {bad}")
@@ -542,7 +560,8 @@ def test_student_copy_imports_and_its_notebook_shows_the_stub_and_stops_in_one_l
     modules = sorted(".".join(p.relative_to(student).with_suffix("").parts)
                      for p in (student / "minattn").rglob("*.py")
                      if p.name not in ("__init__.py", "__main__.py"))
-    cells = ["import importlib\nfor m in %r:\n    importlib.import_module(m)" % modules,"from minattn.tools.lesson import Lesson, show\nL = Lesson('00_check')",
+    cells = ["import importlib\nfor m in %r:\n    importlib.import_module(m)" % modules,
+             "from minattn.tools.lesson import Lesson, show\nlesson = Lesson('00_check')",
              "from minattn.attention import softmax_np\nshow(softmax_np)",
              "import numpy as np\nsoftmax_np(np.zeros(3))"]
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
@@ -595,7 +614,8 @@ def test_grading_refuses_to_run_without_a_sandbox_unless_told(tmp_path, monkeypa
     make_student_copy(sub, root)
     monkeypatch.setattr(grading, "bwrap_problem", lambda: "bubblewrap (bwrap) is not installed")
     with pytest.raises(ValueError, match=r"refusing to run students' code without a sandbox: "
-                                         r"bubblewrap \(bwrap\) is not installed.*--unsafe-no-sandbox"):
+                                         r"bubblewrap \(bwrap\) is not installed"
+                                         r".*--unsafe-no-sandbox"):
         grading.grade([sub], tmp_path / "g.csv", only=["9.1"], root=root)
     assert not (tmp_path / "g.csv").exists()
 
@@ -638,7 +658,8 @@ def test_a_reply_from_the_worker_is_read_without_trusting_it():
     skip = protocol.rebuild_error({"type": "Skipped", "message": "nothing here"})
     assert type(skip) is protocol.SubmissionError and "Skipped: nothing here" in str(skip)
     assert type(protocol.rebuild_error({"type": "ValueError", "message": "bad x"})) is ValueError
-    assert type(protocol.rebuild_error({"type": "SystemExit", "message": "0"})) is protocol.SubmissionError
+    exit_ = protocol.rebuild_error({"type": "SystemExit", "message": "0"})
+    assert type(exit_) is protocol.SubmissionError
     import io
     stream = io.BytesIO()
     protocol.send(stream, {"op": "ok"}, [b"abc"])
@@ -673,7 +694,8 @@ def grading_course(tmp_path) -> Path:
     (root / "tests" / "test_lib.py").write_text(
         "import pytest\n\n@pytest.mark.exercise('9.1')\ndef test_f():\n"
         "    from minattn.lib import f\n    assert f(1) == 3\n\n"
-        "@pytest.mark.exercise('9.2')\ndef test_g():\n    from minattn.lib import g\n    assert g(2) == 4\n")
+        "@pytest.mark.exercise('9.2')\ndef test_g():\n    from minattn.lib import g\n"
+        "    assert g(2) == 4\n")
     (root / "tests" / "test_top.py").write_text(  # imports at the top: the teacher's, always
         "import pytest\nfrom minattn.lib import g\n\n@pytest.mark.exercise('9.2')\n"
         "def test_g_again():\n    assert g(3) == 6\n")
@@ -709,14 +731,17 @@ def test_grading_survives_submissions_that_hang_crash_break_or_share_a_name(tmp_
         assert int(row["total"]) == {"9.1": 1, "9.2": 2}[ex_id], row  # the teacher's count
     assert got["carol", "9.1"]["passed"] == 1
     assert got["carol", "9.2"]["passed"] == 0
-    assert "timed out after 10 s (in tests/test_lib.py::test_g)" in got["carol", "9.2"]["first_failure"]
+    hung = got["carol", "9.2"]["first_failure"]
+    assert "timed out after 10 s (in tests/test_lib.py::test_g)" in hung
     for ex_id in ("9.1", "9.2"):
-        assert got["erin", ex_id]["passed"] == 0 and "SyntaxError" in got["erin", ex_id]["first_failure"]
+        row = got["erin", ex_id]
+        assert row["passed"] == 0 and "SyntaxError" in row["first_failure"]
     # the process died in test_f; the next test had a fresh one
     assert got["a/alice", "9.1"]["passed"] == 0
     assert "ended during f (exit code 0)" in got["a/alice", "9.1"]["first_failure"]
     assert got["a/alice", "9.2"]["passed"] == 2
-    assert got["b/alice", "9.1"]["passed"] == 0 and got["b/alice", "9.1"]["first_failure"].startswith(
+    row = got["b/alice", "9.1"]
+    assert row["passed"] == 0 and row["first_failure"].startswith(
         "exercise 9.1: END marker missing in minattn/lib.py (BEGIN at line 4")
     assert got["b/alice", "9.2"]["passed"] == 2
 

@@ -62,7 +62,8 @@ def test_softmax_random_masks_and_scales(shape):
     mask[..., 0] = len(shape) == 1 or mask[..., 0]  # some rows keep entry 0 ...
     if len(shape) > 1:
         mask.reshape(-1, shape[-1])[0] = False  # ... and one row is fully masked
-    np.testing.assert_allclose(softmax_np(x, mask), per_row_softmax(x, mask), rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(softmax_np(x, mask), per_row_softmax(x, mask),
+                               rtol=1e-12, atol=1e-300)
 
 
 @pytest.mark.hidden
@@ -112,7 +113,8 @@ def global_max_softmax_torch(scores, mask=None):
                                                None if mask is None else mask.numpy()))
 
 
-def test_a_global_max_softmax_passes_the_visible_attention_tests_but_not_the_hidden_one(monkeypatch):
+def test_a_global_max_softmax_passes_the_visible_attention_tests_but_not_the_hidden_one(
+        monkeypatch):
     attention = sys.modules[softmax_np.__module__]  # where attention_np finds its softmax
     sys.path.insert(0, str(REPO_ROOT / "tests"))
     try:
@@ -187,7 +189,8 @@ CHEAT_SOFTMAX = '''    import atexit
     import numpy.testing
 
     def forge():
-        for path in glob.glob("/tmp/**/*.json", recursive=True) + glob.glob("/home/**/*.json", recursive=True):
+        for path in (glob.glob("/tmp/**/*.json", recursive=True)
+                     + glob.glob("/home/**/*.json", recursive=True)):
             try:
                 with open(path, "w") as f:
                     json.dump({"exercises": {"1.1": {"tests": [], "passed": 99, "failed": 0}}}, f)
@@ -257,7 +260,8 @@ def test_the_gradebook_has_the_teachers_exercises_and_totals_for_everyone(trial)
     rows = trial["rows"]
     assert [r["submission"] for r in csv.DictReader(trial["out"].open())] == \
         ["evil"] * 2 + ["cheat"] * 2 + ["honest"] * 2
-    assert sorted(rows) == sorted((s, e) for s in ("evil", "cheat", "honest") for e in ("1.1", "1.2"))
+    assert sorted(rows) == sorted((s, e) for s in ("evil", "cheat", "honest")
+                                  for e in ("1.1", "1.2"))
     for ex_id in ("1.1", "1.2"):
         totals = {int(rows[s, ex_id]["total"]) for s in ("evil", "cheat", "honest")}
         marked = sum(p.read_text().count(f'@pytest.mark.exercise("{ex_id}")')
@@ -270,7 +274,8 @@ def test_cheat_gets_nothing_from_patching_skipping_or_exiting(trial):
     for ex_id in ("1.1", "1.2"):
         row = rows["cheat", ex_id]
         assert int(row["passed"]) == 0 and int(row["total"]) > 0, row
-    assert "SubmissionError: Skipped: nothing to grade here" in rows["cheat", "1.1"]["first_failure"]
+    skipped = rows["cheat", "1.1"]["first_failure"]
+    assert "SubmissionError: Skipped: nothing to grade here" in skipped
     assert "SubmissionError: SystemExit: 0" in rows["cheat", "1.2"]["first_failure"]
 
 
@@ -282,8 +287,9 @@ def test_evil_sees_nothing_and_changes_nothing(trial):
     # lives in the checkout), empty of anything else
     python = {os.path.realpath(d) for d in (sys.prefix, sys.base_prefix)}
     for folder, entries in json.loads(saw[1]).items():
-        assert all(os.path.join(folder, e) in python or any(p.startswith(os.path.join(folder, e) + "/")
-                                                            for p in python) for e in entries), first
+        paths = [os.path.join(folder, e) for e in entries]
+        assert all(p in python or any(q.startswith(p + "/") for q in python)
+                   for p in paths), first
     assert int(trial["rows"]["evil", "1.1"]["passed"]) == 0
     assert tree(trial["teacher"]) == trial["before"]["teacher"]
     assert (REPO_ROOT / LIB).read_bytes() == trial["before"]["repository"]
