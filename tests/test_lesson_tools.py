@@ -40,7 +40,9 @@ def twins(tmp_path, monkeypatch):
     return show_twins.twice_np, show_twins.twice_torch
 
 
-def test_show_prints_the_real_source_without_exercise_markers_in_a_script(twins, capsys):
+def test_show_prints_the_real_source_without_exercise_markers_in_a_script(twins, capsys,
+                                                                          monkeypatch):
+    monkeypatch.setattr(lesson, "in_notebook", lambda: False)  # (other tests load ipykernel)
     lesson.show(*twins)
     out = capsys.readouterr().out
     assert "show_twins.twice_np  (" in out and "show_twins.twice_torch  (" in out
