@@ -73,12 +73,10 @@ def summary_line(lesson: Path) -> tuple[str, str]:
     notebook = lesson_notebook(lesson)
     text = next((c.source for c in notebook.cells if c.cell_type == "markdown"), "")
     lines = text.splitlines()
-    heading = next((line.lstrip("# ").strip() for line in lines if line.startswith("# ")),
-                   lesson.stem)
+    heading = next((h.lstrip("# ").strip() for h in lines if h.startswith("# ")), lesson.stem)
     title, dash, summary = heading.partition(" — ")
     if not dash:
-        body = " ".join(line.strip() for line in lines
-                        if line.strip() and not line.startswith("#"))
+        body = " ".join(t.strip() for t in lines if t.strip() and not t.startswith("#"))
         summary = re.split(r"(?<=[.!?])\s", body, maxsplit=1)[0] if body else ""
     return title.strip(), re.sub(r"[*`]", "", summary).strip()
 
