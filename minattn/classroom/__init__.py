@@ -18,13 +18,12 @@ top down; each file imports only the ones above it:
     cli        the command line
 """
 
-from .audit import audit, find_giveaways
-from .check import check
+# (`audit` and `check` are not re-exported: they would hide the modules of the same name.)
+from .audit import find_giveaways
 from .copies import make_student_copy, source_files
 from .grading import grade
 from .regions import Exercise, all_exercises, by_id, find_exercises, splice, strip_solutions
 from .stubs import stub_in_process
 
-__all__ = ["Exercise", "all_exercises", "audit", "by_id", "check", "find_exercises",
-           "find_giveaways", "grade", "make_student_copy", "source_files", "splice",
-           "stub_in_process", "strip_solutions"]
+__all__ = ["Exercise", "all_exercises", "by_id", "find_exercises", "find_giveaways", "grade",
+           "make_student_copy", "source_files", "splice", "stub_in_process", "strip_solutions"]
