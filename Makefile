@@ -2,7 +2,7 @@
 #   make course   install into .venv, fetch the data, run every lesson once as a notebook:
 #                 notebooks/*.ipynb with outputs, notebooks/*.html, notebooks/index.html,
 #                 figures/<lesson>/, and the paper-claims report figures/REPORT.md
-#   make test     install into .venv, run the test suite
+#   make test     install into .venv, lint (ruff check), run the test suite
 # Other targets: setup, data, notebooks (unexecuted), smoke (the course in smoke mode),
 # lab (install JupyterLab, open notebooks/), student, bench, test-gpu (on a CUDA machine).
 
@@ -44,6 +44,7 @@ lab: setup
 	$(VENV)/bin/jupyter lab notebooks/
 
 test: setup data
+	$(PY) -m ruff check .
 	$(PY) -m pytest || { rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests"; exit $$rc; }
 
 # make test-gpu [LESSONS="02 03"] [FULL="01 04"]: on a CUDA machine, the cuda-marked tests and
@@ -55,7 +56,7 @@ test-gpu: $(if $(filter $(VENV)/bin/python,$(PY)),setup)
 # make student [ONLY="1 2.1"] [FORCE=1 [RESET=1]]: ./student, a copy with those solutions removed
 # (grading runs each submission in a bubblewrap sandbox: sudo apt-get install bubblewrap)
 student: setup
-	$(PY) -m minattn.tools.exercises student student $(if $(ONLY),--only $(ONLY)) $(if $(FORCE),--force) $(if $(RESET),--reset)
+	$(PY) -m minattn.classroom student student $(if $(ONLY),--only $(ONLY)) $(if $(FORCE),--force) $(if $(RESET),--reset)
 
 bench: setup
 	for b in benchmarks/*.py; do $(PY) $$b --quick || exit 1; done
@@ -67,4 +68,4 @@ clean:
 # [TIMEOUT=seconds, default 900; Ctrl-C or the limit ends everything it started]
 # (installs .venv first unless $(PY) already exists, e.g. make exercises PY=../.venv/bin/python)
 exercises: $(if $(wildcard $(PY)),,setup)
-	$(PY) -m minattn.tools.exercises check $(EX) $(if $(TB),-v) $(if $(TIMEOUT),--timeout $(TIMEOUT))
+	$(PY) -m minattn.classroom check $(EX) $(if $(TB),-v) $(if $(TIMEOUT),--timeout $(TIMEOUT))

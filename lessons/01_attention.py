@@ -933,7 +933,7 @@ L.claim("maximum path length: O(1) for self-attention, O(n/r) restricted to r ne
 #   keeps the path short.
 #
 # ## Exercises
-# Build a student copy (`make student`, or `python -m minattn.tools.exercises student DIR`),
+# Build a student copy (`make student`, or `python -m minattn.classroom student DIR`),
 # work in it, and check yourself with `make exercises` (or `python -m pytest --exercises 1.1`).
 #
 # * **1.1** implement, ~20 min — `softmax_np` in `minattn/attention/reference.py` (and its torch

@@ -786,7 +786,7 @@ show(window_attention_backward_torch)
 #   window with a rolling cache of $W$ slots, Gemma 2 alternates window and global layers.
 #
 # ## Exercises
-# Build a student copy (`make student`, or `python -m minattn.tools.exercises student DIR`),
+# Build a student copy (`make student`, or `python -m minattn.classroom student DIR`),
 # implement the marked regions, and check them with `make exercises` (or
 # `python -m pytest --exercises 2.1` in the copy).
 #

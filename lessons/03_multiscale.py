@@ -970,7 +970,7 @@ print("sentence:", texts["test"].texts[picked["test"][example]])
 #   against the same heads untrained.
 #
 # ## Exercises
-# Build a student copy (`python -m minattn.tools.exercises student DIR`), then check your work
+# Build a student copy (`python -m minattn.classroom student DIR`), then check your work
 # with `python -m pytest --exercises 3.1 3.2 3.3` in the copy.
 #
 # * **3.1** (implement, ~10 min) `scale_mask_np` and its twin `scale_mask_torch`

@@ -1445,7 +1445,7 @@ for c in L.claims:
 # ## Exercises
 #
 # **5.1 — the Luong attention step (implement, ~10 min).** In a student copy
-# (`python -m minattn.tools.exercises student DIR`), `luong_attention_np` and its torch twin in
+# (`python -m minattn.classroom student DIR`), `luong_attention_np` and its torch twin in
 # `minattn/lstm_attention.py` raise `NotImplementedError`. Compute the scores $s_t^\top W^k_a h_i$
 # for every head $k$, the masked softmax (lesson 01's), and the summed context. Check:
 # `pytest tests/test_lstm_attention.py --exercises 5.1`.

@@ -629,7 +629,7 @@ L.claim("40-of-60 control: the count table favours x -> x, and the proxy learns 
 #
 # ## Exercises
 #
-# Build a student copy with `python -m minattn.tools.exercises student DIR` and check your work
+# Build a student copy with `python -m minattn.classroom student DIR` and check your work
 # there with `pytest tests/test_ibm1.py --exercises`.
 #
 # **6.1 — the E-step** (implement, ~15 min). `minattn/ibm1.py::e_step_np` raises

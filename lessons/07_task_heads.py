@@ -1273,7 +1273,7 @@ for name, seconds in times.items():
 # ## Exercises
 #
 # **7.1 — masked mean pooling (implement, ~10 min).** In a student copy
-# (`python -m minattn.tools.exercises student DIR`), `mean_pool_np` and `mean_pool_torch` in
+# (`python -m minattn.classroom student DIR`), `mean_pool_np` and `mean_pool_torch` in
 # `minattn/task_heads.py` (and `encoder.mean_pool`) raise `NotImplementedError`. Average the
 # real tokens only. Check: `pytest tests/test_task_heads.py --exercises 7.1`.
 #

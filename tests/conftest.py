@@ -3,7 +3,7 @@
 `pytest --exercises [ID...]` runs only the tests marked @pytest.mark.exercise("<id>") and ends
 with a table: for each exercise, how many of its tests pass and, if not, whether it is still
 "not implemented yet". `--exercise-report PATH` also writes the results as JSON, after every test
-(a run killed half-way still leaves what it did); `python -m minattn.tools.exercises check` and
+(a run killed half-way still leaves what it did); `python -m minattn.classroom check` and
 `grade` read it. `--stub-each` runs every exercise test with its own exercise stubbed out in
 place, as in a student copy (tests/test_exercises.py uses it). Tests in tests/hidden/ are
 teacher-only: student copies do not have them.
@@ -63,7 +63,8 @@ def pytest_collection_modifyitems(config, items):
     wanted = config.getoption("--exercises")
     if wanted is not None:
         if wanted:
-            from minattn.tools.exercises import all_exercises, expand_ids
+            from minattn.classroom.regions import all_exercises, expand_ids
+
             try:
                 wanted = expand_ids(wanted, {e.id for e in all_exercises()} | {
                     _exercise_of(i) for i in items if _exercise_of(i)})
@@ -93,7 +94,8 @@ _RESULTS: dict = {"exercises": {}, "errors": [], "running": None}
 
 def _entry(ex_id: str) -> dict:
     return _RESULTS["exercises"].setdefault(ex_id, {
-        "tests": [], "skipped": [], "passed": 0, "failed": 0, "not_implemented": 0, "own_not_implemented": 0,
+        "tests": [], "skipped": [], "passed": 0, "failed": 0, "not_implemented": 0,
+        "own_not_implemented": 0,
         "messages": [], "first_failure": None, "failures": {}})
 
 
@@ -126,7 +128,8 @@ def pytest_runtest_setup(item):
     _RESULTS["running"] = item.nodeid  # what a killed run was doing
     _write(item.config)
     if item.config.getoption("--stub-each") and (ex := _exercise_of(item)):
-        from minattn.tools.exercise_audit import stub_in_process
+        from minattn.classroom.stubs import stub_in_process
+
         _RESTORE[item.nodeid] = stub_in_process(ex)
 
 
@@ -142,7 +145,8 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     ex_id = _exercise_of(item)
-    if ex_id is None or report.when != "call" and not (report.when == "setup" and not report.passed):
+    failed_setup = report.when == "setup" and not report.passed
+    if ex_id is None or report.when != "call" and not failed_setup:
         return
     counts = _entry(ex_id)
     if report.skipped:  # no CUDA, no fetched data: neither passed nor failed
@@ -178,7 +182,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     _write(config)
     if not _RESULTS["exercises"] or config.getoption("--exercises") is None:
         return
-    from minattn.tools.exercises import id_key, state_of
+    from minattn.classroom.check import state_of
+    from minattn.classroom.regions import id_key
 
     terminalreporter.section("exercises")
     for ex_id in sorted(_RESULTS["exercises"], key=id_key):

@@ -297,7 +297,8 @@ def test_fetching_data_never_imports_torch():
         "            raise ImportError('torch imported by a data script')\n"
         "sys.meta_path.insert(0, Block())\n"
         f"for name in {sorted(p.stem for p in SCRIPTS.glob('*.py'))!r}:\n"
-        f"    spec = importlib.util.spec_from_file_location(name, {str(SCRIPTS)!r} + '/' + name + '.py')\n"
+        f"    spec = importlib.util.spec_from_file_location(\n"
+        f"        name, {str(SCRIPTS)!r} + '/' + name + '.py')\n"
         "    spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
     )
     proc = subprocess.run([sys.executable, "-c", blocker], capture_output=True, text=True,

@@ -82,7 +82,8 @@ def test_a_flipped_byte_in_glove_vectors_is_refused_and_repaired(tmp_path):
     with pytest.raises(DatasetCorrupt, match=r"vectors\.npy.*make data"):
         data.load_glove(data_dir=tmp_path)
     make(tmp_path, "glove", glove)
-    np.testing.assert_array_equal(data.load_glove(data_dir=tmp_path)[1], np.load(io.BytesIO(VECTORS)))
+    np.testing.assert_array_equal(data.load_glove(data_dir=tmp_path)[1],
+                                  np.load(io.BytesIO(VECTORS)))
 
 
 @pytest.mark.parametrize("manifest", ["{not json", "[1, 2]", b"\xff\xfe\x00"])

@@ -1,4 +1,4 @@
-"""The classroom machinery (minattn/tools/exercises.py, grading.py, remote.py, sandbox.py):
+"""The classroom machinery (minattn/classroom/, and the lessons' guard minattn/tools/checkout.py):
 markers and stripping; student copies of tracked files that never destroy or move a file or a
 solution they did not write; nothing in a copy giving an answer away; lessons that refuse
 another checkout's minattn and stop in one line on an unimplemented exercise; the student's
@@ -22,14 +22,24 @@ from pathlib import Path
 
 import pytest
 
-from minattn.tools import exercises as ex
-from minattn.tools import grading
-from minattn.tools.exercise_audit import _functions, find_giveaways
-from minattn.tools.exercises import (all_exercises, by_id, expand_ids, find_exercises,
-                                     make_student_copy, strip_solutions)
-from minattn.tools.grading import splice
-from minattn.tools.lesson import REPO_ROOT
-from minattn.tools.sandbox import bwrap_problem
+from minattn.classroom import grading
+from minattn.classroom.audit import find_giveaways
+from minattn.classroom.check import n_run, run_pytest
+from minattn.classroom.cli import main
+from minattn.classroom.copies import make_student_copy
+from minattn.classroom.regions import (
+    END,
+    all_exercises,
+    by_id,
+    expand_ids,
+    find_exercises,
+    splice,
+    strip_solutions,
+    summary,
+)
+from minattn.classroom.sandbox import bwrap_problem
+from minattn.tools import REPO_ROOT
+from minattn.tools.checkout import exercise_stop
 
 SOURCE = '''def f(x):
     """doc"""
@@ -80,17 +90,18 @@ def test_markers_kind_time_and_twins_without_a_description():
 def test_stub_in_process_reaches_every_region_and_undoes_it(tmp_path, monkeypatch):
     """Each region of the exercise, the twins after the first one included (line numbers must
     not shift), and a function nested in another."""
-    from minattn.tools.exercise_audit import stub_in_process
+    from minattn.classroom.stubs import stub_in_process
 
     pkg = tmp_path / "classroom_pkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    nested = "\n\ndef outer():\n    def inner(x):\n        # BEGIN EXERCISE 9.1\n        return x\n        # END EXERCISE\n    return inner\n"
+    nested = ("\n\ndef outer():\n    def inner(x):\n        # BEGIN EXERCISE 9.1\n"
+              "        return x\n        # END EXERCISE\n    return inner\n")
     (pkg / "lib.py").write_text(SOURCE + nested)
     monkeypatch.syspath_prepend(tmp_path)
     from classroom_pkg import lib
 
-    monkeypatch.setattr("minattn.tools.exercise_audit.all_exercises",
+    monkeypatch.setattr("minattn.classroom.stubs.all_exercises",
                         lambda root: find_exercises(SOURCE + nested, Path("classroom_pkg/lib.py")))
     restore = stub_in_process("9.1", tmp_path)
     for call in (lambda: lib.f(1), lambda: lib.f_torch(1), lambda: lib.outer()(1)):
@@ -106,7 +117,8 @@ def test_strip_only_some_exercises_and_quotes_survive():
     assert namespace["f"](1) == 3
     with pytest.raises(NotImplementedError, match="Exercise 9.2: double x"):
         namespace["g"](1)
-    quoted = '''def h():\n    # BEGIN EXERCISE 9.3 predict: is "a\\\\b" 'odd'?\n    return 1\n    # END EXERCISE\n'''
+    quoted = ('''def h():\n    # BEGIN EXERCISE 9.3 predict: is "a\\\\b" 'odd'?\n'''
+              '''    return 1\n    # END EXERCISE\n''')
     with pytest.raises(NotImplementedError, match="odd"):
         run_ns(strip_solutions(quoted))["h"]()
 
@@ -127,7 +139,7 @@ def test_ids_and_lessons_are_checked_and_unknown_ids_listed():
 
 
 def test_list_shows_exercises_per_lesson_in_order(capsys):
-    assert ex.main(["list"]) == 0
+    assert main(["list"]) == 0
     out = capsys.readouterr().out
     lessons = [line for line in out.splitlines() if line and not line.startswith(" ")]
     assert lessons == sorted(lessons) and lessons
@@ -137,7 +149,7 @@ def test_list_shows_exercises_per_lesson_in_order(capsys):
 
 def _answers():
     """One case per function that holds a predict or experiment answer, marked with its id."""
-    from minattn.tools.remote import holders
+    from minattn.classroom.stubs import holders
 
     return [pytest.param(module, name, id=f"{ex_id}-{name}", marks=pytest.mark.exercise(ex_id))
             for ex_id, regions in by_id(all_exercises()).items() if regions[0].kind != "implement"
@@ -153,14 +165,15 @@ def test_each_answer_is_there_and_well_formed(module, name, answer):
     import inspect
     import math
 
-    from minattn.tools.remote import resolve
+    from minattn.classroom.stubs import resolve
 
     fn = resolve(module, name)
     value = answer(fn)
     form = inspect.signature(fn).return_annotation
     form = form if isinstance(form, str) else getattr(form, "__name__", str(form))
     if form == "float":
-        assert isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        assert isinstance(value, (int, float)) and not isinstance(value, bool)
+        assert math.isfinite(value)
     elif form == "int":
         assert isinstance(value, int) and not isinstance(value, bool)
     elif form == "str":
@@ -179,14 +192,16 @@ def fake_course(root: Path) -> Path:
     (root / "minattn" / "__init__.py").write_text("")
     (root / "minattn" / "lib.py").write_text(SOURCE)
     (root / "tests" / "hidden").mkdir(parents=True)
-    (root / "tests" / "test_lib.py").write_text("def test_f():\n    from minattn.lib import f\n    assert f(1) == 3\n")
+    (root / "tests" / "test_lib.py").write_text(
+        "def test_f():\n    from minattn.lib import f\n    assert f(1) == 3\n")
     (root / "tests" / "hidden" / "test_hidden_lib.py").write_text("def test_g():\n    pass\n")
     (root / "README.md").write_text("course\n")
     return root
 
 
 def tree(root: Path) -> dict:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file()}
 
 
 def test_student_copy_refuses_what_it_did_not_make_and_checks_arguments_first(tmp_path):
@@ -205,14 +220,15 @@ def test_student_copy_refuses_what_it_did_not_make_and_checks_arguments_first(tm
         make_student_copy(root / "elsewhere", root)
     with pytest.raises(ValueError, match="holds the course itself"):
         make_student_copy(tmp_path, root)
-    assert ex.main(["student", str(foreign)]) == 2  # the command line says so, no traceback
+    assert main(["student", str(foreign)]) == 2  # the command line says so, no traceback
 
 
 def solve(dest: Path, ex_id: str, answer: str) -> str:
     """A student's answer to an exercise of the fake course: the first stub replaced."""
     path = dest / "minattn" / "lib.py"
     what = {"9.1": "add two to x", "9.2": "double x"}[ex_id]
-    text = path.read_text().replace(f'raise NotImplementedError("Exercise {ex_id}: {what}")', answer, 1)
+    stub = f'raise NotImplementedError("Exercise {ex_id}: {what}")'
+    text = path.read_text().replace(stub, answer, 1)
     path.write_text(text)
     return text
 
@@ -224,7 +240,8 @@ def test_student_copy_drops_hidden_tests_and_rebuilds_only_with_force(tmp_path):
     assert {e.id for e in removed} == {"9.1", "9.2"}
     assert not (dest / "tests" / "hidden").exists() and (dest / "tests" / "test_lib.py").exists()
     manifest = json.loads((dest / ".student-copy").read_text())
-    assert set(manifest["files"]) == {"minattn/__init__.py", "minattn/lib.py", "tests/test_lib.py", "README.md"}
+    assert set(manifest["files"]) == {"minattn/__init__.py", "minattn/lib.py",
+                                      "tests/test_lib.py", "README.md"}
     assert manifest["exercises"] == ["9.1", "9.2"]
 
     # The student works: solves 9.1 and 9.2, edits outside the regions, adds a file.
@@ -294,7 +311,8 @@ def test_student_copy_of_a_git_checkout_has_only_tracked_files(tmp_path, capsys)
     make_student_copy(tmp_path / "student", root)
     files = set(json.loads((tmp_path / "student" / ".student-copy").read_text())["files"])
     assert files == {"minattn/__init__.py", "minattn/lib.py", "tests/test_lib.py", "README.md"}
-    assert "left out of the copy: minattn/answer_key.py tests/hidden_2024/test_old.py" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "left out of the copy: minattn/answer_key.py tests/hidden_2024/test_old.py" in out
 
 
 def test_splice_takes_region_bodies_only_and_names_broken_markers(tmp_path):
@@ -317,7 +335,7 @@ def test_splice_takes_region_bodies_only_and_names_broken_markers(tmp_path):
     # where; the other regions (9.1's twin, 9.2) are still the student's.
     lines = theirs.replace('raise NotImplementedError("Exercise 9.2: double x")',
                            "return x * 2").splitlines(keepends=True)
-    first_end = next(i for i, line in enumerate(lines) if ex.END.match(line))
+    first_end = next(i for i, line in enumerate(lines) if END.match(line))
     del lines[first_end]
     text, notes = splice(teacher, "".join(lines), {"9.1", "9.2"}, {}, "minattn/lib.py")
     assert notes == {"9.1": ["exercise 9.1: END marker missing in minattn/lib.py (BEGIN at line 5; "
@@ -403,21 +421,25 @@ def test_giveaways_are_found_generically(tmp_path):
 
 
 def test_the_audit_finds_answers_outside_the_library(tmp_path):
-    from minattn.tools.exercise_audit import audit, find_helper_twins
+    from minattn.classroom.audit import audit, find_helper_twins
 
     root = fake_course(tmp_path / "course")
-    (root / "minattn" / "m.py").write_text(TWINS.replace("def soft_torch(x):\n    return x.softmax(-1)\n", ""))
+    (root / "minattn" / "m.py").write_text(
+        TWINS.replace("def soft_torch(x):\n    return x.softmax(-1)\n", ""))
     (root / "minattn" / "answers.py").write_text(
-        "def weight():\n    # BEGIN EXERCISE 9.3 predict: a weight\n    return 12 / 7\n    # END EXERCISE\n")
+        "def weight():\n    # BEGIN EXERCISE 9.3 predict: a weight\n    return 12 / 7\n"
+        "    # END EXERCISE\n")
     (root / "tests" / "test_m.py").write_text(
         "import numpy as np\nimport pytest\n\n\ndef expected(x):\n"
-        "    e = np.exp(x - x.max(axis=-1, keepdims=True))\n    return e / e.sum(axis=-1, keepdims=True)\n\n\n"
+        "    e = np.exp(x - x.max(axis=-1, keepdims=True))\n"
+        "    return e / e.sum(axis=-1, keepdims=True)\n\n\n"
         "@pytest.mark.exercise('9.3')\ndef test_weight():\n    from minattn.answers import weight\n"
         "    assert weight() > 1  # it is 1.714\n")
     (root / "tests" / "hidden_2024").mkdir()
     (root / "tests" / "hidden_2024" / "test_old.py").write_text("def test_old():\n    pass\n")
     text = "\n".join(audit(root))
-    assert "exercise 9.1: tests/test_m.py repeats 2 of the 2 lines of its region minattn/m.py:5" in text
+    assert ("exercise 9.1: tests/test_m.py repeats 2 of the 2 lines of its region "
+            "minattn/m.py:5") in text
     assert "exercise 9.3: tests/test_m.py:10 checks the value of a predict exercise" in text
     assert "exercise 9.3: tests/test_m.py:13 writes its answer (1.7142857142857142)" in text
     assert "tests/hidden_2024/test_old.py: teacher-only tests outside tests/hidden/" in text
@@ -426,14 +448,16 @@ def test_the_audit_finds_answers_outside_the_library(tmp_path):
     # A test helper that computes a mask exercise's answer; one that calls the exercise is fine.
     (tmp_path / "test_helpers.py").write_text(
         "import numpy as np\nfrom minattn.sparse import sliding_window_mask_np\n\n\n"
-        "def by_hand(n, w):\n    return np.array([[abs(i - j) <= w for j in range(n)] for i in range(n)])\n\n\n"
+        "def by_hand(n, w):\n"
+        "    return np.array([[abs(i - j) <= w for j in range(n)] for i in range(n)])\n\n\n"
         "def by_the_library(n, w):\n    return sliding_window_mask_np(n, w)\n")
     found = find_helper_twins(REPO_ROOT, files=[tmp_path / "test_helpers.py"])
-    assert len(found) == 1 and "test_helpers.py::by_hand computes what sliding_window_mask_np does" in found[0]
+    assert len(found) == 1
+    assert "test_helpers.py::by_hand computes what sliding_window_mask_np does" in found[0]
 
 
 def test_nothing_in_a_student_copy_gives_an_answer_away():
-    from minattn.tools.exercise_audit import audit
+    from minattn.classroom.audit import audit
 
     problems = audit(REPO_ROOT)
     assert not problems, ("mark twins with the exercise's id (or say why not with a comment "
@@ -448,16 +472,18 @@ def test_an_unimplemented_exercise_is_one_line():
     try:
         raise_it()
     except NotImplementedError as err:
-        line = ex.exercise_stop(err, err.__traceback__)
-    assert line.startswith("Exercise 1.2 is not implemented yet (raise_it in tests/test_exercises.py:")
+        line = exercise_stop(err, err.__traceback__)
+    assert line.startswith(
+        "Exercise 1.2 is not implemented yet (raise_it in tests/test_exercises.py:")
     assert line.endswith("make exercises EX=1.2") and "\n" not in line
-    assert ex.exercise_stop(NotImplementedError("something else"), None) is None
+    assert exercise_stop(NotImplementedError("something else"), None) is None
 
 
 # ============================================================================ the full student copy
 def env_for(root, **extra):
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
-    env.update(PYTHONPATH=str(root), OMP_NUM_THREADS="1", MINATTN_SMOKE="1", MPLBACKEND="Agg", **extra)
+    env.update(PYTHONPATH=str(root), OMP_NUM_THREADS="1", MINATTN_SMOKE="1", MPLBACKEND="Agg",
+               **extra)
     return env
 
 
@@ -470,7 +496,7 @@ def student(tmp_path_factory):
 
 @pytest.mark.slow
 def test_student_check_prints_a_compact_table_last(student):
-    proc = subprocess.run([sys.executable, "-m", "minattn.tools.exercises", "check"], cwd=student,
+    proc = subprocess.run([sys.executable, "-m", "minattn.classroom", "check"], cwd=student,
                           env=env_for(student), capture_output=True, text=True, timeout=600)
     out = proc.stdout
     assert proc.returncode == 1 and "Traceback" not in out + proc.stderr, out[-3000:]
@@ -479,11 +505,11 @@ def test_student_check_prints_a_compact_table_last(student):
     table = lines[-len(groups) - 3:-2]  # the table, then a blank line and the hint
     assert table[0].split() == ["exercise", "kind", "state", "tests", "message"], out[-3000:]
     for (ex_id, regions), line in zip(groups.items(), table[1:]):
-        assert line.split()[:2] == [ex_id, ex.summary(regions).kind], line
+        assert line.split()[:2] == [ex_id, summary(regions).kind], line
         # every test fails, with NotImplementedError (or skips: no CUDA, no data)
         assert "not implemented yet" in line or "skipped" in line, line
     assert lines[-1].startswith("details (tracebacks): make exercises EX=")
-    proc = subprocess.run([sys.executable, "-m", "minattn.tools.exercises", "check", "9.9"],
+    proc = subprocess.run([sys.executable, "-m", "minattn.classroom", "check", "9.9"],
                           cwd=student, env=env_for(student), capture_output=True, text=True)
     assert proc.returncode == 2 and "valid ids: " + " ".join(groups) in proc.stderr
 
@@ -492,15 +518,17 @@ def test_student_check_prints_a_compact_table_last(student):
 def test_each_exercise_stubbed_alone_fails_its_own_tests(tmp_path):
     """In the teacher's copy, every exercise test (hidden ones too) run with only its own exercise
     stubbed out fails, and with that exercise's NotImplementedError: the tests depend on it."""
-    rc, out, results, _ = ex._pytest(REPO_ROOT, ["tests", "-q", "--tb=no", "--stub-each", "--exercises"],
+    rc, out, results, _ = run_pytest(REPO_ROOT,
+                                     ["tests", "-q", "--tb=no", "--stub-each", "--exercises"],
                                      tmp_path / "report.json", capture=True, timeout=600)
     found = results["exercises"]
     for ex_id in by_id(all_exercises()):
         counts = found.get(ex_id)
         assert counts and counts["tests"], f"no test is marked @pytest.mark.exercise({ex_id!r})"
         bad = {k: v for k, v in counts["failures"].items() if f"Exercise {ex_id}:" not in v}
-        passing = [t for t in counts["tests"] if t not in counts["failures"] and t not in counts["skipped"]]
-        assert counts["own_not_implemented"] == ex.n_run(counts), (
+        passing = [t for t in counts["tests"]
+                   if t not in counts["failures"] and t not in counts["skipped"]]
+        assert counts["own_not_implemented"] == n_run(counts), (
             f"exercise {ex_id}: these tests pass with it stubbed out, so they do not "
             f"check it (drop their exercise marker): {passing}; these fail otherwise: {bad}")
 
@@ -531,7 +559,8 @@ def test_student_copy_imports_and_its_notebook_shows_the_stub_and_stops_in_one_l
 
     modules = sorted(".".join(p.relative_to(student).with_suffix("").parts)
                      for p in (student / "minattn").rglob("*.py") if p.name != "__init__.py")
-    cells = ["import importlib\nfor m in %r:\n    importlib.import_module(m)" % modules,"from minattn.tools.lesson import Lesson, show\nL = Lesson('00_check')",
+    cells = ["import importlib\nfor m in %r:\n    importlib.import_module(m)" % modules,
+             "from minattn.tools.lesson import Lesson, show\nlesson = Lesson('00_check')",
              "from minattn.attention import softmax_np\nshow(softmax_np)",
              "import numpy as np\nsoftmax_np(np.zeros(3))"]
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
@@ -575,7 +604,7 @@ def test_what_is_graded_and_under_which_name_comes_from_the_teacher(tmp_path):
     with pytest.raises(ValueError, match="unknown exercise '9.9'"):
         grading.graded_ids(["9.9"], None, root)
     with pytest.raises(SystemExit):  # the command line insists on --only or --roster
-        ex.main(["grade", str(a), "--out", str(tmp_path / "g.csv")])
+        main(["grade", str(a), "--out", str(tmp_path / "g.csv")])
 
 
 def test_grading_refuses_to_run_without_a_sandbox_unless_told(tmp_path, monkeypatch, capsys):
@@ -584,7 +613,8 @@ def test_grading_refuses_to_run_without_a_sandbox_unless_told(tmp_path, monkeypa
     make_student_copy(sub, root)
     monkeypatch.setattr(grading, "bwrap_problem", lambda: "bubblewrap (bwrap) is not installed")
     with pytest.raises(ValueError, match=r"refusing to run students' code without a sandbox: "
-                                         r"bubblewrap \(bwrap\) is not installed.*--unsafe-no-sandbox"):
+                                         r"bubblewrap \(bwrap\) is not installed"
+                                         r".*--unsafe-no-sandbox"):
         grading.grade([sub], tmp_path / "g.csv", only=["9.1"], root=root)
     assert not (tmp_path / "g.csv").exists()
 
@@ -593,7 +623,7 @@ def test_the_sandbox_starts_python_by_a_path_it_can_see(tmp_path, monkeypatch):
     """A venv reached through a link from a hidden folder (the checkout's .venv pointing
     elsewhere): the sandbox hides the link's folder, so Python is started by its resolved
     folder, keeping its name (a venv is found from that name's folder)."""
-    from minattn.tools import sandbox
+    from minattn.classroom import sandbox
 
     real = tmp_path / "real-venv" / "bin"
     real.mkdir(parents=True)
@@ -606,42 +636,43 @@ def test_the_sandbox_starts_python_by_a_path_it_can_see(tmp_path, monkeypatch):
 def test_a_reply_from_the_worker_is_read_without_trusting_it():
     import numpy as np
 
-    from minattn.tools import remote
+    from minattn.classroom import protocol
 
     blobs = []
     value = (np.arange(6.0).reshape(2, 3), {"k": [1, 2.5, None, "s"]}, {3}, np.float32(2), 7 + 1j,
              np.float64(1.0), np.bool_(True))
-    tree = remote.encode(value, blobs)
-    back = remote.decode(json.loads(json.dumps(tree)), blobs)
+    tree = protocol.encode(value, blobs)
+    back = protocol.decode(json.loads(json.dumps(tree)), blobs)
     assert np.array_equal(back[0], value[0]) and back[1:] == value[1:]
     assert [type(v) for v in back[3:]] == [np.float32, complex, np.float64, np.bool_]
     for bad in (["np", "|O8", [1], 0], ["np", "<f8", [2], 0], ["np", "<f8", [-1], 0],
                 ["pickle", "x"], ["np", "<f8", [3], 5], ["dict", [["a"]]], "v", [],
                 ["tensor", "float64", [1], "cuda;rm", 0, -1]):
-        with pytest.raises(remote.ProtocolError):
-            remote.decode(bad, [np.zeros(3).tobytes()])
+        with pytest.raises(protocol.ProtocolError):
+            protocol.decode(bad, [np.zeros(3).tobytes()])
     with pytest.raises(TypeError, match="only numbers"):
-        remote.encode(object(), [])
+        protocol.encode(object(), [])
     with pytest.raises(TypeError, match="dtype object"):
-        remote.encode(np.array([object()]), [])
-    skip = remote._rebuild({"type": "Skipped", "message": "nothing here"})
-    assert type(skip) is remote.SubmissionError and "Skipped: nothing here" in str(skip)
-    assert type(remote._rebuild({"type": "ValueError", "message": "bad x"})) is ValueError
-    assert type(remote._rebuild({"type": "SystemExit", "message": "0"})) is remote.SubmissionError
+        protocol.encode(np.array([object()]), [])
+    skip = protocol.rebuild_error({"type": "Skipped", "message": "nothing here"})
+    assert type(skip) is protocol.SubmissionError and "Skipped: nothing here" in str(skip)
+    assert type(protocol.rebuild_error({"type": "ValueError", "message": "bad x"})) is ValueError
+    exit_ = protocol.rebuild_error({"type": "SystemExit", "message": "0"})
+    assert type(exit_) is protocol.SubmissionError
     import io
     stream = io.BytesIO()
-    remote.send(stream, {"op": "ok"}, [b"abc"])
+    protocol.send(stream, {"op": "ok"}, [b"abc"])
     stream.seek(0)
-    assert remote.receive(stream) == ({"op": "ok"}, [b"abc"])
+    assert protocol.receive(stream) == ({"op": "ok"}, [b"abc"])
     stream.seek(0)
-    with pytest.raises(remote.ProtocolError, match="limit"):
-        remote.receive(stream, limit=8)
+    with pytest.raises(protocol.ProtocolError, match="limit"):
+        protocol.receive(stream, limit=8)
 
 
 def test_only_top_level_functions_are_routed_and_closures_are_stubbed():
     """A region inside a closure (a FlexAttention mask_mod) cannot be sent to the submission's
     process: the grader stubs it in the teacher's process instead of using the teacher's body."""
-    from minattn.tools.remote import holders
+    from minattn.classroom.stubs import holders
 
     nested = []
     routed = holders({"2.1"}, REPO_ROOT, nested)
@@ -654,14 +685,16 @@ def test_only_top_level_functions_are_routed_and_closures_are_stubbed():
 def grading_course(tmp_path) -> Path:
     """The fake course with the tools, conftests and exercise tests the grader needs."""
     root = fake_course(tmp_path / "course")
-    shutil.copytree(REPO_ROOT / "minattn" / "tools", root / "minattn" / "tools",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("tools", "classroom"):
+        shutil.copytree(REPO_ROOT / "minattn" / package, root / "minattn" / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO_ROOT / "conftest.py", root / "conftest.py")
     shutil.copy(REPO_ROOT / "tests" / "conftest.py", root / "tests" / "conftest.py")
     (root / "tests" / "test_lib.py").write_text(
         "import pytest\n\n@pytest.mark.exercise('9.1')\ndef test_f():\n"
         "    from minattn.lib import f\n    assert f(1) == 3\n\n"
-        "@pytest.mark.exercise('9.2')\ndef test_g():\n    from minattn.lib import g\n    assert g(2) == 4\n")
+        "@pytest.mark.exercise('9.2')\ndef test_g():\n    from minattn.lib import g\n"
+        "    assert g(2) == 4\n")
     (root / "tests" / "test_top.py").write_text(  # imports at the top: the teacher's, always
         "import pytest\nfrom minattn.lib import g\n\n@pytest.mark.exercise('9.2')\n"
         "def test_g_again():\n    assert g(3) == 6\n")
@@ -697,14 +730,17 @@ def test_grading_survives_submissions_that_hang_crash_break_or_share_a_name(tmp_
         assert int(row["total"]) == {"9.1": 1, "9.2": 2}[ex_id], row  # the teacher's count
     assert got["carol", "9.1"]["passed"] == 1
     assert got["carol", "9.2"]["passed"] == 0
-    assert "timed out after 10 s (in tests/test_lib.py::test_g)" in got["carol", "9.2"]["first_failure"]
+    hung = got["carol", "9.2"]["first_failure"]
+    assert "timed out after 10 s (in tests/test_lib.py::test_g)" in hung
     for ex_id in ("9.1", "9.2"):
-        assert got["erin", ex_id]["passed"] == 0 and "SyntaxError" in got["erin", ex_id]["first_failure"]
+        row = got["erin", ex_id]
+        assert row["passed"] == 0 and "SyntaxError" in row["first_failure"]
     # the process died in test_f; the next test had a fresh one
     assert got["a/alice", "9.1"]["passed"] == 0
     assert "ended during f (exit code 0)" in got["a/alice", "9.1"]["first_failure"]
     assert got["a/alice", "9.2"]["passed"] == 2
-    assert got["b/alice", "9.1"]["passed"] == 0 and got["b/alice", "9.1"]["first_failure"].startswith(
+    row = got["b/alice", "9.1"]
+    assert row["passed"] == 0 and row["first_failure"].startswith(
         "exercise 9.1: END marker missing in minattn/lib.py (BEGIN at line 4")
     assert got["b/alice", "9.2"]["passed"] == 2
 
@@ -712,15 +748,16 @@ def test_grading_survives_submissions_that_hang_crash_break_or_share_a_name(tmp_
 @pytest.mark.slow
 def test_the_check_ends_everything_it_started_on_ctrl_c_and_on_its_time_limit(tmp_path):
     root = fake_course(tmp_path / "course")
-    shutil.copytree(REPO_ROOT / "minattn" / "tools", root / "minattn" / "tools",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    for package in ("tools", "classroom"):
+        shutil.copytree(REPO_ROOT / "minattn" / package, root / "minattn" / package,
+                        ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(REPO_ROOT / "conftest.py", root / "conftest.py")
     shutil.copy(REPO_ROOT / "tests" / "conftest.py", root / "tests" / "conftest.py")
     pid_file = tmp_path / "pytest.pid"
     (root / "tests" / "test_lib.py").write_text(
         "import os, time, pytest\n\n@pytest.mark.exercise('9.1')\ndef test_f():\n"
         f"    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n    time.sleep(3600)\n")
-    cmd = [sys.executable, "-m", "minattn.tools.exercises", "check", "9.1"]
+    cmd = [sys.executable, "-m", "minattn.classroom", "check", "9.1"]
     proc = subprocess.Popen(cmd, cwd=root, env=env_for(root), stdout=subprocess.PIPE, text=True)
     for _ in range(600):
         if pid_file.exists() and pid_file.read_text():

@@ -139,8 +139,8 @@ def test_the_prose_states_only_numbers_the_run_prints(lesson):
     if code != 0:
         pytest.fail(f"{lesson.name} did not run (see the smoke-mode test)")
     missing = unsupported(lesson, output, allow=PROSE_CONSTANTS.get(lesson.stem, {}).keys())
-    assert not missing, f"{lesson.name}: the markdown states numbers its output does not contain:\n" + \
-        "\n".join(f"  {s.text}: …{s.context}…" for s in missing)
+    assert not missing, (f"{lesson.name}: the markdown states numbers its output does not "
+                         "contain:\n" + "\n".join(f"  {s.text}: …{s.context}…" for s in missing))
 
 
 def test_the_prose_check_catches_a_typed_number(tmp_path):
@@ -198,7 +198,8 @@ def test_a_failing_lesson_fails_the_course_but_the_others_run(tmp_path, monkeypa
 
     from minattn.tools import course
 
-    broken = write_tiny_lesson(tmp_path, "97_broken", "fails on purpose", "raise RuntimeError('boom')")
+    broken = write_tiny_lesson(tmp_path, "97_broken", "fails on purpose",
+                               "raise RuntimeError('boom')")
     fine = write_tiny_lesson(tmp_path, "98_fine", "prints one line")
     monkeypatch.setattr(course, "lesson_files", lambda root=None: [broken, fine])
     monkeypatch.setenv("MINATTN_FIGURES", str(tmp_path / "figures"))

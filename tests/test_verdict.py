@@ -4,8 +4,17 @@ import numpy as np
 import pytest
 import torch
 
-from minattn.tools.verdict import (NOT_REPRODUCED, PARTLY, REPRODUCED, combine, compare,
-                                   estimate, rate, same, versus)
+from minattn.tools.verdict import (
+    NOT_REPRODUCED,
+    PARTLY,
+    REPRODUCED,
+    combine,
+    compare,
+    estimate,
+    rate,
+    same,
+    versus,
+)
 
 
 def test_a_difference_counts_beyond_twice_its_standard_error():

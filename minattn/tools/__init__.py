@@ -1,15 +1,19 @@
-"""The plumbing of the course — nothing here is an attention mechanism.
+"""The plumbing the lessons and benchmarks use — nothing here is an attention mechanism.
 
-    lesson     smoke mode, figures, `show(fn)`, paper claims for the course report
+    lesson     smoke mode, figures, `show(fn)` / `show(fn_np, fn_torch)`, paper claims
+    checkout   a lesson runs with its own checkout's minattn; an unimplemented exercise
+               stops it in one line
     train      the training loop (tqdm bar, History)
     utils      seeding, device choice, `fail()` and the input checks every mechanism uses
     bench      benchmark timing and memory; tables (`fmt_*`, `print_table`) are torch-free
     fetch      checksummed, atomic downloads (imports no torch: data scripts stay light)
     data       loaders for the fetched datasets
-    course     `make course`: notebooks, executed lessons, the report
-    exercises  student copies, the exercise check; grading (the gradebook), remote (a
-               submission's functions run in their own process), sandbox (bubblewrap);
-               exercise_audit (nothing in a student copy gives an answer away)
+    course     `make course`: notebooks, executed lessons, the report; prose and verdict
+               check its numbers and the claims' verdicts
+    gpu_tier   `make test-gpu`
+
+The classroom (student copies, the check, grading, the audit) is minattn/classroom/: no lesson
+imports it.
 """
 
 from pathlib import Path

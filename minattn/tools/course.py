@@ -73,10 +73,10 @@ def summary_line(lesson: Path) -> tuple[str, str]:
     notebook = lesson_notebook(lesson)
     text = next((c.source for c in notebook.cells if c.cell_type == "markdown"), "")
     lines = text.splitlines()
-    heading = next((l.lstrip("# ").strip() for l in lines if l.startswith("# ")), lesson.stem)
+    heading = next((h.lstrip("# ").strip() for h in lines if h.startswith("# ")), lesson.stem)
     title, dash, summary = heading.partition(" — ")
     if not dash:
-        body = " ".join(l.strip() for l in lines if l.strip() and not l.startswith("#"))
+        body = " ".join(t.strip() for t in lines if t.strip() and not t.startswith("#"))
         summary = re.split(r"(?<=[.!?])\s", body, maxsplit=1)[0] if body else ""
     return title.strip(), re.sub(r"[*`]", "", summary).strip()
 

@@ -37,9 +37,9 @@ from typing import BinaryIO, Callable, Iterator
 
 from tqdm import tqdm
 
+from . import REPO_ROOT
 from .tables import fmt_bytes
 
-from . import REPO_ROOT
 CHUNK = 1 << 20  # read and hash 1 MiB at a time: constant memory for any file size
 PARTIAL = ".partial-"  # prefix of temporaries; anything starting with it is safe to delete
 

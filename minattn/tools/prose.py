@@ -34,6 +34,12 @@ REFERENCE = re.compile(r"(§|\bsections?|\bsec\.|\bappendix|\btables?|\bfig\.|\b
 EXERCISE_ID = re.compile(r"(^|\n)\s*([*-]\s+)?\*\*$")  # "**1.1 — implement ..." at a line's start
 DECIMAL = re.compile(r"(?<![\w.])([−-]?)(\d+\.\d+)(?![\w.]*\d)")
 NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
+# How `show()` prints a library source in a script run (tools/lesson.py): code, not results,
+# so its numbers never vouch for the prose.
+SOURCE_HEADER = "# ---- source: "
+SOURCE_FOOTER = "# ---- end of source"
+SHOWN_SOURCE = re.compile(rf"^{re.escape(SOURCE_HEADER)}.*?^{re.escape(SOURCE_FOOTER)}$",
+                          re.M | re.S)
 
 
 @dataclass(frozen=True)
@@ -91,9 +97,10 @@ def stated_numbers(markdown: str) -> list[Stated]:
 
 
 def printed_numbers(output: str) -> list[float]:
-    """The absolute values of every number in a run's output."""
+    """The absolute values of every number in a run's output (sources that `show()` printed
+    left out)."""
     values = []
-    for m in NUMBER.finditer(output.replace("−", "-")):
+    for m in NUMBER.finditer(SHOWN_SOURCE.sub("", output).replace("−", "-")):
         try:
             value = abs(float(m.group()))
         except ValueError:

@@ -95,7 +95,8 @@ def rate(successes: int, n: int) -> Estimate:
 
 @dataclass(frozen=True)
 class Verdict:
-    """A verdict and the numbers behind it, e.g. ('reproduced', '0.84 vs 0.55: +0.29 > 2 SE 0.02')."""
+    """A verdict and the numbers behind it,
+    e.g. ('reproduced', '0.84 vs 0.55: +0.29 > 2 SE 0.02')."""
 
     verdict: str
     detail: str

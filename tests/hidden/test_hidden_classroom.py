@@ -6,8 +6,9 @@ Then the grader under attack, as a class might try it: one grading run of three 
 of exercises 1.1 and 1.2, shared by the tests below (the attacks need a wrong softmax or the
 teacher's answer to build them, so they live here, where no student copy reaches):
 - evil (graded first) hunts for the other submissions and the teacher's checkout from inside
-  its softmax: reads every /proc/<pid>/cmdline, tries to overwrite every reference.py and CSV
-  it can name, drops a file in each folder, and reports what it saw in its error message;
+  its softmax: reads every /proc/<pid>/cmdline, tries to overwrite every copy of that library
+  file and every CSV it can name, drops a file in each folder, and reports what it saw in its
+  error message;
 - cheat writes no solution: its 1.1 registers an atexit hook that rewrites any report JSON it
   finds, replaces numpy.testing and torch.testing's asserts with no-ops, then calls
   pytest.skip (numpy) or returns zeros (torch); its 1.2 calls sys.exit(0)
@@ -29,10 +30,14 @@ import pytest
 import torch
 
 from minattn.attention import attention_np, attention_torch, softmax_np
+from minattn.classroom import grading
+from minattn.classroom.copies import make_student_copy, source_files
+from minattn.classroom.regions import BEGIN, END, all_exercises, find_exercises
+from minattn.classroom.sandbox import bwrap_problem
 from minattn.tools import REPO_ROOT
-from minattn.tools import grading
-from minattn.tools.exercises import BEGIN, END, find_exercises, make_student_copy, source_files
-from minattn.tools.sandbox import bwrap_problem
+
+# The library file of exercises 1.1 and 1.2 (softmax, attention forward), relative to a checkout.
+LIB = next(e.path for e in all_exercises(REPO_ROOT) if e.id == "1.1")
 
 
 def per_row_softmax(x, mask):
@@ -57,7 +62,8 @@ def test_softmax_random_masks_and_scales(shape):
     mask[..., 0] = len(shape) == 1 or mask[..., 0]  # some rows keep entry 0 ...
     if len(shape) > 1:
         mask.reshape(-1, shape[-1])[0] = False  # ... and one row is fully masked
-    np.testing.assert_allclose(softmax_np(x, mask), per_row_softmax(x, mask), rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(softmax_np(x, mask), per_row_softmax(x, mask),
+                               rtol=1e-12, atol=1e-300)
 
 
 @pytest.mark.hidden
@@ -107,8 +113,9 @@ def global_max_softmax_torch(scores, mask=None):
                                                None if mask is None else mask.numpy()))
 
 
-def test_a_global_max_softmax_passes_the_visible_attention_tests_but_not_the_hidden_one(monkeypatch):
-    import minattn.attention.reference as attention
+def test_a_global_max_softmax_passes_the_visible_attention_tests_but_not_the_hidden_one(
+        monkeypatch):
+    attention = sys.modules[softmax_np.__module__]  # where attention_np finds its softmax
     sys.path.insert(0, str(REPO_ROOT / "tests"))
     try:
         import test_attention as visible
@@ -163,7 +170,7 @@ EVIL = '''    import json
         for folder, subfolders, files in os.walk(t):
             subfolders[:] = [s for s in subfolders if s != ".venv"]  # nothing to ruin there
             for f in files:
-                if f == "reference.py" or f.endswith(".csv"):
+                if f == {lib_name!r} or f.endswith(".csv"):
                     try:
                         pathlib.Path(folder, f).write_text("raise SystemExit('overwritten')\\n")
                     except OSError:
@@ -182,7 +189,8 @@ CHEAT_SOFTMAX = '''    import atexit
     import numpy.testing
 
     def forge():
-        for path in glob.glob("/tmp/**/*.json", recursive=True) + glob.glob("/home/**/*.json", recursive=True):
+        for path in (glob.glob("/tmp/**/*.json", recursive=True)
+                     + glob.glob("/home/**/*.json", recursive=True)):
             try:
                 with open(path, "w") as f:
                     json.dump({"exercises": {"1.1": {"tests": [], "passed": 99, "failed": 0}}}, f)
@@ -221,27 +229,27 @@ def trial(tmp_path_factory):
     for rel in source_files(REPO_ROOT, student=False):
         (teacher / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO_ROOT / rel, teacher / rel)
-    ids = [e.id for e in find_exercises((teacher / "minattn/attention/reference.py").read_text())
+    ids = [e.id for e in find_exercises((teacher / LIB).read_text())
            if e.id in ("1.1", "1.2")]
     subs = base / "class"
     evil, cheat, honest = subs / "evil", subs / "cheat", subs / "honest"
     for sub in (evil, cheat, honest):
         make_student_copy(sub, teacher, only=["1.1", "1.2"])
-    solution = teacher / "minattn" / "attention" / "reference.py"
-    (honest / "minattn" / "attention" / "reference.py").write_text(solution.read_text())
+    solution = teacher / LIB
+    (honest / LIB).write_text(solution.read_text())
     out = base / "gradebook" / "grades.csv"
     out.parent.mkdir()
     out.write_text("earlier grades\n")
     targets = [str(honest), str(teacher), str(REPO_ROOT), str(out.parent), str(subs)]
-    body = EVIL.format(targets=targets)
-    with_bodies(evil / "minattn" / "attention" / "reference.py", {"softmax_np": body, "softmax_torch": body})
-    with_bodies(cheat / "minattn" / "attention" / "reference.py", {
+    body = EVIL.format(targets=targets, lib_name=LIB.name)
+    with_bodies(evil / LIB, {"softmax_np": body, "softmax_torch": body})
+    with_bodies(cheat / LIB, {
         "softmax_np": CHEAT_SKIP, "softmax_torch": CHEAT_ZEROS,
         "attention_np": CHEAT_EXIT, "attention_torch": CHEAT_EQUAL})
     manifest = json.loads((cheat / ".student-copy").read_text())
     (cheat / ".student-copy").write_text(json.dumps(dict(manifest, exercises=["9.9", "9.8"])))
     before = {"teacher": tree(teacher), "honest": tree(honest),
-              "repository": (REPO_ROOT / "minattn" / "attention" / "reference.py").read_bytes()}
+              "repository": (REPO_ROOT / LIB).read_bytes()}
     rows = grading.grade([evil, cheat, honest], out, only=["1.1", "1.2"], root=teacher,
                          timeout=300, hide=[REPO_ROOT])
     return dict(base=base, teacher=teacher, honest=honest, out=out, before=before, ids=ids,
@@ -252,7 +260,8 @@ def test_the_gradebook_has_the_teachers_exercises_and_totals_for_everyone(trial)
     rows = trial["rows"]
     assert [r["submission"] for r in csv.DictReader(trial["out"].open())] == \
         ["evil"] * 2 + ["cheat"] * 2 + ["honest"] * 2
-    assert sorted(rows) == sorted((s, e) for s in ("evil", "cheat", "honest") for e in ("1.1", "1.2"))
+    assert sorted(rows) == sorted((s, e) for s in ("evil", "cheat", "honest")
+                                  for e in ("1.1", "1.2"))
     for ex_id in ("1.1", "1.2"):
         totals = {int(rows[s, ex_id]["total"]) for s in ("evil", "cheat", "honest")}
         marked = sum(p.read_text().count(f'@pytest.mark.exercise("{ex_id}")')
@@ -265,7 +274,8 @@ def test_cheat_gets_nothing_from_patching_skipping_or_exiting(trial):
     for ex_id in ("1.1", "1.2"):
         row = rows["cheat", ex_id]
         assert int(row["passed"]) == 0 and int(row["total"]) > 0, row
-    assert "SubmissionError: Skipped: nothing to grade here" in rows["cheat", "1.1"]["first_failure"]
+    skipped = rows["cheat", "1.1"]["first_failure"]
+    assert "SubmissionError: Skipped: nothing to grade here" in skipped
     assert "SubmissionError: SystemExit: 0" in rows["cheat", "1.2"]["first_failure"]
 
 
@@ -277,11 +287,12 @@ def test_evil_sees_nothing_and_changes_nothing(trial):
     # lives in the checkout), empty of anything else
     python = {os.path.realpath(d) for d in (sys.prefix, sys.base_prefix)}
     for folder, entries in json.loads(saw[1]).items():
-        assert all(os.path.join(folder, e) in python or any(p.startswith(os.path.join(folder, e) + "/")
-                                                            for p in python) for e in entries), first
+        paths = [os.path.join(folder, e) for e in entries]
+        assert all(p in python or any(q.startswith(p + "/") for q in python)
+                   for p in paths), first
     assert int(trial["rows"]["evil", "1.1"]["passed"]) == 0
     assert tree(trial["teacher"]) == trial["before"]["teacher"]
-    assert (REPO_ROOT / "minattn" / "attention" / "reference.py").read_bytes() == trial["before"]["repository"]
+    assert (REPO_ROOT / LIB).read_bytes() == trial["before"]["repository"]
     assert tree(trial["honest"]) == trial["before"]["honest"]
     assert not list(trial["base"].rglob("EVIL_WAS_HERE"))
 

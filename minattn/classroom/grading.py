@@ -1,7 +1,7 @@
 """Grading: the handed-out exercises of each submission, run against the teacher's tests.
 
-    python -m minattn.tools.exercises grade SUB... --only 1.1 1.2 --out grades.csv
-    python -m minattn.tools.exercises grade SUB... --roster roster.txt [--name NAME...] [--timeout S]
+    python -m minattn.classroom grade SUB... --only 1.1 1.2 --out grades.csv
+    python -m minattn.classroom grade SUB... --roster roster.txt [--name NAME...] [--timeout S]
 
 What is graded comes from the teacher: `--only` ids (or lesson numbers), or a roster file (the
 ids, or lesson numbers, separated by spaces or lines; `#` starts a comment). A submission's own
@@ -15,8 +15,8 @@ For each submission, one at a time:
    the teacher's solution never stands in for it.
 2. the teacher's tests (hidden ones included) run in a copy of the teacher's repository, in
    their own process, with the graded functions routed to a worker process that imports the
-   graded copy, inside the bubblewrap sandbox of tools/sandbox.py (tools/remote.py states the
-   threat model). The worker sees only that copy; not the teacher's checkout, the other
+   graded copy, inside the bubblewrap sandbox of sandbox.py (plugin.py states the threat
+   model). The worker sees only that copy; not the teacher's checkout, the other
    submissions, the gradebook, the network, or the grader's processes.
 3. a time limit for the whole run, after which its process group is killed.
 
@@ -39,13 +39,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import REPO_ROOT
-from .exercises import (BEGIN, END, _pytest, _short, all_exercises, by_id, descriptions,
-                        expand_ids, find_exercises, source_files, stub_message)
+from ..tools import REPO_ROOT
+from .check import run_pytest, short
+from .copies import source_files
+from .regions import all_exercises, descriptions, expand_ids, splice
 from .sandbox import INSIDE, UNSAFE, bwrap_problem, check_start, python_executable
 
 FIELDS = ["submission", "exercise", "passed", "total", "first_failure"]
 COLLECTION = 300  # seconds allowed for collecting the teacher's tests, before any submission
+WORKER = "from minattn.classroom.worker import serve; serve()"  # in the sandbox, in the copy
 
 
 # ============================================================================ what is graded
@@ -82,7 +84,8 @@ def submission_names(submissions, names=None) -> list[str]:
             if i < j and p == q:
                 raise ValueError(f"submission {submissions[i]} is given twice ({submissions[j]})")
             if i != j and p in q.parents:
-                raise ValueError(f"submission {submissions[j]} lies inside submission {submissions[i]}")
+                raise ValueError(f"submission {submissions[j]} lies inside submission "
+                                 f"{submissions[i]}")
     if names:
         if len(names) != len(paths):
             raise ValueError(f"--name gives {len(names)} names for {len(paths)} submissions")
@@ -93,62 +96,13 @@ def submission_names(submissions, names=None) -> list[str]:
     seen: dict[str, int] = {}
     for i, n in enumerate(names):
         if not n or any(c in n for c in "\n\r\0"):
-            raise ValueError(f"submission {submissions[i]}: the name {n!r} cannot go in a gradebook")
+            raise ValueError(f"submission {submissions[i]}: the name {n!r} cannot go in a "
+                             "gradebook")
         if n in seen:
             raise ValueError(f"submissions {submissions[seen[n]]} and {submissions[i]} would both "
                              f"be named {n!r} in the gradebook; give each a --name")
         seen[n] = i
     return names
-
-
-# ============================================================================ graded copies
-def find_region(lines: list[str], ex_id: str, k: int, rel: str) -> tuple[int, int] | str:
-    """(BEGIN index, END index) of the k-th region of `ex_id` in a submission's lines (0-based),
-    or what is wrong with its markers. Lenient: other regions' markers may be broken."""
-    begins = [i for i, line in enumerate(lines) if (m := BEGIN.match(line)) and m["id"] == ex_id]
-    if not begins:
-        return f"exercise {ex_id}: BEGIN marker missing in {rel}"
-    if k >= len(begins):
-        return (f"exercise {ex_id}: BEGIN marker of its region #{k + 1} missing in {rel} "
-                f"(found {len(begins)})")
-    b = begins[k]
-    for i in range(b + 1, len(lines)):
-        if END.match(lines[i]):
-            return b, i
-        if m := BEGIN.match(lines[i]):
-            return (f"exercise {ex_id}: END marker missing in {rel} (BEGIN at line {b + 1}; the "
-                    f"next marker is exercise {m['id']}'s BEGIN at line {i + 1})")
-    return f"exercise {ex_id}: END marker missing in {rel} (BEGIN at line {b + 1})"
-
-
-def splice(teacher_text: str, submission_text: str | None, ids: set[str], what: dict[str, str],
-           rel: str = "?") -> tuple[str, dict[str, list[str]]]:
-    """The teacher's file with the bodies of the `ids` regions taken from the submission's file
-    (matched by id and order). A region the submission lacks, or whose markers are broken,
-    becomes a NotImplementedError stub. Returns (text, {exercise id: [what went wrong]})."""
-    notes: dict[str, list[str]] = {}
-    lines = teacher_text.splitlines(keepends=True)
-    theirs = submission_text.splitlines(keepends=True) if submission_text is not None else None
-    seen: dict[str, int] = {}
-    replacements = []
-    for e in find_exercises(teacher_text):
-        if e.id not in ids:
-            continue
-        k = seen[e.id] = seen.get(e.id, -1) + 1
-        found = (f"exercise {e.id}: {rel} missing in the submission" if theirs is None
-                 else find_region(theirs, e.id, k, rel))
-        if isinstance(found, tuple):
-            body = theirs[found[0] + 1:found[1]]
-        else:
-            indent = BEGIN.match(lines[e.line - 1])["indent"]
-            literal = json.dumps(stub_message(e.id, what.get(e.id, "")), ensure_ascii=False)
-            body = [f"{indent}raise NotImplementedError({literal})\n"]
-            if found not in notes.get(e.id, []):
-                notes.setdefault(e.id, []).append(found)
-        replacements.append((e.line - 1, e.end - 1, body))
-    for b, en, body in reversed(replacements):
-        lines[b + 1:en] = body
-    return "".join(lines), notes
 
 
 def build_graded_copy(submission: Path, dest: Path, ids, root: Path = REPO_ROOT,
@@ -240,18 +194,19 @@ def grade(submissions, out: Path | None = None, only=None, timeout: float = 600,
             all_notes.append(build_graded_copy(sub, copy, ids, root))
             specs.append(dict(
                 ids=ids, copy=str(copy), hide=[str(h) for h in hide + [tmp]], unsafe=unsafe,
-                command=[python_executable(), "-s", "-c", "from minattn.tools.remote import serve; serve()"],
+                command=[python_executable(), "-s", "-c", WORKER],
                 env=worker_env(copy if unsafe else Path(INSIDE)), timeout=timeout,
                 report=str(work / "report.json"), status=str(work / "status.json"),
                 pidfile=str(work / "worker.pid")))
         (tmp / "specs.json").write_text(json.dumps(specs))
         # One pytest: it collects the teacher's tests once (its report: the teacher's counts),
         # then runs them once per submission, each in a forked process with its own time limit.
-        rc, output, collected, _ = _pytest(
-            teacher, ["--rootdir", str(teacher), "-p", "minattn.tools.remote", "--remote-specs",
+        rc, output, collected, _ = run_pytest(
+            teacher, ["--rootdir", str(teacher), "-p", "minattn.classroom.plugin", "--remote-specs",
                       str(tmp / "specs.json"), "-q", "--tb=line", "--capture=no", *files,
                       "--exercises", *ids],
-            tmp / "collected.json", capture=True, timeout=COLLECTION + timeout * len(specs), env=env)
+            tmp / "collected.json", capture=True, timeout=COLLECTION + timeout * len(specs),
+            env=env)
         if not collected.get("read"):
             raise RuntimeError(f"the teacher's tests could not be collected (exit code {rc}):\n"
                                + output[-3000:])
@@ -310,11 +265,12 @@ def _rows(name, ids, notes, totals, rc, report, timed_out, timeout) -> list[dict
             if errors:
                 first = f"error collecting {errors[0]['where']}: {errors[0]['message']}"
             elif skipped:
-                first = f"{len(skipped)} tests skipped on the grading machine (counted as not passed)"
+                first = (f"{len(skipped)} tests skipped on the grading machine (counted as not "
+                         "passed)")
             else:
                 first = why
         rows.append(dict(submission=name, exercise=ex_id, passed=passed, total=total,
-                         first_failure=_short(first or "", 300)))
+                         first_failure=short(first or "", 300)))
     return rows
 
 
@@ -324,7 +280,7 @@ def _print_grades(rows: list[dict]) -> None:
     for r in rows:
         tests = f"{r['passed']}/{r['total']}"
         print(f"{r['submission']:{width}}{r['exercise']:9}{tests:8}"
-              f"{_short(r['first_failure'], 80)}")
+              f"{short(r['first_failure'], 80)}")
     print()
     for name in dict.fromkeys(r["submission"] for r in rows):
         mine = [r for r in rows if r["submission"] == name]

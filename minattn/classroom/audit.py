@@ -1,14 +1,12 @@
 """Checks of the exercises themselves, for the course's authors (tests/test_exercises.py runs them).
 
-- `stub_in_process(id)`: make one exercise raise NotImplementedError in this process, as in a
-  student copy (pytest --stub-each: every exercise test must then fail with its own exercise).
 - `find_giveaways()`: functions that a student copy keeps and that would give an exercise's
   answer away (the torch twin of a NumPy exercise, a near-copy of its lines, a listed twin):
   each must carry the exercise's id too, so that stripping removes it.
 - `audit()`: that, and every other way a student copy would give an answer away: visible
   tests or lessons repeating a region, test helpers computing an exercise's answer without
   calling it, visible tests checking a predict/experiment value, such values in comments,
-  teacher-only tests outside tests/hidden/ (`python -m minattn.tools.exercises audit`).
+  teacher-only tests outside tests/hidden/ (`python -m minattn.classroom audit`).
 """
 
 from __future__ import annotations
@@ -17,76 +15,10 @@ import ast
 import re
 from pathlib import Path
 
-from . import REPO_ROOT
-from .exercises import all_exercises, by_id, descriptions, id_key, source_files, strip_solutions
-
-
-def _code_objects(code):
-    yield code
-    for const in code.co_consts:
-        if hasattr(const, "co_code"):
-            yield from _code_objects(const)
-
-
-def _functions_of(module):
-    """Every function object defined in a module: top level, in classes, wrapped."""
-    seen = set()
-
-    def visit(obj, depth=0):
-        if id(obj) in seen or depth > 3:
-            return
-        seen.add(id(obj))
-        if isinstance(obj, (staticmethod, classmethod)):
-            obj = obj.__func__
-        if isinstance(obj, property):
-            for f in (obj.fget, obj.fset, obj.fdel):
-                if f is not None:
-                    visit(f, depth + 1)
-            return
-        if hasattr(obj, "__code__") and getattr(obj, "__module__", None) == module.__name__:
-            found.append(obj)
-            if hasattr(obj, "__wrapped__"):
-                visit(obj.__wrapped__, depth + 1)
-        elif isinstance(obj, type) and obj.__module__ == module.__name__:
-            for value in vars(obj).values():
-                visit(value, depth + 1)
-        elif hasattr(obj, "__wrapped__"):
-            visit(obj.__wrapped__, depth + 1)
-
-    found = []
-    for value in list(vars(module).values()):
-        visit(value)
-    return found
-
-
-def stub_in_process(ex_id: str, root: Path = REPO_ROOT):
-    """Make exercise `ex_id` raise NotImplementedError in this process, as in a student copy,
-    by swapping the code of the functions holding its regions. Returns a function that undoes
-    it. (Lets one pytest run check every exercise's tests against its own stub.)"""
-    import importlib
-
-    exercises = all_exercises(root)
-    what = descriptions(exercises)
-    undo = []
-    for rel in sorted({str(e.path) for e in exercises if e.id == ex_id}):
-        path = Path(root) / rel
-        name = ".".join(Path(rel).with_suffix("").parts)
-        name = name[:-len(".__init__")] if name.endswith(".__init__") else name
-        module = importlib.import_module(name)
-        stripped = compile(strip_solutions(path.read_text(), {ex_id}, what, keep_lines=True),
-                           str(path), "exec")  # every function keeps its first line number
-        codes = {(c.co_qualname, c.co_firstlineno): c for c in _code_objects(stripped)}
-        for f in _functions_of(module):
-            new = codes.get((f.__code__.co_qualname, f.__code__.co_firstlineno))
-            if new is not None and new != f.__code__ and new.co_freevars == f.__code__.co_freevars:
-                undo.append((f, f.__code__))
-                f.__code__ = new
-
-    def restore():
-        for f, code in reversed(undo):
-            f.__code__ = code
-    return restore
-
+from ..tools import REPO_ROOT
+from .copies import source_files
+from .regions import PLUMBING, all_exercises, by_id, descriptions, id_key, strip_solutions
+from .stubs import holders, resolve, stub_in_process
 
 # ============================================================================ give-aways
 # Twins that no name or text rule can see: (function, twin) -- the twin must carry every
@@ -120,7 +52,7 @@ def _norm(line: str) -> str:
     return re.sub(r"\s+", "", line)
 
 
-def _functions(text: str):
+def function_spans(text: str):
     """(qualified name, first line, last line) of every function in a source text (1-based)."""
     out = []
 
@@ -151,13 +83,13 @@ def find_giveaways(root: Path = REPO_ROOT, twins=TWINS) -> list[str]:
     # (file, qualname, name, first, last, its normalised lines, exercise ids inside, waived ids)
     funcs = []
     for path in sorted((root / "minattn").rglob("*.py")):
-        if "__pycache__" in path.parts or path.parent.name == "tools":
+        if "__pycache__" in path.parts or path.relative_to(root / "minattn").parts[0] in PLUMBING:
             continue
         text = path.read_text()
         lines = text.splitlines()
         rel = str(path.relative_to(root))
         regions = [e for e in exercises if str(e.path) == rel]
-        for qual, first, last in _functions(text):
+        for qual, first, last in function_spans(text):
             body = lines[first - 1:last]
             inside = {e.id for e in regions if first <= e.line <= last}
             waived = {m["id"] for m in map(NOT_A_TWIN.search, body) if m}
@@ -200,13 +132,13 @@ def find_giveaways(root: Path = REPO_ROOT, twins=TWINS) -> list[str]:
     return sorted(set(problems))
 
 
-# ============================================================================ leaks outside the library
+# ============================================================================ leaks elsewhere
 def audit(root: Path = REPO_ROOT) -> list[str]:
-    """Everything that would give an answer away in a student copy (`exercises audit`):
+    """Everything that would give an answer away in a student copy (`classroom audit`):
     unmarked twins in the library (find_giveaways), visible test code that repeats a region
     or computes an exercise's answer without calling it, visible tests that check a predict or
     experiment answer, such answers written in comments or docstrings, and teacher-only test
-    files that would be copied. Untracked files are never copied (exercises.source_files)."""
+    files that would be copied. Untracked files are never copied (copies.source_files)."""
     return sorted(set(find_giveaways(root) + find_copied_lines(root) + find_helper_twins(root)
                       + find_answer_checks(root) + find_written_answers(root)
                       + find_teacher_files(root)))
@@ -234,7 +166,8 @@ def find_copied_lines(root: Path = REPO_ROOT) -> list[str]:
         for e, significant in regions:
             shared = significant & own
             one_long = len(significant) == 1 and shared and len(next(iter(shared))) >= 30
-            if one_long or (len(significant) >= 2 and len(shared) >= max(2, 0.4 * len(significant))):
+            many = len(significant) >= 2 and len(shared) >= max(2, 0.4 * len(significant))
+            if one_long or many:
                 problems.append(f"exercise {e.id}: {rel} repeats {len(shared)} of the "
                                 f"{len(significant)} lines of its region {e.path}:{e.line}")
     return problems
@@ -253,10 +186,9 @@ def find_helper_twins(root: Path = REPO_ROOT, files=None) -> list[str]:
     import importlib.util
     import inspect
 
-    import minattn
     import numpy as np
 
-    from .remote import holders, resolve
+    import minattn
 
     root = Path(root)
     if Path(minattn.__file__).resolve().parents[1] != root.resolve():
@@ -411,13 +343,14 @@ def find_written_answers(root: Path = REPO_ROOT) -> list[str]:
     test."""
     root = Path(root)
     exercises = all_exercises(root)
-    answers = [(e, v) for e in exercises if e.kind != "implement" for v in _returned_constants(root, e)]
+    answers = [(e, v) for e in exercises if e.kind != "implement"
+               for v in _returned_constants(root, e)]
     if not answers:
         return []
     ids = {e.id for e, _ in answers}
     problems = []
     for rel in _student_files(root, ("tests", "minattn")):
-        if rel.startswith("minattn/tools/"):  # the plumbing holds no exercise
+        if rel.split("/")[1] in PLUMBING:  # the plumbing and the classroom hold no exercise
             continue
         text = (root / rel).read_text()
         if rel.startswith("minattn/"):
@@ -443,5 +376,6 @@ def find_teacher_files(root: Path = REPO_ROOT) -> list[str]:
         elif rel.endswith(".py") and parts[0] == "tests" and re.search(
                 r"^(@pytest\.mark\.hidden|pytestmark\s*=.*mark\.hidden)", (root / rel).read_text(),
                 re.M):
-            problems.append(f"{rel}: marked hidden but outside tests/hidden/: it would reach students")
+            problems.append(f"{rel}: marked hidden but outside tests/hidden/: it would reach "
+                            "students")
     return problems

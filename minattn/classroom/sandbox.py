@@ -144,7 +144,8 @@ def spawn(copy: Path, hide, command: list[str], env: dict[str, str], unsafe: boo
         with os.fdopen(write, "wb") as pipe:
             pipe.write(options)
         return subprocess.Popen([shutil.which("bwrap"), "--args", str(read), "--", *command],
-                                pass_fds=(read,), env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+                                pass_fds=(read,),
+                                env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
                                 **popen)
     finally:
         os.close(read)

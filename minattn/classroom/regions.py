@@ -1,0 +1,215 @@
+"""Exercise regions: the markers in the library, a solution stripped, a solution spliced back.
+
+A solution in the library is a region of code between two comment lines,
+
+    # BEGIN EXERCISE 1.1 implement: numerically stable (masked) softmax (~15 min)
+    ...the teacher's solution...
+    # END EXERCISE
+
+kind is `implement`, `predict` or `experiment` (a missing kind means implement); the time is
+optional. One id may mark several regions: every place that would give the answer away (the
+torch twin, a fast path, a helper) carries the same id, so that stripping leaves nothing to copy.
+
+`strip_solutions` makes a student's file (each region's body a NotImplementedError naming the
+exercise); `splice` puts a student's region bodies back into the teacher's file (grading, and
+a rebuilt student copy that keeps the student's work).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..tools import REPO_ROOT
+
+KINDS = ("implement", "predict", "experiment")
+BEGIN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN EXERCISE (?P<id>\S+)"
+                   r"(?:\s+(?P<kind>implement|predict|experiment)\s*:)?\s*(?P<what>.*?)\s*$")
+END = re.compile(r"^[ \t]*# END EXERCISE\s*$")
+MINUTES = re.compile(r"\s*\(\s*~?\s*(?P<n>\d+)\s*min(?:utes)?\s*\)\s*$")
+# The folders of minattn/ that hold no exercise: the plumbing, and the classroom (whose
+# docstrings show markers).
+PLUMBING = ("tools", "classroom")
+
+
+# ============================================================================ markers
+@dataclass(frozen=True)
+class Exercise:
+    """One marked region. Several regions may share an id (an exercise and its twins)."""
+    id: str
+    what: str
+    path: Path
+    line: int             # the BEGIN line (1-based)
+    kind: str = "implement"
+    minutes: int | None = None
+    end: int = 0          # the END line (1-based)
+
+
+def id_key(ex_id: str):
+    """Sort key: 1.2 < 1.10 < 2.1."""
+    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.]", ex_id)]
+
+
+def parse_begin(m: re.Match) -> tuple[str, str, int | None]:
+    what, minutes = m["what"], None
+    if t := MINUTES.search(what):
+        what, minutes = what[:t.start()].rstrip(), int(t["n"])
+    return m["kind"] or "implement", what, minutes
+
+
+def find_exercises(text: str, path: Path = Path("?")) -> list[Exercise]:
+    """Every marked region of a source text; checks that markers pair up."""
+    found, open_at = [], None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if m := BEGIN.match(line):
+            if open_at is not None:
+                raise ValueError(f"{path}:{number}: BEGIN EXERCISE inside exercise "
+                                 f"{open_at[0]['id']} (opened at line {open_at[1]})")
+            open_at = (m, number)
+        elif END.match(line):
+            if open_at is None:
+                raise ValueError(f"{path}:{number}: END EXERCISE without a BEGIN")
+            m, begin = open_at
+            kind, what, minutes = parse_begin(m)
+            found.append(Exercise(m["id"], what, path, begin, kind, minutes, number))
+            open_at = None
+    if open_at is not None:
+        raise ValueError(f"{path}:{open_at[1]}: exercise {open_at[0]['id']} is never closed")
+    return found
+
+
+def all_exercises(root: Path = REPO_ROOT) -> list[Exercise]:
+    """Every region in root/minattn (outside PLUMBING), in file order."""
+    exercises = []
+    library = Path(root) / "minattn"
+    for path in sorted(library.rglob("*.py")):
+        if "__pycache__" not in path.parts and path.relative_to(library).parts[0] not in PLUMBING:
+            exercises += find_exercises(path.read_text(), path.relative_to(root))
+    return exercises
+
+
+def by_id(exercises: list[Exercise]) -> dict[str, list[Exercise]]:
+    """Regions grouped by exercise id, ids in course order."""
+    groups: dict[str, list[Exercise]] = {}
+    for e in exercises:
+        groups.setdefault(e.id, []).append(e)
+    return {k: groups[k] for k in sorted(groups, key=id_key)}
+
+
+def summary(regions: list[Exercise]) -> Exercise:
+    """The region that describes an exercise: the first with a description (twins may omit it)."""
+    return next((r for r in regions if r.what), regions[0])
+
+
+def descriptions(exercises: list[Exercise]) -> dict[str, str]:
+    return {k: summary(v).what for k, v in by_id(exercises).items()}
+
+
+def stub_message(ex_id: str, what: str) -> str:
+    return f"Exercise {ex_id}: {what or 'see the docstring'}"
+
+
+def strip_solutions(text: str, only: set[str] | None = None,
+                    what: dict[str, str] | None = None, keep_lines: bool = False) -> str:
+    """Replace each marked region's body with a NotImplementedError naming the exercise
+    (only the exercises whose ids are in `only`, when given). `what` describes exercises whose
+    twin regions carry no description of their own. `keep_lines` pads the stub with blank lines
+    so that every line keeps its number."""
+    what = dict(what or {})
+    for e in find_exercises(text):  # a twin without a description borrows its exercise's
+        if e.what:
+            what.setdefault(e.id, e.what)
+    out, inside, dropped = [], False, 0
+    for line in text.splitlines(keepends=True):
+        if (m := BEGIN.match(line)) and (only is None or m["id"] in only):
+            inside, dropped = True, 0
+            message = stub_message(m["id"], what.get(m["id"]) or parse_begin(m)[1])
+            literal = json.dumps(message, ensure_ascii=False)
+            out += [line, f'{m["indent"]}raise NotImplementedError({literal})\n']
+        elif END.match(line) and inside:
+            inside = False
+            out += ["\n"] * (dropped - 1 if keep_lines and dropped else 0) + [line]
+        elif not inside:
+            out.append(line)
+        else:
+            dropped += 1
+    return "".join(out)
+
+
+def expand_ids(requested, known) -> list[str]:
+    """Check exercise ids before anything touches the disk: '1' means every exercise of lesson 1.
+    Raises ValueError listing the valid ids."""
+    known = sorted(set(known), key=id_key)
+    chosen = []
+    for item in requested:
+        item = str(item).strip()
+        lesson = item.lstrip("0") if item.isdigit() else None
+        matches = ([k for k in known if k.split(".")[0] == lesson] if lesson is not None
+                   else [k for k in known if k == item])
+        if not matches:
+            lessons = sorted({k.split('.')[0] for k in known}, key=id_key)
+            raise ValueError(f"unknown exercise {item!r}; valid ids: {' '.join(known)} "
+                             f"(or a lesson number: {' '.join(lessons)})")
+        chosen += [m for m in matches if m not in chosen]
+    return sorted(chosen, key=id_key)
+
+
+def lesson_of(ex_id: str, root: Path = REPO_ROOT) -> str:
+    """The lesson file stem an exercise belongs to ('01_attention'), from its first number."""
+    number = ex_id.split(".")[0]
+    if number.isdigit():
+        for path in sorted((Path(root) / "lessons").glob(f"{int(number):02d}_*.py")):
+            return path.stem
+    return f"lesson {number}"
+
+
+# ============================================================================ splicing
+def find_region(lines: list[str], ex_id: str, k: int, rel: str) -> tuple[int, int] | str:
+    """(BEGIN index, END index) of the k-th region of `ex_id` in a submission's lines (0-based),
+    or what is wrong with its markers. Lenient: other regions' markers may be broken."""
+    begins = [i for i, line in enumerate(lines) if (m := BEGIN.match(line)) and m["id"] == ex_id]
+    if not begins:
+        return f"exercise {ex_id}: BEGIN marker missing in {rel}"
+    if k >= len(begins):
+        return (f"exercise {ex_id}: BEGIN marker of its region #{k + 1} missing in {rel} "
+                f"(found {len(begins)})")
+    b = begins[k]
+    for i in range(b + 1, len(lines)):
+        if END.match(lines[i]):
+            return b, i
+        if m := BEGIN.match(lines[i]):
+            return (f"exercise {ex_id}: END marker missing in {rel} (BEGIN at line {b + 1}; the "
+                    f"next marker is exercise {m['id']}'s BEGIN at line {i + 1})")
+    return f"exercise {ex_id}: END marker missing in {rel} (BEGIN at line {b + 1})"
+
+
+def splice(teacher_text: str, submission_text: str | None, ids: set[str], what: dict[str, str],
+           rel: str = "?") -> tuple[str, dict[str, list[str]]]:
+    """The teacher's file with the bodies of the `ids` regions taken from the submission's file
+    (matched by id and order). A region the submission lacks, or whose markers are broken,
+    becomes a NotImplementedError stub. Returns (text, {exercise id: [what went wrong]})."""
+    notes: dict[str, list[str]] = {}
+    lines = teacher_text.splitlines(keepends=True)
+    theirs = submission_text.splitlines(keepends=True) if submission_text is not None else None
+    seen: dict[str, int] = {}
+    replacements = []
+    for e in find_exercises(teacher_text):
+        if e.id not in ids:
+            continue
+        k = seen[e.id] = seen.get(e.id, -1) + 1
+        found = (f"exercise {e.id}: {rel} missing in the submission" if theirs is None
+                 else find_region(theirs, e.id, k, rel))
+        if isinstance(found, tuple):
+            body = theirs[found[0] + 1:found[1]]
+        else:
+            indent = BEGIN.match(lines[e.line - 1])["indent"]
+            literal = json.dumps(stub_message(e.id, what.get(e.id, "")), ensure_ascii=False)
+            body = [f"{indent}raise NotImplementedError({literal})\n"]
+            if found not in notes.get(e.id, []):
+                notes.setdefault(e.id, []).append(found)
+        replacements.append((e.line - 1, e.end - 1, body))
+    for b, en, body in reversed(replacements):
+        lines[b + 1:en] = body
+    return "".join(lines), notes
