@@ -37,7 +37,7 @@
 #    look at what the heads learned;
 # 7. (appendix) make wide windows fast.
 #
-# Run time: printed at the end of the run (full mode: roughly 12 minutes of one CPU thread;
+# Run time: printed at the end of the run (full mode: under 10 minutes of one CPU thread;
 # `MINATTN_SMOKE=1`: seconds).
 
 # %%
