@@ -352,54 +352,6 @@ def fit_logistic_regression(x: torch.Tensor, y: torch.Tensor, x_valid: torch.Ten
     return best
 
 
-# ==== lesson 04: Transformer-XL — the vanilla baseline (absolute positions, no memory)
-
-
-class VanillaBlock(nn.Module):
-    """A pre-norm Transformer block (causal self-attention + ReLU FFN), `XLLayer`'s twin
-    without memory or relative positions."""
-
-    def __init__(self, d_model: int, num_heads: int, d_ff: int):
-        super().__init__()
-        self.attention = MultiHeadAttention(d_model, num_heads, bias=False)
-        self.norm1, self.norm2 = nn.LayerNorm(d_model), nn.LayerNorm(d_model)
-        self.ff = nn.Sequential(nn.Linear(d_model, d_ff), nn.ReLU(), nn.Linear(d_ff, d_model))
-
-    def forward(self, x, mask):
-        x = x + self.attention(self.norm1(x), mask=mask)[0]
-        return x + self.ff(self.norm2(x))
-
-
-class VanillaLM(nn.Module):
-    """The baseline of lesson 04: `TransformerXL`'s size and layout, absolute sinusoidal
-    positions, no memory — every segment is read on its own.
-
-    forward(tokens (B, L), memories=None, mem_len=None) -> logits (B, L, V), None
-    (the same call as `TransformerXL`, so one training loop serves both; memories are ignored).
-    """
-
-    def __init__(self, vocab_size: int, d_model: int = 128, num_heads: int = 4,
-                 num_layers: int = 2, d_ff: int | None = None):
-        super().__init__()
-        self.d_model = d_model
-        self.embedding = nn.Embedding(vocab_size, d_model)
-        nn.init.normal_(self.embedding.weight, std=d_model ** -0.5)
-        self.layers = nn.ModuleList(VanillaBlock(d_model, num_heads, d_ff or 4 * d_model)
-                                    for _ in range(num_layers))
-        self.final_norm = nn.LayerNorm(d_model)
-        self.out_bias = nn.Parameter(torch.zeros(vocab_size))
-
-    def forward(self, tokens, memories=None, mem_len=None):
-        check_tokens(tokens, self.embedding)
-        L = tokens.shape[1]
-        h = self.embedding(tokens) * math.sqrt(self.d_model)
-        h = h + sinusoid_torch(L, self.d_model, device=h.device, dtype=h.dtype)  # positions 0..L−1
-        mask = causal_mask_torch(L, L, device=tokens.device)[None, None]  # (1, 1, L, L)
-        for layer in self.layers:
-            h = layer(h, mask)
-        return self.final_norm(h) @ self.embedding.weight.T + self.out_bias, None
-
-
 # ==== lesson 07: task heads
 class SentenceClassifier(nn.Module):
     """Token states -> one vector per sentence -> class logits.

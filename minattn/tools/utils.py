@@ -273,3 +273,13 @@ def check_mask(mask, scores_shape: Sequence[int], name: str = "mask", like=None)
     if not broadcast_ok(tuple(mask.shape), tuple(scores_shape)):
         fail(f"{name} does not fit the attention scores",
              f"a shape broadcastable to {shape_str(scores_shape)}", shape_str(mask.shape))
+
+
+def check_tokens(tokens, embedding: torch.nn.Embedding, max_len: int | None = None) -> None:
+    """tokens: (B, N) integer ids inside the embedding's vocabulary, N <= max_len, N > 0."""
+    check_array("tokens", tokens, "int", ndim=2, hint="(B, N) token ids", like=torch.Tensor)
+    if 0 in tokens.shape or max_len is not None and tokens.shape[1] > max_len:
+        fail("tokens", f"(B, N) with 0 < N <= max_len = {max_len}" if max_len else
+             "(B, N) with B, N > 0", describe(tokens))
+    check_ids("tokens", tokens, embedding.num_embeddings)
+    check_same_device(tokens=tokens, weights=embedding.weight)

@@ -19,11 +19,11 @@ relative "partial learnable" attention, attn_type 0) works *time-major* — acti
     layers.n.pos_ff.CoreNet.0.{weight,bias}      (d_ff, D)      layers.n.ff.0.{weight,bias}
     layers.n.pos_ff.CoreNet.3.{weight,bias}      (D, d_ff)      layers.n.ff.2.{weight,bias}
     layers.n.pos_ff.layer_norm.{weight,bias}     (D,)           layers.n.norm2.{weight,bias}
-    pos_emb.inv_freq                             (D/2,)         (a fixed table: `xl.sinusoid_torch`)
+    pos_emb.inv_freq                             (D/2,)         (a fixed table: `reference.sinusoid_torch`)
 
 Conventions that already agree: the position table is [sin | cos] with ω_k = 10000^(−2k/D)
 (the original orders its rows by distance klen−1 … 0 for the relative shift; ours by 0 …, and
-`xl_fast` flips); embeddings are multiplied by √D; scores (a)+(b)+(c)+(d) are scaled by 1/√dh;
+`fast.py` flips); embeddings are multiplied by √D; scores (a)+(b)+(c)+(d) are scaled by 1/√dh;
 the causal mask lets query i see keys j <= M + i. Activations: ours = theirs.transpose(0, 1).
 Not covered: adaptive embeddings/softmax (cutoffs, div_val > 1), d_head ≠ D / H, pre_lnorm.
 """
@@ -34,7 +34,7 @@ import re
 
 import torch
 
-from .tools.utils import fail, shape_str
+from ..tools.utils import fail, shape_str
 
 
 def official_to_ours(state: dict, num_heads: int) -> dict:
