@@ -4,7 +4,7 @@ parameter names to ours (lesson 05).
 "Approximating How Single Head Attention Learns" (Snell, Zhong, Klein, Steinhardt, 2021) ran
 its copy experiments (§3.3, §5.2) with the authors' `SequenceCopying/seq2seq_model.py` and
 `multihead.py` (github.com/Sea-Snell/AttentionDynamics). Their model differs from
-`lstm_attention.Seq2SeqAttention` in four places:
+`model.Seq2SeqAttention` in four places:
 
     one embedding table, shared by the encoder and the decoder (one vocabulary);
     the decoder starts from the encoder's final state (h_N, c_N), not from zeros;
@@ -40,9 +40,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from .lstm_attention import (check_states, lexical_probe_torch, luong_attention_np,
-                             luong_attention_torch, output_torch)
-from .tools.utils import fail, shape_str
+from ..tools.utils import fail, shape_str
+from .reference import (
+    check_decoder_encoder_states,
+    lexical_probe_torch,
+    luong_attention_np,
+    luong_attention_torch,
+    output_torch,
+)
 
 
 # ============================================================================ NumPy reference
@@ -60,7 +65,7 @@ def projected_attention_np(s, h, A, a, P, p, mask=None, uniform=False):
     s_t and W_a = I; the K heads run as K copies of the batch. uniform=True freezes every α to
     1/n over the real tokens.
     """
-    check_states(s, h, mask)
+    check_decoder_encoder_states(s, h, mask)
     B, K = s.shape[0], A.shape[0]
     q = np.einsum("kef,btf->bkte", A, s) + a[None, :, None, :]  # (B, K, T, H)
     read, alpha = luong_attention_np(  # one head per copy of the batch: (B·K, T, H), (B·K, 1, T, N)
@@ -74,7 +79,7 @@ def projected_attention_np(s, h, A, a, P, p, mask=None, uniform=False):
 # ============================================================================ torch twin
 def projected_attention_torch(s, h, A, a, P, p, mask=None, uniform=False):
     """Twin of projected_attention_np: (context (B, T, H), α (B, K, T, N))."""
-    check_states(s, h, mask)
+    check_decoder_encoder_states(s, h, mask)
     B, K = s.shape[0], A.shape[0]
     q = torch.einsum("kef,btf->bkte", A, s) + a[None, :, None, :]
     read, alpha = luong_attention_torch(
