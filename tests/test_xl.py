@@ -12,18 +12,40 @@ import torch
 import torch.nn.functional as F
 
 from minattn.attention import causal_mask_np
-from minattn.models import VanillaLM
-from minattn.xl_train import (dependency_cone, evaluate_bpc, evaluate_bpc_sliding,
-                              generate, lm_loss, recurrent_lm_loss,
-                              stream_accuracy, stream_predictions)
-from minattn.tasks import char_corpus, delayed_copy, lm_segment, lm_streams, recall_by_class
 from minattn.tools import REPO_ROOT
-from minattn.xl import (RelMultiHeadAttention, TransformerXL, XLLayer, rel_attention_np,
-                        rel_attention_torch, rel_multi_head_attention_np,
-                        relative_distances_np, sinusoid_np, sinusoid_torch, update_memory_np,
-                        update_memory_torch)
-from minattn.xl_fast import rel_attention_fast_torch, rel_shift_np, rel_shift_torch
-from minattn.xl_official import official_to_ours
+from minattn.xl import (
+    RelMultiHeadAttention,
+    TransformerXL,
+    VanillaLM,
+    XLLayer,
+    char_corpus,
+    delayed_copy,
+    lm_segment,
+    lm_streams,
+    official_to_ours,
+    recall_by_class,
+    rel_attention_fast_torch,
+    rel_attention_np,
+    rel_attention_torch,
+    rel_multi_head_attention_np,
+    rel_shift_np,
+    rel_shift_torch,
+    relative_distances_np,
+    sinusoid_np,
+    sinusoid_torch,
+    update_memory_np,
+    update_memory_torch,
+)
+from minattn.xl.train import (
+    dependency_cone,
+    evaluate_bpc,
+    evaluate_bpc_sliding,
+    generate,
+    lm_loss,
+    recurrent_lm_loss,
+    stream_accuracy,
+    stream_predictions,
+)
 
 T = lambda a: torch.tensor(a, requires_grad=True)  # noqa: E731
 
@@ -467,12 +489,12 @@ TINY = ["--data", "synthetic", "--max-chars", "20000", "--batch", "4", "--seg", 
 
 @pytest.mark.slow
 def test_two_gloo_processes_equal_one_process_and_resume(tmp_path):
-    from minattn.xl_train import main
+    from minattn.xl.train import main
 
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO_ROOT))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
            "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
-           "-m", "minattn.xl_train", *TINY, "--steps", "4", "--out", str(tmp_path / "ddp")]
+           "-m", "minattn.xl.train", *TINY, "--steps", "4", "--out", str(tmp_path / "ddp")]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240,
                           cwd=REPO_ROOT)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
