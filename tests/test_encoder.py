@@ -14,9 +14,19 @@ import numpy as np
 import pytest
 import torch
 
+from minattn.encoder import (
+    BertConfig,
+    MiniLMEncoder,
+    TopLayers,
+    bert_name,
+    embed,
+    encode_batch,
+    hidden_states,
+    load_minilm,
+    mean_pool,
+    token_states,
+)
 from minattn.tools import data
-from minattn.encoder import (BertConfig, MiniLMEncoder, TopLayers, bert_name, embed, encode_batch,
-                             hidden_states, load_minilm, mean_pool, token_states)
 
 TINY = dict(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
             intermediate_size=32, max_position_embeddings=32, type_vocab_size=2,

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 import torch
+from test_task_heads import offset_states
 
 from minattn import task_heads as th
-from test_task_heads import offset_states
 
 
 def padded(rng, lengths, d=8):
