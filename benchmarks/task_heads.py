@@ -28,10 +28,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from minattn import tasks  # noqa: E402
-from minattn.encoder import load_minilm, token_states, length_sorted_batches, encode_batch  # noqa: E402
-from minattn.models import PairModel, SentenceClassifier  # noqa: E402
-from minattn.task_heads_fast import fast_attention_pool_torch  # noqa: E402
+from minattn.encoder import encode_batch, length_sorted_batches, load_minilm, token_states  # noqa: E402
+from minattn.task_heads import (PairModel, SentenceClassifier,  # noqa: E402
+                                attention_pool_fast_torch, random_token_states)
 from minattn.tools import data  # noqa: E402
 from minattn.tools.bench import (bench_args, fmt_time, print_table, save_json,  # noqa: E402
                                  time_interleaved, write_markdown)
@@ -49,7 +48,7 @@ class FastPool(torch.nn.Module):
         self.ref = reference
 
     def forward(self, states, mask):
-        z, _ = fast_attention_pool_torch(states, mask, self.ref.head.layers[0])
+        z, _ = attention_pool_fast_torch(states, mask, self.ref.head.layers[0])
         return self.ref.classifier(z)
 
 
@@ -68,7 +67,7 @@ def sentences_and_states(n: int):
             "MiniLM token states of Rotten Tomatoes sentences"
     except data.DatasetMissing as err:
         print(f"{err}: using random word vectors")
-        return texts, tasks.random_token_states(texts, 384), None, None, "random word vectors"
+        return texts, random_token_states(texts, 384), None, None, "random word vectors"
 
 
 def step_fn(model, get_batch, loss_fn):
