@@ -266,6 +266,3 @@ def load_minilm(device: str | torch.device = "cpu", data_dir: str | Path | None 
     tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]"), pad_token="[PAD]")
     tokenizer.enable_truncation(max_length=max_len)
     return encoder.to(device).eval(), tokenizer
-
-
-    # END EXERCISE

@@ -89,6 +89,7 @@ def mean_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     real = mask.unsqueeze(-1)  # (B, L, 1)
     total = torch.where(real, states, torch.zeros_like(states)).sum(dim=1)
     return total / real.sum(dim=1).clamp(min=1).to(states.dtype)
+    # END EXERCISE
 
 
 @torch.no_grad()

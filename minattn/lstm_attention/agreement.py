@@ -83,6 +83,7 @@ def agreement_np(a, b, mask=None):
     b_best = np.take_along_axis(b, best[..., None], -1)
     rank = (np.where(mask, b, -np.inf) > b_best).sum(-1)  # positions of b strictly above it
     return (rank < k).astype(float)
+    # END EXERCISE
 
 
 def agreement_baseline_np(lengths):
@@ -125,6 +126,7 @@ def agreement_torch(a, b, mask=None):
     best = torch.where(mask, a, neg).argmax(-1, keepdim=True)
     rank = (torch.where(mask, b, neg) > b.gather(-1, best)).sum(-1)
     return (rank < k).to(a.dtype)
+    # END EXERCISE
 
 
 # ============================================================================ Table 2

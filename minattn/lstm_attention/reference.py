@@ -284,9 +284,6 @@ def check_classifier_probe(h, w, b0, labels) -> None:
     check_finite("w", w)
 
 
-    # END EXERCISE
-
-
 # ============================================================================ torch twins
 def lstm_cell_torch(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
     """Twin of lstm_cell_np (and of nn.LSTMCell given the same weights)."""
@@ -344,6 +341,3 @@ def classifier_probe_torch(h, w, b0, labels):
     check_classifier_probe(h, w, b0, labels)
     sign = torch.where(labels > 0, 1.0, -1.0).to(h.dtype)[:, None]
     return torch.sigmoid(sign * (h @ w + b0))
-
-
-    # END EXERCISE
