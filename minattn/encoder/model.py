@@ -127,7 +127,8 @@ class MiniLMEncoder(nn.Module):
                           weights=self.word_embeddings.weight)
         if attention_mask.is_floating_point() or attention_mask.dtype != torch.bool and \
                 bool(((attention_mask != 0) & (attention_mask != 1)).any()):
-            fail("attention_mask", "bool, or integers 0/1 (1 = real token)", describe(attention_mask))
+            fail("attention_mask", "bool, or integers 0/1 (1 = real token)",
+                 describe(attention_mask))
         check_ids("input_ids", input_ids, self.config.vocab_size)
         if input_ids.shape[1] > self.config.max_position_embeddings:
             fail("sequence too long", f"L <= {self.config.max_position_embeddings}",

@@ -85,7 +85,7 @@ def mean_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
              f"states {shape_str(states.shape)}, mask {shape_str(mask.shape)}")
     check_same_device(states=states, mask=mask)
     check_finite("states", states, where=mask[..., None])
-    # BEGIN EXERCISE 7.1 implement: masked mean over the real tokens (padding must not count) (~10 min)
+    # BEGIN EXERCISE 7.1 implement: masked mean over the real tokens (not the padding) (~10 min)
     real = mask.unsqueeze(-1)  # (B, L, 1)
     total = torch.where(real, states, torch.zeros_like(states)).sum(dim=1)
     return total / real.sum(dim=1).clamp(min=1).to(states.dtype)

@@ -98,7 +98,8 @@ def m_step_fast_np(counts: np.ndarray, fb: IndexedBitext, floor: float = 0.0) ->
     # END EXERCISE
 
 
-def em_fast_np(fb: IndexedBitext, iterations: int, mode: str = "textbook", t: np.ndarray | None = None):
+def em_fast_np(fb: IndexedBitext, iterations: int, mode: str = "textbook",
+               t: np.ndarray | None = None):
     """reference.em_np: returns (t (E,), log-likelihood before each step)."""
     check_bitext(fb)
     iterations = check_size("iterations", iterations)
@@ -114,7 +115,8 @@ def em_fast_np(fb: IndexedBitext, iterations: int, mode: str = "textbook", t: np
 
 
 def viterbi_fast_np(t: np.ndarray, fb: IndexedBitext) -> np.ndarray:
-    """(T,) reference.viterbi_np for all target tokens at once (its per-pair arrays, concatenated)."""
+    """(T,) reference.viterbi_np for all target tokens at once (its per-pair arrays,
+    concatenated)."""
     check_sparse_table(t, fb)
     # in EM order (reading t is sequential); max is exact, so the order does not matter
     p = np.take(t, fb.point_entry, out=fb.scratch("p"), mode="clip")           # (P,)

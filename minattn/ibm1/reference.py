@@ -92,7 +92,8 @@ def check_sentences(side: str, sentences) -> None:
     """Every sentence of one side must be a non-empty list of tokens (not a string)."""
     for m, sent in enumerate(sentences):
         if isinstance(sent, str) or not hasattr(sent, "__len__"):
-            fail(f"{side}s: {side} sentence {m} is not a token list", "a list of tokens, e.g. s.split()",
+            fail(f"{side}s: {side} sentence {m} is not a token list",
+                 "a list of tokens, e.g. s.split()",
                  f"{type(sent).__name__} {str(sent)[:40]!r}")
         if len(sent) == 0:
             fail(f"{side}s: {side} sentence {m} is empty", "at least one token per sentence", "[]")

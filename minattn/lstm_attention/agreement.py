@@ -40,7 +40,7 @@ from ..tools.utils import (
 )
 
 
-# ============================================================================ the metric (NumPy, torch twin)
+# ========================================================== the metric (NumPy, then its torch twin)
 def check_agreement(a, b, mask):
     """a, b (..., N) of one shape, library and device; mask None or bool broadcastable to it
     with at least one real position per row; a and b finite on the real positions. Returns

@@ -146,7 +146,8 @@ def head_status(base: OfficialSeq2Seq, head: AttentionHead, task: CopyTask, seed
     return status
 
 
-def draw_heads(n: int, hidden: int, generator: torch.Generator, device="cpu") -> list[AttentionHead]:
+def draw_heads(n: int, hidden: int, generator: torch.Generator,
+               device="cpu") -> list[AttentionHead]:
     """n fresh heads with PyTorch's default initialisation, reproducible from `generator`
     (the global torch seed is left as it was)."""
     heads = []

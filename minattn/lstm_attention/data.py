@@ -13,7 +13,7 @@ import numpy as np
 from ..tools.utils import check_size, describe, fail
 
 
-# ============================================================================ copying corpora (lessons 05, 06)
+# ================================================================= copying corpora (lessons 05, 06)
 def dictionary_corpus(n_pairs: int, n_words: int, rng: np.random.Generator,
                       length=(4, 10), n_function: int = 0):
     """Pairs built from a hidden one-to-one dictionary x_k -> y_{π(k)}: each target sentence is
@@ -57,8 +57,8 @@ def permutation_corpus(n_pairs: int, n_types: int, n_vocab: int, rng: np.random.
 
 
 def two_sets_corpus(n_pairs: int, n_types: int, rng: np.random.Generator):
-    """Mixture of permutations of two disjoint word sets (Snell et al. 2021, §3.3): half of the pairs copy a
-    permutation of w00..w(n-1), half one of wn..w(2n-1)."""
+    """Mixture of permutations of two disjoint word sets (Snell et al. 2021, §3.3): half of the
+    pairs copy a permutation of w00..w(n-1), half one of wn..w(2n-1)."""
     n_pairs, n_types = check_size("n_pairs", n_pairs, 2), check_size("n_types", n_types, 1)
     a, _ = permutation_corpus(n_pairs // 2, n_types, n_types, rng)
     b, _ = permutation_corpus(n_pairs - n_pairs // 2, n_types, n_types, rng, offset=n_types)
@@ -82,7 +82,8 @@ def copy_ids(n_pairs: int, n_types: int, n_words: int, rng: np.random.Generator,
     if min(n_pairs, n_types, n_sets) < 1 or n_types > n_words:
         fail("copy_ids sizes", "n_pairs, n_sets >= 1 and 1 <= n_types <= n_words",
              f"n_pairs={n_pairs}, n_types={n_types}, n_words={n_words}, n_sets={n_sets}")
-    words = np.argsort(rng.random((n_pairs, n_words)), axis=1)[:, :n_types]  # a random subset, shuffled
+    # a random subset, shuffled
+    words = np.argsort(rng.random((n_pairs, n_words)), axis=1)[:, :n_types]
     words = words + n_words * rng.integers(0, n_sets, size=(n_pairs, 1))
     eos, sos = n_sets * n_words, n_sets * n_words + 1
     out = words
@@ -97,7 +98,7 @@ def copy_ids(n_pairs: int, n_types: int, n_words: int, rng: np.random.Generator,
     return src, tgt, n_sets * n_words + 2
 
 
-# ============================================================================ lesson 05: keyword task, vocabularies, padded ids
+# ======================================================= the keyword task, vocabularies, padded ids
 def keyword_task(batch_size: int, length: int, n_vocab: int, rng: np.random.Generator,
                  keyword: int = 1):
     """Keyword classification of Snell et al. (2021), §6.1: `length` words drawn uniformly from

@@ -39,7 +39,8 @@ class Seq2SeqAttention(nn.Module):
     def __init__(self, n_src: int, n_tgt: int, hidden: int = 256, embed: int | None = None,
                  heads: int = 1, uniform: bool = False):
         super().__init__()
-        for name, value in (("n_src", n_src), ("n_tgt", n_tgt), ("hidden", hidden), ("heads", heads)):
+        for name, value in (("n_src", n_src), ("n_tgt", n_tgt), ("hidden", hidden),
+                            ("heads", heads)):
             if isinstance(value, (int, np.integer)) and value < 1:
                 fail("Seq2SeqAttention sizes", "positive n_src, n_tgt, hidden, heads",
                      f"{n_src}, {n_tgt}, {hidden}, {heads}")

@@ -26,7 +26,7 @@ code, which produced the paper's Fig. 6.)
     attn_lin.{weight,bias}                     (H, H), (H,) heads.0.query.{weight,bias}
     project_enc.{weight,bias}                  (H, H), (H,) heads.0.context.{weight,bias}
     after_decoder_hidden.weight                (H, 2H)     hidden_layer.weight, columns swapped:
-                                                           theirs reads [s_t ; c_t], ours [c_t ; s_t]
+                                                           theirs [s_t ; c_t], ours [c_t ; s_t]
     after_decoder_hidden.bias                  (H,)        hidden_layer.bias
     hidden2vocab.{weight,bias}                 (V, H), (V,) out.{weight,bias}
 

@@ -179,7 +179,8 @@ def check_output(context, s, W1, b1, W2, b2) -> None:
             tuple(b1.shape) != (W1.shape[0],) or W2.ndim != 2 or W2.shape[1] != W1.shape[0] or \
             tuple(b2.shape) != (W2.shape[0],):
         fail("W1", f"context and s of one shape (..., H = {H}), W1 (h1, 2H = {2 * H}), b1 (h1,), "
-             "W2 (V, h1), b2 (V,)", ", ".join(f"{n} {shape_str(a.shape)}" for n, a in arrays.items()))
+             "W2 (V, h1), b2 (V,)",
+             ", ".join(f"{n} {shape_str(a.shape)}" for n, a in arrays.items()))
     check_same_dtype(**arrays)
     check_same_device(**arrays)
     for name, a in arrays.items():

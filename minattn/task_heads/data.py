@@ -53,7 +53,8 @@ def bible_pairs(verses: list, n_anchors: int, rng: np.random.Generator,
     split and lies more than `min_distance` verses away.
     """
     test_fraction = check_number("test_fraction", test_fraction, low=0.0, high=1.0)
-    n_anchors, min_distance = check_size("n_anchors", n_anchors), check_size("min_distance", min_distance)
+    n_anchors = check_size("n_anchors", n_anchors)
+    min_distance = check_size("min_distance", min_distance)
     n = len(verses)
     if n_anchors < 4 or 2 * n_anchors > n - 1:
         fail("bible_pairs: bad number of anchors", f"4 <= n_anchors <= {(n - 1) // 2}",

@@ -133,7 +133,7 @@ class CrossAttentionPool(nn.Module):
         a, b = hide(a, a_mask[..., None]), hide(b, b_mask[..., None])  # garbage in padding: gone
         if self.read == "first":  # A's tokens never attend to each other: only the first counts
             a, a_mask = a[:, :1], a_mask[:, :1]
-        # BEGIN EXERCISE 7.2 implement: the cross-attention head (A attends to B, then pool A) (~20 min)
+        # BEGIN EXERCISE 7.2 implement: the cross-attention head (A attends to B, pool A) (~20 min)
         b_keys = layer_norm_torch(b)
         keys_mask = padding_mask_torch(b_mask.sum(dim=1), b_mask.shape[1])  # (B, 1, 1, Lb)
         x, weights = a, None

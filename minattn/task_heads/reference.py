@@ -64,7 +64,8 @@ LN_EPS = 1e-5
 
 
 # ============================================================================ input checks
-def check_token_states(states, mask, name: str = "states", mask_name: str = "mask", like=None) -> None:
+def check_token_states(states, mask, name: str = "states", mask_name: str = "mask",
+                       like=None) -> None:
     """states (B, L, D) float, mask (B, L) bool, right-padded (1…1 0…0), with at least one real
     token (the first); one library and device; the real tokens' states finite (padding may
     hold anything: the heads select it away). like: np.ndarray or torch.Tensor (default:
@@ -152,7 +153,7 @@ def mean_pool_np(states: np.ndarray, mask: np.ndarray) -> np.ndarray:
 
     Padding is selected away, not multiplied by 0: padded states may be garbage (even NaN)."""
     check_token_states(states, mask, like=np.ndarray)
-    # BEGIN EXERCISE 7.1 implement: masked mean over the real tokens (padding must not count) (~10 min)
+    # BEGIN EXERCISE 7.1 implement: masked mean over the real tokens (not the padding) (~10 min)
     real = mask[..., None]  # (B, L, 1): True on real tokens
     total = np.where(real, states, 0.0).sum(axis=1)  # (B, D): padding never enters the sum
     return total / real.sum(axis=1).astype(states.dtype)  # float32 in, float32 out
@@ -217,7 +218,7 @@ def cross_attention_pool_np(a: np.ndarray, a_mask: np.ndarray, b: np.ndarray,
     a, b = hide(a, a_mask[..., None]), hide(b, b_mask[..., None])  # garbage in padding: gone
     if read == "first":
         a, a_mask = a[:, :1], a_mask[:, :1]
-    # BEGIN EXERCISE 7.2 implement: the cross-attention head (A attends to B, then pool A) (~20 min)
+    # BEGIN EXERCISE 7.2 implement: the cross-attention head (A attends to B, pool A) (~20 min)
     b_keys = layer_norm_np(b)
     x, weights = a, None
     for params in layers:
@@ -249,7 +250,7 @@ def cls_pool_torch(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 def mean_pool_torch(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Torch twin of `mean_pool_np`."""
     check_token_states(states, mask, like=torch.Tensor)
-    # BEGIN EXERCISE 7.1 implement: masked mean over the real tokens (padding must not count) (~10 min)
+    # BEGIN EXERCISE 7.1 implement: masked mean over the real tokens (not the padding) (~10 min)
     real = mask.unsqueeze(-1)  # (B, L, 1)
     total = torch.where(real, states, torch.zeros_like(states)).sum(dim=1)
     return total / real.sum(dim=1).to(states.dtype)

@@ -6,7 +6,7 @@
     decoder     cached evaluation (eval_speed) and XLDecoder (one token at a time, a KV cache)
     official    the authors' checkpoint names -> ours
     data        character streams, the delayed copy, recall by class
-    train       evaluation (bpc), sampling, the stop-gradient experiment, `python -m minattn.xl.train`
+    train       evaluation (bpc), sampling, the stop-gradient experiment, the training command
 
 `train` is not re-exported here: it is a command (`python -m minattn.xl.train`), which a
 package that imported it first would run twice; import it as `from minattn.xl.train import ...`.

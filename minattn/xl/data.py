@@ -18,8 +18,10 @@ def char_corpus(texts: list[str]) -> tuple[list[str], list[torch.Tensor]]:
     Characters of later texts (validation, test) missing from the training text map to the
     first symbol of the vocabulary; with PTB or Shakespeare there are none.
     """
-    if isinstance(texts, str) or not texts or not all(isinstance(t, str) for t in texts) or not texts[0]:
-        fail("texts", "a non-empty list of strings, the first (training) text non-empty", describe(texts))
+    if isinstance(texts, str) or not texts or not all(isinstance(t, str) for t in texts) \
+            or not texts[0]:
+        fail("texts", "a non-empty list of strings, the first (training) text non-empty",
+             describe(texts))
     chars = sorted(set(texts[0]))
     index = {c: i for i, c in enumerate(chars)}
     table = np.zeros(max(map(ord, "".join(set("".join(texts))))) + 1, dtype=np.int64)
@@ -45,7 +47,8 @@ def lm_streams(ids: torch.Tensor, n_streams: int) -> torch.Tensor:
     return ids[: n_streams * length].view(n_streams, length)
 
 
-def lm_segment(streams: torch.Tensor, index: int, seg_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+def lm_segment(streams: torch.Tensor, index: int,
+               seg_len: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Inputs and next-character targets of segment `index` (wrapping around the streams).
 
     Returns x (B, seg_len) and y (B, seg_len) with y[:, t] = the character after x[:, t].

@@ -30,7 +30,7 @@ def rel_shift_np(scores: np.ndarray) -> np.ndarray:
     """(..., Lq, Lk) with columns ordered by distance Lk−1 … 0 -> (..., Lq, Lk) with column j =
     distance (Lk − Lq) + i − j for row i (valid where that is >= 0, junk elsewhere)."""
     check_array("scores", scores, None, min_ndim=2, hint="(..., Lq, Lk)", like=np.ndarray)
-    # BEGIN EXERCISE 4.1 implement: the relative shift — pad a zero column, reshape, drop a row, reshape (~15 min)
+    # BEGIN EXERCISE 4.1 implement: the relative shift — pad a column, reshape, drop a row (~15 min)
     *lead, Lq, Lk = scores.shape
     padded = np.concatenate([np.zeros((*lead, Lq, 1), scores.dtype), scores], axis=-1)
     padded = padded.reshape(*lead, Lk + 1, Lq)  # the same numbers, read with a new row length
@@ -41,7 +41,7 @@ def rel_shift_np(scores: np.ndarray) -> np.ndarray:
 def rel_shift_torch(scores: torch.Tensor) -> torch.Tensor:
     """Torch twin of `rel_shift_np` (differentiable)."""
     check_array("scores", scores, None, min_ndim=2, hint="(..., Lq, Lk)", like=torch.Tensor)
-    # BEGIN EXERCISE 4.1 implement: the relative shift — pad a zero column, reshape, drop a row, reshape (~15 min)
+    # BEGIN EXERCISE 4.1 implement: the relative shift — pad a column, reshape, drop a row (~15 min)
     *lead, Lq, Lk = scores.shape
     padded = F.pad(scores, (1, 0))  # (..., Lq, Lk + 1)
     padded = padded.reshape(*lead, Lk + 1, Lq)

@@ -52,7 +52,8 @@ class RelMultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, max_len: int = 4096):
         super().__init__()
-        d_model, num_heads = check_size("d_model", d_model, 1), check_size("num_heads", num_heads, 1)
+        d_model = check_size("d_model", d_model, 1)
+        num_heads = check_size("num_heads", num_heads, 1)
         max_len = check_size("max_len", max_len, 1)
         if d_model % num_heads or d_model % 2:
             fail("d_model must split evenly into heads and be even", "d_model % num_heads == 0",
@@ -140,8 +141,10 @@ class TransformerXL(nn.Module):
                  num_layers: int = 2, d_ff: int | None = None, mem_len: int = 64,
                  pre_norm: bool = True, max_len: int = 4096, clamp_len: int | None = None):
         super().__init__()
-        vocab_size, d_model = check_size("vocab_size", vocab_size, 1), check_size("d_model", d_model, 1)
-        num_layers, mem_len = check_size("num_layers", num_layers, 1), check_size("mem_len", mem_len)
+        vocab_size = check_size("vocab_size", vocab_size, 1)
+        d_model = check_size("d_model", d_model, 1)
+        num_layers = check_size("num_layers", num_layers, 1)
+        mem_len = check_size("mem_len", mem_len)
         if d_ff is not None:
             d_ff = check_size("d_ff", d_ff, 1)
         check_table_sizes(0, d_model, clamp_len)

@@ -204,7 +204,7 @@ def update_memory_np(memory, hidden, mem_len: int):
     memory may be None (the first segment). mem_len = 0 keeps nothing: (B, 0, D).
     """
     mem_len = check_memory_update(memory, hidden, mem_len)
-    # BEGIN EXERCISE 4.2 implement: the memory update — keep the last mem_len states of [memory ; hidden] (~5 min)
+    # BEGIN EXERCISE 4.2 implement: the memory update, last mem_len of [memory ; hidden] (~5 min)
     both = hidden if memory is None else np.concatenate([memory, hidden], axis=1)
     start = max(both.shape[1] - mem_len, 0)  # not both[:, -mem_len:]: -0 would keep everything
     return both[:, start:]
@@ -300,7 +300,7 @@ def rel_attention_torch(q, k, v, r, u_bias, v_bias, scale=None):
 def update_memory_torch(memory, hidden, mem_len: int):
     """Torch twin of `update_memory_np`; the result is detached: no gradient reaches it (SG)."""
     mem_len = check_memory_update(memory, hidden, mem_len)
-    # BEGIN EXERCISE 4.2 implement: the memory update — keep the last mem_len states of [memory ; hidden] (~5 min)
+    # BEGIN EXERCISE 4.2 implement: the memory update, last mem_len of [memory ; hidden] (~5 min)
     both = hidden if memory is None else torch.cat([memory, hidden], dim=1)
     start = max(both.shape[1] - mem_len, 0)
     return both[:, start:].detach()

@@ -92,7 +92,8 @@ def evaluate_bpc_sliding(model, streams, window: int, batch_windows: int = 2048)
     x, y = streams[:, :-1], streams[:, 1:]
     logits, _ = model(x[:, :window])  # the first window: every position (less context)
     total = F.cross_entropy(logits.flatten(0, 1), y[:, :window].flatten(), reduction="sum").item()
-    windows = x.unfold(1, window, 1)[:, 1:].reshape(-1, window)  # the window ending at each j >= window
+    # the window ending at each j >= window
+    windows = x.unfold(1, window, 1)[:, 1:].reshape(-1, window)
     targets = y[:, window:].reshape(-1)
     for start in range(0, len(windows), batch_windows):
         logits, _ = model(windows[start:start + batch_windows])
