@@ -37,12 +37,29 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from minattn.ibm1 import (MIN_PROB, e_step_fast_np, e_step_fast_torch, em_fast_np,  # noqa: E402
-                          index_bitext, m_step_fast_np, m_step_fast_torch, nltk_bitext,
-                          nltk_table_fast_np, uniform_table_fast_np, viterbi_fast_np)
+from minattn.ibm1 import (  # noqa: E402
+    MIN_PROB,
+    e_step_fast_np,
+    e_step_fast_torch,
+    em_fast_np,
+    index_bitext,
+    m_step_fast_np,
+    m_step_fast_torch,
+    nltk_bitext,
+    nltk_table_fast_np,
+    uniform_table_fast_np,
+    viterbi_fast_np,
+)
 from minattn.lstm_attention import dictionary_corpus  # noqa: E402
-from minattn.tools.bench import (bench_args, fmt_bytes, fmt_time, print_table, save_json,  # noqa: E402
-                                 time_interleaved, write_markdown)
+from minattn.tools.bench import (  # noqa: E402
+    bench_args,
+    fmt_bytes,
+    fmt_time,
+    print_table,
+    save_json,
+    time_interleaved,
+    write_markdown,
+)
 
 ITERATIONS = 5
 

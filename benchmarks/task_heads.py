@@ -29,11 +29,21 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from minattn.encoder import encode_batch, length_sorted_batches, load_minilm, token_states  # noqa: E402
-from minattn.task_heads import (PairModel, SentenceClassifier,  # noqa: E402
-                                attention_pool_fast_torch, random_token_states)
+from minattn.task_heads import (  # noqa: E402
+    PairModel,
+    SentenceClassifier,
+    attention_pool_fast_torch,
+    random_token_states,
+)
 from minattn.tools import data  # noqa: E402
-from minattn.tools.bench import (bench_args, fmt_time, print_table, save_json,  # noqa: E402
-                                 time_interleaved, write_markdown)
+from minattn.tools.bench import (  # noqa: E402
+    bench_args,
+    fmt_time,
+    print_table,
+    save_json,
+    time_interleaved,
+    write_markdown,
+)
 
 B = 32
 HEADERS = ["training step", "time", "vs mean pooling", "compute only", "with MiniLM forward"]

@@ -24,8 +24,14 @@ import os
 
 import torch
 
-from minattn.tools.bench import (bench_args, count_operations, device_name, print_table, save_json,
-                                 write_markdown)
+from minattn.tools.bench import (
+    bench_args,
+    count_operations,
+    device_name,
+    print_table,
+    save_json,
+    write_markdown,
+)
 from minattn.xl import TransformerXL, VanillaLM, XLDecoder, eval_speed
 
 PAPER = {3800: 1874, 2800: 1409, 1800: 773, 800: 363}  # Dai et al. 2019, table 9

@@ -50,27 +50,49 @@
 # %%
 import math
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
-import matplotlib.pyplot as plt
 
+from minattn.attention import causal_mask_np
+from minattn.plots import heatmap
+from minattn.tools.data import DatasetMissing, load_lm_text
 from minattn.tools.lesson import Lesson, show
 from minattn.tools.tables import print_table
+from minattn.tools.train import count_parameters, train
 from minattn.tools.utils import set_seed
-from minattn.tools.train import train
-from minattn.tools.data import DatasetMissing, load_lm_text
-from minattn.tools.verdict import compare, estimate, same, combine
-from minattn.plots import heatmap
-from minattn.attention import causal_mask_np
-from minattn.tools.train import count_parameters
-from minattn.xl import (relative_distances_np, rel_attention_np, rel_attention_torch,
-                        sinusoid_np, update_memory_torch, XLLayer, TransformerXL,
-                        RelMultiHeadAttention, rel_shift_np, rel_attention_fast_torch, eval_speed,
-                        VanillaLM, char_corpus, lm_streams, lm_segment, synthetic_text,
-                        delayed_copy, recall_by_class)
-from minattn.xl.train import (recurrent_lm_loss, lm_loss, evaluate_bpc, evaluate_bpc_sliding,
-                              generate, farthest_visible, dependency_cone, stream_accuracy,
-                              stream_predictions)
+from minattn.tools.verdict import combine, compare, estimate, same
+from minattn.xl import (
+    RelMultiHeadAttention,
+    TransformerXL,
+    VanillaLM,
+    XLLayer,
+    char_corpus,
+    delayed_copy,
+    eval_speed,
+    lm_segment,
+    lm_streams,
+    recall_by_class,
+    rel_attention_fast_torch,
+    rel_attention_np,
+    rel_attention_torch,
+    rel_shift_np,
+    relative_distances_np,
+    sinusoid_np,
+    synthetic_text,
+    update_memory_torch,
+)
+from minattn.xl.train import (
+    dependency_cone,
+    evaluate_bpc,
+    evaluate_bpc_sliding,
+    farthest_visible,
+    generate,
+    lm_loss,
+    recurrent_lm_loss,
+    stream_accuracy,
+    stream_predictions,
+)
 
 lesson = Lesson("04_xl")  # on a CPU: one torch thread (see Lesson)
 
@@ -490,26 +512,26 @@ lesson.claim("relative positions beat absolute ones, without recurrence",
              f"{corpus}, each segment alone: relative {relative_alone:.3f} vs vanilla "
              f"{vanilla_alone:.3f} bpc", why_scale,
              verdict=compare(per_seed("relative, no memory", "each segment alone"),
-                        per_seed("vanilla", "each segment alone"), expect="<"))
+                             per_seed("vanilla", "each segment alone"), expect="<"))
 lesson.claim("the recurrence improves on the same model without it",
              "Table 6 (PPL init): 27.02 with vs 29.59 without; Table 7 (One Billion Word, no "
              "long-range dependency): 25.2 vs 27.1 ppl",
              f"XL with memory {MEM} {xl_mem:.3f} vs relative, each segment alone {relative_alone:.3f} bpc",
              why_scale, verdict=compare(per_seed("XL", f"memory {MEM}"),
-                                   per_seed("relative, no memory", "each segment alone"), expect="<"))
+                                        per_seed("relative, no memory", "each segment alone"), expect="<"))
 lesson.claim("training with the recurrent memory beats giving a model trained without it the same "
              "context at evaluation",
              "Table 6 (PPL best): 26.77 (trained with recurrence) vs 29.02 (without, attention 260)",
              f"memory {MEM} at evaluation: XL {xl_mem:.3f} vs relative trained without memory "
              f"{relative_mem:.3f} bpc", why_scale,
              verdict=compare(per_seed("XL", f"memory {MEM}"),
-                        per_seed("relative, no memory", f"memory {MEM}"), expect="<"))
+                             per_seed("relative, no memory", f"memory {MEM}"), expect="<"))
 lesson.claim("Transformer-XL beats a vanilla Transformer of the same size evaluated with a sliding window",
              "Table 2 (enwik8, 12 layers): XL 1.06 vs Al-Rfou et al. 1.11 bpc",
              f"XL {xl_mem:.3f} vs vanilla, window of {SEG} sliding by one, "
              f"{mean('vanilla', 'window sliding by one'):.3f} bpc", why_scale,
              verdict=compare(per_seed("XL", f"memory {MEM}"), per_seed("vanilla", "window sliding by one"),
-                        expect="<"))
+                             expect="<"))
 
 # %% [markdown]
 # Read the table from the top. The first two rows are the vanilla model read the two ways:
@@ -691,7 +713,7 @@ lesson.claim("a model trained with a short memory uses a longer one at evaluatio
              f"with memory {4 * R_MEM} vs {np.mean([recall_acc[far, f'memory {R_MEM} (training)', s] for s in R_SEEDS]):.3f} "
              f"with the training memory {R_MEM}", "a synthetic task built so that a longer memory can pay off",
              verdict=compare([recall_acc[far, long_eval, s] for s in R_SEEDS],
-                        [recall_acc[far, f"memory {R_MEM} (training)", s] for s in R_SEEDS], expect=">"))
+                             [recall_acc[far, f"memory {R_MEM} (training)", s] for s in R_SEEDS], expect=">"))
 
 # %% [markdown]
 # Read each curve against its reach: with a memory of $m$, the read at index $i$ of its

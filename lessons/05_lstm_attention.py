@@ -64,14 +64,40 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from minattn.ibm1 import count_table_np, make_bitext
-from minattn.lstm_attention import (agreement_baseline_np, agreement_np, AttentionClassifier,
-                                    bilstm_np, BOS, build_vocab, contextualized_agreement, CopyTask,
-                                    dictionary_corpus, distinct_combinations, draw_heads, encode,
-                                    head_status, keyword_task, learned, LEARNED, learned_at,
-                                    lexical_probe_np, lstm_cell_np, lstm_np, luong_attention_np,
-                                    luong_attention_torch, no_attention_ceiling, OfficialSeq2Seq,
-                                    output_np, PAD, projected_attention_np, sample_heads,
-                                    Seq2SeqAttention, train_copy, UNK, with_heads)
+from minattn.lstm_attention import (
+    BOS,
+    LEARNED,
+    PAD,
+    UNK,
+    AttentionClassifier,
+    CopyTask,
+    OfficialSeq2Seq,
+    Seq2SeqAttention,
+    agreement_baseline_np,
+    agreement_np,
+    bilstm_np,
+    build_vocab,
+    contextualized_agreement,
+    dictionary_corpus,
+    distinct_combinations,
+    draw_heads,
+    encode,
+    head_status,
+    keyword_task,
+    learned,
+    learned_at,
+    lexical_probe_np,
+    lstm_cell_np,
+    lstm_np,
+    luong_attention_np,
+    luong_attention_torch,
+    no_attention_ceiling,
+    output_np,
+    projected_attention_np,
+    sample_heads,
+    train_copy,
+    with_heads,
+)
 from minattn.plots import heatmap, plot_table
 from minattn.tools.data import DatasetMissing, load_parallel, load_sentiment, tokenize
 from minattn.tools.lesson import Lesson, show
@@ -156,10 +182,10 @@ logits_demo, _ = tiny(src_demo, tin_demo, torch.from_numpy(mask_demo))
 npw = lambda p: p.detach().numpy()  # noqa: E731
 h_ref_, _ = lstm_np(npw(tiny.src_embed.weight)[src_demo.numpy()],
                     *map(npw, (tiny.encoder.weight_ih_l0, tiny.encoder.weight_hh_l0,
-                                  tiny.encoder.bias_ih_l0, tiny.encoder.bias_hh_l0)))
+                               tiny.encoder.bias_ih_l0, tiny.encoder.bias_hh_l0)))
 s_ref_, _ = lstm_np(npw(tiny.tgt_embed.weight)[tin_demo.numpy()],
                     *map(npw, (tiny.decoder.weight_ih_l0, tiny.decoder.weight_hh_l0,
-                                  tiny.decoder.bias_ih_l0, tiny.decoder.bias_hh_l0)))
+                               tiny.decoder.bias_ih_l0, tiny.decoder.bias_hh_l0)))
 ctx_ref_, _ = luong_attention_np(s_ref_, h_ref_, npw(tiny.W_a), mask_demo)
 err_model = np.abs(npw(logits_demo) - output_np(ctx_ref_, s_ref_,
                                                     *map(npw, tiny.output_params()))).max()
@@ -191,7 +217,7 @@ assert err_attn < 1e-12 and err_model < 1e-10
 # $c_t := \frac1K\sum_k (P_k h_i + p_k)$, the authors' `get_state_scores2_one_off`.
 #
 # `tests/test_lstm_attention_official.py` re-creates the authors' module layout (their parameter
-# names and shapes, time-major), loads its weights into ours (`official_to_ours`) and checks
+# names and shapes, time-major), loads its weights into ours (`seq2seq_official_to_ours`) and checks
 # logits, attention and probe in float64. Here, the whole model against the NumPy pieces:
 
 # %%
@@ -481,7 +507,7 @@ lesson.claim("copying permutations of the same 40 words sometimes fails (and som
              f"learned in {success['40-of-40']} of {N_SEEDS} seeds within {STEPS} steps",
              f"hidden {HIDDEN}, batch {BATCH}; 'sometimes': the success rate is above 0 and below 1",
              verdict=combine(versus(rate(success["40-of-40"], N_SEEDS), 0.0, ">"),
-                        versus(rate(success["40-of-40"], N_SEEDS), 1.0, "<")))
+                             versus(rate(success["40-of-40"], N_SEEDS), 1.0, "<")))
 lesson.claim("without co-occurrence signal learning comes later: 40-of-40 learns later than 40-of-60",
              "KTIW hard to learn, so attention is learned late or never (§3.3, Fig. 3)",
              f"step learned {np.mean(steps_40):.0f} vs {np.mean(steps_60):.0f} on average "
@@ -943,7 +969,7 @@ lesson.claim("keyword task, frozen uniform attention, early in training: z_k > z
              f"uniform 0 (mean of {KW_SEEDS} seeds)",
              f"bi-LSTM {KW_HIDDEN} per direction; n = {KW_LEN}, V = {KW_VOCAB}",
              verdict=combine(compare(early_v["keyword k"], early_v["next k+1"], ">"),
-                        versus(early_v["next k+1"], 0.0, ">")))
+                             versus(early_v["next k+1"], 0.0, ">")))
 lesson.claim("keyword task, frozen uniform attention, trained long: the keyword position no longer "
              "leads; the last position's log-odds is the largest",
              "z_last the largest asymptotically (§6.1, eq. 24, Fig. 7)",
@@ -954,7 +980,7 @@ lesson.claim("keyword task, frozen uniform attention, trained long: the keyword 
              "bidirectional: both ends have read the whole sequence, the first position through the "
              f"backward LSTM; {KW_STEPS} steps",
              verdict=combine(compare(end_v["ends top"], end_v["keyword k top"], ">"),
-                        compare(end_v["last"], end_v["keyword k"], ">")))
+                             compare(end_v["last"], end_v["keyword k"], ">")))
 
 # %% [markdown]
 # How to read the table, the figure and the two verdicts. At step 0 all positions look alike.

@@ -47,18 +47,39 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from minattn.ibm1 import (BagOfWordsProxy, alignment_matrix_fast_np, alignment_matrix_np,
-                          count_table_np, e_step_fast_np, e_step_np, e_step_torch, em_fast_np,
-                          em_np, em_torch, index_bitext, m_step_np, make_bitext, nltk_bitext,
-                          nltk_table_np, proxy_agreement_torch, proxy_logit_velocity_torch,
-                          proxy_prediction_np, rows_np, split_pairs_np, to_dense_np,
-                          top_translations_fast_np, top_translations_np, uniform_table_np,
-                          viterbi_fast_np, viterbi_np)
+from minattn.ibm1 import (
+    BagOfWordsProxy,
+    alignment_matrix_fast_np,
+    alignment_matrix_np,
+    count_table_np,
+    e_step_fast_np,
+    e_step_np,
+    e_step_torch,
+    em_fast_np,
+    em_np,
+    em_torch,
+    index_bitext,
+    m_step_np,
+    make_bitext,
+    nltk_bitext,
+    nltk_table_np,
+    proxy_agreement_torch,
+    proxy_logit_velocity_torch,
+    proxy_prediction_np,
+    rows_np,
+    split_pairs_np,
+    to_dense_np,
+    top_translations_fast_np,
+    top_translations_np,
+    uniform_table_np,
+    viterbi_fast_np,
+    viterbi_np,
+)
 from minattn.lstm_attention import dictionary_corpus, permutation_corpus, two_sets_corpus
 from minattn.plots import plot_alignment, plot_table
 from minattn.tools.lesson import Lesson, show
-from minattn.tools.verdict import combine, compare, same
 from minattn.tools.utils import set_seed
+from minattn.tools.verdict import combine, compare, same
 
 lesson = Lesson("06_ibm1")  # on a CPU: one torch thread (see Lesson)
 rng = set_seed(0)
@@ -602,8 +623,8 @@ lesson.claim("permutation copying 40-of-40: flat count table, the proxy cannot l
              "exact: it is a property of the data",
              # exact quantities: the table ratio is 1 and the predicted rate is 0 on and off the diagonal
              verdict=combine(same(panels[0][2], 1.0, tolerance=1e-9),
-                        same(predicted_rate["40-of-40"][0], predicted_rate["40-of-40"][1],
-                             tolerance=1e-9)))
+                             same(predicted_rate["40-of-40"][0], predicted_rate["40-of-40"][1],
+                                  tolerance=1e-9)))
 lesson.claim("40-of-60 control: the count table favours x -> x, and the proxy learns it first",
              "a structured table (Fig. 4); learns every time (§3.3)",
              f"diagonal/off ratio {ratio_60:.2f} (59/39 = 1.51); dθ/dt diagonal "

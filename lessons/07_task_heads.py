@@ -92,15 +92,40 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from minattn.encoder import (BertConfig, MiniLMEncoder, TopLayers, encode_batch, hidden_states,
-                             load_minilm)
-from minattn.task_heads import (AttentionPool, CrossAttentionPool, LinearProbe, PairModel,
-                                SentenceClassifier, attention_pool_np, best_threshold, bible_pairs,
-                                cls_pool_np, cls_pool_torch, cross_attention_pool_np, drop_token,
-                                mean_entropy_ratio, mean_pool_np, mean_pool_torch, pair_features,
-                                paraphrase_subset, pearson_loss_np, pearson_loss_torch,
-                                random_token_states, split_by_anchor, template_sentiment,
-                                template_verses, uniform_scale_note)
+from minattn.encoder import (
+    BertConfig,
+    MiniLMEncoder,
+    TopLayers,
+    encode_batch,
+    hidden_states,
+    load_minilm,
+)
+from minattn.task_heads import (
+    AttentionPool,
+    CrossAttentionPool,
+    LinearProbe,
+    PairModel,
+    SentenceClassifier,
+    attention_pool_np,
+    best_threshold,
+    bible_pairs,
+    cls_pool_np,
+    cls_pool_torch,
+    cross_attention_pool_np,
+    drop_token,
+    mean_entropy_ratio,
+    mean_pool_np,
+    mean_pool_torch,
+    pair_features,
+    paraphrase_subset,
+    pearson_loss_np,
+    pearson_loss_torch,
+    random_token_states,
+    split_by_anchor,
+    template_sentiment,
+    template_verses,
+    uniform_scale_note,
+)
 from minattn.tools import data
 from minattn.tools.bench import time_interleaved
 from minattn.tools.lesson import Lesson, show
@@ -964,7 +989,7 @@ for task in FROZEN:
 heads_ft, mean_ft = per_seed(tuned, "paraphrase", "heads"), per_seed(tuned, "paraphrase",
                                                                       "mean pooling")
 cross_ft = per_seed(tuned, "paraphrase", "cross-encoder")
-print(f"\nfrozen, heads minus mean pooling: " + ", ".join(f"{t} {g:+.3f}" for t, g in gaps.items()))
+print("\nfrozen, heads minus mean pooling: " + ", ".join(f"{t} {g:+.3f}" for t, g in gaps.items()))
 print(f"fine-tuned paraphrase: heads minus mean pooling {np.mean(heads_ft) - np.mean(mean_ft):+.3f}"
       f" (poster {POSTER_TEST['heads'] - POSTER_TEST['mean pooling']:+.3f}); cross-encoder "
       f"minus heads {np.mean(cross_ft) - np.mean(heads_ft):+.3f} — "
@@ -975,12 +1000,12 @@ lesson.claim("over a frozen encoder, task-specific heads lose to mean pooling on
              "Table 3, pretrain rows (dev): sentiment 0.253 vs 0.460, paraphrase 0.469 vs 0.386, "
              "STS 0.251 vs 0.643",
              ", ".join(f"{t} {cell(frozen, t, 'heads')} vs {cell(frozen, t, 'mean pooling')}"
-                  for t in FROZEN) + f" (MiniLM, {len(FROZEN_SEEDS)} seeds)",
-        "MiniLM was trained for mean pooling; our sentiment has 2 classes, our pairs are Bible "
-        "verses; the heads read 64 features",
-        verdict=combine(*(compare(per_seed(frozen, t, "heads"), per_seed(frozen, t, "mean pooling"),
-                                  expect) for t, expect in (("sentiment", "<"), ("paraphrase", ">"),
-                                                            ("similarity", "<")))))
+                       for t in FROZEN) + f" (MiniLM, {len(FROZEN_SEEDS)} seeds)",
+             "MiniLM was trained for mean pooling; our sentiment has 2 classes, our pairs are Bible "
+             "verses; the heads read 64 features",
+             verdict=combine(*(compare(per_seed(frozen, t, "heads"), per_seed(frozen, t, "mean pooling"),
+                                       expect) for t, expect in (("sentiment", "<"), ("paraphrase", ">"),
+                                                                 ("similarity", "<")))))
 lesson.claim("fine-tuned, one cross-attention layer read at [CLS] improves paraphrase accuracy "
              "over mean pooling",
              "Table 3 (and abstract): 0.551 -> 0.842 (test, BERT-base fine-tuned, Quora)",
@@ -990,7 +1015,7 @@ lesson.claim("fine-tuned, one cross-attention layer read at [CLS] improves parap
              "MiniLM's mean pooling is its designed output (the poster's BERT baseline was weak: "
              "0.551); Bible verses, not Quora; fewer layers fine-tuned",
              verdict=compare(heads_ft, mean_ft, ">",
-                        paper_gap=POSTER_TEST["heads"] - POSTER_TEST["mean pooling"]))
+                             paper_gap=POSTER_TEST["heads"] - POSTER_TEST["mean pooling"]))
 u09_para, def_para = (per_seed(frozen, "paraphrase", a) for a in ("heads, U(0.9, 1)", "heads"))
 u09_sim, def_sim = (per_seed(frozen, "similarity", a) for a in ("heads, U(0.9, 1)", "heads"))
 lesson.claim("U(0.9, 1) initialisation: about as good as the default on paraphrase, much worse on STS",
@@ -1003,7 +1028,7 @@ lesson.claim("U(0.9, 1) initialisation: about as good as the default on paraphra
              "tested over the frozen encoder only; 'about as good' = within the poster's own frozen "
              "gap (0.04) plus noise",
              verdict=combine(same(u09_para, def_para, tolerance=0.04),
-                        compare(u09_sim, def_sim, "<")))
+                             compare(u09_sim, def_sim, "<")))
 entropy = {init: np.concatenate([STARTS[k][:, 2] for k in STARTS if k[2] == init])
            for init in ("u09", "default")}
 log_length = {init: np.log10(np.concatenate([STARTS[k][:, 0] for k in STARTS if k[2] == init]))
@@ -1018,7 +1043,7 @@ lesson.claim("U(0.9, 1) makes the starting point close to taking a mean of the t
              "closer than the default init's start, in two parts: attention weights nearer uniform "
              "(after LN), output nearer the mean's length",
              verdict=combine(compare(entropy["u09"], entropy["default"], ">"),
-                        compare(log_length["u09"], log_length["default"], "<")))
+                             compare(log_length["u09"], log_length["default"], "<")))
 
 # %% [markdown]
 # ## 9. What a head costs, counted and measured
@@ -1110,7 +1135,7 @@ lesson.claim("task-specific heads add 7-16% to the training time",
              f"{1 + count['frozen']:.3f} and {1 + count['fine-tuned']:.3f}",
              "MiniLM is 6 layers of 384, BERT-base 12 of 768: the head's share differs",
              verdict=combine(versus(ratios["frozen"], 1.16, "<"),
-                        versus(ratios["fine-tuned"], 1.16, "<")))
+                             versus(ratios["fine-tuned"], 1.16, "<")))
 lesson.claim("a head's time overhead is larger over a frozen encoder than over a fine-tuned one",
              "Table 3: 1.159 and 1.131 (frozen) vs 1.096 and 1.075 (fine-tuned)",
              f"{np.mean(ratios['frozen']):.3f} vs {np.mean(ratios['fine-tuned']):.3f}",

@@ -108,7 +108,7 @@ def test_bad_input_raises_value_error():
         la.mean_agreement_np(np.zeros((2, 1, 4)), np.zeros((2, 1, 4)), np.ones((3, 4), bool))
     with pytest.raises(ValueError, match="masks"):  # no counted row
         la.mean_agreement_np(np.zeros((2, 1, 4)), np.zeros((2, 1, 4)), None,
-                              np.zeros((2, 1), bool))
+                             np.zeros((2, 1), bool))
     good = run(rng, 3, 2, 1, 4)
     with pytest.raises(ValueError, match="others"):
         la.agreement_row_np(good, [], good)

@@ -172,7 +172,7 @@ def test_authors_layout_loads_into_ours_and_gives_the_same_outputs():
     V, H = 8, 5
     theirs = AuthorsSeq2seq(V, H).double()
     ours = la.OfficialSeq2Seq(V, hidden=H).double()
-    ours.load_state_dict(la.official_to_ours(theirs.state_dict()))  # strict: every name maps
+    ours.load_state_dict(la.seq2seq_official_to_ours(theirs.state_dict()))  # strict: every name maps
     x = torch.randint(0, V - 2, (3, 6))
     src = torch.cat([x, torch.full((3, 1), V - 2)], 1)  # x <eos>
     tgt = torch.cat([torch.full((3, 1), V - 1), src], 1)  # <sos> x <eos>
@@ -296,11 +296,11 @@ def test_bad_input_raises_value_error(rng):
     with pytest.raises(ValueError, match="states"):
         la.projected_attention_np(np.zeros((1, 2, 3)), np.zeros((1, 4, 2)), *[np.zeros(1)] * 4)
     with pytest.raises(ValueError, match="Seq2seq"):
-        la.official_to_ours({"embedding.weight": torch.zeros(3, 2)})
+        la.seq2seq_official_to_ours({"embedding.weight": torch.zeros(3, 2)})
     bi = AuthorsSeq2seq(5, 4).state_dict()
     bi["encoder_lstm.weight_ih_l0_reverse"] = bi["encoder_lstm.weight_ih_l0"]
     with pytest.raises(ValueError, match="unidirectional"):
-        la.official_to_ours(bi)
+        la.seq2seq_official_to_ours(bi)
     with pytest.raises(ValueError, match="copy_ids"):
         copy_ids(4, 7, 6, rng)
     with pytest.raises(ValueError, match="order"):

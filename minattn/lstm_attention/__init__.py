@@ -52,9 +52,9 @@ from .official import (
                         AttentionHead,
                         OfficialSeq2Seq,
                         no_attention_ceiling,
-                        official_to_ours,
                         projected_attention_np,
                         projected_attention_torch,
+                        seq2seq_official_to_ours,
 )
 from .reference import (
                         bilstm_np,
@@ -92,7 +92,7 @@ __all__ = [
     "classifier_probe_torch", "check_agreement", "agreement_np", "agreement_baseline_np",
     "contextualized_agreement", "agreement_torch", "mean_agreement_np", "random_baseline_np",
     "agreement_row_np", "Seq2SeqAttention", "AttentionClassifier", "projected_attention_np",
-    "projected_attention_torch", "AttentionHead", "OfficialSeq2Seq", "official_to_ours",
+    "projected_attention_torch", "AttentionHead", "OfficialSeq2Seq", "seq2seq_official_to_ours",
     "no_attention_ceiling", "LEARNED", "BAD", "CopyTask", "copy_loss", "copy_metrics", "train_copy",
     "learned", "learned_at", "with_heads", "head_status", "draw_heads", "sample_heads",
     "distinct_combinations", "dictionary_corpus", "check_length_range", "permutation_corpus",

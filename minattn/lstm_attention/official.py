@@ -170,7 +170,7 @@ class OfficialSeq2Seq(nn.Module):
 
 
 # ============================================================================ their names -> ours
-def official_to_ours(state: dict) -> dict:
+def seq2seq_official_to_ours(state: dict) -> dict:
     """Map a `seq2seq_model.Seq2seq` state dict (num_layers=1, bidirectional=False; see the
     table above) to `OfficialSeq2Seq(vocab, hidden, heads=1).load_state_dict(...)`."""
     needed = ["embedding.weight", "attn_lin.weight", "project_enc.weight",

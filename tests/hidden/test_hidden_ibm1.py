@@ -60,7 +60,7 @@ def test_em_race_answer_matches_a_fresh_run():
     from minattn.answers import ibm1 as answers
 
     bx = ibm1.index_bitext(*permutation_corpus(500, 40, 50, np.random.default_rng(5)),
-                                null=False)
+                           null=False)
     diag = np.array([ibm1.entry_index(bx, w, w) for w in bx.src_vocab[1:]])
     t = ibm1.uniform_table_fast_np(bx)
     for step in range(1, 41):
