@@ -5,8 +5,8 @@
     .venv/bin/python benchmarks/ibm1.py --markdown   # also write the tables to benchmarks/README.md
     .venv/bin/python benchmarks/ibm1.py --json bench_results/ibm1.json
 
-(minattn/ibm1/reference.py, the readable reference, loops over sentence pairs on dense tables: it is what
-the lesson teaches and the tests check the fast path against, not what is timed here.)
+(minattn/ibm1/reference.py, the readable reference, loops over sentence pairs on dense tables: it
+is what the lesson teaches and the tests check the fast path against, not what is timed here.)
 
 Source x = English (input), target y = German (output); NLTK gets AlignedSent(words=y, mots=x).
 Both sides get the same token lists (tokenising is outside the clock). Measured side by side
@@ -137,7 +137,8 @@ def compare(src, tgt, repeats: int, nltk: str, tag: str, n_pairs: int | None):
     indexed = index_bitext(src, tgt)
     print(f"{tag}: {indexed.n_pairs:,} pairs, {len(indexed.src_vocab) - 1:,} source / "
           f"{len(indexed.tgt_vocab):,} target words, {len(indexed.tgt_ids):,} target tokens, "
-          f"{len(indexed.point_entry):,} alignment points, {len(indexed.entry_src):,} table entries")
+          f"{len(indexed.point_entry):,} alignment points, "
+          f"{len(indexed.entry_src):,} table entries")
     raw["sizes"] = dict(pairs=indexed.n_pairs, src_words=len(indexed.src_vocab) - 1,
                         tgt_words=len(indexed.tgt_vocab), tgt_tokens=len(indexed.tgt_ids),
                         points=len(indexed.point_entry), entries=len(indexed.entry_src))

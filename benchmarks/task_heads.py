@@ -125,9 +125,10 @@ def measure_heads(states, repeats, n):
         fns_compute[name] = step_fn(model, lambda i: pre_single[i % len(batches)], loss)
     for name, model in pair.items():
         loss = lambda m, a, am, b, bm, t: bce(m(a, am, b, bm), t)
-        fns_full[name] = step_fn(model, lambda i: (*states.batch(batches[i % len(batches)]),
-                                                   *states.batch(partner[batches[i % len(batches)]]),
-                                                   y[batches[i % len(batches)]].float()), loss)
+        fns_full[name] = step_fn(
+            model, lambda i: (*states.batch(batches[i % len(batches)]),
+                              *states.batch(partner[batches[i % len(batches)]]),
+                              y[batches[i % len(batches)]].float()), loss)
         fns_compute[name] = step_fn(model, lambda i: pre_pair[i % len(batches)], loss)
     full = time_interleaved(fns_full, repeats, warmup=2)
     compute = time_interleaved(fns_compute, repeats, warmup=2)
@@ -177,7 +178,8 @@ def main():
     rows, payload = [], {"note": note, "n": n, "repeats": repeats, "encoder_batch_s": enc,
                          "steps": {}}
     for name, (full, compute) in times.items():
-        base_name = "mean pooling (pairs)" if ("cross" in name or "pairs" in name) else "mean pooling"
+        pairs = "cross" in name or "pairs" in name
+        base_name = "mean pooling (pairs)" if pairs else "mean pooling"
         base_full, base_compute = times[base_name]
         enc_step = (enc * (2 if base_name.endswith("(pairs)") else 1)) if enc else None
         with_enc = f"{(full + enc_step) / (base_full + enc_step):.2f}x" if enc_step else "n/a"

@@ -1016,8 +1016,10 @@ lesson.claim("fine-tuned, one cross-attention layer read at [CLS] improves parap
              "0.551); Bible verses, not Quora; fewer layers fine-tuned",
              verdict=compare(heads_ft, mean_ft, ">",
                              paper_gap=POSTER_TEST["heads"] - POSTER_TEST["mean pooling"]))
-u09_para, def_para = (per_seed(frozen, "paraphrase", a) for a in ("heads, U(0.9, 1)", "heads"))
-u09_sim, def_sim = (per_seed(frozen, "similarity", a) for a in ("heads, U(0.9, 1)", "heads"))
+uniform_init_para, default_init_para = (per_seed(frozen, "paraphrase", a)
+                                        for a in ("heads, U(0.9, 1)", "heads"))
+uniform_init_sim, default_init_sim = (per_seed(frozen, "similarity", a)
+                                      for a in ("heads, U(0.9, 1)", "heads"))
 lesson.claim("U(0.9, 1) initialisation: about as good as the default on paraphrase, much worse on STS",
              "Table 3: frozen paraphrase 0.429 vs 0.469, STS 0.148 vs 0.251; fine-tuned (test) "
              "paraphrase 0.839 vs 0.842, STS 0.374 vs 0.791",
@@ -1027,8 +1029,8 @@ lesson.claim("U(0.9, 1) initialisation: about as good as the default on paraphra
              f"{cell(frozen, 'similarity', 'heads')}",
              "tested over the frozen encoder only; 'about as good' = within the poster's own frozen "
              "gap (0.04) plus noise",
-             verdict=combine(same(u09_para, def_para, tolerance=0.04),
-                             compare(u09_sim, def_sim, "<")))
+             verdict=combine(same(uniform_init_para, default_init_para, tolerance=0.04),
+                             compare(uniform_init_sim, default_init_sim, "<")))
 entropy = {init: np.concatenate([STARTS[k][:, 2] for k in STARTS if k[2] == init])
            for init in ("u09", "default")}
 log_length = {init: np.log10(np.concatenate([STARTS[k][:, 0] for k in STARTS if k[2] == init]))

@@ -363,6 +363,8 @@ def test_a_damaged_token_state_cache_is_recomputed(tiny, tmp_path, capsys):
     path.write_bytes(bytes(data))
     again = token_states(encoder, tok, texts, "toy", data_dir=tmp_path)
     assert "damaged" in capsys.readouterr().out
-    assert np.array_equal(again.states, first.states) and np.array_equal(again.offsets, first.offsets)
+    assert np.array_equal(again.states, first.states)
+    assert np.array_equal(again.offsets, first.offsets)
     path.write_bytes(b"PK\x03\x04 truncated")  # not a zip at all
-    assert np.array_equal(token_states(encoder, tok, texts, "toy", data_dir=tmp_path).ids, first.ids)
+    again = token_states(encoder, tok, texts, "toy", data_dir=tmp_path)
+    assert np.array_equal(again.ids, first.ids)

@@ -1,6 +1,6 @@
-"""IBM Model 1: the readable reference (minattn/ibm1/reference.py) by hand, against brute force and NLTK;
-its torch twin; the fast path (minattn/ibm1.py) equal to the reference; the bag-of-words
-proxy's gradient at initialisation; bad input.
+"""IBM Model 1: the readable reference (minattn/ibm1/reference.py) by hand, against brute force
+and NLTK; its torch twin; the fast path (minattn/ibm1/fast.py) equal to the reference; the
+bag-of-words proxy's gradient at initialisation; bad input.
 
 Direction everywhere: source x = input (English), target y = output (German); t(y | x).
 NLTK's AlignedSent takes (words=target, mots=source), which `ibm1.nltk_bitext` handles.
@@ -25,8 +25,10 @@ TGT = [["klein", "ist", "das", "haus"], ["das", "haus", "ist", "ja", "groß"],
 
 def random_corpus(rng, n_pairs=150, n_src=9, n_tgt=7, max_len=7):
     """Small vocabularies and long-ish sentences: plenty of repeated words on both sides."""
-    src = [[f"s{k}" for k in rng.integers(0, n_src, rng.integers(1, max_len))] for _ in range(n_pairs)]
-    tgt = [[f"t{k}" for k in rng.integers(0, n_tgt, rng.integers(1, max_len))] for _ in range(n_pairs)]
+    src = [[f"s{k}" for k in rng.integers(0, n_src, rng.integers(1, max_len))]
+           for _ in range(n_pairs)]
+    tgt = [[f"t{k}" for k in rng.integers(0, n_tgt, rng.integers(1, max_len))]
+           for _ in range(n_pairs)]
     return src, tgt
 
 
@@ -56,7 +58,8 @@ def test_count_table_by_hand():
 
 
 def test_count_table_of_the_documented_example():
-    # what lesson 06 says: C(book, das) = 1/4 + 1/2, C(book, buch) = 1/4 + 1/2 + 1/2; a tie for house
+    # what lesson 06 says: C(book, das) = 1/4 + 1/2, C(book, buch) = 1/4 + 1/2 + 1/2;
+    # a tie for house
     bx = ibm1.make_bitext(SRC, TGT, null=False)
     C = ibm1.count_table_np(bx)
     at = lambda x, y: C[bx.src_index[x], bx.tgt_index[y]]
@@ -170,7 +173,8 @@ def test_recovers_a_hidden_dictionary():
 
 @pytest.mark.exercise("6.2")  # runs full EM: needs 6.1 too
 def test_flat_permutation_corpus_has_nothing_to_learn():
-    # 40-of-40 copying (Snell et al. 2021, §3.3): every pair holds the same word set, so C and EM stay flat
+    # 40-of-40 copying (Snell et al. 2021, §3.3): every pair holds the same word set, so C and
+    # EM stay flat
     rng = np.random.default_rng(0)
     bx = ibm1.make_bitext(*permutation_corpus(30, 8, 8, rng), null=False)
     t, _ = ibm1.em_np(bx, 10)
@@ -202,7 +206,8 @@ def test_start_table_is_nltks(rng):
     model, _ = nltk_model(src, tgt, 0)
     bx, fb = ibm1.make_bitext(src, tgt), ibm1.index_bitext(src, tgt)
     np.testing.assert_array_equal(ibm1.uniform_table_np(bx), ibm1.nltk_table_np(model, bx))
-    np.testing.assert_array_equal(ibm1.uniform_table_fast_np(fb), ibm1.nltk_table_fast_np(model, fb))
+    np.testing.assert_array_equal(ibm1.uniform_table_fast_np(fb),
+                                  ibm1.nltk_table_fast_np(model, fb))
 
 
 @pytest.mark.exercise("6.2")  # runs full EM: needs 6.1 too
@@ -213,7 +218,8 @@ def test_nltk_mode_reproduces_nltk_on_a_random_corpus(rng, iterations):
     bx = ibm1.make_bitext(src, tgt)
     t, _ = ibm1.em_np(bx, iterations, mode="nltk")
     support = ibm1.count_table_np(bx) > 0                     # every co-occurring pair
-    np.testing.assert_allclose(t[support], ibm1.nltk_table_np(model, bx)[support], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(t[support], ibm1.nltk_table_np(model, bx)[support],
+                               rtol=0, atol=1e-12)
     assert all(np.array_equal(a, b) for a, b in zip(ibm1.viterbi_np(t, bx), nltk_viterbi(bitext)))
 
 

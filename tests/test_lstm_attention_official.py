@@ -82,7 +82,8 @@ def reference_forward(model, src, tgt_in):
     lstm = lambda m: [np_(p) for p in (m.weight_ih_l0, m.weight_hh_l0, m.bias_ih_l0,  # noqa: E731
                                        m.bias_hh_l0)]
     h, final = la.lstm_np(E[src.numpy()], *lstm(model.encoder))
-    s, _ = la.lstm_np(E[tgt_in.numpy()], *lstm(model.decoder), state=final)  # decoder from (h_N, c_N)
+    # the decoder starts from (h_N, c_N)
+    s, _ = la.lstm_np(E[tgt_in.numpy()], *lstm(model.decoder), state=final)
     context, alpha = la.projected_attention_np(s, h, *map(np_, model.head_params()),
                                                uniform=model.uniform)
     return la.output_np(context, s, *map(np_, model.output_params())), alpha, h, s
@@ -146,7 +147,8 @@ class AuthorsSeq2seq(nn.Module):
         self.project_enc = nn.Linear(hidden, hidden)
 
     def forward(self, source, target):
-        """source (N, B), target (T + 1, B) = <sos> y -> log-probabilities (T, B, V), α (T, B, N)."""
+        """source (N, B), target (T + 1, B) = <sos> y -> log-probabilities (T, B, V),
+        α (T, B, N)."""
         encoder_output, encoder_hidden = self.encoder_lstm(self.embedding(source))
         decoder_output, _ = self.decoder_lstm(self.embedding(target[:-1]), encoder_hidden)
         scores = torch.einsum("tbf,sbf->tbs", self.attn_lin(decoder_output), encoder_output)
@@ -156,7 +158,8 @@ class AuthorsSeq2seq(nn.Module):
         return self.hidden2vocab(hidden).log_softmax(-1), attn
 
     def state_probs(self, source, target):
-        """Their probe (`get_state_scores2_one_off`): probs (T, N, B, V) with c := project_enc(h_i)."""
+        """Their probe (`get_state_scores2_one_off`): probs (T, N, B, V) with
+        c := project_enc(h_i)."""
         encoder_output, encoder_hidden = self.encoder_lstm(self.embedding(source))
         decoder_output, _ = self.decoder_lstm(self.embedding(target[:-1]), encoder_hidden)
         c = self.project_enc(encoder_output)
@@ -172,7 +175,8 @@ def test_authors_layout_loads_into_ours_and_gives_the_same_outputs():
     V, H = 8, 5
     theirs = AuthorsSeq2seq(V, H).double()
     ours = la.OfficialSeq2Seq(V, hidden=H).double()
-    ours.load_state_dict(la.seq2seq_official_to_ours(theirs.state_dict()))  # strict: every name maps
+    # strict: every name maps
+    ours.load_state_dict(la.seq2seq_official_to_ours(theirs.state_dict()))
     x = torch.randint(0, V - 2, (3, 6))
     src = torch.cat([x, torch.full((3, 1), V - 2)], 1)  # x <eos>
     tgt = torch.cat([torch.full((3, 1), V - 1), src], 1)  # <sos> x <eos>
@@ -182,7 +186,8 @@ def test_authors_layout_loads_into_ours_and_gives_the_same_outputs():
     assert torch.allclose(alpha[:, 0], attn_theirs.transpose(0, 1), atol=1e-12)
     probs = theirs.state_probs(src.T, tgt.T)  # (T, N, B, V)
     y = tgt[:, 1:]
-    expected = probs.permute(2, 0, 1, 3).gather(-1, y[:, :, None, None].expand(-1, -1, 7, 1))[..., 0]
+    index = y[:, :, None, None].expand(-1, -1, 7, 1)
+    expected = probs.permute(2, 0, 1, 3).gather(-1, index)[..., 0]
     assert torch.allclose(ours.probe(src, tgt[:, :-1], y), expected, atol=1e-12)
 
 
@@ -191,7 +196,8 @@ def test_heads_are_averaged_as_in_the_authors_multihead_code(rng):
     torch.manual_seed(0)
     K, H = 4, 5
     heads = [la.AttentionHead(H).double() for _ in range(K)]
-    dec, enc = t(rng.normal(size=(3, 2, H))), t(rng.normal(size=(6, 2, H)))  # time-major (T, B), (N, B)
+    # time-major: (T, B), (N, B)
+    dec, enc = t(rng.normal(size=(3, 2, H))), t(rng.normal(size=(6, 2, H)))
     feats = [head.query(dec) for head in heads]
     distrs = [torch.einsum("tbf,sbf->bts", f, enc).softmax(-1) for f in feats]
     contexts = [torch.einsum("bts,sbf->tbf", d, enc) for d in distrs]
@@ -225,7 +231,8 @@ def test_copy_task_sample_and_right_positions(rng):
     src, tgt_in, tgt_out = task.sample(3, rng)
     assert src.shape == tgt_in.shape == tgt_out.shape == (3, 5)
     rows = torch.arange(3)[:, None]
-    assert torch.equal(src[rows, torch.as_tensor(task.right)], tgt_out)  # the right position holds y_t
+    # the right position holds y_t
+    assert torch.equal(src[rows, torch.as_tensor(task.right)], tgt_out)
 
 
 def test_no_attention_ceiling_matches_a_simulated_decoder(rng):

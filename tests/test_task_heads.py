@@ -130,7 +130,8 @@ def test_gradients_flow_and_match_finite_differences(rng):
 
 
 # ============================================================================ padding invariance
-@pytest.mark.parametrize("kind", ["attention", pytest.param("cross", marks=pytest.mark.exercise("7.2"))])
+@pytest.mark.parametrize("kind", ["attention",
+                                  pytest.param("cross", marks=pytest.mark.exercise("7.2"))])
 def test_extra_padding_changes_nothing(rng, kind):  # only the cross head uses exercise 7.2
     x, mask = padded(rng, [5, 3])
     more = np.concatenate([x, rng.standard_normal((2, 4, D)) * 50], axis=1)  # junk padding
@@ -235,7 +236,8 @@ def test_sentence_classifier_shapes(rng, pool):
     assert (w is None) == (pool != "attention")
 
 
-@pytest.mark.parametrize("pool", ["cls", "mean", pytest.param("cross", marks=pytest.mark.exercise("7.2"))])
+@pytest.mark.parametrize("pool", ["cls", "mean",
+                                  pytest.param("cross", marks=pytest.mark.exercise("7.2"))])
 @pytest.mark.parametrize("out", ["classify", "similarity"])
 def test_pair_model_is_symmetric_in_its_features(rng, pool, out):  # cross: exercise 7.2
     a, am = padded(rng, [5, 2, 3])

@@ -51,7 +51,8 @@ def test_m_step_leaves_counts_alone_and_fast_path_agrees():
     t = ibm1.m_step_np(counts, floor=1e-12)
     assert np.array_equal(counts, before)
     sparse = counts[fb.entry_src, fb.entry_tgt]
-    np.testing.assert_allclose(ibm1.m_step_fast_np(sparse, fb, 1e-12), t[fb.entry_src, fb.entry_tgt],
+    np.testing.assert_allclose(ibm1.m_step_fast_np(sparse, fb, 1e-12),
+                               t[fb.entry_src, fb.entry_tgt],
                                rtol=1e-14)
 
 

@@ -54,7 +54,7 @@ def test_answers_are_valid_choices():
     assert answers.u09_attention_on_raw_states() != answers.u09_attention_after_layer_norm()
 
 
-# ============================================================================ exercise 7.3 and what gives it away
+# ============================================================= exercise 7.3, and what gives it away
 # (tests/ is on sys.path when pytest imports this package: offset_states is the visible tests')
 def first_step_entropy(states, mask, init, normalize, seed=0):
     torch.manual_seed(seed)
