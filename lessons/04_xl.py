@@ -110,7 +110,8 @@ lesson = Lesson("04_xl")  # on a CPU: one torch thread (see Lesson)
 #          + \underbrace{q_i^\top r_{\delta_{ij}}}_{(b)\ \text{content-dependent position}}
 #          + \underbrace{u^\top k_j}_{(c)\ \text{global content bias}}
 #          + \underbrace{v^\top r_{\delta_{ij}}}_{(d)\ \text{global position bias}},
-# \qquad \mathrm{out}_i = \sum_{j:\ \delta_{ij}\ge 0} \mathrm{softmax}_j\!\Big(\tfrac{A_{ij}}{\sqrt{d_h}}\Big)\, v_j .$$
+# \qquad \mathrm{out}_i = \sum_{j:\ \delta_{ij}\ge 0}
+# \mathrm{softmax}_j\!\Big(\tfrac{A_{ij}}{\sqrt{d_h}}\Big)\, v_j .$$
 #
 # Compared with lesson 01, (a) is the usual score; (b) replaces "query meets the absolute
 # position of key $j$" by "query meets the distance to key $j$"; (c) and (d) replace the
@@ -137,7 +138,8 @@ q, k = np.zeros((1, 1, 1, 2)), np.zeros((1, 1, 2, 2))
 values = np.array([[[[1.0, 0.0], [0.0, 1.0]]]])
 r = np.array([[[0.0, 0.0], [1.0, 1.0]]])  # (H, P, dh): r_0, r_1
 out, weights = rel_attention_np(q, k, values, r, np.zeros((1, 2)), np.array([[math.sqrt(2), 0.0]]))
-print("weights:", weights[0, 0, 0].round(4), " by hand:", np.round([np.e / (np.e + 1), 1 / (np.e + 1)], 4))
+print("weights:", weights[0, 0, 0].round(4), " by hand:",
+      np.round([np.e / (np.e + 1), 1 / (np.e + 1)], 4))
 assert np.allclose(weights[0, 0, 0], [np.e / (np.e + 1), 1 / (np.e + 1)])
 
 # %% [markdown]
@@ -339,8 +341,8 @@ BATCH = lesson.size(full=32, smoke=4, paper=22)
 LR = lesson.size(full=2e-3, smoke=2e-3, paper=2.5e-4)
 LM_SEEDS = lesson.size(full=[0, 1], smoke=[0, 1], paper=[0, 1, 2])
 VALID = lesson.size(full=512, smoke=64, paper=16_384)  # characters per validation stream
-EVAL_MEMS = lesson.size(full=[0, 8, 16, 32, 64, 128, 256], smoke=[0, 8, 16, 64],  # XL's memory at evaluation
-                        paper=[0, 128, 256, 512, 1024, 2048, 4096])
+EVAL_MEMS = lesson.size(full=[0, 8, 16, 32, 64, 128, 256], smoke=[0, 8, 16, 64],
+                        paper=[0, 128, 256, 512, 1024, 2048, 4096])  # XL's memory at evaluation
 rng = set_seed(0)
 NAMES = {"enwik8": "enwik8", "ptb": "Penn Treebank characters"}
 texts = None
@@ -371,7 +373,8 @@ print_table([
     dict(setting="dropout", theirs="0.1", large="0.15", ours="none"),
     dict(setting="evaluation: segment, memory", theirs="80, 2,100", large="128, 3,800",
          ours=f"{SEG}, 0 to {EVAL_MEMS[-1]}"),
-    dict(setting="evaluation: clamp_len", theirs="820", large="1,000", ours=f"none or {MEM + SEG - 1}"),
+    dict(setting="evaluation: clamp_len", theirs="820", large="1,000",
+         ours=f"none or {MEM + SEG - 1}"),
 ], ["setting", "theirs", "large", "ours"])
 print("theirs / large: the official pytorch/run_enwik8_base.sh / run_enwik8_large.sh "
       "(kimiyoung/transformer-xl)")
@@ -454,9 +457,12 @@ bpc = {}
 for seed in LM_SEEDS:
     vanilla, relative, xl = (models[name, seed] for name in VARIANTS)
     bpc["vanilla", "each segment alone", seed] = evaluate_bpc(vanilla, valid_streams, SEG)
-    bpc["vanilla", "window sliding by one", seed] = evaluate_bpc_sliding(vanilla, valid_streams, SEG)
-    bpc["vanilla", f"segments of {2 * SEG} alone", seed] = evaluate_bpc(vanilla, valid_streams, 2 * SEG)
-    bpc["relative, no memory", "each segment alone", seed] = evaluate_bpc(relative, valid_streams, SEG)
+    bpc["vanilla", "window sliding by one", seed] = evaluate_bpc_sliding(vanilla, valid_streams,
+                                                                         SEG)
+    bpc["vanilla", f"segments of {2 * SEG} alone", seed] = evaluate_bpc(vanilla, valid_streams,
+                                                                        2 * SEG)
+    bpc["relative, no memory", "each segment alone", seed] = evaluate_bpc(relative, valid_streams,
+                                                                          SEG)
     bpc["relative, no memory", f"memory {MEM}", seed] = evaluate_bpc(relative, valid_streams, SEG,
                                                                      mem_len=MEM)
     bpc["relative, no memory", f"memory {MEM}, clamp_len {SEG - 1}", seed] = evaluate_bpc(
@@ -490,16 +496,20 @@ for name, how in [("vanilla", "each segment alone"), ("vanilla", "window sliding
     values = per_seed(name, how)
     rows.append({"model": name, "trained with memory": MEM if name == "XL" else 0,
                  "evaluated": how, **{f"seed {s}": f"{v:.3f}" for s, v in zip(LM_SEEDS, values)},
-                 "mean ± SE": str(estimate(values)), "paper (Table 6, ppl)": PAPER_ROWS.get((name, how), "")})
+                 "mean ± SE": str(estimate(values)),
+                 "paper (Table 6, ppl)": PAPER_ROWS.get((name, how), "")})
 print_table(rows, list(rows[0]))
 
 mean = lambda name, how: float(np.mean(per_seed(name, how)))  # noqa: E731
-vanilla_alone, relative_alone = mean("vanilla", "each segment alone"), mean("relative, no memory", "each segment alone")
+vanilla_alone = mean("vanilla", "each segment alone")
+relative_alone = mean("relative, no memory", "each segment alone")
 relative_mem, xl_mem = mean("relative, no memory", f"memory {MEM}"), mean("XL", f"memory {MEM}")
 print(f"\nXL's gain over the vanilla model, both reading segments of {SEG}: "
       f"{vanilla_alone - xl_mem:.3f} bpc, made of")
-print(f"  relative positions, no memory (trained and read alone): {vanilla_alone - relative_alone:+.3f}")
-print(f"  + a memory of {MEM} at evaluation, never trained with:  {relative_alone - relative_mem:+.3f}")
+print("  relative positions, no memory (trained and read alone): "
+      f"{vanilla_alone - relative_alone:+.3f}")
+print(f"  + a memory of {MEM} at evaluation, never trained with:  "
+      f"{relative_alone - relative_mem:+.3f}")
 print(f"  + training with that memory:                            {relative_mem - xl_mem:+.3f}")
 print(f"the vanilla model reading segments of {2 * SEG} alone (positions it never trained on): "
       f"{mean('vanilla', f'segments of {2 * SEG} alone'):.3f} bpc, against {vanilla_alone:.3f} "
@@ -508,7 +518,8 @@ print(f"the vanilla model reading segments of {2 * SEG} alone (positions it neve
 why_scale = (f"{STEPS} steps of {BATCH}×{SEG} characters on a CPU, {N_LAYERS} layers of "
              f"{D_MODEL}, against 400K steps of 128M-parameter models on GPUs")
 lesson.claim("relative positions beat absolute ones, without recurrence",
-             "Table 6 (WikiText-103, no recurrence, half loss): ours 30.10 vs Vaswani et al. 30.97 ppl",
+             "Table 6 (WikiText-103, no recurrence, half loss): ours 30.10 vs Vaswani et al. "
+             "30.97 ppl",
              f"{corpus}, each segment alone: relative {relative_alone:.3f} vs vanilla "
              f"{vanilla_alone:.3f} bpc", why_scale,
              verdict=compare(per_seed("relative, no memory", "each segment alone"),
@@ -516,22 +527,26 @@ lesson.claim("relative positions beat absolute ones, without recurrence",
 lesson.claim("the recurrence improves on the same model without it",
              "Table 6 (PPL init): 27.02 with vs 29.59 without; Table 7 (One Billion Word, no "
              "long-range dependency): 25.2 vs 27.1 ppl",
-             f"XL with memory {MEM} {xl_mem:.3f} vs relative, each segment alone {relative_alone:.3f} bpc",
+             f"XL with memory {MEM} {xl_mem:.3f} vs relative, each segment alone "
+             f"{relative_alone:.3f} bpc",
              why_scale, verdict=compare(per_seed("XL", f"memory {MEM}"),
-                                        per_seed("relative, no memory", "each segment alone"), expect="<"))
+                                        per_seed("relative, no memory", "each segment alone"),
+                                        expect="<"))
 lesson.claim("training with the recurrent memory beats giving a model trained without it the same "
              "context at evaluation",
-             "Table 6 (PPL best): 26.77 (trained with recurrence) vs 29.02 (without, attention 260)",
+             "Table 6 (PPL best): 26.77 (trained with recurrence) vs 29.02 (without, attention "
+             "260)",
              f"memory {MEM} at evaluation: XL {xl_mem:.3f} vs relative trained without memory "
              f"{relative_mem:.3f} bpc", why_scale,
              verdict=compare(per_seed("XL", f"memory {MEM}"),
                              per_seed("relative, no memory", f"memory {MEM}"), expect="<"))
-lesson.claim("Transformer-XL beats a vanilla Transformer of the same size evaluated with a sliding window",
+lesson.claim("Transformer-XL beats a vanilla Transformer of the same size evaluated with a sliding "
+             "window",
              "Table 2 (enwik8, 12 layers): XL 1.06 vs Al-Rfou et al. 1.11 bpc",
              f"XL {xl_mem:.3f} vs vanilla, window of {SEG} sliding by one, "
              f"{mean('vanilla', 'window sliding by one'):.3f} bpc", why_scale,
-             verdict=compare(per_seed("XL", f"memory {MEM}"), per_seed("vanilla", "window sliding by one"),
-                             expect="<"))
+             verdict=compare(per_seed("XL", f"memory {MEM}"),
+                             per_seed("vanilla", "window sliding by one"), expect="<"))
 
 # %% [markdown]
 # Read the table from the top. The first two rows are the vanilla model read the two ways:
@@ -566,7 +581,8 @@ print("prompt:", repr(decode(prompt[0].tolist())))
 for name in ("vanilla", "XL"):
     g = torch.Generator().manual_seed(1)
     context = 256 if name == "XL" else SEG
-    sample = generate(models[name, LM_SEEDS[0]], prompt, lesson.size(full=240, smoke=20), g, context=context)
+    sample = generate(models[name, LM_SEEDS[0]], prompt, lesson.size(full=240, smoke=20), g,
+                      context=context)
     print(f"\n{name}:", repr(decode(sample[0, SEG:].tolist())))
 
 # %% [markdown]
@@ -586,7 +602,8 @@ for name in ("vanilla", "XL"):
 
 # %%
 show(sinusoid_np)
-print("distances 0..5 clamped at 3 (first sine column):", sinusoid_np(6, 4, clamp_len=3)[:, 0].round(3))
+print("distances 0..5 clamped at 3 (first sine column):",
+      sinusoid_np(6, 4, clamp_len=3)[:, 0].round(3))
 
 # %% [markdown]
 # On the Penn Treebank, with and without clamping at the largest distance XL met in training
@@ -619,9 +636,10 @@ for m in EVAL_MEMS:
     print(f"XL evaluated with memory {m:4d}: {mean('XL', f'memory {m}'):.3f} bpc{clamped}")
 half = EVAL_MEMS[EVAL_MEMS.index(MEM) - 1]
 first = EVAL_MEMS[1]
-print(f"XL's memory at evaluation: {mean('XL', 'memory 0') - mean('XL', f'memory {first}'):+.3f} bpc "
-      f"from memory 0 to {first}, {mean('XL', f'memory {first}') - mean('XL', f'memory {MEM}'):+.3f} "
-      f"from {first} to {MEM}, {mean('XL', f'memory {MEM}') - mean('XL', f'memory {LONG}'):+.3f} "
+xl_at = lambda m: mean("XL", f"memory {m}")  # noqa: E731
+print(f"XL's memory at evaluation: {xl_at(0) - xl_at(first):+.3f} bpc "
+      f"from memory 0 to {first}, {xl_at(first) - xl_at(MEM):+.3f} "
+      f"from {first} to {MEM}, {xl_at(MEM) - xl_at(LONG):+.3f} "
       f"from {MEM} to {LONG}")
 lesson.claim("a longer memory at evaluation than in training lowers the perplexity",
              "Table 6: 27.02 at the training length → 26.77 at attention 500 (128M); 23.43 → 23.09 "
@@ -629,7 +647,8 @@ lesson.claim("a longer memory at evaluation than in training lowers the perplexi
              f"{corpus}, trained with {MEM}: {xl_mem:.3f} bpc at memory {MEM}, "
              f"{mean('XL', f'memory {LONG}'):.3f} at {LONG}", why_scale + "; what this small model "
              "learned to use lies within a few characters",
-             verdict=compare(per_seed("XL", f"memory {LONG}"), per_seed("XL", f"memory {MEM}"), expect="<"))
+             verdict=compare(per_seed("XL", f"memory {LONG}"), per_seed("XL", f"memory {MEM}"),
+                             expect="<"))
 
 # %% [markdown]
 # Read the curve with the line printed above it, which splits what the memory gives into
@@ -657,12 +676,13 @@ R_SEG, R_MEM, R_STEPS = 16, 32, lesson.size(full=300, smoke=4)
 R_BATCH = lesson.size(full=32, smoke=4)
 R_SEEDS = [0, 1]
 R_VOCAB = 16 * (8 + 1) + 8
-R_TRAIN = recall_by_class(R_BATCH, R_SEG * R_STEPS + R_SEG, 1, R_MEM, torch.Generator().manual_seed(0),
-                          device=lesson.device)
+R_TRAIN = recall_by_class(R_BATCH, R_SEG * R_STEPS + R_SEG, 1, R_MEM,
+                          torch.Generator().manual_seed(0), device=lesson.device)
 R_TESTS = {"near (1–32)": recall_by_class(R_BATCH, R_SEG * lesson.size(full=30, smoke=10), 1, R_MEM,
                                           torch.Generator().manual_seed(1), device=lesson.device),
-           "far (48–128)": recall_by_class(R_BATCH, R_SEG * lesson.size(full=30, smoke=10), R_MEM + R_SEG,
-                                           4 * R_MEM, torch.Generator().manual_seed(2), device=lesson.device)}
+           "far (48–128)": recall_by_class(R_BATCH, R_SEG * lesson.size(full=30, smoke=10),
+                                           R_MEM + R_SEG, 4 * R_MEM,
+                                           torch.Generator().manual_seed(2), device=lesson.device)}
 R_EVALS = {f"memory {R_MEM} (training)": dict(mem_len=R_MEM),
            f"memory {2 * R_MEM}": dict(mem_len=2 * R_MEM),
            f"memory {4 * R_MEM}": dict(mem_len=4 * R_MEM),
@@ -674,15 +694,16 @@ for seed in R_SEEDS:
     model = TransformerXL(R_VOCAB, 64, 4, 2, mem_len=R_MEM).to(lesson.device)
     part = lambda step: slice((step - 1) * R_SEG, step * R_SEG)  # noqa: E731
     train(model, lambda step: (R_TRAIN.tokens[:, part(step)], R_TRAIN.targets[:, part(step)]),
-          recurrent_lm_loss(), R_STEPS, lr=3e-3, desc=f"recall, seed {seed}", progress=not lesson.smoke)
+          recurrent_lm_loss(), R_STEPS, lr=3e-3, desc=f"recall, seed {seed}",
+          progress=not lesson.smoke)
     for test_name, test in R_TESTS.items():
         for eval_name, kwargs in R_EVALS.items():
             predicted = stream_predictions(model, test.tokens, R_SEG, **kwargs)
             n = predicted.shape[1]
             read = test.targets[:, :n] != -100
-            recall_acc[test_name, eval_name, seed] = (predicted == test.targets[:, :n])[read].float().mean().item()
-            recall_hits[test_name, eval_name, seed] = (test.distance[:, :n][read].cpu(),
-                                                       (predicted == test.targets[:, :n])[read].cpu())
+            hit = (predicted == test.targets[:, :n])[read]
+            recall_acc[test_name, eval_name, seed] = hit.float().mean().item()
+            recall_hits[test_name, eval_name, seed] = (test.distance[:, :n][read].cpu(), hit.cpu())
 rows = [{"reads": t, "evaluated with": e,
          **{f"seed {s}": f"{recall_acc[t, e, s]:.3f}" for s in R_SEEDS},
          "mean ± SE": str(estimate([recall_acc[t, e, s] for s in R_SEEDS]))}
@@ -709,11 +730,15 @@ lesson.savefig(fig, "recall_by_distance")
 far, long_eval = "far (48–128)", f"memory {4 * R_MEM}"
 lesson.claim("a model trained with a short memory uses a longer one at evaluation",
              "§4.2: backpropagation length 128 in training, attention length 640 at test; Table 6",
-             f"recall by class, reads 48–128 back: accuracy {np.mean([recall_acc[far, long_eval, s] for s in R_SEEDS]):.3f} "
-             f"with memory {4 * R_MEM} vs {np.mean([recall_acc[far, f'memory {R_MEM} (training)', s] for s in R_SEEDS]):.3f} "
-             f"with the training memory {R_MEM}", "a synthetic task built so that a longer memory can pay off",
+             "recall by class, reads 48–128 back: accuracy "
+             f"{np.mean([recall_acc[far, long_eval, s] for s in R_SEEDS]):.3f} with memory "
+             f"{4 * R_MEM} vs "
+             f"{np.mean([recall_acc[far, f'memory {R_MEM} (training)', s] for s in R_SEEDS]):.3f} "
+             f"with the training memory {R_MEM}",
+             "a synthetic task built so that a longer memory can pay off",
              verdict=compare([recall_acc[far, long_eval, s] for s in R_SEEDS],
-                             [recall_acc[far, f"memory {R_MEM} (training)", s] for s in R_SEEDS], expect=">"))
+                             [recall_acc[far, f"memory {R_MEM} (training)", s] for s in R_SEEDS],
+                             expect=">"))
 
 # %% [markdown]
 # Read each curve against its reach: with a memory of $m$, the read at index $i$ of its
@@ -741,8 +766,9 @@ def train_copy(name, distance, seed, stop_gradient=True):
     """Train one model on the copy task; its accuracy at each index of a segment."""
     if distance not in copy_data:
         g = torch.Generator().manual_seed(distance)
-        copy_data[distance] = (delayed_copy(C_BATCH, C_SEG * C_STEPS + C_SEG, distance, 16, g, lesson.device),
-                               delayed_copy(2 * C_BATCH, C_SEG * 12, distance, 16, g, lesson.device))
+        copy_data[distance] = (
+            delayed_copy(C_BATCH, C_SEG * C_STEPS + C_SEG, distance, 16, g, lesson.device),
+            delayed_copy(2 * C_BATCH, C_SEG * 12, distance, 16, g, lesson.device))
     (tokens, targets), (test_tokens, test_targets) = copy_data[distance]
     torch.manual_seed(seed)
     model = (VanillaLM(16, 64, 2, 2) if name == "vanilla"
@@ -754,13 +780,15 @@ def train_copy(name, distance, seed, stop_gradient=True):
     return stream_accuracy(model, test_tokens, test_targets, C_SEG, by_position=True)
 
 
-distances = {"vanilla": lesson.size(full=[8, 24], smoke=[8]), "XL": lesson.size(full=[8, 24, 40, 56], smoke=[8, 40])}
+distances = {"vanilla": lesson.size(full=[8, 24], smoke=[8]),
+             "XL": lesson.size(full=[8, 24, 40, 56], smoke=[8, 40])}
 copy_acc = {(name, d): train_copy(name, d, 0) for name in distances for d in distances[name]}
 for (name, d), acc in copy_acc.items():
     print(f"{name:7s} distance {d:2d}: accuracy {np.nanmean(acc):.2f}")
 fig, ax = plt.subplots(figsize=(6, 3.6))
 for name in distances:
-    ax.plot(distances[name], [np.nanmean(copy_acc[name, d]) for d in distances[name]], "o-", label=name)
+    ax.plot(distances[name], [np.nanmean(copy_acc[name, d]) for d in distances[name]], "o-",
+            label=name)
 ax.axhline(1 / 16, color="gray", ls=":", label="chance")
 ax.axvline(C_SEG, color="C0", ls="--", lw=1, label="segment length")
 ax.axvline(C_MEM, color="C1", ls="--", lw=1, label="XL memory")
