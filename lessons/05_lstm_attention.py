@@ -168,7 +168,8 @@ assert np.allclose(alpha[0, 0, 0], [math.e / (math.e + 1), 1 / (math.e + 1)])
 
 # %%
 show(luong_attention_torch)
-s_demo, h_demo, W_demo = rng.normal(size=(2, 3, 6)), rng.normal(size=(2, 5, 6)), rng.normal(size=(2, 6, 6))
+s_demo, h_demo = rng.normal(size=(2, 3, 6)), rng.normal(size=(2, 5, 6))
+W_demo = rng.normal(size=(2, 6, 6))
 mask_demo = np.array([[True] * 5, [True] * 3 + [False] * 2])
 c_np_, a_np_ = luong_attention_np(s_demo, h_demo, W_demo, mask_demo)
 c_t_, a_t_ = luong_attention_torch(*(torch.from_numpy(v) for v in (s_demo, h_demo, W_demo)),
@@ -234,7 +235,8 @@ h_o, final_o = lstm_np(emb_o[src_o.numpy()], *lstm_weights(tiny_o.encoder))
 s_o, _ = lstm_np(emb_o[tin_o.numpy()], *lstm_weights(tiny_o.decoder), state=final_o)
 ctx_o, _ = projected_attention_np(s_o, h_o, *map(npw, tiny_o.head_params()))
 err_o = np.abs(npw(logits_o) - output_np(ctx_o, s_o, *map(npw, tiny_o.output_params()))).max()
-print(f"the authors' model (2 heads, decoder started from the encoder) vs NumPy pieces: {err_o:.1e}")
+print("the authors' model (2 heads, decoder started from the encoder) vs NumPy pieces: "
+      f"{err_o:.1e}")
 assert err_o < 1e-10
 
 # %% [markdown]
@@ -294,15 +296,18 @@ show(train_copy)
 HIDDEN = lesson.size(full=128, smoke=16, paper=256)
 BATCH = lesson.size(full=16, smoke=8, paper=128)
 STEPS = lesson.size(full=200, smoke=6, paper=200)
-EVAL_EVERY, EVAL_PAIRS = lesson.size(full=10, smoke=2, paper=10), lesson.size(full=50, smoke=8, paper=50)
+EVAL_EVERY = lesson.size(full=10, smoke=2, paper=10)
+EVAL_PAIRS = lesson.size(full=50, smoke=8, paper=50)
 TRACK = lesson.size(full=8, smoke=2, paper=50)  # pairs on which the probe is also measured
 N_SEEDS = lesson.size(full=6, smoke=2, paper=20)
 COPY = {"40-of-60": CopyTask("40-of-60", 40, 60), "40-of-40": CopyTask("40-of-40", 40, 40)}
 
 print_table([
     {"setting": "hidden size = embedding size", "authors' code": "256", "this run": HIDDEN},
-    {"setting": "embedding", "authors' code": "one table for input and output", "this run": "the same"},
-    {"setting": "decoder start", "authors' code": "the encoder's final (h, c)", "this run": "the same"},
+    {"setting": "embedding", "authors' code": "one table for input and output",
+     "this run": "the same"},
+    {"setting": "decoder start", "authors' code": "the encoder's final (h, c)",
+     "this run": "the same"},
     {"setting": "attention", "authors' code": "query Linear(H, H) with bias; context through "
      "Linear(H, H)", "this run": "the same"},
     {"setting": "vocabulary", "authors' code": "the words + <eos> + <sos>",
@@ -505,16 +510,19 @@ lesson.claim("copying permutations of 40 words sampled from 60 learns every time
 lesson.claim("copying permutations of the same 40 words sometimes fails (and sometimes learns)",
              "sometimes fails (§3.3, Fig. 3 red), sometimes learns (§5.2); seed count not given",
              f"learned in {success['40-of-40']} of {N_SEEDS} seeds within {STEPS} steps",
-             f"hidden {HIDDEN}, batch {BATCH}; 'sometimes': the success rate is above 0 and below 1",
+             f"hidden {HIDDEN}, batch {BATCH}; 'sometimes': the success rate is above 0 and "
+             "below 1",
              verdict=combine(versus(rate(success["40-of-40"], N_SEEDS), 0.0, ">"),
                              versus(rate(success["40-of-40"], N_SEEDS), 1.0, "<")))
-lesson.claim("without co-occurrence signal learning comes later: 40-of-40 learns later than 40-of-60",
+lesson.claim("without co-occurrence signal learning comes later: 40-of-40 learns later than "
+             "40-of-60",
              "KTIW hard to learn, so attention is learned late or never (§3.3, Fig. 3)",
              f"step learned {np.mean(steps_40):.0f} vs {np.mean(steps_60):.0f} on average "
              f"({N_SEEDS} seeds each; never = {STEPS + EVAL_EVERY})",
              "a run that never learns counts as learning at the next evaluation: a lower bound",
              verdict=compare(steps_40, steps_60, ">"))
-lesson.claim("a mixture of permutations of two disjoint sets is learned later than 40-of-60, like 40-of-40",
+lesson.claim("a mixture of permutations of two disjoint sets is learned later than 40-of-60, "
+             "like 40-of-40",
              "the same qualitative conclusion (§3.3, Fig. 3 right; appendix A.3)",
              f"learned in {success['two sets of 40']} of {N_EXTRA} seeds; step learned "
              f"{np.mean(steps_mix):.0f} vs {np.mean(steps_60):.0f} for 40-of-60",
@@ -582,14 +590,17 @@ print(f"steps by which attention follows the probe, per run where either crosses
 lesson.claim("KTIW is learned before attention (the two stages)",
              "early: KTIW from co-occurrence; later: attention follows it (§1, §2.2, Fig. 1)",
              f"attention crosses 0.5 {np.mean(lead):.0f} steps after the probe on average "
-             f"({sum(x > 0 for x in lead)} of {len(lead)} runs later, {sum(x < 0 for x in lead)} earlier)",
+             f"({sum(x > 0 for x in lead)} of {len(lead)} runs later, "
+             f"{sum(x < 0 for x in lead)} earlier)",
              "our measure: how often the top position holds the right word; paired within each run",
              verdict=versus(lead, 0.0, ">"))
 lesson.claim("under frozen uniform attention KTIW is learned on 40-of-60, not on 40-of-40",
-             "KTIW learns under uniform attention (§3.2); the proxy provably cannot on 40-of-40 (§3.3)",
+             "KTIW learns under uniform attention (§3.2); the proxy provably cannot on 40-of-40 "
+             "(§3.3)",
              f"probe on the right word, run average {np.mean(probe_mean['40-of-60']):.2f} vs "
              f"{np.mean(probe_mean['40-of-40']):.2f}",
-             f"{N_UNIFORM} seeds each", verdict=compare(probe_mean["40-of-60"], probe_mean["40-of-40"], ">"))
+             f"{N_UNIFORM} seeds each",
+             verdict=compare(probe_mean["40-of-60"], probe_mean["40-of-40"], ">"))
 
 # %% [markdown]
 # What to look for. On 40-of-60 (left) the probe's top position finds the right word within a
@@ -633,16 +644,19 @@ lesson.claim("under frozen uniform attention KTIW is learned on 40-of-60, not on
 show(head_status)
 K = lesson.size(full=3, smoke=2, paper=8)
 JUDGE_SEEDS = lesson.size(full=(0,), smoke=(0,), paper=(0, 1, 2))
-N_GOOD, N_BAD = lesson.size(full=2, smoke=1, paper=20), lesson.size(full=K + 1, smoke=K + 1, paper=20)
+N_GOOD = lesson.size(full=2, smoke=1, paper=20)
+N_BAD = lesson.size(full=K + 1, smoke=K + 1, paper=20)
 MAX_CANDIDATES = lesson.size(full=12, smoke=3, paper=400)
 COMBOS = lesson.size(full=2, smoke=2, paper=50)
 MH_EVAL = lesson.size(full=100, smoke=8, paper=400)
 print_table([
     {"setting": "heads per model", "authors' code": "8", "this run": K},
     {"setting": "data seeds to judge a head", "authors' code": "3", "this run": len(JUDGE_SEEDS)},
-    {"setting": "good / bad heads kept", "authors' code": "20 / 20", "this run": f"{N_GOOD} / {N_BAD}"},
+    {"setting": "good / bad heads kept", "authors' code": "20 / 20",
+     "this run": f"{N_GOOD} / {N_BAD}"},
     {"setting": "combinations per scenario", "authors' code": "50", "this run": COMBOS},
-    {"setting": "random heads", "authors' code": "drawn from a pool of 30", "this run": "fresh draws"},
+    {"setting": "random heads", "authors' code": "drawn from a pool of 30",
+     "this run": "fresh draws"},
     {"setting": "evaluation", "authors' code": "one fixed set of 400 pairs",
      "this run": f"one fixed set of {MH_EVAL} pairs"},
     {"setting": "base network", "authors' code": "GRU, two embedding tables",
@@ -720,9 +734,11 @@ if multi[bad_name]:
 if parts:
     lesson.claim(f"{K} averaged heads on one base network: all bad fails, one good converges, "
                  "random converges with high probability",
-                 "8 bad: fails; 1 good + 7 bad: converges; 8 random: converges w.h.p. (§5.2, Fig. 6)",
+                 "8 bad: fails; 1 good + 7 bad: converges; 8 random: converges w.h.p. "
+                 "(§5.2, Fig. 6)",
                  "; ".join(said) + " converged",
-                 f"{K} heads, {len(JUDGE_SEEDS)} judging seed(s), {COMBOS} combinations per scenario; "
+                 f"{K} heads, {len(JUDGE_SEEDS)} judging seed(s), {COMBOS} combinations per "
+                 "scenario; "
                  "both parts: the scenario converges more often than all-bad",
                  verdict=combine(*parts))
 else:
@@ -808,17 +824,20 @@ assert err_bi < 1e-12
 
 # %%
 KW_LEN, KW_VOCAB, KW_BATCH, KW_LR = 20, 100, 32, 1e-3
-KW_HIDDEN, KW_EMBED = lesson.size(full=32, smoke=8, paper=256), lesson.size(full=32, smoke=8, paper=300)
+KW_HIDDEN = lesson.size(full=32, smoke=8, paper=256)
+KW_EMBED = lesson.size(full=32, smoke=8, paper=300)
 KW_STEPS = lesson.size(full=600, smoke=20, paper=4000)          # frozen uniform attention
 KW_STEPS_LEARNED = lesson.size(full=200, smoke=20, paper=1000)  # learned attention, the contrast
 KW_SEEDS = lesson.size(full=3, smoke=2, paper=5)
-KW_AT = [s for s in lesson.size(full=(0, 5, 10, 15, 20, 25, 30, 40, 50, 60, 75, 100, 125, 150, 200, 250,
-                                      300, 400, 500, 600, 800, 1000, 1500, 2000, 2500, 3000, 3500, 4000),
+KW_AT = [s for s in lesson.size(full=(0, 5, 10, 15, 20, 25, 30, 40, 50, 60, 75, 100, 125, 150,
+                                      200, 250, 300, 400, 500, 600, 800, 1000, 1500, 2000, 2500,
+                                      3000, 3500, 4000),
                                 smoke=(0, 10, 20)) if s <= KW_STEPS]
 print_table([
     {"": "encoder", "authors (classification, A.8)": "bi-LSTM 256 per direction, embeddings 300",
      "ours": f"bi-LSTM {KW_HIDDEN} per direction, embeddings {KW_EMBED}"},
-    {"": "attention scores", "authors (classification, A.8)": "Linear(512, 256), ReLU, Linear(256, 1)",
+    {"": "attention scores",
+     "authors (classification, A.8)": "Linear(512, 256), ReLU, Linear(256, 1)",
      "ours": f"Linear({2 * KW_HIDDEN}, {KW_HIDDEN}), ReLU, Linear({KW_HIDDEN}, 1) without its "
              "bias (a softmax ignores it)"},
     {"": "optimiser", "authors (classification, A.8)": "Adam, lr 1e-3, batch 32, no clipping",
@@ -974,11 +993,12 @@ lesson.claim("keyword task, frozen uniform attention, trained long: the keyword 
              "leads; the last position's log-odds is the largest",
              "z_last the largest asymptotically (§6.1, eq. 24, Fig. 7)",
              f"at step {KW_STEPS}: share of sequences led by an end position "
-             f"{np.mean(end_v['ends top']):.2f} vs by the keyword {np.mean(end_v['keyword k top']):.2f};"
-             f" standardised z_last {np.mean(end_v['last']):+.2f} vs z_k {np.mean(end_v['keyword k']):+.2f}"
+             f"{np.mean(end_v['ends top']):.2f} vs by the keyword "
+             f"{np.mean(end_v['keyword k top']):.2f}; standardised z_last "
+             f"{np.mean(end_v['last']):+.2f} vs z_k {np.mean(end_v['keyword k']):+.2f}"
              f" (mean of {KW_SEEDS} seeds)",
-             "bidirectional: both ends have read the whole sequence, the first position through the "
-             f"backward LSTM; {KW_STEPS} steps",
+             "bidirectional: both ends have read the whole sequence, the first position through "
+             f"the backward LSTM; {KW_STEPS} steps",
              verdict=combine(compare(end_v["ends top"], end_v["keyword k top"], ">"),
                              compare(end_v["last"], end_v["keyword k"], ">")))
 
@@ -1097,10 +1117,12 @@ STANDARD = lesson.size(full=3, smoke=2, paper=6)  # standard classifiers (the au
 # accuracy.
 
 # %%
-SENT_HIDDEN, SENT_EMBED = lesson.size(full=32, smoke=8, paper=256), lesson.size(full=32, smoke=8, paper=300)
+SENT_HIDDEN = lesson.size(full=32, smoke=8, paper=256)
+SENT_EMBED = lesson.size(full=32, smoke=8, paper=300)
 SENT_STEPS, SENT_BATCH, SENT_LR = lesson.size(full=1500, smoke=20, paper=4000), 32, 1e-3
 SENT_AT = checkpoints(SENT_STEPS, (0, 10, 50, 100, 150, 200, 250), lesson.size(full=250, smoke=10))
-SENT_TRAIN, SENT_VALID = lesson.size(full=None, smoke=300), lesson.size(full=None, smoke=100)  # None: all
+# None: all
+SENT_TRAIN, SENT_VALID = lesson.size(full=None, smoke=300), lesson.size(full=None, smoke=100)
 print_table([
     {"": "data", "authors (SST, A.5, A.8)": "SST: 5,130 training / 1,421 validation sentences",
      "ours": "Rotten Tomatoes sentences: the 80/10/10 split of load_sentiment"},
@@ -1138,8 +1160,10 @@ sent_vocab = build_vocab(s_sents, min_count=3)
 sx, s_len = encode(s_sents, sent_vocab)
 vx, v_len = encode(v_sents, sent_vocab)
 sx, vx = torch.tensor(sx, device=lesson.device), torch.tensor(vx, device=lesson.device)
-s_mask = torch.arange(sx.shape[1], device=lesson.device)[None] < torch.tensor(s_len, device=lesson.device)[:, None]
-v_mask = torch.arange(vx.shape[1], device=lesson.device)[None] < torch.tensor(v_len, device=lesson.device)[:, None]
+s_mask = (torch.arange(sx.shape[1], device=lesson.device)[None]
+          < torch.tensor(s_len, device=lesson.device)[:, None])
+v_mask = (torch.arange(vx.shape[1], device=lesson.device)[None]
+          < torch.tensor(v_len, device=lesson.device)[:, None])
 sy = torch.tensor(s_labels, device=lesson.device).float()
 vy = torch.tensor(v_labels, device=lesson.device)
 print(f"sentiment: {len(sx)} training / {len(vx)} validation sentences, vocabulary "
@@ -1192,11 +1216,13 @@ sent_rows = table2_rows(sent_standard, sent_uniform, v_mask.cpu().numpy())
 # %%
 MT_HIDDEN = lesson.size(full=64, smoke=16, paper=256)
 MT_STEPS = lesson.size(full=1000, smoke=10, paper=10000)
-MT_LR, MT_BATCH = lesson.size(full=3e-3, smoke=3e-3, paper=1e-3), lesson.size(full=32, smoke=32, paper=16)
+MT_LR = lesson.size(full=3e-3, smoke=3e-3, paper=1e-3)
+MT_BATCH = lesson.size(full=32, smoke=32, paper=16)
 MT_AT = checkpoints(MT_STEPS, lesson.size(full=(0, 50, 100, 250, 500, 750), smoke=(0, 5),
                                           paper=(0, 50, 100, 500, 1000, 1500)),
                     lesson.size(full=250, smoke=5, paper=2000))
-MT_VALID, MT_MAXLEN, MT_TGT_WORDS = lesson.size(full=200, smoke=20, paper=None), 20, 500  # None: all
+# MT_VALID None: all
+MT_VALID, MT_MAXLEN, MT_TGT_WORDS = lesson.size(full=200, smoke=20, paper=None), 20, 500
 MT_STANDARD = 2  # as the authors: a gold and one re-seeded standard run (+ one uniform run)
 print_table([
     {"": "data", "authors (translation, A.8)": "Multi30k en→de, 29,000 pairs, median 14 tokens",
@@ -1402,7 +1428,8 @@ for data, rows, paper_name, ours_name in [
     p0 = 100 * float(np.mean([r["curve_perf"][0] for r in rows]))  # performance at step 0
     n = len(rows)
     lesson.claim(f"{paper_name}: the probe of a model trained with frozen uniform attention agrees "
-                 "with the attention far above chance, and its contextualised agreement is non-trivial",
+                 "with the attention far above chance, and its contextualised agreement is "
+                 "non-trivial",
                  f"A(α, β^uf) {paper['A(α, β^uf)']} vs Â {paper['A_rand']}; ξ(α, β^uf) "
                  f"{paper['ξ(α, β^uf)']} (best {paper['P*']}) (§3.2, Table 2)",
                  f"{ours_name}: A(α, β^uf) {estimate(a_uf)} vs Â {a_rand:.1f}; ξ(α, β^uf) "
