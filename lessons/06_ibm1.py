@@ -180,9 +180,9 @@ assert abs(panels[0][2] - 1) < 1e-12 and abs(ratio_60 - 59 / 39) < 0.1
 # Section 6 will show that the word logits of the **bag-of-words proxy** — the paper's
 # stand-in for a network early in training (its §2.3) — start moving at the rate
 # $\dot\theta(x, y) = 2\,(C(x, y) - \frac{1}{|V_y|}\sum_{y'} C(x, y'))$ (the paper's eq. 15;
-# what the network itself does is lesson 05's measurement, not this formula). Here is what it predicts
-# for the two copying tasks. On 40-of-60 each row of $C$ sums to $N_x$ (a pair holding $x$ gives
-# 40 tokens × 1/40), so the row mean is $N_x/60$ and the diagonal moves at
+# what the network itself does is lesson 05's measurement, not this formula). Here is what it
+# predicts for the two copying tasks. On 40-of-60 each row of $C$ sums to $N_x$ (a pair holding
+# $x$ gives 40 tokens × 1/40), so the row mean is $N_x/60$ and the diagonal moves at
 # $2 (N_x/40 - N_x/60) = N_x/60 > 0$, the rest at slightly below 0. On 40-of-40 everything moves
 # at exactly 0.
 
@@ -211,7 +211,8 @@ for name in ["40-of-40", "40-of-60"]:
 # $$a_{ji} = \frac{t(y_j \mid x_i)}{\sum_{i'} t(y_j \mid x_{i'})},\qquad
 # \mathrm{count}(x, y) = \sum_m \sum_{j, i:\; x_i = x,\; y_j = y} a_{ji}.$$
 #
-# **M-step** — renormalise per input word: $t(y \mid x) = \mathrm{count}(x, y) / \sum_{y'} \mathrm{count}(x, y')$.
+# **M-step** — renormalise per input word:
+# $t(y \mid x) = \mathrm{count}(x, y) / \sum_{y'} \mathrm{count}(x, y')$.
 #
 # The posterior $a_{ji}$ has the shape of an attention map — output position $j$ (a query)
 # spreads weight over input positions $i$ (keys) — and it grows with $t(y_j \mid x_i)$: the
@@ -270,8 +271,9 @@ tables, t, loglik = {}, uniform_table_np(ex), []
 for it in range(max(shown) + 1):
     if it in shown:
         tables[it] = t
-        print(f"after {it:2d} steps: t(haus | house) = {t[ex.src_index['house'], ex.tgt_index['haus']]:.3f}"
-              f", t(das | house) = {t[ex.src_index['house'], ex.tgt_index['das']]:.3f}")
+        house = ex.src_index["house"]
+        print(f"after {it:2d} steps: t(haus | house) = {t[house, ex.tgt_index['haus']]:.3f}"
+              f", t(das | house) = {t[house, ex.tgt_index['das']]:.3f}")
     counts, ll = e_step_np(t, ex)
     t = m_step_np(counts)
     loglik.append(ll)
@@ -290,8 +292,8 @@ print("top translations of 'house':", top_translations_np(t, ex, "house"))
 # %% [markdown]
 # On the copying tasks EM has to break many ties at once. On 40-of-60 the diagonal's head start
 # of 59/39 compounds from step to step; on 40-of-40 there is no head start, and EM — like the
-# bag-of-words proxy of section 6 — stays exactly where it began. (Exercise 6.4 asks how the race changes with the
-# vocabulary.)
+# bag-of-words proxy of section 6 — stays exactly where it began. (Exercise 6.4 asks how the
+# race changes with the vocabulary.)
 
 # %%
 def diagonal_race(bitext, steps):
@@ -543,8 +545,9 @@ lesson.savefig(fig, "bible_alignments")
 #
 # Its knowledge of single words is the logit $\theta(x, y) = w_y^\top e_x$ ("what does input word
 # $x$ alone predict"). With $E, W$ drawn i.i.d. $\mathcal N(0, 1/d)$ and trained by gradient flow,
-# $\dot\theta = \dot w_y^\top e_x + w_y^\top \dot e_x$. As $d$ grows, $e_x^\top e_{x'} \to [x = x']$,
-# $w_y^\top w_{y'} \to [y = y']$ and the softmax starts uniform, so each of the two terms tends to
+# $\dot\theta = \dot w_y^\top e_x + w_y^\top \dot e_x$. As $d$ grows,
+# $e_x^\top e_{x'} \to [x = x']$, $w_y^\top w_{y'} \to [y = y']$ and the softmax starts uniform,
+# so each of the two terms tends to
 # the same quantity and (the paper's §4.1, eq. 15, worked out in its appendix A.2)
 #
 # $$\dot\theta(x, y)\big|_{t=0} \;\to\; 2\Big(C(x, y) - \frac{1}{|V_y|}\sum_{y'} C(x, y')\Big).$$
@@ -570,7 +573,8 @@ for d, r in zip(dims, corr):
     print(f"  d = {d:5d}: r = {r.mean():.3f} ± {r.std():.3f}")
 lesson.claim("the proxy's logit rate at initialisation → 2(C(x,y) − mean_y C(x,y)) as d grows",
              "convergence in probability as d → ∞ (eq. 15)",
-             f"correlation {corr[0].mean():.2f} at d = {dims[0]}, {corr[-1].mean():.3f} at d = {dims[-1]}",
+             f"correlation {corr[0].mean():.2f} at d = {dims[0]}, {corr[-1].mean():.3f} at "
+             f"d = {dims[-1]}",
              "finite d: random embeddings are only nearly orthogonal",
              # two parts: the correlation grows with d, and at the largest d it is within 0.01 of 1
              verdict=combine(compare(corr[-1], corr[0], ">"), same(corr[-1], 1.0, tolerance=0.01)))
@@ -597,11 +601,12 @@ lesson.savefig(fig, "proxy_gradient")
 # And the copying tasks, measured against the prediction of section 2. On 40-of-60 the
 # diagonal ("x predicts x") gets its head start. On 40-of-40 the prediction is exactly zero and
 # the measured rates average to zero on and off the diagonal: what moves a single logit at
-# finite $d$ is noise from the random initialisation. The paper's point is stronger than "the gradient starts at zero": the proxy sees
-# only the bags of input and output words, and on 40-of-40 **every pair has the same bags**, so
-# no amount of training can teach it which input word predicts which output word — the proxy
-# can never learn the map, and an attention network whose early learning follows it has nothing
-# to pull its attention with. That is the paper's account of lesson 05's 40-of-40 runs.
+# finite $d$ is noise from the random initialisation. The paper's point is stronger than "the
+# gradient starts at zero": the proxy sees only the bags of input and output words, and on
+# 40-of-40 **every pair has the same bags**, so no amount of training can teach it which input
+# word predicts which output word — the proxy can never learn the map, and an attention network
+# whose early learning follows it has nothing to pull its attention with. That is the paper's
+# account of lesson 05's 40-of-40 runs.
 
 # %%
 d_perm, rate_seeds = lesson.size(full=1024, smoke=256), lesson.size(full=3, smoke=2)
@@ -618,10 +623,11 @@ for name in ["40-of-40", "40-of-60"]:
           f"{predicted_rate[name][1]:+6.1f}")
 lesson.claim("permutation copying 40-of-40: flat count table, the proxy cannot learn KTIW",
              "flat table (Fig. 4); every pair has the same word bags (§3.3)",
-             f"table ratio {panels[0][2]:.2f}, predicted dθ/dt {predicted_rate['40-of-40'][0]:+.1f}, "
+             f"table ratio {panels[0][2]:.2f}, "
+             f"predicted dθ/dt {predicted_rate['40-of-40'][0]:+.1f}, "
              f"EM stays at t = 1/40",
              "exact: it is a property of the data",
-             # exact quantities: the table ratio is 1 and the predicted rate is 0 on and off the diagonal
+             # exact quantities: the table ratio is 1, the predicted rate 0 on and off the diagonal
              verdict=combine(same(panels[0][2], 1.0, tolerance=1e-9),
                              same(predicted_rate["40-of-40"][0], predicted_rate["40-of-40"][1],
                                   tolerance=1e-9)))

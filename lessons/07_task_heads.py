@@ -77,7 +77,8 @@
 # **Negative Pearson loss** (similarity regression). For predictions $p$ and targets $t$ over a
 # batch, with $\tilde p = p - \bar p$, $\tilde t = t - \bar t$:
 #
-# $$\mathcal{L} = -\frac{\sum_k \tilde p_k \tilde t_k}{\sqrt{\sum_k \tilde p_k^2 \sum_k \tilde t_k^2}} .$$
+# $$\mathcal{L} = -\frac{\sum_k \tilde p_k \tilde t_k}
+# {\sqrt{\sum_k \tilde p_k^2 \sum_k \tilde t_k^2}} .$$
 #
 # It cares about the *ordering and spacing* of the predictions, not their scale or offset —
 # the right loss when the target's units are arbitrary (levels 0, 1, 2).
@@ -1001,17 +1002,19 @@ lesson.claim("over a frozen encoder, task-specific heads lose to mean pooling on
              "STS 0.251 vs 0.643",
              ", ".join(f"{t} {cell(frozen, t, 'heads')} vs {cell(frozen, t, 'mean pooling')}"
                        for t in FROZEN) + f" (MiniLM, {len(FROZEN_SEEDS)} seeds)",
-             "MiniLM was trained for mean pooling; our sentiment has 2 classes, our pairs are Bible "
-             "verses; the heads read 64 features",
-             verdict=combine(*(compare(per_seed(frozen, t, "heads"), per_seed(frozen, t, "mean pooling"),
-                                       expect) for t, expect in (("sentiment", "<"), ("paraphrase", ">"),
-                                                                 ("similarity", "<")))))
+             "MiniLM was trained for mean pooling; our sentiment has 2 classes, our pairs are "
+             "Bible verses; the heads read 64 features",
+             verdict=combine(*(compare(per_seed(frozen, t, "heads"),
+                                       per_seed(frozen, t, "mean pooling"), expect)
+                               for t, expect in (("sentiment", "<"), ("paraphrase", ">"),
+                                                 ("similarity", "<")))))
 lesson.claim("fine-tuned, one cross-attention layer read at [CLS] improves paraphrase accuracy "
              "over mean pooling",
              "Table 3 (and abstract): 0.551 -> 0.842 (test, BERT-base fine-tuned, Quora)",
-             f"{cell(tuned, 'paraphrase', 'mean pooling')} -> {cell(tuned, 'paraphrase', 'heads')}; "
-             f"cross-encoder {cell(tuned, 'paraphrase', 'cross-encoder')} (top {TOP} of {LAST} MiniLM "
-             f"layers, {FT_EPOCHS:g} epochs, {len(FT_SEEDS)} seeds)",
+             f"{cell(tuned, 'paraphrase', 'mean pooling')} -> "
+             f"{cell(tuned, 'paraphrase', 'heads')}; "
+             f"cross-encoder {cell(tuned, 'paraphrase', 'cross-encoder')} (top {TOP} of {LAST} "
+             f"MiniLM layers, {FT_EPOCHS:g} epochs, {len(FT_SEEDS)} seeds)",
              "MiniLM's mean pooling is its designed output (the poster's BERT baseline was weak: "
              "0.551); Bible verses, not Quora; fewer layers fine-tuned",
              verdict=compare(heads_ft, mean_ft, ">",
@@ -1020,15 +1023,16 @@ uniform_init_para, default_init_para = (per_seed(frozen, "paraphrase", a)
                                         for a in ("heads, U(0.9, 1)", "heads"))
 uniform_init_sim, default_init_sim = (per_seed(frozen, "similarity", a)
                                       for a in ("heads, U(0.9, 1)", "heads"))
-lesson.claim("U(0.9, 1) initialisation: about as good as the default on paraphrase, much worse on STS",
+lesson.claim("U(0.9, 1) initialisation: about as good as the default on paraphrase, much worse on "
+             "STS",
              "Table 3: frozen paraphrase 0.429 vs 0.469, STS 0.148 vs 0.251; fine-tuned (test) "
              "paraphrase 0.839 vs 0.842, STS 0.374 vs 0.791",
              f"frozen: paraphrase {cell(frozen, 'paraphrase', 'heads, U(0.9, 1)')} vs "
              f"{cell(frozen, 'paraphrase', 'heads')}, similarity "
              f"{cell(frozen, 'similarity', 'heads, U(0.9, 1)')} vs "
              f"{cell(frozen, 'similarity', 'heads')}",
-             "tested over the frozen encoder only; 'about as good' = within the poster's own frozen "
-             "gap (0.04) plus noise",
+             "tested over the frozen encoder only; 'about as good' = within the poster's own "
+             "frozen gap (0.04) plus noise",
              verdict=combine(same(uniform_init_para, default_init_para, tolerance=0.04),
                              compare(uniform_init_sim, default_init_sim, "<")))
 entropy = {init: np.concatenate([STARTS[k][:, 2] for k in STARTS if k[2] == init])
@@ -1036,10 +1040,11 @@ entropy = {init: np.concatenate([STARTS[k][:, 2] for k in STARTS if k[2] == init
 log_length = {init: np.log10(np.concatenate([STARTS[k][:, 0] for k in STARTS if k[2] == init]))
               for init in ("u09", "default")}
 lesson.claim("U(0.9, 1) makes the starting point close to taking a mean of the tokens",
-             "poster, Approach: 'makes the starting point of optimization close to taking a mean of "
-             "the sentence's all tokens' encodes' (no number)",
+             "poster, Approach: 'makes the starting point of optimization close to taking a mean "
+             "of the sentence's all tokens' encodes' (no number)",
              f"on the {len(STARTS) // 2} head configurations trained here, U(0.9, 1) vs default: "
-             f"first-step entropy ratio {entropy['u09'].mean():.3f} vs {entropy['default'].mean():.3f}"
+             f"first-step entropy ratio {entropy['u09'].mean():.3f} vs "
+             f"{entropy['default'].mean():.3f}"
              f"; |z| / |mean pooling| 10^{log_length['u09'].mean():.1f} vs "
              f"10^{log_length['default'].mean():.1f}",
              "closer than the default init's start, in two parts: attention weights nearer uniform "
@@ -1074,7 +1079,8 @@ lesson.claim("U(0.9, 1) makes the starting point close to taking a mean of the t
 timing_encoder = copy.deepcopy(encoder if encoder is not None else
                                MiniLMEncoder(BertConfig()).to(device))
 # smoke mode times a one-layer copy (the count below uses the depth of the encoder it times)
-timing_encoder.layers = timing_encoder.layers[:lesson.size(full=len(timing_encoder.layers), smoke=1)]
+timing_encoder.layers = timing_encoder.layers[:lesson.size(full=len(timing_encoder.layers),
+                                                           smoke=1)]
 rows = SPLITS["paraphrase"]["train"][:lesson.size(full=FT_BATCH, smoke=2)]
 if encoder is not None:
     ids_a, m_a = encode_batch(tokenizer, [bible.texts[i] for i in bible.a[rows]], device)
@@ -1304,8 +1310,9 @@ for name, seconds in times.items():
 #
 # **7.1 — masked mean pooling (implement, ~10 min).** In a student copy
 # (`python -m minattn.tools.exercises student DIR`), `mean_pool_np` and `mean_pool_torch` in
-# `minattn/task_heads/reference.py` (and `minattn.encoder.mean_pool`) raise `NotImplementedError`. Average the
-# real tokens only. Check: `pytest tests/test_task_heads.py --exercises 7.1`.
+# `minattn/task_heads/reference.py` (and `minattn.encoder.mean_pool`) raise
+# `NotImplementedError`. Average the real tokens only. Check:
+# `pytest tests/test_task_heads.py --exercises 7.1`.
 #
 # **7.2 — the cross-attention head (implement, ~20 min).** Write
 # `cross_attention_pool_np` and `CrossAttentionPool.forward`: A's tokens attend to B (queries
