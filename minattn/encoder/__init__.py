@@ -6,25 +6,25 @@ by lessons 03 and 07:
 """
 
 from .model import (
-                    BertConfig,
-                    EncoderLayer,
-                    MiniLMEncoder,
-                    TopLayers,
-                    bert_name,
-                    load_minilm,
-                    run_layers,
+    BertConfig,
+    EncoderLayer,
+    MiniLMEncoder,
+    TopLayers,
+    bert_name,
+    load_minilm,
+    run_layers,
 )
 from .tokens import (
-                    TokenStates,
-                    check_texts,
-                    embed,
-                    encode_batch,
-                    fingerprint,
-                    hidden_states,
-                    is_text,
-                    length_sorted_batches,
-                    mean_pool,
-                    token_states,
+    TokenStates,
+    check_texts,
+    embed,
+    encode_batch,
+    fingerprint,
+    hidden_states,
+    is_text,
+    length_sorted_batches,
+    mean_pool,
+    token_states,
 )
 
 __all__ = [

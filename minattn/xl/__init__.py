@@ -13,35 +13,35 @@ package that imported it first would run twice; import it as `from minattn.xl.tr
 """
 
 from .data import (
-                        ClassRecall,
-                        char_corpus,
-                        delayed_copy,
-                        lm_segment,
-                        lm_streams,
-                        recall_by_class,
-                        synthetic_text,
+    ClassRecall,
+    char_corpus,
+    delayed_copy,
+    lm_segment,
+    lm_streams,
+    recall_by_class,
+    synthetic_text,
 )
 from .decoder import XLDecoder, eval_speed
 from .fast import rel_attention_fast_torch, rel_shift_np, rel_shift_torch
 from .model import RelMultiHeadAttention, TransformerXL, VanillaBlock, VanillaLM, XLLayer
 from .official import official_to_ours
 from .reference import (
-                        REL_PARAMS,
-                        check_layer_inputs,
-                        check_memory_update,
-                        check_rel_inputs,
-                        check_rel_params,
-                        check_sinusoid,
-                        check_table_sizes,
-                        rel_attention_np,
-                        rel_attention_torch,
-                        rel_multi_head_attention_np,
-                        relative_distances_np,
-                        relative_distances_torch,
-                        sinusoid_np,
-                        sinusoid_torch,
-                        update_memory_np,
-                        update_memory_torch,
+    REL_PARAMS,
+    check_layer_inputs,
+    check_memory_update,
+    check_rel_inputs,
+    check_rel_params,
+    check_sinusoid,
+    check_table_sizes,
+    rel_attention_np,
+    rel_attention_torch,
+    rel_multi_head_attention_np,
+    relative_distances_np,
+    relative_distances_torch,
+    sinusoid_np,
+    sinusoid_torch,
+    update_memory_np,
+    update_memory_torch,
 )
 
 __all__ = [
