@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import torch
 from torch import nn
 
-from .attention import MultiHeadAttention, causal_mask_torch
+from .attention import MultiHeadAttention
 from .sparse_kernels import block_sparse_attention_torch, window_attention_torch
 from .tools.utils import (as_numpy, check_array, check_ids, check_same_device, check_size, describe,
                           fail, shape_str)

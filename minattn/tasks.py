@@ -3,12 +3,11 @@ takes a torch.Generator, so a batch is the same every run."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
 
 import numpy as np
 import torch
 
-from .tools.utils import check_array, check_number, check_size, describe, fail
+from .tools.utils import check_array, check_size, describe, fail
 
 
 def associative_recall(batch_size: int, n_pairs: int, n_keys: int, n_values: int,
