@@ -81,7 +81,7 @@ from minattn.lstm_attention import (
     dictionary_corpus,
     distinct_combinations,
     draw_heads,
-    encode,
+    encode_sentences,
     head_status,
     keyword_task,
     learned,
@@ -1157,8 +1157,8 @@ def sentiment_data(n_train, n_valid):
 
 (s_sents, s_labels), (v_sents, v_labels) = sentiment_data(SENT_TRAIN, SENT_VALID)
 sent_vocab = build_vocab(s_sents, min_count=3)
-sx, s_len = encode(s_sents, sent_vocab)
-vx, v_len = encode(v_sents, sent_vocab)
+sx, s_len = encode_sentences(s_sents, sent_vocab)
+vx, v_len = encode_sentences(v_sents, sent_vocab)
 sx, vx = torch.tensor(sx, device=lesson.device), torch.tensor(vx, device=lesson.device)
 s_mask = (torch.arange(sx.shape[1], device=lesson.device)[None]
           < torch.tensor(s_len, device=lesson.device)[:, None])
@@ -1264,10 +1264,10 @@ mt_tgt = [[*b, "<eos>"] for _, b in mt_train]
 src_vocab = build_vocab(mt_src, min_count=2)
 tgt_vocab = build_vocab(mt_tgt, max_size=MT_TGT_WORDS)
 PAD_ID, UNK_ID, BOS_ID = (tgt_vocab[w] for w in (PAD, UNK, BOS))
-mx, m_len = encode(mt_src, src_vocab)
-my, _ = encode(mt_tgt, tgt_vocab)
-vmx, vm_len = encode([["<bos>", *a, "<eos>"] for a, _ in mt_valid], src_vocab)
-vmy, _ = encode([[*b, "<eos>"] for _, b in mt_valid], tgt_vocab)
+mx, m_len = encode_sentences(mt_src, src_vocab)
+my, _ = encode_sentences(mt_tgt, tgt_vocab)
+vmx, vm_len = encode_sentences([["<bos>", *a, "<eos>"] for a, _ in mt_valid], src_vocab)
+vmy, _ = encode_sentences([[*b, "<eos>"] for _, b in mt_valid], tgt_vocab)
 mx, my, vmx, vmy = (torch.tensor(a, device=lesson.device) for a in (mx, my, vmx, vmy))
 my_out = my.masked_fill((my == PAD_ID) | (my == UNK_ID), -100)  # not in the loss
 vm_rows = (vmy != PAD_ID) & (vmy != UNK_ID)  # the output words that count

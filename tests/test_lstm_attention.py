@@ -380,8 +380,8 @@ def test_build_vocab_and_encode():
     assert list(vocab)[:4] == [la.PAD, la.UNK, la.BOS, "a"]
     with_bos = la.build_vocab([[la.BOS, "a", "a"], [la.BOS, "b"]])
     assert with_bos == {la.PAD: 0, la.UNK: 1, la.BOS: 2, "a": 3, "b": 4}  # ids 0..4
-    ids, lengths = la.encode([["a", "zzz"], ["b"]], vocab)
+    ids, lengths = la.encode_sentences([["a", "zzz"], ["b"]], vocab)
     assert ids.tolist() == [[vocab["a"], vocab[la.UNK]], [vocab["b"], 0]]
     assert lengths.tolist() == [2, 1]
-    with pytest.raises(ValueError, match="encode"):
-        la.encode([["a"], []], vocab)
+    with pytest.raises(ValueError, match="encode_sentences"):
+        la.encode_sentences([["a"], []], vocab)

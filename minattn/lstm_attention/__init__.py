@@ -42,7 +42,7 @@ from .data import (
     check_length_range,
     copy_ids,
     dictionary_corpus,
-    encode,
+    encode_sentences,
     keyword_task,
     permutation_corpus,
     two_sets_corpus,
@@ -96,5 +96,6 @@ __all__ = [
     "no_attention_ceiling", "LEARNED", "BAD", "CopyTask", "copy_loss", "copy_metrics", "train_copy",
     "learned", "learned_at", "with_heads", "head_status", "draw_heads", "sample_heads",
     "distinct_combinations", "dictionary_corpus", "check_length_range", "permutation_corpus",
-    "two_sets_corpus", "copy_ids", "keyword_task", "PAD", "UNK", "BOS", "build_vocab", "encode",
+    "two_sets_corpus", "copy_ids", "keyword_task", "PAD", "UNK", "BOS", "build_vocab",
+    "encode_sentences",
 ]

@@ -139,13 +139,13 @@ def build_vocab(sentences, max_size: int | None = None, min_count: int = 1) -> d
     return {w: i for i, w in enumerate([PAD, UNK, BOS] + words)}
 
 
-def encode(sentences, vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+def encode_sentences(sentences, vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
     """Padded ids (M, max length) (unknown words -> <unk>, padding <pad> = 0) and lengths (M,)."""
     if not isinstance(vocab, dict) or PAD not in vocab or UNK not in vocab:
         fail("vocab", f"a dict with {PAD!r} and {UNK!r} (build_vocab makes one)", describe(vocab))
     lengths = np.array([len(s) for s in sentences])
     if len(sentences) == 0 or lengths.min() == 0:
-        fail("encode needs sentences", "a non-empty list of non-empty sentences",
+        fail("encode_sentences needs sentences", "a non-empty list of non-empty sentences",
              f"{len(sentences)} sentences, shortest {lengths.min() if len(lengths) else '-'}")
     ids = np.full((len(sentences), lengths.max()), vocab[PAD], dtype=np.int64)
     for m, s in enumerate(sentences):
