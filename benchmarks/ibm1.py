@@ -1,17 +1,17 @@
-"""IBM Model 1: the fast path minattn.ibm1_fast (NumPy, torch) against nltk.translate.IBMModel1.
+"""IBM Model 1: the fast path minattn/ibm1/fast.py (NumPy, torch) against nltk.translate.IBMModel1.
 
     .venv/bin/python benchmarks/ibm1.py              # 10,000 pairs, then the full Bible corpus
     .venv/bin/python benchmarks/ibm1.py --quick      # 1,000 pairs, seconds
     .venv/bin/python benchmarks/ibm1.py --markdown   # also write the tables to benchmarks/README.md
     .venv/bin/python benchmarks/ibm1.py --json bench_results/ibm1.json
 
-(minattn.ibm1, the readable reference, loops over sentence pairs on dense tables: it is what
-the lesson teaches and the tests check the fast path against, not what is timed here.)
+(minattn/ibm1/reference.py, the readable reference, loops over sentence pairs on dense tables: it
+is what the lesson teaches and the tests check the fast path against, not what is timed here.)
 
 Source x = English (input), target y = German (output); NLTK gets AlignedSent(words=y, mots=x).
 Both sides get the same token lists (tokenising is outside the clock). Measured side by side
 in one run, interleaved, medians:
-  * one EM iteration (NLTK: `model.train(bitext)`; ours: ibm1_fast.e_step_np + m_step_np in
+  * one EM iteration (NLTK: `model.train(bitext)`; ours: e_step_fast_np + m_step_fast_np in
     NLTK mode, and e_step_torch + m_step_torch on each device),
   * end to end, token lists in, translation table and Viterbi alignments out, 5 iterations
     (NLTK: IBMModel1(bitext, 5); ours: index_bitext + em_np + viterbi_np),
@@ -19,7 +19,7 @@ in one run, interleaved, medians:
     the table, and the number of target tokens whose Viterbi alignment differs (and whether
     only at ties: two source words whose t agree to 1e-12, broken differently by rounding).
 Corpus: the Bible (en-de) from minattn.tools.data when it has been fetched, otherwise a synthetic
-corpus with similar sizes (tasks.dictionary_corpus); the table says which.
+corpus with similar sizes (dictionary_corpus); the table says which.
 """
 
 from __future__ import annotations
@@ -37,10 +37,29 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from minattn import ibm1, tasks  # noqa: E402
-from minattn import ibm1_fast as fast  # noqa: E402
-from minattn.tools.bench import (bench_args, fmt_bytes, fmt_time, print_table, save_json,  # noqa: E402
-                                 time_interleaved, write_markdown)
+from minattn.ibm1 import (  # noqa: E402
+    MIN_PROB,
+    e_step_fast_np,
+    e_step_fast_torch,
+    em_fast_np,
+    index_bitext,
+    m_step_fast_np,
+    m_step_fast_torch,
+    nltk_bitext,
+    nltk_table_fast_np,
+    uniform_table_fast_np,
+    viterbi_fast_np,
+)
+from minattn.lstm_attention import dictionary_corpus  # noqa: E402
+from minattn.tools.bench import (  # noqa: E402
+    bench_args,
+    fmt_bytes,
+    fmt_time,
+    print_table,
+    save_json,
+    time_interleaved,
+    write_markdown,
+)
 
 ITERATIONS = 5
 
@@ -59,21 +78,21 @@ def load_corpus(n_pairs: int | None):
     except ImportError:
         print("minattn.tools.data not available; using a synthetic corpus")
     n = n_pairs or 31_102
-    src, tgt, _ = tasks.dictionary_corpus(n, 8000, np.random.default_rng(0), length=(10, 40),
+    src, tgt, _ = dictionary_corpus(n, 8000, np.random.default_rng(0), length=(10, 40),
                                          n_function=20)
     return f"synthetic ({n:,} pairs, 8,000 words, 10-40 tokens)", src, tgt
 
 
 def ours_end_to_end(src, tgt):
-    fb = fast.index_bitext(src, tgt)
-    t, _ = fast.em_np(fb, ITERATIONS, mode="nltk")
-    return fb, t, fast.viterbi_np(t, fb)
+    indexed = index_bitext(src, tgt)
+    t, _ = em_fast_np(indexed, ITERATIONS, mode="nltk")
+    return indexed, t, viterbi_fast_np(t, indexed)
 
 
 def nltk_end_to_end(src, tgt):
     from nltk.translate import IBMModel1
 
-    bitext = ibm1.nltk_bitext(src, tgt)
+    bitext = nltk_bitext(src, tgt)
     return IBMModel1(bitext, ITERATIONS), bitext
 
 
@@ -115,34 +134,35 @@ def compare(src, tgt, repeats: int, nltk: str, tag: str, n_pairs: int | None):
     end a single time after ours (the full corpus, where one NLTK run takes minutes).
     """
     rows, raw, last = [], {}, {}
-    bx = fast.index_bitext(src, tgt)
-    print(f"{tag}: {bx.n_pairs:,} pairs, {len(bx.src_vocab) - 1:,} source / "
-          f"{len(bx.tgt_vocab):,} target words, {len(bx.tgt_ids):,} target tokens, "
-          f"{len(bx.point_entry):,} alignment points, {len(bx.entry_src):,} table entries")
-    raw["sizes"] = dict(pairs=bx.n_pairs, src_words=len(bx.src_vocab) - 1,
-                        tgt_words=len(bx.tgt_vocab), tgt_tokens=len(bx.tgt_ids),
-                        points=len(bx.point_entry), entries=len(bx.entry_src))
+    indexed = index_bitext(src, tgt)
+    print(f"{tag}: {indexed.n_pairs:,} pairs, {len(indexed.src_vocab) - 1:,} source / "
+          f"{len(indexed.tgt_vocab):,} target words, {len(indexed.tgt_ids):,} target tokens, "
+          f"{len(indexed.point_entry):,} alignment points, "
+          f"{len(indexed.entry_src):,} table entries")
+    raw["sizes"] = dict(pairs=indexed.n_pairs, src_words=len(indexed.src_vocab) - 1,
+                        tgt_words=len(indexed.tgt_vocab), tgt_tokens=len(indexed.tgt_ids),
+                        points=len(indexed.point_entry), entries=len(indexed.entry_src))
 
     # --- one EM iteration -------------------------------------------------------------
-    state = {"t": fast.uniform_table_np(bx)}
+    state = {"t": uniform_table_fast_np(indexed)}
 
     def ours_step():
-        counts, _ = fast.e_step_np(state["t"], bx, "nltk")
-        state["t"] = fast.m_step_np(counts, bx, ibm1.MIN_PROB)
+        counts, _ = e_step_fast_np(state["t"], indexed, "nltk")
+        state["t"] = m_step_fast_np(counts, indexed, MIN_PROB)
 
     step_fns = {"ours NumPy": ours_step}
     for device in ["cpu"] + ([str(DEVICE)] if DEVICE.type == "cuda" else []):
-        tstate = {"t": torch.as_tensor(fast.uniform_table_np(bx), device=device)}
+        tstate = {"t": torch.as_tensor(uniform_table_fast_np(indexed), device=device)}
 
         def torch_step(tstate=tstate):
-            counts, _ = fast.e_step_torch(tstate["t"], bx, "nltk")
-            tstate["t"] = fast.m_step_torch(counts, bx, ibm1.MIN_PROB)
+            counts, _ = e_step_fast_torch(tstate["t"], indexed, "nltk")
+            tstate["t"] = m_step_fast_torch(counts, indexed, MIN_PROB)
 
         step_fns[f"ours torch {device}"] = torch_step
     if nltk == "interleaved":
         from nltk.translate import IBMModel1
 
-        bitext = ibm1.nltk_bitext(src, tgt)
+        bitext = nltk_bitext(src, tgt)
         model = IBMModel1(bitext, 0)
         step_fns["NLTK"] = lambda: model.train(bitext)
     step = time_interleaved(step_fns, repeats=repeats, warmup=1, device=DEVICE)
@@ -166,21 +186,21 @@ def compare(src, tgt, repeats: int, nltk: str, tag: str, n_pairs: int | None):
     mem = {name: fresh_peak_memory(name, n_pairs) for name in e2e}
     raw["end_to_end_s"], raw["peak_bytes"] = e2e, mem
 
-    obx, t, a = last["ours"]
+    ours_indexed, t, a = last["ours"]
     model, bitext = last["nltk"]
-    raw["max_abs_diff"] = float(np.abs(t - fast.nltk_table_np(model, obx)).max())
+    raw["max_abs_diff"] = float(np.abs(t - nltk_table_fast_np(model, ours_indexed)).max())
     # NLTK's Viterbi choice per target token (-1 = NULL), then: where the two differ, is it a
     # tie (two source words whose t agree to 1e-12, broken differently by rounding)?
     theirs_a = np.concatenate([[-1 if i is None else i for _, i in sorted(s.alignment)]
                                for s in bitext])
     differ = np.flatnonzero(a != theirs_a)
-    diff_rows = obx.tgt_tok_row[differ]
-    first_src = obx.src_start[obx.row_pair[diff_rows]]
+    diff_rows = ours_indexed.tgt_tok_row[differ]
+    first_src = ours_indexed.src_start[ours_indexed.row_pair[diff_rows]]
 
     def t_at(choice):  # t(y_j | x_choice) for the differing tokens; choice -1 = NULL
         i = choice[differ]
-        item = np.where(i < 0, -1, obx.src_tok_bag[first_src + np.maximum(i, 0)])
-        return t[obx.seg_entry[obx.seg_start[diff_rows] + 1 + item]]
+        item = np.where(i < 0, -1, ours_indexed.src_tok_bag[first_src + np.maximum(i, 0)])
+        return t[ours_indexed.seg_entry[ours_indexed.seg_start[diff_rows] + 1 + item]]
 
     raw["alignment_differs"] = int(len(differ))
     raw["alignment_differs_not_tie"] = int((np.abs(t_at(a) - t_at(theirs_a)) > 1e-12).sum())
@@ -236,7 +256,7 @@ def main() -> None:
     print("\n".join(notes))
     if args.markdown:
         write_markdown("ibm1", "\n".join([
-            "## IBM Model 1: minattn.ibm1_fast vs NLTK",
+            "## IBM Model 1: minattn.ibm1 (fast path) vs NLTK",
             "",
             f"`python benchmarks/ibm1.py{' --quick' if quick else ''} --markdown`: NLTK-compatible "
             f"mode, {ITERATIONS} EM iterations end to end (token lists in, table and Viterbi "

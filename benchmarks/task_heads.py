@@ -28,13 +28,22 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from minattn import tasks  # noqa: E402
-from minattn.encoder import load_minilm, token_states, length_sorted_batches, encode_batch  # noqa: E402
-from minattn.models import PairModel, SentenceClassifier  # noqa: E402
-from minattn.task_heads_fast import fast_attention_pool_torch  # noqa: E402
+from minattn.encoder import encode_batch, length_sorted_batches, load_minilm, token_states  # noqa: E402
+from minattn.task_heads import (  # noqa: E402
+    PairModel,
+    SentenceClassifier,
+    attention_pool_fast_torch,
+    random_token_states,
+)
 from minattn.tools import data  # noqa: E402
-from minattn.tools.bench import (bench_args, fmt_time, print_table, save_json,  # noqa: E402
-                                 time_interleaved, write_markdown)
+from minattn.tools.bench import (  # noqa: E402
+    bench_args,
+    fmt_time,
+    print_table,
+    save_json,
+    time_interleaved,
+    write_markdown,
+)
 
 B = 32
 HEADERS = ["training step", "time", "vs mean pooling", "compute only", "with MiniLM forward"]
@@ -49,7 +58,7 @@ class FastPool(torch.nn.Module):
         self.ref = reference
 
     def forward(self, states, mask):
-        z, _ = fast_attention_pool_torch(states, mask, self.ref.head.layers[0])
+        z, _ = attention_pool_fast_torch(states, mask, self.ref.head.layers[0])
         return self.ref.classifier(z)
 
 
@@ -68,7 +77,7 @@ def sentences_and_states(n: int):
             "MiniLM token states of Rotten Tomatoes sentences"
     except data.DatasetMissing as err:
         print(f"{err}: using random word vectors")
-        return texts, tasks.random_token_states(texts, 384), None, None, "random word vectors"
+        return texts, random_token_states(texts, 384), None, None, "random word vectors"
 
 
 def step_fn(model, get_batch, loss_fn):
@@ -116,9 +125,10 @@ def measure_heads(states, repeats, n):
         fns_compute[name] = step_fn(model, lambda i: pre_single[i % len(batches)], loss)
     for name, model in pair.items():
         loss = lambda m, a, am, b, bm, t: bce(m(a, am, b, bm), t)
-        fns_full[name] = step_fn(model, lambda i: (*states.batch(batches[i % len(batches)]),
-                                                   *states.batch(partner[batches[i % len(batches)]]),
-                                                   y[batches[i % len(batches)]].float()), loss)
+        fns_full[name] = step_fn(
+            model, lambda i: (*states.batch(batches[i % len(batches)]),
+                              *states.batch(partner[batches[i % len(batches)]]),
+                              y[batches[i % len(batches)]].float()), loss)
         fns_compute[name] = step_fn(model, lambda i: pre_pair[i % len(batches)], loss)
     full = time_interleaved(fns_full, repeats, warmup=2)
     compute = time_interleaved(fns_compute, repeats, warmup=2)
@@ -168,7 +178,8 @@ def main():
     rows, payload = [], {"note": note, "n": n, "repeats": repeats, "encoder_batch_s": enc,
                          "steps": {}}
     for name, (full, compute) in times.items():
-        base_name = "mean pooling (pairs)" if ("cross" in name or "pairs" in name) else "mean pooling"
+        pairs = "cross" in name or "pairs" in name
+        base_name = "mean pooling (pairs)" if pairs else "mean pooling"
         base_full, base_compute = times[base_name]
         enc_step = (enc * (2 if base_name.endswith("(pairs)") else 1)) if enc else None
         with_enc = f"{(full + enc_step) / (base_full + enc_step):.2f}x" if enc_step else "n/a"

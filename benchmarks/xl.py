@@ -9,10 +9,10 @@ Two language models of the same size (d = 128, 4 heads, 2 layers, 50 symbols, fl
 1, one torch thread on CPU): a vanilla Transformer that predicts each token from a window of
 the last C tokens, recomputing the whole window for every prediction (how a fixed-context
 model is evaluated without fragmenting the context), and a Transformer-XL that reads 128
-tokens per call with a memory of C cached hidden states per layer (`xl_fast.eval_speed`).
+tokens per call with a memory of C cached hidden states per layer (`minattn.xl.eval_speed`).
 Both see at least C tokens of context per prediction. One token at a time (as when sampling),
 XL either calls the model with its memory (which projects the whole memory again) or steps an
-`xl_fast.XLDecoder` (keys and values cached; on CUDA also replayed as a CUDA graph). The
+`minattn.xl.XLDecoder` (keys and values cached; on CUDA also replayed as a CUDA graph). The
 contenders are interleaved and each time is a median of repeats; the ratios compare numbers
 measured side by side.
 The paper (Dai et al. 2019, table 9) reports up to 1,874× at C = 3,800 on GPUs.
@@ -24,9 +24,15 @@ import os
 
 import torch
 
-from minattn.tools.bench import (bench_args, count_operations, device_name, print_table, save_json,
-                                 write_markdown)
-from minattn.xl_fast import eval_speed
+from minattn.tools.bench import (
+    bench_args,
+    count_operations,
+    device_name,
+    print_table,
+    save_json,
+    write_markdown,
+)
+from minattn.xl import TransformerXL, VanillaLM, XLDecoder, eval_speed
 
 PAPER = {3800: 1874, 2800: 1409, 1800: 773, 800: 363}  # Dai et al. 2019, table 9
 
@@ -38,10 +44,6 @@ GRAPH = "XL, one token, KV cache + CUDA graph"
 def operations_per_token(context: int, device) -> dict[str, int]:
     """Operations (kernel launches on a GPU) per predicted token, one token at a time: the
     vanilla window recomputed, the XL model called with its memory, the XLDecoder."""
-    from minattn.models import VanillaLM
-    from minattn.xl import TransformerXL
-    from minattn.xl_fast import XLDecoder
-
     torch.manual_seed(0)
     vanilla = VanillaLM(50, 128, 4, 2).to(device).eval()
     xl = TransformerXL(50, 128, 4, 2, mem_len=context, max_len=context + 128).to(device).eval()

@@ -629,7 +629,7 @@ try:
     DATA = "Rotten Tomatoes sentences + GloVe 6B 50d"
 except DatasetMissing as err:
     print(f"{err}\n-> falling back to template sentences and random 'word vectors'")
-    from minattn.tasks import template_sentiment
+    from minattn.task_heads import template_sentiment
     from minattn.tools.data import Sentiment
 
     texts = {}

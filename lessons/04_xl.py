@@ -50,31 +50,51 @@
 # %%
 import math
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
-import matplotlib.pyplot as plt
 
+from minattn.attention import causal_mask_np
+from minattn.plots import heatmap
+from minattn.tools.data import DatasetMissing, load_lm_text
 from minattn.tools.lesson import Lesson, show
 from minattn.tools.tables import print_table
+from minattn.tools.train import count_parameters, train
 from minattn.tools.utils import set_seed
-from minattn.tools.train import train
-from minattn.tools.data import DatasetMissing, load_lm_text
-from minattn.tools.verdict import compare, estimate, same, combine
-from minattn.plots import heatmap
-from minattn.attention import causal_mask_np
-from minattn.xl import (relative_distances_np, rel_attention_np, rel_attention_torch,
-                        sinusoid_np, update_memory_torch, XLLayer, TransformerXL,
-                        RelMultiHeadAttention)
-from minattn.xl_fast import rel_shift_np, rel_attention_fast_torch, eval_speed
-from minattn.models import VanillaLM
-from minattn.tools.train import count_parameters
-from minattn.xl_train import (recurrent_lm_loss, lm_loss, evaluate_bpc, evaluate_bpc_sliding,
-                              generate, farthest_visible, dependency_cone, stream_accuracy,
-                              stream_predictions)
-from minattn.tasks import (char_corpus, lm_streams, lm_segment, synthetic_text, delayed_copy,
-                           recall_by_class)
+from minattn.tools.verdict import combine, compare, estimate, same
+from minattn.xl import (
+    RelMultiHeadAttention,
+    TransformerXL,
+    VanillaLM,
+    XLLayer,
+    char_corpus,
+    delayed_copy,
+    eval_speed,
+    lm_segment,
+    lm_streams,
+    recall_by_class,
+    rel_attention_fast_torch,
+    rel_attention_np,
+    rel_attention_torch,
+    rel_shift_np,
+    relative_distances_np,
+    sinusoid_np,
+    synthetic_text,
+    update_memory_torch,
+)
+from minattn.xl.train import (
+    dependency_cone,
+    evaluate_bpc,
+    evaluate_bpc_sliding,
+    farthest_visible,
+    generate,
+    lm_loss,
+    recurrent_lm_loss,
+    stream_accuracy,
+    stream_predictions,
+)
 
-L = Lesson("04_xl")  # on a CPU: one torch thread (see Lesson)
+lesson = Lesson("04_xl")  # on a CPU: one torch thread (see Lesson)
 
 # %% [markdown]
 # ## 1. Relative attention, term by term
@@ -90,7 +110,8 @@ L = Lesson("04_xl")  # on a CPU: one torch thread (see Lesson)
 #          + \underbrace{q_i^\top r_{\delta_{ij}}}_{(b)\ \text{content-dependent position}}
 #          + \underbrace{u^\top k_j}_{(c)\ \text{global content bias}}
 #          + \underbrace{v^\top r_{\delta_{ij}}}_{(d)\ \text{global position bias}},
-# \qquad \mathrm{out}_i = \sum_{j:\ \delta_{ij}\ge 0} \mathrm{softmax}_j\!\Big(\tfrac{A_{ij}}{\sqrt{d_h}}\Big)\, v_j .$$
+# \qquad \mathrm{out}_i = \sum_{j:\ \delta_{ij}\ge 0}
+# \mathrm{softmax}_j\!\Big(\tfrac{A_{ij}}{\sqrt{d_h}}\Big)\, v_j .$$
 #
 # Compared with lesson 01, (a) is the usual score; (b) replaces "query meets the absolute
 # position of key $j$" by "query meets the distance to key $j$"; (c) and (d) replace the
@@ -117,7 +138,8 @@ q, k = np.zeros((1, 1, 1, 2)), np.zeros((1, 1, 2, 2))
 values = np.array([[[[1.0, 0.0], [0.0, 1.0]]]])
 r = np.array([[[0.0, 0.0], [1.0, 1.0]]])  # (H, P, dh): r_0, r_1
 out, weights = rel_attention_np(q, k, values, r, np.zeros((1, 2)), np.array([[math.sqrt(2), 0.0]]))
-print("weights:", weights[0, 0, 0].round(4), " by hand:", np.round([np.e / (np.e + 1), 1 / (np.e + 1)], 4))
+print("weights:", weights[0, 0, 0].round(4), " by hand:",
+      np.round([np.e / (np.e + 1), 1 / (np.e + 1)], 4))
 assert np.allclose(weights[0, 0, 0], [np.e / (np.e + 1), 1 / (np.e + 1)])
 
 # %% [markdown]
@@ -226,7 +248,7 @@ for ax in axes:
     ax.set_xticks(range(0, 8 + M_demo, 2))
     ax.set_xlabel(f"key: {M_demo} memory | 8 segment positions")
     ax.set_ylabel("query (segment position)")
-L.savefig(fig, "memory_and_distances")
+lesson.savefig(fig, "memory_and_distances")
 
 # %% [markdown]
 # ## 4. How far back can XL see?
@@ -249,11 +271,11 @@ for n_layers in (1, 2, 3):
     formula[n_layers] = (16 - 1) + n_layers * 16  # its own segment, then M per layer
     print(f"{n_layers} layer(s): the last token of a segment sees {reach[n_layers]} tokens back "
           f"(L − 1 + N·M = {formula[n_layers]})")
-L.claim("the longest dependency grows linearly with the depth, O(N × L)",
-        "Dai et al. 2019, §3.2 and Fig. 2: O(N × L) for N layers and segments of L (= M)",
-        "measured reach " + ", ".join(f"{reach[n]} for {n} layer(s)" for n in reach)
-        + " with L = M = 16", "an exact count on an untrained model: no noise",
-        verdict=combine(*(same(float(reach[n]), float(formula[n])) for n in reach)))
+lesson.claim("the longest dependency grows linearly with the depth, O(N × L)",
+             "Dai et al. 2019, §3.2 and Fig. 2: O(N × L) for N layers and segments of L (= M)",
+             "measured reach " + ", ".join(f"{reach[n]} for {n} layer(s)" for n in reach)
+             + " with L = M = 16", "an exact count on an untrained model: no noise",
+             verdict=combine(*(same(float(reach[n]), float(formula[n])) for n in reach)))
 
 # %% [markdown]
 # The paper draws this as a cone (its Fig. 2): a token reaches, in layer $n$, the positions
@@ -281,7 +303,7 @@ for ax, (name, cone) in zip(axes, cones.items()):
     print(f"{name}: the farthest changed position per layer {last}")
 axes[0].legend(loc="upper right", fontsize=8)
 axes[-1].set_xlabel(f"position (segments of {CONE_SEG}, separated by grey lines)")
-L.savefig(fig, "dependency_cone")
+lesson.savefig(fig, "dependency_cone")
 
 # %% [markdown]
 # The vanilla model's cone stops at the end of the token's segment, at every layer. XL's
@@ -311,20 +333,20 @@ L.savefig(fig, "dependency_cone")
 # trained with; XL with its memory and without.
 
 # %%
-SEG = L.size(full=32, smoke=16, paper=512)
+SEG = lesson.size(full=32, smoke=16, paper=512)
 MEM = SEG
-STEPS = L.size(full=600, smoke=6, paper=400_000)
-D_MODEL, N_HEADS, N_LAYERS = L.size(full=(128, 4, 2), smoke=(32, 4, 2), paper=(512, 8, 12))
-BATCH = L.size(full=32, smoke=4, paper=22)
-LR = L.size(full=2e-3, smoke=2e-3, paper=2.5e-4)
-LM_SEEDS = L.size(full=[0, 1], smoke=[0, 1], paper=[0, 1, 2])
-VALID = L.size(full=512, smoke=64, paper=16_384)  # characters per validation stream
-EVAL_MEMS = L.size(full=[0, 8, 16, 32, 64, 128, 256], smoke=[0, 8, 16, 64],  # XL's memory at evaluation
-                   paper=[0, 128, 256, 512, 1024, 2048, 4096])
+STEPS = lesson.size(full=600, smoke=6, paper=400_000)
+D_MODEL, N_HEADS, N_LAYERS = lesson.size(full=(128, 4, 2), smoke=(32, 4, 2), paper=(512, 8, 12))
+BATCH = lesson.size(full=32, smoke=4, paper=22)
+LR = lesson.size(full=2e-3, smoke=2e-3, paper=2.5e-4)
+LM_SEEDS = lesson.size(full=[0, 1], smoke=[0, 1], paper=[0, 1, 2])
+VALID = lesson.size(full=512, smoke=64, paper=16_384)  # characters per validation stream
+EVAL_MEMS = lesson.size(full=[0, 8, 16, 32, 64, 128, 256], smoke=[0, 8, 16, 64],
+                        paper=[0, 128, 256, 512, 1024, 2048, 4096])  # XL's memory at evaluation
 rng = set_seed(0)
 NAMES = {"enwik8": "enwik8", "ptb": "Penn Treebank characters"}
 texts = None
-for name in (["enwik8"] if L.scale == "paper" else []) + ["ptb"]:
+for name in (["enwik8"] if lesson.scale == "paper" else []) + ["ptb"]:
     try:
         texts, corpus = [load_lm_text(name, "train"), load_lm_text(name, "valid")], NAMES[name]
         break
@@ -335,8 +357,8 @@ if texts is None:
     texts = [synthetic_text(2_000_000, rng), synthetic_text(200_000, rng)]
     corpus = "synthetic text"
 chars, (train_ids, valid_ids) = char_corpus(texts)
-train_streams = lm_streams(train_ids, BATCH).to(L.device)
-valid_streams = lm_streams(valid_ids, 16)[:, : VALID + 1].to(L.device)
+train_streams = lm_streams(train_ids, BATCH).to(lesson.device)
+valid_streams = lm_streams(valid_ids, 16)[:, : VALID + 1].to(lesson.device)
 print(f"{corpus}: {len(train_ids):,} training characters, vocabulary {len(chars)}; "
       f"validation on {valid_streams.shape[0]} × {VALID:,} characters")
 
@@ -351,7 +373,8 @@ print_table([
     dict(setting="dropout", theirs="0.1", large="0.15", ours="none"),
     dict(setting="evaluation: segment, memory", theirs="80, 2,100", large="128, 3,800",
          ours=f"{SEG}, 0 to {EVAL_MEMS[-1]}"),
-    dict(setting="evaluation: clamp_len", theirs="820", large="1,000", ours=f"none or {MEM + SEG - 1}"),
+    dict(setting="evaluation: clamp_len", theirs="820", large="1,000",
+         ours=f"none or {MEM + SEG - 1}"),
 ], ["setting", "theirs", "large", "ours"])
 print("theirs / large: the official pytorch/run_enwik8_base.sh / run_enwik8_large.sh "
       "(kimiyoung/transformer-xl)")
@@ -374,7 +397,7 @@ VARIANTS = {"vanilla": lambda: VanillaLM(len(chars), D_MODEL, N_HEADS, N_LAYERS)
 x0, y0 = lm_segment(valid_streams, 0, SEG)
 for name, make in VARIANTS.items():
     torch.manual_seed(LM_SEEDS[0])
-    model = make().to(L.device).eval()
+    model = make().to(lesson.device).eval()
     with torch.no_grad():
         logits, _ = model(x0)
     probs = logits.softmax(-1)
@@ -394,7 +417,7 @@ models, curves = {}, {}
 for name, make in VARIANTS.items():
     for seed in LM_SEEDS:
         torch.manual_seed(seed)
-        model = make().to(L.device)
+        model = make().to(lesson.device)
         if seed == LM_SEEDS[0]:
             print(f"{name}: {count_parameters(model):,} parameters")
         history = train(model, lambda step: lm_segment(train_streams, step - 1, SEG),
@@ -422,7 +445,7 @@ ax.set_title(f"training loss: every step (faint) and a moving average (up to {sm
              fontsize=10)
 ax.grid(alpha=0.3)
 ax.legend(fontsize=8)
-L.savefig(fig, "lm_curves")
+lesson.savefig(fig, "lm_curves")
 
 # %% [markdown]
 # Now every evaluation, on the same validation characters:
@@ -434,9 +457,12 @@ bpc = {}
 for seed in LM_SEEDS:
     vanilla, relative, xl = (models[name, seed] for name in VARIANTS)
     bpc["vanilla", "each segment alone", seed] = evaluate_bpc(vanilla, valid_streams, SEG)
-    bpc["vanilla", "window sliding by one", seed] = evaluate_bpc_sliding(vanilla, valid_streams, SEG)
-    bpc["vanilla", f"segments of {2 * SEG} alone", seed] = evaluate_bpc(vanilla, valid_streams, 2 * SEG)
-    bpc["relative, no memory", "each segment alone", seed] = evaluate_bpc(relative, valid_streams, SEG)
+    bpc["vanilla", "window sliding by one", seed] = evaluate_bpc_sliding(vanilla, valid_streams,
+                                                                         SEG)
+    bpc["vanilla", f"segments of {2 * SEG} alone", seed] = evaluate_bpc(vanilla, valid_streams,
+                                                                        2 * SEG)
+    bpc["relative, no memory", "each segment alone", seed] = evaluate_bpc(relative, valid_streams,
+                                                                          SEG)
     bpc["relative, no memory", f"memory {MEM}", seed] = evaluate_bpc(relative, valid_streams, SEG,
                                                                      mem_len=MEM)
     bpc["relative, no memory", f"memory {MEM}, clamp_len {SEG - 1}", seed] = evaluate_bpc(
@@ -470,16 +496,20 @@ for name, how in [("vanilla", "each segment alone"), ("vanilla", "window sliding
     values = per_seed(name, how)
     rows.append({"model": name, "trained with memory": MEM if name == "XL" else 0,
                  "evaluated": how, **{f"seed {s}": f"{v:.3f}" for s, v in zip(LM_SEEDS, values)},
-                 "mean ± SE": str(estimate(values)), "paper (Table 6, ppl)": PAPER_ROWS.get((name, how), "")})
+                 "mean ± SE": str(estimate(values)),
+                 "paper (Table 6, ppl)": PAPER_ROWS.get((name, how), "")})
 print_table(rows, list(rows[0]))
 
 mean = lambda name, how: float(np.mean(per_seed(name, how)))  # noqa: E731
-vanilla_alone, relative_alone = mean("vanilla", "each segment alone"), mean("relative, no memory", "each segment alone")
+vanilla_alone = mean("vanilla", "each segment alone")
+relative_alone = mean("relative, no memory", "each segment alone")
 relative_mem, xl_mem = mean("relative, no memory", f"memory {MEM}"), mean("XL", f"memory {MEM}")
 print(f"\nXL's gain over the vanilla model, both reading segments of {SEG}: "
       f"{vanilla_alone - xl_mem:.3f} bpc, made of")
-print(f"  relative positions, no memory (trained and read alone): {vanilla_alone - relative_alone:+.3f}")
-print(f"  + a memory of {MEM} at evaluation, never trained with:  {relative_alone - relative_mem:+.3f}")
+print("  relative positions, no memory (trained and read alone): "
+      f"{vanilla_alone - relative_alone:+.3f}")
+print(f"  + a memory of {MEM} at evaluation, never trained with:  "
+      f"{relative_alone - relative_mem:+.3f}")
 print(f"  + training with that memory:                            {relative_mem - xl_mem:+.3f}")
 print(f"the vanilla model reading segments of {2 * SEG} alone (positions it never trained on): "
       f"{mean('vanilla', f'segments of {2 * SEG} alone'):.3f} bpc, against {vanilla_alone:.3f} "
@@ -487,31 +517,36 @@ print(f"the vanilla model reading segments of {2 * SEG} alone (positions it neve
 
 why_scale = (f"{STEPS} steps of {BATCH}×{SEG} characters on a CPU, {N_LAYERS} layers of "
              f"{D_MODEL}, against 400K steps of 128M-parameter models on GPUs")
-L.claim("relative positions beat absolute ones, without recurrence",
-        "Table 6 (WikiText-103, no recurrence, half loss): ours 30.10 vs Vaswani et al. 30.97 ppl",
-        f"{corpus}, each segment alone: relative {relative_alone:.3f} vs vanilla "
-        f"{vanilla_alone:.3f} bpc", why_scale,
-        verdict=compare(per_seed("relative, no memory", "each segment alone"),
-                        per_seed("vanilla", "each segment alone"), expect="<"))
-L.claim("the recurrence improves on the same model without it",
-        "Table 6 (PPL init): 27.02 with vs 29.59 without; Table 7 (One Billion Word, no "
-        "long-range dependency): 25.2 vs 27.1 ppl",
-        f"XL with memory {MEM} {xl_mem:.3f} vs relative, each segment alone {relative_alone:.3f} bpc",
-        why_scale, verdict=compare(per_seed("XL", f"memory {MEM}"),
-                                   per_seed("relative, no memory", "each segment alone"), expect="<"))
-L.claim("training with the recurrent memory beats giving a model trained without it the same "
-        "context at evaluation",
-        "Table 6 (PPL best): 26.77 (trained with recurrence) vs 29.02 (without, attention 260)",
-        f"memory {MEM} at evaluation: XL {xl_mem:.3f} vs relative trained without memory "
-        f"{relative_mem:.3f} bpc", why_scale,
-        verdict=compare(per_seed("XL", f"memory {MEM}"),
-                        per_seed("relative, no memory", f"memory {MEM}"), expect="<"))
-L.claim("Transformer-XL beats a vanilla Transformer of the same size evaluated with a sliding window",
-        "Table 2 (enwik8, 12 layers): XL 1.06 vs Al-Rfou et al. 1.11 bpc",
-        f"XL {xl_mem:.3f} vs vanilla, window of {SEG} sliding by one, "
-        f"{mean('vanilla', 'window sliding by one'):.3f} bpc", why_scale,
-        verdict=compare(per_seed("XL", f"memory {MEM}"), per_seed("vanilla", "window sliding by one"),
-                        expect="<"))
+lesson.claim("relative positions beat absolute ones, without recurrence",
+             "Table 6 (WikiText-103, no recurrence, half loss): ours 30.10 vs Vaswani et al. "
+             "30.97 ppl",
+             f"{corpus}, each segment alone: relative {relative_alone:.3f} vs vanilla "
+             f"{vanilla_alone:.3f} bpc", why_scale,
+             verdict=compare(per_seed("relative, no memory", "each segment alone"),
+                             per_seed("vanilla", "each segment alone"), expect="<"))
+lesson.claim("the recurrence improves on the same model without it",
+             "Table 6 (PPL init): 27.02 with vs 29.59 without; Table 7 (One Billion Word, no "
+             "long-range dependency): 25.2 vs 27.1 ppl",
+             f"XL with memory {MEM} {xl_mem:.3f} vs relative, each segment alone "
+             f"{relative_alone:.3f} bpc",
+             why_scale, verdict=compare(per_seed("XL", f"memory {MEM}"),
+                                        per_seed("relative, no memory", "each segment alone"),
+                                        expect="<"))
+lesson.claim("training with the recurrent memory beats giving a model trained without it the same "
+             "context at evaluation",
+             "Table 6 (PPL best): 26.77 (trained with recurrence) vs 29.02 (without, attention "
+             "260)",
+             f"memory {MEM} at evaluation: XL {xl_mem:.3f} vs relative trained without memory "
+             f"{relative_mem:.3f} bpc", why_scale,
+             verdict=compare(per_seed("XL", f"memory {MEM}"),
+                             per_seed("relative, no memory", f"memory {MEM}"), expect="<"))
+lesson.claim("Transformer-XL beats a vanilla Transformer of the same size evaluated with a sliding "
+             "window",
+             "Table 2 (enwik8, 12 layers): XL 1.06 vs Al-Rfou et al. 1.11 bpc",
+             f"XL {xl_mem:.3f} vs vanilla, window of {SEG} sliding by one, "
+             f"{mean('vanilla', 'window sliding by one'):.3f} bpc", why_scale,
+             verdict=compare(per_seed("XL", f"memory {MEM}"),
+                             per_seed("vanilla", "window sliding by one"), expect="<"))
 
 # %% [markdown]
 # Read the table from the top. The first two rows are the vanilla model read the two ways:
@@ -540,13 +575,14 @@ L.claim("Transformer-XL beats a vanilla Transformer of the same size evaluated w
 # length for every character.
 
 # %%
-prompt = valid_ids[:SEG][None].to(L.device)
+prompt = valid_ids[:SEG][None].to(lesson.device)
 decode = lambda ids: "".join(chars[i] for i in ids)  # noqa: E731
 print("prompt:", repr(decode(prompt[0].tolist())))
 for name in ("vanilla", "XL"):
     g = torch.Generator().manual_seed(1)
     context = 256 if name == "XL" else SEG
-    sample = generate(models[name, LM_SEEDS[0]], prompt, L.size(full=240, smoke=20), g, context=context)
+    sample = generate(models[name, LM_SEEDS[0]], prompt, lesson.size(full=240, smoke=20), g,
+                      context=context)
     print(f"\n{name}:", repr(decode(sample[0, SEG:].tolist())))
 
 # %% [markdown]
@@ -566,7 +602,8 @@ for name in ("vanilla", "XL"):
 
 # %%
 show(sinusoid_np)
-print("distances 0..5 clamped at 3 (first sine column):", sinusoid_np(6, 4, clamp_len=3)[:, 0].round(3))
+print("distances 0..5 clamped at 3 (first sine column):",
+      sinusoid_np(6, 4, clamp_len=3)[:, 0].round(3))
 
 # %% [markdown]
 # On the Penn Treebank, with and without clamping at the largest distance XL met in training
@@ -592,24 +629,26 @@ ax.set_xlabel("memory length at evaluation")
 ax.set_ylabel("validation bits per character")
 ax.set_title(f"mean of {len(LM_SEEDS)} seeds")
 ax.legend(fontsize=8, loc="center right")
-L.savefig(fig, "bpc_vs_memory")
+lesson.savefig(fig, "bpc_vs_memory")
 for m in EVAL_MEMS:
     clamped = (f" | clamp_len {CLAMP}: {mean('XL', f'memory {m}, clamp_len {CLAMP}'):.3f}"
                if m > MEM else "")
     print(f"XL evaluated with memory {m:4d}: {mean('XL', f'memory {m}'):.3f} bpc{clamped}")
 half = EVAL_MEMS[EVAL_MEMS.index(MEM) - 1]
 first = EVAL_MEMS[1]
-print(f"XL's memory at evaluation: {mean('XL', 'memory 0') - mean('XL', f'memory {first}'):+.3f} bpc "
-      f"from memory 0 to {first}, {mean('XL', f'memory {first}') - mean('XL', f'memory {MEM}'):+.3f} "
-      f"from {first} to {MEM}, {mean('XL', f'memory {MEM}') - mean('XL', f'memory {LONG}'):+.3f} "
+xl_at = lambda m: mean("XL", f"memory {m}")  # noqa: E731
+print(f"XL's memory at evaluation: {xl_at(0) - xl_at(first):+.3f} bpc "
+      f"from memory 0 to {first}, {xl_at(first) - xl_at(MEM):+.3f} "
+      f"from {first} to {MEM}, {xl_at(MEM) - xl_at(LONG):+.3f} "
       f"from {MEM} to {LONG}")
-L.claim("a longer memory at evaluation than in training lowers the perplexity",
-        "Table 6: 27.02 at the training length → 26.77 at attention 500 (128M); 23.43 → 23.09 "
-        "at 640 (151M)",
-        f"{corpus}, trained with {MEM}: {xl_mem:.3f} bpc at memory {MEM}, "
-        f"{mean('XL', f'memory {LONG}'):.3f} at {LONG}", why_scale + "; what this small model "
-        "learned to use lies within a few characters",
-        verdict=compare(per_seed("XL", f"memory {LONG}"), per_seed("XL", f"memory {MEM}"), expect="<"))
+lesson.claim("a longer memory at evaluation than in training lowers the perplexity",
+             "Table 6: 27.02 at the training length → 26.77 at attention 500 (128M); 23.43 → 23.09 "
+             "at 640 (151M)",
+             f"{corpus}, trained with {MEM}: {xl_mem:.3f} bpc at memory {MEM}, "
+             f"{mean('XL', f'memory {LONG}'):.3f} at {LONG}", why_scale + "; what this small model "
+             "learned to use lies within a few characters",
+             verdict=compare(per_seed("XL", f"memory {LONG}"), per_seed("XL", f"memory {MEM}"),
+                             expect="<"))
 
 # %% [markdown]
 # Read the curve with the line printed above it, which splits what the memory gives into
@@ -633,16 +672,17 @@ L.claim("a longer memory at evaluation than in training lowers the perplexity",
 
 # %%
 show(recall_by_class)
-R_SEG, R_MEM, R_STEPS = 16, 32, L.size(full=300, smoke=4)
-R_BATCH = L.size(full=32, smoke=4)
+R_SEG, R_MEM, R_STEPS = 16, 32, lesson.size(full=300, smoke=4)
+R_BATCH = lesson.size(full=32, smoke=4)
 R_SEEDS = [0, 1]
 R_VOCAB = 16 * (8 + 1) + 8
-R_TRAIN = recall_by_class(R_BATCH, R_SEG * R_STEPS + R_SEG, 1, R_MEM, torch.Generator().manual_seed(0),
-                          device=L.device)
-R_TESTS = {"near (1–32)": recall_by_class(R_BATCH, R_SEG * L.size(full=30, smoke=10), 1, R_MEM,
-                                          torch.Generator().manual_seed(1), device=L.device),
-           "far (48–128)": recall_by_class(R_BATCH, R_SEG * L.size(full=30, smoke=10), R_MEM + R_SEG,
-                                           4 * R_MEM, torch.Generator().manual_seed(2), device=L.device)}
+R_TRAIN = recall_by_class(R_BATCH, R_SEG * R_STEPS + R_SEG, 1, R_MEM,
+                          torch.Generator().manual_seed(0), device=lesson.device)
+R_TESTS = {"near (1–32)": recall_by_class(R_BATCH, R_SEG * lesson.size(full=30, smoke=10), 1, R_MEM,
+                                          torch.Generator().manual_seed(1), device=lesson.device),
+           "far (48–128)": recall_by_class(R_BATCH, R_SEG * lesson.size(full=30, smoke=10),
+                                           R_MEM + R_SEG, 4 * R_MEM,
+                                           torch.Generator().manual_seed(2), device=lesson.device)}
 R_EVALS = {f"memory {R_MEM} (training)": dict(mem_len=R_MEM),
            f"memory {2 * R_MEM}": dict(mem_len=2 * R_MEM),
            f"memory {4 * R_MEM}": dict(mem_len=4 * R_MEM),
@@ -651,18 +691,19 @@ R_EVALS = {f"memory {R_MEM} (training)": dict(mem_len=R_MEM),
 recall_acc, recall_hits = {}, {}
 for seed in R_SEEDS:
     torch.manual_seed(seed)
-    model = TransformerXL(R_VOCAB, 64, 4, 2, mem_len=R_MEM).to(L.device)
+    model = TransformerXL(R_VOCAB, 64, 4, 2, mem_len=R_MEM).to(lesson.device)
     part = lambda step: slice((step - 1) * R_SEG, step * R_SEG)  # noqa: E731
     train(model, lambda step: (R_TRAIN.tokens[:, part(step)], R_TRAIN.targets[:, part(step)]),
-          recurrent_lm_loss(), R_STEPS, lr=3e-3, desc=f"recall, seed {seed}", progress=not L.smoke)
+          recurrent_lm_loss(), R_STEPS, lr=3e-3, desc=f"recall, seed {seed}",
+          progress=not lesson.smoke)
     for test_name, test in R_TESTS.items():
         for eval_name, kwargs in R_EVALS.items():
             predicted = stream_predictions(model, test.tokens, R_SEG, **kwargs)
             n = predicted.shape[1]
             read = test.targets[:, :n] != -100
-            recall_acc[test_name, eval_name, seed] = (predicted == test.targets[:, :n])[read].float().mean().item()
-            recall_hits[test_name, eval_name, seed] = (test.distance[:, :n][read].cpu(),
-                                                       (predicted == test.targets[:, :n])[read].cpu())
+            hit = (predicted == test.targets[:, :n])[read]
+            recall_acc[test_name, eval_name, seed] = hit.float().mean().item()
+            recall_hits[test_name, eval_name, seed] = (test.distance[:, :n][read].cpu(), hit.cpu())
 rows = [{"reads": t, "evaluated with": e,
          **{f"seed {s}": f"{recall_acc[t, e, s]:.3f}" for s in R_SEEDS},
          "mean ± SE": str(estimate([recall_acc[t, e, s] for s in R_SEEDS]))}
@@ -685,15 +726,19 @@ ax.set_xlabel("distance from the read back to its write")
 ax.set_ylabel("accuracy (both seeds)")
 ax.set_ylim(0, 1.05)
 ax.legend(fontsize=8, loc="center right")
-L.savefig(fig, "recall_by_distance")
+lesson.savefig(fig, "recall_by_distance")
 far, long_eval = "far (48–128)", f"memory {4 * R_MEM}"
-L.claim("a model trained with a short memory uses a longer one at evaluation",
-        "§4.2: backpropagation length 128 in training, attention length 640 at test; Table 6",
-        f"recall by class, reads 48–128 back: accuracy {np.mean([recall_acc[far, long_eval, s] for s in R_SEEDS]):.3f} "
-        f"with memory {4 * R_MEM} vs {np.mean([recall_acc[far, f'memory {R_MEM} (training)', s] for s in R_SEEDS]):.3f} "
-        f"with the training memory {R_MEM}", "a synthetic task built so that a longer memory can pay off",
-        verdict=compare([recall_acc[far, long_eval, s] for s in R_SEEDS],
-                        [recall_acc[far, f"memory {R_MEM} (training)", s] for s in R_SEEDS], expect=">"))
+lesson.claim("a model trained with a short memory uses a longer one at evaluation",
+             "§4.2: backpropagation length 128 in training, attention length 640 at test; Table 6",
+             "recall by class, reads 48–128 back: accuracy "
+             f"{np.mean([recall_acc[far, long_eval, s] for s in R_SEEDS]):.3f} with memory "
+             f"{4 * R_MEM} vs "
+             f"{np.mean([recall_acc[far, f'memory {R_MEM} (training)', s] for s in R_SEEDS]):.3f} "
+             f"with the training memory {R_MEM}",
+             "a synthetic task built so that a longer memory can pay off",
+             verdict=compare([recall_acc[far, long_eval, s] for s in R_SEEDS],
+                             [recall_acc[far, f"memory {R_MEM} (training)", s] for s in R_SEEDS],
+                             expect=">"))
 
 # %% [markdown]
 # Read each curve against its reach: with a memory of $m$, the read at index $i$ of its
@@ -712,8 +757,8 @@ L.claim("a model trained with a short memory uses a longer one at evaluation",
 # Chance is 1/16.
 
 # %%
-C_SEG, C_MEM, C_STEPS = 16, 32, L.size(full=300, smoke=5)
-C_BATCH = L.size(full=32, smoke=4)
+C_SEG, C_MEM, C_STEPS = 16, 32, lesson.size(full=300, smoke=5)
+C_BATCH = lesson.size(full=32, smoke=4)
 copy_data = {}
 
 
@@ -721,26 +766,29 @@ def train_copy(name, distance, seed, stop_gradient=True):
     """Train one model on the copy task; its accuracy at each index of a segment."""
     if distance not in copy_data:
         g = torch.Generator().manual_seed(distance)
-        copy_data[distance] = (delayed_copy(C_BATCH, C_SEG * C_STEPS + C_SEG, distance, 16, g, L.device),
-                               delayed_copy(2 * C_BATCH, C_SEG * 12, distance, 16, g, L.device))
+        copy_data[distance] = (
+            delayed_copy(C_BATCH, C_SEG * C_STEPS + C_SEG, distance, 16, g, lesson.device),
+            delayed_copy(2 * C_BATCH, C_SEG * 12, distance, 16, g, lesson.device))
     (tokens, targets), (test_tokens, test_targets) = copy_data[distance]
     torch.manual_seed(seed)
     model = (VanillaLM(16, 64, 2, 2) if name == "vanilla"
-             else TransformerXL(16, 64, 2, 2, mem_len=C_MEM)).to(L.device)
+             else TransformerXL(16, 64, 2, 2, mem_len=C_MEM)).to(lesson.device)
     part = lambda step: slice((step - 1) * C_SEG, step * C_SEG)  # noqa: E731
     train(model, lambda step: (tokens[:, part(step)], targets[:, part(step)]),
-          recurrent_lm_loss(stop_gradient), C_STEPS, lr=3e-3, progress=not L.smoke,
+          recurrent_lm_loss(stop_gradient), C_STEPS, lr=3e-3, progress=not lesson.smoke,
           desc=f"{name}{'' if stop_gradient else ' without SG'}, distance {distance}, seed {seed}")
     return stream_accuracy(model, test_tokens, test_targets, C_SEG, by_position=True)
 
 
-distances = {"vanilla": L.size(full=[8, 24], smoke=[8]), "XL": L.size(full=[8, 24, 40, 56], smoke=[8, 40])}
+distances = {"vanilla": lesson.size(full=[8, 24], smoke=[8]),
+             "XL": lesson.size(full=[8, 24, 40, 56], smoke=[8, 40])}
 copy_acc = {(name, d): train_copy(name, d, 0) for name in distances for d in distances[name]}
 for (name, d), acc in copy_acc.items():
     print(f"{name:7s} distance {d:2d}: accuracy {np.nanmean(acc):.2f}")
 fig, ax = plt.subplots(figsize=(6, 3.6))
 for name in distances:
-    ax.plot(distances[name], [np.nanmean(copy_acc[name, d]) for d in distances[name]], "o-", label=name)
+    ax.plot(distances[name], [np.nanmean(copy_acc[name, d]) for d in distances[name]], "o-",
+            label=name)
 ax.axhline(1 / 16, color="gray", ls=":", label="chance")
 ax.axvline(C_SEG, color="C0", ls="--", lw=1, label="segment length")
 ax.axvline(C_MEM, color="C1", ls="--", lw=1, label="XL memory")
@@ -748,7 +796,7 @@ ax.set_xlabel("copy distance (tokens back)")
 ax.set_ylabel("test accuracy")
 ax.set_ylim(0, 1.05)
 ax.legend(fontsize=8)
-L.savefig(fig, "copy_accuracy")
+lesson.savefig(fig, "copy_accuracy")
 
 # %% [markdown]
 # Read the plot against the two limits. The vanilla model can copy only what lies inside its
@@ -802,18 +850,18 @@ print("-> the stop-gradient explanation is " + ("supported" if sg_verdict.verdic
 # the memory. Untrained models of the section-5 size, batch 1, interleaved repeats:
 
 # %%
-speed_contexts = L.size(full=[128, 1024], smoke=[64])
+speed_contexts = lesson.size(full=[128, 1024], smoke=[64])
 for c in speed_contexts:
-    s = eval_speed(c, repeats=L.size(full=3, smoke=1), device=L.device)
+    s = eval_speed(c, repeats=lesson.size(full=3, smoke=1), device=lesson.device)
     ratio = s["XL, cached"] / s["vanilla, recompute"]
     print(f"context {c:5d}: vanilla recomputing {s['vanilla, recompute']:8,.1f} tokens/s | "
           f"XL cached {s['XL, cached']:9,.0f} tokens/s | {ratio:6,.0f}× faster | XL one token "
           f"per call {s['XL, one token at a time']:6,.0f} tokens/s")
-L.claim("evaluation with a memory is much faster than recomputing the context",
-        "Table 9 (GPU): 363× at attention length 800, up to 1,874× at 3,800",
-        f"{ratio:,.0f}× at context {c} (CPU, 1 thread, d=128, 2 layers)",
-        "smaller model and context; a CPU; the ratio grows with the context",
-        verdict=compare(ratio, 1.0, expect=">", paper_gap=363 - 1))
+lesson.claim("evaluation with a memory is much faster than recomputing the context",
+             "Table 9 (GPU): 363× at attention length 800, up to 1,874× at 3,800",
+             f"{ratio:,.0f}× at context {c} (CPU, 1 thread, d=128, 2 layers)",
+             "smaller model and context; a CPU; the ratio grows with the context",
+             verdict=compare(ratio, 1.0, expect=">", paper_gap=363 - 1))
 
 # %% [markdown]
 # The takeaway: the saving grows with the context, because recomputing costs the whole window
@@ -824,7 +872,7 @@ L.claim("evaluation with a memory is much faster than recomputing the context",
 #
 # ## 9. Training on many processes: DDP
 #
-# `python -m minattn.xl_train` trains this language model on a real corpus (PTB, Shakespeare,
+# `python -m minattn.xl.train` trains this language model on a real corpus (PTB, Shakespeare,
 # or enwik8 once fetched) and runs unchanged under `torchrun`. The global batch of streams is
 # split across processes: each rank reads its own rows of the text and carries those rows'
 # memory, DDP averages the gradients, so W processes take the same steps as one process with
@@ -832,17 +880,17 @@ L.claim("evaluation with a memory is much faster than recomputing the context",
 # atomically, with every rank's memory, so `--resume` continues exactly.
 #
 # ```bash
-# python -m minattn.xl_train --data ptb --steps 2000 --out runs/xl             # one process
-# torchrun --standalone --nproc_per_node=8 -m minattn.xl_train --data enwik8 --out runs/xl
+# python -m minattn.xl.train --data ptb --steps 2000 --out runs/xl             # one process
+# torchrun --standalone --nproc_per_node=8 -m minattn.xl.train --data enwik8 --out runs/xl
 # torchrun --nnodes=2 --nproc_per_node=8 --rdzv_id=xl --rdzv_backend=c10d \
-#          --rdzv_endpoint=HOST0:29500 -m minattn.xl_train --data enwik8 --out runs/xl
+#          --rdzv_endpoint=HOST0:29500 -m minattn.xl.train --data enwik8 --out runs/xl
 # ```
 # A tiny run, here in this process (its checkpoint goes to a temporary folder):
 
 # %%
 import tempfile  # noqa: E402
 
-from minattn.xl_train import main as xl_train_main  # noqa: E402
+from minattn.xl.train import main as xl_train_main  # noqa: E402
 
 run_dir = tempfile.TemporaryDirectory()
 result = xl_train_main(["--data", "synthetic", "--max-chars", "20000", "--steps", "20",
@@ -876,9 +924,9 @@ run_dir.cleanup()
 # ## Exercises
 #
 # * **4.1 implement** (~15 min) — the relative shift, `rel_shift_np` and `rel_shift_torch` in
-#   `minattn/xl_fast.py`. Check: `pytest --exercises 4.1`.
+#   `minattn/xl/fast.py`. Check: `pytest --exercises 4.1`.
 # * **4.2 implement** (~5 min) — the memory update, `update_memory_np` and
-#   `update_memory_torch` in `minattn/xl.py` (careful with $M = 0$). Check:
+#   `update_memory_torch` in `minattn/xl/reference.py` (careful with $M = 0$). Check:
 #   `pytest --exercises 4.2`.
 # * **4.3 predict** (~10 min) — `farthest_token_back` in `minattn/answers/xl.py`: how many
 #   tokens back can the last token of a segment see, with 2 layers, $S = M = 16$? Write the

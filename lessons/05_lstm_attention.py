@@ -63,8 +63,42 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from minattn import ibm1, lstm_attention as la, plots, tasks
-from minattn import lstm_attention_copy as lc, lstm_attention_official as lo
+from minattn.ibm1 import count_table_np, make_bitext
+from minattn.lstm_attention import (
+    BOS,
+    LEARNED,
+    PAD,
+    UNK,
+    AttentionClassifier,
+    CopyTask,
+    OfficialSeq2Seq,
+    Seq2SeqAttention,
+    agreement_baseline_np,
+    agreement_np,
+    bilstm_np,
+    build_vocab,
+    contextualized_agreement,
+    dictionary_corpus,
+    distinct_combinations,
+    draw_heads,
+    encode_sentences,
+    head_status,
+    keyword_task,
+    learned,
+    learned_at,
+    lexical_probe_np,
+    lstm_cell_np,
+    lstm_np,
+    luong_attention_np,
+    luong_attention_torch,
+    no_attention_ceiling,
+    output_np,
+    projected_attention_np,
+    sample_heads,
+    train_copy,
+    with_heads,
+)
+from minattn.plots import heatmap, plot_table
 from minattn.tools.data import DatasetMissing, load_parallel, load_sentiment, tokenize
 from minattn.tools.lesson import Lesson, show
 from minattn.tools.tables import print_table
@@ -72,7 +106,7 @@ from minattn.tools.train import length_batches, train
 from minattn.tools.utils import set_seed
 from minattn.tools.verdict import combine, compare, rate, same, versus
 
-L = Lesson("05_lstm_attention")  # on a CPU: one torch thread (see Lesson)
+lesson = Lesson("05_lstm_attention")  # on a CPU: one torch thread (see Lesson)
 rng = set_seed(0)
 T0 = time.perf_counter()
 CPU0 = time.process_time()
@@ -90,15 +124,15 @@ CPU0 = time.process_time()
 # NumPy cell must agree with `nn.LSTMCell` and our loop with `nn.LSTM` to rounding error.
 
 # %%
-show(la.lstm_cell_np)
-show(la.lstm_np)
+show(lstm_cell_np)
+show(lstm_np)
 
 torch.manual_seed(0)
 ref_lstm = torch.nn.LSTM(3, 4, batch_first=True).double()
 W = [p.detach().numpy() for p in (ref_lstm.weight_ih_l0, ref_lstm.weight_hh_l0,
                                    ref_lstm.bias_ih_l0, ref_lstm.bias_hh_l0)]
 x_demo = rng.normal(size=(2, 5, 3))
-out_np, (h_np, c_np) = la.lstm_np(x_demo, *W)
+out_np, (h_np, c_np) = lstm_np(x_demo, *W)
 out_ref, (h_ref, c_ref) = ref_lstm(torch.from_numpy(x_demo))
 err_lstm = np.abs(out_np - out_ref.detach().numpy()).max()
 cell = torch.nn.LSTMCell(3, 4).double()
@@ -118,10 +152,10 @@ assert err_lstm < 1e-12 and err_cell < 1e-12
 # (`attention.softmax_np`), with its mask convention: padded source positions get weight 0.
 
 # %%
-show(la.luong_attention_np)
-show(la.output_np)
-context, alpha = la.luong_attention_np(np.array([[[1.0, 0.0]]]),
-                                       np.array([[[1.0, 0.0], [0.0, 1.0]]]), np.eye(2)[None])
+show(luong_attention_np)
+show(output_np)
+context, alpha = luong_attention_np(np.array([[[1.0, 0.0]]]),
+                                    np.array([[[1.0, 0.0], [0.0, 1.0]]]), np.eye(2)[None])
 print("α =", alpha[0, 0, 0].round(4), " c =", context[0, 0].round(4))
 assert np.allclose(alpha[0, 0, 0], [math.e / (math.e + 1), 1 / (math.e + 1)])
 
@@ -133,27 +167,28 @@ assert np.allclose(alpha[0, 0, 0], [math.e / (math.e + 1), 1 / (math.e + 1)])
 # model, in float64, against the NumPy pieces put together.
 
 # %%
-show(la.luong_attention_torch)
-s_demo, h_demo, W_demo = rng.normal(size=(2, 3, 6)), rng.normal(size=(2, 5, 6)), rng.normal(size=(2, 6, 6))
+show(luong_attention_torch)
+s_demo, h_demo = rng.normal(size=(2, 3, 6)), rng.normal(size=(2, 5, 6))
+W_demo = rng.normal(size=(2, 6, 6))
 mask_demo = np.array([[True] * 5, [True] * 3 + [False] * 2])
-c_np_, a_np_ = la.luong_attention_np(s_demo, h_demo, W_demo, mask_demo)
-c_t_, a_t_ = la.luong_attention_torch(*(torch.from_numpy(v) for v in (s_demo, h_demo, W_demo)),
-                                      torch.from_numpy(mask_demo))
+c_np_, a_np_ = luong_attention_np(s_demo, h_demo, W_demo, mask_demo)
+c_t_, a_t_ = luong_attention_torch(*(torch.from_numpy(v) for v in (s_demo, h_demo, W_demo)),
+                                   torch.from_numpy(mask_demo))
 err_attn = max(np.abs(c_t_.numpy() - c_np_).max(), np.abs(a_t_.numpy() - a_np_).max())
 
 torch.manual_seed(0)
-tiny = la.Seq2SeqAttention(7, 6, hidden=5, embed=4, heads=2).double()
+tiny = Seq2SeqAttention(7, 6, hidden=5, embed=4, heads=2).double()
 src_demo, tin_demo = torch.randint(0, 7, (2, 5)), torch.randint(0, 6, (2, 3))
 logits_demo, _ = tiny(src_demo, tin_demo, torch.from_numpy(mask_demo))
 npw = lambda p: p.detach().numpy()  # noqa: E731
-h_ref_, _ = la.lstm_np(npw(tiny.src_embed.weight)[src_demo.numpy()],
-                       *map(npw, (tiny.encoder.weight_ih_l0, tiny.encoder.weight_hh_l0,
-                                  tiny.encoder.bias_ih_l0, tiny.encoder.bias_hh_l0)))
-s_ref_, _ = la.lstm_np(npw(tiny.tgt_embed.weight)[tin_demo.numpy()],
-                       *map(npw, (tiny.decoder.weight_ih_l0, tiny.decoder.weight_hh_l0,
-                                  tiny.decoder.bias_ih_l0, tiny.decoder.bias_hh_l0)))
-ctx_ref_, _ = la.luong_attention_np(s_ref_, h_ref_, npw(tiny.W_a), mask_demo)
-err_model = np.abs(npw(logits_demo) - la.output_np(ctx_ref_, s_ref_,
+h_ref_, _ = lstm_np(npw(tiny.src_embed.weight)[src_demo.numpy()],
+                    *map(npw, (tiny.encoder.weight_ih_l0, tiny.encoder.weight_hh_l0,
+                               tiny.encoder.bias_ih_l0, tiny.encoder.bias_hh_l0)))
+s_ref_, _ = lstm_np(npw(tiny.tgt_embed.weight)[tin_demo.numpy()],
+                    *map(npw, (tiny.decoder.weight_ih_l0, tiny.decoder.weight_hh_l0,
+                               tiny.decoder.bias_ih_l0, tiny.decoder.bias_hh_l0)))
+ctx_ref_, _ = luong_attention_np(s_ref_, h_ref_, npw(tiny.W_a), mask_demo)
+err_model = np.abs(npw(logits_demo) - output_np(ctx_ref_, s_ref_,
                                                     *map(npw, tiny.output_params()))).max()
 print(f"attention torch vs NumPy: {err_attn:.1e};  whole model vs NumPy pieces: {err_model:.1e}")
 assert err_attn < 1e-12 and err_model < 1e-10
@@ -183,24 +218,25 @@ assert err_attn < 1e-12 and err_model < 1e-10
 # $c_t := \frac1K\sum_k (P_k h_i + p_k)$, the authors' `get_state_scores2_one_off`.
 #
 # `tests/test_lstm_attention_official.py` re-creates the authors' module layout (their parameter
-# names and shapes, time-major), loads its weights into ours (`official_to_ours`) and checks
+# names and shapes, time-major), loads its weights into ours (`seq2seq_official_to_ours`) and checks
 # logits, attention and probe in float64. Here, the whole model against the NumPy pieces:
 
 # %%
-show(lo.projected_attention_np)
-show(lo.OfficialSeq2Seq)
+show(projected_attention_np)
+show(OfficialSeq2Seq)
 torch.manual_seed(0)
-tiny_o = lo.OfficialSeq2Seq(7, hidden=5, heads=2).double()
+tiny_o = OfficialSeq2Seq(7, hidden=5, heads=2).double()
 src_o, tin_o = torch.randint(0, 7, (2, 5)), torch.randint(0, 7, (2, 3))
 logits_o, _ = tiny_o(src_o, tin_o)
 lstm_weights = lambda m: map(npw, (m.weight_ih_l0, m.weight_hh_l0, m.bias_ih_l0,  # noqa: E731
                                    m.bias_hh_l0))
 emb_o = npw(tiny_o.embedding.weight)
-h_o, final_o = la.lstm_np(emb_o[src_o.numpy()], *lstm_weights(tiny_o.encoder))
-s_o, _ = la.lstm_np(emb_o[tin_o.numpy()], *lstm_weights(tiny_o.decoder), state=final_o)
-ctx_o, _ = lo.projected_attention_np(s_o, h_o, *map(npw, tiny_o.head_params()))
-err_o = np.abs(npw(logits_o) - la.output_np(ctx_o, s_o, *map(npw, tiny_o.output_params()))).max()
-print(f"the authors' model (2 heads, decoder started from the encoder) vs NumPy pieces: {err_o:.1e}")
+h_o, final_o = lstm_np(emb_o[src_o.numpy()], *lstm_weights(tiny_o.encoder))
+s_o, _ = lstm_np(emb_o[tin_o.numpy()], *lstm_weights(tiny_o.decoder), state=final_o)
+ctx_o, _ = projected_attention_np(s_o, h_o, *map(npw, tiny_o.head_params()))
+err_o = np.abs(npw(logits_o) - output_np(ctx_o, s_o, *map(npw, tiny_o.output_params()))).max()
+print("the authors' model (2 heads, decoder started from the encoder) vs NumPy pieces: "
+      f"{err_o:.1e}")
 assert err_o < 1e-10
 
 # %% [markdown]
@@ -221,14 +257,14 @@ assert err_o < 1e-10
 # 5% because of the rounding up (for $n = 10$ it is 10%).
 
 # %%
-show(la.lexical_probe_np)
-show(la.agreement_np)
+show(lexical_probe_np)
+show(agreement_np)
 b_demo = -np.abs(np.arange(20) - 7.0)  # 20 positions, b's best is position 7, then 6 and 8
 print("A(a, b) for n = 20 (top ⌈5% · 20⌉ = 1 position of b): a's top at b's best:",
-      la.agreement_np(np.eye(20)[7], b_demo), "  at b's second best:",
-      la.agreement_np(np.eye(20)[8], b_demo))
+      agreement_np(np.eye(20)[7], b_demo), "  at b's second best:",
+      agreement_np(np.eye(20)[8], b_demo))
 print("random baseline for lengths 10, 20, 40:",
-      [la.agreement_baseline_np([n]) for n in (10, 20, 40)])
+      [agreement_baseline_np([n]) for n in (10, 20, 40)])
 
 
 # %% [markdown]
@@ -256,19 +292,22 @@ print("random baseline for lengths 10, 20, 40:",
 # (meant for a GPU).
 
 # %%
-show(lc.train_copy)
-HIDDEN = L.size(full=128, smoke=16, paper=256)
-BATCH = L.size(full=16, smoke=8, paper=128)
-STEPS = L.size(full=200, smoke=6, paper=200)
-EVAL_EVERY, EVAL_PAIRS = L.size(full=10, smoke=2, paper=10), L.size(full=50, smoke=8, paper=50)
-TRACK = L.size(full=8, smoke=2, paper=50)  # pairs on which the probe is also measured
-N_SEEDS = L.size(full=6, smoke=2, paper=20)
-COPY = {"40-of-60": lc.CopyTask("40-of-60", 40, 60), "40-of-40": lc.CopyTask("40-of-40", 40, 40)}
+show(train_copy)
+HIDDEN = lesson.size(full=128, smoke=16, paper=256)
+BATCH = lesson.size(full=16, smoke=8, paper=128)
+STEPS = lesson.size(full=200, smoke=6, paper=200)
+EVAL_EVERY = lesson.size(full=10, smoke=2, paper=10)
+EVAL_PAIRS = lesson.size(full=50, smoke=8, paper=50)
+TRACK = lesson.size(full=8, smoke=2, paper=50)  # pairs on which the probe is also measured
+N_SEEDS = lesson.size(full=6, smoke=2, paper=20)
+COPY = {"40-of-60": CopyTask("40-of-60", 40, 60), "40-of-40": CopyTask("40-of-40", 40, 40)}
 
 print_table([
     {"setting": "hidden size = embedding size", "authors' code": "256", "this run": HIDDEN},
-    {"setting": "embedding", "authors' code": "one table for input and output", "this run": "the same"},
-    {"setting": "decoder start", "authors' code": "the encoder's final (h, c)", "this run": "the same"},
+    {"setting": "embedding", "authors' code": "one table for input and output",
+     "this run": "the same"},
+    {"setting": "decoder start", "authors' code": "the encoder's final (h, c)",
+     "this run": "the same"},
     {"setting": "attention", "authors' code": "query Linear(H, H) with bias; context through "
      "Linear(H, H)", "this run": "the same"},
     {"setting": "vocabulary", "authors' code": "the words + <eos> + <sos>",
@@ -280,7 +319,7 @@ print_table([
     {"setting": "steps", "authors' code": "200", "this run": STEPS},
     {"setting": "evaluation", "authors' code": "token accuracy (<eos> included) on 50 fresh pairs "
      "every 10 steps", "this run": f"the same: {EVAL_PAIRS} pairs every {EVAL_EVERY} steps"},
-    {"setting": "learned", "authors' code": f"accuracy > {lc.LEARNED} at an evaluation",
+    {"setting": "learned", "authors' code": f"accuracy > {LEARNED} at an evaluation",
      "this run": "the same (the run stops there)"},
     {"setting": "seeds", "authors' code": "20", "this run": N_SEEDS}],
     ["setting", "authors' code", "this run"])
@@ -302,15 +341,15 @@ print_table([
 # without attention.)
 
 # %%
-show(lo.no_attention_ceiling)
+show(no_attention_ceiling)
 for task in COPY.values():
     _, _, y = task.sample(2000, np.random.default_rng(0))
     targets = set(torch.unique(y).tolist())
     assert targets == set(range(task.vocab - 1)), f"{task}: output classes that never occur"
     print(f"{task}: {task.vocab} classes = {task.vocab - 2} words + <eos> + <sos>; "
           f"{len(targets)} of them occur as targets (all but <sos>)")
-CEILING = lo.no_attention_ceiling(40)
-print(f"no-attention ceiling on 40-of-40: H_40/40 = {lo.no_attention_ceiling(40, eos=False):.3f} "
+CEILING = no_attention_ceiling(40)
+print(f"no-attention ceiling on 40-of-40: H_40/40 = {no_attention_ceiling(40, eos=False):.3f} "
       f"over the words, {CEILING:.3f} with <eos> (what the accuracy below counts)")
 
 
@@ -318,10 +357,10 @@ print(f"no-attention ceiling on 40-of-40: H_40/40 = {lo.no_attention_ceiling(40,
 def copy_run(task, seed, uniform=False, stop=True):
     """One run: the seed fixes the model's initialisation and the batches."""
     torch.manual_seed(seed)
-    model = lo.OfficialSeq2Seq(task.vocab, HIDDEN, uniform=uniform).to(L.device)
-    hist = lc.train_copy(model, task, seed, STEPS, BATCH, eval_every=EVAL_EVERY,
-                         eval_pairs=EVAL_PAIRS, stop_above=lc.LEARNED if stop else None,
-                         track=TRACK)
+    model = OfficialSeq2Seq(task.vocab, HIDDEN, uniform=uniform).to(lesson.device)
+    hist = train_copy(model, task, seed, STEPS, BATCH, eval_every=EVAL_EVERY,
+                      eval_pairs=EVAL_PAIRS, stop_above=LEARNED if stop else None,
+                      track=TRACK)
     return model, hist
 
 
@@ -335,14 +374,14 @@ for task in COPY.values():
 def learned_steps(name, n):
     """Per seed: the step at which the run learned (a run that never did counts as
     STEPS + EVAL_EVERY, the next evaluation it did not get)."""
-    return [lc.learned_at(runs[name, s][1]) or STEPS + EVAL_EVERY for s in range(n)]
+    return [learned_at(runs[name, s][1]) or STEPS + EVAL_EVERY for s in range(n)]
 
 
-success = {name: sum(lc.learned(runs[name, s][1]) for s in range(N_SEEDS)) for name in COPY}
+success = {name: sum(learned(runs[name, s][1]) for s in range(N_SEEDS)) for name in COPY}
 for name in COPY:
     finals = [round(max(runs[name, s][1]["accuracy"]), 3) for s in range(N_SEEDS)]
     print(f"{name}: learned in {success[name]} of {N_SEEDS} seeds within {STEPS} steps; step "
-          f"learned per seed: {[lc.learned_at(runs[name, s][1]) for s in range(N_SEEDS)]}; "
+          f"learned per seed: {[learned_at(runs[name, s][1]) for s in range(N_SEEDS)]}; "
           f"best accuracy per seed: {finals}")
 print(f"[CPU time of the copy runs: {time.process_time() - cpu:.0f} s]")
 
@@ -353,7 +392,7 @@ for name, color in [("40-of-60", "tab:blue"), ("40-of-40", "tab:red")]:
         h = runs[name, s][1]
         ax.plot(h["step"], h["accuracy"], color=color, alpha=0.7,
                 label=f"{name}: learned in {success[name]} of {N_SEEDS} seeds" if s == 0 else None)
-ax.axhline(lc.LEARNED, color="gray", ls=":", lw=1, label=f"learned: accuracy > {lc.LEARNED}")
+ax.axhline(LEARNED, color="gray", ls=":", lw=1, label=f"learned: accuracy > {LEARNED}")
 ax.axhline(CEILING, color="black", ls="--", lw=1,
            label=f"no-attention ceiling (H_40 + 1)/41 = {CEILING:.3f}")
 ax.set(xlabel="training step", ylabel="token accuracy on fresh pairs", ylim=(0, 1.02),
@@ -361,7 +400,7 @@ ax.set(xlabel="training step", ylabel="token accuracy on fresh pairs", ylim=(0, 
              "a run stops once learned")
 ax.grid(alpha=0.3)
 ax.legend(loc="center right", fontsize=9)
-L.savefig(fig, "copy_curves")
+lesson.savefig(fig, "copy_curves")
 
 # %% [markdown]
 # Compare any stalled run with the dashed line: a run stuck there has learned which words to
@@ -376,15 +415,15 @@ worst = min(range(N_SEEDS), key=lambda s: max(runs["40-of-40", s][1]["accuracy"]
 fig, axes = plt.subplots(1, 2, figsize=(12, 5), constrained_layout=True)
 for ax, (name, seed) in zip(axes, [("40-of-60", 0), ("40-of-40", worst)]):
     model, hist = runs[name, seed]
-    src, tgt_in, _ = COPY[name].sample(1, np.random.default_rng(99), L.device)
+    src, tgt_in, _ = COPY[name].sample(1, np.random.default_rng(99), lesson.device)
     model.eval()
     with torch.no_grad():
         _, att = model(src, tgt_in)
-    im = plots.heatmap(ax, att[0, 0].cpu(), vmax=1.0,
-                       title=f"{name}, seed {seed} (best accuracy {max(hist['accuracy']):.2f})")
+    im = heatmap(ax, att[0, 0].cpu(), vmax=1.0,
+                 title=f"{name}, seed {seed} (best accuracy {max(hist['accuracy']):.2f})")
     ax.set(xlabel="input position i", ylabel="output position t")
 fig.colorbar(im, ax=axes, shrink=0.8, label="α_ti")
-L.savefig(fig, "copy_attention")
+lesson.savefig(fig, "copy_attention")
 
 # %% [markdown]
 # A model that learned attends along the diagonal; the title of each panel gives its best
@@ -396,15 +435,15 @@ L.savefig(fig, "copy_attention")
 # set the count table is flat again.
 
 # %%
-N_EXTRA = L.size(full=2, smoke=2, paper=20)
-EXTRA = {"two sets of 40": lc.CopyTask("two sets of 40", 40, 40, n_sets=2)}
+N_EXTRA = lesson.size(full=2, smoke=2, paper=20)
+EXTRA = {"two sets of 40": CopyTask("two sets of 40", 40, 40, n_sets=2)}
 cpu = time.process_time()
 for task in EXTRA.values():
     for seed in tqdm(range(N_EXTRA), desc=f"{task}, {N_EXTRA} seeds"):
         runs[task.name, seed] = copy_run(task, seed)
-    success[task.name] = sum(lc.learned(runs[task.name, s][1]) for s in range(N_EXTRA))
+    success[task.name] = sum(learned(runs[task.name, s][1]) for s in range(N_EXTRA))
     print(f"{task}: learned in {success[task.name]} of {N_EXTRA} seeds; step learned per seed "
-          f"{[lc.learned_at(runs[task.name, s][1]) for s in range(N_EXTRA)]}; best accuracy per "
+          f"{[learned_at(runs[task.name, s][1]) for s in range(N_EXTRA)]}; best accuracy per "
           f"seed {[round(max(runs[task.name, s][1]['accuracy']), 3) for s in range(N_EXTRA)]}")
 print(f"[CPU time of these runs: {time.process_time() - cpu:.0f} s]")
 
@@ -427,15 +466,15 @@ print(f"[CPU time of these runs: {time.process_time() - cpu:.0f} s]")
 # %%
 def count_table(src, tgt):
     """Dense C(x, y) (rows: input words, columns: output words, both in sorted order)."""
-    bx = ibm1.make_bitext(src, tgt, null=False)
+    bx = make_bitext(src, tgt, null=False)
     words = sorted(bx.src_vocab[1:])
-    C = ibm1.count_table_np(bx)                    # (V_x, V_y), row 0 = NULL (unused here)
+    C = count_table_np(bx)                    # (V_x, V_y), row 0 = NULL (unused here)
     return C[np.ix_([bx.src_index[w] for w in words], [bx.tgt_index[w] for w in words])]
 
 
-n_table = L.size(full=2000, smoke=200)
-PERMUTED = lc.CopyTask("permute by π (40-of-60)", 40, 60,
-                       order=np.random.default_rng(7).permutation(40))
+n_table = lesson.size(full=2000, smoke=200)
+PERMUTED = CopyTask("permute by π (40-of-60)", 40, 60,
+                    order=np.random.default_rng(7).permutation(40))
 fig, axes = plt.subplots(1, 4, figsize=(19, 4.6), constrained_layout=True)
 for ax, task in zip(axes, [*COPY.values(), *EXTRA.values(), PERMUTED]):
     src_ids, _, tgt_ids = task.sample(n_table, np.random.default_rng(5))
@@ -447,10 +486,10 @@ for ax, task in zip(axes, [*COPY.values(), *EXTRA.values(), PERMUTED]):
     learned_in = (f"learned in {success[task.name]} of {n_runs} runs" if task.name in success
                   else "not trained here (§6.2: always fails)")
     print(f"{task.name:25s} diagonal / co-occurring off-diagonal = {ratio:.2f}; {learned_in}")
-    im = plots.plot_table(ax, t1, None, None, vmax=0.05, title=f"{task}\n{learned_in}")
+    im = plot_table(ax, t1, None, None, vmax=0.05, title=f"{task}\n{learned_in}")
     ax.set_xticks([]), ax.set_yticks([])
 fig.colorbar(im, ax=axes, shrink=0.8, label="C(x, y) / Σ_y' C(x, y')")
-L.savefig(fig, "count_tables")
+lesson.savefig(fig, "count_tables")
 
 # %% [markdown]
 # The 40-of-40 table is flat: every word co-occurs with every other word exactly as often as
@@ -463,29 +502,32 @@ steps_60, steps_40 = learned_steps("40-of-60", N_SEEDS), learned_steps("40-of-40
 steps_mix = learned_steps("two sets of 40", N_EXTRA)
 print(f"step learned (never: {STEPS + EVAL_EVERY}) — 40-of-60: {steps_60}; 40-of-40: {steps_40}; "
       f"two sets of 40: {steps_mix}")
-L.claim("copying permutations of 40 words sampled from 60 learns every time",
-        "every time (§3.3, Fig. 3 blue); perfect within 300 steps (§6.2)",
-        f"learned in {success['40-of-60']} of {N_SEEDS} seeds within {STEPS} steps",
-        f"hidden {HIDDEN}, batch {BATCH} (the authors: 256, 128)",
-        verdict=same(rate(success["40-of-60"], N_SEEDS), 1.0))
-L.claim("copying permutations of the same 40 words sometimes fails (and sometimes learns)",
-        "sometimes fails (§3.3, Fig. 3 red), sometimes learns (§5.2); seed count not given",
-        f"learned in {success['40-of-40']} of {N_SEEDS} seeds within {STEPS} steps",
-        f"hidden {HIDDEN}, batch {BATCH}; 'sometimes': the success rate is above 0 and below 1",
-        verdict=combine(versus(rate(success["40-of-40"], N_SEEDS), 0.0, ">"),
-                        versus(rate(success["40-of-40"], N_SEEDS), 1.0, "<")))
-L.claim("without co-occurrence signal learning comes later: 40-of-40 learns later than 40-of-60",
-        "KTIW hard to learn, so attention is learned late or never (§3.3, Fig. 3)",
-        f"step learned {np.mean(steps_40):.0f} vs {np.mean(steps_60):.0f} on average "
-        f"({N_SEEDS} seeds each; never = {STEPS + EVAL_EVERY})",
-        "a run that never learns counts as learning at the next evaluation: a lower bound",
-        verdict=compare(steps_40, steps_60, ">"))
-L.claim("a mixture of permutations of two disjoint sets is learned later than 40-of-60, like 40-of-40",
-        "the same qualitative conclusion (§3.3, Fig. 3 right; appendix A.3)",
-        f"learned in {success['two sets of 40']} of {N_EXTRA} seeds; step learned "
-        f"{np.mean(steps_mix):.0f} vs {np.mean(steps_60):.0f} for 40-of-60",
-        f"sentences of 40 words from 2 × 40 types; {N_EXTRA} seeds",
-        verdict=compare(steps_mix, steps_60, ">"))
+lesson.claim("copying permutations of 40 words sampled from 60 learns every time",
+             "every time (§3.3, Fig. 3 blue); perfect within 300 steps (§6.2)",
+             f"learned in {success['40-of-60']} of {N_SEEDS} seeds within {STEPS} steps",
+             f"hidden {HIDDEN}, batch {BATCH} (the authors: 256, 128)",
+             verdict=same(rate(success["40-of-60"], N_SEEDS), 1.0))
+lesson.claim("copying permutations of the same 40 words sometimes fails (and sometimes learns)",
+             "sometimes fails (§3.3, Fig. 3 red), sometimes learns (§5.2); seed count not given",
+             f"learned in {success['40-of-40']} of {N_SEEDS} seeds within {STEPS} steps",
+             f"hidden {HIDDEN}, batch {BATCH}; 'sometimes': the success rate is above 0 and "
+             "below 1",
+             verdict=combine(versus(rate(success["40-of-40"], N_SEEDS), 0.0, ">"),
+                             versus(rate(success["40-of-40"], N_SEEDS), 1.0, "<")))
+lesson.claim("without co-occurrence signal learning comes later: 40-of-40 learns later than "
+             "40-of-60",
+             "KTIW hard to learn, so attention is learned late or never (§3.3, Fig. 3)",
+             f"step learned {np.mean(steps_40):.0f} vs {np.mean(steps_60):.0f} on average "
+             f"({N_SEEDS} seeds each; never = {STEPS + EVAL_EVERY})",
+             "a run that never learns counts as learning at the next evaluation: a lower bound",
+             verdict=compare(steps_40, steps_60, ">"))
+lesson.claim("a mixture of permutations of two disjoint sets is learned later than 40-of-60, "
+             "like 40-of-40",
+             "the same qualitative conclusion (§3.3, Fig. 3 right; appendix A.3)",
+             f"learned in {success['two sets of 40']} of {N_EXTRA} seeds; step learned "
+             f"{np.mean(steps_mix):.0f} vs {np.mean(steps_60):.0f} for 40-of-60",
+             f"sentences of 40 words from 2 × 40 types; {N_EXTRA} seeds",
+             verdict=compare(steps_mix, steps_60, ">"))
 
 # %% [markdown]
 # ### The two stages, watched
@@ -498,7 +540,7 @@ L.claim("a mixture of permutations of two disjoint sets is learned later than 40
 # there, the setting of the paper's §3.2).
 
 # %%
-N_UNIFORM = L.size(full=2, smoke=2, paper=5)
+N_UNIFORM = lesson.size(full=2, smoke=2, paper=5)
 cpu = time.process_time()
 uniform_runs = {(name, s): copy_run(COPY[name], s, uniform=True, stop=False)[1]
                 for name in COPY for s in tqdm(range(N_UNIFORM), desc=f"{name}, frozen uniform")}
@@ -519,7 +561,7 @@ for ax, name in zip(axes, COPY):
     ax.grid(alpha=0.3)
 axes[0].set_ylabel("fraction of output tokens")
 axes[1].legend(loc="upper left", fontsize=8)
-L.savefig(fig, "two_stages")
+lesson.savefig(fig, "two_stages")
 
 
 def first_above(hist, key, level=0.5):
@@ -545,17 +587,20 @@ lead = [a - p for name in COPY for p, a in order[name] if min(p, a) <= STEPS]
 if len(lead) < 2:  # (smoke runs are too short for either to cross: keep every run)
     lead = [a - p for name in COPY for p, a in order[name]]
 print(f"steps by which attention follows the probe, per run where either crosses 0.5: {lead}")
-L.claim("KTIW is learned before attention (the two stages)",
-        "early: KTIW from co-occurrence; later: attention follows it (§1, §2.2, Fig. 1)",
-        f"attention crosses 0.5 {np.mean(lead):.0f} steps after the probe on average "
-        f"({sum(x > 0 for x in lead)} of {len(lead)} runs later, {sum(x < 0 for x in lead)} earlier)",
-        "our measure: how often the top position holds the right word; paired within each run",
-        verdict=versus(lead, 0.0, ">"))
-L.claim("under frozen uniform attention KTIW is learned on 40-of-60, not on 40-of-40",
-        "KTIW learns under uniform attention (§3.2); the proxy provably cannot on 40-of-40 (§3.3)",
-        f"probe on the right word, run average {np.mean(probe_mean['40-of-60']):.2f} vs "
-        f"{np.mean(probe_mean['40-of-40']):.2f}",
-        f"{N_UNIFORM} seeds each", verdict=compare(probe_mean["40-of-60"], probe_mean["40-of-40"], ">"))
+lesson.claim("KTIW is learned before attention (the two stages)",
+             "early: KTIW from co-occurrence; later: attention follows it (§1, §2.2, Fig. 1)",
+             f"attention crosses 0.5 {np.mean(lead):.0f} steps after the probe on average "
+             f"({sum(x > 0 for x in lead)} of {len(lead)} runs later, "
+             f"{sum(x < 0 for x in lead)} earlier)",
+             "our measure: how often the top position holds the right word; paired within each run",
+             verdict=versus(lead, 0.0, ">"))
+lesson.claim("under frozen uniform attention KTIW is learned on 40-of-60, not on 40-of-40",
+             "KTIW learns under uniform attention (§3.2); the proxy provably cannot on 40-of-40 "
+             "(§3.3)",
+             f"probe on the right word, run average {np.mean(probe_mean['40-of-60']):.2f} vs "
+             f"{np.mean(probe_mean['40-of-40']):.2f}",
+             f"{N_UNIFORM} seeds each",
+             verdict=compare(probe_mean["40-of-60"], probe_mean["40-of-40"], ">"))
 
 # %% [markdown]
 # What to look for. On 40-of-60 (left) the probe's top position finds the right word within a
@@ -596,19 +641,22 @@ L.claim("under frozen uniform attention KTIW is learned on 40-of-60, not on 40-o
 # §5.2 describes.
 
 # %%
-show(lc.head_status)
-K = L.size(full=3, smoke=2, paper=8)
-JUDGE_SEEDS = L.size(full=(0,), smoke=(0,), paper=(0, 1, 2))
-N_GOOD, N_BAD = L.size(full=2, smoke=1, paper=20), L.size(full=K + 1, smoke=K + 1, paper=20)
-MAX_CANDIDATES = L.size(full=12, smoke=3, paper=400)
-COMBOS = L.size(full=2, smoke=2, paper=50)
-MH_EVAL = L.size(full=100, smoke=8, paper=400)
+show(head_status)
+K = lesson.size(full=3, smoke=2, paper=8)
+JUDGE_SEEDS = lesson.size(full=(0,), smoke=(0,), paper=(0, 1, 2))
+N_GOOD = lesson.size(full=2, smoke=1, paper=20)
+N_BAD = lesson.size(full=K + 1, smoke=K + 1, paper=20)
+MAX_CANDIDATES = lesson.size(full=12, smoke=3, paper=400)
+COMBOS = lesson.size(full=2, smoke=2, paper=50)
+MH_EVAL = lesson.size(full=100, smoke=8, paper=400)
 print_table([
     {"setting": "heads per model", "authors' code": "8", "this run": K},
     {"setting": "data seeds to judge a head", "authors' code": "3", "this run": len(JUDGE_SEEDS)},
-    {"setting": "good / bad heads kept", "authors' code": "20 / 20", "this run": f"{N_GOOD} / {N_BAD}"},
+    {"setting": "good / bad heads kept", "authors' code": "20 / 20",
+     "this run": f"{N_GOOD} / {N_BAD}"},
     {"setting": "combinations per scenario", "authors' code": "50", "this run": COMBOS},
-    {"setting": "random heads", "authors' code": "drawn from a pool of 30", "this run": "fresh draws"},
+    {"setting": "random heads", "authors' code": "drawn from a pool of 30",
+     "this run": "fresh draws"},
     {"setting": "evaluation", "authors' code": "one fixed set of 400 pairs",
      "this run": f"one fixed set of {MH_EVAL} pairs"},
     {"setting": "base network", "authors' code": "GRU, two embedding tables",
@@ -617,19 +665,19 @@ print_table([
     ["setting", "authors' code", "this run"])
 
 task = COPY["40-of-40"]
-failed = [s for s in range(N_SEEDS) if not lc.learned(runs["40-of-40", s][1])]
+failed = [s for s in range(N_SEEDS) if not learned(runs["40-of-40", s][1])]
 BASE_SEED = failed[0] if failed else 0
 torch.manual_seed(BASE_SEED)  # that run's initial network; its head is replaced below
-base = lo.OfficialSeq2Seq(task.vocab, HIDDEN).to(L.device)
+base = OfficialSeq2Seq(task.vocab, HIDDEN).to(lesson.device)
 print(f"base network: the initial network of 40-of-40 seed {BASE_SEED} of section 4 "
       f"({'did not learn' if failed else 'no seed failed; the first seed'})")
 mh_kw = dict(steps=STEPS, batch=BATCH, eval_every=EVAL_EVERY,
-             eval_set=task.sample(MH_EVAL, np.random.default_rng(2021), L.device))
+             eval_set=task.sample(MH_EVAL, np.random.default_rng(2021), lesson.device))
 cpu = time.process_time()
 bar = tqdm(total=MAX_CANDIDATES, desc="judging candidate heads")
-good, bad, statuses = lc.sample_heads(base, task, N_GOOD, N_BAD, MAX_CANDIDATES, seed=0,
-                                      seeds=JUDGE_SEEDS, progress=lambda *_: bar.update(1),
-                                      **mh_kw)
+good, bad, statuses = sample_heads(base, task, N_GOOD, N_BAD, MAX_CANDIDATES, seed=0,
+                                   seeds=JUDGE_SEEDS, progress=lambda *_: bar.update(1),
+                                   **mh_kw)
 bar.close()
 print(f"{len(statuses)} candidate heads judged: {statuses.count('good')} good, "
       f"{statuses.count('bad')} bad, {statuses.count(None)} neither; kept {len(good)} good and "
@@ -638,7 +686,7 @@ judged = [x for x in statuses if x is not None]
 bad_share = judged.count("bad") / max(len(judged), 1)
 print(f"on this base a judged head is bad {bad_share:.2f} of the time: {K} independent heads "
       f"are all bad with probability about {bad_share ** K:.2f}")
-if L.smoke and not good:  # no run learns in a few steps: a bad head stands in for a good one
+if lesson.smoke and not good:  # no run learns in a few steps: a bad head stands in for a good one
     good = [bad.pop()]
     print("smoke mode: no head can learn in a few steps; a bad head stands in for a good one")
 
@@ -647,18 +695,18 @@ pick = np.random.default_rng(0)
 fresh = torch.Generator().manual_seed(1)
 some_bad = lambda k: [bad[i] for i in pick.choice(len(bad), k, replace=False)]  # noqa: E731
 scenarios = {  # different combinations only: the same heads in another order are the same model
-    f"{K} bad": lc.distinct_combinations(lambda: some_bad(K), COMBOS) if len(bad) >= K else [],
-    f"1 good + {K - 1} bad": lc.distinct_combinations(
+    f"{K} bad": distinct_combinations(lambda: some_bad(K), COMBOS) if len(bad) >= K else [],
+    f"1 good + {K - 1} bad": distinct_combinations(
         lambda: [good[pick.integers(len(good))]] + some_bad(K - 1), COMBOS)
     if good and len(bad) >= K - 1 else [],
-    f"{K} random": [lc.draw_heads(K, HIDDEN, fresh, L.device) for _ in range(COMBOS)]}
+    f"{K} random": [draw_heads(K, HIDDEN, fresh, lesson.device) for _ in range(COMBOS)]}
 cpu = time.process_time()
-multi = {name: [lc.train_copy(lc.with_heads(base, heads), task, 0, stop_above=lc.LEARNED, **mh_kw)
+multi = {name: [train_copy(with_heads(base, heads), task, 0, stop_above=LEARNED, **mh_kw)
                 for heads in tqdm(combos, desc=name)] for name, combos in scenarios.items()}
-converged = {name: sum(lc.learned(h) for h in hists) for name, hists in multi.items()}
+converged = {name: sum(learned(h) for h in hists) for name, hists in multi.items()}
 for name, hists in multi.items():
     print(f"{name:18s} converged in {converged[name]} of {len(hists)} different combinations; "
-          f"step learned {[lc.learned_at(h) for h in hists]}; best accuracy "
+          f"step learned {[learned_at(h) for h in hists]}; best accuracy "
           f"{[round(max(h['accuracy']), 3) for h in hists]}")
 print(f"[CPU time of the multi-head models: {time.process_time() - cpu:.0f} s]")
 
@@ -672,7 +720,7 @@ ax.set(xlabel="training step", ylabel="token accuracy (fixed evaluation set)", y
        title=f"40-of-40 copying, {K} heads on one base network (a run stops once learned)")
 ax.grid(alpha=0.3)
 ax.legend(loc="center right", fontsize=9)
-L.savefig(fig, "multi_head")
+lesson.savefig(fig, "multi_head")
 
 parts, said = [], []
 bad_name, good_name, random_name = scenarios
@@ -684,13 +732,15 @@ if multi[bad_name]:
                          rate(converged[bad_name], len(multi[bad_name])), ">"))
     said = [f"{name}: {converged[name]} of {len(h)}" for name, h in multi.items()]
 if parts:
-    L.claim(f"{K} averaged heads on one base network: all bad fails, one good converges, "
-            "random converges with high probability",
-            "8 bad: fails; 1 good + 7 bad: converges; 8 random: converges w.h.p. (§5.2, Fig. 6)",
-            "; ".join(said) + " converged",
-            f"{K} heads, {len(JUDGE_SEEDS)} judging seed(s), {COMBOS} combinations per scenario; "
-            "both parts: the scenario converges more often than all-bad",
-            verdict=combine(*parts))
+    lesson.claim(f"{K} averaged heads on one base network: all bad fails, one good converges, "
+                 "random converges with high probability",
+                 "8 bad: fails; 1 good + 7 bad: converges; 8 random: converges w.h.p. "
+                 "(§5.2, Fig. 6)",
+                 "; ".join(said) + " converged",
+                 f"{K} heads, {len(JUDGE_SEEDS)} judging seed(s), {COMBOS} combinations per "
+                 "scenario; "
+                 "both parts: the scenario converges more often than all-bad",
+                 verdict=combine(*parts))
 else:
     print(f"fewer than {K} bad heads among {len(statuses)} candidates: the scenarios cannot be "
           "built, so the claim is not tested in this run")
@@ -734,10 +784,10 @@ else:
 from minattn.tools.tables import print_table  # noqa: E402
 from minattn.tools.verdict import combine, compare, estimate, versus  # noqa: E402
 
-show(la.bilstm_np)
-show(la.AttentionClassifier)
+show(bilstm_np)
+show(AttentionClassifier)
 torch.manual_seed(0)
-clf_demo = la.AttentionClassifier(12, hidden=5, embed=4).double()
+clf_demo = AttentionClassifier(12, hidden=5, embed=4).double()
 x_clf, n_clf = torch.randint(1, 12, (3, 7)), np.array([7, 4, 2])  # rows of 7, 4 and 2 words
 mask_clf = torch.arange(7)[None] < torch.from_numpy(n_clf)[:, None]
 
@@ -747,8 +797,8 @@ def lstm_weights(lstm):
                                          lstm.bias_hh_l0)]
 
 
-h_clf_np = la.bilstm_np(clf_demo.embed.weight.detach().numpy()[x_clf.numpy()], n_clf,
-                        lstm_weights(clf_demo.forward_lstm), lstm_weights(clf_demo.backward_lstm))
+h_clf_np = bilstm_np(clf_demo.embed.weight.detach().numpy()[x_clf.numpy()], n_clf,
+                     lstm_weights(clf_demo.forward_lstm), lstm_weights(clf_demo.backward_lstm))
 err_bi = np.abs(clf_demo.states(x_clf, mask_clf).detach().numpy() - h_clf_np).max()
 print(f"bidirectional encoder, torch vs NumPy (padded rows): max |diff| = {err_bi:.1e}")
 assert err_bi < 1e-12
@@ -774,17 +824,20 @@ assert err_bi < 1e-12
 
 # %%
 KW_LEN, KW_VOCAB, KW_BATCH, KW_LR = 20, 100, 32, 1e-3
-KW_HIDDEN, KW_EMBED = L.size(full=32, smoke=8, paper=256), L.size(full=32, smoke=8, paper=300)
-KW_STEPS = L.size(full=600, smoke=20, paper=4000)          # frozen uniform attention
-KW_STEPS_LEARNED = L.size(full=200, smoke=20, paper=1000)  # learned attention, the contrast
-KW_SEEDS = L.size(full=3, smoke=2, paper=5)
-KW_AT = [s for s in L.size(full=(0, 5, 10, 15, 20, 25, 30, 40, 50, 60, 75, 100, 125, 150, 200, 250,
-                                 300, 400, 500, 600, 800, 1000, 1500, 2000, 2500, 3000, 3500, 4000),
-                           smoke=(0, 10, 20)) if s <= KW_STEPS]
+KW_HIDDEN = lesson.size(full=32, smoke=8, paper=256)
+KW_EMBED = lesson.size(full=32, smoke=8, paper=300)
+KW_STEPS = lesson.size(full=600, smoke=20, paper=4000)          # frozen uniform attention
+KW_STEPS_LEARNED = lesson.size(full=200, smoke=20, paper=1000)  # learned attention, the contrast
+KW_SEEDS = lesson.size(full=3, smoke=2, paper=5)
+KW_AT = [s for s in lesson.size(full=(0, 5, 10, 15, 20, 25, 30, 40, 50, 60, 75, 100, 125, 150,
+                                      200, 250, 300, 400, 500, 600, 800, 1000, 1500, 2000, 2500,
+                                      3000, 3500, 4000),
+                                smoke=(0, 10, 20)) if s <= KW_STEPS]
 print_table([
     {"": "encoder", "authors (classification, A.8)": "bi-LSTM 256 per direction, embeddings 300",
      "ours": f"bi-LSTM {KW_HIDDEN} per direction, embeddings {KW_EMBED}"},
-    {"": "attention scores", "authors (classification, A.8)": "Linear(512, 256), ReLU, Linear(256, 1)",
+    {"": "attention scores",
+     "authors (classification, A.8)": "Linear(512, 256), ReLU, Linear(256, 1)",
      "ours": f"Linear({2 * KW_HIDDEN}, {KW_HIDDEN}), ReLU, Linear({KW_HIDDEN}, 1) without its "
              "bias (a softmax ignores it)"},
     {"": "optimiser", "authors (classification, A.8)": "Adam, lr 1e-3, batch 32, no clipping",
@@ -796,10 +849,10 @@ print_table([
      "then every 250", "ours": ", ".join(map(str, KW_AT))},
 ], ["", "authors (classification, A.8)", "ours"])
 
-kw_x, kw_y, kw_pos = tasks.keyword_task(L.size(full=512, smoke=128), KW_LEN, KW_VOCAB,
-                                        np.random.default_rng(4))  # held out
+kw_x, kw_y, kw_pos = keyword_task(lesson.size(full=512, smoke=128), KW_LEN, KW_VOCAB,
+                                  np.random.default_rng(4))  # held out
 kw_rows = np.flatnonzero((kw_y == 1) & (kw_pos < KW_LEN - 1))  # held-out positives; k+1 exists
-kw_x_t = torch.tensor(kw_x, device=L.device)
+kw_x_t = torch.tensor(kw_x, device=lesson.device)
 KW_WHERE = {"keyword k": kw_pos[kw_rows], "next k+1": kw_pos[kw_rows] + 1, "first": 0,
             "last": KW_LEN - 1}
 
@@ -826,13 +879,13 @@ def keyword_run(seed, uniform, steps):
     """Train one classifier; returns every `keyword_eval` quantity at the checkpoints (lists),
     with their steps under "step"."""
     torch.manual_seed(seed)
-    model = la.AttentionClassifier(KW_VOCAB + 1, hidden=KW_HIDDEN, embed=KW_EMBED,
-                                   uniform=uniform).to(L.device)
+    model = AttentionClassifier(KW_VOCAB + 1, hidden=KW_HIDDEN, embed=KW_EMBED,
+                                uniform=uniform).to(lesson.device)
     data_rng = np.random.default_rng(100 + seed)
 
     def batch(step):
-        x, y, _ = tasks.keyword_task(KW_BATCH, KW_LEN, KW_VOCAB, data_rng)
-        return torch.tensor(x, device=L.device), torch.tensor(y, device=L.device).float()
+        x, y, _ = keyword_task(KW_BATCH, KW_LEN, KW_VOCAB, data_rng)
+        return torch.tensor(x, device=lesson.device), torch.tensor(y, device=lesson.device).float()
 
     def loss_fn(model, x, y):
         return F.binary_cross_entropy_with_logits(model(x)[0], y)
@@ -906,7 +959,7 @@ for ax in axes:
     ax.set_xlabel("training step (linear to 10, then log)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8, loc="center right" if ax is axes[2] else "best")
-L.savefig(fig, "keyword_positions")
+lesson.savefig(fig, "keyword_positions")
 
 # %%
 # learned attention: does the keyword's log-odds lead before the attention moves to it?
@@ -927,26 +980,27 @@ for s, h in enumerate(kw_learned):
 
 early_v = {q: [h[q][kw_early[s]] for s, h in enumerate(kw_uniform)] for q in KW_WHERE}
 end_v = {q: [h[q][-1] for h in kw_uniform] for q in [*KW_WHERE, "keyword k top", "ends top"]}
-L.claim("keyword task, frozen uniform attention, early in training: z_k > z_k+1 > uniform",
-        "true when training starts (§6.1, eq. 23, Fig. 7)",
-        f"at the first evaluation with 75% accuracy (steps "
-        f"{[h['step'][i] for h, i in zip(kw_uniform, kw_early)]}): standardised z_k "
-        f"{np.mean(early_v['keyword k']):+.2f}, z_k+1 {np.mean(early_v['next k+1']):+.2f}, "
-        f"uniform 0 (mean of {KW_SEEDS} seeds)",
-        f"bi-LSTM {KW_HIDDEN} per direction; n = {KW_LEN}, V = {KW_VOCAB}",
-        verdict=combine(compare(early_v["keyword k"], early_v["next k+1"], ">"),
-                        versus(early_v["next k+1"], 0.0, ">")))
-L.claim("keyword task, frozen uniform attention, trained long: the keyword position no longer "
-        "leads; the last position's log-odds is the largest",
-        "z_last the largest asymptotically (§6.1, eq. 24, Fig. 7)",
-        f"at step {KW_STEPS}: share of sequences led by an end position "
-        f"{np.mean(end_v['ends top']):.2f} vs by the keyword {np.mean(end_v['keyword k top']):.2f};"
-        f" standardised z_last {np.mean(end_v['last']):+.2f} vs z_k {np.mean(end_v['keyword k']):+.2f}"
-        f" (mean of {KW_SEEDS} seeds)",
-        "bidirectional: both ends have read the whole sequence, the first position through the "
-        f"backward LSTM; {KW_STEPS} steps",
-        verdict=combine(compare(end_v["ends top"], end_v["keyword k top"], ">"),
-                        compare(end_v["last"], end_v["keyword k"], ">")))
+lesson.claim("keyword task, frozen uniform attention, early in training: z_k > z_k+1 > uniform",
+             "true when training starts (§6.1, eq. 23, Fig. 7)",
+             f"at the first evaluation with 75% accuracy (steps "
+             f"{[h['step'][i] for h, i in zip(kw_uniform, kw_early)]}): standardised z_k "
+             f"{np.mean(early_v['keyword k']):+.2f}, z_k+1 {np.mean(early_v['next k+1']):+.2f}, "
+             f"uniform 0 (mean of {KW_SEEDS} seeds)",
+             f"bi-LSTM {KW_HIDDEN} per direction; n = {KW_LEN}, V = {KW_VOCAB}",
+             verdict=combine(compare(early_v["keyword k"], early_v["next k+1"], ">"),
+                             versus(early_v["next k+1"], 0.0, ">")))
+lesson.claim("keyword task, frozen uniform attention, trained long: the keyword position no longer "
+             "leads; the last position's log-odds is the largest",
+             "z_last the largest asymptotically (§6.1, eq. 24, Fig. 7)",
+             f"at step {KW_STEPS}: share of sequences led by an end position "
+             f"{np.mean(end_v['ends top']):.2f} vs by the keyword "
+             f"{np.mean(end_v['keyword k top']):.2f}; standardised z_last "
+             f"{np.mean(end_v['last']):+.2f} vs z_k {np.mean(end_v['keyword k']):+.2f}"
+             f" (mean of {KW_SEEDS} seeds)",
+             "bidirectional: both ends have read the whole sequence, the first position through "
+             f"the backward LSTM; {KW_STEPS} steps",
+             verdict=combine(compare(end_v["ends top"], end_v["keyword k top"], ">"),
+                             compare(end_v["last"], end_v["keyword k"], ">")))
 
 # %% [markdown]
 # How to read the table, the figure and the two verdicts. At step 0 all positions look alike.
@@ -1012,10 +1066,10 @@ L.claim("keyword task, frozen uniform attention, trained long: the keyword posit
 # steps.
 
 # %%
-from minattn import lstm_attention_agreement as agr  # noqa: E402
+from minattn.lstm_attention import agreement_row_np  # noqa: E402
 
-show(agr.agreement_row_np)
-show(la.contextualized_agreement)
+show(agreement_row_np)
+show(contextualized_agreement)
 
 
 def checkpoints(steps, early, every):
@@ -1041,8 +1095,8 @@ def recorded_run(model, batch_fn, loss_fn, steps, at, measure, lr, desc):
 def table2_rows(standard, uniform, key_mask, row_mask=None):
     """One Table-2 row per choice of gold: run g gives α*, the runs after it (cyclically) are the
     re-seeded ones, the first of them gives β."""
-    return [agr.agreement_row_np(standard[g], standard[g + 1:] + standard[:g], uniform,
-                                 key_mask, row_mask) for g in range(len(standard))]
+    return [agreement_row_np(standard[g], standard[g + 1:] + standard[:g], uniform,
+                             key_mask, row_mask) for g in range(len(standard))]
 
 
 def length_batches_forever(lengths, size, seed):
@@ -1052,7 +1106,7 @@ def length_batches_forever(lengths, size, seed):
         yield from length_batches(torch.as_tensor(lengths), size, generator)
 
 
-STANDARD = L.size(full=3, smoke=2, paper=6)  # standard classifiers (the authors: 1 gold + 5)
+STANDARD = lesson.size(full=3, smoke=2, paper=6)  # standard classifiers (the authors: 1 gold + 5)
 
 # %% [markdown]
 # **Sentiment.** The classifier of §7 with learned attention. Our "SST" is the Rotten Tomatoes
@@ -1063,10 +1117,12 @@ STANDARD = L.size(full=3, smoke=2, paper=6)  # standard classifiers (the authors
 # accuracy.
 
 # %%
-SENT_HIDDEN, SENT_EMBED = L.size(full=32, smoke=8, paper=256), L.size(full=32, smoke=8, paper=300)
-SENT_STEPS, SENT_BATCH, SENT_LR = L.size(full=1500, smoke=20, paper=4000), 32, 1e-3
-SENT_AT = checkpoints(SENT_STEPS, (0, 10, 50, 100, 150, 200, 250), L.size(full=250, smoke=10))
-SENT_TRAIN, SENT_VALID = L.size(full=None, smoke=300), L.size(full=None, smoke=100)  # None: all
+SENT_HIDDEN = lesson.size(full=32, smoke=8, paper=256)
+SENT_EMBED = lesson.size(full=32, smoke=8, paper=300)
+SENT_STEPS, SENT_BATCH, SENT_LR = lesson.size(full=1500, smoke=20, paper=4000), 32, 1e-3
+SENT_AT = checkpoints(SENT_STEPS, (0, 10, 50, 100, 150, 200, 250), lesson.size(full=250, smoke=10))
+# None: all
+SENT_TRAIN, SENT_VALID = lesson.size(full=None, smoke=300), lesson.size(full=None, smoke=100)
 print_table([
     {"": "data", "authors (SST, A.5, A.8)": "SST: 5,130 training / 1,421 validation sentences",
      "ours": "Rotten Tomatoes sentences: the 80/10/10 split of load_sentiment"},
@@ -1088,7 +1144,7 @@ def sentiment_data(n_train, n_valid):
                                                 ("train", "valid"))]
     except DatasetMissing as err:
         print(f"real sentiment data missing ({err}); fallback: the keyword task as 'sentiment'")
-        x, y, _ = tasks.keyword_task(2000, 20, 100, np.random.default_rng(8))
+        x, y, _ = keyword_task(2000, 20, 100, np.random.default_rng(8))
         texts = [" ".join(map(str, row)) for row in x]
         splits = [(texts[:1600], y[:1600]), (texts[1600:], y[1600:])]
     out = []
@@ -1100,14 +1156,16 @@ def sentiment_data(n_train, n_valid):
 
 
 (s_sents, s_labels), (v_sents, v_labels) = sentiment_data(SENT_TRAIN, SENT_VALID)
-sent_vocab = tasks.build_vocab(s_sents, min_count=3)
-sx, s_len = tasks.encode(s_sents, sent_vocab)
-vx, v_len = tasks.encode(v_sents, sent_vocab)
-sx, vx = torch.tensor(sx, device=L.device), torch.tensor(vx, device=L.device)
-s_mask = torch.arange(sx.shape[1], device=L.device)[None] < torch.tensor(s_len, device=L.device)[:, None]
-v_mask = torch.arange(vx.shape[1], device=L.device)[None] < torch.tensor(v_len, device=L.device)[:, None]
-sy = torch.tensor(s_labels, device=L.device).float()
-vy = torch.tensor(v_labels, device=L.device)
+sent_vocab = build_vocab(s_sents, min_count=3)
+sx, s_len = encode_sentences(s_sents, sent_vocab)
+vx, v_len = encode_sentences(v_sents, sent_vocab)
+sx, vx = torch.tensor(sx, device=lesson.device), torch.tensor(vx, device=lesson.device)
+s_mask = (torch.arange(sx.shape[1], device=lesson.device)[None]
+          < torch.tensor(s_len, device=lesson.device)[:, None])
+v_mask = (torch.arange(vx.shape[1], device=lesson.device)[None]
+          < torch.tensor(v_len, device=lesson.device)[:, None])
+sy = torch.tensor(s_labels, device=lesson.device).float()
+vy = torch.tensor(v_labels, device=lesson.device)
 print(f"sentiment: {len(sx)} training / {len(vx)} validation sentences, vocabulary "
       f"{len(sent_vocab)}, median length {int(np.median(v_len))} positions (with <bos>, <eos>)")
 
@@ -1121,12 +1179,12 @@ def sentiment_measure(model):
 
 def sentiment_run(seed, uniform):
     torch.manual_seed(seed)
-    model = la.AttentionClassifier(len(sent_vocab), hidden=SENT_HIDDEN, embed=SENT_EMBED,
-                                   uniform=uniform).to(L.device)
+    model = AttentionClassifier(len(sent_vocab), hidden=SENT_HIDDEN, embed=SENT_EMBED,
+                                uniform=uniform).to(lesson.device)
     order = length_batches_forever(s_len, SENT_BATCH, seed)
 
     def batch(step):
-        i = next(order).to(L.device)
+        i = next(order).to(lesson.device)
         n = int(s_len[i.cpu()].max())
         return sx[i, :n], s_mask[i, :n], sy[i]
 
@@ -1156,13 +1214,15 @@ sent_rows = table2_rows(sent_standard, sent_uniform, v_mask.cpu().numpy())
 # `Seq2SeqAttention`; the settings, beside the authors':
 
 # %%
-MT_HIDDEN = L.size(full=64, smoke=16, paper=256)
-MT_STEPS = L.size(full=1000, smoke=10, paper=10000)
-MT_LR, MT_BATCH = L.size(full=3e-3, smoke=3e-3, paper=1e-3), L.size(full=32, smoke=32, paper=16)
-MT_AT = checkpoints(MT_STEPS, L.size(full=(0, 50, 100, 250, 500, 750), smoke=(0, 5),
-                                     paper=(0, 50, 100, 500, 1000, 1500)),
-                    L.size(full=250, smoke=5, paper=2000))
-MT_VALID, MT_MAXLEN, MT_TGT_WORDS = L.size(full=200, smoke=20, paper=None), 20, 500  # None: all
+MT_HIDDEN = lesson.size(full=64, smoke=16, paper=256)
+MT_STEPS = lesson.size(full=1000, smoke=10, paper=10000)
+MT_LR = lesson.size(full=3e-3, smoke=3e-3, paper=1e-3)
+MT_BATCH = lesson.size(full=32, smoke=32, paper=16)
+MT_AT = checkpoints(MT_STEPS, lesson.size(full=(0, 50, 100, 250, 500, 750), smoke=(0, 5),
+                                          paper=(0, 50, 100, 500, 1000, 1500)),
+                    lesson.size(full=250, smoke=5, paper=2000))
+# MT_VALID None: all
+MT_VALID, MT_MAXLEN, MT_TGT_WORDS = lesson.size(full=200, smoke=20, paper=None), 20, 500
 MT_STANDARD = 2  # as the authors: a gold and one re-seeded standard run (+ one uniform run)
 print_table([
     {"": "data", "authors (translation, A.8)": "Multi30k en→de, 29,000 pairs, median 14 tokens",
@@ -1188,27 +1248,27 @@ def parallel_data(max_len, n_read=None):
                    load_parallel("en-de", split, english="bbe")[:n_read]]
                   for split in ("train", "valid")]
     except DatasetMissing as err:
-        print(f"real parallel data missing ({err}); fallback: tasks.dictionary_corpus")
-        src, tgt, _ = tasks.dictionary_corpus(4000, 300, np.random.default_rng(9), length=(5, 15),
-                                              n_function=5)
+        print(f"real parallel data missing ({err}); fallback: dictionary_corpus")
+        src, tgt, _ = dictionary_corpus(4000, 300, np.random.default_rng(9), length=(5, 15),
+                                        n_function=5)
         pairs = list(zip(src, tgt))
         splits = [pairs[:3600], pairs[3600:]]
     return [[(a, b) for a, b in pairs if 3 <= len(a) <= max_len and 3 <= len(b) <= max_len]
             for pairs in splits]
 
 
-mt_train, mt_valid = parallel_data(MT_MAXLEN, n_read=L.size(full=None, smoke=1500))
+mt_train, mt_valid = parallel_data(MT_MAXLEN, n_read=lesson.size(full=None, smoke=1500))
 mt_valid = mt_valid[:MT_VALID]
 mt_src = [["<bos>", *a, "<eos>"] for a, _ in mt_train]
 mt_tgt = [[*b, "<eos>"] for _, b in mt_train]
-src_vocab = tasks.build_vocab(mt_src, min_count=2)
-tgt_vocab = tasks.build_vocab(mt_tgt, max_size=MT_TGT_WORDS)
-PAD_ID, UNK_ID, BOS_ID = (tgt_vocab[w] for w in (tasks.PAD, tasks.UNK, tasks.BOS))
-mx, m_len = tasks.encode(mt_src, src_vocab)
-my, _ = tasks.encode(mt_tgt, tgt_vocab)
-vmx, vm_len = tasks.encode([["<bos>", *a, "<eos>"] for a, _ in mt_valid], src_vocab)
-vmy, _ = tasks.encode([[*b, "<eos>"] for _, b in mt_valid], tgt_vocab)
-mx, my, vmx, vmy = (torch.tensor(a, device=L.device) for a in (mx, my, vmx, vmy))
+src_vocab = build_vocab(mt_src, min_count=2)
+tgt_vocab = build_vocab(mt_tgt, max_size=MT_TGT_WORDS)
+PAD_ID, UNK_ID, BOS_ID = (tgt_vocab[w] for w in (PAD, UNK, BOS))
+mx, m_len = encode_sentences(mt_src, src_vocab)
+my, _ = encode_sentences(mt_tgt, tgt_vocab)
+vmx, vm_len = encode_sentences([["<bos>", *a, "<eos>"] for a, _ in mt_valid], src_vocab)
+vmy, _ = encode_sentences([[*b, "<eos>"] for _, b in mt_valid], tgt_vocab)
+mx, my, vmx, vmy = (torch.tensor(a, device=lesson.device) for a in (mx, my, vmx, vmy))
 my_out = my.masked_fill((my == PAD_ID) | (my == UNK_ID), -100)  # not in the loss
 vm_rows = (vmy != PAD_ID) & (vmy != UNK_ID)  # the output words that count
 print(f"translation: {len(mx)} training / {len(vmx)} validation verse pairs; vocabularies "
@@ -1230,12 +1290,12 @@ def mt_measure(model):
 
 def mt_run(seed, uniform):
     torch.manual_seed(seed)
-    model = la.Seq2SeqAttention(len(src_vocab), len(tgt_vocab), hidden=MT_HIDDEN,
-                                embed=MT_HIDDEN, uniform=uniform).to(L.device)
+    model = Seq2SeqAttention(len(src_vocab), len(tgt_vocab), hidden=MT_HIDDEN,
+                             embed=MT_HIDDEN, uniform=uniform).to(lesson.device)
     order = length_batches_forever(m_len, MT_BATCH, seed)
 
     def batch(step):
-        i = next(order).to(L.device)
+        i = next(order).to(lesson.device)
         n = int(m_len[i.cpu()].max())
         t = int((my[i] != PAD_ID).sum(1).max())
         return mx[i, :n], my[i, :t], my_out[i, :t]
@@ -1329,7 +1389,7 @@ for ax, keys, ylabel in [(axes[0], ["A(α, β^uf)", "A(α, β)", "A_rand"], "agr
 axes[0].set_title("Attention–probe agreement (error bars: SE over the golds)")
 axes[1].set_title("Contextualised agreement ξ and the best performance P*")
 axes[0].legend(fontsize=8)
-L.savefig(fig, "agreement_table")
+lesson.savefig(fig, "agreement_table")
 
 # %% [markdown]
 # The curve behind $\xi$, as in the paper's Fig. 2: the re-seeded runs' agreement with the gold
@@ -1355,7 +1415,7 @@ for ax, rows, title, at in [(axes[0], sent_rows, "Rotten Tomatoes (accuracy)", S
            ylabel="agreement with the gold α* (%)", title=f"{title}: run 0 as the gold")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-L.savefig(fig, "agreement_curve")
+lesson.savefig(fig, "agreement_curve")
 
 # %%
 for data, rows, paper_name, ours_name in [
@@ -1367,20 +1427,21 @@ for data, rows, paper_name, ours_name in [
     a_rand = 100 * rows[0]["A_rand"]  # depends only on the validation set's lengths
     p0 = 100 * float(np.mean([r["curve_perf"][0] for r in rows]))  # performance at step 0
     n = len(rows)
-    L.claim(f"{paper_name}: the probe of a model trained with frozen uniform attention agrees "
-            "with the attention far above chance, and its contextualised agreement is non-trivial",
-            f"A(α, β^uf) {paper['A(α, β^uf)']} vs Â {paper['A_rand']}; ξ(α, β^uf) "
-            f"{paper['ξ(α, β^uf)']} (best {paper['P*']}) (§3.2, Table 2)",
-            f"{ours_name}: A(α, β^uf) {estimate(a_uf)} vs Â {a_rand:.1f}; ξ(α, β^uf) "
-            f"{estimate(xi_uf)} vs {p0:.1f} at step 0 ({n} golds)",
-            "small models trained for minutes on other data; one uniform run",
-            verdict=combine(versus(a_uf, a_rand, ">"), versus(xi_uf, p0, ">")))
-    L.claim(f"{paper_name}: a standard model's probe (another seed) agrees with the attention "
-            "more than the frozen-uniform model's probe",
-            f"A(α, β) {paper['A(α, β)']} > A(α, β^uf) {paper['A(α, β^uf)']} (Table 2)",
-            f"{ours_name}: {estimate(a_beta)} vs {estimate(a_uf)} ({n} golds)",
-            "small models trained for minutes on other data",
-            verdict=compare(a_beta, a_uf, ">"))
+    lesson.claim(f"{paper_name}: the probe of a model trained with frozen uniform attention agrees "
+                 "with the attention far above chance, and its contextualised agreement is "
+                 "non-trivial",
+                 f"A(α, β^uf) {paper['A(α, β^uf)']} vs Â {paper['A_rand']}; ξ(α, β^uf) "
+                 f"{paper['ξ(α, β^uf)']} (best {paper['P*']}) (§3.2, Table 2)",
+                 f"{ours_name}: A(α, β^uf) {estimate(a_uf)} vs Â {a_rand:.1f}; ξ(α, β^uf) "
+                 f"{estimate(xi_uf)} vs {p0:.1f} at step 0 ({n} golds)",
+                 "small models trained for minutes on other data; one uniform run",
+                 verdict=combine(versus(a_uf, a_rand, ">"), versus(xi_uf, p0, ">")))
+    lesson.claim(f"{paper_name}: a standard model's probe (another seed) agrees with the attention "
+                 "more than the frozen-uniform model's probe",
+                 f"A(α, β) {paper['A(α, β)']} > A(α, β^uf) {paper['A(α, β^uf)']} (Table 2)",
+                 f"{ours_name}: {estimate(a_beta)} vs {estimate(a_uf)} ({n} golds)",
+                 "small models trained for minutes on other data",
+                 verdict=compare(a_beta, a_uf, ">"))
 
 # %% [markdown]
 # What the numbers say is in the table and the verdicts above; here is how to read them. The
@@ -1438,7 +1499,7 @@ for data, rows, paper_name, ours_name in [
 # `minattn/tools/verdict.py`):
 
 # %%
-for c in L.claims:
+for c in lesson.claims:
     print(f"{c['verdict']:15s} {c['claim']}")
 
 # %% [markdown]
@@ -1446,8 +1507,9 @@ for c in L.claims:
 #
 # **5.1 — the Luong attention step (implement, ~10 min).** In a student copy
 # (`python -m minattn.classroom student DIR`), `luong_attention_np` and its torch twin in
-# `minattn/lstm_attention.py` raise `NotImplementedError`. Compute the scores $s_t^\top W^k_a h_i$
-# for every head $k$, the masked softmax (lesson 01's), and the summed context. Check:
+# `minattn/lstm_attention/reference.py` raise `NotImplementedError`. Compute the scores
+# $s_t^\top W^k_a h_i$ for every head $k$, the masked softmax (lesson 01's), and the summed
+# context. Check:
 # `pytest tests/test_lstm_attention.py --exercises 5.1`.
 #
 # **5.2 — the agreement metric (implement, ~10 min).** Implement `agreement_np` and
@@ -1455,14 +1517,14 @@ for c in L.claims:
 # $\lceil 0.05 n\rceil$ real positions of $b$ are strictly above it. Check with `--exercises 5.2`.
 #
 # **5.3 — predict, then run (predict, ~15 min).** Three copy corpora (output = input):
-# (A) `tasks.permutation_corpus(n, 30, 45, rng)` — 30 words sampled from 45, permuted;
-# (B) `tasks.two_sets_corpus(n, 15, rng)` — a permutation of words 0–14 or of words 15–29;
-# (C) `tasks.permutation_corpus(n, 15, 30, rng)` — 15 words sampled from 30, permuted.
+# (A) `permutation_corpus(n, 30, 45, rng)` — 30 words sampled from 45, permuted;
+# (B) `two_sets_corpus(n, 15, rng)` — a permutation of words 0–14 or of words 15–29;
+# (C) `permutation_corpus(n, 15, 30, rng)` — 15 words sampled from 30, permuted.
 # Compute their count tables with `count_table` (section 5) and predict which one a copy model
 # will fail to learn: write "A", "B" or "C" in `failing_copy_corpus` of
 # `minattn/answers/lstm_attention.py` (checked by `pytest tests/test_lstm_attention.py
-# --exercises 5.3`). Then run it: `copy_run` (section 4) on `lc.CopyTask("A", 30, 45)`,
-# `lc.CopyTask("B", 15, 15, n_sets=2)` and `lc.CopyTask("C", 15, 30)`, a few seeds each (a few
+# --exercises 5.3`). Then run it: `copy_run` (section 4) on `CopyTask("A", 30, 45)`,
+# `CopyTask("B", 15, 15, n_sets=2)` and `CopyTask("C", 15, 30)`, a few seeds each (a few
 # minutes on a CPU), and compare the curves with your prediction.
 
 # %%

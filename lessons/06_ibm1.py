@@ -39,7 +39,7 @@
 # **Direction, once and for all.** The *source* $x$ is the **input** sentence (English here), the
 # *target* $y$ is the **output** sentence (German). $t(y \mid x)$ is the probability that input word
 # $x$ produces output word $y$. NLTK writes `AlignedSent(words=target, mots=source)` — the target
-# first; `ibm1.nltk_bitext(sources, targets)` does that swap for you, in one place.
+# first; `nltk_bitext(sources, targets)` does that swap for you, in one place.
 
 # %%
 import time
@@ -47,12 +47,41 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
-from minattn import ibm1, ibm1_fast, plots, tasks
+from minattn.ibm1 import (
+    BagOfWordsProxy,
+    alignment_matrix_fast_np,
+    alignment_matrix_np,
+    count_table_np,
+    e_step_fast_np,
+    e_step_np,
+    e_step_torch,
+    em_fast_np,
+    em_np,
+    em_torch,
+    index_bitext,
+    m_step_np,
+    make_bitext,
+    nltk_bitext,
+    nltk_table_np,
+    proxy_agreement_torch,
+    proxy_logit_velocity_torch,
+    proxy_prediction_np,
+    rows_np,
+    split_pairs_np,
+    to_dense_np,
+    top_translations_fast_np,
+    top_translations_np,
+    uniform_table_np,
+    viterbi_fast_np,
+    viterbi_np,
+)
+from minattn.lstm_attention import dictionary_corpus, permutation_corpus, two_sets_corpus
+from minattn.plots import plot_alignment, plot_table
 from minattn.tools.lesson import Lesson, show
-from minattn.tools.verdict import combine, compare, same
 from minattn.tools.utils import set_seed
+from minattn.tools.verdict import combine, compare, same
 
-L = Lesson("06_ibm1")  # on a CPU: one torch thread (see Lesson)
+lesson = Lesson("06_ibm1")  # on a CPU: one torch thread (see Lesson)
 rng = set_seed(0)
 
 # %% [markdown]
@@ -69,15 +98,15 @@ rng = set_seed(0)
 # over the pairs:
 
 # %%
-show(ibm1.count_table_np)
+show(count_table_np)
 
 # NLTK's documented example: 6 English (source) / German (target) pairs.
 EX_SRC = [["the", "house", "is", "small"], ["the", "house", "is", "big"],
           ["the", "book", "is", "small"], ["the", "house"], ["the", "book"], ["a", "book"]]
 EX_TGT = [["klein", "ist", "das", "haus"], ["das", "haus", "ist", "ja", "groß"],
           ["das", "buch", "ist", "ja", "klein"], ["das", "haus"], ["das", "buch"], ["ein", "buch"]]
-ex0 = ibm1.make_bitext(EX_SRC, EX_TGT, null=False)
-C_ex = ibm1.count_table_np(ex0)
+ex0 = make_bitext(EX_SRC, EX_TGT, null=False)
+C_ex = count_table_np(ex0)
 print("C(x, y) on the 6-pair example (rows x, columns y):")
 print("          " + " ".join(f"{y:>6}" for y in ex0.tgt_vocab))
 for x, row in zip(ex0.src_vocab[1:], C_ex[1:]):                 # row 0 is NULL (unused here)
@@ -114,31 +143,31 @@ assert np.isclose(C_ex.sum(), sum(map(len, EX_TGT)))            # one unit per o
 # show, is one EM step of IBM Model 1 — on one colour scale.
 
 # %%
-n_perm = L.size(full=2000, smoke=200)
-copy_tasks = {"40-of-40": tasks.permutation_corpus(n_perm, 40, 40, rng),
-              "40-of-60": tasks.permutation_corpus(n_perm, 40, 60, rng),
-              "two disjoint sets of 40": tasks.two_sets_corpus(n_perm, 40, rng)}
+n_perm = lesson.size(full=2000, smoke=200)
+copy_tasks = {"40-of-40": permutation_corpus(n_perm, 40, 40, rng),
+              "40-of-60": permutation_corpus(n_perm, 40, 60, rng),
+              "two disjoint sets of 40": two_sets_corpus(n_perm, 40, rng)}
 perm_bitexts, perm_counts, panels = {}, {}, []
 for name, (src, tgt) in copy_tasks.items():
-    bx = ibm1.make_bitext(src, tgt, null=False)
-    words = sorted(bx.src_vocab[1:])                                 # same order on both axes
-    C = ibm1.count_table_np(bx)[np.ix_([bx.src_index[w] for w in words],
-                                       [bx.tgt_index[w] for w in words])]
+    bitext = make_bitext(src, tgt, null=False)
+    words = sorted(bitext.src_vocab[1:])                                 # same order on both axes
+    C = count_table_np(bitext)[np.ix_([bitext.src_index[w] for w in words],
+                                      [bitext.tgt_index[w] for w in words])]
     t1 = C / C.sum(axis=1, keepdims=True)
     other = ~np.eye(len(t1), dtype=bool) & (C > 0)                  # co-occurring y != x
     ratio = np.diag(t1).mean() / t1[other].mean()
     print(f"{name:24s} diagonal / off-diagonal (mean over x; co-occurring y != x only): "
           f"{ratio:.3f}")
-    perm_bitexts[name], perm_counts[name] = bx, C
+    perm_bitexts[name], perm_counts[name] = bitext, C
     panels.append((name, t1, ratio))
 fig, axes = plt.subplots(1, 3, figsize=(16, 4.8), constrained_layout=True)
 vmax = max(t1.max() for _, t1, _ in panels)                         # one scale for all three
 for ax, (name, t1, ratio) in zip(axes, panels):
-    im = plots.plot_table(ax, t1, None, None, vmax=vmax,
-                          title=f"{name}: diagonal / off-diagonal = {ratio:.2f}")
+    im = plot_table(ax, t1, None, None, vmax=vmax,
+                    title=f"{name}: diagonal / off-diagonal = {ratio:.2f}")
     ax.set_xticks([]), ax.set_yticks([])
 fig.colorbar(im, ax=axes, shrink=0.85, label="C(x, y) / Σ_y' C(x, y')")
-L.savefig(fig, "count_tables_permutations")
+lesson.savefig(fig, "count_tables_permutations")
 ratio_60 = panels[1][2]
 print(f"40-of-60: measured ratio {ratio_60:.3f}, predicted 59/39 = {59 / 39:.3f}")
 assert abs(panels[0][2] - 1) < 1e-12 and abs(ratio_60 - 59 / 39) < 0.1
@@ -151,16 +180,16 @@ assert abs(panels[0][2] - 1) < 1e-12 and abs(ratio_60 - 59 / 39) < 0.1
 # Section 6 will show that the word logits of the **bag-of-words proxy** — the paper's
 # stand-in for a network early in training (its §2.3) — start moving at the rate
 # $\dot\theta(x, y) = 2\,(C(x, y) - \frac{1}{|V_y|}\sum_{y'} C(x, y'))$ (the paper's eq. 15;
-# what the network itself does is lesson 05's measurement, not this formula). Here is what it predicts
-# for the two copying tasks. On 40-of-60 each row of $C$ sums to $N_x$ (a pair holding $x$ gives
-# 40 tokens × 1/40), so the row mean is $N_x/60$ and the diagonal moves at
+# what the network itself does is lesson 05's measurement, not this formula). Here is what it
+# predicts for the two copying tasks. On 40-of-60 each row of $C$ sums to $N_x$ (a pair holding
+# $x$ gives 40 tokens × 1/40), so the row mean is $N_x/60$ and the diagonal moves at
 # $2 (N_x/40 - N_x/60) = N_x/60 > 0$, the rest at slightly below 0. On 40-of-40 everything moves
 # at exactly 0.
 
 # %%
 predicted_rate = {}
 for name in ["40-of-40", "40-of-60"]:
-    pred = ibm1.proxy_prediction_np(perm_counts[name])
+    pred = proxy_prediction_np(perm_counts[name])
     diag, off = np.diag(pred).mean(), pred[~np.eye(len(pred), dtype=bool)].mean()
     predicted_rate[name] = (diag, off)
     print(f"{name}: predicted dθ/dt on the diagonal {diag:+.1f}, off it {off:+.1f}")
@@ -182,7 +211,8 @@ for name in ["40-of-40", "40-of-60"]:
 # $$a_{ji} = \frac{t(y_j \mid x_i)}{\sum_{i'} t(y_j \mid x_{i'})},\qquad
 # \mathrm{count}(x, y) = \sum_m \sum_{j, i:\; x_i = x,\; y_j = y} a_{ji}.$$
 #
-# **M-step** — renormalise per input word: $t(y \mid x) = \mathrm{count}(x, y) / \sum_{y'} \mathrm{count}(x, y')$.
+# **M-step** — renormalise per input word:
+# $t(y \mid x) = \mathrm{count}(x, y) / \sum_{y'} \mathrm{count}(x, y')$.
 #
 # The posterior $a_{ji}$ has the shape of an attention map — output position $j$ (a query)
 # spreads weight over input positions $i$ (keys) — and it grows with $t(y_j \mid x_i)$: the
@@ -191,9 +221,9 @@ for name in ["40-of-40", "40-of-60"]:
 # equation; the table is a dense $(V_x, V_y)$ array:
 
 # %%
-show(ibm1.e_step_np)
-show(ibm1.m_step_np)
-show(ibm1.em_np)
+show(e_step_np)
+show(m_step_np)
+show(em_np)
 
 # %% [markdown]
 # **By hand.** Two pairs without NULL: *a b* → *A B* and *a* → *A*, starting from $t = 1/2$.
@@ -204,16 +234,16 @@ show(ibm1.em_np)
 # with $\frac{1/2}{1/4 + 1/2} = 2/3$: because *a* already explains *A*, *b* is pushed to *B*.
 
 # %%
-hand = ibm1.make_bitext([["a", "b"], ["a"]], [["A", "B"], ["A"]], null=False)
+hand = make_bitext([["a", "b"], ["a"]], [["A", "B"], ["A"]], null=False)
 a_, b_, A_, B_ = (hand.src_index["a"], hand.src_index["b"], hand.tgt_index["A"],
                   hand.tgt_index["B"])
-counts, _ = ibm1.e_step_np(ibm1.uniform_table_np(hand), hand)
-t_hand = ibm1.m_step_np(counts)
+counts, _ = e_step_np(uniform_table_np(hand), hand)
+t_hand = m_step_np(counts)
 print(f"after 1 step: t(A|a) = {t_hand[a_, A_]:.3f}, t(B|a) = {t_hand[a_, B_]:.3f}, "
       f"t(A|b) = {t_hand[b_, A_]:.3f}, t(B|b) = {t_hand[b_, B_]:.3f}")
 assert np.allclose([t_hand[a_, A_], t_hand[a_, B_], t_hand[b_, A_], t_hand[b_, B_]],
                    [3 / 4, 1 / 4, 1 / 2, 1 / 2], rtol=0, atol=1e-15)
-post = ibm1.alignment_matrix_np(t_hand, hand, 0)                   # rows A, B; columns a, b
+post = alignment_matrix_np(t_hand, hand, 0)                   # rows A, B; columns a, b
 print("posteriors of pair 1 in step 2 (rows A, B; columns a, b):\n", post.round(3))
 assert np.allclose(post, [[3 / 5, 2 / 5], [1 / 3, 2 / 3]], rtol=0, atol=1e-15)
 
@@ -222,9 +252,9 @@ assert np.allclose(post, [[3 / 5, 2 / 5], [1 / 3, 2 / 3]], rtol=0, atol=1e-15)
 # uniform gives the normalised count table** (NULL counted as one more input word):
 
 # %%
-ex = ibm1.make_bitext(EX_SRC, EX_TGT)                           # with NULL from here on
-t_one, _ = ibm1.em_np(ex, 1)
-C = ibm1.count_table_np(ex)
+ex = make_bitext(EX_SRC, EX_TGT)                           # with NULL from here on
+t_one, _ = em_np(ex, 1)
+C = count_table_np(ex)
 err = np.abs(t_one - C / C.sum(axis=1, keepdims=True)).max()
 print(f"one EM step from uniform vs the normalised count table: max |diff| = {err:.1e}")
 assert err < 1e-15
@@ -237,14 +267,15 @@ assert err < 1e-15
 
 # %%
 shown = [0, 1, 2, 3, 5, 10]
-tables, t, loglik = {}, ibm1.uniform_table_np(ex), []
+tables, t, loglik = {}, uniform_table_np(ex), []
 for it in range(max(shown) + 1):
     if it in shown:
         tables[it] = t
-        print(f"after {it:2d} steps: t(haus | house) = {t[ex.src_index['house'], ex.tgt_index['haus']]:.3f}"
-              f", t(das | house) = {t[ex.src_index['house'], ex.tgt_index['das']]:.3f}")
-    counts, ll = ibm1.e_step_np(t, ex)
-    t = ibm1.m_step_np(counts)
+        house = ex.src_index["house"]
+        print(f"after {it:2d} steps: t(haus | house) = {t[house, ex.tgt_index['haus']]:.3f}"
+              f", t(das | house) = {t[house, ex.tgt_index['das']]:.3f}")
+    counts, ll = e_step_np(t, ex)
+    t = m_step_np(counts)
     loglik.append(ll)
 print("log-likelihood per iteration:", " ".join(f"{v:.2f}" for v in loglik))
 assert np.all(np.diff(loglik) >= -1e-9)
@@ -252,31 +283,31 @@ assert np.all(np.diff(loglik) >= -1e-9)
 src_labels = ["NULL"] + ex.src_vocab[1:]
 fig, axes = plt.subplots(2, 3, figsize=(15, 8.5), constrained_layout=True)
 for ax, (it, table) in zip(axes.ravel(), tables.items()):
-    im = plots.plot_table(ax, table, src_labels, ex.tgt_vocab, vmax=1.0,
-                          title=f"t(y | x) after {it} EM steps")
+    im = plot_table(ax, table, src_labels, ex.tgt_vocab, vmax=1.0,
+                    title=f"t(y | x) after {it} EM steps")
 fig.colorbar(im, ax=axes, shrink=0.6, label="t(y | x)  (0 where x and y never co-occur)")
-L.savefig(fig, "em_iterations")
-print("top translations of 'house':", ibm1.top_translations_np(t, ex, "house"))
+lesson.savefig(fig, "em_iterations")
+print("top translations of 'house':", top_translations_np(t, ex, "house"))
 
 # %% [markdown]
 # On the copying tasks EM has to break many ties at once. On 40-of-60 the diagonal's head start
 # of 59/39 compounds from step to step; on 40-of-40 there is no head start, and EM — like the
-# bag-of-words proxy of section 6 — stays exactly where it began. (Exercise 6.4 asks how the race changes with the
-# vocabulary.)
+# bag-of-words proxy of section 6 — stays exactly where it began. (Exercise 6.4 asks how the
+# race changes with the vocabulary.)
 
 # %%
-def diagonal_race(bx, steps):
+def diagonal_race(bitext, steps):
     """Mean t(x | x) after each EM step (reference EM, textbook mode)."""
-    diag = [(bx.src_index[w], bx.tgt_index[w]) for w in bx.src_vocab[1:]]
-    t, out = ibm1.uniform_table_np(bx), []
+    diag = [(bitext.src_index[w], bitext.tgt_index[w]) for w in bitext.src_vocab[1:]]
+    t, out = uniform_table_np(bitext), []
     for _ in range(steps):
-        t = ibm1.m_step_np(ibm1.e_step_np(t, bx)[0])
+        t = m_step_np(e_step_np(t, bitext)[0])
         out.append(np.mean([t[i, j] for i, j in diag]))
     return np.array(out)
 
 
-n_race = L.size(full=300, smoke=60)
-race = {name: diagonal_race(ibm1.make_bitext(*tasks.permutation_corpus(
+n_race = lesson.size(full=300, smoke=60)
+race = {name: diagonal_race(make_bitext(*permutation_corpus(
     n_race, 40, v, np.random.default_rng(1)), null=False), 12) for name, v in
     [("40-of-40", 40), ("40-of-60", 60)]}
 for name, r in race.items():
@@ -307,11 +338,11 @@ assert np.allclose(race["40-of-40"], 1 / 40, rtol=0, atol=1e-12)
 # %%
 from nltk.translate import IBMModel1  # noqa: E402  (the reference implementation)
 
-nltk_bitext = ibm1.nltk_bitext(EX_SRC, EX_TGT)                 # AlignedSent(words=y, mots=x)
-nltk_model = IBMModel1(nltk_bitext, 5)
-t_nltk_mode, _ = ibm1.em_np(ex, 5, mode="nltk")
+nltk_corpus = nltk_bitext(EX_SRC, EX_TGT)                 # AlignedSent(words=y, mots=x)
+nltk_model = IBMModel1(nltk_corpus, 5)
+t_nltk_mode, _ = em_np(ex, 5, mode="nltk")
 support = t_nltk_mode > 0                                       # pairs that co-occur
-err = np.abs(t_nltk_mode - ibm1.nltk_table_np(nltk_model, ex))[support].max()
+err = np.abs(t_nltk_mode - nltk_table_np(nltk_model, ex))[support].max()
 print(f"ours (nltk mode) vs NLTK, 5 iterations: max |diff| = {err:.1e}")
 assert err < 1e-12
 DOCUMENTED = {("book", "buch"): 0.889, ("book", "das"): 0.062, (None, "buch"): 0.113,
@@ -320,8 +351,8 @@ for (x, y), doc in DOCUMENTED.items():
     ours = t_nltk_mode[ex.src_index[x], ex.tgt_index[y]]
     print(f"  t({y} | {x or 'NULL'}) = {ours:.3f}   (NLTK's docstring: {doc:.3f})")
     assert round(ours, 3) == doc
-viterbi = ibm1.viterbi_np(t_nltk_mode, ex)
-nltk_align = [j for _, j in sorted(nltk_bitext[2].alignment)]
+viterbi = viterbi_np(t_nltk_mode, ex)
+nltk_align = [j for _, j in sorted(nltk_corpus[2].alignment)]
 print("Viterbi alignment of pair 2 (source position per target word):", viterbi[2].tolist(),
       "| NLTK:", nltk_align)
 assert list(viterbi[2]) == nltk_align
@@ -335,12 +366,12 @@ assert list(viterbi[2]) == nltk_align
 # It runs on a GPU when there is one. Same numbers:
 
 # %%
-show(ibm1.e_step_torch)
+show(e_step_torch)
 for mode in ["textbook", "nltk"]:
-    t_np, h_np = ibm1.em_np(ex, 5, mode=mode)
-    t_pt, h_pt = ibm1.em_torch(ex, 5, mode=mode, device=L.device)
+    t_np, h_np = em_np(ex, 5, mode=mode)
+    t_pt, h_pt = em_torch(ex, 5, mode=mode, device=lesson.device)
     err = np.abs(t_pt.cpu().numpy() - t_np).max()
-    print(f"torch ({L.device}) vs NumPy, {mode} mode, 5 iterations: max |diff| = {err:.1e}")
+    print(f"torch ({lesson.device}) vs NumPy, {mode} mode, 5 iterations: max |diff| = {err:.1e}")
     assert err < 1e-12 and np.allclose(h_pt, h_np, rtol=1e-12)
 
 # %% [markdown]
@@ -348,7 +379,7 @@ for mode in ["textbook", "nltk"]:
 #
 # The reference visits every pair in Python and holds a dense table; on 31,102 Bible verses that
 # is a loop of 31,102 steps per iteration over a table of hundreds of millions of cells, nearly
-# all of them zero. `minattn/ibm1_fast.py` computes the same numbers differently:
+# all of them zero. `minattn/ibm1/fast.py` computes the same numbers differently:
 #
 # * Model 1 ignores word order, so a pair is two **bags of words**: its distinct output words
 #   $y$ (with counts $k_y$; one *row* each) and its distinct input words $x$ (with counts $c_x$).
@@ -362,18 +393,18 @@ for mode in ["textbook", "nltk"]:
 # $$\mathrm{count}(x, y) = t(y \mid x) \sum_{\text{points of } (x, y)} \frac{c_x\, w_r}{Z_r},$$
 #
 # one `np.bincount` over the points for $Z$ and one for the counts — no Python loop. The
-# indexing (`ibm1_fast_index.py`) is plumbing written for speed; `benchmarks/ibm1.py` measures
+# indexing (`minattn/ibm1/index.py`) is plumbing written for speed; `benchmarks/ibm1.py` measures
 # the fast path against NLTK (results in `benchmarks/README.md`). The check that matters: it
 # gives the reference's numbers.
 
 # %%
-show(ibm1_fast.e_step_np)
+show(e_step_fast_np)
 
 try:
     from minattn.tools.data import DatasetMissing, load_parallel, tokenize
     try:
         pairs = load_parallel(pair="en-de")
-        pairs = pairs if not L.smoke else pairs[:1500]
+        pairs = pairs if not lesson.smoke else pairs[:1500]
         sources = [tokenize(en) for en, _ in pairs]
         targets = [tokenize(de) for _, de in pairs]
         corpus_name = f"Bible en→de, {len(pairs):,} verses"
@@ -384,27 +415,27 @@ try:
 except ImportError as exc:
     print(f"Bible corpus unavailable ({str(exc).splitlines()[0]}); using a synthetic "
           f"dictionary corpus instead.")
-    sources, targets, _ = tasks.dictionary_corpus(L.size(full=5000, smoke=800), 60, rng,
-                                                  n_function=5)
+    sources, targets, _ = dictionary_corpus(lesson.size(full=5000, smoke=800), 60, rng,
+                                            n_function=5)
     corpus_name = "synthetic dictionary corpus"
     common = [f"x{k:02d}" for k in range(12)]
 
-n_check = L.size(full=300, smoke=100)                     # the reference is slow: a few verses
-ref = ibm1.make_bitext(sources[:n_check], targets[:n_check])
-fb = ibm1_fast.index_bitext(sources[:n_check], targets[:n_check])
+n_check = lesson.size(full=300, smoke=100)                     # the reference is slow: a few verses
+ref = make_bitext(sources[:n_check], targets[:n_check])
+indexed = index_bitext(sources[:n_check], targets[:n_check])
 for mode in ["textbook", "nltk"]:
     start = time.perf_counter()
-    t_ref, h_ref = ibm1.em_np(ref, 3, mode=mode)
+    t_ref, h_ref = em_np(ref, 3, mode=mode)
     t_slow = time.perf_counter() - start
     start = time.perf_counter()
-    t_fast, h_fast = ibm1_fast.em_np(fb, 3, mode=mode)
+    t_fast, h_fast = em_fast_np(indexed, 3, mode=mode)
     t_quick = time.perf_counter() - start
-    err = np.abs(ibm1_fast.to_dense_np(t_fast, fb) - t_ref).max()
+    err = np.abs(to_dense_np(t_fast, indexed) - t_ref).max()
     # Viterbi: the same choice, except where two input words tie in exact arithmetic (words that
     # always occur together): there rounding, different in the two codes, picks one of them
-    fast_a = ibm1_fast.split_pairs_np(ibm1_fast.viterbi_np(t_fast, fb), fb)
+    fast_a = split_pairs_np(viterbi_fast_np(t_fast, indexed), indexed)
     differ, worst_tie = 0, 0.0
-    for m, (ra, fa) in enumerate(zip(ibm1.viterbi_np(t_ref, ref), fast_a)):
+    for m, (ra, fa) in enumerate(zip(viterbi_np(t_ref, ref), fast_a)):
         x, y = ref.pair(m)                                       # x: NULL first
         for j in np.flatnonzero(ra != fa):
             differ += 1
@@ -412,8 +443,8 @@ for mode in ["textbook", "nltk"]:
     ll_rel = max(abs(a - b) / abs(b) for a, b in zip(h_fast, h_ref))
     print(f"{n_check} verses, {mode} mode, 3 EM steps: max |t_fast - t_reference| = {err:.1e}, "
           f"log-likelihoods equal to {ll_rel:.0e} (relative); Viterbi differs for {differ} of "
-          f"{len(fb.tgt_ids):,} tokens" + (f", all at ties (|Δt| <= {worst_tie:.0e})" if differ
-                                           else "") +
+          f"{len(indexed.tgt_ids):,} tokens" + (f", all at ties (|Δt| <= {worst_tie:.0e})" if differ
+                                                else "") +
           f"; reference {t_slow:.2f} s, fast {t_quick * 1e3:.1f} ms")
     assert err < 1e-12 and np.allclose(h_fast, h_ref, rtol=1e-12) and worst_tie < 1e-12
 
@@ -425,12 +456,12 @@ for mode in ["textbook", "nltk"]:
 # data the lesson falls back to a synthetic corpus built from a hidden dictionary.
 
 # %%
-iterations = L.size(full=10, smoke=5)
+iterations = lesson.size(full=10, smoke=5)
 start = time.perf_counter()
-bible = ibm1_fast.index_bitext(sources, targets)
+bible = index_bitext(sources, targets)
 t_index = time.perf_counter() - start
 start = time.perf_counter()
-t_bible, ll_bible = ibm1_fast.em_np(bible, iterations)
+t_bible, ll_bible = em_fast_np(bible, iterations)
 t_em = time.perf_counter() - start
 n_cells = len(bible.src_vocab) * len(bible.tgt_vocab)
 print(f"{corpus_name}: {len(bible.src_vocab) - 1:,} English / {len(bible.tgt_vocab):,} German "
@@ -442,7 +473,7 @@ print(f"indexing {t_index:.2f} s, {iterations} EM iterations {t_em:.2f} s; log-l
 common = [w for w in common if w in bible.src_index]
 print("\ntop translations t(y | x):")
 for x in common:
-    best = ibm1_fast.top_translations_np(t_bible, bible, x, 3)
+    best = top_translations_fast_np(t_bible, bible, x, 3)
     print(f"  {x:>8} -> " + ", ".join(f"{y} {p:.2f}" for y, p in best))
 
 # %% [markdown]
@@ -455,20 +486,20 @@ for x in common:
 # Both panels share one colour scale.
 
 # %%
-t_first, _ = ibm1_fast.em_np(bible, 1)
+t_first, _ = em_fast_np(bible, 1)
 frequent = np.argsort(-np.bincount(bible.tgt_ids))[:4]
-cols = list(dict.fromkeys([bible.tgt_index[ibm1_fast.top_translations_np(t_bible, bible, x, 1)[0][0]]
+cols = list(dict.fromkeys([bible.tgt_index[top_translations_fast_np(t_bible, bible, x, 1)[0][0]]
                            for x in common] + list(frequent)))
-dense = {title: ibm1_fast.rows_np(table, bible, common)[:, cols]
+dense = {title: rows_np(table, bible, common)[:, cols]
          for table, title in [(t_first, "1 EM step = normalised count table"),
                               (t_bible, f"{iterations} EM steps")]}
 vmax = max(d.max() for d in dense.values())
 fig, axes = plt.subplots(1, 2, figsize=(15, 6), constrained_layout=True)
 for ax, (title, table) in zip(axes, dense.items()):
-    im = plots.plot_table(ax, table, common, [bible.tgt_vocab[c] for c in cols],
-                          title=f"{corpus_name}: {title}", vmax=vmax)
+    im = plot_table(ax, table, common, [bible.tgt_vocab[c] for c in cols],
+                    title=f"{corpus_name}: {title}", vmax=vmax)
 fig.colorbar(im, ax=axes, shrink=0.8, label="t(y | x)")
-L.savefig(fig, "bible_tables")
+lesson.savefig(fig, "bible_tables")
 
 # %% [markdown]
 # ### Alignments of a few verses
@@ -489,10 +520,10 @@ short = [m for m in range(bible.n_pairs)                         # short verses 
          if 6 <= len(sources[m]) <= 12 and 6 <= len(targets[m]) <= 12
          and src_freq[[bible.src_index[w] for w in sources[m]]].min() >= 20][:3]
 fig, axes = plt.subplots(1, len(short), figsize=(5.6 * len(short), 5), constrained_layout=True)
-viterbi_bible = ibm1_fast.viterbi_np(t_bible, bible)
+viterbi_bible = viterbi_fast_np(t_bible, bible)
 for ax, m in zip(np.atleast_1d(axes), short):
-    a_m = ibm1_fast.alignment_matrix_np(t_bible, bible, m)
-    im = plots.plot_alignment(ax, a_m, sources[m], targets[m], title=f"verse {m}: a_ji")
+    a_m = alignment_matrix_fast_np(t_bible, bible, m)
+    im = plot_alignment(ax, a_m, sources[m], targets[m], title=f"verse {m}: a_ji")
     v = viterbi_bible[bible.tgt_start[m]:bible.tgt_start[m + 1]]
     print(f"verse {m}: " + ", ".join(f"{y}<-{'NULL' if i < 0 else sources[m][i]}"
                                     for y, i in zip(targets[m], v)))
@@ -501,7 +532,7 @@ for ax, m in zip(np.atleast_1d(axes), short):
         the = [1 + i for i, w in enumerate(sources[m]) if w == "the"]   # +1: NULL is column 0
         print(f"  'die' posterior on each 'the': {np.round(die[the], 3)}")
 fig.colorbar(im, ax=axes, shrink=0.8, label="a_ji")
-L.savefig(fig, "bible_alignments")
+lesson.savefig(fig, "bible_alignments")
 
 # %% [markdown]
 # ## 6. The bridge to attention: the bag-of-words proxy
@@ -514,8 +545,9 @@ L.savefig(fig, "bible_alignments")
 #
 # Its knowledge of single words is the logit $\theta(x, y) = w_y^\top e_x$ ("what does input word
 # $x$ alone predict"). With $E, W$ drawn i.i.d. $\mathcal N(0, 1/d)$ and trained by gradient flow,
-# $\dot\theta = \dot w_y^\top e_x + w_y^\top \dot e_x$. As $d$ grows, $e_x^\top e_{x'} \to [x = x']$,
-# $w_y^\top w_{y'} \to [y = y']$ and the softmax starts uniform, so each of the two terms tends to
+# $\dot\theta = \dot w_y^\top e_x + w_y^\top \dot e_x$. As $d$ grows,
+# $e_x^\top e_{x'} \to [x = x']$, $w_y^\top w_{y'} \to [y = y']$ and the softmax starts uniform,
+# so each of the two terms tends to
 # the same quantity and (the paper's §4.1, eq. 15, worked out in its appendix A.2)
 #
 # $$\dot\theta(x, y)\big|_{t=0} \;\to\; 2\Big(C(x, y) - \frac{1}{|V_y|}\sum_{y'} C(x, y')\Big).$$
@@ -526,29 +558,30 @@ L.savefig(fig, "bible_alignments")
 # symmetric-log axes: a few frequent words move ten times faster than the rest.)
 
 # %%
-show(ibm1.BagOfWordsProxy)
-show(ibm1.proxy_logit_velocity_torch)
+show(BagOfWordsProxy)
+show(proxy_logit_velocity_torch)
 
-proxy_src, proxy_tgt, _ = tasks.dictionary_corpus(L.size(full=400, smoke=150), 30,
-                                                  np.random.default_rng(1), n_function=3)
-proxy_bx = ibm1.make_bitext(proxy_src, proxy_tgt, null=False)
-dims = L.size(full=[4, 16, 64, 256, 1024, 4096], smoke=[8, 64, 512])
-seeds = L.size(full=5, smoke=2)
-corr = np.array([[ibm1.proxy_agreement_torch(proxy_bx, d, s)[0] for s in range(seeds)]
+proxy_src, proxy_tgt, _ = dictionary_corpus(lesson.size(full=400, smoke=150), 30,
+                                            np.random.default_rng(1), n_function=3)
+proxy_bx = make_bitext(proxy_src, proxy_tgt, null=False)
+dims = lesson.size(full=[4, 16, 64, 256, 1024, 4096], smoke=[8, 64, 512])
+seeds = lesson.size(full=5, smoke=2)
+corr = np.array([[proxy_agreement_torch(proxy_bx, d, s)[0] for s in range(seeds)]
                  for d in dims])
 print("correlation of dθ/dt with 2(C - mean_y C) over all (x, y), mean ± std over seeds:")
 for d, r in zip(dims, corr):
     print(f"  d = {d:5d}: r = {r.mean():.3f} ± {r.std():.3f}")
-L.claim("the proxy's logit rate at initialisation → 2(C(x,y) − mean_y C(x,y)) as d grows",
-        "convergence in probability as d → ∞ (eq. 15)",
-        f"correlation {corr[0].mean():.2f} at d = {dims[0]}, {corr[-1].mean():.3f} at d = {dims[-1]}",
-        "finite d: random embeddings are only nearly orthogonal",
-        # two parts: the correlation grows with d, and at the largest d it is within 0.01 of 1
-        verdict=combine(compare(corr[-1], corr[0], ">"), same(corr[-1], 1.0, tolerance=0.01)))
+lesson.claim("the proxy's logit rate at initialisation → 2(C(x,y) − mean_y C(x,y)) as d grows",
+             "convergence in probability as d → ∞ (eq. 15)",
+             f"correlation {corr[0].mean():.2f} at d = {dims[0]}, {corr[-1].mean():.3f} at "
+             f"d = {dims[-1]}",
+             "finite d: random embeddings are only nearly orthogonal",
+             # two parts: the correlation grows with d, and at the largest d it is within 0.01 of 1
+             verdict=combine(compare(corr[-1], corr[0], ">"), same(corr[-1], 1.0, tolerance=0.01)))
 
 fig, axes = plt.subplots(1, 3, figsize=(17, 4.8), constrained_layout=True)
 for ax, k in zip(axes[:2], [0, len(dims) - 1]):
-    r, measured, predicted = ibm1.proxy_agreement_torch(proxy_bx, dims[k], 0)
+    r, measured, predicted = proxy_agreement_torch(proxy_bx, dims[k], 0)
     ax.scatter(predicted.ravel(), measured.ravel(), s=5, alpha=0.4, label="one (x, y)")
     lim = np.abs(np.concatenate([predicted.ravel(), measured.ravel()])).max() * 1.1
     ax.plot([-lim, lim], [-lim, lim], "k--", lw=1, label="measured = predicted")
@@ -562,48 +595,50 @@ axes[2].errorbar(dims, corr.mean(axis=1), yerr=corr.std(axis=1), marker="o", cap
 axes[2].set(xscale="log", xlabel="embedding size d", ylabel="correlation r",
             title="the prediction becomes exact as d grows")
 axes[2].grid(alpha=0.3)
-L.savefig(fig, "proxy_gradient")
+lesson.savefig(fig, "proxy_gradient")
 
 # %% [markdown]
 # And the copying tasks, measured against the prediction of section 2. On 40-of-60 the
 # diagonal ("x predicts x") gets its head start. On 40-of-40 the prediction is exactly zero and
 # the measured rates average to zero on and off the diagonal: what moves a single logit at
-# finite $d$ is noise from the random initialisation. The paper's point is stronger than "the gradient starts at zero": the proxy sees
-# only the bags of input and output words, and on 40-of-40 **every pair has the same bags**, so
-# no amount of training can teach it which input word predicts which output word — the proxy
-# can never learn the map, and an attention network whose early learning follows it has nothing
-# to pull its attention with. That is the paper's account of lesson 05's 40-of-40 runs.
+# finite $d$ is noise from the random initialisation. The paper's point is stronger than "the
+# gradient starts at zero": the proxy sees only the bags of input and output words, and on
+# 40-of-40 **every pair has the same bags**, so no amount of training can teach it which input
+# word predicts which output word — the proxy can never learn the map, and an attention network
+# whose early learning follows it has nothing to pull its attention with. That is the paper's
+# account of lesson 05's 40-of-40 runs.
 
 # %%
-d_perm, rate_seeds = L.size(full=1024, smoke=256), L.size(full=3, smoke=2)
+d_perm, rate_seeds = lesson.size(full=1024, smoke=256), lesson.size(full=3, smoke=2)
 measured_rate = {}  # name -> (diagonal, off-diagonal) mean rate, one value per initialisation
 for name in ["40-of-40", "40-of-60"]:
-    bx = perm_bitexts[name]
-    on = np.array([[bx.src_vocab[1 + i] == y for y in bx.tgt_vocab]
-                   for i in range(len(bx.src_vocab) - 1)])
-    rates = [ibm1.proxy_agreement_torch(bx, d_perm, s)[1] for s in range(rate_seeds)]
+    bitext = perm_bitexts[name]
+    on = np.array([[bitext.src_vocab[1 + i] == y for y in bitext.tgt_vocab]
+                   for i in range(len(bitext.src_vocab) - 1)])
+    rates = [proxy_agreement_torch(bitext, d_perm, s)[1] for s in range(rate_seeds)]
     measured_rate[name] = ([m[on].mean() for m in rates], [m[~on].mean() for m in rates])
     print(f"{name} (d = {d_perm}, {rate_seeds} initialisations): dθ/dt on the diagonal measured "
           f"{np.mean(measured_rate[name][0]):+6.1f} vs predicted {predicted_rate[name][0]:+6.1f}; "
           f"off it measured {np.mean(measured_rate[name][1]):+6.1f} vs predicted "
           f"{predicted_rate[name][1]:+6.1f}")
-L.claim("permutation copying 40-of-40: flat count table, the proxy cannot learn KTIW",
-        "flat table (Fig. 4); every pair has the same word bags (§3.3)",
-        f"table ratio {panels[0][2]:.2f}, predicted dθ/dt {predicted_rate['40-of-40'][0]:+.1f}, "
-        f"EM stays at t = 1/40",
-        "exact: it is a property of the data",
-        # exact quantities: the table ratio is 1 and the predicted rate is 0 on and off the diagonal
-        verdict=combine(same(panels[0][2], 1.0, tolerance=1e-9),
-                        same(predicted_rate["40-of-40"][0], predicted_rate["40-of-40"][1],
-                             tolerance=1e-9)))
-L.claim("40-of-60 control: the count table favours x -> x, and the proxy learns it first",
-        "a structured table (Fig. 4); learns every time (§3.3)",
-        f"diagonal/off ratio {ratio_60:.2f} (59/39 = 1.51); dθ/dt diagonal "
-        f"{np.mean(measured_rate['40-of-60'][0]):+.1f} measured vs "
-        f"{predicted_rate['40-of-60'][0]:+.1f} predicted",
-        "the paper shows the table; the rates are our measurement",
-        # measured at initialisation: the diagonal moves faster than the rest, over seeds
-        verdict=compare(measured_rate["40-of-60"][0], measured_rate["40-of-60"][1], ">"))
+lesson.claim("permutation copying 40-of-40: flat count table, the proxy cannot learn KTIW",
+             "flat table (Fig. 4); every pair has the same word bags (§3.3)",
+             f"table ratio {panels[0][2]:.2f}, "
+             f"predicted dθ/dt {predicted_rate['40-of-40'][0]:+.1f}, "
+             f"EM stays at t = 1/40",
+             "exact: it is a property of the data",
+             # exact quantities: the table ratio is 1, the predicted rate 0 on and off the diagonal
+             verdict=combine(same(panels[0][2], 1.0, tolerance=1e-9),
+                             same(predicted_rate["40-of-40"][0], predicted_rate["40-of-40"][1],
+                                  tolerance=1e-9)))
+lesson.claim("40-of-60 control: the count table favours x -> x, and the proxy learns it first",
+             "a structured table (Fig. 4); learns every time (§3.3)",
+             f"diagonal/off ratio {ratio_60:.2f} (59/39 = 1.51); dθ/dt diagonal "
+             f"{np.mean(measured_rate['40-of-60'][0]):+.1f} measured vs "
+             f"{predicted_rate['40-of-60'][0]:+.1f} predicted",
+             "the paper shows the table; the rates are our measurement",
+             # measured at initialisation: the diagonal moves faster than the rest, over seeds
+             verdict=compare(measured_rate["40-of-60"][0], measured_rate["40-of-60"][1], ">"))
 
 # %% [markdown]
 # ## Summary
@@ -632,7 +667,7 @@ L.claim("40-of-60 control: the count table favours x -> x, and the proxy learns 
 # Build a student copy with `python -m minattn.classroom student DIR` and check your work
 # there with `pytest tests/test_ibm1.py --exercises`.
 #
-# **6.1 — the E-step** (implement, ~15 min). `minattn/ibm1.py::e_step_np` raises
+# **6.1 — the E-step** (implement, ~15 min). `minattn/ibm1/reference.py::e_step_np` raises
 # `NotImplementedError`: for each pair compute the posteriors $a_{ji}$, add them into the counts
 # (`np.add.at`) and add up the log-likelihood. (`alignment_matrix_np`, the torch twin and the
 # fast path carry the same exercise, so nothing is left to copy.)

@@ -77,7 +77,8 @@
 # **Negative Pearson loss** (similarity regression). For predictions $p$ and targets $t$ over a
 # batch, with $\tilde p = p - \bar p$, $\tilde t = t - \bar t$:
 #
-# $$\mathcal{L} = -\frac{\sum_k \tilde p_k \tilde t_k}{\sqrt{\sum_k \tilde p_k^2 \sum_k \tilde t_k^2}} .$$
+# $$\mathcal{L} = -\frac{\sum_k \tilde p_k \tilde t_k}
+# {\sqrt{\sum_k \tilde p_k^2 \sum_k \tilde t_k^2}} .$$
 #
 # It cares about the *ordering and spacing* of the predictions, not their scale or offset —
 # the right loss when the target's units are arbitrary (levels 0, 1, 2).
@@ -92,12 +93,40 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from minattn import plots
-from minattn import task_heads as th
-from minattn import tasks
-from minattn.encoder import (BertConfig, MiniLMEncoder, TopLayers, encode_batch, hidden_states,
-                             load_minilm)
-from minattn.models import PairModel, SentenceClassifier
+from minattn.encoder import (
+    BertConfig,
+    MiniLMEncoder,
+    TopLayers,
+    encode_batch,
+    hidden_states,
+    load_minilm,
+)
+from minattn.task_heads import (
+    AttentionPool,
+    CrossAttentionPool,
+    LinearProbe,
+    PairModel,
+    SentenceClassifier,
+    attention_pool_np,
+    best_threshold,
+    bible_pairs,
+    cls_pool_np,
+    cls_pool_torch,
+    cross_attention_pool_np,
+    drop_token,
+    mean_entropy_ratio,
+    mean_pool_np,
+    mean_pool_torch,
+    pair_features,
+    paraphrase_subset,
+    pearson_loss_np,
+    pearson_loss_torch,
+    random_token_states,
+    split_by_anchor,
+    template_sentiment,
+    template_verses,
+    uniform_scale_note,
+)
 from minattn.tools import data
 from minattn.tools.bench import time_interleaved
 from minattn.tools.lesson import Lesson, show
@@ -105,8 +134,8 @@ from minattn.tools.train import KeepBest, count_parameters, length_batches, trai
 from minattn.tools.utils import set_seed
 from minattn.tools.verdict import combine, compare, estimate, same, versus
 
-L = Lesson("07_task_heads")  # on a CPU: one torch thread (see Lesson)
-device = L.device
+lesson = Lesson("07_task_heads")  # on a CPU: one torch thread (see Lesson)
+device = lesson.device
 # CPU time measures a one-thread CPU run well on a busy machine; a GPU runs asynchronously,
 # so there only the wall clock (after a synchronize) means anything.
 clock = time.process_time if device.type == "cpu" else time.perf_counter
@@ -138,36 +167,36 @@ for (setting, row), values in POSTER.items():
 # with 100 to make any leak obvious).
 
 # %%
-show(th.mean_pool_np)
-show(th.attention_pool_np)
+show(mean_pool_np)
+show(attention_pool_np)
 
 states = np.array([[[1.0, 2.0], [3.0, 4.0], [5.0, 0.0]],
                    [[5.0, 6.0], [-5.0, 0.0], [100.0, 100.0]]])
 mask = np.array([[True, True, True], [True, True, False]])
-print("first token :", th.cls_pool_np(states, mask).tolist())
-print("mean pooling:", th.mean_pool_np(states, mask).tolist())
-assert np.allclose(th.mean_pool_np(states, mask), [[3.0, 2.0], [0.0, 3.0]])
+print("first token :", cls_pool_np(states, mask).tolist())
+print("mean pooling:", mean_pool_np(states, mask).tolist())
+assert np.allclose(mean_pool_np(states, mask), [[3.0, 2.0], [0.0, 3.0]])
 
 # An attention head whose query and key weights are zero scores every token 0: uniform weights,
 # so the head returns W_o W_v (mean pooling) + W_o b_v + b_o. Values and output: the identity.
 eye, zero = np.eye(2), np.zeros((2, 2))
 params = dict(w_q=zero, w_k=zero, w_v=eye, w_o=eye, b_q=np.zeros(2), b_k=np.zeros(2),
               b_v=np.zeros(2), b_o=np.zeros(2))
-z, w = th.attention_pool_np(states, mask, [params], num_heads=1)
+z, w = attention_pool_np(states, mask, [params], num_heads=1)
 print("uniform attention head:", z.tolist(), "weights", w[:, 0].round(3).tolist())
-assert np.allclose(z, th.mean_pool_np(states, mask)) and np.allclose(w[1, 0], [0.5, 0.5, 0])
+assert np.allclose(z, mean_pool_np(states, mask)) and np.allclose(w[1, 0], [0.5, 0.5, 0])
 # A learned query w = (1, -1) asks for tokens whose first feature is the larger. With D = 2,
 # LN maps every token to (1, -1) or (-1, 1): sentence 1's [5, 0] is the only one asked for;
 # sentence 2's two real tokens look alike after LN, so they share the weight.
 params_q = dict(params, w_q=eye * 4, w_k=eye)
-z, w = th.attention_pool_np(states, mask, [params_q], num_heads=1, query=np.array([1.0, -1.0]))
+z, w = attention_pool_np(states, mask, [params_q], num_heads=1, query=np.array([1.0, -1.0]))
 print("learned query (1, -1):", w[:, 0].round(3).tolist())
 assert w[0, 0, 2] > 0.99 and np.allclose(w[1, 0], [0.5, 0.5, 0], atol=1e-3)
 
 p, t = np.array([0.1, 0.4, 0.35, 0.8]), np.array([0.0, 1.0, 1.0, 2.0])
-print(f"Pearson loss {th.pearson_loss_np(p, t):.4f} = -corrcoef {-np.corrcoef(p, t)[0, 1]:.4f}")
-assert np.isclose(th.pearson_loss_np(p, t), -np.corrcoef(p, t)[0, 1])
-assert np.isclose(th.pearson_loss_np(10 * p - 3, t), th.pearson_loss_np(p, t))  # scale-free
+print(f"Pearson loss {pearson_loss_np(p, t):.4f} = -corrcoef {-np.corrcoef(p, t)[0, 1]:.4f}")
+assert np.isclose(pearson_loss_np(p, t), -np.corrcoef(p, t)[0, 1])
+assert np.isclose(pearson_loss_np(10 * p - 3, t), pearson_loss_np(p, t))  # scale-free
 
 # %% [markdown]
 # ## 2. The PyTorch heads, checked against the reference
@@ -179,7 +208,7 @@ assert np.isclose(th.pearson_loss_np(10 * p - 3, t), th.pearson_loss_np(p, t))  
 # attend to each other there, so only the first one needs to be computed at all.
 
 # %%
-show(th.CrossAttentionPool.forward)
+show(CrossAttentionPool.forward)
 
 rng = set_seed(0)
 Dt, Ht = 24, 4
@@ -191,17 +220,17 @@ T = lambda *xs: [torch.from_numpy(x).to(device) for x in xs]
 host = lambda x: x.detach().cpu().numpy()
 errors = {}
 for name, query in (("first-token query", "first"), ("learned query", "learned")):
-    pool = th.AttentionPool(Dt, Ht, num_layers=2, query=query).double().to(device)
+    pool = AttentionPool(Dt, Ht, num_layers=2, query=query).double().to(device)
     z_t, w_t = pool(*T(a, a_mask), need_weights=True)
-    z_n, w_n = th.attention_pool_np(a, a_mask, pool.numpy_params(), Ht, query=pool.numpy_query())
+    z_n, w_n = attention_pool_np(a, a_mask, pool.numpy_params(), Ht, query=pool.numpy_query())
     errors[name] = max(np.abs(host(z_t) - z_n).max(), np.abs(host(w_t) - w_n).max())
 for read in ("first", "mean"):
-    cross = th.CrossAttentionPool(Dt, Ht, num_layers=3, read=read).double().to(device)
+    cross = CrossAttentionPool(Dt, Ht, num_layers=3, read=read).double().to(device)
     z_t, w_t = cross(*T(a, a_mask, b, b_mask), need_weights=True)
-    z_n, w_n = th.cross_attention_pool_np(a, a_mask, b, b_mask, cross.numpy_params(), Ht, read)
+    z_n, w_n = cross_attention_pool_np(a, a_mask, b, b_mask, cross.numpy_params(), Ht, read)
     errors[f"cross, read {read}"] = max(np.abs(host(z_t) - z_n).max(),
                                         np.abs(host(w_t) - w_n).max())
-errors["Pearson loss"] = abs(th.pearson_loss_torch(*T(p, t)).item() - th.pearson_loss_np(p, t))
+errors["Pearson loss"] = abs(pearson_loss_torch(*T(p, t)).item() - pearson_loss_np(p, t))
 print("max |torch - numpy| in float64: " + ", ".join(f"{k} {v:.1e}" for k, v in errors.items()))
 assert max(errors.values()) < 1e-10
 
@@ -218,9 +247,9 @@ assert max(errors.values()) < 1e-10
 # %%
 D_ENC, H_ENC = 384, 12
 LADDER = {"first token": 0, "mean pooling": 0,
-          "learned query": count_parameters(th.AttentionPool(D_ENC, H_ENC, 1, query="learned")),
-          "[CLS] asks (1 layer)": count_parameters(th.AttentionPool(D_ENC, H_ENC, 1)),
-          "A's [CLS] asks B (1 layer)": count_parameters(th.CrossAttentionPool(D_ENC, H_ENC, 1,
+          "learned query": count_parameters(AttentionPool(D_ENC, H_ENC, 1, query="learned")),
+          "[CLS] asks (1 layer)": count_parameters(AttentionPool(D_ENC, H_ENC, 1)),
+          "A's [CLS] asks B (1 layer)": count_parameters(CrossAttentionPool(D_ENC, H_ENC, 1,
                                                                              read="first")),
           "cross-encoder": 0}
 n_encoder = count_parameters(MiniLMEncoder(BertConfig()))
@@ -289,7 +318,7 @@ for ax, (rung, n) in zip(axes.flat, LADDER.items()):
     draw_ladder(ax, rung, n)
 fig.suptitle("The ladder of read-outs. Blue: sentence A's tokens, orange: B's; line width: the "
              "weight a token gets (illustrative); dashed: who asks")
-L.savefig(fig, "ladder")
+lesson.savefig(fig, "ladder")
 
 # %% [markdown]
 # ## 4. The encoder, three tasks, and two reference lines
@@ -326,9 +355,9 @@ L.savefig(fig, "ladder")
 
 # %%
 show(hidden_states)
-n_sent_train, n_sent_test = L.size(full=(1600, 600), smoke=(60, 40), paper=(8000, 1000))
-n_anchors = L.size(full=1200, smoke=24, paper=3000)
-TOP = L.size(full=2, smoke=1, paper=6)  # encoder layers fine-tuned in section 7
+n_sent_train, n_sent_test = lesson.size(full=(1600, 600), smoke=(60, 40), paper=(8000, 1000))
+n_anchors = lesson.size(full=1200, smoke=24, paper=3000)
+TOP = lesson.size(full=2, smoke=1, paper=6)  # encoder layers fine-tuned in section 7
 try:
     sent_train, sent_test = data.load_sentiment("train"), data.load_sentiment("test")
     # a seeded random subset of each split (the source file is sorted by sentiment)
@@ -339,16 +368,16 @@ try:
     sent_labels = np.concatenate([sent_train.labels[pick_train], sent_test.labels[pick_test]])
 except data.DatasetMissing as err:
     print(f"{err}\nFALLBACK: template sentences instead of Rotten Tomatoes.")
-    sentences, sent_labels = tasks.template_sentiment(n_sent_train + n_sent_test,
-                                                      np.random.default_rng(0))
+    sentences, sent_labels = template_sentiment(n_sent_train + n_sent_test,
+                                                np.random.default_rng(0))
 try:
     verses = data.load_parallel("web-bbe")
 except data.DatasetMissing as err:
     print(f"{err}\nFALLBACK: synthetic verse pairs (synonyms) instead of the Bible.")
-    verses = tasks.template_verses(8 * n_anchors, np.random.default_rng(0))
-bible = tasks.bible_pairs(verses, n_anchors, np.random.default_rng(0),
-                          min_distance=min(50, len(verses) // 20))
-para_rows = np.sort(np.concatenate([tasks.paraphrase_subset(bible, t) for t in (True, False)]))
+    verses = template_verses(8 * n_anchors, np.random.default_rng(0))
+bible = bible_pairs(verses, n_anchors, np.random.default_rng(0),
+                    min_distance=min(50, len(verses) // 20))
+para_rows = np.sort(np.concatenate([paraphrase_subset(bible, t) for t in (True, False)]))
 pair_texts = [(bible.texts[bible.a[r]], bible.texts[bible.b[r]]) for r in para_rows]
 pair_of_row = np.full(len(bible.a), -1)
 pair_of_row[para_rows] = np.arange(len(para_rows))  # pair row -> its "[CLS] A [SEP] B" text
@@ -370,7 +399,7 @@ def states_of(texts, name, layers):
     if encoder is not None:
         return hidden_states(encoder, tokenizer, texts, name, layers)
     words = [t if isinstance(t, str) else " ".join(t) for t in texts]
-    return dict.fromkeys(layers, tasks.random_token_states(words, D_ENC))
+    return dict.fromkeys(layers, random_token_states(words, D_ENC))
 
 
 t0 = clock()
@@ -387,10 +416,10 @@ split_rng = np.random.default_rng(1)
 held = split_rng.permutation(n_sent_train)[:max(2, int(0.15 * n_sent_train))]
 SPLITS = {"sentiment": dict(train=np.setdiff1d(np.arange(n_sent_train), held), val=np.sort(held),
                             test=np.arange(n_sent_train, len(sentences)))}
-para_train, para_val = tasks.split_by_anchor(bible, tasks.paraphrase_subset(bible, True), 0.15,
-                                             split_rng)
+para_train, para_val = split_by_anchor(bible, paraphrase_subset(bible, True), 0.15,
+                                       split_rng)
 SPLITS["paraphrase"] = dict(train=para_train, val=para_val,
-                            test=tasks.paraphrase_subset(bible, False))
+                            test=paraphrase_subset(bible, False))
 val_anchors = set(bible.a[para_val])  # similarity holds out the same verses
 sim_train_all = np.flatnonzero(bible.train)
 held_out = np.isin(bible.a[sim_train_all], list(val_anchors))
@@ -421,19 +450,19 @@ for task, split in SPLITS.items():
 # read-outs.
 
 # %%
-show(th.LinearProbe)
+show(LinearProbe)
 
 
 def pooled(states, how, chunk=512):
     """(N, D) float64 on `device`: every text's mean-pooled (or first-token) state."""
-    pool = th.mean_pool_torch if how == "mean" else th.cls_pool_torch
+    pool = mean_pool_torch if how == "mean" else cls_pool_torch
     with torch.no_grad():
         return torch.cat([pool(*states.batch(np.arange(i, min(i + chunk, len(states))), device))
                           for i in range(0, len(states), chunk)]).double()
 
 
 def pearson(pred, target) -> float:
-    return -th.pearson_loss_torch(pred.double(), target.double()).item()
+    return -pearson_loss_torch(pred.double(), target.double()).item()
 
 
 sent_mean, verse_mean = pooled(sent_states, "mean"), pooled(bible_states, "mean")
@@ -442,7 +471,7 @@ y_para = torch.as_tensor((bible.level == 2).astype(np.float32), device=device)
 y_sim = torch.as_tensor(bible.level.astype(np.float32), device=device)
 cosine = torch.nn.functional.cosine_similarity(verse_mean[bible.a], verse_mean[bible.b])
 features = {"sentiment": sent_mean,
-            "paraphrase": th.pair_features(verse_mean[bible.a], verse_mean[bible.b])}
+            "paraphrase": pair_features(verse_mean[bible.a], verse_mean[bible.b])}
 features["similarity"] = features["paraphrase"]
 targets = {"sentiment": y_sent, "paraphrase": y_para, "similarity": y_sim}
 METRIC = {"sentiment": "test accuracy", "paraphrase": "test accuracy",
@@ -462,14 +491,14 @@ REF = {}
 for task, split in SPLITS.items():
     kind = "least_squares" if task == "similarity" else "logistic"
     x, y = features[task], targets[task]
-    probes = {l2: th.LinearProbe(kind, l2, max_iter=L.size(full=500, smoke=50))
+    probes = {l2: LinearProbe(kind, l2, max_iter=lesson.size(full=500, smoke=50))
               .fit(x[split["train"]], y[split["train"]])
-              for l2 in L.size(full=(1e-2, 1e-1, 1.0, 10.0), smoke=(1e-1, 1.0))}
+              for l2 in lesson.size(full=(1e-2, 1e-1, 1.0, 10.0), smoke=(1e-1, 1.0))}
     l2 = max(probes, key=lambda l2: score(task, probes[l2].score(x[split["val"]]), split["val"]))
     REF[task] = {"probe": score(task, probes[l2].score(x[split["test"]]), split["test"]),
                  "probe l2": l2}
 train_rows = SPLITS["paraphrase"]["train"]
-threshold = th.best_threshold(cosine[train_rows].cpu().numpy(), y_para[train_rows].cpu().numpy())
+threshold = best_threshold(cosine[train_rows].cpu().numpy(), y_para[train_rows].cpu().numpy())
 test_rows = SPLITS["paraphrase"]["test"]
 REF["paraphrase"]["zero-shot"] = score("paraphrase", cosine[test_rows] - threshold, test_rows)
 test_rows = SPLITS["similarity"]["test"]
@@ -505,7 +534,7 @@ print(f"sum of a token's {D} features, over tokens: mean {sums.mean().item():.2f
 
 def first_step_attention(states, mask, init, normalize, seed=0):
     torch.manual_seed(seed)
-    head = th.AttentionPool(D, 12, 1, init=init, normalize=normalize).to(device)
+    head = AttentionPool(D, 12, 1, init=init, normalize=normalize).to(device)
     with torch.no_grad():
         return head(states, mask, need_weights=True)[1]  # (B, 12, L)
 
@@ -514,11 +543,11 @@ settings = {"default init, LN": ("default", True), "U(0.9, 1), LN": ("u09", True
             "default init, raw states": ("default", False), "U(0.9, 1), raw states": ("u09", False)}
 first = {}
 for name, (init, normalize) in settings.items():
-    ratios = [th.mean_entropy_ratio(first_step_attention(probe_x, probe_mask, init, normalize, s),
-                                    probe_mask) for s in range(3)]
+    ratios = [mean_entropy_ratio(first_step_attention(probe_x, probe_mask, init, normalize, s),
+                                 probe_mask) for s in range(3)]
     first[name] = first_step_attention(probe_x[:1], probe_mask[:1], init, normalize)[0].cpu()
     print(f"  {name:26s} entropy ratio of the first step's attention {np.mean(ratios):.3f}")
-print(" ", th.uniform_scale_note(D))
+print(" ", uniform_scale_note(D))
 
 fig, ax = plt.subplots(figsize=(10, 3.6))
 n0 = int(probe_mask[0].sum())
@@ -533,7 +562,7 @@ ax.set_xticks(range(n0), labels, rotation=90)
 ax.set(ylabel="attention weight (mean of 12 heads,\nclipped at 1e-12)", yscale="log",
        ylim=(3e-13, 3), title="The read-out attention before any training, on one test sentence")
 ax.legend(fontsize=8)
-L.savefig(fig, "u09_first_step")
+lesson.savefig(fig, "u09_first_step")
 
 # %% [markdown]
 # On raw states the rank-one part of U(0.9, 1) turns every query and key into a multiple of
@@ -559,8 +588,8 @@ def start_of(task, kw, seed, width):
         x, m = probe_x[:64], probe_mask[:64]
         with torch.no_grad():
             z, w = model.head(model.project(x), m, need_weights=True)
-            base = th.mean_pool_torch(model.project(x), m)
-        ratio = th.mean_entropy_ratio(w, m)
+            base = mean_pool_torch(model.project(x), m)
+        ratio = mean_entropy_ratio(w, m)
     else:
         heads = N_HEADS if width < D else 12
         model = PairModel(d_model=width, d_in=D, num_heads=heads, **kw).to(device)
@@ -570,8 +599,8 @@ def start_of(task, kw, seed, width):
         with torch.no_grad():
             pa, pb = model.project(a_x), model.project(b_x)
             z, w = model.head(pa, a_m, pb, b_m, need_weights=True)
-            base = th.mean_pool_torch(pa, a_m)
-        ratio = th.mean_entropy_ratio(w[:, :, 0], b_m)
+            base = mean_pool_torch(pa, a_m)
+        ratio = mean_entropy_ratio(w[:, :, 0], b_m)
     length = (z.norm(dim=-1) / base.norm(dim=-1)).mean().item()
     along_ones = torch.nn.functional.cosine_similarity(z, torch.ones_like(z), dim=-1).abs()
     return length, along_ones.mean().item(), ratio
@@ -621,8 +650,8 @@ for task, kw, width, where in [(t, k, D_HEAD, "frozen") for t, k in HEAD_OF.item
 # %%
 show(length_batches)
 show(KeepBest)
-FROZEN_SEEDS = L.size(full=[0, 1], smoke=[0, 1], paper=[0, 1, 2])
-MAX_EPOCHS = L.size(full=4, smoke=1, paper=20)
+FROZEN_SEEDS = lesson.size(full=[0, 1], smoke=[0, 1], paper=[0, 1, 2])
+MAX_EPOCHS = lesson.size(full=4, smoke=1, paper=20)
 FROZEN = {"sentiment": {"first token": dict(pool="cls"), "mean pooling": dict(pool="mean"),
                         "learned query": dict(pool="query"),
                         "heads": HEAD_OF["sentiment"],
@@ -635,7 +664,7 @@ FROZEN = {"sentiment": {"first token": dict(pool="cls"), "mean pooling": dict(po
                          "heads, U(0.9, 1)": dict(HEAD_OF["similarity"], init="u09")}}
 LOSS = {"sentiment": lambda pred, y: torch.nn.functional.cross_entropy(pred, y),
         "paraphrase": torch.nn.functional.binary_cross_entropy_with_logits,
-        "similarity": th.pearson_loss_torch}
+        "similarity": pearson_loss_torch}
 pair_lengths = bible_states.lengths()[bible.a] + bible_states.lengths()[bible.b]
 LENGTHS = {"sentiment": sent_states.lengths(), "paraphrase": pair_lengths,
            "similarity": pair_lengths}
@@ -782,12 +811,12 @@ for task in FROZEN:
 # | seeds | one run per row | printed below |
 
 # %%
-FT_SEEDS = L.size(full=[0, 1], smoke=[0, 1], paper=[0, 1, 2])
-STAGE1_EPOCHS = L.size(full=4, smoke=1, paper=10)
-FT_EPOCHS = L.size(full=0.3, smoke=0.5, paper=3)
+FT_SEEDS = lesson.size(full=[0, 1], smoke=[0, 1], paper=[0, 1, 2])
+STAGE1_EPOCHS = lesson.size(full=4, smoke=1, paper=10)
+FT_EPOCHS = lesson.size(full=0.3, smoke=0.5, paper=3)
 FT_BATCH = 8
-CHECKS = L.size(full=7, smoke=2, paper=4)  # stage 2's validation checks per epoch
-ENC_LR, HEAD_LR = L.size(full=1e-4, smoke=1e-4, paper=5e-5), 3e-4
+CHECKS = lesson.size(full=7, smoke=2, paper=4)  # stage 2's validation checks per epoch
+ENC_LR, HEAD_LR = lesson.size(full=1e-4, smoke=1e-4, paper=5e-5), 3e-4
 FT_ARMS = {"first token": dict(pool="cls"), "mean pooling": dict(pool="mean"),
            "heads": dict(pool="cross", read="first"), "cross-encoder": None}
 tune_source = encoder if encoder is not None else \
@@ -899,7 +928,7 @@ ax_dot.set(ylabel="test accuracy (mean ± std over seeds)",
            title="Paraphrase: stage 1, frozen (open) and stage 2, fine-tuned (filled)")
 ax_dot.grid(axis="y", alpha=0.3)
 fig.tight_layout()
-L.savefig(fig, "finetuned")
+lesson.savefig(fig, "finetuned")
 
 # %% [markdown]
 # **Reading the fine-tuned results.** The printout above says, from the numbers: whether the
@@ -961,61 +990,67 @@ for task in FROZEN:
 heads_ft, mean_ft = per_seed(tuned, "paraphrase", "heads"), per_seed(tuned, "paraphrase",
                                                                       "mean pooling")
 cross_ft = per_seed(tuned, "paraphrase", "cross-encoder")
-print(f"\nfrozen, heads minus mean pooling: " + ", ".join(f"{t} {g:+.3f}" for t, g in gaps.items()))
+print("\nfrozen, heads minus mean pooling: " + ", ".join(f"{t} {g:+.3f}" for t, g in gaps.items()))
 print(f"fine-tuned paraphrase: heads minus mean pooling {np.mean(heads_ft) - np.mean(mean_ft):+.3f}"
       f" (poster {POSTER_TEST['heads'] - POSTER_TEST['mean pooling']:+.3f}); cross-encoder "
       f"minus heads {np.mean(cross_ft) - np.mean(heads_ft):+.3f} — "
       f"{compare(cross_ft, heads_ft, '>')}")
 
-L.claim("over a frozen encoder, task-specific heads lose to mean pooling on sentiment and STS "
-        "and gain on paraphrase",
-        "Table 3, pretrain rows (dev): sentiment 0.253 vs 0.460, paraphrase 0.469 vs 0.386, "
-        "STS 0.251 vs 0.643",
-        ", ".join(f"{t} {cell(frozen, t, 'heads')} vs {cell(frozen, t, 'mean pooling')}"
-                  for t in FROZEN) + f" (MiniLM, {len(FROZEN_SEEDS)} seeds)",
-        "MiniLM was trained for mean pooling; our sentiment has 2 classes, our pairs are Bible "
-        "verses; the heads read 64 features",
-        verdict=combine(*(compare(per_seed(frozen, t, "heads"), per_seed(frozen, t, "mean pooling"),
-                                  expect) for t, expect in (("sentiment", "<"), ("paraphrase", ">"),
-                                                            ("similarity", "<")))))
-L.claim("fine-tuned, one cross-attention layer read at [CLS] improves paraphrase accuracy "
-        "over mean pooling",
-        "Table 3 (and abstract): 0.551 -> 0.842 (test, BERT-base fine-tuned, Quora)",
-        f"{cell(tuned, 'paraphrase', 'mean pooling')} -> {cell(tuned, 'paraphrase', 'heads')}; "
-        f"cross-encoder {cell(tuned, 'paraphrase', 'cross-encoder')} (top {TOP} of {LAST} MiniLM "
-        f"layers, {FT_EPOCHS:g} epochs, {len(FT_SEEDS)} seeds)",
-        "MiniLM's mean pooling is its designed output (the poster's BERT baseline was weak: "
-        "0.551); Bible verses, not Quora; fewer layers fine-tuned",
-        verdict=compare(heads_ft, mean_ft, ">",
-                        paper_gap=POSTER_TEST["heads"] - POSTER_TEST["mean pooling"]))
-u09_para, def_para = (per_seed(frozen, "paraphrase", a) for a in ("heads, U(0.9, 1)", "heads"))
-u09_sim, def_sim = (per_seed(frozen, "similarity", a) for a in ("heads, U(0.9, 1)", "heads"))
-L.claim("U(0.9, 1) initialisation: about as good as the default on paraphrase, much worse on STS",
-        "Table 3: frozen paraphrase 0.429 vs 0.469, STS 0.148 vs 0.251; fine-tuned (test) "
-        "paraphrase 0.839 vs 0.842, STS 0.374 vs 0.791",
-        f"frozen: paraphrase {cell(frozen, 'paraphrase', 'heads, U(0.9, 1)')} vs "
-        f"{cell(frozen, 'paraphrase', 'heads')}, similarity "
-        f"{cell(frozen, 'similarity', 'heads, U(0.9, 1)')} vs "
-        f"{cell(frozen, 'similarity', 'heads')}",
-        "tested over the frozen encoder only; 'about as good' = within the poster's own frozen "
-        "gap (0.04) plus noise",
-        verdict=combine(same(u09_para, def_para, tolerance=0.04),
-                        compare(u09_sim, def_sim, "<")))
+lesson.claim("over a frozen encoder, task-specific heads lose to mean pooling on sentiment and STS "
+             "and gain on paraphrase",
+             "Table 3, pretrain rows (dev): sentiment 0.253 vs 0.460, paraphrase 0.469 vs 0.386, "
+             "STS 0.251 vs 0.643",
+             ", ".join(f"{t} {cell(frozen, t, 'heads')} vs {cell(frozen, t, 'mean pooling')}"
+                       for t in FROZEN) + f" (MiniLM, {len(FROZEN_SEEDS)} seeds)",
+             "MiniLM was trained for mean pooling; our sentiment has 2 classes, our pairs are "
+             "Bible verses; the heads read 64 features",
+             verdict=combine(*(compare(per_seed(frozen, t, "heads"),
+                                       per_seed(frozen, t, "mean pooling"), expect)
+                               for t, expect in (("sentiment", "<"), ("paraphrase", ">"),
+                                                 ("similarity", "<")))))
+lesson.claim("fine-tuned, one cross-attention layer read at [CLS] improves paraphrase accuracy "
+             "over mean pooling",
+             "Table 3 (and abstract): 0.551 -> 0.842 (test, BERT-base fine-tuned, Quora)",
+             f"{cell(tuned, 'paraphrase', 'mean pooling')} -> "
+             f"{cell(tuned, 'paraphrase', 'heads')}; "
+             f"cross-encoder {cell(tuned, 'paraphrase', 'cross-encoder')} (top {TOP} of {LAST} "
+             f"MiniLM layers, {FT_EPOCHS:g} epochs, {len(FT_SEEDS)} seeds)",
+             "MiniLM's mean pooling is its designed output (the poster's BERT baseline was weak: "
+             "0.551); Bible verses, not Quora; fewer layers fine-tuned",
+             verdict=compare(heads_ft, mean_ft, ">",
+                             paper_gap=POSTER_TEST["heads"] - POSTER_TEST["mean pooling"]))
+uniform_init_para, default_init_para = (per_seed(frozen, "paraphrase", a)
+                                        for a in ("heads, U(0.9, 1)", "heads"))
+uniform_init_sim, default_init_sim = (per_seed(frozen, "similarity", a)
+                                      for a in ("heads, U(0.9, 1)", "heads"))
+lesson.claim("U(0.9, 1) initialisation: about as good as the default on paraphrase, much worse on "
+             "STS",
+             "Table 3: frozen paraphrase 0.429 vs 0.469, STS 0.148 vs 0.251; fine-tuned (test) "
+             "paraphrase 0.839 vs 0.842, STS 0.374 vs 0.791",
+             f"frozen: paraphrase {cell(frozen, 'paraphrase', 'heads, U(0.9, 1)')} vs "
+             f"{cell(frozen, 'paraphrase', 'heads')}, similarity "
+             f"{cell(frozen, 'similarity', 'heads, U(0.9, 1)')} vs "
+             f"{cell(frozen, 'similarity', 'heads')}",
+             "tested over the frozen encoder only; 'about as good' = within the poster's own "
+             "frozen gap (0.04) plus noise",
+             verdict=combine(same(uniform_init_para, default_init_para, tolerance=0.04),
+                             compare(uniform_init_sim, default_init_sim, "<")))
 entropy = {init: np.concatenate([STARTS[k][:, 2] for k in STARTS if k[2] == init])
            for init in ("u09", "default")}
 log_length = {init: np.log10(np.concatenate([STARTS[k][:, 0] for k in STARTS if k[2] == init]))
               for init in ("u09", "default")}
-L.claim("U(0.9, 1) makes the starting point close to taking a mean of the tokens",
-        "poster, Approach: 'makes the starting point of optimization close to taking a mean of "
-        "the sentence's all tokens' encodes' (no number)",
-        f"on the {len(STARTS) // 2} head configurations trained here, U(0.9, 1) vs default: "
-        f"first-step entropy ratio {entropy['u09'].mean():.3f} vs {entropy['default'].mean():.3f}"
-        f"; |z| / |mean pooling| 10^{log_length['u09'].mean():.1f} vs "
-        f"10^{log_length['default'].mean():.1f}",
-        "closer than the default init's start, in two parts: attention weights nearer uniform "
-        "(after LN), output nearer the mean's length",
-        verdict=combine(compare(entropy["u09"], entropy["default"], ">"),
-                        compare(log_length["u09"], log_length["default"], "<")))
+lesson.claim("U(0.9, 1) makes the starting point close to taking a mean of the tokens",
+             "poster, Approach: 'makes the starting point of optimization close to taking a mean "
+             "of the sentence's all tokens' encodes' (no number)",
+             f"on the {len(STARTS) // 2} head configurations trained here, U(0.9, 1) vs default: "
+             f"first-step entropy ratio {entropy['u09'].mean():.3f} vs "
+             f"{entropy['default'].mean():.3f}"
+             f"; |z| / |mean pooling| 10^{log_length['u09'].mean():.1f} vs "
+             f"10^{log_length['default'].mean():.1f}",
+             "closer than the default init's start, in two parts: attention weights nearer uniform "
+             "(after LN), output nearer the mean's length",
+             verdict=combine(compare(entropy["u09"], entropy["default"], ">"),
+                             compare(log_length["u09"], log_length["default"], "<")))
 
 # %% [markdown]
 # ## 9. What a head costs, counted and measured
@@ -1044,8 +1079,9 @@ L.claim("U(0.9, 1) makes the starting point close to taking a mean of the tokens
 timing_encoder = copy.deepcopy(encoder if encoder is not None else
                                MiniLMEncoder(BertConfig()).to(device))
 # smoke mode times a one-layer copy (the count below uses the depth of the encoder it times)
-timing_encoder.layers = timing_encoder.layers[:L.size(full=len(timing_encoder.layers), smoke=1)]
-rows = SPLITS["paraphrase"]["train"][:L.size(full=FT_BATCH, smoke=2)]
+timing_encoder.layers = timing_encoder.layers[:lesson.size(full=len(timing_encoder.layers),
+                                                           smoke=1)]
+rows = SPLITS["paraphrase"]["train"][:lesson.size(full=FT_BATCH, smoke=2)]
 if encoder is not None:
     ids_a, m_a = encode_batch(tokenizer, [bible.texts[i] for i in bible.a[rows]], device)
     ids_b, m_b = encode_batch(tokenizer, [bible.texts[i] for i in bible.b[rows]], device)
@@ -1074,7 +1110,7 @@ def training_step(readout, fine_tune):
 set_seed(0)
 readouts = {"mean pooling": PairModel("mean", D).to(device),
             "heads": PairModel("cross", D, num_heads=12, read="first").to(device)}
-rounds = L.size(full=5, smoke=2, paper=10)
+rounds = lesson.size(full=5, smoke=2, paper=10)
 ratios = {}
 for setting, fine_tune in (("frozen", False), ("fine-tuned", True)):
     fns = {arm: training_step(r, fine_tune) for arm, r in readouts.items()}
@@ -1100,19 +1136,19 @@ for setting, predicted in count.items():
 print(f"BERT-base (the poster's encoder, 144 D² per token): counted frozen "
       f"{100 * 3 * h / 144:.1f}%, fine-tuned {100 * h / 144:.1f}%")
 
-L.claim("task-specific heads add 7-16% to the training time",
-        "Table 3 and Discussion: 1.159 and 1.131 (frozen), 1.096 and 1.075 (fine-tuned)",
-        f"{np.mean(ratios['frozen']):.3f} (frozen), {np.mean(ratios['fine-tuned']):.3f} "
-        f"(fine-tuned), MiniLM and the poster's head on {len(rows)} verse pairs; counted "
-        f"{1 + count['frozen']:.3f} and {1 + count['fine-tuned']:.3f}",
-        "MiniLM is 6 layers of 384, BERT-base 12 of 768: the head's share differs",
-        verdict=combine(versus(ratios["frozen"], 1.16, "<"),
-                        versus(ratios["fine-tuned"], 1.16, "<")))
-L.claim("a head's time overhead is larger over a frozen encoder than over a fine-tuned one",
-        "Table 3: 1.159 and 1.131 (frozen) vs 1.096 and 1.075 (fine-tuned)",
-        f"{np.mean(ratios['frozen']):.3f} vs {np.mean(ratios['fine-tuned']):.3f}",
-        "counted: the frozen step has no encoder backward, so the head's share triples",
-        verdict=compare(ratios["frozen"], ratios["fine-tuned"], ">"))
+lesson.claim("task-specific heads add 7-16% to the training time",
+             "Table 3 and Discussion: 1.159 and 1.131 (frozen), 1.096 and 1.075 (fine-tuned)",
+             f"{np.mean(ratios['frozen']):.3f} (frozen), {np.mean(ratios['fine-tuned']):.3f} "
+             f"(fine-tuned), MiniLM and the poster's head on {len(rows)} verse pairs; counted "
+             f"{1 + count['frozen']:.3f} and {1 + count['fine-tuned']:.3f}",
+             "MiniLM is 6 layers of 384, BERT-base 12 of 768: the head's share differs",
+             verdict=combine(versus(ratios["frozen"], 1.16, "<"),
+                             versus(ratios["fine-tuned"], 1.16, "<")))
+lesson.claim("a head's time overhead is larger over a frozen encoder than over a fine-tuned one",
+             "Table 3: 1.159 and 1.131 (frozen) vs 1.096 and 1.075 (fine-tuned)",
+             f"{np.mean(ratios['frozen']):.3f} vs {np.mean(ratios['fine-tuned']):.3f}",
+             "counted: the frozen step has no encoder backward, so the head's share triples",
+             verdict=compare(ratios["frozen"], ratios["fine-tuned"], ">"))
 
 # %% [markdown]
 # ## 10. What does a head read — and does it matter?
@@ -1126,7 +1162,7 @@ L.claim("a head's time overhead is larger over a frozen encoder than over a fine
 # without it.
 
 # %%
-show(th.drop_token)
+show(drop_token)
 
 
 def token_labels(states, i):
@@ -1146,7 +1182,7 @@ def intervene(prob, x, m, weights, gen):
     p0 = prob(x, m)
     out = {}
     for name, index in (("most-weighted token", top), ("random other token", rand)):
-        p = prob(*th.drop_token(x, m, index))
+        p = prob(*drop_token(x, m, index))
         out[name] = ((p - p0).abs().mean().item(), ((p > 0.5) != (p0 > 0.5)).double().mean().item())
     return out
 
@@ -1207,7 +1243,7 @@ ax.set(ylabel="weight (mean of 12 heads)", xlabel="B's tokens",
        title=f"Fine-tuned paraphrase head: A's [CLS] reads B (label: "
              f"{'paraphrase' if bible.level[row] == 2 else 'not a paraphrase'})\nA: "
              f"{textwrap.shorten(bible.texts[bible.a[row]], 120)}")
-L.savefig(fig, "what_heads_read")
+lesson.savefig(fig, "what_heads_read")
 
 # %% [markdown]
 # The printout says whether the maps mean anything for the prediction: a head whose
@@ -1220,27 +1256,27 @@ L.savefig(fig, "what_heads_read")
 # `[CLS]`) never needs every token's key and value. Folding the key projection into the
 # query, $(W_k^h)^\top q_h$, and the value projection behind the weighted mean,
 # $W_v^h \sum_i a_{hi} h_i$, gives the same numbers with $O(L \cdot D \cdot H)$ work per
-# sentence instead of $O(L \cdot D^2)$ (`minattn/task_heads_fast.py`). Checked on MiniLM
+# sentence instead of $O(L \cdot D^2)$ (`minattn/task_heads/fast.py`). Checked on MiniLM
 # states, then timed (forward + backward).
 
 # %%
-from minattn.task_heads_fast import fast_attention_pool_torch
+from minattn.task_heads import attention_pool_fast_torch
 
-show(fast_attention_pool_torch)
+show(attention_pool_fast_torch)
 torch.manual_seed(0)
-one_layer = th.AttentionPool(D, 12, 1).to(device)
+one_layer = AttentionPool(D, 12, 1).to(device)
 x, m = sent_states.batch(SPLITS["sentiment"]["test"][:32], device)
 z_ref, w_ref = one_layer(x, m, need_weights=True)
-z_fast, w_fast = fast_attention_pool_torch(x, m, one_layer.layers[0])
+z_fast, w_fast = attention_pool_fast_torch(x, m, one_layer.layers[0])
 err = max((z_fast - z_ref).abs().max().item(), (w_fast - w_ref).abs().max().item())
 print(f"max |fast - reference| in float32 on {len(x)} sentences: {err:.1e}")
 assert err < 1e-4
 clf = torch.nn.Linear(D, 2).to(device)  # the same classifier on top of each, as in training
 times = time_interleaved({
-    "mean pooling": lambda: clf(th.mean_pool_torch(x, m)).sum().backward(),
+    "mean pooling": lambda: clf(mean_pool_torch(x, m)).sum().backward(),
     "reference head": lambda: clf(one_layer(x, m)[0]).sum().backward(),
-    "fast path": lambda: clf(fast_attention_pool_torch(x, m, one_layer.layers[0])[0]).sum()
-    .backward()}, repeats=L.size(full=10, smoke=2), device=device, timer=clock)
+    "fast path": lambda: clf(attention_pool_fast_torch(x, m, one_layer.layers[0])[0]).sum()
+    .backward()}, repeats=lesson.size(full=10, smoke=2), device=device, timer=clock)
 for name, seconds in times.items():
     print(f"  {name:15s} forward + backward {seconds * 1e3:7.2f} ms "
           f"({seconds / times['mean pooling']:.1f}x mean pooling)")
@@ -1274,8 +1310,9 @@ for name, seconds in times.items():
 #
 # **7.1 — masked mean pooling (implement, ~10 min).** In a student copy
 # (`python -m minattn.classroom student DIR`), `mean_pool_np` and `mean_pool_torch` in
-# `minattn/task_heads.py` (and `encoder.mean_pool`) raise `NotImplementedError`. Average the
-# real tokens only. Check: `pytest tests/test_task_heads.py --exercises 7.1`.
+# `minattn/task_heads/reference.py` (and `minattn.encoder.mean_pool`) raise
+# `NotImplementedError`. Average the real tokens only. Check:
+# `pytest tests/test_task_heads.py --exercises 7.1`.
 #
 # **7.2 — the cross-attention head (implement, ~20 min).** Write
 # `cross_attention_pool_np` and `CrossAttentionPool.forward`: A's tokens attend to B (queries

@@ -30,10 +30,8 @@ import torch._dynamo  # noqa: F401  (imported lazily by the first meta-device ca
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from minattn import (attention as A, encoder as E, ibm1, ibm1_fast as IF, lstm_attention as LA,  # noqa: E402
-                     models as M, multiscale as MS, sparse as S, task_heads as TH, tasks as TK,
-                     xl as X, xl_fast as XF)
-from minattn.ibm1_fast_index import index_bitext  # noqa: E402
+from minattn import (attention as A, encoder as E, ibm1, lstm_attention as LA,  # noqa: E402
+                     multiscale as MS, sparse as S, task_heads as TH, xl as X)
 from minattn.tools import train as TR  # noqa: E402
 
 OUR_FORMAT = re.compile(r".+: expected .+, got .+", re.S)
@@ -311,11 +309,11 @@ bad("xl", "rel_attention_torch", "u_bias", "u_bias on another device")(
 bad("xl", "rel_attention_torch", "v", "NaN in v")(
     lambda: X.rel_attention_torch(qxt, kxt, with_value(vxt, NAN, (0, 0, 0, 0)), rxt, ubt, vbt))
 bad("xl", "rel_attention_fast_torch", "k", "float32 k with float64 q")(
-    lambda: XF.rel_attention_fast_torch(qxt, kxt.float(), vxt, rxt, ubt, vbt))
+    lambda: X.rel_attention_fast_torch(qxt, kxt.float(), vxt, rxt, ubt, vbt))
 bad("xl", "rel_attention_fast_torch", "q", "+inf in q")(
-    lambda: XF.rel_attention_fast_torch(with_value(qxt, INF, (0, 0, 0, 0)), kxt, vxt, rxt, ubt, vbt))
-bad("xl", "rel_shift_np", "scores", "1-d scores")(lambda: XF.rel_shift_np(R(5)))
-bad("xl", "rel_shift_torch", "scores", "1-d scores")(lambda: XF.rel_shift_torch(T(5)))
+    lambda: X.rel_attention_fast_torch(with_value(qxt, INF, (0, 0, 0, 0)), kxt, vxt, rxt, ubt, vbt))
+bad("xl", "rel_shift_np", "scores", "1-d scores")(lambda: X.rel_shift_np(R(5)))
+bad("xl", "rel_shift_torch", "scores", "1-d scores")(lambda: X.rel_shift_torch(T(5)))
 
 torch.manual_seed(0)
 relmha = X.RelMultiHeadAttention(8, 2).double()
@@ -526,15 +524,15 @@ bad("task_heads", "attention_entropy_ratio", "weights", "negative weights")(
     lambda: TH.attention_entropy_ratio(torch.full((2, 2, 4), -0.25), torch.ones(2, 4, dtype=torch.bool)))
 bad("task_heads", "u09_init_", "mha", "not a MultiHeadAttention")(lambda: TH.u09_init_(torch.nn.Linear(3, 3)))
 bad("task_heads", "uniform_scale_note", "d_model", "d_model = 0")(lambda: TH.uniform_scale_note(0))
-bad("task_heads", "fast_attention_pool_torch", "states", "width that does not match the layer")(
-    lambda: __import__("minattn.task_heads_fast", fromlist=["x"]).fast_attention_pool_torch(
+bad("task_heads", "attention_pool_fast_torch", "states", "width that does not match the layer")(
+    lambda: TH.attention_pool_fast_torch(
         T(2, 4, 8), smt, apool.layers[0]))
 torch.manual_seed(0)
-scls = M.SentenceClassifier("mean", 6)
+scls = TH.SentenceClassifier("mean", 6)
 bad("task_heads", "SentenceClassifier.forward", "states", "float64 states into a float32 model")(
     lambda: scls(stt, smt))
 bad("task_heads", "PairModel.forward", "a_mask", "float mask")(
-    lambda: M.PairModel("mean", 6).double()(stt, smt.double(), stt, smt))
+    lambda: TH.PairModel("mean", 6).double()(stt, smt.double(), stt, smt))
 
 # ============================================================================ encoder
 cfg = E.BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
@@ -636,8 +634,8 @@ bad("lstm_attention", "AttentionClassifier", "n_vocab", "n_vocab = 0")(lambda: L
 # ============================================================================ ibm1
 bx = ibm1.make_bitext([["a", "b"], ["a"]], [["A", "B"], ["A"]])
 t0 = ibm1.uniform_table_np(bx)
-fb = index_bitext([["a", "b"], ["a"]], [["A", "B"], ["A"]])
-tf = IF.uniform_table_np(fb)
+fb = ibm1.index_bitext([["a", "b"], ["a"]], [["A", "B"], ["A"]])
+tf = ibm1.uniform_table_fast_np(fb)
 bad("ibm1", "em_np", "iterations", "iterations = -1")(lambda: ibm1.em_np(bx, -1))
 bad("ibm1", "em_np", "iterations", "iterations = 2.5")(lambda: ibm1.em_np(bx, 2.5))
 bad("ibm1", "em_np", "t", "an all-zero table")(lambda: ibm1.em_np(bx, 1, t=np.zeros_like(t0)))
@@ -671,21 +669,21 @@ bad("ibm1", "proxy_agreement_torch", "d", "d = 0")(
 bad("ibm1", "BagOfWordsProxy", "d", "d = 0")(lambda: ibm1.BagOfWordsProxy(3, 3, 0))
 bad("ibm1", "BagOfWordsProxy.forward", "xbar", "xbar of the wrong width")(
     lambda: ibm1.BagOfWordsProxy(3, 3, 4)(torch.ones(2, 5)))
-bad("ibm1", "ibm1_fast.em_np", "iterations", "iterations = -1")(lambda: IF.em_np(fb, -1))
-bad("ibm1", "ibm1_fast.e_step_np", "t", "an all-zero table")(lambda: IF.e_step_np(np.zeros_like(tf), fb))
-bad("ibm1", "ibm1_fast.e_step_np", "t", "NaN in the table")(lambda: IF.e_step_np(with_value(tf, NAN), fb))
-bad("ibm1", "ibm1_fast.m_step_np", "floor", "NaN floor")(lambda: IF.m_step_np(tf, fb, NAN))
-bad("ibm1", "ibm1_fast.e_step_torch", "t", "an all-zero table")(
-    lambda: IF.e_step_torch(torch.zeros(len(tf), dtype=torch.float64), fb))
-bad("ibm1", "ibm1_fast.em_torch", "iterations", "iterations = 1.5")(lambda: IF.em_torch(fb, 1.5))
-bad("ibm1", "ibm1_fast.alignment_matrix_np", "m", "pair index past the corpus")(
-    lambda: IF.alignment_matrix_np(tf, fb, 7))
-bad("ibm1", "ibm1_fast.position_entries_np", "m", "negative pair index")(
-    lambda: IF.position_entries_np(fb, -5))
-bad("ibm1", "ibm1_fast.rows_np", "words", "an unknown word")(lambda: IF.rows_np(tf, fb, ["zzz"]))
-bad("ibm1", "ibm1_fast.top_translations_np", "k", "k = -2")(lambda: IF.top_translations_np(tf, fb, "a", -2))
-bad("ibm1", "ibm1_fast.viterbi_np", "t", "NaN in the table")(lambda: IF.viterbi_np(with_value(tf, NAN), fb))
-bad("ibm1", "index_bitext", "targets", "an empty target sentence")(lambda: index_bitext([["a"]], [[]]))
+bad("ibm1", "em_fast_np", "iterations", "iterations = -1")(lambda: ibm1.em_fast_np(fb, -1))
+bad("ibm1", "e_step_fast_np", "t", "an all-zero table")(lambda: ibm1.e_step_fast_np(np.zeros_like(tf), fb))
+bad("ibm1", "e_step_fast_np", "t", "NaN in the table")(lambda: ibm1.e_step_fast_np(with_value(tf, NAN), fb))
+bad("ibm1", "m_step_fast_np", "floor", "NaN floor")(lambda: ibm1.m_step_fast_np(tf, fb, NAN))
+bad("ibm1", "e_step_fast_torch", "t", "an all-zero table")(
+    lambda: ibm1.e_step_fast_torch(torch.zeros(len(tf), dtype=torch.float64), fb))
+bad("ibm1", "em_fast_torch", "iterations", "iterations = 1.5")(lambda: ibm1.em_fast_torch(fb, 1.5))
+bad("ibm1", "alignment_matrix_fast_np", "m", "pair index past the corpus")(
+    lambda: ibm1.alignment_matrix_fast_np(tf, fb, 7))
+bad("ibm1", "position_entries_np", "m", "negative pair index")(
+    lambda: ibm1.position_entries_np(fb, -5))
+bad("ibm1", "rows_np", "words", "an unknown word")(lambda: ibm1.rows_np(tf, fb, ["zzz"]))
+bad("ibm1", "top_translations_fast_np", "k", "k = -2")(lambda: ibm1.top_translations_fast_np(tf, fb, "a", -2))
+bad("ibm1", "viterbi_fast_np", "t", "NaN in the table")(lambda: ibm1.viterbi_fast_np(with_value(tf, NAN), fb))
+bad("ibm1", "index_bitext", "targets", "an empty target sentence")(lambda: ibm1.index_bitext([["a"]], [[]]))
 
 # ============================================================================ tasks
 G = lambda: torch.Generator().manual_seed(0)  # noqa: E731
@@ -693,35 +691,35 @@ bad("attention", "associative_recall", "batch_size", "batch_size = 2.5")(
     lambda: A.associative_recall(2.5, 2, 4, 4, G()))
 bad("attention", "associative_recall", "n_keys", "n_keys = -1")(lambda: A.associative_recall(2, 0, -1, 4, G()))
 bad("sparse", "two_halves", "n", "n = 3.5")(lambda: S.two_halves(2, 3.5, G()))
-bad("tasks", "dictionary_corpus", "n_pairs", "n_pairs = -1")(
-    lambda: TK.dictionary_corpus(-1, 5, np.random.default_rng(0)))
-bad("tasks", "dictionary_corpus", "length", "length (5, 2)")(
-    lambda: TK.dictionary_corpus(2, 5, np.random.default_rng(0), length=(5, 2)))
-bad("tasks", "permutation_corpus", "n_types", "n_types > n_vocab")(
-    lambda: TK.permutation_corpus(2, 5, 3, np.random.default_rng(0)))
-bad("tasks", "two_sets_corpus", "n_pairs", "n_pairs = -2")(
-    lambda: TK.two_sets_corpus(-2, 3, np.random.default_rng(0)))
 bad("multiscale", "effective_scale_task", "k", "k = 1.5")(lambda: MS.effective_scale_task(2, 6, 3, 1.5, G()))
 bad("multiscale", "glove_corpus", "vectors", "1-d vectors")(
     lambda: MS.glove_corpus({"train": ["a b"]}, ["a", "b"], np.ones(2), 4))
+bad("lstm_attention", "dictionary_corpus", "n_pairs", "n_pairs = -1")(
+    lambda: LA.dictionary_corpus(-1, 5, np.random.default_rng(0)))
+bad("lstm_attention", "dictionary_corpus", "length", "length (5, 2)")(
+    lambda: LA.dictionary_corpus(2, 5, np.random.default_rng(0), length=(5, 2)))
+bad("lstm_attention", "permutation_corpus", "n_types", "n_types > n_vocab")(
+    lambda: LA.permutation_corpus(2, 5, 3, np.random.default_rng(0)))
+bad("lstm_attention", "two_sets_corpus", "n_pairs", "n_pairs = -2")(
+    lambda: LA.two_sets_corpus(-2, 3, np.random.default_rng(0)))
 bad("tools.train", "length_batches", "lengths", "negative lengths")(
     lambda: TR.length_batches(torch.tensor([2, -1]), 1, G()))
-bad("tasks", "char_corpus", "texts", "an empty list")(lambda: TK.char_corpus([]))
-bad("tasks", "lm_streams", "n_streams", "n_streams = 1.5")(lambda: TK.lm_streams(torch.arange(10), 1.5))
-bad("tasks", "lm_segment", "seg_len", "seg_len = 0")(lambda: TK.lm_segment(torch.zeros(2, 10, dtype=torch.long), 0, 0))
-bad("tasks", "lm_segment", "index", "index = -1")(lambda: TK.lm_segment(torch.zeros(2, 10, dtype=torch.long), -1, 3))
-bad("tasks", "synthetic_text", "n_chars", "n_chars = -5")(lambda: TK.synthetic_text(-5, np.random.default_rng(0)))
-bad("tasks", "delayed_copy", "distance", "distance = 1.5")(lambda: TK.delayed_copy(2, 5, 1.5, 3, G()))
-bad("tasks", "keyword_task", "keyword", "keyword outside the vocabulary")(
-    lambda: TK.keyword_task(2, 4, 3, np.random.default_rng(0), keyword=9))
-bad("tasks", "build_vocab", "max_size", "max_size = -1")(lambda: TK.build_vocab([["a"]], max_size=-1))
-bad("tasks", "encode", "vocab", "a vocabulary without <pad>")(lambda: TK.encode([["a"]], {"a": 0}))
-bad("tasks", "bible_pairs", "test_fraction", "test_fraction = 1.5")(
-    lambda: TK.bible_pairs([("a", "b")] * 40, 4, np.random.default_rng(0), test_fraction=1.5))
-bad("tasks", "random_token_states", "dim", "dim = 0")(lambda: TK.random_token_states(["a"], 0))
-bad("tasks", "template_sentiment", "n", "n = -1")(lambda: TK.template_sentiment(-1, np.random.default_rng(0)))
-bad("tasks", "template_verses", "n_topics", "n_topics = 0")(
-    lambda: TK.template_verses(3, np.random.default_rng(0), n_topics=0))
+bad("xl", "char_corpus", "texts", "an empty list")(lambda: X.char_corpus([]))
+bad("xl", "lm_streams", "n_streams", "n_streams = 1.5")(lambda: X.lm_streams(torch.arange(10), 1.5))
+bad("xl", "lm_segment", "seg_len", "seg_len = 0")(lambda: X.lm_segment(torch.zeros(2, 10, dtype=torch.long), 0, 0))
+bad("xl", "lm_segment", "index", "index = -1")(lambda: X.lm_segment(torch.zeros(2, 10, dtype=torch.long), -1, 3))
+bad("xl", "synthetic_text", "n_chars", "n_chars = -5")(lambda: X.synthetic_text(-5, np.random.default_rng(0)))
+bad("xl", "delayed_copy", "distance", "distance = 1.5")(lambda: X.delayed_copy(2, 5, 1.5, 3, G()))
+bad("lstm_attention", "keyword_task", "keyword", "keyword outside the vocabulary")(
+    lambda: LA.keyword_task(2, 4, 3, np.random.default_rng(0), keyword=9))
+bad("lstm_attention", "build_vocab", "max_size", "max_size = -1")(lambda: LA.build_vocab([["a"]], max_size=-1))
+bad("lstm_attention", "encode_sentences", "vocab", "a vocabulary without <pad>")(lambda: LA.encode_sentences([["a"]], {"a": 0}))
+bad("task_heads", "bible_pairs", "test_fraction", "test_fraction = 1.5")(
+    lambda: TH.bible_pairs([("a", "b")] * 40, 4, np.random.default_rng(0), test_fraction=1.5))
+bad("task_heads", "random_token_states", "dim", "dim = 0")(lambda: TH.random_token_states(["a"], 0))
+bad("task_heads", "template_sentiment", "n", "n = -1")(lambda: TH.template_sentiment(-1, np.random.default_rng(0)))
+bad("task_heads", "template_verses", "n_topics", "n_topics = 0")(
+    lambda: TH.template_verses(3, np.random.default_rng(0), n_topics=0))
 
 # ============================================================================ other models
 torch.manual_seed(0)
@@ -739,10 +737,10 @@ bad("multiscale", "TransformerBaseline.forward", "lengths", "a length longer tha
     lambda: tb(torch.zeros(1, 3, dtype=torch.long), torch.tensor([4])))
 bad("multiscale", "BiLSTMClassifier.forward", "lengths", "a length of 0")(
     lambda: MS.BiLSTMClassifier(4, 3, 2)(torch.zeros(1, 3, 4), torch.tensor([0])))
-vlm = M.VanillaLM(7, 8, 2, 1)
-bad("models", "VanillaLM.forward", "tokens", "a token id >= vocab")(lambda: vlm(torch.tensor([[1, 9]])))
-bad("models", "VanillaLM.forward", "tokens", "1-d tokens")(lambda: vlm(torch.tensor([1, 2])))
-bad("models", "SentenceClassifier", "pool", "unknown pool")(lambda: M.SentenceClassifier("max", 6))
+vlm = X.VanillaLM(7, 8, 2, 1)
+bad("xl", "VanillaLM.forward", "tokens", "a token id >= vocab")(lambda: vlm(torch.tensor([[1, 9]])))
+bad("xl", "VanillaLM.forward", "tokens", "1-d tokens")(lambda: vlm(torch.tensor([1, 2])))
+bad("task_heads", "SentenceClassifier", "pool", "unknown pool")(lambda: TH.SentenceClassifier("max", 6))
 bad("tools.train", "count_parameters", "model", "not a module")(lambda: TR.count_parameters([1, 2]))
 
 # ============================================================================ GPU dispatch (CPU-checkable)
@@ -757,8 +755,8 @@ bad("sparse", "dense_block_sparse_attention", "layout", "a float layout")(
     lambda: D.dense_block_sparse_attention(qd, qd, qd, torch.ones(3, 3), 2))
 bad("sparse", "window_tiles_np", "n", "n = -1")(lambda: FL.window_tiles_np(-1, 2))
 bad("multiscale", "multiscale_tiles_np", "windows", "a negative window")(lambda: FL.multiscale_tiles_np(8, [-1, 2]))
-bad("xl", "XLDecoder", "batch", "batch = -1")(lambda: XF.XLDecoder(xlm, 4, -1))
-bad("xl", "XLDecoder", "context", "context = 0")(lambda: XF.XLDecoder(xlm, 0))
+bad("xl", "XLDecoder", "batch", "batch = -1")(lambda: X.XLDecoder(xlm, 4, -1))
+bad("xl", "XLDecoder", "context", "context = 0")(lambda: X.XLDecoder(xlm, 0))
 
 
 def survey(entries=BAD) -> dict:

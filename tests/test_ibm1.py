@@ -1,6 +1,6 @@
-"""IBM Model 1: the readable reference (minattn/ibm1.py) by hand, against brute force and NLTK;
-its torch twin; the fast path (minattn/ibm1_fast.py) equal to the reference; the bag-of-words
-proxy's gradient at initialisation; bad input.
+"""IBM Model 1: the readable reference (minattn/ibm1/reference.py) by hand, against brute force
+and NLTK; its torch twin; the fast path (minattn/ibm1/fast.py) equal to the reference; the
+bag-of-words proxy's gradient at initialisation; bad input.
 
 Direction everywhere: source x = input (English), target y = output (German); t(y | x).
 NLTK's AlignedSent takes (words=target, mots=source), which `ibm1.nltk_bitext` handles.
@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 import torch
 
-from minattn import ibm1, ibm1_fast, ibm1_fast_index, tasks
+from minattn import ibm1
+from minattn.ibm1 import index as ibm1_index
+from minattn.lstm_attention import dictionary_corpus, permutation_corpus
 
 # NLTK's documented example (nltk/translate/ibm1.py docstring): English source, German target.
 SRC = [["the", "house", "is", "small"], ["the", "house", "is", "big"],
@@ -23,8 +25,10 @@ TGT = [["klein", "ist", "das", "haus"], ["das", "haus", "ist", "ja", "groß"],
 
 def random_corpus(rng, n_pairs=150, n_src=9, n_tgt=7, max_len=7):
     """Small vocabularies and long-ish sentences: plenty of repeated words on both sides."""
-    src = [[f"s{k}" for k in rng.integers(0, n_src, rng.integers(1, max_len))] for _ in range(n_pairs)]
-    tgt = [[f"t{k}" for k in rng.integers(0, n_tgt, rng.integers(1, max_len))] for _ in range(n_pairs)]
+    src = [[f"s{k}" for k in rng.integers(0, n_src, rng.integers(1, max_len))]
+           for _ in range(n_pairs)]
+    tgt = [[f"t{k}" for k in rng.integers(0, n_tgt, rng.integers(1, max_len))]
+           for _ in range(n_pairs)]
     return src, tgt
 
 
@@ -54,7 +58,8 @@ def test_count_table_by_hand():
 
 
 def test_count_table_of_the_documented_example():
-    # what lesson 06 says: C(book, das) = 1/4 + 1/2, C(book, buch) = 1/4 + 1/2 + 1/2; a tie for house
+    # what lesson 06 says: C(book, das) = 1/4 + 1/2, C(book, buch) = 1/4 + 1/2 + 1/2;
+    # a tie for house
     bx = ibm1.make_bitext(SRC, TGT, null=False)
     C = ibm1.count_table_np(bx)
     at = lambda x, y: C[bx.src_index[x], bx.tgt_index[y]]
@@ -156,7 +161,7 @@ def test_likelihood_never_decreases(rng, mode):
 @pytest.mark.exercise("6.2")  # runs full EM: needs 6.1 too
 def test_recovers_a_hidden_dictionary():
     rng = np.random.default_rng(3)
-    src, tgt, dictionary = tasks.dictionary_corpus(300, 20, rng, n_function=3)
+    src, tgt, dictionary = dictionary_corpus(300, 20, rng, n_function=3)
     bx = ibm1.make_bitext(src, tgt)
     best = lambda t, x: ibm1.top_translations_np(t, bx, x, 1)[0][0]
     t, _ = ibm1.em_np(bx, 15)
@@ -168,12 +173,13 @@ def test_recovers_a_hidden_dictionary():
 
 @pytest.mark.exercise("6.2")  # runs full EM: needs 6.1 too
 def test_flat_permutation_corpus_has_nothing_to_learn():
-    # 40-of-40 copying (Snell et al. 2021, §3.3): every pair holds the same word set, so C and EM stay flat
+    # 40-of-40 copying (Snell et al. 2021, §3.3): every pair holds the same word set, so C and
+    # EM stay flat
     rng = np.random.default_rng(0)
-    bx = ibm1.make_bitext(*tasks.permutation_corpus(30, 8, 8, rng), null=False)
+    bx = ibm1.make_bitext(*permutation_corpus(30, 8, 8, rng), null=False)
     t, _ = ibm1.em_np(bx, 10)
     assert np.allclose(t[1:], 1 / 8, atol=1e-12)
-    bx = ibm1.make_bitext(*tasks.permutation_corpus(150, 8, 12, rng), null=False)  # 8-of-12
+    bx = ibm1.make_bitext(*permutation_corpus(150, 8, 12, rng), null=False)  # 8-of-12
     t, _ = ibm1.em_np(bx, 10)
     assert all(ibm1.top_translations_np(t, bx, x, 1)[0][0] == x for x in bx.src_vocab[1:])
 
@@ -198,9 +204,10 @@ def test_nltk_mode_reproduces_nltk_documented_example():
 def test_start_table_is_nltks(rng):
     src, tgt = random_corpus(rng, n_pairs=40)
     model, _ = nltk_model(src, tgt, 0)
-    bx, fb = ibm1.make_bitext(src, tgt), ibm1_fast.index_bitext(src, tgt)
+    bx, fb = ibm1.make_bitext(src, tgt), ibm1.index_bitext(src, tgt)
     np.testing.assert_array_equal(ibm1.uniform_table_np(bx), ibm1.nltk_table_np(model, bx))
-    np.testing.assert_array_equal(ibm1_fast.uniform_table_np(fb), ibm1_fast.nltk_table_np(model, fb))
+    np.testing.assert_array_equal(ibm1.uniform_table_fast_np(fb),
+                                  ibm1.nltk_table_fast_np(model, fb))
 
 
 @pytest.mark.exercise("6.2")  # runs full EM: needs 6.1 too
@@ -211,7 +218,8 @@ def test_nltk_mode_reproduces_nltk_on_a_random_corpus(rng, iterations):
     bx = ibm1.make_bitext(src, tgt)
     t, _ = ibm1.em_np(bx, iterations, mode="nltk")
     support = ibm1.count_table_np(bx) > 0                     # every co-occurring pair
-    np.testing.assert_allclose(t[support], ibm1.nltk_table_np(model, bx)[support], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(t[support], ibm1.nltk_table_np(model, bx)[support],
+                               rtol=0, atol=1e-12)
     assert all(np.array_equal(a, b) for a, b in zip(ibm1.viterbi_np(t, bx), nltk_viterbi(bitext)))
 
 
@@ -243,9 +251,9 @@ def test_torch_em_on_cuda(rng):
     t_gpu, _ = ibm1.em_torch(bx, 5, mode="nltk", device="cuda")
     np.testing.assert_allclose(t_gpu.cpu().numpy(), ibm1.em_np(bx, 5, mode="nltk")[0],
                                rtol=0, atol=1e-12)
-    fb = ibm1_fast.index_bitext(*random_corpus(rng))
-    t_fast, _ = ibm1_fast.em_torch(fb, 5, mode="nltk", device="cuda")
-    np.testing.assert_allclose(t_fast, ibm1_fast.em_np(fb, 5, mode="nltk")[0], rtol=0, atol=1e-12)
+    fb = ibm1.index_bitext(*random_corpus(rng))
+    t_fast, _ = ibm1.em_fast_torch(fb, 5, mode="nltk", device="cuda")
+    np.testing.assert_allclose(t_fast, ibm1.em_fast_np(fb, 5, mode="nltk")[0], rtol=0, atol=1e-12)
 
 
 # ----------------------------------------------------------------------------- fast path
@@ -254,9 +262,9 @@ def test_packed_sort_and_general_path_index_the_same(rng, monkeypatch, null):
     # index_bitext packs each point into one int64 when the fields fit (PACK_BITS); with no bits
     # to spare it takes the general path (argsort + gathers). Both must give the same arrays.
     src, tgt = random_corpus(rng, n_pairs=80)
-    fast = ibm1_fast.index_bitext(src, tgt, null=null)
-    monkeypatch.setattr(ibm1_fast_index, "PACK_BITS", 0)
-    slow = ibm1_fast.index_bitext(src, tgt, null=null)
+    fast = ibm1.index_bitext(src, tgt, null=null)
+    monkeypatch.setattr(ibm1_index, "PACK_BITS", 0)
+    slow = ibm1.index_bitext(src, tgt, null=null)
     for name, value in vars(fast).items():
         if isinstance(value, np.ndarray):
             other = getattr(slow, name)
@@ -282,33 +290,33 @@ def test_packed_sort_and_general_path_index_the_same(rng, monkeypatch, null):
 @pytest.mark.parametrize("mode, null", [("textbook", False), ("textbook", True), ("nltk", True)])
 def test_fast_path_equals_the_reference(rng, mode, null):
     src, tgt = random_corpus(rng, n_pairs=100)
-    bx, fb = ibm1.make_bitext(src, tgt, null=null), ibm1_fast.index_bitext(src, tgt, null=null)
+    bx, fb = ibm1.make_bitext(src, tgt, null=null), ibm1.index_bitext(src, tgt, null=null)
     assert fb.src_vocab == bx.src_vocab and fb.tgt_vocab == bx.tgt_vocab   # the same word ids
-    dense = lambda v: ibm1_fast.to_dense_np(v, fb)
-    np.testing.assert_allclose(dense(ibm1_fast.count_table_np(fb)), ibm1.count_table_np(bx),
+    dense = lambda v: ibm1.to_dense_np(v, fb)
+    np.testing.assert_allclose(dense(ibm1.count_table_fast_np(fb)), ibm1.count_table_np(bx),
                                rtol=0, atol=1e-13)
     t_ref, h_ref = ibm1.em_np(bx, 6, mode=mode)
-    t_fast, h_fast = ibm1_fast.em_np(fb, 6, mode=mode)
+    t_fast, h_fast = ibm1.em_fast_np(fb, 6, mode=mode)
     np.testing.assert_allclose(dense(t_fast), t_ref, rtol=0, atol=1e-13)
     np.testing.assert_allclose(h_fast, h_ref, rtol=1e-13)
     for m in range(0, bx.n_pairs, 7):
-        np.testing.assert_allclose(ibm1_fast.alignment_matrix_np(t_fast, fb, m),
+        np.testing.assert_allclose(ibm1.alignment_matrix_fast_np(t_fast, fb, m),
                                    ibm1.alignment_matrix_np(t_ref, bx, m), rtol=0, atol=1e-13)
-    ref_a, fast_a = ibm1.viterbi_np(t_ref, bx), ibm1_fast.viterbi_np(t_fast, fb)
+    ref_a, fast_a = ibm1.viterbi_np(t_ref, bx), ibm1.viterbi_fast_np(t_fast, fb)
     np.testing.assert_array_equal(fast_a, np.concatenate(ref_a))
-    assert all(np.array_equal(a, b) for a, b in zip(ibm1_fast.split_pairs_np(fast_a, fb), ref_a))
+    assert all(np.array_equal(a, b) for a, b in zip(ibm1.split_pairs_np(fast_a, fb), ref_a))
     x = bx.src_vocab[2]
-    assert [y for y, _ in ibm1_fast.top_translations_np(t_fast, fb, x)] == [
+    assert [y for y, _ in ibm1.top_translations_fast_np(t_fast, fb, x)] == [
         y for y, _ in ibm1.top_translations_np(t_ref, bx, x)]
-    np.testing.assert_allclose(ibm1_fast.rows_np(t_fast, fb, [x]), t_ref[[bx.src_index[x]]])
+    np.testing.assert_allclose(ibm1.rows_np(t_fast, fb, [x]), t_ref[[bx.src_index[x]]])
 
 
 @pytest.mark.exercise("6.2")  # runs full EM: needs 6.1 too
 @pytest.mark.parametrize("mode", ["textbook", "nltk"])
 def test_fast_torch_matches_fast_numpy(rng, mode):
-    fb = ibm1_fast.index_bitext(*random_corpus(rng))
-    t_np, h_np = ibm1_fast.em_np(fb, 5, mode=mode)
-    t_pt, h_pt = ibm1_fast.em_torch(fb, 5, mode=mode, device="cpu")
+    fb = ibm1.index_bitext(*random_corpus(rng))
+    t_np, h_np = ibm1.em_fast_np(fb, 5, mode=mode)
+    t_pt, h_pt = ibm1.em_fast_torch(fb, 5, mode=mode, device="cpu")
     np.testing.assert_allclose(t_pt, t_np, rtol=0, atol=1e-13)
     np.testing.assert_allclose(h_pt, h_np, rtol=1e-12)
 
@@ -318,21 +326,21 @@ def test_fast_torch_matches_fast_numpy(rng, mode):
 def test_fast_path_reproduces_nltk_on_a_random_corpus(rng, iterations):
     src, tgt = random_corpus(rng, n_pairs=120)
     model, bitext = nltk_model(src, tgt, iterations)
-    fb = ibm1_fast.index_bitext(src, tgt)
-    t, _ = ibm1_fast.em_np(fb, iterations, mode="nltk")
+    fb = ibm1.index_bitext(src, tgt)
+    t, _ = ibm1.em_fast_np(fb, iterations, mode="nltk")
     # the same support: every co-occurring pair, NULL included
     nltk_support = {(x, y) for y, row in model.translation_table.items() for x in row}
     assert nltk_support == {(fb.src_vocab[x], fb.tgt_vocab[y])
                             for x, y in zip(fb.entry_src, fb.entry_tgt)}
-    np.testing.assert_allclose(t, ibm1_fast.nltk_table_np(model, fb), rtol=0, atol=1e-12)
-    ours = ibm1_fast.split_pairs_np(ibm1_fast.viterbi_np(t, fb), fb)
+    np.testing.assert_allclose(t, ibm1.nltk_table_fast_np(model, fb), rtol=0, atol=1e-12)
+    ours = ibm1.split_pairs_np(ibm1.viterbi_fast_np(t, fb), fb)
     assert all(np.array_equal(a, b) for a, b in zip(ours, nltk_viterbi(bitext)))
 
 
 # ----------------------------------------------------------------------------- the proxy
 def test_proxy_velocity_is_the_rate_of_change_of_the_logits():
     rng = np.random.default_rng(0)
-    bx = ibm1.make_bitext(*tasks.dictionary_corpus(40, 8, rng)[:2], null=False)
+    bx = ibm1.make_bitext(*dictionary_corpus(40, 8, rng)[:2], null=False)
     xbar, ycount = (torch.as_tensor(a) for a in ibm1.bag_matrices_np(bx))
     torch.manual_seed(0)
     model = ibm1.BagOfWordsProxy(xbar.shape[1], ycount.shape[1], 16).double()
@@ -349,7 +357,7 @@ def test_proxy_velocity_is_the_rate_of_change_of_the_logits():
 
 def test_proxy_gradient_approaches_the_count_prediction_as_d_grows():
     rng = np.random.default_rng(1)
-    bx = ibm1.make_bitext(*tasks.dictionary_corpus(150, 15, rng, n_function=2)[:2], null=False)
+    bx = ibm1.make_bitext(*dictionary_corpus(150, 15, rng, n_function=2)[:2], null=False)
     small = np.mean([ibm1.proxy_agreement_torch(bx, 8, seed)[0] for seed in range(3)])
     r, measured, predicted = ibm1.proxy_agreement_torch(bx, 2048, 0)
     assert r > 0.98 and small < r - 0.1, (small, r)
@@ -358,7 +366,7 @@ def test_proxy_gradient_approaches_the_count_prediction_as_d_grows():
 
 
 def test_proxy_prediction_is_zero_on_a_flat_table():
-    bx = ibm1.make_bitext(*tasks.permutation_corpus(20, 6, 6, np.random.default_rng(0)),
+    bx = ibm1.make_bitext(*permutation_corpus(20, 6, 6, np.random.default_rng(0)),
                           null=False)
     assert np.abs(ibm1.proxy_prediction_np(ibm1.count_table_np(bx))).max() < 1e-12
     r, measured, _ = ibm1.proxy_agreement_torch(bx, 256, 0)
@@ -366,7 +374,7 @@ def test_proxy_prediction_is_zero_on_a_flat_table():
 
 
 # ----------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize("make", [ibm1.make_bitext, ibm1_fast.index_bitext])
+@pytest.mark.parametrize("make", [ibm1.make_bitext, ibm1.index_bitext])
 @pytest.mark.parametrize("src, tgt, message", [
     ([], [], "empty corpus"),
     ([["a"]], [["A"], ["B"]], "pair up"),
@@ -380,21 +388,24 @@ def test_bad_corpus(make, src, tgt, message):
 
 
 def test_bad_table_and_mode():
-    bx, fb = ibm1.make_bitext(SRC, TGT), ibm1_fast.index_bitext(SRC, TGT)
-    for mod, corpus in ((ibm1, bx), (ibm1_fast, fb)):
+    bx, fb = ibm1.make_bitext(SRC, TGT), ibm1.index_bitext(SRC, TGT)
+    reference = (ibm1.e_step_np, ibm1.em_np, ibm1.top_translations_np, ibm1.uniform_table_np)
+    fast = (ibm1.e_step_fast_np, ibm1.em_fast_np, ibm1.top_translations_fast_np,
+            ibm1.uniform_table_fast_np)
+    for (e_step, em, top_translations, uniform_table), corpus in ((reference, bx), (fast, fb)):
         with pytest.raises(ValueError, match="does not fit"):
-            mod.e_step_np(np.ones(3), corpus)
+            e_step(np.ones(3), corpus)
         with pytest.raises(ValueError, match="unknown mode"):
-            mod.em_np(corpus, 1, mode="giza")
+            em(corpus, 1, mode="giza")
         with pytest.raises(ValueError, match="unknown source word"):
-            mod.top_translations_np(mod.uniform_table_np(corpus), corpus, "haus")  # a target word
+            top_translations(uniform_table(corpus), corpus, "haus")  # a target word
     with pytest.raises(ValueError, match="does not fit"):
-        ibm1_fast.m_step_np(np.ones((2, 2)), fb)
+        ibm1.m_step_fast_np(np.ones((2, 2)), fb)
     with pytest.raises(ValueError, match="does not fit"):
         ibm1.e_step_torch(torch.ones(3, 3, dtype=torch.float64), bx)
-    for mod, make in ((ibm1, ibm1.make_bitext), (ibm1_fast, ibm1_fast.index_bitext)):
+    for em, make in ((ibm1.em_np, ibm1.make_bitext), (ibm1.em_fast_np, ibm1.index_bitext)):
         with pytest.raises(ValueError, match="NULL"):
-            mod.em_np(make(SRC, TGT, null=False), 1, mode="nltk")
+            em(make(SRC, TGT, null=False), 1, mode="nltk")
     with pytest.raises(ValueError, match="no NULL"):
         ibm1.proxy_agreement_torch(bx, 8)
 
@@ -410,16 +421,16 @@ def test_fast_path_reproduces_nltk_on_bible_verses():
     src = [data.tokenize(en) for en, _ in pairs]     # source x = English (input)
     tgt = [data.tokenize(de) for _, de in pairs]     # target y = German (output)
     model, bitext = nltk_model(src, tgt, 5)
-    fb = ibm1_fast.index_bitext(src, tgt)
-    t, _ = ibm1_fast.em_np(fb, 5, mode="nltk")
-    np.testing.assert_allclose(t, ibm1_fast.nltk_table_np(model, fb), rtol=0, atol=1e-12)
-    ours = ibm1_fast.viterbi_np(t, fb)
+    fb = ibm1.index_bitext(src, tgt)
+    t, _ = ibm1.em_fast_np(fb, 5, mode="nltk")
+    np.testing.assert_allclose(t, ibm1.nltk_table_fast_np(model, fb), rtol=0, atol=1e-12)
+    ours = ibm1.viterbi_fast_np(t, fb)
     theirs = np.concatenate(nltk_viterbi(bitext))
     # Viterbi choices agree except where two words tie in exact arithmetic (rounding decides)
     for j in np.flatnonzero(ours != theirs):
         m = int(np.searchsorted(fb.tgt_start, j, side="right") - 1)
         y = tgt[m][j - fb.tgt_start[m]]
         pick = [None if c < 0 else src[m][c] for c in (ours[j], theirs[j])]
-        values = [t[ibm1_fast.entry_index(fb, x, y)] for x in pick]
+        values = [t[ibm1.entry_index(fb, x, y)] for x in pick]
         assert abs(values[0] - values[1]) <= 1e-12, (y, pick, values)
     assert np.mean(ours == theirs) > 0.99

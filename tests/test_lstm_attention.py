@@ -1,4 +1,4 @@
-"""Attention in LSTM models (minattn/lstm_attention.py): LSTM parity with torch.nn, Luong attention
+"""Attention in LSTM models (minattn/lstm_attention/): LSTM parity with torch.nn, Luong attention
 NumPy vs torch, the models against the reference, lexical probes, the agreement metric, frozen
 uniform attention, padding, bad input."""
 
@@ -366,26 +366,22 @@ def test_bad_input_raises_value_error(rng):
 # ----------------------------------------------------------------------------- exercise 5.3
 # ----------------------------------------------------------------------------- lesson 05 tasks
 def test_keyword_task_is_balanced_with_one_keyword_in_positives(rng):
-    from minattn import tasks
-
-    x, y, where = tasks.keyword_task(64, 12, 10, rng)
+    x, y, where = la.keyword_task(64, 12, 10, rng)
     assert x.shape == (64, 12) and y.sum() == 32 and x.min() >= 1 and x.max() <= 10
     hits = (x == 1).sum(1)
     assert np.all(hits[y == 1] == 1) and np.all(hits[y == 0] == 0)
     assert np.all(x[y == 1, where[y == 1]] == 1) and np.all(where[y == 0] == -1)
     with pytest.raises(ValueError, match="keyword_task"):
-        tasks.keyword_task(3, 12, 10, rng)
+        la.keyword_task(3, 12, 10, rng)
 
 
 def test_build_vocab_and_encode():
-    from minattn import tasks
-
-    vocab = tasks.build_vocab([["a", "b", "a"], ["c", "a"]], min_count=1)
-    assert list(vocab)[:4] == [tasks.PAD, tasks.UNK, tasks.BOS, "a"]
-    with_bos = tasks.build_vocab([[tasks.BOS, "a", "a"], [tasks.BOS, "b"]])
-    assert with_bos == {tasks.PAD: 0, tasks.UNK: 1, tasks.BOS: 2, "a": 3, "b": 4}  # ids 0..4
-    ids, lengths = tasks.encode([["a", "zzz"], ["b"]], vocab)
-    assert ids.tolist() == [[vocab["a"], vocab[tasks.UNK]], [vocab["b"], 0]]
+    vocab = la.build_vocab([["a", "b", "a"], ["c", "a"]], min_count=1)
+    assert list(vocab)[:4] == [la.PAD, la.UNK, la.BOS, "a"]
+    with_bos = la.build_vocab([[la.BOS, "a", "a"], [la.BOS, "b"]])
+    assert with_bos == {la.PAD: 0, la.UNK: 1, la.BOS: 2, "a": 3, "b": 4}  # ids 0..4
+    ids, lengths = la.encode_sentences([["a", "zzz"], ["b"]], vocab)
+    assert ids.tolist() == [[vocab["a"], vocab[la.UNK]], [vocab["b"], 0]]
     assert lengths.tolist() == [2, 1]
-    with pytest.raises(ValueError, match="encode"):
-        tasks.encode([["a"], []], vocab)
+    with pytest.raises(ValueError, match="encode_sentences"):
+        la.encode_sentences([["a"], []], vocab)

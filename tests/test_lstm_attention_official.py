@@ -1,5 +1,5 @@
-"""The authors' copy model (minattn/lstm_attention_official.py) and its training
-(minattn/lstm_attention_copy.py): NumPy vs torch in float64, the model against the NumPy pieces
+"""The authors' copy model (minattn/lstm_attention/official.py) and its training
+(minattn/lstm_attention/copy_task.py): NumPy vs torch in float64, the model against the NumPy pieces
 and against a re-creation of the authors' module layout, averaged heads, the copy data, the
 no-attention ceiling, training and the head sampling, bad input."""
 
@@ -10,9 +10,8 @@ import pytest
 import torch
 from torch import nn
 
-from minattn import lstm_attention as la, tasks
-from minattn import lstm_attention_copy as lc
-from minattn import lstm_attention_official as lo
+from minattn import lstm_attention as la
+from minattn.lstm_attention import copy_ids
 
 
 def np_(p):
@@ -45,8 +44,8 @@ def test_projected_attention_numpy_torch_parity(rng, uniform):
     A, P = rng.normal(size=(K, H, H)), rng.normal(size=(K, H, H))
     a, p = rng.normal(size=(K, H)), rng.normal(size=(K, H))
     mask = np.array([[True] * 5, [True] * 3 + [False] * 2])
-    c_np, a_np = lo.projected_attention_np(s, h, A, a, P, p, mask, uniform)
-    c_t, a_t = lo.projected_attention_torch(*map(t, (s, h, A, a, P, p)), torch.as_tensor(mask),
+    c_np, a_np = la.projected_attention_np(s, h, A, a, P, p, mask, uniform)
+    c_t, a_t = la.projected_attention_torch(*map(t, (s, h, A, a, P, p)), torch.as_tensor(mask),
                                             uniform)
     assert np.abs(np_(c_t) - c_np).max() < 1e-12 and np.abs(np_(a_t) - a_np).max() < 1e-12
     assert np.all(a_np[1, ..., 3:] == 0)
@@ -59,19 +58,19 @@ def test_projected_attention_by_hand():
     # P = 2I, p = (1, 1): c = 2 Σ α h + (1, 1)
     s, h = np.array([[[1.0, 0.0]]]), np.array([[[1.0, 0.0], [0.0, 1.0]]])
     eye, zero = np.eye(2)[None], np.zeros((1, 2))
-    context, alpha = lo.projected_attention_np(s, h, eye, zero, 2 * eye, np.ones((1, 2)))
+    context, alpha = la.projected_attention_np(s, h, eye, zero, 2 * eye, np.ones((1, 2)))
     e = np.e
     assert np.allclose(alpha[0, 0, 0], [e / (e + 1), 1 / (e + 1)], atol=1e-12)
     assert np.allclose(context[0, 0], [2 * e / (e + 1) + 1, 2 / (e + 1) + 1], atol=1e-12)
     # the query bias adds a · h_i to every score of row t: a = (0, 5) favours h_2
-    _, alpha_b = lo.projected_attention_np(s, h, eye, np.array([[0.0, 5.0]]), eye, zero)
+    _, alpha_b = la.projected_attention_np(s, h, eye, np.array([[0.0, 5.0]]), eye, zero)
     assert np.allclose(alpha_b[0, 0, 0], [e / (e + e ** 5), e ** 5 / (e + e ** 5)], atol=1e-12)
 
 
 def test_projected_attention_without_bias_or_projection_is_luong(rng):
     """a = 0, P = I, p = 0 and one head: Luong's general attention with W_a = Aᵀ."""
     s, h, A = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 5, 4)), rng.normal(size=(1, 4, 4))
-    ours = lo.projected_attention_np(s, h, A, np.zeros((1, 4)), np.eye(4)[None], np.zeros((1, 4)))
+    ours = la.projected_attention_np(s, h, A, np.zeros((1, 4)), np.eye(4)[None], np.zeros((1, 4)))
     luong = la.luong_attention_np(s, h, A.transpose(0, 2, 1))
     assert all(np.abs(x - y).max() < 1e-12 for x, y in zip(ours, luong))
 
@@ -83,8 +82,9 @@ def reference_forward(model, src, tgt_in):
     lstm = lambda m: [np_(p) for p in (m.weight_ih_l0, m.weight_hh_l0, m.bias_ih_l0,  # noqa: E731
                                        m.bias_hh_l0)]
     h, final = la.lstm_np(E[src.numpy()], *lstm(model.encoder))
-    s, _ = la.lstm_np(E[tgt_in.numpy()], *lstm(model.decoder), state=final)  # decoder from (h_N, c_N)
-    context, alpha = lo.projected_attention_np(s, h, *map(np_, model.head_params()),
+    # the decoder starts from (h_N, c_N)
+    s, _ = la.lstm_np(E[tgt_in.numpy()], *lstm(model.decoder), state=final)
+    context, alpha = la.projected_attention_np(s, h, *map(np_, model.head_params()),
                                                uniform=model.uniform)
     return la.output_np(context, s, *map(np_, model.output_params())), alpha, h, s
 
@@ -92,7 +92,7 @@ def reference_forward(model, src, tgt_in):
 @pytest.mark.parametrize("heads,uniform", [(1, False), (3, False), (2, True)])
 def test_official_model_matches_numpy_reference(heads, uniform):
     torch.manual_seed(0)
-    model = lo.OfficialSeq2Seq(9, hidden=6, heads=heads, uniform=uniform).double()
+    model = la.OfficialSeq2Seq(9, hidden=6, heads=heads, uniform=uniform).double()
     src, tgt_in = torch.randint(0, 9, (2, 5)), torch.randint(0, 9, (2, 4))
     logits, alpha = model(src, tgt_in)
     ref_logits, ref_alpha, _, _ = reference_forward(model, src, tgt_in)
@@ -103,7 +103,7 @@ def test_official_model_matches_numpy_reference(heads, uniform):
 
 def test_official_probe_is_the_model_with_every_head_on_one_position():
     torch.manual_seed(0)
-    model = lo.OfficialSeq2Seq(9, hidden=6, heads=2).double()
+    model = la.OfficialSeq2Seq(9, hidden=6, heads=2).double()
     src, tgt_in, tgt_out = (torch.randint(0, 9, (2, 5)) for _ in range(3))
     tgt_in, tgt_out = tgt_in[:, :4], tgt_out[:, :4]
     beta = model.probe(src, tgt_in, tgt_out)
@@ -121,7 +121,7 @@ def test_official_probe_is_the_model_with_every_head_on_one_position():
 
 def test_frozen_uniform_heads_get_no_attention_gradient():
     torch.manual_seed(0)
-    model = lo.OfficialSeq2Seq(9, hidden=6, heads=2, uniform=True).double()
+    model = la.OfficialSeq2Seq(9, hidden=6, heads=2, uniform=True).double()
     logits, alpha = model(torch.randint(0, 9, (2, 5)), torch.randint(0, 9, (2, 4)))
     assert torch.allclose(alpha, torch.full_like(alpha, 0.2))
     logits.sum().backward()
@@ -147,7 +147,8 @@ class AuthorsSeq2seq(nn.Module):
         self.project_enc = nn.Linear(hidden, hidden)
 
     def forward(self, source, target):
-        """source (N, B), target (T + 1, B) = <sos> y -> log-probabilities (T, B, V), α (T, B, N)."""
+        """source (N, B), target (T + 1, B) = <sos> y -> log-probabilities (T, B, V),
+        α (T, B, N)."""
         encoder_output, encoder_hidden = self.encoder_lstm(self.embedding(source))
         decoder_output, _ = self.decoder_lstm(self.embedding(target[:-1]), encoder_hidden)
         scores = torch.einsum("tbf,sbf->tbs", self.attn_lin(decoder_output), encoder_output)
@@ -157,7 +158,8 @@ class AuthorsSeq2seq(nn.Module):
         return self.hidden2vocab(hidden).log_softmax(-1), attn
 
     def state_probs(self, source, target):
-        """Their probe (`get_state_scores2_one_off`): probs (T, N, B, V) with c := project_enc(h_i)."""
+        """Their probe (`get_state_scores2_one_off`): probs (T, N, B, V) with
+        c := project_enc(h_i)."""
         encoder_output, encoder_hidden = self.encoder_lstm(self.embedding(source))
         decoder_output, _ = self.decoder_lstm(self.embedding(target[:-1]), encoder_hidden)
         c = self.project_enc(encoder_output)
@@ -172,8 +174,9 @@ def test_authors_layout_loads_into_ours_and_gives_the_same_outputs():
     torch.manual_seed(3)
     V, H = 8, 5
     theirs = AuthorsSeq2seq(V, H).double()
-    ours = lo.OfficialSeq2Seq(V, hidden=H).double()
-    ours.load_state_dict(lo.official_to_ours(theirs.state_dict()))  # strict: every name maps
+    ours = la.OfficialSeq2Seq(V, hidden=H).double()
+    # strict: every name maps
+    ours.load_state_dict(la.seq2seq_official_to_ours(theirs.state_dict()))
     x = torch.randint(0, V - 2, (3, 6))
     src = torch.cat([x, torch.full((3, 1), V - 2)], 1)  # x <eos>
     tgt = torch.cat([torch.full((3, 1), V - 1), src], 1)  # <sos> x <eos>
@@ -183,7 +186,8 @@ def test_authors_layout_loads_into_ours_and_gives_the_same_outputs():
     assert torch.allclose(alpha[:, 0], attn_theirs.transpose(0, 1), atol=1e-12)
     probs = theirs.state_probs(src.T, tgt.T)  # (T, N, B, V)
     y = tgt[:, 1:]
-    expected = probs.permute(2, 0, 1, 3).gather(-1, y[:, :, None, None].expand(-1, -1, 7, 1))[..., 0]
+    index = y[:, :, None, None].expand(-1, -1, 7, 1)
+    expected = probs.permute(2, 0, 1, 3).gather(-1, index)[..., 0]
     assert torch.allclose(ours.probe(src, tgt[:, :-1], y), expected, atol=1e-12)
 
 
@@ -191,15 +195,16 @@ def test_heads_are_averaged_as_in_the_authors_multihead_code(rng):
     """multihead.py: per head attn_proj -> softmax -> context -> enc_proj, then torch.mean."""
     torch.manual_seed(0)
     K, H = 4, 5
-    heads = [lo.AttentionHead(H).double() for _ in range(K)]
-    dec, enc = t(rng.normal(size=(3, 2, H))), t(rng.normal(size=(6, 2, H)))  # time-major (T, B), (N, B)
+    heads = [la.AttentionHead(H).double() for _ in range(K)]
+    # time-major: (T, B), (N, B)
+    dec, enc = t(rng.normal(size=(3, 2, H))), t(rng.normal(size=(6, 2, H)))
     feats = [head.query(dec) for head in heads]
     distrs = [torch.einsum("tbf,sbf->bts", f, enc).softmax(-1) for f in feats]
     contexts = [torch.einsum("bts,sbf->tbf", d, enc) for d in distrs]
     theirs = torch.cat([hd.context(c).unsqueeze(0) for c, hd in zip(contexts, heads)]).mean(0)
-    model = lo.OfficialSeq2Seq(7, hidden=H).double()
+    model = la.OfficialSeq2Seq(7, hidden=H).double()
     model.set_heads(heads)
-    ours, alpha = lo.projected_attention_torch(dec.transpose(0, 1), enc.transpose(0, 1),
+    ours, alpha = la.projected_attention_torch(dec.transpose(0, 1), enc.transpose(0, 1),
                                                *model.head_params())
     assert torch.allclose(ours, theirs.transpose(0, 1), atol=1e-12)
     assert torch.allclose(alpha, torch.stack(distrs, 1), atol=1e-12)
@@ -207,26 +212,27 @@ def test_heads_are_averaged_as_in_the_authors_multihead_code(rng):
 
 # ----------------------------------------------------------------------------- the copy data
 def test_copy_ids_frames_and_vocabulary(rng):
-    src, tgt, vocab = tasks.copy_ids(300, 4, 6, rng)
+    src, tgt, vocab = copy_ids(300, 4, 6, rng)
     assert src.shape == (300, 5) and tgt.shape == (300, 6) and vocab == 8
     assert np.all(src[:, -1] == 6) and np.all(tgt[:, 0] == 7) and np.all(tgt[:, -1] == 6)
     assert np.array_equal(tgt[:, 1:], src)  # copy: y = x <eos>
     assert all(len(set(row)) == 4 for row in src[:, :4])  # distinct words
     assert set(np.unique(tgt[:, 1:])) == set(range(7))  # every output class occurs (<sos> is input)
     assert set(np.unique(src[:, :4])) == set(range(6))
-    two, tgt2, vocab2 = tasks.copy_ids(300, 4, 4, rng, n_sets=2)
+    two, tgt2, vocab2 = copy_ids(300, 4, 4, rng, n_sets=2)
     assert vocab2 == 10 and set(np.unique(two[:, :4])) == set(range(8))
     assert all(set(row) in ({0, 1, 2, 3}, {4, 5, 6, 7}) for row in two[:, :4].tolist())
-    perm, tgt3, _ = tasks.copy_ids(5, 4, 6, rng, order=[2, 0, 3, 1])
+    perm, tgt3, _ = copy_ids(5, 4, 6, rng, order=[2, 0, 3, 1])
     assert np.array_equal(tgt3[:, 1:5], perm[:, [2, 0, 3, 1]])
 
 
 def test_copy_task_sample_and_right_positions(rng):
-    task = lc.CopyTask("π", 4, 6, order=[2, 0, 3, 1])
+    task = la.CopyTask("π", 4, 6, order=[2, 0, 3, 1])
     src, tgt_in, tgt_out = task.sample(3, rng)
     assert src.shape == tgt_in.shape == tgt_out.shape == (3, 5)
     rows = torch.arange(3)[:, None]
-    assert torch.equal(src[rows, torch.as_tensor(task.right)], tgt_out)  # the right position holds y_t
+    # the right position holds y_t
+    assert torch.equal(src[rows, torch.as_tensor(task.right)], tgt_out)
 
 
 def test_no_attention_ceiling_matches_a_simulated_decoder(rng):
@@ -238,75 +244,75 @@ def test_no_attention_ceiling_matches_a_simulated_decoder(rng):
         guess = np.where(emitted, np.inf, rng.random((trials, n))).argmin(1)
         hits += (guess == x[:, t_]).sum()
         emitted[np.arange(trials), x[:, t_]] = True
-    assert abs(hits / (trials * n) - lo.no_attention_ceiling(n, eos=False)) < 0.01
-    assert abs(lo.no_attention_ceiling(40, eos=False) - 0.10696) < 1e-5
-    assert lo.no_attention_ceiling(40) == pytest.approx((40 * 0.106960 + 1) / 41, abs=1e-5)
+    assert abs(hits / (trials * n) - la.no_attention_ceiling(n, eos=False)) < 0.01
+    assert abs(la.no_attention_ceiling(40, eos=False) - 0.10696) < 1e-5
+    assert la.no_attention_ceiling(40) == pytest.approx((40 * 0.106960 + 1) / 41, abs=1e-5)
 
 
 # ----------------------------------------------------------------------------- training
 def test_train_copy_is_seeded_stops_when_learned_and_tracks():
-    task = lc.CopyTask("3-of-4", 3, 4)
+    task = la.CopyTask("3-of-4", 3, 4)
 
     def run(**kw):
         torch.manual_seed(0)
-        return lc.train_copy(lo.OfficialSeq2Seq(task.vocab, hidden=8), task, seed=1, steps=4,
+        return la.train_copy(la.OfficialSeq2Seq(task.vocab, hidden=8), task, seed=1, steps=4,
                              batch=8, eval_every=2, eval_pairs=6, **kw)
 
     a, b = run(track=3), run(track=3)
     assert a == b and a["step"] == [0, 2, 4] and set(a) == {"step", "accuracy", "attention",
                                                             "probe"}
     assert run(stop_above=-1.0)["step"] == [0]  # above -1 at once: stops before training
-    assert lc.learned_at({"step": [0, 10, 20], "accuracy": [0.1, 0.96, 0.97]}) == 10
-    assert not lc.learned({"step": [0], "accuracy": [0.95]})  # strictly above 0.95
+    assert la.learned_at({"step": [0, 10, 20], "accuracy": [0.1, 0.96, 0.97]}) == 10
+    assert not la.learned({"step": [0], "accuracy": [0.95]})  # strictly above 0.95
 
 
 def test_head_sampling_keeps_the_base_and_the_heads_intact():
-    task = lc.CopyTask("3-of-4", 3, 4)
+    task = la.CopyTask("3-of-4", 3, 4)
     torch.manual_seed(0)
-    base = lo.OfficialSeq2Seq(task.vocab, hidden=8)
+    base = la.OfficialSeq2Seq(task.vocab, hidden=8)
     before = copy.deepcopy(base.state_dict())
-    good, bad, statuses = lc.sample_heads(base, task, n_good=0, n_bad=2, max_candidates=3,
+    good, bad, statuses = la.sample_heads(base, task, n_good=0, n_bad=2, max_candidates=3,
                                           seeds=(0, 1), steps=1, batch=4, eval_pairs=4)
     assert statuses == ["bad", "bad"] and len(bad) == 2 and good == []  # 1 step: nothing learns
     assert all(torch.equal(v, base.state_dict()[k]) for k, v in before.items())
     head0 = copy.deepcopy(bad[0].state_dict())
-    lc.train_copy(lc.with_heads(base, bad), task, 0, steps=2, batch=4, eval_pairs=4)
+    la.train_copy(la.with_heads(base, bad), task, 0, steps=2, batch=4, eval_pairs=4)
     assert all(torch.equal(v, bad[0].state_dict()[k]) for k, v in head0.items())
     assert not torch.equal(bad[0].query.weight, bad[1].query.weight)  # two different draws
 
 
 def test_distinct_combinations_count_each_set_of_heads_once():
-    heads = lc.draw_heads(4, 3, torch.Generator().manual_seed(0))
+    heads = la.draw_heads(4, 3, torch.Generator().manual_seed(0))
     rng = np.random.default_rng(0)
     draw = lambda: [heads[i] for i in rng.choice(4, 3, replace=False)]  # noqa: E731
-    combos = lc.distinct_combinations(draw, 10)
+    combos = la.distinct_combinations(draw, 10)
     assert len(combos) == 4  # C(4, 3): no more exist
     assert len({frozenset(map(id, c)) for c in combos}) == 4
-    assert lc.distinct_combinations(lambda: [heads[0], heads[0]], 2) == []  # a head twice: no
+    assert la.distinct_combinations(lambda: [heads[0], heads[0]], 2) == []  # a head twice: no
 
 
 # ----------------------------------------------------------------------------- bad input
 def test_bad_input_raises_value_error(rng):
     with pytest.raises(ValueError, match="sizes"):
-        lo.OfficialSeq2Seq(0, hidden=4)
-    model = lo.OfficialSeq2Seq(5, hidden=4)
+        la.OfficialSeq2Seq(0, hidden=4)
+    model = la.OfficialSeq2Seq(5, hidden=4)
     with pytest.raises(ValueError, match="inputs"):
         model(torch.zeros(2, 3, dtype=torch.long), torch.zeros(3, 3, dtype=torch.long))
     with pytest.raises(ValueError, match="set_heads"):
         model.set_heads([])
     with pytest.raises(ValueError, match="states"):
-        lo.projected_attention_np(np.zeros((1, 2, 3)), np.zeros((1, 4, 2)), *[np.zeros(1)] * 4)
+        la.projected_attention_np(np.zeros((1, 2, 3)), np.zeros((1, 4, 2)), *[np.zeros(1)] * 4)
     with pytest.raises(ValueError, match="Seq2seq"):
-        lo.official_to_ours({"embedding.weight": torch.zeros(3, 2)})
+        la.seq2seq_official_to_ours({"embedding.weight": torch.zeros(3, 2)})
     bi = AuthorsSeq2seq(5, 4).state_dict()
     bi["encoder_lstm.weight_ih_l0_reverse"] = bi["encoder_lstm.weight_ih_l0"]
     with pytest.raises(ValueError, match="unidirectional"):
-        lo.official_to_ours(bi)
+        la.seq2seq_official_to_ours(bi)
     with pytest.raises(ValueError, match="copy_ids"):
-        tasks.copy_ids(4, 7, 6, rng)
+        copy_ids(4, 7, 6, rng)
     with pytest.raises(ValueError, match="order"):
-        tasks.copy_ids(4, 3, 6, rng, order=[0, 0, 1])
+        copy_ids(4, 3, 6, rng, order=[0, 0, 1])
     with pytest.raises(ValueError, match="train_copy"):
-        lc.train_copy(model, lc.CopyTask("x", 2, 3), 0, steps=0)
+        la.train_copy(model, la.CopyTask("x", 2, 3), 0, steps=0)
     with pytest.raises(ValueError, match="ceiling"):
-        lo.no_attention_ceiling(0)
+        la.no_attention_ceiling(0)

@@ -1,4 +1,4 @@
-"""Task-specific attention heads (minattn/task_heads.py): NumPy vs torch parity in float64,
+"""Task-specific attention heads (minattn/task_heads/): NumPy vs torch parity in float64,
 gradients, padding invariance, what the U(0.9, 1) initialisation does, the Pearson loss,
 the pair and sentence models, the Bible pair builder, bad input."""
 
@@ -9,8 +9,7 @@ import pytest
 import torch
 
 from minattn import task_heads as th
-from minattn import tasks
-from minattn.models import PairModel, SentenceClassifier
+from minattn.task_heads import PairModel, SentenceClassifier
 
 D, H = 16, 4
 
@@ -131,7 +130,8 @@ def test_gradients_flow_and_match_finite_differences(rng):
 
 
 # ============================================================================ padding invariance
-@pytest.mark.parametrize("kind", ["attention", pytest.param("cross", marks=pytest.mark.exercise("7.2"))])
+@pytest.mark.parametrize("kind", ["attention",
+                                  pytest.param("cross", marks=pytest.mark.exercise("7.2"))])
 def test_extra_padding_changes_nothing(rng, kind):  # only the cross head uses exercise 7.2
     x, mask = padded(rng, [5, 3])
     more = np.concatenate([x, rng.standard_normal((2, 4, D)) * 50], axis=1)  # junk padding
@@ -236,7 +236,8 @@ def test_sentence_classifier_shapes(rng, pool):
     assert (w is None) == (pool != "attention")
 
 
-@pytest.mark.parametrize("pool", ["cls", "mean", pytest.param("cross", marks=pytest.mark.exercise("7.2"))])
+@pytest.mark.parametrize("pool", ["cls", "mean",
+                                  pytest.param("cross", marks=pytest.mark.exercise("7.2"))])
 @pytest.mark.parametrize("out", ["classify", "similarity"])
 def test_pair_model_is_symmetric_in_its_features(rng, pool, out):  # cross: exercise 7.2
     a, am = padded(rng, [5, 2, 3])
@@ -264,7 +265,7 @@ def test_similarity_baseline_starts_at_the_cosine_of_mean_pools(rng):
 def test_bible_pairs_levels_splits_and_overlap():
     verses = [(f"verse {i} about shepherd{i % 7} lamb{i % 5} river", f"bbe {i} sheep{i % 7} "
                f"water{i % 3}") for i in range(400)]
-    pairs = tasks.bible_pairs(verses, 40, np.random.default_rng(0), min_distance=10)
+    pairs = th.bible_pairs(verses, 40, np.random.default_rng(0), min_distance=10)
     assert len(pairs.texts) == 120 and len(pairs.a) == 120
     np.testing.assert_array_equal(np.bincount(pairs.level), [40, 40, 40])
     same = pairs.level == 2
@@ -274,14 +275,14 @@ def test_bible_pairs_levels_splits_and_overlap():
         assert pairs.train[owner] == pairs.train[row]
     assert pairs.train.sum() == 96
     for train in (True, False):
-        idx = tasks.paraphrase_subset(pairs, train)
+        idx = th.paraphrase_subset(pairs, train)
         assert (pairs.level[idx] == 2).sum() == (pairs.level[idx] < 2).sum()  # balanced
         assert np.all(pairs.train[idx] == train)
     assert np.all(pairs.overlap[same] >= 0) and np.all(pairs.overlap <= 1)
 
 
 def test_random_token_states_fallback():
-    states = tasks.random_token_states(["a cat", "a dog sat"], dim=8)
+    states = th.random_token_states(["a cat", "a dog sat"], dim=8)
     assert list(states.lengths()) == [4, 5]
     x, mask = states.batch([0, 1])
     assert x.shape == (2, 5, 8) and torch.equal(x[0, 1], x[1, 1])  # same word, same vector
@@ -321,14 +322,14 @@ def test_bad_input_raises_value_error(rng):
 # ============================================================================ fast path
 @pytest.mark.parametrize("normalize", [True, False])
 def test_fast_single_layer_pool_equals_reference(rng, normalize):
-    from minattn.task_heads_fast import fast_attention_pool_torch
+    from minattn.task_heads import attention_pool_fast_torch
 
     x, mask = padded(rng, [6, 2, 4, 1])
     head = seeded_head(th.AttentionPool, D, H, 1, normalize=normalize)
     xt, mt = t64(x, mask)
     xt.requires_grad_()
     z, w = head(xt, mt, need_weights=True)
-    z_fast, w_fast = fast_attention_pool_torch(xt, mt, head.layers[0], normalize)
+    z_fast, w_fast = attention_pool_fast_torch(xt, mt, head.layers[0], normalize)
     assert torch.allclose(z_fast, z, atol=1e-12, rtol=0)
     assert torch.allclose(w_fast, w, atol=1e-12, rtol=0)
     grads = torch.autograd.grad(z.square().sum(), [xt, *head.parameters()])
@@ -344,7 +345,7 @@ def test_fast_single_layer_pool_equals_reference(rng, normalize):
 @pytest.mark.cuda
 @pytest.mark.exercise("7.2")  # needs exercise 7.2
 def test_heads_run_on_the_device_of_their_inputs(rng):
-    from minattn.task_heads_fast import fast_attention_pool_torch
+    from minattn.task_heads import attention_pool_fast_torch
 
     a, am = padded(rng, [5, 2, 3])
     b, bm = padded(rng, [2, 6, 4])
@@ -355,18 +356,18 @@ def test_heads_run_on_the_device_of_their_inputs(rng):
         assert gpu.device.type == "cuda" and torch.allclose(gpu.cpu(), cpu, atol=1e-10)
     head = seeded_head(th.AttentionPool, D, H, 1).cuda()
     xt, mt = [t.cuda() for t in t64(a, am)]
-    assert torch.allclose(fast_attention_pool_torch(xt, mt, head.layers[0])[0], head(xt, mt)[0],
+    assert torch.allclose(attention_pool_fast_torch(xt, mt, head.layers[0])[0], head(xt, mt)[0],
                           atol=1e-10)
 
 
 def test_offline_text_fallbacks():
-    texts, labels = tasks.template_sentiment(20, np.random.default_rng(0))
+    texts, labels = th.template_sentiment(20, np.random.default_rng(0))
     assert len(texts) == 20 and set(labels) <= {0, 1}
     for text, label in zip(texts, labels):
         words = set(text.split())
-        assert len(words & set(tasks._POSITIVE if label else tasks._NEGATIVE)) >= 1
-    verses = tasks.template_verses(200, np.random.default_rng(0))
-    pairs = tasks.bible_pairs(verses, 20, np.random.default_rng(0), min_distance=10)
+        assert len(words & set(th.POSITIVE_WORDS if label else th.NEGATIVE_WORDS)) >= 1
+    verses = th.template_verses(200, np.random.default_rng(0))
+    pairs = th.bible_pairs(verses, 20, np.random.default_rng(0), min_distance=10)
     assert np.mean(pairs.overlap[pairs.level == 1]) > 0  # neighbours share their topic's words
 
 
@@ -546,13 +547,13 @@ def test_early_stopping_keeps_and_restores_the_best_weights():
 def test_split_by_anchor_keeps_an_anchor_on_one_side():
     verses = [(f"verse {i} shepherd{i % 7} lamb{i % 5}", f"bbe {i} sheep{i % 7}")
               for i in range(400)]
-    pairs = tasks.bible_pairs(verses, 40, np.random.default_rng(0), min_distance=10)
+    pairs = th.bible_pairs(verses, 40, np.random.default_rng(0), min_distance=10)
     rows = np.flatnonzero(pairs.train)
-    kept, held = tasks.split_by_anchor(pairs, rows, 0.25, np.random.default_rng(0))
+    kept, held = th.split_by_anchor(pairs, rows, 0.25, np.random.default_rng(0))
     assert len(kept) + len(held) == len(rows) and not set(pairs.a[kept]) & set(pairs.a[held])
     assert len(set(pairs.a[held])) == round(0.25 * len(set(pairs.a[rows])))
     with pytest.raises(ValueError, match="fraction"):
-        tasks.split_by_anchor(pairs, rows, 1.5, np.random.default_rng(0))
+        th.split_by_anchor(pairs, rows, 1.5, np.random.default_rng(0))
 
 
 def test_drop_token_removes_one_token_per_sentence(rng):

@@ -12,18 +12,40 @@ import torch
 import torch.nn.functional as F
 
 from minattn.attention import causal_mask_np
-from minattn.models import VanillaLM
-from minattn.xl_train import (dependency_cone, evaluate_bpc, evaluate_bpc_sliding,
-                              generate, lm_loss, recurrent_lm_loss,
-                              stream_accuracy, stream_predictions)
-from minattn.tasks import char_corpus, delayed_copy, lm_segment, lm_streams, recall_by_class
 from minattn.tools import REPO_ROOT
-from minattn.xl import (RelMultiHeadAttention, TransformerXL, XLLayer, rel_attention_np,
-                        rel_attention_torch, rel_multi_head_attention_np,
-                        relative_distances_np, sinusoid_np, sinusoid_torch, update_memory_np,
-                        update_memory_torch)
-from minattn.xl_fast import rel_attention_fast_torch, rel_shift_np, rel_shift_torch
-from minattn.xl_official import official_to_ours
+from minattn.xl import (
+    RelMultiHeadAttention,
+    TransformerXL,
+    VanillaLM,
+    XLLayer,
+    char_corpus,
+    delayed_copy,
+    lm_segment,
+    lm_streams,
+    official_to_ours,
+    recall_by_class,
+    rel_attention_fast_torch,
+    rel_attention_np,
+    rel_attention_torch,
+    rel_multi_head_attention_np,
+    rel_shift_np,
+    rel_shift_torch,
+    relative_distances_np,
+    sinusoid_np,
+    sinusoid_torch,
+    update_memory_np,
+    update_memory_torch,
+)
+from minattn.xl.train import (
+    dependency_cone,
+    evaluate_bpc,
+    evaluate_bpc_sliding,
+    generate,
+    lm_loss,
+    recurrent_lm_loss,
+    stream_accuracy,
+    stream_predictions,
+)
 
 T = lambda a: torch.tensor(a, requires_grad=True)  # noqa: E731
 
@@ -43,7 +65,8 @@ def test_rel_shift_puts_each_distance_in_its_column(Lq, M):
     by_column = np.broadcast_to((Lk - 1 - np.arange(Lk))[None], (2, Lq, Lk)).astype(float)
     delta = relative_distances_np(Lq, Lk)
     causal = causal_mask_np(Lq, Lk)
-    np.testing.assert_array_equal(rel_shift_np(by_column)[:, causal], np.broadcast_to(delta[causal], (2, causal.sum())))
+    np.testing.assert_array_equal(rel_shift_np(by_column)[:, causal],
+                                  np.broadcast_to(delta[causal], (2, causal.sum())))
     shifted = rel_shift_torch(torch.tensor(by_column)).numpy()
     np.testing.assert_array_equal(shifted[:, causal], rel_shift_np(by_column)[:, causal])
 
@@ -75,7 +98,8 @@ def test_numpy_and_torch_agree_in_float64():
     assert np.abs(out - out_t.numpy()).max() < 1e-12 and np.abs(w - w_t.numpy()).max() < 1e-12
     np.testing.assert_allclose(w.sum(-1), 1.0)
     assert (w[..., ~causal_mask_np(5, 9)] == 0).all()  # the future gets no weight
-    np.testing.assert_allclose(sinusoid_torch(7, 6, dtype=torch.float64).numpy(), sinusoid_np(7, 6), atol=1e-15)
+    np.testing.assert_allclose(sinusoid_torch(7, 6, dtype=torch.float64).numpy(), sinusoid_np(7, 6),
+                               atol=1e-15)
 
 
 def test_gradcheck_explicit_torch():
@@ -305,7 +329,8 @@ def test_stream_accuracy_by_position():
     targets = predictions.clone()
     targets[:, 1::4] = (targets[:, 1::4] + 1) % 5  # index 1 of every segment: always wrong
     targets[:, 2::4] = -100  # index 2: never counted
-    acc = stream_accuracy(model, tokens, torch.cat([targets, targets[:, :1]], 1), 4, by_position=True)
+    acc = stream_accuracy(model, tokens, torch.cat([targets, targets[:, :1]], 1), 4,
+                          by_position=True)
     assert acc[0] == acc[3] == 1 and acc[1] == 0 and np.isnan(acc[2])
     assert stream_accuracy(model, tokens, torch.cat([targets, targets[:, :1]], 1), 4) == 2 / 3
 
@@ -321,7 +346,8 @@ def test_recall_by_class_has_one_write_of_the_class_in_reach():
         d = int(batch.distance[b, t])
         c = int(batch.tokens[b, t]) - first_read
         assert 5 <= d <= 20 and 0 <= c < n_classes
-        assert batch.tokens[b, t - d] == batch.targets[b, t] and batch.targets[b, t] // n_values == c
+        assert batch.tokens[b, t - d] == batch.targets[b, t]
+        assert batch.targets[b, t] // n_values == c
         window = batch.tokens[b, max(0, t - spacing):t]
         assert ((window // n_values == c) & (window < first_read)).sum() == 1  # the one write
     assert (batch.distance[batch.targets == -100] == 0).all()
@@ -379,18 +405,21 @@ def official_forward(sd, tokens, n_heads, mems=None, clamp_len=-1):
         p = lambda name: sd[f"layers.{n}.{name}"]  # noqa: E731
         cat = h if mems is None else torch.cat([mems[n], h], 0)
         q, k, v = (cat @ p("dec_attn.qkv_net.weight").T).chunk(3, -1)
-        q, k, v = q[-qlen:].view(qlen, B, n_heads, dh), k.view(klen, B, n_heads, dh), v.view(klen, B, n_heads, dh)
+        q = q[-qlen:].view(qlen, B, n_heads, dh)
+        k, v = k.view(klen, B, n_heads, dh), v.view(klen, B, n_heads, dh)
         rk = (pos_emb @ p("dec_attn.r_net.weight").T).view(klen, n_heads, dh)
         ac = torch.einsum("ibnd,jbnd->ijbn", q + sd["r_w_bias"], k)
         bd = torch.einsum("ibnd,jnd->ijbn", q + sd["r_r_bias"], rk)
-        padded = torch.cat([bd.new_zeros(qlen, 1, B, n_heads), bd], 1).view(klen + 1, qlen, B, n_heads)
+        padded = torch.cat([bd.new_zeros(qlen, 1, B, n_heads), bd], 1)
+        padded = padded.view(klen + 1, qlen, B, n_heads)
         bd = padded[1:].view_as(bd)
         score = ((ac + bd) / dh ** 0.5).masked_fill(blocked[:, :, None, None], float("-inf"))
         vec = torch.einsum("ijbn,jbnd->ibnd", score.softmax(1), v).reshape(qlen, B, D)
         ln = lambda x, w: F.layer_norm(x, (D,), p(w + ".weight"), p(w + ".bias"))  # noqa: E731
         h = ln(h + vec @ p("dec_attn.o_net.weight").T, "dec_attn.layer_norm")
         core = F.relu(h @ p("pos_ff.CoreNet.0.weight").T + p("pos_ff.CoreNet.0.bias"))
-        h = ln(h + core @ p("pos_ff.CoreNet.3.weight").T + p("pos_ff.CoreNet.3.bias"), "pos_ff.layer_norm")
+        h = ln(h + core @ p("pos_ff.CoreNet.3.weight").T + p("pos_ff.CoreNet.3.bias"),
+               "pos_ff.layer_norm")
     return h @ emb.T + sd["crit.out_layers.0.bias"]
 
 
@@ -424,13 +453,15 @@ def test_official_layout_converts_one_to_one():
     theirs2 = official_forward(sd, tokens[:, 5:].T, 2, mems_tm)
     assert (logits - theirs.transpose(0, 1)).abs().max() < 1e-12
     assert (logits2 - theirs2.transpose(0, 1)).abs().max() < 1e-12
-    clamped = official_forward(sd, tokens[:, 5:].T, 2, mems_tm, clamp_len=2)  # distances 0..6 -> 0..2
+    # distances 0..6 -> 0..2
+    clamped = official_forward(sd, tokens[:, 5:].T, 2, mems_tm, clamp_len=2)
     ours_clamped, _ = model(tokens[:, 5:], memories, clamp_len=2)
     assert (ours_clamped - clamped.transpose(0, 1)).abs().max() < 1e-12
     assert (ours_clamped - logits2).abs().max() > 1e-6  # clamping changed something
     untied = {k: v for k, v in sd.items() if k not in ("r_w_bias", "r_r_bias")}
     for n in range(2):
-        untied[f"layers.{n}.dec_attn.r_w_bias"], untied[f"layers.{n}.dec_attn.r_r_bias"] = sd["r_w_bias"], sd["r_r_bias"]
+        untied[f"layers.{n}.dec_attn.r_w_bias"] = sd["r_w_bias"]
+        untied[f"layers.{n}.dec_attn.r_r_bias"] = sd["r_r_bias"]
     model.load_state_dict(official_to_ours(untied, num_heads=2))
     with pytest.raises(ValueError, match="r_w_bias"):
         official_to_ours(sd, num_heads=4)
@@ -453,7 +484,7 @@ def test_streams_segments_copy_task_and_bpc():
     assert out.shape == (1, 13) and torch.equal(out[:, :8], x[:1])
 
 
-# ============================================================================ data-parallel training
+# ================================================================== data-parallel training
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -467,12 +498,12 @@ TINY = ["--data", "synthetic", "--max-chars", "20000", "--batch", "4", "--seg", 
 
 @pytest.mark.slow
 def test_two_gloo_processes_equal_one_process_and_resume(tmp_path):
-    from minattn.xl_train import main
+    from minattn.xl.train import main
 
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO_ROOT))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
            "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
-           "-m", "minattn.xl_train", *TINY, "--steps", "4", "--out", str(tmp_path / "ddp")]
+           "-m", "minattn.xl.train", *TINY, "--steps", "4", "--out", str(tmp_path / "ddp")]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240,
                           cwd=REPO_ROOT)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]

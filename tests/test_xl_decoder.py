@@ -1,4 +1,4 @@
-"""Transformer-XL one token at a time (minattn.xl_fast.XLDecoder): the model's own numbers,
+"""Transformer-XL one token at a time (minattn.xl.XLDecoder): the model's own numbers,
 with a key/value cache instead of projecting the memory again for every token.
 
 The decoder is checked against `TransformerXL(token, memories, context)` step by step in
@@ -13,11 +13,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from minattn.models import VanillaLM
 from minattn.tools.bench import count_operations
-from minattn.xl import TransformerXL
-from minattn.xl_fast import XLDecoder
-from minattn.xl_train import generate
+from minattn.xl import TransformerXL, VanillaLM, XLDecoder
+from minattn.xl.train import generate
+
 
 def _model(pre_norm=True, ctx=6, dtype=torch.float64, device="cpu"):
     torch.manual_seed(0)
@@ -114,7 +113,7 @@ def test_decoder_on_cuda_eager_and_as_a_cuda_graph(graph):
 
 
 def test_eval_speed_times_the_decoder_when_asked():
-    from minattn.xl_fast import eval_speed
+    from minattn.xl import eval_speed
 
     plain = eval_speed(16, d_model=16, num_heads=2, num_layers=1, seg_len=8, repeats=1)
     both = eval_speed(16, d_model=16, num_heads=2, num_layers=1, seg_len=8, repeats=1,

@@ -7,7 +7,7 @@ def failing_copy_corpus() -> str:
     (A) 30 words sampled from 45, permuted; (B) a permutation of words 0-14 or of words 15-29;
     (C) 15 words sampled from 30, permuted.
     """
-    # BEGIN EXERCISE 5.3 predict: which copy corpus has a count table that gives no signal? (~15 min)
+    # BEGIN EXERCISE 5.3 predict: which copy corpus has a count table with no signal? (~15 min)
     # B: inside each of its two blocks the count table is flat, as for 40-of-40; A and C sample
     # their words, so a word co-occurs with itself more often than with any other.
     return "B"

@@ -19,13 +19,13 @@ CHOICES = ("uniform", "one token", "between")
 
 def u09_attention_on_raw_states() -> str:
     """(a) One of CHOICES."""
-    # BEGIN EXERCISE 7.3 predict: the first step's attention of a U(0.9, 1) head on raw states (~10 min)
+    # BEGIN EXERCISE 7.3 predict: first-step attention of a U(0.9, 1) head on raw states (~10 min)
     return "one token"
     # END EXERCISE
 
 
 def u09_attention_after_layer_norm() -> str:
     """(b) One of CHOICES."""
-    # BEGIN EXERCISE 7.3 predict: the first step's attention of a U(0.9, 1) head after LayerNorm (~10 min)
+    # BEGIN EXERCISE 7.3 predict: first-step attention of a U(0.9, 1) head after LayerNorm (~10 min)
     return "uniform"
     # END EXERCISE

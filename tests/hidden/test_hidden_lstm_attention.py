@@ -1,10 +1,11 @@
-"""Teacher-only probes for lesson 05's exercises (minattn/lstm_attention.py, answers)."""
+"""Teacher-only probes for lesson 05's exercises (minattn/lstm_attention/, answers)."""
 
 import numpy as np
 import pytest
 import torch
 
-from minattn import lstm_attention as la, tasks
+from minattn import lstm_attention as la
+from minattn.lstm_attention import two_sets_corpus
 
 
 @pytest.mark.exercise("5.1")
@@ -44,7 +45,7 @@ def test_hidden_agreement_ties_and_rounding():
 
 def test_hidden_corpus_b_has_flat_blocks():  # checks the corpus, not the answer: no exercise
     rng = np.random.default_rng(0)
-    src, tgt = tasks.two_sets_corpus(400, 15, rng)
+    src, tgt = two_sets_corpus(400, 15, rng)
     blocks = [{f"w{k:02d}" for k in range(15)}, {f"w{k:02d}" for k in range(15, 30)}]
     # every pair holds one whole block: inside a block each word co-occurs with each other
     # word exactly as often as with itself, so the count table is flat there

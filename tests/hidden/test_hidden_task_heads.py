@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 import torch
+from test_task_heads import offset_states
 
 from minattn import task_heads as th
-from test_task_heads import offset_states
 
 
 def padded(rng, lengths, d=8):
@@ -54,7 +54,7 @@ def test_answers_are_valid_choices():
     assert answers.u09_attention_on_raw_states() != answers.u09_attention_after_layer_norm()
 
 
-# ============================================================================ exercise 7.3 and what gives it away
+# ============================================================= exercise 7.3, and what gives it away
 # (tests/ is on sys.path when pytest imports this package: offset_states is the visible tests')
 def first_step_entropy(states, mask, init, normalize, seed=0):
     torch.manual_seed(seed)

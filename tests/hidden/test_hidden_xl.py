@@ -4,12 +4,19 @@ import numpy as np
 import pytest
 import torch
 
-from minattn.attention import causal_mask_np
-from minattn.xl_train import farthest_visible
-from minattn.xl import (TransformerXL, relative_distances_np, rel_attention_torch,
-                        update_memory_np, update_memory_torch)
-from minattn.xl_fast import rel_attention_fast_torch, rel_shift_np, rel_shift_torch
 from minattn.answers import xl as answers
+from minattn.attention import causal_mask_np
+from minattn.xl import (
+    TransformerXL,
+    rel_attention_fast_torch,
+    rel_attention_torch,
+    rel_shift_np,
+    rel_shift_torch,
+    relative_distances_np,
+    update_memory_np,
+    update_memory_torch,
+)
+from minattn.xl.train import farthest_visible
 
 
 @pytest.mark.exercise("4.1")

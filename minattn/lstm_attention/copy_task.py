@@ -3,7 +3,7 @@
 Snell et al., "Approximating How Single Head Attention Learns" (2021), §3.3 and §5.2, with
 their `SequenceCopying/seq2seq.py` and `multihead.py` (github.com/Sea-Snell/AttentionDynamics):
 
-    data       fresh pairs every step (`tasks.copy_ids`: x + <eos>, target <sos> + x + <eos>)
+    data       fresh pairs every step (`copy_ids`: x + <eos>, target <sos> + x + <eos>)
     optimiser  Adam, learning rate 1e-3, batch 128, no gradient clipping, 200 steps
     evaluated  token accuracy (every output token, <eos> included) every 10 steps
     learned    token accuracy above 0.95 at an evaluation (`multihead.py`'s `can_learn`)
@@ -22,9 +22,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from . import tasks
-from .lstm_attention_official import AttentionHead, OfficialSeq2Seq
-from .tools.utils import fail
+from ..tools.utils import fail
+from .data import copy_ids
+from .official import AttentionHead, OfficialSeq2Seq
 
 LEARNED, BAD = 0.95, 0.6  # multihead.py: good if accuracy > 0.95 within the budget, bad if < 0.6
 
@@ -41,7 +41,7 @@ class CopyTask:
         self.right = np.append(np.arange(n_types) if order is None else self.order, n_types)
 
     def sample(self, n: int, rng: np.random.Generator, device="cpu"):
-        src, tgt, vocab = tasks.copy_ids(n, self.n_types, self.n_words, rng, self.n_sets,
+        src, tgt, vocab = copy_ids(n, self.n_types, self.n_words, rng, self.n_sets,
                                          self.order)
         assert vocab == self.vocab
         src, tgt = (torch.as_tensor(a, device=device) for a in (src, tgt))
@@ -146,7 +146,8 @@ def head_status(base: OfficialSeq2Seq, head: AttentionHead, task: CopyTask, seed
     return status
 
 
-def draw_heads(n: int, hidden: int, generator: torch.Generator, device="cpu") -> list[AttentionHead]:
+def draw_heads(n: int, hidden: int, generator: torch.Generator,
+               device="cpu") -> list[AttentionHead]:
     """n fresh heads with PyTorch's default initialisation, reproducible from `generator`
     (the global torch seed is left as it was)."""
     heads = []

@@ -16,7 +16,8 @@ A's part and 1 on B's (a *cross-encoder*: every layer lets A's tokens attend to 
 
 The weights load from `model.safetensors` (fetched by `python data_scripts/minilm.py`), the
 tokenizer from `tokenizer.json` with the `tokenizers` package; no `transformers` needed.
-`token_states` caches a dataset's token states under data/cache/ so that heads trained on the
+Tokenising, batching and the token-state cache are in `tokens.py`: `token_states` caches a
+dataset's token states under data/cache/ so that heads trained on the
 frozen encoder do not run it every epoch; `hidden_states` caches any layer's, so that
 fine-tuning only the top layers (`TopLayers`) never runs the frozen bottom ones again.
 """
@@ -24,23 +25,25 @@ fine-tuning only the top layers (`TopLayers`) never runs the frozen bottom ones 
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm import tqdm
 
-from .tools import data
-from .attention import MultiHeadAttention, padding_mask_torch
-from .tools.fetch import atomic_write
-from .tools.utils import (check_array, check_finite, check_ids, check_same_device, check_size,
-                          describe, fail, shape_str)
+from ..attention import MultiHeadAttention, padding_mask_torch
+from ..tools import data
+from ..tools.utils import (
+    check_array,
+    check_ids,
+    check_same_device,
+    check_size,
+    describe,
+    fail,
+    shape_str,
+)
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,8 @@ class MiniLMEncoder(nn.Module):
                           weights=self.word_embeddings.weight)
         if attention_mask.is_floating_point() or attention_mask.dtype != torch.bool and \
                 bool(((attention_mask != 0) & (attention_mask != 1)).any()):
-            fail("attention_mask", "bool, or integers 0/1 (1 = real token)", describe(attention_mask))
+            fail("attention_mask", "bool, or integers 0/1 (1 = real token)",
+                 describe(attention_mask))
         check_ids("input_ids", input_ids, self.config.vocab_size)
         if input_ids.shape[1] > self.config.max_position_embeddings:
             fail("sequence too long", f"L <= {self.config.max_position_embeddings}",
@@ -243,7 +247,7 @@ class TopLayers(nn.Module):
         return out[-1]
 
 
-# ============================================================================ loading + tokens
+# ============================================================================ loading
 def load_minilm(device: str | torch.device = "cpu", data_dir: str | Path | None = None,
                 max_len: int = 256):
     """(encoder in eval mode on `device`, tokenizer) from data/minilm/ (see data_scripts).
@@ -263,200 +267,3 @@ def load_minilm(device: str | torch.device = "cpu", data_dir: str | Path | None 
     tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]"), pad_token="[PAD]")
     tokenizer.enable_truncation(max_length=max_len)
     return encoder.to(device).eval(), tokenizer
-
-
-def is_text(t) -> bool:
-    """A sentence (str) or a pair of sentences (a, b), encoded "[CLS] a [SEP] b [SEP]"."""
-    return isinstance(t, str) or (isinstance(t, tuple) and len(t) == 2
-                                  and all(isinstance(s, str) for s in t))
-
-
-def check_texts(texts) -> None:
-    if isinstance(texts, (str, tuple)) or not texts or not all(is_text(t) for t in texts):
-        fail("texts must be a non-empty list of strings or of (a, b) pairs of strings",
-             "list[str] or list[tuple[str, str]]",
-             repr(texts)[:60] if not isinstance(texts, list) else f"list of {len(texts)}")
-
-
-def encode_batch(tokenizer, texts: list, device=None, with_types: bool = False):
-    """Tokenize `texts` (sentences, or (a, b) pairs) -> input_ids (B, L) int64 and
-    attention_mask (B, L) bool, and token_type_ids (B, L) int64 when `with_types`."""
-    check_texts(texts)
-    encodings = tokenizer.encode_batch(list(texts))
-    ids = torch.tensor([e.ids for e in encodings], dtype=torch.long, device=device)
-    mask = torch.tensor([e.attention_mask for e in encodings], dtype=torch.bool, device=device)
-    if with_types:
-        types = torch.tensor([e.type_ids for e in encodings], dtype=torch.long, device=device)
-        return ids, mask, types
-    return ids, mask
-
-
-def length_sorted_batches(tokenizer, texts: list, batch_size: int) -> list[np.ndarray]:
-    """Indices of `texts` in batches of similar token count, shortest first.
-
-    A batch is padded to its longest text, so grouping texts of similar length wastes
-    little compute on padding (on the sentiment sentences: 2× fewer token positions).
-    """
-    check_texts(texts)
-    batch_size = check_size("batch_size", batch_size, 1)
-    n_tokens = [sum(e.attention_mask) for e in tokenizer.encode_batch(list(texts))]
-    order = np.argsort(n_tokens, kind="stable")
-    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
-
-
-def mean_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Masked mean over tokens: (B, L, D), (B, L) bool -> (B, D).
-
-        pooled_b = Σ_i m_bi h_bi / Σ_i m_bi        (a row with no real token pools to 0)
-
-    Padding contributes nothing, so a sentence gets the same vector whatever it is padded to,
-    and whatever its padded states hold (even NaN: they are selected away, not multiplied by 0).
-    """
-    check_array("states", states, "float", like=torch.Tensor, hint="(B, L, D)")
-    check_array("mask", mask, "bool", like=torch.Tensor, hint="(B, L), True on real tokens")
-    if states.ndim != 3 or mask.shape != states.shape[:2]:
-        fail("mean_pool inputs do not fit", "states (B, L, D) and mask (B, L)",
-             f"states {shape_str(states.shape)}, mask {shape_str(mask.shape)}")
-    check_same_device(states=states, mask=mask)
-    check_finite("states", states, where=mask[..., None])
-    # BEGIN EXERCISE 7.1 implement: masked mean over the real tokens (padding must not count) (~10 min)
-    real = mask.unsqueeze(-1)  # (B, L, 1)
-    total = torch.where(real, states, torch.zeros_like(states)).sum(dim=1)
-    return total / real.sum(dim=1).clamp(min=1).to(states.dtype)
-    # END EXERCISE
-
-
-@torch.no_grad()
-def embed(encoder: MiniLMEncoder, tokenizer, texts: list[str], batch_size: int = 64,
-          normalize: bool = True, progress: bool = False) -> torch.Tensor:
-    """Sentence embeddings (N, D): masked mean of the last layer, L2-normalised by default
-    (as sentence-transformers does for all-MiniLM-L6-v2, so a dot product is a cosine)."""
-    check_texts(texts)
-    batch_size = check_size("batch_size", batch_size, 1)
-    device = next(encoder.parameters()).device
-    pooled = torch.empty(len(texts), encoder.config.hidden_size, device=device)
-    for batch in tqdm(length_sorted_batches(tokenizer, texts, batch_size), desc="embed",
-                      disable=not progress):
-        ids, mask = encode_batch(tokenizer, [texts[i] for i in batch], device)
-        pooled[torch.as_tensor(batch, device=device)] = mean_pool(encoder(ids, mask), mask)
-    return F.normalize(pooled, dim=-1) if normalize else pooled
-
-
-# ============================================================================ token-state cache
-class TokenStates:
-    """Last-layer token states of N texts, packed without padding: `states[offsets[i]:
-    offsets[i+1]]` are text i's tokens ([CLS] … [SEP]). Stored as float16 to halve the disk."""
-
-    def __init__(self, states: np.ndarray, offsets: np.ndarray, ids: np.ndarray):
-        check_array("states", states, "float", ndim=2, like=np.ndarray, hint="(T, D)")
-        check_array("offsets", offsets, "int", ndim=1, like=np.ndarray, hint="(N + 1,)")
-        if len(offsets) < 1 or offsets[0] != 0 or offsets[-1] != len(states) or \
-                (np.diff(offsets) < 0).any() or len(ids) != len(states):
-            fail("offsets", f"non-decreasing offsets from 0 to len(states) = {len(states)} "
-                 "(and one id per state)", f"{describe(offsets)} and {len(ids)} ids")
-        self.states, self.offsets, self.ids = states, offsets, ids
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
-
-    def batch(self, indices, device=None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Texts `indices` padded to their longest: states (B, L, D) float32, mask (B, L) bool."""
-        given = np.asarray(indices.cpu() if isinstance(indices, torch.Tensor) else indices)
-        if given.size and given.dtype.kind not in "iu":
-            fail("indices", f"integer indices in [0, {len(self)})", describe(given))
-        indices = given.astype(np.int64).reshape(-1)
-        if len(indices) == 0 or indices.min() < 0 or indices.max() >= len(self):
-            fail("indices out of range", f"a non-empty list of ints in [0, {len(self)})",
-                 f"{indices[:5].tolist()}{'…' if len(indices) > 5 else ''}")
-        lengths = self.offsets[indices + 1] - self.offsets[indices]
-        out = np.zeros((len(indices), int(lengths.max()), self.states.shape[1]), np.float32)
-        for row, (i, n) in enumerate(zip(indices, lengths)):
-            out[row, :n] = self.states[self.offsets[i]:self.offsets[i] + n]
-        mask = np.arange(out.shape[1])[None, :] < lengths[:, None]
-        return torch.from_numpy(out).to(device), torch.from_numpy(mask).to(device)
-
-
-def fingerprint(encoder: nn.Module) -> str:
-    """sha256 of the encoder's weights: the cache key changes when the weights do."""
-    digest = hashlib.sha256()
-    for name, tensor in sorted(encoder.state_dict().items()):
-        digest.update(name.encode())
-        digest.update(tensor.detach().float().cpu().numpy().tobytes())
-    return digest.hexdigest()
-
-
-def hidden_states(encoder: MiniLMEncoder, tokenizer, texts: list, name: str, layers,
-                  batch_size: int = 64, data_dir: str | Path | None = None
-                  ) -> dict[int, TokenStates]:
-    """The token states of `texts` after each of `layers` (0 = embeddings, N = the last layer,
-    as in `MiniLMEncoder.run`), computed in one pass and then read from
-    data/cache/<name>-<key>.npz, one file per layer. `texts` may be (a, b) pairs.
-
-    The key hashes the weights, the tokenizer's settings, the layer and the texts, so changing
-    any of them computes (and stores) a new cache instead of silently reusing a stale one.
-    """
-    check_texts(texts)
-    layers = sorted(set(int(k) for k in layers))
-    n_layers = len(encoder.layers)
-    if not layers or layers[0] < 0 or layers[-1] > n_layers:
-        fail("hidden_states: bad layers", f"indices in [0, {n_layers}]", f"{layers}")
-    batch_size = check_size("batch_size", batch_size, 1)
-    if not isinstance(name, str) or not name or any(c in name for c in "/\\\0"):
-        fail("name", "a non-empty file-name part such as 'sentiment'", describe(name))
-    key = hashlib.sha256()
-    key.update(fingerprint(encoder).encode())
-    key.update(tokenizer.to_str().encode())
-    for text in texts:
-        key.update("\x1f".join([text] if isinstance(text, str) else text).encode() + b"\0")
-    root = Path(data_dir if data_dir is not None else data.DATA_DIR) / "cache"
-    paths = {}
-    for layer in layers:  # the last layer keeps the name it always had
-        tag = key.copy()
-        if layer != n_layers:
-            tag.update(f"layer {layer}".encode())
-        paths[layer] = root / f"{name}-{tag.hexdigest()[:16]}.npz"
-    if all(path.exists() for path in paths.values()):
-        out = {}
-        try:  # a damaged file (the zip's CRC, a missing array, bad offsets) is rebuilt
-            for layer, path in paths.items():
-                with np.load(path) as z:
-                    out[layer] = TokenStates(z["states"], z["offsets"], z["ids"])
-            return out
-        except (OSError, EOFError, KeyError, ValueError, zipfile.BadZipFile) as err:
-            print(f"{path} is damaged ({type(err).__name__}: {str(err)[:60]}): recomputing it")
-            path.unlink(missing_ok=True)
-    device = next(encoder.parameters()).device
-    chunks = {layer: [None] * len(texts) for layer in layers}  # filled in the original order
-    ids = [None] * len(texts)
-    for batch in tqdm(length_sorted_batches(tokenizer, texts, batch_size),
-                      desc=f"token states {name}"):
-        batch_ids, mask, types = encode_batch(tokenizer, [texts[i] for i in batch], device,
-                                              with_types=True)
-        with torch.no_grad():
-            states = encoder.run(batch_ids, mask, token_type_ids=types, last_layer=layers[-1])[0]
-        lengths = mask.sum(dim=1).tolist()
-        for layer in layers:
-            host = states[layer].cpu().numpy().astype(np.float16)
-            for row, (i, n) in enumerate(zip(batch, lengths)):
-                chunks[layer][i] = host[row, :n]
-        for row, (i, n) in enumerate(zip(batch, lengths)):
-            ids[i] = batch_ids[row, :n].cpu().numpy()
-    offsets = np.concatenate([[0], np.cumsum([len(c) for c in ids])]).astype(np.int64)
-    all_ids = np.concatenate(ids).astype(np.int32)
-    out = {}
-    for layer, path in paths.items():
-        out[layer] = TokenStates(np.concatenate(chunks[layer]), offsets, all_ids)
-        with atomic_write(path) as f:
-            np.savez(f, states=out[layer].states, offsets=offsets, ids=all_ids)
-    return out
-
-
-def token_states(encoder: MiniLMEncoder, tokenizer, texts: list, name: str,
-                 batch_size: int = 64, data_dir: str | Path | None = None) -> TokenStates:
-    """Last-layer token states of `texts`, computed once and then read from the cache
-    (`hidden_states` with the last layer only)."""
-    last = len(encoder.layers)
-    return hidden_states(encoder, tokenizer, texts, name, [last], batch_size, data_dir)[last]

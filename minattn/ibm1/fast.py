@@ -1,6 +1,6 @@
-"""IBM Model 1, fast: the same EM as minattn/ibm1.py as two `np.bincount`s over the corpus.
+"""IBM Model 1, fast: the same EM as `reference.py` as two `np.bincount`s over the corpus.
 
-Read `minattn/ibm1.py` first: it is the reference, and the tests check that this file gives
+Read `reference.py` first: it is the reference, and the tests check that this file gives
 the same tables, likelihoods, posteriors and Viterbi alignments (float64, ~1e-12).
 Direction as there: source x = input (English), target y = output (German), t(y | x).
 
@@ -9,7 +9,7 @@ What changes for speed:
     (with counts k_y; one "row" each) and its distinct source words x (with counts c_x).
   * The table is SPARSE: one entry per (x, y) that co-occur somewhere — (E,) instead of
     (V_x, V_y) (on the Bible 1% of the dense table).
-  * The corpus is flat "point" arrays (`ibm1_fast_index.index_bitext`), one point per (row,
+  * The corpus is flat "point" arrays (`index.index_bitext`), one point per (row,
     distinct source word or NULL) of the same pair; a point knows its row r, its multiplicity
     c_x and its table entry e. Sorted by entry, reading t is sequential.
 Then, with Z_r = Σ_points of r c_x t(y | x) and the row weight w_r (k_y, or 1 in NLTK mode),
@@ -25,10 +25,16 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .ibm1 import (MIN_PROB, check_bitext, check_covered, check_mode, check_nonnegative,
-                   check_pair_index)
-from .ibm1_fast_index import IndexedBitext, index_bitext  # noqa: F401  (re-exported)
-from .tools.utils import check_array, check_finite, check_number, check_size, describe, fail
+from ..tools.utils import check_array, check_finite, check_number, check_size, describe, fail
+from .index import IndexedBitext
+from .reference import (
+    MIN_PROB,
+    check_bitext,
+    check_covered,
+    check_mode,
+    check_nonnegative,
+    check_pair_index,
+)
 
 
 def check_sparse_table(t, fb: IndexedBitext, name: str = "t") -> None:
@@ -51,20 +57,20 @@ def target_weights_np(fb: IndexedBitext, mode: str = "textbook") -> np.ndarray:
 
 
 # ============================================================================ NumPy
-def uniform_table_np(fb: IndexedBitext) -> np.ndarray:
+def uniform_table_fast_np(fb: IndexedBitext) -> np.ndarray:
     """(E,) the starting table t(y | x) = 1/|V_y| at every stored entry."""
     return np.full(len(fb.entry_src), 1.0 / len(fb.tgt_vocab))
 
 
-def count_table_np(fb: IndexedBitext) -> np.ndarray:
-    """(E,) ibm1.count_table_np at the stored entries: a point adds k_y · c_x / |x^m|."""
+def count_table_fast_np(fb: IndexedBitext) -> np.ndarray:
+    """(E,) reference.count_table_np at the stored entries: a point adds k_y · c_x / |x^m|."""
     per_row = fb.row_count / fb.width                                   # (R,) k_y / |x^m|
     return np.bincount(fb.point_entry, weights=fb.point_mult * np.take(per_row, fb.point_row),
                        minlength=len(fb.entry_src))
 
 
-def e_step_np(t: np.ndarray, fb: IndexedBitext, mode: str = "textbook"):
-    """ibm1.e_step_np on the sparse table: returns (counts (E,), log-likelihood)."""
+def e_step_fast_np(t: np.ndarray, fb: IndexedBitext, mode: str = "textbook"):
+    """reference.e_step_np on the sparse table: returns (counts (E,), log-likelihood)."""
     check_sparse_table(t, fb)
     w = target_weights_np(fb, mode)                                     # (R,)
     # BEGIN EXERCISE 6.1 implement: E-step: posteriors, expected counts, log-likelihood (~15 min)
@@ -81,8 +87,8 @@ def e_step_np(t: np.ndarray, fb: IndexedBitext, mode: str = "textbook"):
     return counts, loglik
 
 
-def m_step_np(counts: np.ndarray, fb: IndexedBitext, floor: float = 0.0) -> np.ndarray:
-    """ibm1.m_step_np on the sparse table (every stored entry has a count > 0)."""
+def m_step_fast_np(counts: np.ndarray, fb: IndexedBitext, floor: float = 0.0) -> np.ndarray:
+    """reference.m_step_np on the sparse table (every stored entry has a count > 0)."""
     check_sparse_table(counts, fb, "counts")
     check_number("floor", floor, low=0.0, high=1.0)
     # BEGIN EXERCISE 6.2 implement: M-step: normalise each source word's counts (~5 min)
@@ -92,23 +98,25 @@ def m_step_np(counts: np.ndarray, fb: IndexedBitext, floor: float = 0.0) -> np.n
     # END EXERCISE
 
 
-def em_np(fb: IndexedBitext, iterations: int, mode: str = "textbook", t: np.ndarray | None = None):
-    """ibm1.em_np: returns (t (E,), log-likelihood before each step)."""
+def em_fast_np(fb: IndexedBitext, iterations: int, mode: str = "textbook",
+               t: np.ndarray | None = None):
+    """reference.em_np: returns (t (E,), log-likelihood before each step)."""
     check_bitext(fb)
     iterations = check_size("iterations", iterations)
     check_mode(mode, fb)
     floor = MIN_PROB if mode == "nltk" else 0.0
-    t = uniform_table_np(fb) if t is None else t
+    t = uniform_table_fast_np(fb) if t is None else t
     history = []
     for _ in range(iterations):
-        counts, loglik = e_step_np(t, fb, mode)
-        t = m_step_np(counts, fb, floor)
+        counts, loglik = e_step_fast_np(t, fb, mode)
+        t = m_step_fast_np(counts, fb, floor)
         history.append(loglik)
     return t, history
 
 
-def viterbi_np(t: np.ndarray, fb: IndexedBitext) -> np.ndarray:
-    """(T,) ibm1.viterbi_np for all target tokens at once (its per-pair arrays, concatenated)."""
+def viterbi_fast_np(t: np.ndarray, fb: IndexedBitext) -> np.ndarray:
+    """(T,) reference.viterbi_np for all target tokens at once (its per-pair arrays,
+    concatenated)."""
     check_sparse_table(t, fb)
     # in EM order (reading t is sequential); max is exact, so the order does not matter
     p = np.take(t, fb.point_entry, out=fb.scratch("p"), mode="clip")           # (P,)
@@ -122,7 +130,7 @@ def viterbi_np(t: np.ndarray, fb: IndexedBitext) -> np.ndarray:
 
 
 def split_pairs_np(a: np.ndarray, fb: IndexedBitext) -> list[np.ndarray]:
-    """(T,) per-token values -> one array per pair (the format of ibm1.viterbi_np)."""
+    """(T,) per-token values -> one array per pair (the format of reference.viterbi_np)."""
     return np.split(a, fb.tgt_start[1:-1])
 
 
@@ -138,8 +146,8 @@ def position_entries_np(fb: IndexedBitext, m: int) -> np.ndarray:
     return fb.seg_entry[fb.seg_start[rows][:, None] + cols[None, :]]
 
 
-def alignment_matrix_np(t: np.ndarray, fb: IndexedBitext, m: int) -> np.ndarray:
-    """(|y^m|, null + |x^m|) ibm1.alignment_matrix_np of pair m, read from the sparse table."""
+def alignment_matrix_fast_np(t: np.ndarray, fb: IndexedBitext, m: int) -> np.ndarray:
+    """(|y^m|, null + |x^m|) reference.alignment_matrix_np of pair m, read from the sparse table."""
     check_sparse_table(t, fb)
     p = t[position_entries_np(fb, m)]
     if not (p.sum(axis=1) > 0).all():
@@ -149,7 +157,7 @@ def alignment_matrix_np(t: np.ndarray, fb: IndexedBitext, m: int) -> np.ndarray:
 
 def to_dense_np(values: np.ndarray, fb: IndexedBitext) -> np.ndarray:
     """(V_x, V_y) dense copy of a sparse table (0 off the support; row 0 = NULL): the format
-    of ibm1's tables. Only for small vocabularies (or a few rows: see rows_np)."""
+    of the reference's tables. Only for small vocabularies (or a few rows: see rows_np)."""
     check_sparse_table(values, fb)
     dense = np.zeros((len(fb.src_vocab), len(fb.tgt_vocab)))
     dense[fb.entry_src, fb.entry_tgt] = values
@@ -179,8 +187,8 @@ def entry_index(fb: IndexedBitext, x, y) -> int | None:
     return int(hits[0]) if len(hits) else None
 
 
-def top_translations_np(t: np.ndarray, fb: IndexedBitext, x, k: int = 3) -> list[tuple]:
-    """ibm1.top_translations_np on the sparse table: [(y, t(y | x)), ...]."""
+def top_translations_fast_np(t: np.ndarray, fb: IndexedBitext, x, k: int = 3) -> list[tuple]:
+    """reference.top_translations_np on the sparse table: [(y, t(y | x)), ...]."""
     check_sparse_table(t, fb)
     k = check_size("k", k)
     if x not in fb.src_index:
@@ -190,7 +198,7 @@ def top_translations_np(t: np.ndarray, fb: IndexedBitext, x, k: int = 3) -> list
     return [(fb.tgt_vocab[fb.entry_tgt[e]], float(t[e])) for e in best]
 
 
-def nltk_table_np(model, fb: IndexedBitext) -> np.ndarray:
+def nltk_table_fast_np(model, fb: IndexedBitext) -> np.ndarray:
     """(E,) NLTK's translation_table[y][x] read at our stored entries."""
     table = model.translation_table
     return np.array([table[fb.tgt_vocab[y]][fb.src_vocab[x]]
@@ -210,8 +218,8 @@ def tensors_torch(fb: IndexedBitext, device=None) -> dict[str, torch.Tensor]:
     return fb.cache[key]
 
 
-def e_step_torch(t: torch.Tensor, fb: IndexedBitext, mode: str = "textbook"):
-    """e_step_np in torch (index_add_ plays np.bincount); returns (counts, loglik tensor)."""
+def e_step_fast_torch(t: torch.Tensor, fb: IndexedBitext, mode: str = "textbook"):
+    """e_step_fast_np in torch (index_add_ plays np.bincount); returns (counts, loglik tensor)."""
     check_sparse_table(t, fb)
     check_array("t", t, "float", like=torch.Tensor)
     check_mode(mode, fb)
@@ -228,8 +236,8 @@ def e_step_torch(t: torch.Tensor, fb: IndexedBitext, mode: str = "textbook"):
     return counts, loglik
 
 
-def m_step_torch(counts: torch.Tensor, fb: IndexedBitext, floor: float = 0.0) -> torch.Tensor:
-    """m_step_np in torch."""
+def m_step_fast_torch(counts: torch.Tensor, fb: IndexedBitext, floor: float = 0.0) -> torch.Tensor:
+    """m_step_fast_np in torch."""
     check_sparse_table(counts, fb, "counts")
     check_array("counts", counts, "float", like=torch.Tensor)
     check_number("floor", floor, low=0.0, high=1.0)
@@ -241,16 +249,16 @@ def m_step_torch(counts: torch.Tensor, fb: IndexedBitext, floor: float = 0.0) ->
     # END EXERCISE
 
 
-def em_torch(fb: IndexedBitext, iterations: int, mode: str = "textbook", device=None):
-    """em_np in torch (float64); returns (t as a NumPy array, log-likelihoods)."""
+def em_fast_torch(fb: IndexedBitext, iterations: int, mode: str = "textbook", device=None):
+    """em_fast_np in torch (float64); returns (t as a NumPy array, log-likelihoods)."""
     check_bitext(fb)
     iterations = check_size("iterations", iterations)
     check_mode(mode, fb)
     floor = MIN_PROB if mode == "nltk" else 0.0
-    t = torch.as_tensor(uniform_table_np(fb), device=device)
+    t = torch.as_tensor(uniform_table_fast_np(fb), device=device)
     history = []
     for _ in range(iterations):
-        counts, loglik = e_step_torch(t, fb, mode)
-        t = m_step_torch(counts, fb, floor)
+        counts, loglik = e_step_fast_torch(t, fb, mode)
+        t = m_step_fast_torch(counts, fb, floor)
         history.append(loglik)
     return t.cpu().numpy(), [float(h) for h in history]

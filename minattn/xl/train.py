@@ -6,17 +6,17 @@ DistributedDataParallel.
 
 The same command runs alone or under `torchrun`, unchanged:
 
-    python -m minattn.xl_train --data ptb --steps 2000 --out runs/xl            # one process
-    python -m minattn.xl_train --data ptb --steps 4000 --out runs/xl --resume   # continue it
-    torchrun --standalone --nproc_per_node=8 -m minattn.xl_train --data enwik8 --out runs/xl
+    python -m minattn.xl.train --data ptb --steps 2000 --out runs/xl            # one process
+    python -m minattn.xl.train --data ptb --steps 4000 --out runs/xl --resume   # continue it
+    torchrun --standalone --nproc_per_node=8 -m minattn.xl.train --data enwik8 --out runs/xl
                                                                   # one node, 8 GPUs (NCCL)
     torchrun --nnodes=2 --nproc_per_node=8 --rdzv_id=xl --rdzv_backend=c10d \
-             --rdzv_endpoint=HOST0:29500 -m minattn.xl_train --data enwik8 --out runs/xl
+             --rdzv_endpoint=HOST0:29500 -m minattn.xl.train --data enwik8 --out runs/xl
                                                     # run on every node; HOST0 = first node
-    torchrun --standalone --nproc_per_node=2 -m minattn.xl_train --device cpu ...  # CPU, gloo
+    torchrun --standalone --nproc_per_node=2 -m minattn.xl.train --device cpu ...  # CPU, gloo
 
 How the work is split. The training text is cut into `--batch` contiguous streams (the global
-batch, `tasks.lm_streams`); with W processes, rank r reads streams r·b … (r+1)·b − 1
+batch, `data.lm_streams`); with W processes, rank r reads streams r·b … (r+1)·b − 1
 (b = batch / W), one segment of each per step, and carries *those* streams' memory from step
 to step. DDP averages the gradients over ranks, so W processes take exactly the steps that one
 process takes with the whole global batch (tests/test_xl.py checks this with 2 CPU processes).
@@ -30,6 +30,7 @@ run stopped — with any number of processes that divides the batch.
 from __future__ import annotations
 
 import argparse
+import copy
 import math
 import os
 import time
@@ -41,10 +42,11 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from .attention import causal_mask_torch  # noqa: F401
-from .tasks import char_corpus, lm_segment, lm_streams, synthetic_text
-from .tools.utils import fail
-from .xl import TransformerXL
+from ..tools.data import DatasetMissing, load_lm_text
+from ..tools.utils import fail
+from .data import char_corpus, lm_segment, lm_streams, synthetic_text
+from .decoder import XLDecoder
+from .model import TransformerXL
 
 
 # ============================================================================ evaluating the LMs
@@ -90,7 +92,8 @@ def evaluate_bpc_sliding(model, streams, window: int, batch_windows: int = 2048)
     x, y = streams[:, :-1], streams[:, 1:]
     logits, _ = model(x[:, :window])  # the first window: every position (less context)
     total = F.cross_entropy(logits.flatten(0, 1), y[:, :window].flatten(), reduction="sum").item()
-    windows = x.unfold(1, window, 1)[:, 1:].reshape(-1, window)  # the window ending at each j >= window
+    # the window ending at each j >= window
+    windows = x.unfold(1, window, 1)[:, 1:].reshape(-1, window)
     targets = y[:, window:].reshape(-1)
     for start in range(0, len(windows), batch_windows):
         logits, _ = model(windows[start:start + batch_windows])
@@ -105,12 +108,10 @@ def generate(model, prompt, n_new: int, generator: torch.Generator, context: int
     """Sample n_new tokens after prompt (1, P) -> (1, P + n_new).
 
     A `TransformerXL` reads the prompt once and then one token per step, its memory (length
-    `context`) holding the past: the cached evaluation, through `xl_fast.XLDecoder`, which
+    `context`) holding the past: the cached evaluation, through `decoder.XLDecoder`, which
     keeps the memory's keys and values instead of projecting the memory again every step.
     A `VanillaLM` recomputes its whole window of the last `context` tokens for every new token.
     """
-    from .xl_fast import XLDecoder
-
     model.eval()
     P = prompt.shape[1]
     tokens = torch.cat([prompt, prompt.new_zeros(prompt.shape[0], n_new)], dim=1)  # filled below
@@ -138,8 +139,6 @@ def farthest_visible(model, seg_len: int, mem_len: int, n_segments: int, vocab_s
     the largest distance d whose change moves the logits of the very last token. Runs a
     float64 copy of `model`, so "moved" is a clear signal (> 1e-9), not rounding.
     """
-    import copy
-
     model = copy.deepcopy(model).double().eval()
     T = seg_len * n_segments
     tokens = torch.randint(0, vocab_size, (1, T), generator=torch.Generator().manual_seed(seed))
@@ -165,8 +164,6 @@ def dependency_cone(model, seg_len: int, n_segments: int, position: int, vocab_s
     (the embedded tokens), row n the output of layer n; True where the state changed
     (> 1e-9, in a float64 copy of the model).
     """
-    import copy
-
     model = copy.deepcopy(model).double().eval()
     T = seg_len * n_segments
     if not 0 <= position < T:
@@ -274,11 +271,11 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def load_texts(name: str, max_chars: int | None) -> tuple[str, str]:
     """(train, valid) text; 'synthetic' (and a missing dataset, with a message) gives the
-    offline fallback of `tasks.synthetic_text`."""
+    offline fallback of `data.synthetic_text`."""
     if name != "synthetic":
-        from .tools.data import DatasetMissing, load_lm_text
         try:
-            return (load_lm_text(name, "train")[:max_chars], load_lm_text(name, "valid")[:max_chars])
+            return (load_lm_text(name, "train")[:max_chars],
+                    load_lm_text(name, "valid")[:max_chars])
         except DatasetMissing as err:
             print(f"{err}; training on synthetic text instead")
     rng = np.random.default_rng(0)

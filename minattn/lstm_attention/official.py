@@ -4,7 +4,7 @@ parameter names to ours (lesson 05).
 "Approximating How Single Head Attention Learns" (Snell, Zhong, Klein, Steinhardt, 2021) ran
 its copy experiments (§3.3, §5.2) with the authors' `SequenceCopying/seq2seq_model.py` and
 `multihead.py` (github.com/Sea-Snell/AttentionDynamics). Their model differs from
-`lstm_attention.Seq2SeqAttention` in four places:
+`model.Seq2SeqAttention` in four places:
 
     one embedding table, shared by the encoder and the decoder (one vocabulary);
     the decoder starts from the encoder's final state (h_N, c_N), not from zeros;
@@ -26,7 +26,7 @@ code, which produced the paper's Fig. 6.)
     attn_lin.{weight,bias}                     (H, H), (H,) heads.0.query.{weight,bias}
     project_enc.{weight,bias}                  (H, H), (H,) heads.0.context.{weight,bias}
     after_decoder_hidden.weight                (H, 2H)     hidden_layer.weight, columns swapped:
-                                                           theirs reads [s_t ; c_t], ours [c_t ; s_t]
+                                                           theirs [s_t ; c_t], ours [c_t ; s_t]
     after_decoder_hidden.bias                  (H,)        hidden_layer.bias
     hidden2vocab.{weight,bias}                 (V, H), (V,) out.{weight,bias}
 
@@ -40,9 +40,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from .lstm_attention import (check_states, lexical_probe_torch, luong_attention_np,
-                             luong_attention_torch, output_torch)
-from .tools.utils import fail, shape_str
+from ..tools.utils import fail, shape_str
+from .reference import (
+    check_decoder_encoder_states,
+    lexical_probe_torch,
+    luong_attention_np,
+    luong_attention_torch,
+    output_torch,
+)
 
 
 # ============================================================================ NumPy reference
@@ -60,7 +65,7 @@ def projected_attention_np(s, h, A, a, P, p, mask=None, uniform=False):
     s_t and W_a = I; the K heads run as K copies of the batch. uniform=True freezes every α to
     1/n over the real tokens.
     """
-    check_states(s, h, mask)
+    check_decoder_encoder_states(s, h, mask)
     B, K = s.shape[0], A.shape[0]
     q = np.einsum("kef,btf->bkte", A, s) + a[None, :, None, :]  # (B, K, T, H)
     read, alpha = luong_attention_np(  # one head per copy of the batch: (B·K, T, H), (B·K, 1, T, N)
@@ -74,7 +79,7 @@ def projected_attention_np(s, h, A, a, P, p, mask=None, uniform=False):
 # ============================================================================ torch twin
 def projected_attention_torch(s, h, A, a, P, p, mask=None, uniform=False):
     """Twin of projected_attention_np: (context (B, T, H), α (B, K, T, N))."""
-    check_states(s, h, mask)
+    check_decoder_encoder_states(s, h, mask)
     B, K = s.shape[0], A.shape[0]
     q = torch.einsum("kef,btf->bkte", A, s) + a[None, :, None, :]
     read, alpha = luong_attention_torch(
@@ -165,7 +170,7 @@ class OfficialSeq2Seq(nn.Module):
 
 
 # ============================================================================ their names -> ours
-def official_to_ours(state: dict) -> dict:
+def seq2seq_official_to_ours(state: dict) -> dict:
     """Map a `seq2seq_model.Seq2seq` state dict (num_layers=1, bidirectional=False; see the
     table above) to `OfficialSeq2Seq(vocab, hidden, heads=1).load_state_dict(...)`."""
     needed = ["embedding.weight", "attn_lin.weight", "project_enc.weight",

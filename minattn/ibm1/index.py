@@ -1,6 +1,6 @@
-"""Indexing a parallel corpus for the fast IBM Model 1 (`minattn/ibm1_fast.py`): token lists
--> flat arrays. Read `minattn/ibm1.py` (the reference) first: this file is plumbing, written for
-speed. Direction as in ibm1.py: source x = input (English), target y = output (German); the
+"""Indexing a parallel corpus for the fast IBM Model 1 (`fast.py`): token lists
+-> flat arrays. Read `reference.py` first: this file is plumbing, written for
+speed. Direction as in reference.py: source x = input (English), target y = output (German); the
 NULL source word is `None` with id 0.
 
 Model 1 ignores word order, so a sentence pair is two BAGS of words: its distinct target
@@ -19,7 +19,7 @@ from itertools import chain, count
 
 import numpy as np
 
-from .ibm1 import NULL, check_corpus, check_sentences
+from .reference import NULL, check_corpus, check_sentences
 
 PACK_BITS = 63     # bits of one packed int64 sort key (the sign bit stays clear)
 
@@ -72,7 +72,7 @@ class IndexedBitext:
         self.src_index = {w: i for i, w in enumerate(self.src_vocab)}
         self.tgt_index = {w: i for i, w in enumerate(self.tgt_vocab)}
         self._scratch = {}
-        self.cache = {}     # anything derived on demand, e.g. ibm1_fast.tensors_torch per device
+        self.cache = {}     # anything derived on demand, e.g. fast.tensors_torch per device
 
     def scratch(self, name: str) -> np.ndarray:
         """A reusable (P,) float64 buffer. P reaches 10^7: a fresh array every EM iteration
@@ -253,7 +253,7 @@ def _points_em_order(row_word, row_col, width, col_word, col_mult, col_last, col
 
 def index_bitext(sources, targets, null: bool = True) -> IndexedBitext:
     """Index a parallel corpus: sources[m] (input x^m) and targets[m] (output y^m) are token
-    lists. Vocabularies in first-seen order, as ibm1.make_bitext: the same word ids."""
+    lists. Vocabularies in first-seen order, as reference.make_bitext: the same word ids."""
     sources, targets = check_corpus(sources, targets)
     src_ids, src_start, src_vocab = _ids(sources, "source", first=[NULL])
     tgt_ids, tgt_start, tgt_vocab = _ids(targets, "target")

@@ -11,24 +11,32 @@ y_1..y_m with decoder states s_t.
     lexical probe β_ti          p_t(y_t) when c_t := h_i (attend to position i only)
     agreement A(a, b)           1 if argmax_i a_i is among the top ⌈5%·n⌉ positions of b
 
-Layout: NumPy reference (LSTM cell, attention, output network, probes, agreement), its torch
-twin, then the two trainable models `Seq2SeqAttention` and `AttentionClassifier`.
+Layout: NumPy reference (LSTM cell, attention, output network, probes), then its torch twin.
+The agreement metric A(a, b) is in `agreement.py`, the two trainable models
+`Seq2SeqAttention` and `AttentionClassifier` in `model.py`.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
-from torch import nn
 
-from .attention import softmax_np, softmax_torch
-from .tools.utils import (check_array, check_finite, check_ids, check_number, check_same_device,
-                          check_same_dtype, check_size, describe, fail, hide, shape_str)
+from ..attention import softmax_np, softmax_torch
+from ..tools.utils import (
+    check_array,
+    check_finite,
+    check_ids,
+    check_number,
+    check_same_device,
+    check_same_dtype,
+    describe,
+    fail,
+    hide,
+    shape_str,
+)
 
 
-def check_states(s, h, mask=None, mask_name: str = "mask") -> None:
+def check_decoder_encoder_states(s, h, mask=None, mask_name: str = "mask") -> None:
     """Decoder states s (B, T, H) and encoder states h (B, N, H) must fit; mask (B, N) bool.
     One library, dtype and device; s finite, h finite on the real tokens."""
     like = torch.Tensor if isinstance(h, torch.Tensor) else np.ndarray
@@ -149,7 +157,7 @@ def luong_attention_np(s, h, W_a, mask=None, uniform=False):
 
 
 def check_luong(s, h, W_a, mask) -> None:
-    check_states(s, h, mask)
+    check_decoder_encoder_states(s, h, mask)
     check_array("W_a", W_a, "float", ndim=3, like=type(h) if isinstance(h, torch.Tensor)
                 else np.ndarray, hint=f"(K, {h.shape[-1]}, {h.shape[-1]})")
     if W_a.shape[1:] != (h.shape[-1], h.shape[-1]) or W_a.shape[0] < 1:
@@ -171,7 +179,8 @@ def check_output(context, s, W1, b1, W2, b2) -> None:
             tuple(b1.shape) != (W1.shape[0],) or W2.ndim != 2 or W2.shape[1] != W1.shape[0] or \
             tuple(b2.shape) != (W2.shape[0],):
         fail("W1", f"context and s of one shape (..., H = {H}), W1 (h1, 2H = {2 * H}), b1 (h1,), "
-             "W2 (V, h1), b2 (V,)", ", ".join(f"{n} {shape_str(a.shape)}" for n, a in arrays.items()))
+             "W2 (V, h1), b2 (V,)",
+             ", ".join(f"{n} {shape_str(a.shape)}" for n, a in arrays.items()))
     check_same_dtype(**arrays)
     check_same_device(**arrays)
     for name, a in arrays.items():
@@ -206,7 +215,7 @@ def lexical_probe_np(h, s, targets, W1, b1, W2, b2):
 
 def check_probe(h, s, targets, W2, targets_name: str = "targets") -> None:
     """h (B, N, H), s (B, T, H), targets (B, T) ids in [0, V) with V = W2's rows."""
-    check_states(s, h)
+    check_decoder_encoder_states(s, h)
     check_array(targets_name, targets, "int", like=type(h) if isinstance(h, torch.Tensor)
                 else np.ndarray, hint="(B, T) ids")
     if tuple(targets.shape) != tuple(s.shape[:2]):
@@ -276,82 +285,6 @@ def check_classifier_probe(h, w, b0, labels) -> None:
     check_finite("w", w)
 
 
-def check_agreement(a, b, mask):
-    """a, b (..., N) of one shape, library and device; mask None or bool broadcastable to it
-    with at least one real position per row; a and b finite on the real positions. Returns
-    the mask, broadcast."""
-    like = torch.Tensor if isinstance(a, torch.Tensor) else np.ndarray
-    check_array("a", a, None, like=like)
-    check_array("b", b, None, like=like)
-    if a.shape != b.shape or a.ndim < 1:
-        fail("agreement needs two score arrays of one shape", "a, b (..., N)",
-             f"{shape_str(a.shape)} and {shape_str(b.shape)}")
-    check_same_device(a=a, b=b, mask=mask)
-    if mask is None:
-        mask = torch.ones_like(a, dtype=torch.bool) if like is torch.Tensor else \
-            np.ones(a.shape, bool)
-    else:
-        check_array("mask", mask, "bool", like=like, hint="(..., N), True = real position")
-        try:
-            mask = mask.expand(a.shape) if like is torch.Tensor else np.broadcast_to(mask, a.shape)
-        except (RuntimeError, ValueError):
-            fail("mask", f"a bool mask broadcastable to {shape_str(a.shape)}", describe(mask))
-    if a.shape[-1] == 0 or not bool(mask.any(-1).all()):
-        fail("mask", "at least one real position in every row", "a row with none")
-    check_finite("a", a, where=mask)
-    check_finite("b", b, where=mask)
-    return mask
-
-
-def agreement_np(a, b, mask=None):
-    """A(a, b) per row: 1.0 if argmax_i a_i is among the top ⌈5%·n⌉ positions of b, else 0.0.
-
-    a, b (..., N) scores over n positions (mask (..., N) bool: True = real position; n = its
-    count per row). Ties in b count in favour (only strictly larger values outrank). -> (...,)
-    """
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    mask = check_agreement(a, b, None if mask is None else np.asarray(mask))
-    # BEGIN EXERCISE 5.2 implement: the agreement metric A(a, b) (~10 min)
-    n = mask.sum(-1)
-    k = np.ceil(0.05 * n)  # the top 5%, at least one position
-    best = np.where(mask, a, -np.inf).argmax(-1)  # (...,) argmax of a over real positions
-    b_best = np.take_along_axis(b, best[..., None], -1)
-    rank = (np.where(mask, b, -np.inf) > b_best).sum(-1)  # positions of b strictly above it
-    return (rank < k).astype(float)
-    # END EXERCISE
-
-
-def agreement_baseline_np(lengths):
-    """Expected A(a, b) when argmax a is a uniformly random position: mean of ⌈5%·n⌉ / n."""
-    n = np.asarray(lengths)
-    if n.size == 0 or n.dtype.kind not in "iu" or (n < 1).any():
-        fail("agreement baseline lengths", "a non-empty list of integer lengths >= 1",
-             repr(lengths))
-    n = n.astype(float)
-    return float(np.mean(np.ceil(0.05 * n) / n))
-
-
-def contextualized_agreement(agreements, performances, threshold):
-    """ξ (paper §3.1, eq. 11): the performance at the first checkpoint whose agreement
-    *exceeds* `threshold` (strictly, as the authors' `passing_idx`), or None if none does.
-
-    agreements[τ] = A(α*, α^τ) of re-seeded runs at checkpoint τ (averaged over the runs),
-    performances[τ] their performance there; threshold = e.g. A(α*, β^uf). ξ reads: "the
-    probe agrees with α* as well as an attention that has reached this performance".
-    """
-    if len(agreements) != len(performances) or not len(agreements):
-        fail("contextualized agreement curves", "two non-empty lists of one length",
-             f"{len(agreements)} and {len(performances)}")
-    threshold = check_number("threshold", threshold)
-    for name, values in (("agreements", agreements), ("performances", performances)):
-        for value in values:
-            check_number(name, value)
-    for a, p in zip(agreements, performances):
-        if a > threshold:
-            return float(p)
-    return None
-
-
 # ============================================================================ torch twins
 def lstm_cell_torch(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
     """Twin of lstm_cell_np (and of nn.LSTMCell given the same weights)."""
@@ -409,145 +342,3 @@ def classifier_probe_torch(h, w, b0, labels):
     check_classifier_probe(h, w, b0, labels)
     sign = torch.where(labels > 0, 1.0, -1.0).to(h.dtype)[:, None]
     return torch.sigmoid(sign * (h @ w + b0))
-
-
-def agreement_torch(a, b, mask=None):
-    """Twin of agreement_np."""
-    mask = check_agreement(a, b, mask)
-    # BEGIN EXERCISE 5.2 implement: the agreement metric, torch twin
-    k = torch.ceil(0.05 * mask.sum(-1))
-    neg = torch.tensor(-math.inf, dtype=a.dtype, device=a.device)
-    best = torch.where(mask, a, neg).argmax(-1, keepdim=True)
-    rank = (torch.where(mask, b, neg) > b.gather(-1, best)).sum(-1)
-    return (rank < k).to(a.dtype)
-    # END EXERCISE
-
-
-# ============================================================================ models
-class Seq2SeqAttention(nn.Module):
-    """LSTM encoder-decoder with Luong attention (one layer each, unidirectional).
-
-    The decoder runs as one nn.LSTM call under teacher forcing (input y_{t-1}, no input
-    feeding) and starts from a zero state (*choice*: it sees the source only through
-    attention, and padding at the end of the source changes nothing). heads=K sums K heads;
-    uniform=True freezes attention to uniform.
-
-        src (B, N), tgt_in (B, T) (y shifted right, BOS first), src_mask (B, N) bool
-        -> logits (B, T, V_y), α (B, K, T, N)
-    """
-
-    def __init__(self, n_src: int, n_tgt: int, hidden: int = 256, embed: int | None = None,
-                 heads: int = 1, uniform: bool = False):
-        super().__init__()
-        for name, value in (("n_src", n_src), ("n_tgt", n_tgt), ("hidden", hidden), ("heads", heads)):
-            if isinstance(value, (int, np.integer)) and value < 1:
-                fail("Seq2SeqAttention sizes", "positive n_src, n_tgt, hidden, heads",
-                     f"{n_src}, {n_tgt}, {hidden}, {heads}")
-            check_size(name, value, 1)
-        embed = hidden if embed is None else check_size("embed", embed, 1)
-        self.uniform = uniform
-        self.src_embed, self.tgt_embed = nn.Embedding(n_src, embed), nn.Embedding(n_tgt, embed)
-        self.encoder = nn.LSTM(embed, hidden, batch_first=True)
-        self.decoder = nn.LSTM(embed, hidden, batch_first=True)
-        self.W_a = nn.Parameter(torch.randn(heads, hidden, hidden) / math.sqrt(hidden))
-        self.hidden_layer = nn.Linear(2 * hidden, hidden)  # W₁, b₁ of g
-        self.out = nn.Linear(hidden, n_tgt)  # W₂, b₂ of g
-
-    def states(self, src, tgt_in):
-        """Encoder states h (B, N, H) and decoder states s (B, T, H)."""
-        if src.ndim != 2 or tgt_in.ndim != 2 or src.shape[0] != tgt_in.shape[0]:
-            fail("Seq2SeqAttention inputs", "src (B, N) and tgt_in (B, T) token ids",
-                 f"{shape_str(src.shape)} and {shape_str(tgt_in.shape)}")
-        for name, ids, table in (("src", src, self.src_embed), ("tgt_in", tgt_in, self.tgt_embed)):
-            check_array(name, ids, "int", like=torch.Tensor, hint="token ids")
-            check_ids(name, ids, table.num_embeddings)
-        check_same_device(src=src, tgt_in=tgt_in, weights=self.W_a)
-        h, _ = self.encoder(self.src_embed(src))
-        s, _ = self.decoder(self.tgt_embed(tgt_in))
-        return h, s
-
-    def output_params(self):
-        return (self.hidden_layer.weight, self.hidden_layer.bias, self.out.weight, self.out.bias)
-
-    def forward(self, src, tgt_in, src_mask=None):
-        if src_mask is not None:
-            check_source_mask(src_mask, src[..., None], "src_mask")
-        h, s = self.states(src, tgt_in)
-        context, alpha = luong_attention_torch(s, h, self.W_a, src_mask, self.uniform)
-        return output_torch(context, s, *self.output_params()), alpha
-
-    @torch.no_grad()
-    def probe(self, src, tgt_in, tgt_out):
-        """Lexical probe β (B, T, N): p_t(y_t) with c_t := h_i."""
-        h, s = self.states(src, tgt_in)
-        check_probe(h, s, tgt_out, self.out.weight, "tgt_out")
-        return lexical_probe_torch(h, s, tgt_out, *self.output_params())
-
-
-class AttentionClassifier(nn.Module):
-    """Bidirectional LSTM encoder + MLP attention + linear read-out: the paper's §2.4
-    classifier in the layout of the authors' `classification/classifier_model.py`.
-
-        h_i = [→h_i ; ←h_i]  (each direction a one-layer LSTM of width `hidden`)
-        e_i = vᵀ ReLU(W h_i + b),  α = softmax(e),  z = wᵀ Σ_i α_i h_i + b₀,  P(pos) = σ(z)
-
-        x (B, N) token ids, mask (B, N) bool (True = real token; padding at the end)
-        -> log-odds z (B,), α (B, N)
-    uniform=True freezes α to 1/n over the real tokens. The authors' score layer has a bias
-    after v; a softmax ignores a constant, so it is left out here.
-    """
-
-    def __init__(self, n_vocab: int, hidden: int = 64, embed: int | None = None,
-                 attn_hidden: int | None = None, uniform: bool = False):
-        super().__init__()
-        n_vocab, hidden = check_size("n_vocab", n_vocab, 1), check_size("hidden", hidden, 1)
-        embed = hidden if embed is None else check_size("embed", embed, 1)
-        attn_hidden = hidden if attn_hidden is None else check_size("attn_hidden", attn_hidden, 1)
-        self.uniform = uniform
-        self.embed = nn.Embedding(n_vocab, embed)
-        self.forward_lstm = nn.LSTM(embed, hidden, batch_first=True)  # reads x_1..x_n
-        self.backward_lstm = nn.LSTM(embed, hidden, batch_first=True)  # reads x_n..x_1
-        self.attn = nn.Linear(2 * hidden, attn_hidden)  # W, b
-        self.v = nn.Linear(attn_hidden, 1, bias=False)  # v
-        self.readout = nn.Linear(2 * hidden, 1)  # w, b₀
-
-    def states(self, x, mask=None):
-        """Encoder states h (B, N, 2H), zero at padded positions (the twin of `bilstm_np`)."""
-        if x.ndim != 2:
-            fail("AttentionClassifier input", "token ids (B, N)", shape_str(x.shape))
-        check_array("x", x, "int", like=torch.Tensor, hint="(B, N) token ids")
-        check_ids("x", x, self.embed.num_embeddings)
-        check_same_device(x=x, weights=self.readout.weight)
-        B, N = x.shape
-        positions = torch.arange(N, device=x.device).expand(B, N)
-        ok = mask is None or (tuple(mask.shape) == (B, N) and mask.dtype == torch.bool)
-        lengths = torch.full((B,), N, device=x.device) if mask is None or not ok else mask.sum(1)
-        if not ok or (mask is not None and not torch.equal(mask, positions < lengths[:, None])):
-            fail("AttentionClassifier mask", f"bool {shape_str((B, N))}, True on a prefix of "
-                 "each row (padding at the end)", f"{mask.dtype} {shape_str(mask.shape)}")
-        e = self.embed(x)  # (B, N, E)
-        forward, _ = self.forward_lstm(e)
-        # reverse each row's real prefix (n-1-i for i < n), leave the padding where it is:
-        # the backward LSTM then starts at the row's last real token, as with packing
-        flip = torch.where(positions < lengths[:, None], lengths[:, None] - 1 - positions,
-                           positions)[..., None]
-        backward, _ = self.backward_lstm(e.gather(1, flip.expand_as(e)))
-        backward = backward.gather(1, flip.expand_as(backward))  # the flip is its own inverse
-        real = (positions < lengths[:, None])[..., None]
-        return torch.cat([forward, backward], dim=-1) * real
-
-    def forward(self, x, mask=None):
-        return classifier_torch(self.states(x, mask), self.attn.weight, self.attn.bias,
-                                self.v.weight[0], self.readout.weight[0], self.readout.bias[0],
-                                mask, self.uniform)
-
-    @torch.no_grad()
-    def position_logits(self, x, mask=None):
-        """Log-odds wᵀ h_i + b₀ obtained by attending only to position i -> (B, N)."""
-        return self.readout(self.states(x, mask))[..., 0]
-
-    @torch.no_grad()
-    def probe(self, x, labels, mask=None):
-        """Lexical probe β (B, N) = σ(s · (wᵀ h_i + b₀))."""
-        return classifier_probe_torch(self.states(x, mask), self.readout.weight[0],
-                                      self.readout.bias[0], labels)

@@ -1,4 +1,7 @@
-"""The paper's Table 2, computed the way the authors compute it (lesson 05 §8).
+"""The agreement metric A(a, b), and the paper's Table 2 computed with it the way the authors
+compute it (lesson 05 §8).
+
+    agreement A(a, b)           1 if argmax_i a_i is among the top ⌈5%·n⌉ positions of b
 
 Snell, Zhong, Klein & Steinhardt, "Approximating How Single Head Attention Learns" (2021),
 §3.1-3.2 and appendix A.7; the recipe is that of the authors' `classification/utils.py`
@@ -21,11 +24,112 @@ Why the maximum over checkpoints: the agreement first rises, then falls as train
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
+import torch
 
-from .lstm_attention import agreement_baseline_np, agreement_np, contextualized_agreement
-from .tools.utils import fail, shape_str
+from ..tools.utils import (
+    check_array,
+    check_finite,
+    check_number,
+    check_same_device,
+    describe,
+    fail,
+    shape_str,
+)
 
+
+# ========================================================== the metric (NumPy, then its torch twin)
+def check_agreement(a, b, mask):
+    """a, b (..., N) of one shape, library and device; mask None or bool broadcastable to it
+    with at least one real position per row; a and b finite on the real positions. Returns
+    the mask, broadcast."""
+    like = torch.Tensor if isinstance(a, torch.Tensor) else np.ndarray
+    check_array("a", a, None, like=like)
+    check_array("b", b, None, like=like)
+    if a.shape != b.shape or a.ndim < 1:
+        fail("agreement needs two score arrays of one shape", "a, b (..., N)",
+             f"{shape_str(a.shape)} and {shape_str(b.shape)}")
+    check_same_device(a=a, b=b, mask=mask)
+    if mask is None:
+        mask = torch.ones_like(a, dtype=torch.bool) if like is torch.Tensor else \
+            np.ones(a.shape, bool)
+    else:
+        check_array("mask", mask, "bool", like=like, hint="(..., N), True = real position")
+        try:
+            mask = mask.expand(a.shape) if like is torch.Tensor else np.broadcast_to(mask, a.shape)
+        except (RuntimeError, ValueError):
+            fail("mask", f"a bool mask broadcastable to {shape_str(a.shape)}", describe(mask))
+    if a.shape[-1] == 0 or not bool(mask.any(-1).all()):
+        fail("mask", "at least one real position in every row", "a row with none")
+    check_finite("a", a, where=mask)
+    check_finite("b", b, where=mask)
+    return mask
+
+
+def agreement_np(a, b, mask=None):
+    """A(a, b) per row: 1.0 if argmax_i a_i is among the top ⌈5%·n⌉ positions of b, else 0.0.
+
+    a, b (..., N) scores over n positions (mask (..., N) bool: True = real position; n = its
+    count per row). Ties in b count in favour (only strictly larger values outrank). -> (...,)
+    """
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    mask = check_agreement(a, b, None if mask is None else np.asarray(mask))
+    # BEGIN EXERCISE 5.2 implement: the agreement metric A(a, b) (~10 min)
+    n = mask.sum(-1)
+    k = np.ceil(0.05 * n)  # the top 5%, at least one position
+    best = np.where(mask, a, -np.inf).argmax(-1)  # (...,) argmax of a over real positions
+    b_best = np.take_along_axis(b, best[..., None], -1)
+    rank = (np.where(mask, b, -np.inf) > b_best).sum(-1)  # positions of b strictly above it
+    return (rank < k).astype(float)
+    # END EXERCISE
+
+
+def agreement_baseline_np(lengths):
+    """Expected A(a, b) when argmax a is a uniformly random position: mean of ⌈5%·n⌉ / n."""
+    n = np.asarray(lengths)
+    if n.size == 0 or n.dtype.kind not in "iu" or (n < 1).any():
+        fail("agreement baseline lengths", "a non-empty list of integer lengths >= 1",
+             repr(lengths))
+    n = n.astype(float)
+    return float(np.mean(np.ceil(0.05 * n) / n))
+
+
+def contextualized_agreement(agreements, performances, threshold):
+    """ξ (paper §3.1, eq. 11): the performance at the first checkpoint whose agreement
+    *exceeds* `threshold` (strictly, as the authors' `passing_idx`), or None if none does.
+
+    agreements[τ] = A(α*, α^τ) of re-seeded runs at checkpoint τ (averaged over the runs),
+    performances[τ] their performance there; threshold = e.g. A(α*, β^uf). ξ reads: "the
+    probe agrees with α* as well as an attention that has reached this performance".
+    """
+    if len(agreements) != len(performances) or not len(agreements):
+        fail("contextualized agreement curves", "two non-empty lists of one length",
+             f"{len(agreements)} and {len(performances)}")
+    threshold = check_number("threshold", threshold)
+    for name, values in (("agreements", agreements), ("performances", performances)):
+        for value in values:
+            check_number(name, value)
+    for a, p in zip(agreements, performances):
+        if a > threshold:
+            return float(p)
+    return None
+
+
+def agreement_torch(a, b, mask=None):
+    """Twin of agreement_np."""
+    mask = check_agreement(a, b, mask)
+    # BEGIN EXERCISE 5.2 implement: the agreement metric, torch twin
+    k = torch.ceil(0.05 * mask.sum(-1))
+    neg = torch.tensor(-math.inf, dtype=a.dtype, device=a.device)
+    best = torch.where(mask, a, neg).argmax(-1, keepdim=True)
+    rank = (torch.where(mask, b, neg) > b.gather(-1, best)).sum(-1)
+    return (rank < k).to(a.dtype)
+    # END EXERCISE
+
+
+# ============================================================================ Table 2
 
 def mean_agreement_np(a, b, key_mask=None, row_mask=None) -> float:
     """A(a, b) averaged over every counted output word of a validation set (paper eq. 10).

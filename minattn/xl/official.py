@@ -5,25 +5,25 @@ relative "partial learnable" attention, attn_type 0) works *time-major* — acti
 (len, batch, d) — and names its weights as in the left column. This course is batch-first,
 (B, len, D), and splits the fused projection. With H heads of size dh = D / H:
 
-    original (post-norm, div_val=1, tied)        shape          ours (`TransformerXL(pre_norm=False)`)
-    word_emb.emb_layers.0.weight                 (V, D)         embedding.weight
-    crit.out_layers.0.weight                     (V, D)         (tied: the same tensor)
-    crit.out_layers.0.bias                       (V,)           out_bias
-    r_w_bias  (shared by all layers)             (H, dh)        layers.n.attention.u_bias   (every n)
-    r_r_bias  (shared by all layers)             (H, dh)        layers.n.attention.v_bias   (every n)
+    original (post-norm, div_val=1, tied)        shape        ours (`TransformerXL(pre_norm=False)`)
+    word_emb.emb_layers.0.weight                 (V, D)       embedding.weight
+    crit.out_layers.0.weight                     (V, D)       (tied: the same tensor)
+    crit.out_layers.0.bias                       (V,)         out_bias
+    r_w_bias  (shared by all layers)             (H, dh)      layers.n.attention.u_bias   (every n)
+    r_r_bias  (shared by all layers)             (H, dh)      layers.n.attention.v_bias   (every n)
     layers.n.dec_attn.r_w_bias / r_r_bias (untie_r=True: one per layer) -> the same two, per layer
-    layers.n.dec_attn.qkv_net.weight             (3·H·dh, D)    rows [q; k; v] -> {q,k,v}_proj.weight
-    layers.n.dec_attn.r_net.weight               (H·dh, D)      layers.n.attention.r_proj.weight
-    layers.n.dec_attn.o_net.weight               (D, H·dh)      layers.n.attention.out_proj.weight
-    layers.n.dec_attn.layer_norm.{weight,bias}   (D,)           layers.n.norm1.{weight,bias}
-    layers.n.pos_ff.CoreNet.0.{weight,bias}      (d_ff, D)      layers.n.ff.0.{weight,bias}
-    layers.n.pos_ff.CoreNet.3.{weight,bias}      (D, d_ff)      layers.n.ff.2.{weight,bias}
-    layers.n.pos_ff.layer_norm.{weight,bias}     (D,)           layers.n.norm2.{weight,bias}
-    pos_emb.inv_freq                             (D/2,)         (a fixed table: `xl.sinusoid_torch`)
+    layers.n.dec_attn.qkv_net.weight             (3·H·dh, D)  rows [q; k; v] -> {q,k,v}_proj.weight
+    layers.n.dec_attn.r_net.weight               (H·dh, D)    layers.n.attention.r_proj.weight
+    layers.n.dec_attn.o_net.weight               (D, H·dh)    layers.n.attention.out_proj.weight
+    layers.n.dec_attn.layer_norm.{weight,bias}   (D,)         layers.n.norm1.{weight,bias}
+    layers.n.pos_ff.CoreNet.0.{weight,bias}      (d_ff, D)    layers.n.ff.0.{weight,bias}
+    layers.n.pos_ff.CoreNet.3.{weight,bias}      (D, d_ff)    layers.n.ff.2.{weight,bias}
+    layers.n.pos_ff.layer_norm.{weight,bias}     (D,)         layers.n.norm2.{weight,bias}
+    pos_emb.inv_freq                             (D/2,)       (fixed: `reference.sinusoid_torch`)
 
 Conventions that already agree: the position table is [sin | cos] with ω_k = 10000^(−2k/D)
 (the original orders its rows by distance klen−1 … 0 for the relative shift; ours by 0 …, and
-`xl_fast` flips); embeddings are multiplied by √D; scores (a)+(b)+(c)+(d) are scaled by 1/√dh;
+`fast.py` flips); embeddings are multiplied by √D; scores (a)+(b)+(c)+(d) are scaled by 1/√dh;
 the causal mask lets query i see keys j <= M + i. Activations: ours = theirs.transpose(0, 1).
 Not covered: adaptive embeddings/softmax (cutoffs, div_val > 1), d_head ≠ D / H, pre_lnorm.
 """
@@ -34,7 +34,7 @@ import re
 
 import torch
 
-from .tools.utils import fail, shape_str
+from ..tools.utils import fail, shape_str
 
 
 def official_to_ours(state: dict, num_heads: int) -> dict:
@@ -55,7 +55,8 @@ def official_to_ours(state: dict, num_heads: int) -> dict:
     layer_ids = sorted({int(m[1]) for k in state if (m := re.match(r"layers\.(\d+)\.", k))})
     rename = {"dec_attn.r_net.weight": "attention.r_proj.weight",
               "dec_attn.o_net.weight": "attention.out_proj.weight",
-              "dec_attn.layer_norm.weight": "norm1.weight", "dec_attn.layer_norm.bias": "norm1.bias",
+              "dec_attn.layer_norm.weight": "norm1.weight",
+              "dec_attn.layer_norm.bias": "norm1.bias",
               "pos_ff.CoreNet.0.weight": "ff.0.weight", "pos_ff.CoreNet.0.bias": "ff.0.bias",
               "pos_ff.CoreNet.3.weight": "ff.2.weight", "pos_ff.CoreNet.3.bias": "ff.2.bias",
               "pos_ff.layer_norm.weight": "norm2.weight", "pos_ff.layer_norm.bias": "norm2.bias"}

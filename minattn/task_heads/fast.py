@@ -1,4 +1,4 @@
-"""A fast path for `task_heads.AttentionPool` with one layer: the same numbers, less work.
+"""A fast path for `model.AttentionPool` with one layer: the same numbers, less work.
 
 A single read-out layer has one query, the first token's. It never needs the key
 k_i = W_k ñ_i + b_k or the value v_i = W_v h_i of every token (ñ = LN(h)). Per head h:
@@ -19,18 +19,18 @@ import math
 
 import torch
 
-from .attention import MultiHeadAttention
-from .task_heads import check_states, layer_norm_torch
-from .tools.utils import check_same_device, describe, fail, hide
+from ..attention import MultiHeadAttention
+from ..tools.utils import check_same_device, describe, fail, hide
+from .reference import check_token_states, layer_norm_torch
 
 
-def fast_attention_pool_torch(states: torch.Tensor, mask: torch.Tensor, mha: MultiHeadAttention,
+def attention_pool_fast_torch(states: torch.Tensor, mask: torch.Tensor, mha: MultiHeadAttention,
                               normalize: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
-    """Torch-only fast path of `task_heads.attention_pool_np` with one layer (`mha`).
+    """Torch-only fast path of `reference.attention_pool_np` with one layer (`mha`).
 
     states (B, L, D), mask (B, L) bool -> z (B, D), read-out attention (B, H, L).
     """
-    check_states(states, mask, like=torch.Tensor)
+    check_token_states(states, mask, like=torch.Tensor)
     if not isinstance(mha, MultiHeadAttention):
         fail("mha", "a minattn MultiHeadAttention", describe(mha))
     weight = mha.q_proj.weight
