@@ -64,7 +64,7 @@ from minattn.tools.lesson import Lesson, show
 from minattn.tools.utils import set_seed
 from minattn.tools.verdict import combine, compare, same, versus
 
-L = Lesson("01_attention")  # on a CPU: one torch thread (see Lesson)
+lesson = Lesson("01_attention")  # on a CPU: one torch thread (see Lesson)
 
 # %% [markdown]
 # ## 1. From dot products to weights
@@ -126,7 +126,7 @@ image = heatmap(axes[1], causal_weights, tokens, tokens, title="with a causal ma
                 vmax=1)
 fig.colorbar(image, ax=axes, label="attention weight", shrink=0.9)
 fig.suptitle("Who attends to whom: rows are queries, columns keys")
-L.savefig(fig, "three_tokens")
+lesson.savefig(fig, "three_tokens")
 
 # %% [markdown]
 # On the right, a **causal mask** (query $i$ may see keys $j \le i$) — the mask of every language
@@ -152,16 +152,17 @@ print("output of a query that may see no key:", empty_row, "— zeros, not NaN")
 
 # %%
 rng = set_seed(0)
-n_batches, batch_pairs = L.size(full=20, smoke=2), L.size(full=10_000, smoke=1_000)
+n_batches, batch_pairs = lesson.size(full=20, smoke=2), lesson.size(full=10_000, smoke=1_000)
 variances = [(rng.standard_normal((batch_pairs, 64)) * rng.standard_normal((batch_pairs, 64)))
              .sum(-1).var() for _ in range(n_batches)]
 print(f"d = 64: variance of q·k over {n_batches} batches of {batch_pairs:,} pairs: mean "
       f"{np.mean(variances):.2f}, from {min(variances):.1f} to {max(variances):.1f}; "
       f"of q·k/√d: {np.mean(variances) / 64:.3f}")
-L.claim("q·k of independent unit-variance entries has variance d, hence the 1/√d",
-        paper="variance d_k (Vaswani et al. 2017, §3.2.1, footnote 4)",
-        ours=f"{np.mean(variances):.1f} at d = 64 ({n_batches} batches of {batch_pairs:,} pairs)",
-        why="sampling error only", verdict=same(variances, 64.0))
+lesson.claim("q·k of independent unit-variance entries has variance d, hence the 1/√d",
+             paper="variance d_k (Vaswani et al. 2017, §3.2.1, footnote 4)",
+             ours=f"{np.mean(variances):.1f} at d = 64 "
+                  f"({n_batches} batches of {batch_pairs:,} pairs)",
+             why="sampling error only", verdict=same(variances, 64.0))
 
 # %% [markdown]
 # The paper's reason for the scaling: "for large values of $d_k$, the dot products grow large
@@ -203,7 +204,7 @@ def softmax_rows(d, rng, n_queries=100, n_keys=64):
 from minattn.tools.tables import print_table
 
 dims = [2, 8, 32, 128, 512, 2048]
-n_seeds, per_seed = L.size(full=5, smoke=2), L.size(full=100, smoke=20)
+n_seeds, per_seed = lesson.size(full=5, smoke=2), lesson.size(full=100, smoke=20)
 by_seed = {d: [softmax_rows(d, rng, per_seed) for _ in range(n_seeds)] for d in dims}
 
 
@@ -238,14 +239,14 @@ print(f"\nat d = {top}, without scaling: {summary[False]['share ‖J‖<1e-3'][-
       f"{summary[False]['mean ‖∂P/∂q‖'][-1] / summary[True]['mean ‖∂P/∂q‖'][-1]:.1f}× *larger*")
 medians = {scaled: [np.median(seed[scaled]["jacobian"]) for seed in by_seed[top]]
            for scaled in (True, False)}
-L.claim("without 1/√d, large d pushes the softmax into regions of extremely small gradients",
-        paper="qualitative, no number (Vaswani et al. 2017, §3.2.1)",
-        ours=f"median ‖∂softmax/∂scores‖ {np.mean(medians[False]):.1e} unscaled vs "
+lesson.claim("without 1/√d, large d pushes the softmax into regions of extremely small gradients",
+             paper="qualitative, no number (Vaswani et al. 2017, §3.2.1)",
+             ours=f"median ‖∂softmax/∂scores‖ {np.mean(medians[False]):.1e} unscaled vs "
              f"{np.mean(medians[True]):.2f} scaled at d = {top} (64 keys); "
              f"{summary[False]['share ‖J‖<1e-3'][-1]:.0%} of unscaled rows below 1e-3",
-        why="random q and k, not a trained model's; the mean gradient reaching q is larger "
+             why="random q and k, not a trained model's; the mean gradient reaching q is larger "
             "unscaled, carried by the few unsaturated rows",
-        verdict=compare(medians[False], medians[True], expect="<"))
+             verdict=compare(medians[False], medians[True], expect="<"))
 
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.9), layout="constrained")
 panels = [("largest weight", ["largest weight"], False),
@@ -269,7 +270,7 @@ for ax, (title, names, logy) in zip(axes, panels):
     ax.legend(fontsize=8)
 fig.suptitle("Unscaled scores saturate the softmax as d grows: most rows go silent, "
              "a few stay loud")
-L.savefig(fig, "why_sqrt_d")
+lesson.savefig(fig, "why_sqrt_d")
 
 # %% [markdown]
 # With scaling, every curve is flat: attention behaves the same at $d = 2$ and $d = 2048$.
@@ -321,17 +322,17 @@ assert err < 1e-12
 from minattn.tools.bench import peak_memory, time_interleaved
 from minattn.tools.tables import fmt_bytes, fmt_time
 
-n = L.size(full=512, smoke=64)
+n = lesson.size(full=512, smoke=64)
 gen = torch.Generator().manual_seed(0)
-qs, ks = (torch.randn(n, 64, generator=gen).to(L.device) for _ in range(2))
-w_q, w_k = (torch.randn(64, 64, generator=gen).to(L.device) / 8 for _ in range(2))
-v_a = torch.randn(64, generator=gen).to(L.device)
+qs, ks = (torch.randn(n, 64, generator=gen).to(lesson.device) for _ in range(2))
+w_q, w_k = (torch.randn(64, 64, generator=gen).to(lesson.device) / 8 for _ in range(2))
+v_a = torch.randn(64, generator=gen).to(lesson.device)
 score_fns = {"dot": lambda: qs @ ks.T / 8,
              "additive": lambda: additive_scores_torch(qs, ks, w_q, w_k, v_a)}
-repeats = [time_interleaved(score_fns, repeats=1, warmup=int(r == 0), device=L.device)
-           for r in range(L.size(full=5, smoke=3))]
+repeats = [time_interleaved(score_fns, repeats=1, warmup=int(r == 0), device=lesson.device)
+           for r in range(lesson.size(full=5, smoke=3))]
 ratios = [t["additive"] / t["dot"] for t in repeats]
-score_memory = {name: peak_memory(fn, L.device) or 0.0 for name, fn in score_fns.items()}
+score_memory = {name: peak_memory(fn, lesson.device) or 0.0 for name, fn in score_fns.items()}
 memory_ratio = score_memory["additive"] / max(score_memory["dot"], 1.0)
 print(f"N = {n}: dot-product scores {fmt_time(np.median([t['dot'] for t in repeats]))}, "
       f"additive {fmt_time(np.median([t['additive'] for t in repeats]))}; additive / dot per "
@@ -339,12 +340,13 @@ print(f"N = {n}: dot-product scores {fmt_time(np.median([t['dot'] for t in repea
 print(f"extra memory: dot {fmt_bytes(score_memory['dot'])}, additive "
       f"{fmt_bytes(score_memory['additive'])} ({memory_ratio:.0f}×; its N×N×h intermediate "
       f"alone is {fmt_bytes(n * n * 64 * 4)}, the scores {fmt_bytes(n * n * 4)})")
-L.claim("dot-product attention is much faster and more space-efficient than additive attention",
-        paper="qualitative, no number (Vaswani et al. 2017, §3.2.1)",
-        ours=f"scores {np.median(ratios):.0f}× faster, {memory_ratio:.0f}× less extra memory "
-             f"(N = {n}, d = h = 64, {L.device.type})",
-        why="one head, float32; the ratios depend on the hardware",
-        verdict=combine(versus(ratios, 1.0, ">"), versus(memory_ratio, 1.0, ">")))
+lesson.claim("dot-product attention is much faster and more space-efficient than additive "
+             "attention",
+             paper="qualitative, no number (Vaswani et al. 2017, §3.2.1)",
+             ours=f"scores {np.median(ratios):.0f}× faster, {memory_ratio:.0f}× less extra memory "
+             f"(N = {n}, d = h = 64, {lesson.device.type})",
+             why="one head, float32; the ratios depend on the hardware",
+             verdict=combine(versus(ratios, 1.0, ">"), versus(memory_ratio, 1.0, ">")))
 
 # %% [markdown]
 # ## 4. The backward pass, by hand
@@ -404,10 +406,10 @@ row_sum_p = ((grad_out @ np.swapaxes(v, -1, -2)) * weights_np).sum(-1)  # rowsum
 row_sum_o = (grad_out * out_np).sum(-1)  # rowsum(G ⊙ O): no P needed
 identity_err = np.abs(row_sum_p - row_sum_o).max()
 print(f"max |rowsum(∂P ⊙ P) - rowsum(∂O ⊙ O)| over {row_sum_o.size} query rows: {identity_err:.1e}")
-L.claim("the backward's row sum needs only O and dO: rowsum(dP ⊙ P) = rowsum(dO ⊙ O)",
-        paper="D_i = rowsum(dO_i ∘ O_i) (Dao et al. 2022, FlashAttention, Appendix B)",
-        ours=f"max difference {identity_err:.1e} over {row_sum_o.size} masked rows (float64)",
-        why="an identity: rounding only", verdict=same(identity_err, 0.0, tolerance=1e-12))
+lesson.claim("the backward's row sum needs only O and dO: rowsum(dP ⊙ P) = rowsum(dO ⊙ O)",
+             paper="D_i = rowsum(dO_i ∘ O_i) (Dao et al. 2022, FlashAttention, Appendix B)",
+             ours=f"max difference {identity_err:.1e} over {row_sum_o.size} masked rows (float64)",
+             why="an identity: rounding only", verdict=same(identity_err, 0.0, tolerance=1e-12))
 
 # %% [markdown]
 # ## 5. The PyTorch version, and PyTorch's own
@@ -530,18 +532,18 @@ rotation = np.block([[c_k, -s_k], [s_k, c_k]])  # [sin | cos] @ M_k = [sin' | co
 shift_err = np.abs(pe[:-offset] @ rotation - pe[offset:]).max()
 print(f"PE[p + {offset}] = PE[p] @ M_{offset} for all {n_pos - offset} positions: "
       f"largest difference {shift_err:.1e}")
-L.claim("sinusoids make PE(p + k) a linear function of PE(p)",
-        paper="stated as the reason for sinusoids (Vaswani et al. 2017, §3.5)",
-        ours=f"one rotation matrix maps every PE(p) to PE(p + {offset}): "
+lesson.claim("sinusoids make PE(p + k) a linear function of PE(p)",
+             paper="stated as the reason for sinusoids (Vaswani et al. 2017, §3.5)",
+             ours=f"one rotation matrix maps every PE(p) to PE(p + {offset}): "
              f"difference {shift_err:.1e}",
-        why="an identity: rounding only", verdict=same(shift_err, 0.0, tolerance=1e-12))
+             why="an identity: rounding only", verdict=same(shift_err, 0.0, tolerance=1e-12))
 
 fig, ax = plt.subplots(figsize=(7, 3.6), layout="constrained")
 image = ax.imshow(pe.T, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
 ax.set(xlabel="position p", ylabel="dimension (sines, then cosines)",
        title=f"sinusoidal positional encoding, D = {d_pe}: in each half, fast waves on top")
 fig.colorbar(image, ax=ax, label="PE value")
-L.savefig(fig, "sinusoids")
+lesson.savefig(fig, "sinusoids")
 
 # %% [markdown]
 # **A task that needs order: reversal.** Each example is $N$ distinct symbols in a random order;
@@ -559,11 +561,11 @@ from minattn.tools.train import count_parameters, train
 
 show(PositionReader)
 
-N_REV, N_SYMBOLS = L.size(full=16, smoke=8), 32
-REV_STEPS, REV_SEEDS = L.size(full=300, smoke=6), L.size(full=[0, 1, 2], smoke=[0, 1])
+N_REV, N_SYMBOLS = lesson.size(full=16, smoke=8), 32
+REV_STEPS, REV_SEEDS = lesson.size(full=300, smoke=6), lesson.size(full=[0, 1, 2], smoke=[0, 1])
 rev_floor = 1 / (N_REV - 1)
-rev_held_out = reversal(L.size(full=1024, smoke=128), N_REV, N_SYMBOLS,
-                        torch.Generator().manual_seed(10_000), L.device)
+rev_held_out = reversal(lesson.size(full=1024, smoke=128), N_REV, N_SYMBOLS,
+                        torch.Generator().manual_seed(10_000), lesson.device)
 
 
 def reversal_loss(model, tokens, targets):
@@ -572,14 +574,14 @@ def reversal_loss(model, tokens, targets):
 
 def reversal_run(positions, seed):
     set_seed(seed)
-    model = PositionReader(N_SYMBOLS, N_REV, positions).to(L.device)
+    model = PositionReader(N_SYMBOLS, N_REV, positions).to(lesson.device)
     gen = torch.Generator().manual_seed(seed)
 
     def evaluate():
         tokens, targets = rev_held_out
         return {"accuracy": (model(tokens).argmax(-1) == targets).float().mean().item()}
 
-    history = train(model, lambda step: reversal(128, N_REV, N_SYMBOLS, gen, L.device),
+    history = train(model, lambda step: reversal(128, N_REV, N_SYMBOLS, gen, lesson.device),
                     reversal_loss, steps=REV_STEPS, lr=3e-3, evaluate=evaluate,
                     eval_every=max(REV_STEPS // 15, 3), desc=f"positions={positions}, seed {seed}")
     return model, history
@@ -593,22 +595,23 @@ print(f"\nreversal of N = {N_REV} distinct symbols, held-out accuracy after {REV
 print(f"{'positions':<10}" + "".join(f"{'seed ' + str(s):>9}" for s in REV_SEEDS) + f"{'mean':>9}")
 for pos, accs in rev_acc.items():
     print(f"{pos:<10}" + "".join(f"{a:>9.3f}" for a in accs) + f"{np.mean(accs):>9.3f}")
-L.claim("attention needs position information injected to use the order of a sequence",
-        paper="no recurrence, no convolution: 'we must inject some information about the "
+lesson.claim("attention needs position information injected to use the order of a sequence",
+             paper="no recurrence, no convolution: 'we must inject some information about the "
               "position' (Vaswani et al. 2017, §3.5)",
-        ours=f"reversal accuracy {np.mean(rev_acc['sinusoid']):.3f} with sinusoids, "
+             ours=f"reversal accuracy {np.mean(rev_acc['sinusoid']):.3f} with sinusoids, "
              f"{np.mean(rev_acc['none']):.3f} without (the order-blind line 1/(N-1) = "
              f"{rev_floor:.3f}); N = {N_REV}, one head",
-        why="a synthetic task where every answer depends on order",
-        verdict=combine(compare(rev_acc["sinusoid"], rev_acc["none"], expect=">"),
+             why="a synthetic task where every answer depends on order",
+             verdict=combine(compare(rev_acc["sinusoid"], rev_acc["none"], expect=">"),
                         same(rev_acc["none"], rev_floor, tolerance=0.01)))
-L.claim("learned positional embeddings perform nearly as well as sinusoids",
-        paper="dev BLEU 25.7 learned vs 25.8 sinusoids, perplexity 4.92 both (newstest2013; "
+lesson.claim("learned positional embeddings perform nearly as well as sinusoids",
+             paper="dev BLEU 25.7 learned vs 25.8 sinusoids, perplexity 4.92 both (newstest2013; "
               "Vaswani et al. 2017, Table 3, row E vs base)",
-        ours=f"reversal accuracy {np.mean(rev_acc['learned']):.3f} learned vs "
+             ours=f"reversal accuracy {np.mean(rev_acc['learned']):.3f} learned vs "
              f"{np.mean(rev_acc['sinusoid']):.3f} sinusoids after {REV_STEPS} steps",
-        why="a one-layer synthetic task, not translation; 'nearly' read as within 0.01 accuracy",
-        verdict=same(rev_acc["learned"], rev_acc["sinusoid"], tolerance=0.01))
+             why="a one-layer synthetic task, not translation; 'nearly' read as within 0.01 "
+                 "accuracy",
+             verdict=same(rev_acc["learned"], rev_acc["sinusoid"], tolerance=0.01))
 
 # %%
 fig, axes = plt.subplots(1, 3, figsize=(14, 4.2), layout="constrained",
@@ -627,7 +630,7 @@ for ax, pos in zip(axes[1:], ("none", "sinusoid")):
                     title=f"positions={pos}: where output i looks")
     ax.set(xlabel="input position j", ylabel="output position i")
 fig.colorbar(image, ax=axes[1:], label="attention weight", shrink=0.9)
-L.savefig(fig, "reversal")
+lesson.savefig(fig, "reversal")
 
 # %% [markdown]
 # Without positions the model sits on the order-blind line for every seed: its attention map
@@ -663,9 +666,9 @@ show(associative_recall)
 show(RecallAttention)
 
 # %%
-N_PAIRS, N_KEYS, N_VALUES = (L.size(full=16, smoke=8), L.size(full=64, smoke=16),
-                             L.size(full=64, smoke=16))
-STEPS, BATCH = L.size(full=600, smoke=30), L.size(full=128, smoke=32)
+N_PAIRS, N_KEYS, N_VALUES = (lesson.size(full=16, smoke=8), lesson.size(full=64, smoke=16),
+                             lesson.size(full=64, smoke=16))
+STEPS, BATCH = lesson.size(full=600, smoke=30), lesson.size(full=128, smoke=32)
 
 example = associative_recall(1, 6, 26, 10, torch.Generator().manual_seed(0))
 letters = "abcdefghijklmnopqrstuvwxyz"
@@ -696,12 +699,12 @@ def most_frequent_value_accuracy(batch):
 def run(model_class, seed):
     """Train one model on fresh batches; evaluate on a fixed held-out set."""
     set_seed(seed)
-    model = model_class(N_KEYS, N_VALUES).to(L.device)
+    model = model_class(N_KEYS, N_VALUES).to(lesson.device)
     train_gen = torch.Generator().manual_seed(seed)
-    held_out = associative_recall(L.size(full=1024, smoke=128), N_PAIRS, N_KEYS, N_VALUES,
-                                  torch.Generator().manual_seed(10_000), L.device)
+    held_out = associative_recall(lesson.size(full=1024, smoke=128), N_PAIRS, N_KEYS, N_VALUES,
+                                  torch.Generator().manual_seed(10_000), lesson.device)
     history = train(model, lambda step: (associative_recall(BATCH, N_PAIRS, N_KEYS, N_VALUES,
-                                                            train_gen, L.device),),
+                                                            train_gen, lesson.device),),
                     recall_loss, steps=STEPS, lr=3e-3,
                     evaluate=lambda: {"accuracy": accuracy(model, held_out)},
                     eval_every=max(STEPS // 30, 5), desc=model_class.__name__)
@@ -729,7 +732,7 @@ axes[1].set_ylim(0, 1.02)
 for ax in axes:
     ax.get_legend().remove()
 fig.legend(*axes[1].get_legend_handles_labels(), loc="outside lower center", ncol=4)
-L.savefig(fig, "recall_training")
+lesson.savefig(fig, "recall_training")
 
 # %% [markdown]
 # The attention model solves the task (the table above). The pooling model, with more
@@ -760,7 +763,7 @@ ax.set_ylabel("question")
 ax.scatter(one["source"][0].cpu().numpy(), np.arange(N_PAIRS), s=90, facecolors="none",
            edgecolors="red", lw=1.5)
 fig.colorbar(image, ax=ax, label="attention weight (the one head)")
-L.savefig(fig, "recall_attention_map")
+lesson.savefig(fig, "recall_attention_map")
 found = (weights.argmax(-1) == one["source"][0]).float().mean().item()
 on_answer = weights.gather(-1, one["source"][0][:, None]).mean().item()
 print(f"share of questions whose largest weight is on the right pair: {found:.2f}; "
@@ -794,17 +797,17 @@ def sdpa_on(backends, qkv):
     return call
 
 
-sizes = L.size(full=[256, 512, 1024, 2048], smoke=[64, 128])
+sizes = lesson.size(full=[256, 512, 1024, 2048], smoke=[64, 128])
 time_, memory, rows = {}, {}, []
 for n in sizes:
     gen = torch.Generator().manual_seed(n)
-    qkv = [torch.randn(1, 4, n, 64, generator=gen).to(L.device) for _ in range(3)]
+    qkv = [torch.randn(1, 4, n, 64, generator=gen).to(lesson.device) for _ in range(3)]
     fns = {"ours": lambda: attention_torch(*qkv), "SDPA": lambda: attention_fast_torch(*qkv)}
-    time_[n] = time_interleaved(fns, repeats=L.size(full=5, smoke=2), device=L.device)
-    memory[n] = {name: peak_memory(fn, L.device) or 0.0 for name, fn in fns.items()}
+    time_[n] = time_interleaved(fns, repeats=lesson.size(full=5, smoke=2), device=lesson.device)
+    memory[n] = {name: peak_memory(fn, lesson.device) or 0.0 for name, fn in fns.items()}
     for name, backends in (("SDPA fused", FUSED), ("SDPA math", [SDPBackend.MATH])):
         try:
-            memory[n][name] = peak_memory(sdpa_on(backends, qkv), L.device) or 0.0
+            memory[n][name] = peak_memory(sdpa_on(backends, qkv), lesson.device) or 0.0
         except RuntimeError:  # no kernel of that kind takes these inputs
             memory[n][name] = None
     rows.append({"N": n, "ours, time": fmt_time(time_[n]["ours"]),
@@ -826,8 +829,9 @@ print(f"at N = {n2} our memory is {memory[n2]['ours'] / n2 ** 2:.1f} bytes per N
 fused_ok = memory[n2]["SDPA fused"] is not None
 default_is_fused = fused_ok and abs(memory[n2]["SDPA"] - memory[n2]["SDPA fused"]) < \
     0.25 * max(memory[n2]["SDPA math"] or 0.0, 1.0)
-print(f"a fused SDPA kernel takes these inputs on {L.device.type}: {fused_ok}; the default call "
-      f"needed the memory of the {'fused kernel' if default_is_fused else 'math backend'}")
+default_kind = "fused kernel" if default_is_fused else "math backend"
+print(f"a fused SDPA kernel takes these inputs on {lesson.device.type}: {fused_ok}; "
+      f"the default call needed the memory of the {default_kind}")
 
 
 # The exponent a of memory ∝ N^a over the last doubling: at small N the resident-set peaks are
@@ -836,14 +840,15 @@ mem_slope = {name: float(np.log2(max(memory[n2][name], 4096.0) / max(memory[n1][
              for name in ("ours", "SDPA")}
 print(f"memory ∝ N^a from N = {n1} to {n2}: ours a = {mem_slope['ours']:.2f}, "
       f"SDPA (default) a = {mem_slope['SDPA']:.2f}")
-L.claim("exact attention with extra memory linear in N, never storing the N×N matrix",
-        paper="O(N) additional memory (Dao et al. 2022, FlashAttention, Theorem 1)",
-        ours=f"extra memory ∝ N^{mem_slope['SDPA']:.2f} for SDPA's default (fused) kernel vs "
+lesson.claim("exact attention with extra memory linear in N, never storing the N×N matrix",
+             paper="O(N) additional memory (Dao et al. 2022, FlashAttention, Theorem 1)",
+             ours=f"extra memory ∝ N^{mem_slope['SDPA']:.2f} for SDPA's default (fused) kernel vs "
              f"N^{mem_slope['ours']:.2f} for the explicit path, N = {n1} -> {n2} "
-             f"({L.device.type})",
-        why="CPU resident-set peaks include allocator overheads; 'linear' read as an exponent "
+             f"({lesson.device.type})",
+             why="CPU resident-set peaks include allocator overheads; 'linear' read as an exponent "
             "under 1.5, quadratic as over 1.5",
-        verdict=combine(versus(mem_slope["SDPA"], 1.5, "<"), versus(mem_slope["ours"], 1.5, ">")))
+             verdict=combine(versus(mem_slope["SDPA"], 1.5, "<"),
+                             versus(mem_slope["ours"], 1.5, ">")))
 
 # %% [markdown]
 # Read the bytes / N² column: for our explicit path it settles on a constant — three float32
@@ -873,7 +878,7 @@ L.claim("exact attention with extra memory linear in N, never storing the N×N m
 from minattn.sparse import diameter_np, sliding_window_mask_np
 
 r_half = 4  # the restricted layer sees |i - j| <= 4: a neighbourhood of r = 9 positions
-path_sizes = L.size(full=[32, 64, 128], smoke=[16, 32])
+path_sizes = lesson.size(full=[32, 64, 128], smoke=[16, 32])
 graphs = {"self-attention": lambda n: np.ones((n, n), dtype=bool),
           "recurrent": lambda n: sliding_window_mask_np(n, 1, causal=True),
           f"self-attention (restricted, r = {2 * r_half + 1})":
@@ -894,14 +899,14 @@ for name, (work, sequential, path) in paper_rows.items():
     row["growth n^a"] = f"a = {path_slope[name]:.2f}" if name in path_slope else "—"
     table_rows.append(row)
 print_table(table_rows, list(table_rows[0]))
-L.claim("maximum path length: O(1) for self-attention, O(n/r) restricted to r neighbours, "
-        "O(n) recurrent",
-        paper="Vaswani et al. 2017, Table 1",
-        ours=f"graph diameters grow as n^a: a = {path_slope['self-attention']:.2f}, "
+lesson.claim("maximum path length: O(1) for self-attention, O(n/r) restricted to r neighbours, "
+             "O(n) recurrent",
+             paper="Vaswani et al. 2017, Table 1",
+             ours=f"graph diameters grow as n^a: a = {path_slope['self-attention']:.2f}, "
              f"{path_slope[f'self-attention (restricted, r = {2 * r_half + 1})']:.2f}, "
              f"{path_slope['recurrent']:.2f} (n = {path_sizes[0]}..{path_sizes[-1]})",
-        why="exact distances on the layers' graphs; the convolution row is not measured",
-        verdict=combine(same(path_slope["self-attention"], 0.0, tolerance=0.1),
+             why="exact distances on the layers' graphs; the convolution row is not measured",
+             verdict=combine(same(path_slope["self-attention"], 0.0, tolerance=0.1),
                         same(path_slope[f"self-attention (restricted, r = {2 * r_half + 1})"],
                              1.0, tolerance=0.1),
                         same(path_slope["recurrent"], 1.0, tolerance=0.1)))

@@ -79,7 +79,7 @@ from minattn.tools.train import train
 from minattn.tools.utils import set_seed
 from minattn.tools.verdict import compare, same
 
-L = Lesson("02_sparse")  # on a CPU: one torch thread (see Lesson)
+lesson = Lesson("02_sparse")  # on a CPU: one torch thread (see Lesson)
 
 n_big = 65_536
 print(f"dense attention at N = {n_big:,}: {n_big ** 2 / 1e9:.1f} billion scores per head, "
@@ -159,7 +159,7 @@ gallery = {
 fig, axes = plt.subplots(3, 3, figsize=(11, 11.5), layout="constrained")
 for ax, (title, mask) in zip(axes.flat, gallery.items()):
     heatmap(ax, mask, title=f"{title}\n{mask.sum() / N_GAL:.1f} keys/query", cmap="Greys", vmax=1)
-L.savefig(fig, "mask_gallery")
+lesson.savefig(fig, "mask_gallery")
 for title, mask in gallery.items():
     print(f"{title.splitlines()[0]:<32} keys per query: {mask.sum() / N_GAL:5.1f} of {N_GAL}")
 
@@ -181,7 +181,7 @@ for title, mask in gallery.items():
 # keys per query $\propto N^a$ is fitted on the counts:
 
 # %%
-sizes_keys = L.size(full=[256, 512, 1024, 2048], smoke=[64, 128, 256])
+sizes_keys = lesson.size(full=[256, 512, 1024, 2048], smoke=[64, 128, 256])
 
 
 def keys_per_query(n):
@@ -200,13 +200,13 @@ print_table([{"pattern": name, **{f"N = {n}": f"{counts[n][name]:.1f}" for n in 
               "keys ∝ N^a": f"a = {exponent[name]:.2f}", "cost": f"N^{1 + exponent[name]:.2f}"}
              for name in exponent],
             ["pattern"] + [f"N = {n}" for n in sizes_keys] + ["keys ∝ N^a", "cost"])
-L.claim("strided attention with l ≈ √N costs O(N√N)",
-        paper="'reduce this to O(n√n)', l ≈ √n (Child et al. 2019, abstract and §4.3)",
-        ours=f"keys per query ∝ N^{exponent['strided, l = √N']:.2f} on the library's masks, "
+lesson.claim("strided attention with l ≈ √N costs O(N√N)",
+             paper="'reduce this to O(n√n)', l ≈ √n (Child et al. 2019, abstract and §4.3)",
+             ours=f"keys per query ∝ N^{exponent['strided, l = √N']:.2f} on the library's masks, "
              f"N = {sizes_keys[0]}..{sizes_keys[-1]}: "
              f"cost ∝ N^{1 + exponent['strided, l = √N']:.2f}",
-        why="exact counts on the masks; l rounded to an integer",
-        verdict=same(exponent["strided, l = √N"], 0.5, tolerance=0.05))
+             why="exact counts on the masks; l rounded to an integer",
+             verdict=same(exponent["strided, l = √N"], 0.5, tolerance=0.05))
 
 # %% [markdown]
 # ## 2. Patterns as graphs: how many layers until everyone has heard from everyone?
@@ -230,7 +230,7 @@ show(hops_np)
 
 # %%
 W_GRAPH, R_GRAPH = 4, 2
-sizes_graph = L.size(full=[64, 128, 256, 512], smoke=[32, 64])
+sizes_graph = lesson.size(full=[64, 128, 256, 512], smoke=[32, 64])
 
 
 def graph_patterns(n, seed):
@@ -268,17 +268,17 @@ print(f"\nN {sizes_graph[0]} -> {sizes_graph[-1]}: the window's diameter grows "
       f"×{window_growth:.1f}; "
       f"with {R_GRAPH} random keys per query ×" + ", ×".join(f"{g:.2f}" for g in random_growth)
       + f" (random seeds {growth_seeds}); log N grows ×{log_growth:.2f}")
-L.claim("random edges make paths short: the diameter grows like log N, not N",
-        paper="random graphs have logarithmic shortest paths (Zaheer et al. 2020, §2, the "
+lesson.claim("random edges make paths short: the diameter grows like log N, not N",
+             paper="random graphs have logarithmic shortest paths (Zaheer et al. 2020, §2, the "
               "small-world argument after Watts & Strogatz)",
-        ours=f"diameter growth N = {sizes_graph[0]} -> {sizes_graph[-1]}: window + {R_GRAPH} "
+             ours=f"diameter growth N = {sizes_graph[0]} -> {sizes_graph[-1]}: window + {R_GRAPH} "
              f"random ×{np.mean(random_growth):.2f} (log N: ×{log_growth:.2f}), window alone "
              f"×{window_growth:.1f}",
-        why=f"exact graph distances on our masks; w = {W_GRAPH}, {len(growth_seeds)} random seeds",
-        verdict=compare(random_growth, window_growth, expect="<"))
+             why=f"exact graph distances on our masks; w = {W_GRAPH}, {len(growth_seeds)} random seeds",
+             verdict=compare(random_growth, window_growth, expect="<"))
 
 # %%
-n_layers = L.size(full=256, smoke=64)
+n_layers = lesson.size(full=256, smoke=64)
 max_layers = 12
 reach = {}
 for name, mask in graph_patterns(n_layers, seed=n_layers).items():
@@ -304,7 +304,7 @@ for ax in axes:
     ax.grid(alpha=0.3, which="major")
 handles, labels = axes[0].get_legend_handles_labels()
 fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=9)  # below the panels
-L.savefig(fig, "graph_hops")
+lesson.savefig(fig, "graph_hops")
 
 # %% [markdown]
 # The table and the left panel: the window's diameter doubles with $N$ (a line of slope 1 on
@@ -357,7 +357,7 @@ for lo, hi in ((-w_pic - 0.5, -0.5), (n_pic - 0.5, n_pic + w_pic - 0.5)):
     axes[0].axvspan(lo, hi, color="0.85", zorder=0)
 for ax in axes:
     ax.set_aspect("equal")
-L.savefig(fig, "blocked_window")
+lesson.savefig(fig, "blocked_window")
 
 # %% [markdown]
 # The outlined spans run past both ends of the sequence for the first and last blocks: there
@@ -414,7 +414,7 @@ for name, (kernel, mask) in checks.items():
 # noise).
 
 # %%
-sizes_cost = L.size(full=[1024, 2048, 4096, 8192], smoke=[256, 512])
+sizes_cost = lesson.size(full=[1024, 2048, 4096, 8192], smoke=[256, 512])
 W_COST, REPEATS = 32, 5
 cost = {"dense masked SDPA": [], "window kernel": []}  # [size][repeat] seconds
 for n in sizes_cost:
@@ -444,14 +444,14 @@ growth = {name: [(ts[-1][r] / ts[0][r]) ** (1 / doublings) for r in range(REPEAT
           for name, ts in cost.items()}
 print("time multiplied per doubling of N (geometric mean over the sizes, per repeat): "
       + "; ".join(f"{name} ×" + ", ×".join(f"{g:.1f}" for g in gs) for name, gs in growth.items()))
-L.claim("sliding-window attention scales linearly with N where full attention is quadratic",
-        paper="memory and time linear in sequence length (Beltagy et al. 2020, Longformer, §3 "
+lesson.claim("sliding-window attention scales linearly with N where full attention is quadratic",
+             paper="memory and time linear in sequence length (Beltagy et al. 2020, Longformer, §3 "
               "and Figure 1)",
-        ours=f"time ×{np.median(growth['window kernel']):.1f} per doubling of N for the window "
+             ours=f"time ×{np.median(growth['window kernel']):.1f} per doubling of N for the window "
              f"kernel, ×{np.median(growth['dense masked SDPA']):.1f} for dense masked SDPA "
              f"(N = {sizes_cost[0]}..{sizes_cost[-1]}, w = {W_COST}, CPU forward)",
-        why="one shared CPU thread; at small N fixed overheads flatten both growths",
-        verdict=compare(growth["window kernel"], growth["dense masked SDPA"], expect="<"))
+             why="one shared CPU thread; at small N fixed overheads flatten both growths",
+             verdict=compare(growth["window kernel"], growth["dense masked SDPA"], expect="<"))
 fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
 for name, ts in cost.items():
     ax.plot(sizes_cost, [min(t) for t in ts], marker="o", label=name)
@@ -460,7 +460,7 @@ ax.set(xscale="log", yscale="log", xlabel="sequence length N", ylabel="forward t
 decade_ticks(ax, sizes_cost)
 ax.grid(alpha=0.3, which="both")
 ax.legend(loc="upper left")
-L.savefig(fig, "cost")
+lesson.savefig(fig, "cost")
 
 # %% [markdown]
 # **Takeaway.** Dense attention's time grows with $N^2$ — about ×4 per doubling of $N$ once the
@@ -493,11 +493,11 @@ show(two_halves)
 show(SparseClassifier)
 
 # %%
-N_SEQ = L.size(full=512, smoke=64)
-STEPS = L.size(full=120, smoke=8)
-STEPS_LONG = L.size(full=480, smoke=16)  # BigBird: still improving at STEPS, so trained longer
-BATCH = L.size(full=16, smoke=8)
-SEEDS = L.size(full=[0, 1, 2], smoke=[0, 1])
+N_SEQ = lesson.size(full=512, smoke=64)
+STEPS = lesson.size(full=120, smoke=8)
+STEPS_LONG = lesson.size(full=480, smoke=16)  # BigBird: still improving at STEPS, so trained longer
+BATCH = lesson.size(full=16, smoke=8)
+SEEDS = lesson.size(full=[0, 1, 2], smoke=[0, 1])
 VOCAB = 3  # tokens: CLS = 0, A = 1, B = 2
 BB_BLOCK, BB_SEED = 8, 0
 
@@ -532,17 +532,18 @@ def classification_loss(model, tokens, labels):
 
 def run(pattern_name, seed, steps):
     set_seed(seed)
-    model = SparseClassifier(VOCAB, N_SEQ, 32, 2, 2, patterns(N_SEQ)[pattern_name]).to(L.device)
+    model = SparseClassifier(VOCAB, N_SEQ, 32, 2, 2, patterns(N_SEQ)[pattern_name])
+    model = model.to(lesson.device)
     train_gen = torch.Generator().manual_seed(seed)
-    held_out = two_halves(L.size(full=256, smoke=64), N_SEQ,
-                          torch.Generator().manual_seed(10_000), L.device)
+    held_out = two_halves(lesson.size(full=256, smoke=64), N_SEQ,
+                          torch.Generator().manual_seed(10_000), lesson.device)
 
     def evaluate():
         with torch.no_grad():
             right = model(held_out[0]).argmax(-1) == held_out[1]
             return {"accuracy": right.float().mean().item()}
 
-    return train(model, lambda step: two_halves(BATCH, N_SEQ, train_gen, L.device),
+    return train(model, lambda step: two_halves(BATCH, N_SEQ, train_gen, lesson.device),
                  classification_loss, steps=steps, lr=3e-3, evaluate=evaluate,
                  eval_every=max(steps // 12, 4), desc=f"{pattern_name}, seed {seed}")
 
@@ -591,7 +592,7 @@ print(f"BigBird after {STEPS_LONG} steps vs the global token after {STEPS}: "
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), layout="constrained")
 plot_curves(axes[0], {name: hs[0] for name, hs in histories.items()}, "loss",
             title=f"training loss (seed {SEEDS[0]}): raw, faint, and its running mean",
-            smooth=L.size(full=20, smoke=4))
+            smooth=lesson.size(full=20, smoke=4))
 plot_curves(axes[1], {name: hs[0] for name, hs in histories.items()}, "accuracy",
             title=f"held-out accuracy (seed {SEEDS[0]}), N={N_SEQ}")
 axes[1].axhline(0.5, color="gray", ls=":", lw=1)
@@ -600,7 +601,7 @@ for ax in axes:
     ax.get_legend().remove()
 handles, labels = axes[0].get_legend_handles_labels()
 fig.legend(handles, labels, loc="outside lower center", ncol=3)  # below: covers no curve
-L.savefig(fig, "two_halves_training")
+lesson.savefig(fig, "two_halves_training")
 
 # %% [markdown]
 # **What we measured** (printed above; a second run prints the same numbers, and the three
@@ -636,13 +637,13 @@ print_table([{"Longformer variant (WikiHop dev, Table 11)": name, "accuracy": f"
             ["Longformer variant (WikiHop dev, Table 11)", "accuracy"])
 print(f"\nours, two halves at N = {N_SEQ} (2 layers): window + global {np.mean(global_acc):.3f}, "
       f"window alone {np.mean(window_acc):.3f}, BigBird window + random {np.mean(bigbird_acc):.3f}")
-L.claim("global attention matters for long inputs",
-        paper="WikiHop dev accuracy 72.2 with global attention, 65.5 without (both without its "
+lesson.claim("global attention matters for long inputs",
+             paper="WikiHop dev accuracy 72.2 with global attention, 65.5 without (both without its "
               "linear projections; Beltagy et al. 2020, Longformer, Table 11)",
-        ours=f"two-halves accuracy {np.mean(global_acc):.3f} with one global token, "
+             ours=f"two-halves accuracy {np.mean(global_acc):.3f} with one global token, "
              f"{np.mean(window_acc):.3f} with the window alone (N = {N_SEQ}, 2 layers)",
-        why="a synthetic task that only long-range paths solve; 2-layer d=32 model",
-        verdict=compare(global_acc, window_acc, expect=">", paper_gap=(72.2 - 65.5) / 100))
+             why="a synthetic task that only long-range paths solve; 2-layer d=32 model",
+             verdict=compare(global_acc, window_acc, expect=">", paper_gap=(72.2 - 65.5) / 100))
 
 # %% [markdown]
 # Ours is a synthetic task built so that only long paths solve it, on a 2-layer model: the gap
@@ -690,13 +691,13 @@ reference = window_attention_torch(q_r[None], k_r[None], v_r[None], w_roll, caus
 roll_err = (rolling - reference).abs().max().item()
 print(f"rolling cache of {slots} slots, {n_roll} generated tokens: max |cached - window kernel| = "
       f"{roll_err:.1e}; the cache holds {slots} keys instead of {n_roll}")
-L.claim("a sliding window needs a key-value cache of W slots only (a rolling buffer)",
-        paper="cache of fixed size W, slot i mod W: 8× less cache memory at 32k tokens, W = 4096, "
+lesson.claim("a sliding window needs a key-value cache of W slots only (a rolling buffer)",
+             paper="cache of fixed size W, slot i mod W: 8× less cache memory at 32k tokens, W = 4096, "
               "quality unchanged (Jiang et al. 2023, Mistral 7B, §2)",
-        ours=f"generation through a {slots}-slot rolling cache equals the causal window kernel "
+             ours=f"generation through a {slots}-slot rolling cache equals the causal window kernel "
              f"(max difference {roll_err:.1e}, float64)",
-        why="an exact equivalence on random vectors; quality at scale not measured",
-        verdict=same(roll_err, 0.0, tolerance=1e-12))
+             why="an exact equivalence on random vectors; quality at scale not measured",
+             verdict=same(roll_err, 0.0, tolerance=1e-12))
 
 # %% [markdown]
 # **Gemma 2: local and global layers, alternating** (Gemma Team 2024, "Gemma 2: Improving Open

@@ -85,7 +85,7 @@ from minattn.tools.lesson import Lesson, show
 from minattn.tools.train import length_batches, train
 from minattn.tools.verdict import combine, compare, versus
 
-L = Lesson("03_multiscale")  # on a CPU: one torch thread (see Lesson)
+lesson = Lesson("03_multiscale")  # on a CPU: one torch thread (see Lesson)
 LESSON_START = time.process_time()
 
 # %% [markdown]
@@ -123,11 +123,11 @@ print(f"uniform head over N = {n}: measured scale {measured_scale_np(uniform)[0]
 
 # %%
 show(drop_keys_torch)
-N_BERT = L.size(full=256, smoke=12, paper=1024)
+N_BERT = lesson.size(full=256, smoke=12, paper=1024)
 try:
     from minattn.encoder import load_minilm
 
-    encoder, tokenizer = load_minilm(L.device, max_len=128)
+    encoder, tokenizer = load_minilm(lesson.device, max_len=128)
     rt_test = load_sentiment("test").texts
     pick = np.sort(np.random.default_rng(0).choice(len(rt_test), N_BERT, replace=False))
     start = time.process_time()
@@ -163,24 +163,27 @@ if bert_scale is not None:
                 title="per layer", xticks=layers)
     axes[1].legend(fontsize=8, loc="lower right")
     axes[1].grid(alpha=0.3)
-    L.savefig(fig, "minilm_scales")
+    lesson.savefig(fig, "minilm_scales")
 
     per_layer = bert_scale.mean(2)  # (sentences, L): the layer's mean scale on each sentence
     lower, upper = per_layer[:, :3].mean(1), per_layer[:, 3:].mean(1)
-    L.claim("BERT: the lower layers attend at smaller scales than the higher ones",
-            "qualitative (slides, 'Analogy analysis from BERT': layer 1 local, layers 6 and "
-            "12 broad)", f"MiniLM layers 1–3 {lower.mean():.2f} vs layers 4–6 "
-            f"{upper.mean():.2f} tokens (uniform {flat_scale:.2f}), {N_BERT} sentences",
-            "MiniLM (6 layers, distilled from a BERT) instead of BERT-base; [CLS]/[SEP] removed; "
-            "standard error over the sentences", verdict=compare(lower, upper, expect="<"))
+    lesson.claim("BERT: the lower layers attend at smaller scales than the higher ones",
+                 "qualitative (slides, 'Analogy analysis from BERT': layer 1 local, layers 6 and "
+                 "12 broad)", f"MiniLM layers 1–3 {lower.mean():.2f} vs layers 4–6 "
+                 f"{upper.mean():.2f} tokens (uniform {flat_scale:.2f}), {N_BERT} sentences",
+                 "MiniLM (6 layers, distilled from a BERT) instead of BERT-base; "
+                 "[CLS]/[SEP] removed; "
+                 "standard error over the sentences", verdict=compare(lower, upper, expect="<"))
     layer = int(np.argmax(np.ptp(head_mean, axis=1)))  # the layer whose heads differ most
     small, large = int(np.argmin(head_mean[layer])), int(np.argmax(head_mean[layer]))
-    L.claim("BERT: heads of one layer work at different scales",
-            "qualitative (slides: 'different attention heads may work on different scales')",
-            f"MiniLM layer {layer + 1}: head {small + 1} {head_mean[layer, small]:.2f} vs head "
-            f"{large + 1} {head_mean[layer, large]:.2f} tokens",
-            "the layer with the widest spread; standard error over the sentences",
-            verdict=compare(bert_scale[:, layer, small], bert_scale[:, layer, large],
+    lesson.claim("BERT: heads of one layer work at different scales",
+                 "qualitative (slides: 'different attention heads may work on different "
+                 "scales')",
+                 f"MiniLM layer {layer + 1}: head {small + 1} {head_mean[layer, small]:.2f} "
+                 "vs head "
+                 f"{large + 1} {head_mean[layer, large]:.2f} tokens",
+                 "the layer with the widest spread; standard error over the sentences",
+                 verdict=compare(bert_scale[:, layer, small], bert_scale[:, layer, large],
                             expect="<"))
 
 # %% [markdown]
@@ -237,7 +240,7 @@ demo_windows = scale_candidates(64)
 for ax, w, mask in zip(axes, demo_windows, scale_mask_np(64, demo_windows)):
     heatmap(ax, mask.astype(float), title=f"head with ω = {w}", cmap="Greys", vmax=1.0)
 fig.suptitle("multi-scale layer, N = 64: black = may attend (ω ∈ {3, N/16, N/8, N/4, N/2})")
-L.savefig(fig, "scale_masks")
+lesson.savefig(fig, "scale_masks")
 
 # %% [markdown]
 # ### Windows see distance, not direction
@@ -396,7 +399,7 @@ fig, ax = plt.subplots(figsize=(11, 4.6), layout="constrained")
 draw_model(ax, allocation(21), 21)
 ax.set_title("Multi-Scale Transformer, N = 21, α = 0.5: the windows of one query (black) in "
              "each layer; grey = tokens, red = node")
-L.savefig(fig, "model")
+lesson.savefig(fig, "model")
 
 # %% [markdown]
 # ## 5. A task that needs a small scale *and* a large one
@@ -423,9 +426,9 @@ L.savefig(fig, "model")
 
 # %%
 N_PAIR, PAIRS, D_PAIR, H_PAIR, L_PAIR = 32, 3, 40, 5, 3
-PAIR_STEPS = L.size(full=400, smoke=4, paper=2000)
-PAIR_SEEDS = L.size(full=[0, 1], smoke=[0, 1], paper=[0, 1, 2, 3, 4])
-pair_x, pair_y = partner_task(L.size(full=1024, smoke=64), N_PAIR, PAIRS,
+PAIR_STEPS = lesson.size(full=400, smoke=4, paper=2000)
+PAIR_SEEDS = lesson.size(full=[0, 1], smoke=[0, 1], paper=[0, 1, 2, 3, 4])
+pair_x, pair_y = partner_task(lesson.size(full=1024, smoke=64), N_PAIR, PAIRS,
                               np.random.default_rng(999))
 shown = "".join(".XYZ"[t] if t < 4 else "_" for t in pair_x[0].tolist())
 print(f"an example (label {pair_y[0].item()}; _ = filler):  {shown}")
@@ -441,7 +444,7 @@ def pair_model(name, seed):
     torch.manual_seed(seed)
     return MultiScaleTransformer(D_PAIR, D_PAIR, n_out=2, max_pool=False,
                                  embedding=nn.Embedding(4 + 8, D_PAIR),
-                                 **PAIR_MODELS[name]).to(L.device)
+                                 **PAIR_MODELS[name]).to(lesson.device)
 
 
 start = time.process_time()
@@ -452,10 +455,10 @@ for name in PAIR_MODELS:
         rng_pair = np.random.default_rng(10 + seed)
 
         def evaluate(model=model):
-            return {"acc": (model(pair_x.to(L.device)).argmax(-1).cpu() == pair_y)
+            return {"acc": (model(pair_x.to(lesson.device)).argmax(-1).cpu() == pair_y)
                     .float().mean().item()}
 
-        history = train(model, lambda step: tuple(t.to(L.device) for t in partner_task(
+        history = train(model, lambda step: tuple(t.to(lesson.device) for t in partner_task(
                             32, N_PAIR, PAIRS, rng_pair)),
                         lambda m, x, y: F.cross_entropy(m(x), y), steps=PAIR_STEPS, lr=3e-3,
                         evaluate=evaluate, eval_every=PAIR_STEPS, desc=f"{name}, seed {seed}")
@@ -467,13 +470,13 @@ for name, accs in pair_acc.items():
     print(f"  {name:<26}" + "  ".join(f"{a:.3f}" for a in accs) + f"   mean {np.mean(accs):.3f}")
 
 ms, local, wide = (pair_acc[k] for k in ("multi-scale", "all ω = 3", "all ω = N"))
-L.claim("Both small and large scales matter: multi-scale beats every single scale (our "
-        "partner task)", "qualitative (slides, conclusion: 'both small- and large-scale are "
-        "important'; multi-scale > single-scale)",
-        f"accuracy multi-scale {np.mean(ms):.3f} vs all ω = 3 {np.mean(local):.3f} vs all "
-        f"ω = N {np.mean(wide):.3f}", f"a synthetic task built for the claim; {PAIR_STEPS} "
-        f"steps, seeds {PAIR_SEEDS}; node read-out",
-        verdict=combine(compare(ms, local, ">"), compare(ms, wide, ">")))
+lesson.claim("Both small and large scales matter: multi-scale beats every single scale (our "
+             "partner task)", "qualitative (slides, conclusion: 'both small- and large-scale are "
+             "important'; multi-scale > single-scale)",
+             f"accuracy multi-scale {np.mean(ms):.3f} vs all ω = 3 {np.mean(local):.3f} vs all "
+             f"ω = N {np.mean(wide):.3f}", f"a synthetic task built for the claim; {PAIR_STEPS} "
+             f"steps, seeds {PAIR_SEEDS}; node read-out",
+             verdict=combine(compare(ms, local, ">"), compare(ms, wide, ">")))
 
 # %%
 fig, ax = plt.subplots(figsize=(7.5, 3.2), layout="constrained")
@@ -485,7 +488,7 @@ ax.set_xticks(range(len(pair_acc)), list(pair_acc), fontsize=9)
 ax.set(ylabel="test accuracy", ylim=(0.4, 1.02),
        title=f"partner task, N = {N_PAIR}: bars = mean, dots = seeds ({PAIR_STEPS} steps)")
 ax.legend(loc="upper left")
-L.savefig(fig, "partner_task")
+lesson.savefig(fig, "partner_task")
 
 # %% [markdown]
 # The table above is the whole argument of the paper in miniature. All-ω = N sits at chance: it
@@ -519,9 +522,9 @@ L.savefig(fig, "partner_task")
 
 # %%
 N_SEQ, D_VEC, D_MODEL, HEADS = 32, 8, 40, 10
-FLEX_STEPS = L.size(full=3000, smoke=6, paper=20_000)
-SMALL_STEPS = L.size(full=300, smoke=3, paper=5000)  # Hier-S / deepHier-S: bounded anyway
-REACH_SEEDS = L.size(full=[0, 1], smoke=[0, 1], paper=[0, 1, 2, 3, 4])
+FLEX_STEPS = lesson.size(full=3000, smoke=6, paper=20_000)
+SMALL_STEPS = lesson.size(full=300, smoke=3, paper=5000)  # Hier-S / deepHier-S: bounded anyway
+REACH_SEEDS = lesson.size(full=[0, 1], smoke=[0, 1], paper=[0, 1, 2, 3, 4])
 BATCH = 32
 LINE = 4 / 7
 print(f"{'setting':<22}{'paper':>34}{'ours':>34}")
@@ -531,8 +534,8 @@ for row in (("task", "N, d, K not in the slides", f"N = {N_SEQ}, d = {D_VEC}, K 
             ("positions", "none", "learned"),
             ("read-out", "MLP([node ; max-pool])", "MLP(node)")):
     print(f"{row[0]:<22}{row[1]:>34}{row[2]:>34}")
-test_x, test_y = effective_scale_task(L.size(full=1024, smoke=128), N_SEQ, D_VEC, 1,
-                                      torch.Generator().manual_seed(999), L.device)
+test_x, test_y = effective_scale_task(lesson.size(full=1024, smoke=128), N_SEQ, D_VEC, 1,
+                                      torch.Generator().manual_seed(999), lesson.device)
 flex = [w for w in scale_candidates(N_SEQ) for _ in range(HEADS // 5)]  # {2, 3, 4, 8, 16}, twice
 REACH = {"Hier-S": ([[3] * HEADS] * 2, SMALL_STEPS), "deepHier-S": ([[3] * HEADS] * 6,
                                                                      SMALL_STEPS),
@@ -543,14 +546,14 @@ for name, (windows, steps) in REACH.items():
     for seed in REACH_SEEDS if name == "Flex" else REACH_SEEDS[:1]:
         torch.manual_seed(seed)
         model = MultiScaleTransformer(D_VEC, D_MODEL, windows, D_VEC, max_len=N_SEQ,
-                                      max_pool=False).to(L.device)
+                                      max_pool=False).to(lesson.device)
         gen = torch.Generator().manual_seed(1 + seed)
 
         def evaluate(model=model):
             return {"nmse": F.mse_loss(model(test_x), test_y).item() / test_y.var().item()}
 
         reach.setdefault(name, []).append(train(
-            model, lambda step: effective_scale_task(BATCH, N_SEQ, D_VEC, 1, gen, L.device),
+            model, lambda step: effective_scale_task(BATCH, N_SEQ, D_VEC, 1, gen, lesson.device),
             lambda m, x, y: F.mse_loss(m(x), y), steps=steps, lr=3e-3, evaluate=evaluate,
             eval_every=max(steps // 5, 1), desc=f"{name}, seed {seed}"))
 print(f"\ntrained in {time.process_time() - start:.0f} s of CPU")
@@ -563,15 +566,15 @@ for name, runs in reach.items():
 flex_final = [h.last("nmse") for h in reach["Flex"]]
 print(f"Flex after {FLEX_STEPS} steps: mean {np.mean(flex_final):.3f} against the line "
       f"{LINE:.3f}")
-L.claim("Effective scale: a large scale in a low layer reaches what more layers of small "
-        "windows cannot", "qualitative (slides, 'Effective attention scale': MS-Trans-Flex "
-        "best; deepHier-S no better than Hier-S)",
-        f"normalised MSE at K = 1, N = {N_SEQ}: Flex {np.mean(flex_final):.3f} (seeds "
-        f"{', '.join(f'{v:.3f}' for v in flex_final)}) vs {LINE:.3f}, the floor of any model "
-        f"that cannot reach a_N (Hier-S {reach['Hier-S'][0].last('nmse'):.3f}, deepHier-S "
-        f"{reach['deepHier-S'][0].last('nmse'):.3f})",
-        f"reach test (learned positions, node read-out); {FLEX_STEPS} steps of {BATCH}",
-        verdict=versus(flex_final, LINE, expect="<"))
+lesson.claim("Effective scale: a large scale in a low layer reaches what more layers of small "
+             "windows cannot", "qualitative (slides, 'Effective attention scale': MS-Trans-Flex "
+             "best; deepHier-S no better than Hier-S)",
+             f"normalised MSE at K = 1, N = {N_SEQ}: Flex {np.mean(flex_final):.3f} (seeds "
+             f"{', '.join(f'{v:.3f}' for v in flex_final)}) vs {LINE:.3f}, the floor of any model "
+             f"that cannot reach a_N (Hier-S {reach['Hier-S'][0].last('nmse'):.3f}, deepHier-S "
+             f"{reach['deepHier-S'][0].last('nmse'):.3f})",
+             f"reach test (learned positions, node read-out); {FLEX_STEPS} steps of {BATCH}",
+             verdict=versus(flex_final, LINE, expect="<"))
 
 # %%
 fig, ax = plt.subplots(figsize=(8.5, 4), layout="constrained")
@@ -585,7 +588,7 @@ ax.set(xlabel="training step", ylabel="test MSE / Var(target)",
        title=f"reach test, K = 1, N = {N_SEQ}: only Flex can carry $a_N$ to the node")
 ax.legend(fontsize=8, loc="upper right")
 ax.grid(alpha=0.3)
-L.savefig(fig, "effective_scale")
+lesson.savefig(fig, "effective_scale")
 
 # %% [markdown]
 # For most of the run every model sits just above the 4/7 line: each has learned what $a_1$
@@ -639,7 +642,7 @@ except DatasetMissing as err:
     vocab = sorted({w for t in texts.values() for s in t.texts for w in s.lower().split()})
     vectors = np.random.default_rng(0).standard_normal((len(vocab), 50)).astype(np.float32)
     DATA = "template sentences (fallback)"
-SIZES = {s: L.size(full=n, smoke=min(n or 10**9, 96), paper=n) for s, n in SIZES.items()}
+SIZES = {s: lesson.size(full=n, smoke=min(n or 10**9, 96), paper=n) for s, n in SIZES.items()}
 picked = {s: np.arange(len(t.texts)) if SIZES[s] is None else
           np.sort(np.random.default_rng(0).choice(len(t.texts), SIZES[s], replace=False))
           for s, t in texts.items()}
@@ -651,8 +654,8 @@ print(f"{DATA}: " + ", ".join(f"{s} {len(y)}" for s, y in labels.items())
       + f"; {matrix.shape[0]} embedding rows; sentence length mean {lengths_train.mean():.1f}, "
       f"90th percentile {lengths_train.quantile(0.9):.0f} tokens")
 
-EPOCHS = L.size(full=8, smoke=1, paper=20)
-SEEDS = L.size(full=[0, 1, 2], smoke=[0, 1], paper=[0, 1, 2, 3, 4])
+EPOCHS = lesson.size(full=8, smoke=1, paper=20)
+SEEDS = lesson.size(full=[0, 1, 2], smoke=[0, 1], paper=[0, 1, 2, 3, 4])
 BATCH_TEXT, D_TEXT = 64, 50
 print(f"\n{'setting':<24}{'paper (MTL-16, MR)':>30}{'ours':>34}")
 for row in (("train / dev / test", "1,400 / 200 / 400", " / ".join(
@@ -703,7 +706,7 @@ def batch_of(split, idx):
     ids, lens = corpus[split]
     length = lens[idx]
     x = ids[idx, :int(length.max())]  # cut the batch to its longest sentence: N = that length
-    return x.to(L.device), length.to(L.device), labels[split][idx].to(L.device)
+    return x.to(lesson.device), length.to(lesson.device), labels[split][idx].to(lesson.device)
 
 
 def accuracy(model, split):
@@ -717,7 +720,7 @@ def accuracy(model, split):
 
 def run_text(kind, seed):
     """Train for EPOCHS epochs, keep the epoch with the best dev accuracy: (model, test acc)."""
-    model = text_model(kind, seed).to(L.device)
+    model = text_model(kind, seed).to(lesson.device)
     gen = torch.Generator().manual_seed(seed)
     batches = [b for _ in range(EPOCHS)
                for b in length_batches(corpus["train"][1], BATCH_TEXT, gen)]
@@ -768,22 +771,24 @@ print(f"(one standard error of a single accuracy of {100 * p_test:.0f}% on this 
       f"{se_test:.1f} points)")
 
 ms_a, tr_a, lstm_a = (accs(MAIN[k]) for k in MAIN)
-L.claim("MR: Multi-Scale Transformer beats the Transformer", "79.25 vs 77.25 (MTL-16 table, "
-        "MR row)", f"{np.mean(ms_a):.1f} vs {np.mean(tr_a):.1f} ({len(SEEDS)} seeds)",
-        f"{len(labels['train'])} training sentences as in MR; GloVe 50d; {EPOCHS} epochs",
-        verdict=compare(ms_a, tr_a, ">", paper_gap=79.25 - 77.25))
-L.claim("MR: Multi-Scale Transformer beats the BiLSTM", "79.25 vs 75.73 (MTL-16 table, MR row)",
-        f"{np.mean(ms_a):.1f} vs {np.mean(lstm_a):.1f} ({len(SEEDS)} seeds)",
-        f"{len(labels['train'])} training sentences as in MR; GloVe 50d; {EPOCHS} epochs",
-        verdict=compare(ms_a, lstm_a, ">", paper_gap=79.25 - 75.73))
+lesson.claim("MR: Multi-Scale Transformer beats the Transformer", "79.25 vs 77.25 (MTL-16 table, "
+             "MR row)", f"{np.mean(ms_a):.1f} vs {np.mean(tr_a):.1f} ({len(SEEDS)} seeds)",
+             f"{len(labels['train'])} training sentences as in MR; GloVe 50d; {EPOCHS} epochs",
+             verdict=compare(ms_a, tr_a, ">", paper_gap=79.25 - 77.25))
+lesson.claim("MR: Multi-Scale Transformer beats the BiLSTM",
+             "79.25 vs 75.73 (MTL-16 table, MR row)",
+             f"{np.mean(ms_a):.1f} vs {np.mean(lstm_a):.1f} ({len(SEEDS)} seeds)",
+             f"{len(labels['train'])} training sentences as in MR; GloVe 50d; {EPOCHS} epochs",
+             verdict=compare(ms_a, lstm_a, ">", paper_gap=79.25 - 75.73))
 best_linear = max(linear, key=lambda k: linear[k].item())
 line = 100 * linear[best_linear].item()
-L.claim("MR: the attention models beat a linear model on the same sentences",
-        "not in the paper (a baseline we add)",
-        f"Multi-Scale Transformer {np.mean(ms_a):.1f}, Transformer {np.mean(tr_a):.1f}, BiLSTM "
-        f"{np.mean(lstm_a):.1f} vs logistic regression on the {best_linear} {line:.1f}",
-        "the better of the two linear models; it is deterministic given its data",
-        verdict=combine(*(versus(a, line, ">") for a in (ms_a, tr_a, lstm_a))))
+lesson.claim("MR: the attention models beat a linear model on the same sentences",
+             "not in the paper (a baseline we add)",
+             f"Multi-Scale Transformer {np.mean(ms_a):.1f}, Transformer {np.mean(tr_a):.1f}, "
+             "BiLSTM "
+             f"{np.mean(lstm_a):.1f} vs logistic regression on the {best_linear} {line:.1f}",
+             "the better of the two linear models; it is deterministic given its data",
+             verdict=combine(*(versus(a, line, ">") for a in (ms_a, tr_a, lstm_a))))
 
 # %% [markdown]
 # Read the verdicts above against the seed spreads in the table. The paper's MR gap is two
@@ -813,7 +818,7 @@ L.claim("MR: the attention models beat a linear model on the same sentences",
 PAPER_ALPHA = {1.0: 85.5, 0.5: 85.9, 0.0: 84.9, -0.5: 84.7, -1.0: 84.3}
 PAPER_SINGLE = {"3": 84.3, "N/16": 83.9, "N/8": 81.7, "N/4": 80.7}
 ALPHAS = [1.0, 0.5, -1.0]
-SINGLE_RANKS = L.size(full=[0, 3], smoke=[0, 3], paper=[0, 1, 2, 3])  # k-th smallest scale
+SINGLE_RANKS = lesson.size(full=[0, 3], smoke=[0, 3], paper=[0, 1, 2, 3])  # k-th smallest scale
 ABLATION_SEEDS = SEEDS[:2]
 start = time.process_time()
 for alpha in ALPHAS:
@@ -836,19 +841,21 @@ for rank in SINGLE_RANKS:
 print(f"(single-scale windows at N = 21: {[scale_candidates(21)[r] for r in SINGLE_RANKS]})")
 best_single = max(SINGLE_RANKS, key=lambda r: np.mean(accs(("single", r))))
 ms_first = [a for a in accs(("alpha", 0.5))[:len(ABLATION_SEEDS)]]
-L.claim("Ablation ordering: α > 0 (small scales low) beats α < 0", "α = 1.0: 85.5 vs α = −1.0: "
-        "84.3 (SNLI, ablation table)", f"MR: {np.mean(accs(('alpha', 1.0))):.1f} vs "
-        f"{np.mean(accs(('alpha', -1.0))):.1f}", "SNLI vs MR: ordering only; 2 seeds",
-        verdict=compare(accs(("alpha", 1.0)), accs(("alpha", -1.0)), ">"))
-L.claim("Ablation ordering: a small single scale beats a large one", "ω = 3: 84.3 vs ω = N/4: "
-        "80.7 (SNLI, single-scale table)", f"MR: smallest {np.mean(accs(('single', 0))):.1f} vs "
-        f"4th {np.mean(accs(('single', 3))):.1f}", "SNLI vs MR: ordering only; 2 seeds",
-        verdict=compare(accs(("single", 0)), accs(("single", 3)), ">"))
-L.claim("Ablation ordering: multi-scale beats the best single scale", "85.9 vs 84.3 (SNLI)",
-        f"MR: α = 0.5 {np.mean(ms_first):.1f} vs best single scale "
-        f"{np.mean(accs(('single', best_single))):.1f}", "SNLI vs MR: ordering only; 2 seeds; "
-        "the best single scale picked on the test set favours it",
-        verdict=compare(ms_first, accs(("single", best_single)), ">"))
+lesson.claim("Ablation ordering: α > 0 (small scales low) beats α < 0",
+             "α = 1.0: 85.5 vs α = −1.0: "
+             "84.3 (SNLI, ablation table)", f"MR: {np.mean(accs(('alpha', 1.0))):.1f} vs "
+             f"{np.mean(accs(('alpha', -1.0))):.1f}", "SNLI vs MR: ordering only; 2 seeds",
+             verdict=compare(accs(("alpha", 1.0)), accs(("alpha", -1.0)), ">"))
+lesson.claim("Ablation ordering: a small single scale beats a large one",
+             "ω = 3: 84.3 vs ω = N/4: 80.7 (SNLI, single-scale table)",
+             f"MR: smallest {np.mean(accs(('single', 0))):.1f} vs "
+             f"4th {np.mean(accs(('single', 3))):.1f}", "SNLI vs MR: ordering only; 2 seeds",
+             verdict=compare(accs(("single", 0)), accs(("single", 3)), ">"))
+lesson.claim("Ablation ordering: multi-scale beats the best single scale", "85.9 vs 84.3 (SNLI)",
+             f"MR: α = 0.5 {np.mean(ms_first):.1f} vs best single scale "
+             f"{np.mean(accs(('single', best_single))):.1f}", "SNLI vs MR: ordering only; 2 seeds; "
+             "the best single scale picked on the test set favours it",
+             verdict=compare(ms_first, accs(("single", best_single)), ">"))
 
 # %% [markdown]
 # Each verdict above follows from the two seeds of each setting; some settings' seeds lie a
@@ -868,14 +875,14 @@ L.claim("Ablation ordering: multi-scale beats the best single scale", "85.9 vs 8
 
 # %%
 ids, lens = corpus["test"]
-n_sample = min(L.size(full=256, smoke=32), len(lens))
+n_sample = min(lesson.size(full=256, smoke=32), len(lens))
 sample = torch.argsort(lens, descending=True)[:n_sample]  # the longest sentences
 x, length, _ = batch_of("test", sample)
 print(f"longest {len(sample)} test sentences: mean length {length.float().mean():.1f} tokens")
 heads = {}
 for name, kind in (("Multi-Scale Transformer", ("alpha", 0.5)), ("Transformer", "transformer")):
     heads[name] = runs[kind][0][0].head_statistics(x, length)
-    heads[name + ", untrained"] = text_model(kind, 0).to(L.device).eval().head_statistics(
+    heads[name + ", untrained"] = text_model(kind, 0).to(lesson.device).eval().head_statistics(
         x, length)
 ms_windows = runs[("alpha", 0.5)][0][0].windows()
 print(f"Multi-Scale Transformer windows per layer at N = {x.shape[1]}: {ms_windows}")
@@ -887,12 +894,12 @@ for name, st in heads.items():
 trained_dep = {n: heads[n]["departure"].ravel() for n in ("Multi-Scale Transformer",
                                                             "Transformer")}
 start_dep = {n: heads[n + ", untrained"]["departure"].ravel() for n in trained_dep}
-L.claim("The trained heads depart from uniform attention (a check that something was learned)",
-        "not a paper claim (with frozen vectors and one epoch every head stays near "
-        "uniform)", "departure, mean over the 15 heads: " + "; ".join(
+lesson.claim("The trained heads depart from uniform attention (a check that something was learned)",
+             "not a paper claim (with frozen vectors and one epoch every head stays near "
+             "uniform)", "departure, mean over the 15 heads: " + "; ".join(
             f"{n} {start_dep[n].mean():.2f} untrained -> {trained_dep[n].mean():.2f} trained"
             for n in trained_dep), "the 15 heads of seed 0 as the samples",
-        verdict=combine(*(compare(trained_dep[n], start_dep[n], ">") for n in trained_dep)))
+             verdict=combine(*(compare(trained_dep[n], start_dep[n], ">") for n in trained_dep)))
 
 fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), layout="constrained")
 markers = {"Multi-Scale Transformer": "o", "Transformer": "s"}
@@ -916,7 +923,7 @@ for ax in axes:
     ax.grid(alpha=0.3)
 fig.suptitle("every head of the trained models (filled) and of the same models untrained "
              "(hollow); circles: Multi-Scale Transformer, squares: Transformer")
-L.savefig(fig, "measured_scales")
+lesson.savefig(fig, "measured_scales")
 
 # %% [markdown]
 # Two questions, two panels. **How far?** In the left panel a head on the diagonal looks, on
@@ -939,14 +946,14 @@ fig, axes = plt.subplots(1, 2, figsize=(13, 5.6), layout="constrained")
 for ax, (name, kind) in zip(axes, (("Multi-Scale Transformer", ("alpha", 0.5)),
                                    ("Transformer", "transformer"))):
     model = runs[kind][0][0]
-    weights, _ = model.attention_maps(ids_one.to(L.device), len_one.to(L.device))
+    weights, _ = model.attention_maps(ids_one.to(lesson.device), len_one.to(lesson.device))
     stats = heads[name]
     layer, head = np.unravel_index(np.argmax(stats["departure"]), stats["departure"].shape)
     w = weights[layer][0, head].cpu().numpy()
     labels_one = words_one if len(words_one) == w.shape[0] else list(range(w.shape[0]))
     heatmap(ax, w, xlabels=labels_one, ylabels=labels_one,
             title=f"{name}: layer {layer + 1}, head {head + 1} (its most non-uniform head)")
-L.savefig(fig, "attention_maps")
+lesson.savefig(fig, "attention_maps")
 print("sentence:", texts["test"].texts[picked["test"][example]])
 
 # %% [markdown]
@@ -1064,7 +1071,7 @@ ax.legend(handles=[Patch(color=c, label=labels_kind[kind])
           bbox_to_anchor=(0.5, -0.12), fontsize=7)
 ax.set(xlabel="key j", ylabel="query i (grey lines: chunks of c = 8)",
        title=f"the band kernel's pieces, N = {n_demo}, ω = {w_demo}")
-L.savefig(fig, "band_pieces")
+lesson.savefig(fig, "band_pieces")
 
 # %% [markdown]
 # Each piece gives its own softmax output $o_p$ and log-sum-exp $\ell_p = \log \sum_j e^{s_j}$
@@ -1082,7 +1089,7 @@ L.savefig(fig, "band_pieces")
 
 # %%
 print(f"DENSE_BELOW = {DENSE_BELOW}")
-for n_cost in L.size(full=[256, 2048], smoke=[256]):
+for n_cost in lesson.size(full=[256, 2048], smoke=[256]):
     gen = torch.Generator().manual_seed(n_cost)
     q, k, v = (torch.randn(1, 8, n_cost, 64, generator=gen, requires_grad=True) for _ in range(3))
     cost_windows = [3, 3, n_cost // 16, n_cost // 16, n_cost // 8, n_cost // 8, n_cost // 4,
@@ -1097,7 +1104,7 @@ for n_cost in L.size(full=[256, 2048], smoke=[256]):
           f"{times['multi-scale'] * 1e3:7.1f} ms: ratio {ratio:.2f} "
           f"(the windows hold {share:.0%} of the pairs: at best {1 / share:.1f}×)")
 print(f"\nthis run took {(time.process_time() - LESSON_START) / 60:.1f} minutes of CPU "
-      f"({L.scale} mode)")
+      f"({lesson.scale} mode)")
 
 # %% [markdown]
 # A ratio above 1 means the multi-scale layer is faster. For sequences shorter than

@@ -30,8 +30,14 @@ import torch._dynamo  # noqa: F401  (imported lazily by the first meta-device ca
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from minattn import (attention as A, encoder as E, ibm1, lstm_attention as LA,  # noqa: E402
-                     multiscale as MS, sparse as S, task_heads as TH, xl as X)
+from minattn import attention as A  # noqa: E402
+from minattn import encoder as E
+from minattn import ibm1
+from minattn import lstm_attention as LA
+from minattn import multiscale as MS
+from minattn import sparse as S
+from minattn import task_heads as TH
+from minattn import xl as X
 from minattn.tools import train as TR  # noqa: E402
 
 OUR_FORMAT = re.compile(r".+: expected .+, got .+", re.S)
@@ -185,7 +191,8 @@ bad("attention", "additive_scores_np", "w_q", "w_q of the wrong width")(
     lambda: A.additive_scores_np(q, k, R(7, 3), wk, va))
 bad("attention", "additive_scores_np", "v_a", "NaN in v_a")(
     lambda: A.additive_scores_np(q, k, wq, wk, with_value(va, NAN)))
-bad("attention", "additive_scores_np", "q", "1-d q")(lambda: A.additive_scores_np(q[0, 0], k, wq, wk, va))
+bad("attention", "additive_scores_np", "q", "1-d q")(
+    lambda: A.additive_scores_np(q[0, 0], k, wq, wk, va))
 bad("attention", "additive_scores_torch", "w_k", "float32 w_k with float64 q")(
     lambda: A.additive_scores_torch(qt, kt, torch.from_numpy(wq), torch.from_numpy(wk).float(),
                                     torch.from_numpy(va)))
@@ -226,16 +233,19 @@ bad("attention", "MultiHeadAttention.forward", "key", "key on another device")(
 bad("attention", "MultiHeadAttention.forward", "query", "wrong model width")(
     lambda: mha(torch.zeros(2, 3, 6, dtype=torch.float64)))
 bad("attention", "MultiHeadAttention.forward", "mask", "3-d mask (B, Lq, Lk) or (H, Lq, Lk)?")(
-    lambda: mha(torch.zeros(2, 3, 8, dtype=torch.float64), mask=torch.ones(2, 3, 3, dtype=torch.bool)))
+    lambda: mha(torch.zeros(2, 3, 8, dtype=torch.float64),
+                mask=torch.ones(2, 3, 3, dtype=torch.bool)))
 bad("attention", "MultiHeadAttention", "d_model", "negative d_model")(
     lambda: A.MultiHeadAttention(-4, 2))
-bad("attention", "MultiHeadAttention", "d_model", "d_model 8.0")(lambda: A.MultiHeadAttention(8.0, 2))
+bad("attention", "MultiHeadAttention", "d_model", "d_model 8.0")(
+    lambda: A.MultiHeadAttention(8.0, 2))
 bad("attention", "MultiHeadAttention.load_from_torch", "mha", "not an nn.MultiheadAttention")(
     lambda: A.MultiHeadAttention(8, 2).load_from_torch(torch.nn.Linear(8, 8)))
 bad("attention", "multi_head_attention_np", "mask", "(B, Lk) padding mask with B == Lq")(
     lambda: A.multi_head_attention_np(xb, xb, xb, params, 2, kp))
 bad("attention", "multi_head_attention_np", "params", "a missing weight")(
-    lambda: A.multi_head_attention_np(xb, xb, xb, {k_: v_ for k_, v_ in params.items() if k_ != "w_o"}, 2))
+    lambda: A.multi_head_attention_np(xb, xb, xb,
+                                      {k_: v_ for k_, v_ in params.items() if k_ != "w_o"}, 2))
 bad("attention", "multi_head_attention_np", "num_heads", "heads that do not divide D")(
     lambda: A.multi_head_attention_np(xb, xb, xb, params, 3))
 bad("attention", "multi_head_attention_np", "query", "NaN in the query")(
@@ -281,7 +291,8 @@ bad("xl", "relative_distances_torch", "n_queries", "negative size")(
 bad("xl", "sinusoid_np", "n_positions", "size 2.5")(lambda: X.sinusoid_np(2.5, 4))
 bad("xl", "sinusoid_np", "d_model", "negative d_model")(lambda: X.sinusoid_np(3, -4))
 bad("xl", "sinusoid_torch", "n_positions", "size 2.5")(lambda: X.sinusoid_torch(2.5, 4))
-bad("xl", "sinusoid_torch", "dtype", "an integer dtype")(lambda: X.sinusoid_torch(3, 4, dtype=torch.long))
+bad("xl", "sinusoid_torch", "dtype", "an integer dtype")(
+    lambda: X.sinusoid_torch(3, 4, dtype=torch.long))
 bad("xl", "update_memory_np", "mem_len", "mem_len = -1")(
     lambda: X.update_memory_np(R(2, 3, 4), R(2, 2, 4), -1))
 bad("xl", "update_memory_np", "mem_len", "mem_len = 2.5")(
@@ -329,20 +340,23 @@ bad("xl", "RelMultiHeadAttention.forward", "x", "float32 x into a float64 module
     lambda: relmha(T(1, 3, 8, dtype=torch.float32)))
 bad("xl", "RelMultiHeadAttention.forward", "memory", "memory of another dtype")(
     lambda: relmha(T(1, 3, 8), T(1, 2, 8, dtype=torch.float32)))
-bad("xl", "RelMultiHeadAttention", "max_len", "max_len = 0")(lambda: X.RelMultiHeadAttention(8, 2, 0))
+bad("xl", "RelMultiHeadAttention", "max_len", "max_len = 0")(
+    lambda: X.RelMultiHeadAttention(8, 2, 0))
 torch.manual_seed(0)
 xlm = X.TransformerXL(11, 8, 2, 1, mem_len=4).double()
 bad("xl", "TransformerXL.forward", "tokens", "a token id >= vocab")(
     lambda: xlm(torch.tensor([[1, 2, 11]])))
 bad("xl", "TransformerXL.forward", "tokens", "a negative token id")(
     lambda: xlm(torch.tensor([[1, -1, 3]])))
-bad("xl", "TransformerXL.forward", "tokens", "float tokens")(lambda: xlm(torch.tensor([[1.0, 2.0]])))
+bad("xl", "TransformerXL.forward", "tokens", "float tokens")(
+    lambda: xlm(torch.tensor([[1.0, 2.0]])))
 bad("xl", "TransformerXL.forward", "mem_len", "mem_len = -1")(
     lambda: xlm(torch.tensor([[1, 2]]), None, -1))
 bad("xl", "TransformerXL.forward", "memories", "a memory of another batch")(
     lambda: xlm(torch.tensor([[1, 2]]), [T(2, 3, 8)]))
 bad("xl", "TransformerXL", "vocab_size", "vocab_size = 0")(lambda: X.TransformerXL(0, 8, 2, 1))
-bad("xl", "TransformerXL", "mem_len", "mem_len = -3")(lambda: X.TransformerXL(5, 8, 2, 1, mem_len=-3))
+bad("xl", "TransformerXL", "mem_len", "mem_len = -3")(
+    lambda: X.TransformerXL(5, 8, 2, 1, mem_len=-3))
 bad("xl", "TransformerXL", "num_layers", "num_layers = 0")(lambda: X.TransformerXL(5, 8, 2, 0))
 
 # ============================================================================ multiscale
@@ -362,8 +376,10 @@ bad("multiscale", "measured_scale_torch", "query_mask", "float query mask")(
 bad("multiscale", "measured_scale_torch", "query_mask", "(N,) query mask")(
     lambda: MS.measured_scale_torch(torch.from_numpy(wts), torch.ones(6, dtype=torch.bool)))
 bad("multiscale", "scale_mask_np", "n", "n = 2.5")(lambda: MS.scale_mask_np(2.5, [1, 2]))
-bad("multiscale", "scale_mask_np", "windows", "a negative window")(lambda: MS.scale_mask_np(4, [1, -2]))
-bad("multiscale", "scale_mask_torch", "windows", "a window 1.5")(lambda: MS.scale_mask_torch(4, [1.5]))
+bad("multiscale", "scale_mask_np", "windows", "a negative window")(
+    lambda: MS.scale_mask_np(4, [1, -2]))
+bad("multiscale", "scale_mask_torch", "windows", "a window 1.5")(
+    lambda: MS.scale_mask_torch(4, [1.5]))
 bad("multiscale", "scale_candidates", "n", "n = 1")(lambda: MS.scale_candidates(1))
 bad("multiscale", "scale_candidates", "n", "n = 16.0")(lambda: MS.scale_candidates(16.0))
 bad("multiscale", "multiscale_attention_np", "windows", "one window for two heads")(
@@ -390,7 +406,8 @@ bad("multiscale", "masked_max_torch", "keep", "float keep mask")(
     lambda: MS.masked_max_torch(T(2, 3, 4), torch.ones(2, 3)))
 bad("multiscale", "masked_max_torch", "keep", "keep of the wrong shape")(
     lambda: MS.masked_max_torch(T(2, 3, 4), torch.ones(3, 2, dtype=torch.bool)))
-bad("multiscale", "MultiScaleKernel", "windows", "negative window")(lambda: MS.MultiScaleKernel([-1]))
+bad("multiscale", "MultiScaleKernel", "windows", "negative window")(
+    lambda: MS.MultiScaleKernel([-1]))
 bad("multiscale", "band_attention_cpu", "w", "w = 0")(
     lambda: MS.band_attention_cpu(qmt, kmt, vmt, 0))
 bad("multiscale", "band_pieces", "c", "c = 0")(lambda: MS.band_pieces(8, 2, 0))
@@ -414,25 +431,29 @@ bad("sparse", "sliding_window_mask_np", "w", "w = -1")(lambda: S.sliding_window_
 bad("sparse", "dilated_window_mask_np", "dilation", "dilation = 0")(
     lambda: S.dilated_window_mask_np(5, 1, 0))
 bad("sparse", "global_mask_np", "global_idx", "index past N")(lambda: S.global_mask_np(5, [7]))
-bad("sparse", "global_mask_np", "global_idx", "fractional index")(lambda: S.global_mask_np(5, [1.5]))
+bad("sparse", "global_mask_np", "global_idx", "fractional index")(
+    lambda: S.global_mask_np(5, [1.5]))
 bad("sparse", "random_mask_np", "r", "r = -1")(lambda: S.random_mask_np(5, -1, 0))
 bad("sparse", "random_mask_np", "seed", "seed = 'a'")(lambda: S.random_mask_np(5, 1, "a"))
 bad("sparse", "block_mask_np", "layout", "int layout")(
     lambda: S.block_mask_np(np.ones((2, 2), int), 2, 4))
 bad("sparse", "block_mask_np", "n", "n = -1")(lambda: S.block_mask_np(np.ones((1, 1), bool), 2, -1))
-bad("sparse", "block_layout_np", "mask", "float mask")(lambda: S.block_layout_np(np.ones((4, 4)), 2))
+bad("sparse", "block_layout_np", "mask", "float mask")(
+    lambda: S.block_layout_np(np.ones((4, 4)), 2))
 bad("sparse", "block_layout_np", "mask", "non-square mask")(
     lambda: S.block_layout_np(np.ones((4, 3), bool), 2))
 bad("sparse", "bigbird_layout_np", "n_blocks", "n_blocks = 0")(lambda: S.bigbird_layout_np(0))
 bad("sparse", "bigbird_mask_np", "window", "window = -1")(lambda: S.bigbird_mask_np(8, 2, -1))
 bad("sparse", "strided_masks_np", "stride", "stride = 0")(lambda: S.strided_masks_np(8, 0))
 bad("sparse", "fixed_masks_np", "summary", "summary > block")(lambda: S.fixed_masks_np(8, 2, 3))
-bad("sparse", "union_np", "masks", "float masks")(lambda: S.union_np(np.ones((3, 3)), np.zeros((3, 3))))
+bad("sparse", "union_np", "masks", "float masks")(
+    lambda: S.union_np(np.ones((3, 3)), np.zeros((3, 3))))
 bad("sparse", "union_np", "masks", "masks of different shapes")(
     lambda: S.union_np(np.ones((3, 3), bool), np.ones((4, 4), bool)))
 bad("sparse", "hops_np", "max_hops", "max_hops = -1")(lambda: S.hops_np(np.eye(3, dtype=bool), -1))
 bad("sparse", "hops_np", "mask", "float mask")(lambda: S.hops_np(np.eye(3)))
-bad("sparse", "diameter_np", "mask", "non-square mask")(lambda: S.diameter_np(np.ones((3, 4), bool)))
+bad("sparse", "diameter_np", "mask", "non-square mask")(
+    lambda: S.diameter_np(np.ones((3, 4), bool)))
 qs, ks, vs = T(1, 9, 4), T(1, 9, 4), T(1, 9, 4)
 bad("sparse", "sliding_window_attention_torch", "w", "w = -1")(
     lambda: S.sliding_window_attention_torch(qs, ks, vs, -1))
@@ -455,7 +476,8 @@ bad("sparse", "blocked_window_attention_torch", "block", "block = 0")(
 bad("sparse", "blocked_window_attention_torch", "w_left", "w_left = -1")(
     lambda: S.blocked_window_attention_torch(qs, ks, vs, -1, 1, 4))
 bad("sparse", "band_mask_torch", "block", "block = -2")(lambda: S.band_mask_torch(-2, 1, 1))
-bad("sparse", "unfold_blocks_torch", "block", "block = 0")(lambda: S.unfold_blocks_torch(qs, 0, 1, 1))
+bad("sparse", "unfold_blocks_torch", "block", "block = 0")(
+    lambda: S.unfold_blocks_torch(qs, 0, 1, 1))
 bad("sparse", "window_forward_torch", "w", "w = -1")(
     lambda: S.window_forward_torch(qs, ks, vs, -1, False, 4, None))
 bad("sparse", "block_sparse_attention_torch", "layout", "int layout")(
@@ -467,7 +489,8 @@ bad("sparse", "window_attention_backward_torch", "grad_out", "grad_out of the wr
     lambda: __import__("minattn.sparse.backward", fromlist=["x"]).window_attention_backward_torch(
         qs, ks, vs, T(1, 8, 4), 1, 1, 4, None))
 bad("sparse", "window_attend", "w", "w = -1")(lambda: S.window_attend(-1))
-bad("sparse", "block_sparse_attend", "layout", "int layout")(lambda: S.block_sparse_attend(np.ones((2, 2), int), 2))
+bad("sparse", "block_sparse_attend", "layout", "int layout")(
+    lambda: S.block_sparse_attend(np.ones((2, 2), int), 2))
 torch.manual_seed(0)
 spc = S.SparseClassifier(5, 8, 8, 2, 1, S.window_attend(1)).double()
 bad("sparse", "SparseClassifier.forward", "tokens", "sequence longer than max_len")(
@@ -479,7 +502,8 @@ bad("sparse", "SparseClassifier.forward", "tokens", "token id >= vocab")(
 st_, sm_ = R(2, 4, 6), np.array([[1, 1, 0, 0], [1, 1, 1, 1]], bool)
 stt, smt = torch.from_numpy(st_), torch.from_numpy(sm_)
 garbage = with_value(st_, NAN, (0, 3, 0))  # NaN in a padded position
-bad("task_heads", "mean_pool_np", "mask", "float mask")(lambda: TH.mean_pool_np(st_, sm_.astype(float)))
+bad("task_heads", "mean_pool_np", "mask", "float mask")(
+    lambda: TH.mean_pool_np(st_, sm_.astype(float)))
 bad("task_heads", "mean_pool_np", "states", "NaN in a real token")(
     lambda: TH.mean_pool_np(with_value(st_, NAN, (0, 1, 0)), sm_))
 bad("task_heads", "mean_pool_torch", "states", "integer states")(
@@ -488,16 +512,20 @@ bad("task_heads", "mean_pool_torch", "mask", "mask on another device")(
     lambda: TH.mean_pool_torch(stt, smt.to(META)))
 bad("task_heads", "cls_pool_np", "states", "NaN in the first token")(
     lambda: TH.cls_pool_np(with_value(st_, NAN, (0, 0, 0)), sm_))
-bad("task_heads", "cls_pool_torch", "mask", "float mask")(lambda: TH.cls_pool_torch(stt, smt.double()))
+bad("task_heads", "cls_pool_torch", "mask", "float mask")(
+    lambda: TH.cls_pool_torch(stt, smt.double()))
 bad("task_heads", "layer_norm_np", "eps", "negative eps")(lambda: TH.layer_norm_np(st_, -1.0))
-bad("task_heads", "layer_norm_np", "x", "NaN in x")(lambda: TH.layer_norm_np(with_value(st_, NAN, (0, 0, 0))))
+bad("task_heads", "layer_norm_np", "x", "NaN in x")(
+    lambda: TH.layer_norm_np(with_value(st_, NAN, (0, 0, 0))))
 bad("task_heads", "layer_norm_torch", "x", "integer x")(lambda: TH.layer_norm_torch(stt.long()))
 bad("task_heads", "pearson_loss_np", "pred", "NaN in pred")(
     lambda: TH.pearson_loss_np(with_value(R(5), NAN), R(5)))
-bad("task_heads", "pearson_loss_np", "eps", "negative eps")(lambda: TH.pearson_loss_np(R(5), R(5), -1.0))
+bad("task_heads", "pearson_loss_np", "eps", "negative eps")(
+    lambda: TH.pearson_loss_np(R(5), R(5), -1.0))
 bad("task_heads", "pearson_loss_torch", "target", "float32 target with float64 pred")(
     lambda: TH.pearson_loss_torch(T(5), T(5, dtype=torch.float32)))
-bad("task_heads", "pearson_loss_torch", "pred", "pred of length 1")(lambda: TH.pearson_loss_torch(T(1), T(1)))
+bad("task_heads", "pearson_loss_torch", "pred", "pred of length 1")(
+    lambda: TH.pearson_loss_torch(T(1), T(1)))
 torch.manual_seed(0)
 apool = TH.AttentionPool(6, 2).double()
 cpool = TH.CrossAttentionPool(6, 2).double()
@@ -515,14 +543,18 @@ bad("task_heads", "AttentionPool.forward", "mask", "mask with padding before a r
     lambda: apool(stt, torch.tensor([[1, 0, 1, 0], [1, 1, 1, 1]], dtype=torch.bool)))
 bad("task_heads", "CrossAttentionPool.forward", "b", "b on another device")(
     lambda: cpool(stt, smt, stt.to(META), smt))
-bad("task_heads", "AttentionPool", "num_layers", "num_layers = 1.5")(lambda: TH.AttentionPool(6, 2, 1.5))
+bad("task_heads", "AttentionPool", "num_layers", "num_layers = 1.5")(
+    lambda: TH.AttentionPool(6, 2, 1.5))
 bad("task_heads", "attention_layers", "num_layers", "num_layers = 0")(
     lambda: TH.attention_layers("x", 6, 2, 0, "default"))
 bad("task_heads", "attention_entropy_ratio", "mask", "mask of another shape")(
-    lambda: TH.attention_entropy_ratio(torch.full((2, 2, 4), 0.25), torch.ones(3, 4, dtype=torch.bool)))
+    lambda: TH.attention_entropy_ratio(torch.full((2, 2, 4), 0.25),
+                                       torch.ones(3, 4, dtype=torch.bool)))
 bad("task_heads", "attention_entropy_ratio", "weights", "negative weights")(
-    lambda: TH.attention_entropy_ratio(torch.full((2, 2, 4), -0.25), torch.ones(2, 4, dtype=torch.bool)))
-bad("task_heads", "u09_init_", "mha", "not a MultiHeadAttention")(lambda: TH.u09_init_(torch.nn.Linear(3, 3)))
+    lambda: TH.attention_entropy_ratio(torch.full((2, 2, 4), -0.25),
+                                       torch.ones(2, 4, dtype=torch.bool)))
+bad("task_heads", "u09_init_", "mha", "not a MultiHeadAttention")(
+    lambda: TH.u09_init_(torch.nn.Linear(3, 3)))
 bad("task_heads", "uniform_scale_note", "d_model", "d_model = 0")(lambda: TH.uniform_scale_note(0))
 bad("task_heads", "attention_pool_fast_torch", "states", "width that does not match the layer")(
     lambda: TH.attention_pool_fast_torch(
@@ -549,16 +581,20 @@ bad("encoder", "MiniLMEncoder.forward", "attention_mask", "attention_mask on ano
     lambda: enc(ids, am.to(META)))
 bad("encoder", "MiniLMEncoder.forward", "attention_mask", "a float mask of 0.5s")(
     lambda: enc(ids, torch.full(ids.shape, 0.5)))
-bad("encoder", "mean_pool", "mask", "float mask of 0.5s")(lambda: E.mean_pool(stt, torch.full((2, 4), 0.5)))
+bad("encoder", "mean_pool", "mask", "float mask of 0.5s")(
+    lambda: E.mean_pool(stt, torch.full((2, 4), 0.5)))
 bad("encoder", "mean_pool", "states", "NaN in a real token")(
     lambda: E.mean_pool(with_value(stt, NAN, (0, 0, 0)), smt))
 bad("encoder", "TokenStates.batch", "indices", "fractional indices")(
-    lambda: E.TokenStates(np.zeros((3, 2), np.float16), np.array([0, 1, 3]), np.zeros(3, np.int32)).batch([0.5]))
+    lambda: E.TokenStates(np.zeros((3, 2), np.float16), np.array([0, 1, 3]),
+                          np.zeros(3, np.int32)).batch([0.5]))
 bad("encoder", "TokenStates", "offsets", "decreasing offsets")(
-    lambda: E.TokenStates(np.zeros((3, 2), np.float16), np.array([0, 3, 1]), np.zeros(3, np.int32)).batch([1]))
+    lambda: E.TokenStates(np.zeros((3, 2), np.float16), np.array([0, 3, 1]),
+                          np.zeros(3, np.int32)).batch([1]))
 bad("encoder", "BertConfig.from_json", "path", "a missing file")(
     lambda: E.BertConfig.from_json("/nonexistent/config.json"))
-bad("encoder", "encode_batch", "texts", "a string instead of a list")(lambda: E.encode_batch(None, "hello"))
+bad("encoder", "encode_batch", "texts", "a string instead of a list")(
+    lambda: E.encode_batch(None, "hello"))
 bad("encoder", "length_sorted_batches", "batch_size", "batch_size = 0")(
     lambda: E.length_sorted_batches(type("Tok", (), {"encode_batch": lambda self, t: [
         type("Enc", (), {"attention_mask": [1]})() for _ in t]})(), ["a", "b"], 0))
@@ -581,7 +617,8 @@ bad("lstm_attention", "luong_attention_torch", "W_a", "float32 W_a")(
 bad("lstm_attention", "lstm_cell_np", "weight_ih", "weights of the wrong shape")(
     lambda: LA.lstm_cell_np(R(2, 3), R(2, 4), R(2, 4), R(12, 3), R(16, 4), R(16), R(16)))
 bad("lstm_attention", "lstm_cell_torch", "h", "h on another device")(
-    lambda: LA.lstm_cell_torch(T(2, 3), T(2, 4).to(META), T(2, 4), T(16, 3), T(16, 4), T(16), T(16)))
+    lambda: LA.lstm_cell_torch(T(2, 3), T(2, 4).to(META), T(2, 4), T(16, 3), T(16, 4), T(16),
+                               T(16)))
 bad("lstm_attention", "lstm_np", "x", "2-d x")(
     lambda: LA.lstm_np(R(2, 3), R(16, 3), R(16, 4), R(16), R(16)))
 bad("lstm_attention", "output_np", "W1", "W1 of the wrong width")(
@@ -589,9 +626,11 @@ bad("lstm_attention", "output_np", "W1", "W1 of the wrong width")(
 bad("lstm_attention", "output_torch", "W2", "float32 W2")(
     lambda: LA.output_torch(T(2, 4), T(2, 4), T(5, 8), T(5), T(3, 5, dtype=torch.float32), T(3)))
 bad("lstm_attention", "lexical_probe_np", "targets", "a target id >= V")(
-    lambda: LA.lexical_probe_np(h5, s5, np.array([[0, 1, 3], [0, 0, 0]]), R(5, 8), R(5), R(3, 5), R(3)))
+    lambda: LA.lexical_probe_np(h5, s5, np.array([[0, 1, 3], [0, 0, 0]]), R(5, 8), R(5), R(3, 5),
+                                R(3)))
 bad("lstm_attention", "lexical_probe_torch", "targets", "a negative target id")(
-    lambda: LA.lexical_probe_torch(h5t, s5t, torch.tensor([[0, -1, 2], [0, 0, 0]]), T(5, 8), T(5), T(3, 5), T(3)))
+    lambda: LA.lexical_probe_torch(h5t, s5t, torch.tensor([[0, -1, 2], [0, 0, 0]]), T(5, 8), T(5),
+                                   T(3, 5), T(3)))
 bad("lstm_attention", "classifier_np", "mask", "float mask")(
     lambda: LA.classifier_np(h5, R(4, 4), R(4), R(4), R(4), 0.0, m5.astype(float)))
 bad("lstm_attention", "classifier_torch", "h", "NaN in h")(
@@ -622,14 +661,16 @@ bad("lstm_attention", "Seq2SeqAttention.forward", "src_mask", "float src_mask")(
     lambda: s2s(torch.tensor([[1, 2]]), torch.tensor([[1, 2]]), torch.ones(1, 2)))
 bad("lstm_attention", "Seq2SeqAttention.probe", "tgt_out", "a target id >= n_tgt")(
     lambda: s2s.probe(torch.tensor([[1, 2]]), torch.tensor([[1, 2]]), torch.tensor([[1, 9]])))
-bad("lstm_attention", "Seq2SeqAttention", "hidden", "hidden = 2.5")(lambda: LA.Seq2SeqAttention(6, 7, 2.5))
+bad("lstm_attention", "Seq2SeqAttention", "hidden", "hidden = 2.5")(
+    lambda: LA.Seq2SeqAttention(6, 7, 2.5))
 torch.manual_seed(0)
 acls = LA.AttentionClassifier(6, hidden=8)
 bad("lstm_attention", "AttentionClassifier.forward", "x", "a token id >= n_vocab")(
     lambda: acls(torch.tensor([[1, 6]])))
 bad("lstm_attention", "AttentionClassifier.forward", "mask", "mask of the wrong shape")(
     lambda: acls(torch.tensor([[1, 2]]), torch.ones(1, 3, dtype=torch.bool)))
-bad("lstm_attention", "AttentionClassifier", "n_vocab", "n_vocab = 0")(lambda: LA.AttentionClassifier(0))
+bad("lstm_attention", "AttentionClassifier", "n_vocab", "n_vocab = 0")(
+    lambda: LA.AttentionClassifier(0))
 
 # ============================================================================ ibm1
 bx = ibm1.make_bitext([["a", "b"], ["a"]], [["A", "B"], ["A"]])
@@ -654,24 +695,30 @@ bad("ibm1", "m_step_torch", "counts", "NaN in counts")(
 bad("ibm1", "em_torch", "iterations", "iterations = -1")(lambda: ibm1.em_torch(bx, -1))
 bad("ibm1", "em_torch", "t", "an all-zero table")(
     lambda: ibm1.em_torch(bx, 1, t=torch.zeros(t0.shape, dtype=torch.float64)))
-bad("ibm1", "alignment_matrix_np", "m", "pair index past the corpus")(lambda: ibm1.alignment_matrix_np(t0, bx, 5))
+bad("ibm1", "alignment_matrix_np", "m", "pair index past the corpus")(
+    lambda: ibm1.alignment_matrix_np(t0, bx, 5))
 bad("ibm1", "alignment_matrix_np", "t", "an all-zero table")(
     lambda: ibm1.alignment_matrix_np(np.zeros_like(t0), bx, 0))
 bad("ibm1", "viterbi_np", "t", "NaN in the table")(lambda: ibm1.viterbi_np(with_value(t0, NAN), bx))
 bad("ibm1", "top_translations_np", "k", "k = -1")(lambda: ibm1.top_translations_np(t0, bx, "a", -1))
 bad("ibm1", "top_translations_np", "t", "table of the wrong shape")(
     lambda: ibm1.top_translations_np(t0[:, :1], bx, "a"))
-bad("ibm1", "make_bitext", "sources", "a string sentence")(lambda: ibm1.make_bitext(["a b"], [["A"]]))
-bad("ibm1", "token_weights_np", "mode", "unknown mode")(lambda: ibm1.token_weights_np(np.array([0, 1]), "x"))
-bad("ibm1", "proxy_prediction_np", "counts", "1-d counts")(lambda: ibm1.proxy_prediction_np(np.ones(3)))
+bad("ibm1", "make_bitext", "sources", "a string sentence")(
+    lambda: ibm1.make_bitext(["a b"], [["A"]]))
+bad("ibm1", "token_weights_np", "mode", "unknown mode")(
+    lambda: ibm1.token_weights_np(np.array([0, 1]), "x"))
+bad("ibm1", "proxy_prediction_np", "counts", "1-d counts")(
+    lambda: ibm1.proxy_prediction_np(np.ones(3)))
 bad("ibm1", "proxy_agreement_torch", "d", "d = 0")(
     lambda: ibm1.proxy_agreement_torch(ibm1.make_bitext([["a"]], [["A"]], null=False), 0))
 bad("ibm1", "BagOfWordsProxy", "d", "d = 0")(lambda: ibm1.BagOfWordsProxy(3, 3, 0))
 bad("ibm1", "BagOfWordsProxy.forward", "xbar", "xbar of the wrong width")(
     lambda: ibm1.BagOfWordsProxy(3, 3, 4)(torch.ones(2, 5)))
 bad("ibm1", "em_fast_np", "iterations", "iterations = -1")(lambda: ibm1.em_fast_np(fb, -1))
-bad("ibm1", "e_step_fast_np", "t", "an all-zero table")(lambda: ibm1.e_step_fast_np(np.zeros_like(tf), fb))
-bad("ibm1", "e_step_fast_np", "t", "NaN in the table")(lambda: ibm1.e_step_fast_np(with_value(tf, NAN), fb))
+bad("ibm1", "e_step_fast_np", "t", "an all-zero table")(
+    lambda: ibm1.e_step_fast_np(np.zeros_like(tf), fb))
+bad("ibm1", "e_step_fast_np", "t", "NaN in the table")(
+    lambda: ibm1.e_step_fast_np(with_value(tf, NAN), fb))
 bad("ibm1", "m_step_fast_np", "floor", "NaN floor")(lambda: ibm1.m_step_fast_np(tf, fb, NAN))
 bad("ibm1", "e_step_fast_torch", "t", "an all-zero table")(
     lambda: ibm1.e_step_fast_torch(torch.zeros(len(tf), dtype=torch.float64), fb))
@@ -681,17 +728,22 @@ bad("ibm1", "alignment_matrix_fast_np", "m", "pair index past the corpus")(
 bad("ibm1", "position_entries_np", "m", "negative pair index")(
     lambda: ibm1.position_entries_np(fb, -5))
 bad("ibm1", "rows_np", "words", "an unknown word")(lambda: ibm1.rows_np(tf, fb, ["zzz"]))
-bad("ibm1", "top_translations_fast_np", "k", "k = -2")(lambda: ibm1.top_translations_fast_np(tf, fb, "a", -2))
-bad("ibm1", "viterbi_fast_np", "t", "NaN in the table")(lambda: ibm1.viterbi_fast_np(with_value(tf, NAN), fb))
-bad("ibm1", "index_bitext", "targets", "an empty target sentence")(lambda: ibm1.index_bitext([["a"]], [[]]))
+bad("ibm1", "top_translations_fast_np", "k", "k = -2")(
+    lambda: ibm1.top_translations_fast_np(tf, fb, "a", -2))
+bad("ibm1", "viterbi_fast_np", "t", "NaN in the table")(
+    lambda: ibm1.viterbi_fast_np(with_value(tf, NAN), fb))
+bad("ibm1", "index_bitext", "targets", "an empty target sentence")(
+    lambda: ibm1.index_bitext([["a"]], [[]]))
 
 # ============================================================================ tasks
 G = lambda: torch.Generator().manual_seed(0)  # noqa: E731
 bad("attention", "associative_recall", "batch_size", "batch_size = 2.5")(
     lambda: A.associative_recall(2.5, 2, 4, 4, G()))
-bad("attention", "associative_recall", "n_keys", "n_keys = -1")(lambda: A.associative_recall(2, 0, -1, 4, G()))
+bad("attention", "associative_recall", "n_keys", "n_keys = -1")(
+    lambda: A.associative_recall(2, 0, -1, 4, G()))
 bad("sparse", "two_halves", "n", "n = 3.5")(lambda: S.two_halves(2, 3.5, G()))
-bad("multiscale", "effective_scale_task", "k", "k = 1.5")(lambda: MS.effective_scale_task(2, 6, 3, 1.5, G()))
+bad("multiscale", "effective_scale_task", "k", "k = 1.5")(
+    lambda: MS.effective_scale_task(2, 6, 3, 1.5, G()))
 bad("multiscale", "glove_corpus", "vectors", "1-d vectors")(
     lambda: MS.glove_corpus({"train": ["a b"]}, ["a", "b"], np.ones(2), 4))
 bad("lstm_attention", "dictionary_corpus", "n_pairs", "n_pairs = -1")(
@@ -706,18 +758,24 @@ bad("tools.train", "length_batches", "lengths", "negative lengths")(
     lambda: TR.length_batches(torch.tensor([2, -1]), 1, G()))
 bad("xl", "char_corpus", "texts", "an empty list")(lambda: X.char_corpus([]))
 bad("xl", "lm_streams", "n_streams", "n_streams = 1.5")(lambda: X.lm_streams(torch.arange(10), 1.5))
-bad("xl", "lm_segment", "seg_len", "seg_len = 0")(lambda: X.lm_segment(torch.zeros(2, 10, dtype=torch.long), 0, 0))
-bad("xl", "lm_segment", "index", "index = -1")(lambda: X.lm_segment(torch.zeros(2, 10, dtype=torch.long), -1, 3))
-bad("xl", "synthetic_text", "n_chars", "n_chars = -5")(lambda: X.synthetic_text(-5, np.random.default_rng(0)))
+bad("xl", "lm_segment", "seg_len", "seg_len = 0")(
+    lambda: X.lm_segment(torch.zeros(2, 10, dtype=torch.long), 0, 0))
+bad("xl", "lm_segment", "index", "index = -1")(
+    lambda: X.lm_segment(torch.zeros(2, 10, dtype=torch.long), -1, 3))
+bad("xl", "synthetic_text", "n_chars", "n_chars = -5")(
+    lambda: X.synthetic_text(-5, np.random.default_rng(0)))
 bad("xl", "delayed_copy", "distance", "distance = 1.5")(lambda: X.delayed_copy(2, 5, 1.5, 3, G()))
 bad("lstm_attention", "keyword_task", "keyword", "keyword outside the vocabulary")(
     lambda: LA.keyword_task(2, 4, 3, np.random.default_rng(0), keyword=9))
-bad("lstm_attention", "build_vocab", "max_size", "max_size = -1")(lambda: LA.build_vocab([["a"]], max_size=-1))
-bad("lstm_attention", "encode_sentences", "vocab", "a vocabulary without <pad>")(lambda: LA.encode_sentences([["a"]], {"a": 0}))
+bad("lstm_attention", "build_vocab", "max_size", "max_size = -1")(
+    lambda: LA.build_vocab([["a"]], max_size=-1))
+bad("lstm_attention", "encode_sentences", "vocab", "a vocabulary without <pad>")(
+    lambda: LA.encode_sentences([["a"]], {"a": 0}))
 bad("task_heads", "bible_pairs", "test_fraction", "test_fraction = 1.5")(
     lambda: TH.bible_pairs([("a", "b")] * 40, 4, np.random.default_rng(0), test_fraction=1.5))
 bad("task_heads", "random_token_states", "dim", "dim = 0")(lambda: TH.random_token_states(["a"], 0))
-bad("task_heads", "template_sentiment", "n", "n = -1")(lambda: TH.template_sentiment(-1, np.random.default_rng(0)))
+bad("task_heads", "template_sentiment", "n", "n = -1")(
+    lambda: TH.template_sentiment(-1, np.random.default_rng(0)))
 bad("task_heads", "template_verses", "n_topics", "n_topics = 0")(
     lambda: TH.template_verses(3, np.random.default_rng(0), n_topics=0))
 
@@ -729,7 +787,8 @@ bad("attention", "RecallAttention.forward", "keys", "a key id >= n_keys")(
 bad("attention", "RecallAttention.forward", "values", "values of another shape than keys")(
     lambda: rec(torch.tensor([[1]]), torch.tensor([[1, 2]]), torch.tensor([[1]])))
 bad("attention", "RecallMeanPool.forward", "values", "a value id >= n_values")(
-    lambda: A.RecallMeanPool(5, 4, 8)(torch.tensor([[1]]), torch.tensor([[1]]), torch.tensor([[4]])))
+    lambda: A.RecallMeanPool(5, 4, 8)(torch.tensor([[1]]), torch.tensor([[1]]),
+                                      torch.tensor([[4]])))
 tb = MS.TransformerBaseline(4, 8, 2, 1, 2, max_len=5, embedding=torch.nn.Embedding(6, 4))
 bad("multiscale", "TransformerBaseline.forward", "inputs", "sequence longer than max_len")(
     lambda: tb(torch.zeros(1, 7, dtype=torch.long)))
@@ -740,21 +799,25 @@ bad("multiscale", "BiLSTMClassifier.forward", "lengths", "a length of 0")(
 vlm = X.VanillaLM(7, 8, 2, 1)
 bad("xl", "VanillaLM.forward", "tokens", "a token id >= vocab")(lambda: vlm(torch.tensor([[1, 9]])))
 bad("xl", "VanillaLM.forward", "tokens", "1-d tokens")(lambda: vlm(torch.tensor([1, 2])))
-bad("task_heads", "SentenceClassifier", "pool", "unknown pool")(lambda: TH.SentenceClassifier("max", 6))
+bad("task_heads", "SentenceClassifier", "pool", "unknown pool")(
+    lambda: TH.SentenceClassifier("max", 6))
 bad("tools.train", "count_parameters", "model", "not a module")(lambda: TR.count_parameters([1, 2]))
 
-# ============================================================================ GPU dispatch (CPU-checkable)
-from minattn.sparse import dispatch as D, flex as FL  # noqa: E402
+# ======================================================================== GPU dispatch (on a CPU)
+from minattn.sparse import dispatch as D  # noqa: E402
+from minattn.sparse import flex as FL  # noqa: E402
 
 qd = torch.from_numpy(R(1, 6, 4))
 bad("sparse", "choose_kernel", "n", "n = -1")(lambda: D.choose_kernel("cpu", -1))
 bad("sparse", "dense_window_attention", "q", "NaN in q")(
     lambda: D.dense_window_attention(with_value(qd, NAN, (0, 0, 0)), qd, qd, 1))
-bad("sparse", "dense_window_attention", "window w", "w = 1.5")(lambda: D.dense_window_attention(qd, qd, qd, 1.5))
+bad("sparse", "dense_window_attention", "window w", "w = 1.5")(
+    lambda: D.dense_window_attention(qd, qd, qd, 1.5))
 bad("sparse", "dense_block_sparse_attention", "layout", "a float layout")(
     lambda: D.dense_block_sparse_attention(qd, qd, qd, torch.ones(3, 3), 2))
 bad("sparse", "window_tiles_np", "n", "n = -1")(lambda: FL.window_tiles_np(-1, 2))
-bad("multiscale", "multiscale_tiles_np", "windows", "a negative window")(lambda: FL.multiscale_tiles_np(8, [-1, 2]))
+bad("multiscale", "multiscale_tiles_np", "windows", "a negative window")(
+    lambda: FL.multiscale_tiles_np(8, [-1, 2]))
 bad("xl", "XLDecoder", "batch", "batch = -1")(lambda: X.XLDecoder(xlm, 4, -1))
 bad("xl", "XLDecoder", "context", "context = 0")(lambda: X.XLDecoder(xlm, 0))
 

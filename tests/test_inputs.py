@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 
+import bad_calls  # tests/ is on sys.path (rootdir conftest)
 import numpy as np
 import pytest
 import torch
@@ -22,9 +23,11 @@ from hypothesis import strategies as st
 
 from minattn import attention as A
 from minattn import encoder as E
-from minattn import ibm1, lstm_attention as LA, multiscale as MS, task_heads as TH, xl as X
-
-import bad_calls  # tests/ is on sys.path (rootdir conftest)
+from minattn import ibm1
+from minattn import lstm_attention as LA
+from minattn import multiscale as MS
+from minattn import task_heads as TH
+from minattn import xl as X
 
 NAN, INF = float("nan"), float("inf")
 OUR_FORMAT = bad_calls.OUR_FORMAT
@@ -59,7 +62,8 @@ def test_float_masks_are_refused_by_all_three_attention_entry_points():
     refused(lambda: A.softmax_torch(torch.from_numpy(s), torch.from_numpy(additive)), "mask")
     refused(lambda: A.attention_np(q, q, q, additive[:, :3]), "mask")
     # the conversion the docstring gives reproduces the bool answer exactly
-    np.testing.assert_array_equal(A.softmax_np(s, additive == 0), A.softmax_np(s, np.tri(3, 5, 2) > 0))
+    np.testing.assert_array_equal(A.softmax_np(s, additive == 0),
+                                  A.softmax_np(s, np.tri(3, 5, 2) > 0))
 
 
 def test_mha_refuses_an_ambiguous_2_axis_mask_and_takes_key_padding_mask():
@@ -86,7 +90,8 @@ def test_inf_scores_and_sizes():
     refused(lambda: X.relative_distances_np(-2, 3), "n_queries")
     mem, hid = np.zeros((1, 2, 4)), np.zeros((1, 3, 4))
     refused(lambda: X.update_memory_np(mem, hid, -1), "mem_len")
-    refused(lambda: X.update_memory_torch(torch.from_numpy(mem), torch.from_numpy(hid), -1), "mem_len")
+    refused(lambda: X.update_memory_torch(torch.from_numpy(mem), torch.from_numpy(hid), -1),
+            "mem_len")
 
 
 def test_measured_scale_refuses_float_and_wrong_shape_query_masks():
@@ -177,7 +182,8 @@ def test_attention_gives_a_documented_error_or_the_reference(lq, lk, d, dtype, k
     k = rng.standard_normal(shape_k).astype(k_dtype or dtype)
     v = rng.standard_normal((lk, 2)).astype(dtype)
     mask = {None: None, "bool": rng.random((max(lq, 0), lk)) < 0.7,
-            "float": np.zeros((max(lq, 0), lk)), "wrong_shape": np.ones((lk + 1, 1), bool)}[mask_kind]
+            "float": np.zeros((max(lq, 0), lk)),
+            "wrong_shape": np.ones((lk + 1, 1), bool)}[mask_kind]
     if bad is not None and q.size and q.dtype.kind == "f":
         q.flat[0] = bad
     try:
@@ -198,7 +204,8 @@ def test_attention_gives_a_documented_error_or_the_reference(lq, lk, d, dtype, k
 
 @SETTINGS
 @given(b=st.integers(0, 2), n=st.integers(0, 3), dim=st.integers(1, 3),
-       mask_kind=st.sampled_from(["bool", "float", "short"]), garbage=poison, seed=st.integers(0, 3))
+       mask_kind=st.sampled_from(["bool", "float", "short"]), garbage=poison,
+       seed=st.integers(0, 3))
 def test_mean_pool_gives_a_documented_error_or_the_mean_of_the_real_tokens(b, n, dim, mask_kind,
                                                                           garbage, seed):
     rng = np.random.default_rng(seed)
@@ -246,7 +253,8 @@ def test_softmax_fully_masked_rows_are_zero_forward_and_backward():
 
 
 @SETTINGS
-@given(m=st.integers(0, 3), n=st.integers(1, 3), mem_len=st.one_of(st.integers(-2, 5), st.just(1.5)),
+@given(m=st.integers(0, 3), n=st.integers(1, 3),
+       mem_len=st.one_of(st.integers(-2, 5), st.just(1.5)),
        width=st.sampled_from([4, 3]), first=st.booleans())
 def test_update_memory_gives_a_documented_error_or_the_last_mem_len_states(m, n, mem_len, width,
                                                                          first):
@@ -267,11 +275,13 @@ def test_update_memory_gives_a_documented_error_or_the_last_mem_len_states(m, n,
 
 
 @SETTINGS
-@given(n=st.integers(1, 4), garbage=poison, lengths=st.lists(st.integers(0, 4), min_size=2, max_size=2),
+@given(n=st.integers(1, 4), garbage=poison,
+       lengths=st.lists(st.integers(0, 4), min_size=2, max_size=2),
        seed=st.integers(0, 3))
 def test_luong_attention_ignores_padding_and_matches_its_twin(n, garbage, lengths, seed):
     rng = np.random.default_rng(seed)
-    s, h, W = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, n, 4)), rng.standard_normal((2, 4, 4))
+    s, h = rng.standard_normal((2, 3, 4)), rng.standard_normal((2, n, 4))
+    W = rng.standard_normal((2, 4, 4))
     mask = np.arange(n)[None, :] < np.minimum(lengths, n)[:, None]
     if garbage is not None:
         h[~mask] = garbage

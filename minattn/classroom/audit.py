@@ -22,17 +22,13 @@ from .stubs import holders, resolve, stub_in_process
 
 # ============================================================================ give-aways
 # Twins that no name or text rule can see: (function, twin) -- the twin must carry every
-# exercise the function carries. (foo_np / foo_torch need no entry: rule 1 sees them; an entry
-# whose twin no longer exists is skipped.)
+# exercise the function carries. (foo_np / foo_torch need no entry: rule 1 sees them. An entry
+# whose twin no longer exists is skipped by the audit, and tests/test_layout.py fails on it.)
 TWINS = [
     ("softmax_torch", "block_sparse_attention_torch"),  # the row softmax, spread over blocks
-    ("attention_backward_np", "_window_attention_backward"),  # the windowed kernel's backward
-    ("attention_backward_np", "window_attention_backward_torch"),
+    ("attention_backward_np", "window_attention_backward_torch"),  # the window kernel's backward
     ("sliding_window_mask_np", "dilated_window_mask_np"),     # dilation 1 is the window
-    ("blocked_window_attention_torch", "_blocks_with_globals"),
     ("blocked_window_attention_torch", "global_window_attention_torch"),
-    ("e_step_np", "em_step_torch"),                           # the vectorised torch EM
-    ("m_step_np", "em_step_torch"),
 ]
 
 

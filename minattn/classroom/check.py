@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 from ..tools import REPO_ROOT
-from .copies import HIDDEN_TESTS, read_manifest
+from .copies import HIDDEN_TESTS, read_copy_manifest
 from .regions import all_exercises, by_id, expand_ids, summary
 
 
@@ -106,7 +106,7 @@ def check(ids=None, verbose: bool = False, root: Path = REPO_ROOT,
     """Run the exercise tests of this copy (at most `timeout` seconds) and print one line per
     exercise, last."""
     groups = by_id(all_exercises(root))
-    handed_out = (read_manifest(root) or {}).get("exercises")  # a student copy's exercises
+    handed_out = (read_copy_manifest(root) or {}).get("exercises")  # a student copy's exercises
     wanted = expand_ids(ids, groups) if ids else [i for i in groups if i in (handed_out or groups)]
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"

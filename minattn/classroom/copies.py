@@ -95,7 +95,7 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_manifest(dest: Path) -> dict | None:
+def read_copy_manifest(dest: Path) -> dict | None:
     """The manifest of a student copy made by this tool, or None."""
     try:
         manifest = json.loads((Path(dest) / MANIFEST).read_text())
@@ -138,7 +138,7 @@ def _check_destination(dest: Path, root: Path, force: bool) -> dict | None:
         raise ValueError(f"{dest} exists and is not a folder")
     if not dest.exists() or not any(dest.iterdir()):
         return None
-    manifest = read_manifest(dest)
+    manifest = read_copy_manifest(dest)
     if manifest is None:
         raise ValueError(f"{dest} is not empty and is not a student copy made by this tool: "
                          "nothing was written. Choose a new or empty folder.")

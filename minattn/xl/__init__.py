@@ -12,6 +12,7 @@
 package that imported it first would run twice; import it as `from minattn.xl.train import ...`.
 """
 
+from ..attention import sinusoid_np, sinusoid_torch  # the table lesson 01 builds
 from .data import (
     ClassRecall,
     char_corpus,
@@ -36,8 +37,6 @@ from .reference import (
     rel_multi_head_attention_np,
     relative_distances_np,
     relative_distances_torch,
-    sinusoid_np,
-    sinusoid_torch,
     update_memory_np,
     update_memory_torch,
 )

@@ -36,7 +36,6 @@ from ..attention import (
     causal_mask_torch,
     merge_heads_np,
     sinusoid_np,
-    sinusoid_torch,
     softmax_np,
     softmax_torch,
     split_heads_np,
