@@ -466,10 +466,10 @@ print(f"[CPU time of these runs: {time.process_time() - cpu:.0f} s]")
 # %%
 def count_table(src, tgt):
     """Dense C(x, y) (rows: input words, columns: output words, both in sorted order)."""
-    bx = make_bitext(src, tgt, null=False)
-    words = sorted(bx.src_vocab[1:])
-    C = count_table_np(bx)                    # (V_x, V_y), row 0 = NULL (unused here)
-    return C[np.ix_([bx.src_index[w] for w in words], [bx.tgt_index[w] for w in words])]
+    bitext = make_bitext(src, tgt, null=False)
+    words = sorted(bitext.src_vocab[1:])
+    C = count_table_np(bitext)                    # (V_x, V_y), row 0 = NULL (unused here)
+    return C[np.ix_([bitext.src_index[w] for w in words], [bitext.tgt_index[w] for w in words])]
 
 
 n_table = lesson.size(full=2000, smoke=200)

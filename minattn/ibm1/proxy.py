@@ -14,14 +14,14 @@ from ..tools.utils import check_array, check_same_device, check_size, describe, 
 from .reference import Bitext, check_bitext, count_table_np
 
 
-def bag_matrices_np(bx: Bitext) -> tuple[np.ndarray, np.ndarray]:
+def bag_matrices_np(bitext: Bitext) -> tuple[np.ndarray, np.ndarray]:
     """Per-pair bags: xbar (M, V_x) word frequencies of x^m (rows sum to 1; column 0 = NULL
     stays 0) and ycount (M, V_y) word counts of y^m."""
-    xbar = np.zeros((bx.n_pairs, len(bx.src_vocab)))
-    ycount = np.zeros((bx.n_pairs, len(bx.tgt_vocab)))
-    for m in range(bx.n_pairs):
-        np.add.at(xbar[m], bx.src[m], 1.0 / len(bx.src[m]))
-        np.add.at(ycount[m], bx.tgt[m], 1.0)
+    xbar = np.zeros((bitext.n_pairs, len(bitext.src_vocab)))
+    ycount = np.zeros((bitext.n_pairs, len(bitext.tgt_vocab)))
+    for m in range(bitext.n_pairs):
+        np.add.at(xbar[m], bitext.src[m], 1.0 / len(bitext.src[m]))
+        np.add.at(ycount[m], bitext.tgt[m], 1.0)
     return xbar, ycount
 
 
@@ -77,19 +77,19 @@ def proxy_prediction_np(counts: np.ndarray) -> np.ndarray:
     return 2.0 * (counts - counts.mean(axis=1, keepdims=True))
 
 
-def proxy_agreement_torch(bx: Bitext, d: int, seed: int = 0):
+def proxy_agreement_torch(bitext: Bitext, d: int, seed: int = 0):
     """Torch-only; compares proxy_logit_velocity_torch at a fresh N(0, 1/d) start with
     proxy_prediction_np. Returns (r, measured (V_x-1, V_y), predicted): r is the correlation
     over all (x, y), nan when the prediction is constant (a flat count table, e.g. 40-of-40)."""
-    check_bitext(bx)
+    check_bitext(bitext)
     d, seed = check_size("d", d, 1), check_size("seed", seed)
-    if bx.null:
+    if bitext.null:
         fail("the proxy has no NULL word", "make_bitext(..., null=False)", "null=True")
-    xbar, ycount = (torch.as_tensor(a) for a in bag_matrices_np(bx))
+    xbar, ycount = (torch.as_tensor(a) for a in bag_matrices_np(bitext))
     torch.manual_seed(seed)
     model = BagOfWordsProxy(xbar.shape[1], ycount.shape[1], d).double()
     measured = proxy_logit_velocity_torch(model, xbar, ycount).numpy()[1:]   # drop the NULL row
-    predicted = proxy_prediction_np(count_table_np(bx))[1:]
+    predicted = proxy_prediction_np(count_table_np(bitext))[1:]
     with np.errstate(invalid="ignore", divide="ignore"):   # flat table: prediction 0, r = nan
         r = float(np.corrcoef(measured.ravel(), predicted.ravel())[0, 1])
     return r, measured, predicted

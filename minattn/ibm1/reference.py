@@ -112,12 +112,12 @@ def make_bitext(sources, targets, null: bool = True) -> Bitext:
                   [np.array([tgt_id[w] for w in s]) for s in targets], bool(null))
 
 
-def check_table(t, bx: Bitext, name: str = "t", like=None) -> None:
+def check_table(t, bitext: Bitext, name: str = "t", like=None) -> None:
     """Raise unless t is a (V_x, V_y) float table of this corpus (NumPy or, like=torch.Tensor,
     a tensor), finite and >= 0: probabilities, or expected counts for the M-step."""
-    check_bitext(bx)
+    check_bitext(bitext)
     check_array(name, t, "float", hint="(V_x, V_y)", like=like)
-    shape = (len(bx.src_vocab), len(bx.tgt_vocab))
+    shape = (len(bitext.src_vocab), len(bitext.tgt_vocab))
     if tuple(t.shape) != shape:
         fail(f"{name}: translation table does not fit the corpus", f"shape {shape} (V_x, V_y)",
              f"shape {tuple(t.shape)}")
@@ -133,9 +133,10 @@ def check_nonnegative(name: str, t) -> None:
         fail(name, "values >= 0 (probabilities or counts)", f"a minimum of {low} in {describe(t)}")
 
 
-def check_bitext(bx) -> None:
-    if not isinstance(bx, Bitext) and type(bx).__name__ != "IndexedBitext":
-        fail("bx", "a corpus from make_bitext (or index_bitext for the fast path)", describe(bx))
+def check_bitext(bitext) -> None:
+    if not isinstance(bitext, Bitext) and type(bitext).__name__ != "IndexedBitext":
+        fail("bitext", "a corpus from make_bitext (or index_bitext for the fast path)",
+             describe(bitext))
 
 
 def check_covered(t, loglik) -> None:
@@ -148,25 +149,25 @@ def check_covered(t, loglik) -> None:
              f"log-likelihood is {float(loglik)} ({describe(t)}, {int((t > 0).sum())} entries > 0)")
 
 
-def check_mode(mode: str, bx: Bitext) -> None:
+def check_mode(mode: str, bitext: Bitext) -> None:
     if mode not in MODES:
         fail("unknown mode", f"one of {MODES}", repr(mode))
-    if mode == "nltk" and not bx.null:
+    if mode == "nltk" and not bitext.null:
         fail("NLTK mode needs the NULL word", "make_bitext(..., null=True)", "null=False")
 
 
 # ============================================================================ NumPy reference
-def uniform_table_np(bx: Bitext) -> np.ndarray:
+def uniform_table_np(bitext: Bitext) -> np.ndarray:
     """(V_x, V_y) the starting table t(y | x) = 1/|V_y| (NLTK's; any constant gives the same EM)."""
-    return np.full((len(bx.src_vocab), len(bx.tgt_vocab)), 1.0 / len(bx.tgt_vocab))
+    return np.full((len(bitext.src_vocab), len(bitext.tgt_vocab)), 1.0 / len(bitext.tgt_vocab))
 
 
-def count_table_np(bx: Bitext) -> np.ndarray:
+def count_table_np(bitext: Bitext) -> np.ndarray:
     """(V_x, V_y) the co-occurrence count table C(x, y) (Snell et al. 2021, eq. 16; §4.2):
     every output token y of a pair adds 1/|x^m| to C(x, y) for every input token x of the
-    pair (NULL is one more input token when `bx.null`). Row 0 is NULL."""
-    C = np.zeros((len(bx.src_vocab), len(bx.tgt_vocab)))
-    for x, y in bx.pairs():
+    pair (NULL is one more input token when `bitext.null`). Row 0 is NULL."""
+    C = np.zeros((len(bitext.src_vocab), len(bitext.tgt_vocab)))
+    for x, y in bitext.pairs():
         np.add.at(C, (x[None, :], y[:, None]), 1.0 / len(x))     # (|y|, |x|) cells, +1/|x| each
     return C
 
@@ -181,14 +182,14 @@ def token_weights_np(y: np.ndarray, mode: str) -> np.ndarray:
     return 1.0 / (y[:, None] == y[None, :]).sum(axis=1)
 
 
-def e_step_np(t: np.ndarray, bx: Bitext, mode: str = "textbook") -> tuple[np.ndarray, float]:
+def e_step_np(t: np.ndarray, bitext: Bitext, mode: str = "textbook") -> tuple[np.ndarray, float]:
     """Expected counts count(x, y) (V_x, V_y) under the table t, and the log-likelihood
     Σ_m Σ_j w_j log p(y_j | x^m), p(y_j | x^m) = Σ_i t(y_j | x_i) / (|x^m| + null)."""
-    check_table(t, bx)
-    check_mode(mode, bx)
+    check_table(t, bitext)
+    check_mode(mode, bitext)
     counts, loglik = np.zeros_like(t), 0.0
     # BEGIN EXERCISE 6.1 implement: E-step: posteriors, expected counts, log-likelihood (~15 min)
-    for x, y in bx.pairs():                       # x: (n,) ids (NULL first), y: (J,) ids
+    for x, y in bitext.pairs():                       # x: (n,) ids (NULL first), y: (J,) ids
         p = t[np.ix_(x, y)].T                     # (J, n) t(y_j | x_i)
         Z = p.sum(axis=1)                         # (J,)   Σ_i t(y_j | x_i)
         a = p / Z[:, None]                        # (J, n) posterior a_ji, rows sum to 1
@@ -221,26 +222,26 @@ def check_counts(counts, floor, like) -> None:
     check_number("floor", floor, low=0.0, high=1.0)
 
 
-def em_np(bx: Bitext, iterations: int, mode: str = "textbook", t: np.ndarray | None = None):
+def em_np(bitext: Bitext, iterations: int, mode: str = "textbook", t: np.ndarray | None = None):
     """Run EM from t (default uniform); returns (t (V_x, V_y), log-likelihood before each step)."""
-    check_bitext(bx)
+    check_bitext(bitext)
     iterations = check_size("iterations", iterations)
-    check_mode(mode, bx)
+    check_mode(mode, bitext)
     floor = MIN_PROB if mode == "nltk" else 0.0
-    t = uniform_table_np(bx) if t is None else t
+    t = uniform_table_np(bitext) if t is None else t
     history = []
     for _ in range(iterations):
-        counts, loglik = e_step_np(t, bx, mode)
+        counts, loglik = e_step_np(t, bitext, mode)
         t = m_step_np(counts, floor)
         history.append(loglik)
     return t, history
 
 
-def alignment_matrix_np(t: np.ndarray, bx: Bitext, m: int) -> np.ndarray:
+def alignment_matrix_np(t: np.ndarray, bitext: Bitext, m: int) -> np.ndarray:
     """(|y^m|, null + |x^m|) alignment posteriors a_ji of pair m (column 0 = NULL when used)."""
-    check_table(t, bx)
-    m = check_pair_index(m, bx.n_pairs)
-    x, y = bx.pair(m)
+    check_table(t, bitext)
+    m = check_pair_index(m, bitext.n_pairs)
+    x, y = bitext.pair(m)
     if not (t[np.ix_(x, y)].sum(axis=0) > 0).all():
         check_covered(t, -np.inf)
     # BEGIN EXERCISE 6.1 implement: E-step: posteriors, expected counts, log-likelihood (~15 min)
@@ -257,26 +258,26 @@ def check_pair_index(m, n_pairs: int) -> int:
     return m
 
 
-def viterbi_np(t: np.ndarray, bx: Bitext) -> list[np.ndarray]:
+def viterbi_np(t: np.ndarray, bitext: Bitext) -> list[np.ndarray]:
     """Best source position of every output token: one (|y^m|,) array per pair, 0-based in
     x^m, -1 = NULL. Ties go to the later position and a word beats NULL (NLTK's rule)."""
-    check_table(t, bx)
+    check_table(t, bitext)
     best = []
-    for x, y in bx.pairs():
+    for x, y in bitext.pairs():
         p = t[np.ix_(x, y)].T                                     # (J, n)
         last_max = p.shape[1] - 1 - np.argmax(p[:, ::-1], axis=1)  # the LAST maximum
-        best.append(last_max - int(bx.null))                      # NULL column -> -1
+        best.append(last_max - int(bitext.null))                      # NULL column -> -1
     return best
 
 
-def top_translations_np(t: np.ndarray, bx: Bitext, x, k: int = 3) -> list[tuple]:
+def top_translations_np(t: np.ndarray, bitext: Bitext, x, k: int = 3) -> list[tuple]:
     """The k most probable output words y for input word x: [(y, t(y | x)), ...]."""
-    check_table(t, bx)
+    check_table(t, bitext)
     k = check_size("k", k)
-    if x not in bx.src_index:
+    if x not in bitext.src_index:
         fail("unknown source word", "a word of the source vocabulary", repr(x))
-    row = t[bx.src_index[x]]
-    return [(bx.tgt_vocab[j], float(row[j])) for j in np.argsort(-row, kind="stable")[:k]]
+    row = t[bitext.src_index[x]]
+    return [(bitext.tgt_vocab[j], float(row[j])) for j in np.argsort(-row, kind="stable")[:k]]
 
 
 # ============================================================================ NLTK bridge
@@ -286,24 +287,24 @@ def nltk_bitext(sources, targets):
     return [AlignedSent(list(y), list(x)) for x, y in zip(sources, targets)]
 
 
-def nltk_table_np(model, bx: Bitext) -> np.ndarray:
+def nltk_table_np(model, bitext: Bitext) -> np.ndarray:
     """(V_x, V_y) NLTK's translation_table[y][x] as a dense table (small vocabularies)."""
     table = model.translation_table
-    return np.array([[table[y][x] for y in bx.tgt_vocab] for x in bx.src_vocab])
+    return np.array([[table[y][x] for y in bitext.tgt_vocab] for x in bitext.src_vocab])
 
 
 # ============================================================================ PyTorch twin
-def padded_torch(bx: Bitext, device=None):
+def padded_torch(bitext: Bitext, device=None):
     """The corpus as padded batch tensors on `device` (cached): X (M, n) source ids with NULL
     first, x_mask (M, n), Y (M, J) target ids, y_mask (M, J); padding has id 0, mask False."""
     key = str(torch.device(device or "cpu"))
-    if key not in bx.cache:
-        xs, ys = zip(*bx.pairs())
+    if key not in bitext.cache:
+        xs, ys = zip(*bitext.pairs())
         pad = lambda seqs: torch.nn.utils.rnn.pad_sequence(
             [torch.as_tensor(s, dtype=torch.int64) for s in seqs], batch_first=True)
         mask = lambda seqs: pad([np.ones(len(s), bool) for s in seqs]).bool()
-        bx.cache[key] = tuple(a.to(device) for a in (pad(xs), mask(xs), pad(ys), mask(ys)))
-    return bx.cache[key]
+        bitext.cache[key] = tuple(a.to(device) for a in (pad(xs), mask(xs), pad(ys), mask(ys)))
+    return bitext.cache[key]
 
 
 def token_weights_torch(Y: torch.Tensor, y_mask: torch.Tensor, mode: str) -> torch.Tensor:
@@ -314,11 +315,11 @@ def token_weights_torch(Y: torch.Tensor, y_mask: torch.Tensor, mode: str) -> tor
     return y_mask.double() / same.sum(-1).clamp_min(1)
 
 
-def e_step_torch(t: torch.Tensor, bx: Bitext, mode: str = "textbook"):
+def e_step_torch(t: torch.Tensor, bitext: Bitext, mode: str = "textbook"):
     """e_step_np on the whole corpus at once (padded batch); returns (counts, loglik tensor)."""
-    check_table(t, bx, like=torch.Tensor)
-    check_mode(mode, bx)
-    X, x_mask, Y, y_mask = padded_torch(bx, t.device)
+    check_table(t, bitext, like=torch.Tensor)
+    check_mode(mode, bitext)
+    X, x_mask, Y, y_mask = padded_torch(bitext, t.device)
     counts = torch.zeros_like(t)
     # BEGIN EXERCISE 6.1 implement: E-step: posteriors, expected counts, log-likelihood (~15 min)
     p = t[X[:, None, :], Y[:, :, None]] * x_mask[:, None, :]     # (M, J, n) t(y_j | x_i)
@@ -343,17 +344,17 @@ def m_step_torch(counts: torch.Tensor, floor: float = 0.0) -> torch.Tensor:
     # END EXERCISE
 
 
-def em_torch(bx: Bitext, iterations: int, mode: str = "textbook", t: torch.Tensor | None = None,
+def em_torch(bitext: Bitext, iterations: int, mode: str = "textbook", t: torch.Tensor | None = None,
              device=None):
     """em_np in torch (float64 unless t says otherwise); returns (t tensor, log-likelihoods)."""
-    check_bitext(bx)
+    check_bitext(bitext)
     iterations = check_size("iterations", iterations)
-    check_mode(mode, bx)
+    check_mode(mode, bitext)
     floor = MIN_PROB if mode == "nltk" else 0.0
-    t = torch.as_tensor(uniform_table_np(bx), device=device) if t is None else t
+    t = torch.as_tensor(uniform_table_np(bitext), device=device) if t is None else t
     history = []
     for _ in range(iterations):
-        counts, loglik = e_step_torch(t, bx, mode)
+        counts, loglik = e_step_torch(t, bitext, mode)
         t = m_step_torch(counts, floor)
         history.append(float(loglik))
     return t, history
