@@ -931,9 +931,10 @@ for arm, seed in tqdm([(arm, seed) for arm in FT_ARMS for seed in FT_SEEDS],
 pair_cls = pooled(pair_layers[LAST], "cls")  # the frozen encoder's [CLS] of each pair sequence
 rows_of = {part: torch.as_tensor(pair_of_row[SPLITS["paraphrase"][part]], device=device)
            for part in ("train", "val", "test")}
-pair_probes = [LinearProbe("logistic", l2).fit(pair_cls[rows_of["train"]],
-                                               y_para[SPLITS["paraphrase"]["train"]])
-               for l2 in (1e-2, 1e-1, 1.0, 10.0)]
+L2_GRID = lesson.size(full=(1e-2, 1e-1, 1.0, 10.0), smoke=(1e-1, 1.0))  # as in section 4
+pair_probes = [LinearProbe("logistic", l2, max_iter=lesson.size(full=500, smoke=50))
+               .fit(pair_cls[rows_of["train"]], y_para[SPLITS["paraphrase"]["train"]])
+               for l2 in L2_GRID]
 pair_probe = max(pair_probes, key=lambda p: score("paraphrase", p.score(
     pair_cls[rows_of["val"]]), SPLITS["paraphrase"]["val"]))
 pair_probe_test = score("paraphrase", pair_probe.score(pair_cls[rows_of["test"]]),
