@@ -862,7 +862,7 @@ for task in FROZEN:
 FT_SEEDS = lesson.size(full=[0, 1], smoke=[0, 1], paper=[0, 1, 2])
 FT_EPOCHS = lesson.size(full=0.3, smoke=0.5, paper=3)
 FT_BATCH = 8
-CHECKS = lesson.size(full=7, smoke=2, paper=4)  # stage 2's validation checks per epoch
+CHECKS = lesson.size(full=4, smoke=2, paper=4)  # stage 2's validation checks per epoch
 ENC_LR, HEAD_LR = lesson.size(full=1e-4, smoke=1e-4, paper=5e-5), 3e-4
 FT_ARMS = {"first token": dict(pool="cls"), "mean pooling": dict(pool="mean"),
            "heads": dict(pool="cross", read="first"), "cross-encoder": None}
