@@ -1011,9 +1011,10 @@ lesson.savefig(fig, "finetuned")
 # not because of a bug in how it reads (the pair is one sequence "[CLS] A [SEP] B [SEP]"
 # with B's segment id set, read at `[CLS]`): MiniLM was never trained to compare two
 # sentences in one sequence, and a converged linear probe on the frozen `[CLS]` of the pair
-# (printed above) sits far below the probe on two mean-pooled sentences. Stage 1 can only
-# reach that probe; stage 2 must teach the layers to compare, and it gains the most of any
-# read-out, from the lowest start. `MINATTN_SCALE=paper` runs the budget that can settle
+# (printed above) sits far below the probe on two mean-pooled sentences. Stage 1 reads that
+# same `[CLS]` linearly, so it cannot beat that probe (the stage-1 column: it ends below
+# it); stage 2 must teach the layers to compare, and it gains the most of any read-out, from
+# the lowest start. `MINATTN_SCALE=paper` runs the budget that can settle
 # these rows (all six layers, three epochs, three seeds: minutes on a GPU).
 
 # %% [markdown]
