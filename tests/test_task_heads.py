@@ -459,6 +459,39 @@ def test_models_run_a_trainable_encoder_first(rng):
     assert query.head.query is not None and query(xt, mt).shape == (3, 2)
 
 
+def test_standardize_uses_the_measured_statistics_and_runs_after_the_encoder(rng):
+    """Standardize: (h - mean) / std of the tokens it was given (std floored, buffers not
+    parameters); the models apply it after the encoder and before pooling, on A and on B."""
+    tokens = torch.from_numpy(rng.standard_normal((50, D)) * 3 + 2)
+    tokens[:, 0] = 1.0  # a feature that never varies: floored std, not a division by 0
+    std = th.Standardize(tokens)
+    out = std(tokens.float())
+    assert torch.allclose(out[:, 1:].mean(0), torch.zeros(D - 1), atol=1e-5)
+    assert torch.allclose(out[:, 1:].std(0), torch.ones(D - 1), atol=1e-5)
+    assert torch.isfinite(out).all() and not list(std.parameters())
+    assert set(std.state_dict()) == {"mean", "std"}
+    x, mask = padded(rng, [5, 2, 3])
+    b, bm = padded(rng, [2, 6, 4])
+    xt, mt, bt, bmt = t64(x, mask, b, bm)
+    std = std.double()
+    for pool in ("mean", "cross"):
+        torch.manual_seed(0)
+        model = PairModel(pool, D, num_heads=H, standardize=std).double()
+        torch.manual_seed(0)
+        plain = PairModel(pool, D, num_heads=H).double()
+        assert torch.allclose(model(xt, mt, bt, bmt), plain(std(xt), mt, std(bt), bmt),
+                              atol=1e-12)
+    torch.manual_seed(0)
+    sent = SentenceClassifier("attention", D, num_heads=H, standardize=std).double()
+    torch.manual_seed(0)
+    plain = SentenceClassifier("attention", D, num_heads=H).double()
+    assert torch.allclose(sent(xt, mt), plain(std(xt), mt), atol=1e-12)
+    with pytest.raises(ValueError, match="tokens"):
+        th.Standardize(tokens[:1])
+    with pytest.raises(ValueError, match="measured width"):
+        std(torch.zeros(2, 3, D + 1, dtype=torch.float64))
+
+
 # ============================================================================ reference lines
 def test_best_threshold_by_hand():
     scores = [0.1, 0.4, 0.35, 0.8, 0.9]

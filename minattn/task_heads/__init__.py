@@ -6,7 +6,7 @@ Stanford CS224N poster, 2024), lesson 07 — read top down:
     fast        attention_pool_fast_torch: a one-layer head's single query without projecting
                 every token
     baselines   pair_features, best_threshold, LinearProbe, drop_token
-    model       AttentionPool, CrossAttentionPool, SentenceClassifier, PairModel
+    model       AttentionPool, CrossAttentionPool, Standardize, SentenceClassifier, PairModel
     data        Bible verse pairs, their splits, offline stand-ins
 """
 
@@ -30,6 +30,7 @@ from .model import (
     CrossAttentionPool,
     PairModel,
     SentenceClassifier,
+    Standardize,
     attention_entropy_ratio,
     attention_layers,
     mean_entropy_ratio,
@@ -63,7 +64,7 @@ __all__ = [
     "layer_norm_torch", "pearson_loss_torch", "attention_pool_fast_torch", "pair_features",
     "best_threshold", "LinearProbe", "drop_token", "u09_init_", "attention_layers", "AttentionPool",
     "CrossAttentionPool", "attention_entropy_ratio", "mean_entropy_ratio", "uniform_scale_note",
-    "SentenceClassifier", "PairModel", "content_words", "jaccard", "BiblePairs", "bible_pairs",
-    "paraphrase_subset", "split_by_anchor", "random_token_states", "POSITIVE_WORDS",
+    "SentenceClassifier", "PairModel", "Standardize", "content_words", "jaccard", "BiblePairs",
+    "bible_pairs", "paraphrase_subset", "split_by_anchor", "random_token_states", "POSITIVE_WORDS",
     "NEGATIVE_WORDS", "template_sentiment", "template_verses",
 ]

@@ -4,6 +4,7 @@
                                         `cross_attention_pool_np` in `reference.py`)
     u09_init_, attention_layers         the poster's U(0.9, 1) initialisation, the heads' layers
     attention_entropy_ratio, ...        how far from uniform a head's first attention is
+    Standardize                         fixed per-feature (h − μ) / σ of token states
     SentenceClassifier, PairModel       token states -> a class / a paraphrase or similarity score
 """
 
@@ -184,6 +185,35 @@ def uniform_scale_note(d_model: int) -> str:
 
 
 # ============================================================================ the models
+class Standardize(nn.Module):
+    """Fixed per-feature standardisation of token states, (h − μ) / σ, with μ and σ measured on
+    training tokens: the preprocessing `LinearProbe` gives its features, given to a trained
+    read-out. Without it, features whose scale is small (a pair's u ⊙ v of raw MiniLM states
+    is ~10× smaller than u) move the output slowly under Adam, whose steps are the same size
+    for every weight. μ, σ are buffers (saved and moved with the model, never trained).
+
+    Standardize(tokens (T, D)) measures them; forward(states (B, L, D)) -> (B, L, D).
+    σ is floored at `min_std` (a feature that never varies stays near 0 instead of blowing up).
+    """
+
+    def __init__(self, tokens: torch.Tensor, min_std: float = 1e-3):
+        super().__init__()
+        check_array("tokens", tokens, "float", ndim=2, hint="(T, D) token states",
+                    like=torch.Tensor)
+        if len(tokens) < 2:
+            fail("Standardize needs token states to measure", "at least 2 tokens",
+                 f"{len(tokens)}")
+        tokens = tokens.double()
+        self.register_buffer("mean", tokens.mean(0).float())
+        self.register_buffer("std", tokens.std(0).clamp_min(min_std).float())
+
+    def forward(self, states: torch.Tensor) -> torch.Tensor:
+        if states.shape[-1] != len(self.mean):
+            fail("states", f"(..., {len(self.mean)}) token states, the measured width",
+                 describe(states))
+        return (states - self.mean) / self.std
+
+
 class SentenceClassifier(nn.Module):
     """Token states -> one vector per sentence -> class logits.
 
@@ -197,17 +227,18 @@ class SentenceClassifier(nn.Module):
     encoder: a trainable module (states, mask) -> states run first (e.g. `encoder.TopLayers`:
     fine-tuning; a "[CLS] A [SEP] B" pair read at "cls" is a cross-encoder). None: the states
     are frozen features.
+    standardize: a `Standardize` applied to the states (after the encoder), or None.
     forward(states (B, L, d_in), mask (B, L) bool, need_weights=False) -> logits (B, n_classes)
     (and the read-out attention (B, H, L) when need_weights).
     """
 
     def __init__(self, pool: str, d_model: int, n_classes: int = 2, num_heads: int = 12,
                  num_layers: int = 1, init: str = "default", d_in: int | None = None,
-                 encoder: nn.Module | None = None):
+                 encoder: nn.Module | None = None, standardize: Standardize | None = None):
         super().__init__()
         if pool not in ("cls", "mean", "query", "attention"):
             fail("unknown pool", "'cls', 'mean', 'query' or 'attention'", repr(pool))
-        self.pool, self.encoder = pool, encoder
+        self.pool, self.encoder, self.standardize = pool, encoder, standardize
         self.project = nn.Identity() if d_in in (None, d_model) else nn.Linear(d_in, d_model)
         self.head = None
         if pool == "query":
@@ -225,6 +256,8 @@ class SentenceClassifier(nn.Module):
 
         if self.encoder is not None:
             states = self.encoder(states, mask)
+        if self.standardize is not None:
+            states = self.standardize(states)
         weights = None
         if self.pool == "cls":
             z = self.project(cls_pool_torch(states, mask))
@@ -246,16 +279,18 @@ class PairModel(nn.Module):
          "similarity" -> cos(P u, P v), P a trainable D×D map starting at the identity (B,)
     d_in: as in `SentenceClassifier` (a shared linear map of every token state first).
     encoder: as in `SentenceClassifier`, run on A and on B (shared weights) before pooling.
+    standardize: as in `SentenceClassifier`, on A's and B's states.
     """
 
     def __init__(self, pool: str, d_model: int, out: str = "classify", num_heads: int = 12,
                  num_layers: int = 1, init: str = "default", d_in: int | None = None,
-                 read: str = "mean", encoder: nn.Module | None = None):
+                 read: str = "mean", encoder: nn.Module | None = None,
+                 standardize: Standardize | None = None):
         super().__init__()
         if pool not in ("cls", "mean", "cross") or out not in ("classify", "similarity"):
             fail("unknown PairModel setting", "pool in ('cls', 'mean', 'cross'), out in "
                  "('classify', 'similarity')", f"pool={pool!r}, out={out!r}")
-        self.pool, self.out, self.encoder = pool, out, encoder
+        self.pool, self.out, self.encoder, self.standardize = pool, out, encoder, standardize
         self.project = nn.Identity() if d_in in (None, d_model) else nn.Linear(d_in, d_model)
         self.head = CrossAttentionPool(d_model, num_heads, num_layers, init, read) \
             if pool == "cross" else None
@@ -269,6 +304,8 @@ class PairModel(nn.Module):
         check_pair(a, a_mask, b, b_mask)
         if self.encoder is not None:
             a, b = self.encoder(a, a_mask), self.encoder(b, b_mask)
+        if self.standardize is not None:
+            a, b = self.standardize(a), self.standardize(b)
         if self.pool == "cls":
             return self.project(cls_pool_torch(a, a_mask)), self.project(cls_pool_torch(b, b_mask))
         if self.pool == "mean":
