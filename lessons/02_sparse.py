@@ -202,7 +202,8 @@ print_table([{"pattern": name, **{f"N = {n}": f"{counts[n][name]:.1f}" for n in 
             ["pattern"] + [f"N = {n}" for n in sizes_keys] + ["keys ∝ N^a", "cost"])
 lesson.claim("strided attention with l ≈ √N costs O(N√N)",
              paper="'reduce this to O(n√n)', l ≈ √n (Child et al. 2019, abstract and §4.3)",
-             ours=f"keys per query ∝ N^{exponent['strided, l = √N']:.2f} on the library's masks, "
+             ours=f"keys per query ∝ N^{exponent['strided, l = √N']:.2f} "
+             "on the library's masks, "
              f"N = {sizes_keys[0]}..{sizes_keys[-1]}: "
              f"cost ∝ N^{1 + exponent['strided, l = √N']:.2f}",
              why="exact counts on the masks; l rounded to an integer",
@@ -253,7 +254,8 @@ print(f"layers until every token has heard from every token (w={W_GRAPH}):")
 print(f"{'pattern':<28}" + "".join(f"{'N=' + str(n):>9}" for n in sizes_graph))
 for name, ds in diameters.items():
     print(f"{name:<28}" + "".join(f"{d:>9.0f}" for d in ds))
-assert diameters[window_name] == [float(-(-(n - 1) // W_GRAPH)) for n in sizes_graph]  # ⌈(N-1)/w⌉
+# the window's diameter is ⌈(N-1)/w⌉
+assert diameters[window_name] == [float(-(-(n - 1) // W_GRAPH)) for n in sizes_graph]
 assert diameters["window + 1 global"] == [2.0] * len(sizes_graph)
 
 # The small world on more random draws: how much the diameter grows from the smallest to the
@@ -274,7 +276,8 @@ lesson.claim("random edges make paths short: the diameter grows like log N, not 
              ours=f"diameter growth N = {sizes_graph[0]} -> {sizes_graph[-1]}: window + {R_GRAPH} "
              f"random ×{np.mean(random_growth):.2f} (log N: ×{log_growth:.2f}), window alone "
              f"×{window_growth:.1f}",
-             why=f"exact graph distances on our masks; w = {W_GRAPH}, {len(growth_seeds)} random seeds",
+             why=f"exact graph distances on our masks; w = {W_GRAPH}, "
+                 f"{len(growth_seeds)} random seeds",
              verdict=compare(random_growth, window_growth, expect="<"))
 
 # %%
@@ -443,11 +446,14 @@ doublings = len(sizes_cost) - 1
 growth = {name: [(ts[-1][r] / ts[0][r]) ** (1 / doublings) for r in range(REPEATS)]
           for name, ts in cost.items()}
 print("time multiplied per doubling of N (geometric mean over the sizes, per repeat): "
-      + "; ".join(f"{name} ×" + ", ×".join(f"{g:.1f}" for g in gs) for name, gs in growth.items()))
+      + "; ".join(f"{name} ×" + ", ×".join(f"{g:.1f}" for g in gs)
+                  for name, gs in growth.items()))
 lesson.claim("sliding-window attention scales linearly with N where full attention is quadratic",
-             paper="memory and time linear in sequence length (Beltagy et al. 2020, Longformer, §3 "
+             paper="memory and time linear in sequence length (Beltagy et al. 2020, "
+                   "Longformer, §3 "
               "and Figure 1)",
-             ours=f"time ×{np.median(growth['window kernel']):.1f} per doubling of N for the window "
+             ours=f"time ×{np.median(growth['window kernel']):.1f} per doubling of N "
+             "for the window "
              f"kernel, ×{np.median(growth['dense masked SDPA']):.1f} for dense masked SDPA "
              f"(N = {sizes_cost[0]}..{sizes_cost[-1]}, w = {W_COST}, CPU forward)",
              why="one shared CPU thread; at small N fixed overheads flatten both growths",
@@ -638,7 +644,8 @@ print_table([{"Longformer variant (WikiHop dev, Table 11)": name, "accuracy": f"
 print(f"\nours, two halves at N = {N_SEQ} (2 layers): window + global {np.mean(global_acc):.3f}, "
       f"window alone {np.mean(window_acc):.3f}, BigBird window + random {np.mean(bigbird_acc):.3f}")
 lesson.claim("global attention matters for long inputs",
-             paper="WikiHop dev accuracy 72.2 with global attention, 65.5 without (both without its "
+             paper="WikiHop dev accuracy 72.2 with global attention, 65.5 without "
+                   "(both without its "
               "linear projections; Beltagy et al. 2020, Longformer, Table 11)",
              ours=f"two-halves accuracy {np.mean(global_acc):.3f} with one global token, "
              f"{np.mean(window_acc):.3f} with the window alone (N = {N_SEQ}, 2 layers)",
@@ -692,9 +699,11 @@ roll_err = (rolling - reference).abs().max().item()
 print(f"rolling cache of {slots} slots, {n_roll} generated tokens: max |cached - window kernel| = "
       f"{roll_err:.1e}; the cache holds {slots} keys instead of {n_roll}")
 lesson.claim("a sliding window needs a key-value cache of W slots only (a rolling buffer)",
-             paper="cache of fixed size W, slot i mod W: 8× less cache memory at 32k tokens, W = 4096, "
+             paper="cache of fixed size W, slot i mod W: 8× less cache memory at 32k tokens, "
+                   "W = 4096, "
               "quality unchanged (Jiang et al. 2023, Mistral 7B, §2)",
-             ours=f"generation through a {slots}-slot rolling cache equals the causal window kernel "
+             ours=f"generation through a {slots}-slot rolling cache equals the causal "
+             "window kernel "
              f"(max difference {roll_err:.1e}, float64)",
              why="an exact equivalence on random vectors; quality at scale not measured",
              verdict=same(roll_err, 0.0, tolerance=1e-12))

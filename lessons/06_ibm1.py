@@ -443,8 +443,8 @@ for mode in ["textbook", "nltk"]:
     ll_rel = max(abs(a - b) / abs(b) for a, b in zip(h_fast, h_ref))
     print(f"{n_check} verses, {mode} mode, 3 EM steps: max |t_fast - t_reference| = {err:.1e}, "
           f"log-likelihoods equal to {ll_rel:.0e} (relative); Viterbi differs for {differ} of "
-          f"{len(indexed.tgt_ids):,} tokens" + (f", all at ties (|Δt| <= {worst_tie:.0e})" if differ
-                                                else "") +
+          f"{len(indexed.tgt_ids):,} tokens"
+          + (f", all at ties (|Δt| <= {worst_tie:.0e})" if differ else "") +
           f"; reference {t_slow:.2f} s, fast {t_quick * 1e3:.1f} ms")
     assert err < 1e-12 and np.allclose(h_fast, h_ref, rtol=1e-12) and worst_tie < 1e-12
 

@@ -670,7 +670,8 @@ for task, kw, width, where in [(t, k, WIDTH[t], "frozen" if t != "paraphrase" el
 # On sentiment and similarity a trained linear map $P$ from 384 to 64 features comes first,
 # the same for every row of the task, so that the heads — two self-attention layers, three
 # cross-attention layers — stay cheap enough for a CPU ($P\,\mathrm{mean}(h) =
-# \mathrm{mean}(P h)$: for the baselines it is a linear map of the pooled vector). The heads are the poster's configurations (its Table 2):
+# \mathrm{mean}(P h)$: for the baselines it is a linear map of the pooled vector). The heads
+# are the poster's configurations (its Table 2):
 # two self-attention layers read by `[CLS]` for sentiment, one cross-attention layer for
 # paraphrase, three for similarity, each also with U(0.9, 1); sentiment also gets rung 3, the
 # learned query. AdamW at the poster's learning rate for a frozen encoder, $10^{-3}$, batches
@@ -843,7 +844,8 @@ for task in FROZEN:
 # what the frozen states already offered. So each read-out is trained in two stages, the
 # recipe that paper calls LP-FT: **stage 1** trains the read-out alone, full width, over the
 # frozen encoder's cached last-layer states, until the validation score stops improving
-# (section 6's paraphrase rows; the cross-encoder's is trained here); **stage 2** puts the top layers under it — at
+# (section 6's paraphrase rows; the cross-encoder's is trained here); **stage 2** puts the top
+# layers under it — at
 # the start they compute exactly the states stage 1 read — and trains both for a fixed
 # budget, with the encoder's learning rate below the read-out's, a linear warm-up and decay
 # to zero, and gradient clipping; the last weights are tested. `MINATTN_SCALE=paper` (for a
