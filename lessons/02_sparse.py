@@ -450,7 +450,7 @@ print("time multiplied per doubling of N (geometric mean over the sizes, per rep
                   for name, gs in growth.items()))
 lesson.claim("sliding-window attention scales linearly with N where full attention is quadratic",
              paper="memory and time linear in sequence length (Beltagy et al. 2020, "
-                   "Longformer, §3 "
+              "Longformer, §3 "
               "and Figure 1)",
              ours=f"time ×{np.median(growth['window kernel']):.1f} per doubling of N "
              "for the window "
@@ -645,7 +645,7 @@ print(f"\nours, two halves at N = {N_SEQ} (2 layers): window + global {np.mean(g
       f"window alone {np.mean(window_acc):.3f}, BigBird window + random {np.mean(bigbird_acc):.3f}")
 lesson.claim("global attention matters for long inputs",
              paper="WikiHop dev accuracy 72.2 with global attention, 65.5 without "
-                   "(both without its "
+              "(both without its "
               "linear projections; Beltagy et al. 2020, Longformer, Table 11)",
              ours=f"two-halves accuracy {np.mean(global_acc):.3f} with one global token, "
              f"{np.mean(window_acc):.3f} with the window alone (N = {N_SEQ}, 2 layers)",
@@ -700,7 +700,7 @@ print(f"rolling cache of {slots} slots, {n_roll} generated tokens: max |cached -
       f"{roll_err:.1e}; the cache holds {slots} keys instead of {n_roll}")
 lesson.claim("a sliding window needs a key-value cache of W slots only (a rolling buffer)",
              paper="cache of fixed size W, slot i mod W: 8× less cache memory at 32k tokens, "
-                   "W = 4096, "
+              "W = 4096, "
               "quality unchanged (Jiang et al. 2023, Mistral 7B, §2)",
              ours=f"generation through a {slots}-slot rolling cache equals the causal "
              "window kernel "

@@ -974,8 +974,7 @@ print("cross-encoder vs heads:", compare(per_seed(tuned, "paraphrase", "cross-en
 
 fig, (ax_curve, ax_dot) = plt.subplots(1, 2, figsize=(14, 4.4), width_ratios=(1.3, 1))
 colours = {"first token": "#999999", "mean pooling": "#4477aa", "heads": "#ee7733",
-           "cross-encoder": "#228833", "learned query": "#aa3377", "heads, U(0.9, 1)": "#cc3311",
-           "mean, full width": "#66ccee"}
+           "cross-encoder": "#228833"}
 for arm in FT_ARMS:
     steps_seen = [0] + tuned["paraphrase", arm, FT_SEEDS[0]]["history"]["val_step"]
     ax_curve.plot(steps_seen, curves[arm], marker="o", ms=3, color=colours[arm], label=arm)
@@ -987,7 +986,7 @@ for ax in (ax_curve, ax_dot):
 ax_curve.set(xlabel="stage-2 training step (batches of 8 pairs; step 0: the end of stage 1)",
              ylabel="validation accuracy",
              title=f"Fine-tuning the top {TOP} layers (mean of {len(FT_SEEDS)} seeds)")
-ax_curve.legend(fontsize=8, loc="lower right")
+ax_curve.legend(fontsize=8, loc="center right")
 for x, arm in enumerate(FT_ARMS):
     for dx, results, marker in ((-0.15, stage1, "o"), (0.15, tuned, "s")):
         scores = per_seed(results, "paraphrase", arm)
