@@ -1243,43 +1243,67 @@ def token_labels(states, i):
     return [token_name(int(t)) for t in ids] if token_name else [str(k) for k in range(len(ids))]
 
 
-def intervene(prob, x, m, weights, gen):
-    """|Δp| and flipped decisions when dropping the most-weighted token vs a random other one
-    (never the first token). weights (B, L): the read-out's attention over x's tokens."""
-    n = m.sum(1)
-    w = weights.masked_fill(~m, -1.0).clone()
-    w[:, 0] = -1.0
-    top = w.argmax(1)
-    rand = (torch.rand(len(n), generator=gen).to(device) * (n - 2)).long() + 1  # 1 .. n-2
-    rand = rand + (rand >= top).long()  # skip the top token: 1 .. n-1 without it
-    p0 = prob(x, m)
-    out = {}
-    for name, index in (("most-weighted token", top), ("random other token", rand)):
-        p = prob(*drop_token(x, m, index))
-        out[name] = ((p - p0).abs().mean().item(), ((p > 0.5) != (p0 > 0.5)).double().mean().item())
-    return out
+def intervene(chunks, gen):
+    """Mean |Δp| and share of flipped decisions when dropping the most-weighted token vs a
+    random other one (never the first token). chunks: (prob, x, m, weights) per batch, with
+    prob(x, m) the model's probability when x's tokens change and the rest stays, and
+    weights (B, L) the read-out's attention over x's tokens."""
+    sums = {"most-weighted token": np.zeros(2), "random other token": np.zeros(2)}
+    count = 0
+    for prob, x, m, weights in chunks:
+        n = m.sum(1)
+        w = weights.masked_fill(~m, -1.0).clone()
+        w[:, 0] = -1.0
+        top = w.argmax(1)
+        rand = (torch.rand(len(n), generator=gen).to(device) * (n - 2)).long() + 1  # 1 .. n-2
+        rand = rand + (rand >= top).long()  # skip the top token: 1 .. n-1 without it
+        p0 = prob(x, m)
+        for name, index in (("most-weighted token", top), ("random other token", rand)):
+            p = prob(*drop_token(x, m, index))
+            sums[name] += [(p - p0).abs().sum().item(), ((p > 0.5) != (p0 > 0.5)).sum().item()]
+        count += len(x)
+    return {name: tuple(total / count) for name, total in sums.items()}
+
+
+def length_chunks(rows, lengths, size=64):
+    """`rows` sorted by length, in chunks of `size`: little padding in each batch."""
+    order = rows[np.argsort(lengths[rows], kind="stable")]
+    return [order[i:i + size] for i in range(0, len(order), size)]
+
+
+def sentiment_chunks(model, rows):
+    for part in length_chunks(rows, sent_states.lengths()):
+        x, m = sent_states.batch(part, device)
+        weights = model(x, m, need_weights=True)[1].mean(1)  # (B, L): mean over the heads
+        yield (lambda x, m: torch.softmax(model(x, m), -1)[:, 1]), x, m, weights
+
+
+def pair_weights_of(model, a_x, a_m, b_x, b_m):
+    """(B, H, Lb): what A's [CLS] reads of B's tokens in the pair model's head."""
+    a_top, b_top = (model.standardize(model.encoder(x, m)) for x, m in ((a_x, a_m), (b_x, b_m)))
+    return model.head(a_top, a_m, b_top, b_m, need_weights=True)[1][:, :, 0]
+
+
+def pair_chunks(model, rows):
+    """B's tokens are removed, A stays: fine-tuned top layers over cached layer states."""
+    for part in length_chunks(rows, bible_states.lengths()[bible.b]):
+        a_x, a_m, b_x, b_m = frozen_inputs("paraphrase", part, bible_layers[FIRST_TUNED])
+        weights = pair_weights_of(model, a_x, a_m, b_x, b_m).mean(1)
+        yield ((lambda x, m, a_x=a_x, a_m=a_m: torch.sigmoid(model(a_x, a_m, x, m))),
+               b_x, b_m, weights)
 
 
 gen = torch.Generator().manual_seed(0)
 sent_head = frozen["sentiment", "heads", FROZEN_SEEDS[0]]["model"].eval()
 test_rows = SPLITS["sentiment"]["test"]
 long_enough = test_rows[sent_states.lengths()[test_rows] >= 4]
-x, m = sent_states.batch(long_enough, device)
-with torch.no_grad():
-    weights = sent_head(x, m, need_weights=True)[1].mean(1)  # (B, L): mean of the 4 heads
-    effects = {"sentiment, frozen, heads": intervene(
-        lambda x, m: torch.softmax(sent_head(x, m), -1)[:, 1], x, m, weights, gen)}
-
 pair_model = tuned["paraphrase", "heads", FT_SEEDS[0]]["model"].eval()
 pair_rows = SPLITS["paraphrase"]["test"]
-a_x, a_m, b_x, b_m = frozen_inputs("paraphrase", pair_rows, bible_layers[FIRST_TUNED])
 with torch.no_grad():
-    a_top, b_top = (pair_model.standardize(pair_model.encoder(x, m))
-                    for x, m in ((a_x, a_m), (b_x, b_m)))
-    pair_weights = pair_model.head(a_top, a_m, b_top, b_m, need_weights=True)[1][:, :, 0]
-    effects["paraphrase, fine-tuned, heads (B's tokens)"] = intervene(
-        lambda x, m: torch.sigmoid(pair_model(a_x, a_m, x, m)), b_x, b_m,
-        pair_weights.mean(1), gen)
+    effects = {"sentiment, frozen, heads": intervene(sentiment_chunks(sent_head, long_enough),
+                                                     gen),
+               "paraphrase, fine-tuned, heads (B's tokens)": intervene(
+                   pair_chunks(pair_model, pair_rows), gen)}
 print(f"{'model':44s} {'token removed':20s} {'mean |Δp|':>10s} {'decisions flipped':>18s}")
 for model_name, rows in effects.items():
     for token, (dp, flips) in rows.items():
@@ -1291,27 +1315,28 @@ for model_name, rows in effects.items():
 fig = plt.figure(figsize=(13, 8), layout="constrained")
 top_fig, bottom_fig = fig.subfigures(2, 1, height_ratios=(1.1, 1))
 show_rows = long_enough[sent_states.lengths()[long_enough] <= 22][:4]
-shown = torch.as_tensor(np.isin(long_enough, show_rows), device=weights.device)
-vmax = float(weights[shown].max())  # one colour scale for every row
-axes = top_fig.subplots(len(show_rows), 1)
 with torch.no_grad():
-    for ax, i in zip(np.atleast_1d(axes), show_rows):
-        xi, mi = sent_states.batch([i], device)
-        logits, w = sent_head(xi, mi, need_weights=True)
-        labels = token_labels(sent_states, i)
-        im = ax.imshow(w[0].mean(0).cpu().numpy()[None], cmap="viridis", aspect="auto", vmin=0,
-                       vmax=vmax)
-        ax.set_xticks(range(len(labels)), labels, rotation=60, fontsize=7)
-        ax.set_yticks([])
-        ax.set_title(f"label {'pos' if sent_labels[i] else 'neg'}, predicted "
-                     f"{'pos' if logits.argmax().item() else 'neg'}", fontsize=8)
+    shown = [sent_head(*sent_states.batch([i], device), need_weights=True) for i in show_rows]
+vmax = max(float(w.mean(1).max()) for _, w in shown)  # one colour scale for every row
+axes = top_fig.subplots(len(show_rows), 1)
+for ax, i, (logits, w) in zip(np.atleast_1d(axes), show_rows, shown):
+    labels = token_labels(sent_states, i)
+    im = ax.imshow(w[0].mean(0).cpu().numpy()[None], cmap="viridis", aspect="auto", vmin=0,
+                   vmax=vmax)
+    ax.set_xticks(range(len(labels)), labels, rotation=60, fontsize=7)
+    ax.set_yticks([])
+    ax.set_title(f"label {'pos' if sent_labels[i] else 'neg'}, predicted "
+                 f"{'pos' if logits.argmax().item() else 'neg'}", fontsize=8)
 top_fig.colorbar(im, ax=axes, label="attention weight", shrink=0.8)
 top_fig.suptitle("Frozen sentiment head: what [CLS] reads (mean of 4 heads)")
 ax = bottom_fig.subplots()
 k = int(np.argmin(bible_states.lengths()[bible.b[pair_rows[:40]]]))  # a short pair: readable
 row = pair_rows[k]
-nb = int(b_m[k].sum())
-ax.bar(range(nb), pair_weights[k].mean(0)[:nb].cpu().numpy(), color="#ee7733")
+with torch.no_grad():
+    pair_w = pair_weights_of(pair_model, *frozen_inputs("paraphrase", pair_rows[k:k + 1],
+                                                        bible_layers[FIRST_TUNED]))
+nb = pair_w.shape[-1]
+ax.bar(range(nb), pair_w[0].mean(0).cpu().numpy(), color="#ee7733")
 ax.set_xticks(range(nb), token_labels(bible_states, bible.b[row]), rotation=60, fontsize=8)
 ax.set(ylabel="weight (mean of 12 heads)", xlabel="B's tokens",
        title=f"Fine-tuned paraphrase head: A's [CLS] reads B (label: "

@@ -317,6 +317,34 @@ def test_values_are_read_at_the_door_not_inside_a_training_graph():
             check_finite("x", leaf * 1.0)  # computed without gradients: read
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_the_one_reduction_finite_test_matches_the_element_wise_one(dtype):
+    """check_finite's fast path (a sum, or a max when -inf is allowed) decides exactly as the
+    element-wise test: every bad value anywhere is found, masked-away ones are let through,
+    and finite values whose sum overflows are not refused."""
+    from minattn.tools.utils import check_finite
+    big = torch.finfo(dtype).max
+    g = torch.Generator().manual_seed(0)
+    for bad in (float("nan"), math.inf, -math.inf):
+        for n in (1, 7, 1000):
+            for at in {0, n // 2, n - 1}:
+                x = torch.randn(n, generator=g).to(dtype)
+                x[at] = bad
+                with pytest.raises(ValueError, match="finite"):
+                    check_finite("x", x)
+                keep = torch.ones(n, dtype=torch.bool)
+                keep[at] = False
+                check_finite("x", x, where=keep)  # the bad value does not count
+                if bad == -math.inf:
+                    check_finite("x", x, minus_inf_ok=True)
+                else:
+                    with pytest.raises(ValueError, match="finite"):
+                        check_finite("x", x, minus_inf_ok=True)
+    check_finite("x", torch.full((4,), big, dtype=dtype))  # its sum is inf: still all finite
+    check_finite("x", torch.tensor([big, -big, big], dtype=dtype).view(3, 1).expand(3, 5))
+    check_finite("x", torch.empty(0, 3, dtype=dtype))
+
+
 @pytest.mark.parametrize("name", ["attention_torch", "attention_fast_torch"])
 def test_activations_skip_the_selection_and_give_the_same_answer(name):
     """Hidden keys and empty query rows: an activation (not selected) and a leaf (selected)
