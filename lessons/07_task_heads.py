@@ -722,11 +722,12 @@ def predict(forward, inputs, rows, lengths, chunk):
 
 
 def fit(model, task, inputs, forward, seed, batch_size, epochs, checks_per_epoch, patience,
-        chunk, optimizer=None, schedule=None, lr=1e-3, keep_best=True):
+        chunk=64, optimizer=None, schedule=None, lr=1e-3, keep_best=True):
     """Train on SPLITS[task]['train'] in length-bucketed batches (the same for every model of
     this seed), check the validation score `checks_per_epoch` times per epoch, stop after
     `patience` checks without improvement, keep the best weights (or, keep_best=False, the
-    last ones). Returns a dict of results."""
+    last ones); evaluate in chunks of `chunk` texts of similar length (on a CPU, much larger
+    batches are slower: each takes fresh memory from the system). Returns a dict of results."""
     split, lengths = SPLITS[task], LENGTHS[task]
     generator = torch.Generator().manual_seed(seed)
     train_rows = split["train"]
@@ -776,7 +777,7 @@ for task, arm, seed in tqdm(runs, desc="frozen encoder: rungs x seeds", mininter
     frozen[task, arm, seed] = fit(frozen_model(task, FROZEN[task][arm]), task,
                                   lambda rows, task=task: frozen_inputs(task, rows),
                                   lambda m, *x: m(*x), seed, batch_size=32, epochs=MAX_EPOCHS,
-                                  checks_per_epoch=2, patience=3, chunk=256)
+                                  checks_per_epoch=2, patience=3)
 
 
 print(f"the frozen experiment: {len(frozen)} trainings, "
@@ -864,7 +865,7 @@ for task in FROZEN:
 FT_SEEDS = lesson.size(full=[0, 1], smoke=[0, 1], paper=[0, 1, 2])
 FT_EPOCHS = lesson.size(full=0.3, smoke=0.5, paper=3)
 FT_BATCH = 8
-CHECKS = lesson.size(full=4, smoke=2, paper=4)  # stage 2's validation checks per epoch
+CHECKS = lesson.size(full=6, smoke=2, paper=4)  # stage 2: validation checks per epoch (full: ~2)
 ENC_LR, HEAD_LR = lesson.size(full=1e-4, smoke=1e-4, paper=5e-5), 3e-4
 FT_ARMS = {"first token": dict(pool="cls"), "mean pooling": dict(pool="mean"),
            "heads": dict(pool="cross", read="first"), "cross-encoder": None}
@@ -909,7 +910,7 @@ for arm, seed in tqdm([(arm, seed) for arm in FT_ARMS for seed in FT_SEEDS],
         inputs, forward = finetuned_io(arm, LAST)
         stage1["paraphrase", arm, seed] = fit(finetuned_model(arm, seed), "paraphrase", inputs,
                                               forward, seed, batch_size=32, epochs=MAX_EPOCHS,
-                                              checks_per_epoch=2, patience=3, chunk=256)
+                                              checks_per_epoch=2, patience=3)
     else:  # section 6 trained this very read-out over the same states: stage 1 is done
         stage1["paraphrase", arm, seed] = frozen["paraphrase", arm, seed]
     model = finetuned_model(arm, seed, TopLayers(tune_source, TOP).to(device))
@@ -927,7 +928,7 @@ for arm, seed in tqdm([(arm, seed) for arm in FT_ARMS for seed in FT_SEEDS],
     inputs, forward = finetuned_io(arm, FIRST_TUNED)
     tuned["paraphrase", arm, seed] = fit(
         model, "paraphrase", inputs, forward, seed, FT_BATCH, FT_EPOCHS, CHECKS, patience=10 ** 6,
-        chunk=64, optimizer=optimizer, schedule=warmup_linear(max(1, steps // 10), steps),
+        optimizer=optimizer, schedule=warmup_linear(max(1, steps // 10), steps),
         keep_best=False)  # a fixed schedule that decays to zero: the last weights count
 
 pair_cls = pooled(pair_layers[LAST], "cls")  # the frozen encoder's [CLS] of each pair sequence
@@ -1245,19 +1246,18 @@ def token_labels(states, i):
 
 def intervene(chunks, gen):
     """Mean |Δp| and share of flipped decisions when dropping the most-weighted token vs a
-    random other one (never the first token). chunks: (prob, x, m, weights) per batch, with
-    prob(x, m) the model's probability when x's tokens change and the rest stays, and
-    weights (B, L) the read-out's attention over x's tokens."""
+    random other one (never the first token). chunks: (prob, x, m, p0, weights) per batch,
+    with prob(x, m) the model's probability when x's tokens change and the rest stays, p0
+    its probability on the whole input and weights (B, L) its read-out attention over x."""
     sums = {"most-weighted token": np.zeros(2), "random other token": np.zeros(2)}
     count = 0
-    for prob, x, m, weights in chunks:
+    for prob, x, m, p0, weights in chunks:
         n = m.sum(1)
         w = weights.masked_fill(~m, -1.0).clone()
         w[:, 0] = -1.0
         top = w.argmax(1)
         rand = (torch.rand(len(n), generator=gen).to(device) * (n - 2)).long() + 1  # 1 .. n-2
         rand = rand + (rand >= top).long()  # skip the top token: 1 .. n-1 without it
-        p0 = prob(x, m)
         for name, index in (("most-weighted token", top), ("random other token", rand)):
             p = prob(*drop_token(x, m, index))
             sums[name] += [(p - p0).abs().sum().item(), ((p > 0.5) != (p0 > 0.5)).sum().item()]
@@ -1272,25 +1272,21 @@ def length_chunks(rows, lengths, size=64):
 
 
 def sentiment_chunks(model, rows):
+    def prob(x, m):
+        return torch.softmax(model(x, m), -1)[:, 1]
     for part in length_chunks(rows, sent_states.lengths()):
         x, m = sent_states.batch(part, device)
-        weights = model(x, m, need_weights=True)[1].mean(1)  # (B, L): mean over the heads
-        yield (lambda x, m: torch.softmax(model(x, m), -1)[:, 1]), x, m, weights
-
-
-def pair_weights_of(model, a_x, a_m, b_x, b_m):
-    """(B, H, Lb): what A's [CLS] reads of B's tokens in the pair model's head."""
-    a_top, b_top = (model.standardize(model.encoder(x, m)) for x, m in ((a_x, a_m), (b_x, b_m)))
-    return model.head(a_top, a_m, b_top, b_m, need_weights=True)[1][:, :, 0]
+        logits, weights = model(x, m, need_weights=True)  # weights (B, H, L)
+        yield prob, x, m, torch.softmax(logits, -1)[:, 1], weights.mean(1)
 
 
 def pair_chunks(model, rows):
     """B's tokens are removed, A stays: fine-tuned top layers over cached layer states."""
     for part in length_chunks(rows, bible_states.lengths()[bible.b]):
         a_x, a_m, b_x, b_m = frozen_inputs("paraphrase", part, bible_layers[FIRST_TUNED])
-        weights = pair_weights_of(model, a_x, a_m, b_x, b_m).mean(1)
+        logits, (a_reads_b, _) = model(a_x, a_m, b_x, b_m, need_weights=True)
         yield ((lambda x, m, a_x=a_x, a_m=a_m: torch.sigmoid(model(a_x, a_m, x, m))),
-               b_x, b_m, weights)
+               b_x, b_m, torch.sigmoid(logits), a_reads_b[:, :, 0].mean(1))
 
 
 gen = torch.Generator().manual_seed(0)
@@ -1333,10 +1329,10 @@ ax = bottom_fig.subplots()
 k = int(np.argmin(bible_states.lengths()[bible.b[pair_rows[:40]]]))  # a short pair: readable
 row = pair_rows[k]
 with torch.no_grad():
-    pair_w = pair_weights_of(pair_model, *frozen_inputs("paraphrase", pair_rows[k:k + 1],
-                                                        bible_layers[FIRST_TUNED]))
+    pair_w = pair_model(*frozen_inputs("paraphrase", pair_rows[k:k + 1],
+                                       bible_layers[FIRST_TUNED]), need_weights=True)[1][0]
 nb = pair_w.shape[-1]
-ax.bar(range(nb), pair_w[0].mean(0).cpu().numpy(), color="#ee7733")
+ax.bar(range(nb), pair_w[0, :, 0].mean(0).cpu().numpy(), color="#ee7733")
 ax.set_xticks(range(nb), token_labels(bible_states, bible.b[row]), rotation=60, fontsize=8)
 ax.set(ylabel="weight (mean of 12 heads)", xlabel="B's tokens",
        title=f"Fine-tuned paraphrase head: A's [CLS] reads B (label: "

@@ -426,6 +426,25 @@ def test_pair_features_and_the_pair_model_read_outs(rng):
         th.AttentionPool(D, H, query="last")
 
 
+@pytest.mark.exercise("7.2")
+def test_the_pair_model_returns_what_its_head_read(rng):
+    """need_weights=True gives the same output and the head's own attention, both ways: the
+    rows sum to 1 over the real tokens of the other sentence and are 0 on its padding."""
+    a, am = padded(rng, [5, 2, 3])
+    b, bm = padded(rng, [2, 6, 4])
+    torch.manual_seed(0)
+    model = PairModel("cross", D, num_heads=H, read="first").double()
+    x = t64(a, am, b, bm)
+    out, (a_reads_b, b_reads_a) = model(*x, need_weights=True)
+    torch.testing.assert_close(out, model(*x), rtol=0, atol=1e-12)  # another kernel: 1 ulp
+    assert a_reads_b.shape == (3, H, 1, b.shape[1]) and b_reads_a.shape == (3, H, 1, a.shape[1])
+    torch.testing.assert_close(a_reads_b, model.head(*x, need_weights=True)[1])
+    for w, m in ((a_reads_b, x[3]), (b_reads_a, x[1])):
+        torch.testing.assert_close(w.sum(-1), torch.ones_like(w.sum(-1)))
+        assert bool((w.masked_select(~m[:, None, None, :]) == 0).all())
+    assert PairModel("mean", D).double()(*x, need_weights=True)[1] == (None, None)
+
+
 def test_models_run_a_trainable_encoder_first(rng):
     """SentenceClassifier / PairModel with `encoder=`: the module runs on the states first and
     trains with the head (fine-tuning); a pair read at [CLS] is a cross-encoder."""

@@ -300,22 +300,31 @@ class PairModel(nn.Module):
             self.top = nn.Linear(d_model, d_model, bias=False)
             nn.init.eye_(self.top.weight)
 
-    def embed_pair(self, a, a_mask, b, b_mask):
+    def embed_pair(self, a, a_mask, b, b_mask, need_weights: bool = False):
+        """(u, v), each (B, d_model), and with need_weights the heads' read-out attention
+        (A over B's tokens, B over A's): (B, H, La or 1, Lb) and (B, H, Lb or 1, La), None
+        without a head."""
         check_pair(a, a_mask, b, b_mask)
         if self.encoder is not None:
             a, b = self.encoder(a, a_mask), self.encoder(b, b_mask)
         if self.standardize is not None:
             a, b = self.standardize(a), self.standardize(b)
-        if self.pool == "cls":
-            return self.project(cls_pool_torch(a, a_mask)), self.project(cls_pool_torch(b, b_mask))
-        if self.pool == "mean":
-            return (self.project(mean_pool_torch(a, a_mask)),
-                    self.project(mean_pool_torch(b, b_mask)))
-        a, b = self.project(a), self.project(b)
-        return self.head(a, a_mask, b, b_mask)[0], self.head(b, b_mask, a, a_mask)[0]
+        weights = (None, None)
+        if self.pool in ("cls", "mean"):
+            pool = cls_pool_torch if self.pool == "cls" else mean_pool_torch
+            u, v = self.project(pool(a, a_mask)), self.project(pool(b, b_mask))
+        else:
+            a, b = self.project(a), self.project(b)
+            (u, a_reads_b), (v, b_reads_a) = (self.head(a, a_mask, b, b_mask, need_weights),
+                                              self.head(b, b_mask, a, a_mask, need_weights))
+            weights = (a_reads_b, b_reads_a)
+        return (u, v, weights) if need_weights else (u, v)
 
-    def forward(self, a, a_mask, b, b_mask):
-        u, v = self.embed_pair(a, a_mask, b, b_mask)
+    def forward(self, a, a_mask, b, b_mask, need_weights: bool = False):
+        """(B,) logits or similarity scores; with need_weights also `embed_pair`'s weights."""
+        u, v, *weights = self.embed_pair(a, a_mask, b, b_mask, need_weights)
         if self.out == "classify":
-            return self.top(pair_features(u, v))[:, 0]
-        return nn.functional.cosine_similarity(self.top(u), self.top(v), dim=-1)
+            out = self.top(pair_features(u, v))[:, 0]
+        else:
+            out = nn.functional.cosine_similarity(self.top(u), self.top(v), dim=-1)
+        return (out, weights[0]) if need_weights else out
