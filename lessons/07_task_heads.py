@@ -713,12 +713,18 @@ def frozen_inputs(task, rows, states=None):
     return (*states.batch(bible.a[rows], device), *states.batch(bible.b[rows], device))
 
 
+def by_length(rows, lengths, chunk=64):
+    """Positions in `rows`, sorted by their texts' lengths and cut into chunks of `chunk`: little
+    padding in each batch."""
+    order = np.argsort(lengths[rows], kind="stable")
+    return [order[i:i + chunk] for i in range(0, len(order), chunk)]
+
+
 def predict(forward, inputs, rows, lengths, chunk):
     """forward(*inputs(rows)) in chunks of similar length, in the order of `rows`."""
-    order = np.argsort(lengths[rows], kind="stable")
-    out = torch.cat([forward(*inputs(rows[order[i:i + chunk]]))
-                     for i in range(0, len(rows), chunk)])
-    return out[torch.as_tensor(np.argsort(order), device=out.device)]
+    chunks = by_length(rows, lengths, chunk)
+    out = torch.cat([forward(*inputs(rows[part])) for part in chunks])
+    return out[torch.as_tensor(np.argsort(np.concatenate(chunks)), device=out.device)]
 
 
 def fit(model, task, inputs, forward, seed, batch_size, epochs, checks_per_epoch, patience,
@@ -1265,25 +1271,19 @@ def intervene(chunks, gen):
     return {name: tuple(total / count) for name, total in sums.items()}
 
 
-def length_chunks(rows, lengths, size=64):
-    """`rows` sorted by length, in chunks of `size`: little padding in each batch."""
-    order = rows[np.argsort(lengths[rows], kind="stable")]
-    return [order[i:i + size] for i in range(0, len(order), size)]
-
-
 def sentiment_chunks(model, rows):
     def prob(x, m):
         return torch.softmax(model(x, m), -1)[:, 1]
-    for part in length_chunks(rows, sent_states.lengths()):
-        x, m = sent_states.batch(part, device)
+    for part in by_length(rows, sent_states.lengths()):
+        x, m = sent_states.batch(rows[part], device)
         logits, weights = model(x, m, need_weights=True)  # weights (B, H, L)
         yield prob, x, m, torch.softmax(logits, -1)[:, 1], weights.mean(1)
 
 
 def pair_chunks(model, rows):
     """B's tokens are removed, A stays: fine-tuned top layers over cached layer states."""
-    for part in length_chunks(rows, bible_states.lengths()[bible.b]):
-        a_x, a_m, b_x, b_m = frozen_inputs("paraphrase", part, bible_layers[FIRST_TUNED])
+    for part in by_length(rows, bible_states.lengths()[bible.b]):
+        a_x, a_m, b_x, b_m = frozen_inputs("paraphrase", rows[part], bible_layers[FIRST_TUNED])
         logits, (a_reads_b, _) = model(a_x, a_m, b_x, b_m, need_weights=True)
         yield ((lambda x, m, a_x=a_x, a_m=a_m: torch.sigmoid(model(a_x, a_m, x, m))),
                b_x, b_m, torch.sigmoid(logits), a_reads_b[:, :, 0].mean(1))

@@ -181,8 +181,8 @@ def _surely_finite(x: torch.Tensor, minus_inf_ok: bool) -> bool:
     """A one-reduction test that passes every finite tensor: NaN and ±inf propagate through a
     sum (NaN + a = NaN, inf + a = inf, inf - inf = NaN), and NaN and +inf through a max. False
     only asks for the exact element-wise check, which also tells an overflowing sum of finite
-    values (≥ 3.4e38 in float32) from a bad value. About 15x faster than isfinite(x).all() on
-    a CPU: no boolean tensor is written."""
+    values (≥ 3.4e38 in float32) from a bad value. No boolean tensor the size of x is
+    written, so a finite x is read once and nothing else is touched."""
     if minus_inf_ok:  # -inf is allowed: look at the largest value only
         top = float(x.max())
         return top == top and top != math.inf  # NaN is the one value not equal to itself
@@ -193,8 +193,8 @@ def _surely_finite(x: torch.Tensor, minus_inf_ok: bool) -> bool:
 def check_finite(name: str, x, where=None, minus_inf_ok: bool = False) -> None:
     """x must be finite (no NaN, no ±inf) wherever `where` (bool, broadcastable) is True,
     everywhere when where is None; minus_inf_ok lets −inf through (a score of −inf is a
-    weight of exactly 0). Reads the values once; skipped while torch.compile traces, and for
-    activations (see `in_graph`)."""
+    weight of exactly 0). A finite x is read once (`_surely_finite`); skipped while
+    torch.compile traces, and for activations (see `in_graph`)."""
     if isinstance(x, torch.Tensor):
         if _tracing() or not x.is_floating_point() or x.device.type == "meta" or in_graph(x) \
                 or x.numel() == 0 or _surely_finite(x, minus_inf_ok):
