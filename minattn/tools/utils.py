@@ -183,6 +183,7 @@ def _surely_finite(x: torch.Tensor, minus_inf_ok: bool) -> bool:
     only asks for the exact element-wise check, which also tells an overflowing sum of finite
     values (≥ 3.4e38 in float32) from a bad value. No boolean tensor the size of x is
     written, so a finite x is read once and nothing else is touched."""
+    x = x.detach()  # a leaf that requires grad is read, not differentiated
     if minus_inf_ok:  # -inf is allowed: look at the largest value only
         top = float(x.max())
         return top == top and top != math.inf  # NaN is the one value not equal to itself
@@ -205,7 +206,7 @@ def check_finite(name: str, x, where=None, minus_inf_ok: bool = False) -> None:
         if not bool(bad.any()):
             return
         count, first = int(bad.sum()), tuple(int(i) for i in torch.nonzero(bad)[0])
-        first_value = float(torch.broadcast_to(x, bad.shape)[first])
+        first_value = float(torch.broadcast_to(x.detach(), bad.shape)[first])
     else:
         x = np.asarray(x)
         if x.dtype.kind != "f":

@@ -375,6 +375,7 @@ def main(argv=None) -> dict:
         result["valid_bpc"] = evaluate_bpc(model, valid, args.seg, args.mem, args.eval_segments)
         print(f"validation: {result['valid_bpc']:.3f} bpc ({args.eval_segments} segments)")
     if world > 1:
+        dist.barrier()  # no rank tears gloo down while another is still evaluating: an abort
         dist.destroy_process_group()
     return result
 
