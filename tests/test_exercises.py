@@ -465,6 +465,51 @@ def test_nothing_in_a_student_copy_gives_an_answer_away():
                           "helpers to tests/hidden/:\n" + "\n".join(problems))
 
 
+def region_shapes(root: Path = REPO_ROOT) -> dict[str, dict[str, list[str]]]:
+    """exercise id -> {function stem (softmax for softmax_np and softmax_torch): the shape of
+    each of its regions, "returns" (the region's last statement is the function's return) or
+    "sets names" (the lines after the region finish the function)}."""
+    import ast
+
+    shapes: dict[str, dict[str, list[str]]] = {}
+    for e in all_exercises(root):
+        tree = ast.parse((root / e.path).read_text())
+        function = max((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)
+                        and n.lineno < e.line < n.end_lineno), key=lambda n: n.lineno)
+        inside = [n for n in ast.walk(function) if isinstance(n, ast.stmt)
+                  and e.line < n.lineno < e.end and n is not function]
+        last = max(inside, key=lambda n: n.lineno, default=None)
+        shape = "returns" if isinstance(last, ast.Return) else "sets names"
+        stem = re.sub(r"_(np|torch)$", "", function.name)
+        shapes.setdefault(e.id, {}).setdefault(stem, []).append(f"{shape} ({e.path}:{e.line})")
+    return shapes
+
+
+def test_twins_of_an_exercise_have_one_region_shape():
+    """attention_np's region once assigned output and weights (its return came after END)
+    while attention_torch's returned them: a student who wrote the second like the first got
+    `TypeError: cannot unpack non-iterable NoneType`."""
+    mixed = {f"{ex_id} {stem}": found for ex_id, stems in region_shapes().items()
+             for stem, found in stems.items()
+             if len({s.split(" (")[0] for s in found}) > 1}
+    assert not mixed, mixed
+
+
+def test_a_stub_gives_the_lines_after_it_the_names_they_read():
+    """A region whose outputs the lines after END read gets a placeholder in a copy, so that
+    `ruff check` (F821) passes there; one that returns needs none; long stubs wrap at 100."""
+    text = ("def f(x):\n    y = x\n    # BEGIN EXERCISE 9.1 implement: " + "word " * 30 + "\n"
+            "    z, q = y, 1\n    # END EXERCISE\n    return q + z\n\n\ndef g(x):\n"
+            "    # BEGIN EXERCISE 9.2 double x\n    t = 2 * x\n    return t\n"
+            "    # END EXERCISE\n")
+    student = strip_solutions(text)
+    assert "    q = z = None\n" in student and "t = None" not in student
+    assert all(len(line) <= 100 for line in student.splitlines() if "BEGIN" not in line)
+    with pytest.raises(NotImplementedError, match="^Exercise 9.1: (word ){29}word$"):
+        run_ns(student)["f"](1)
+    assert strip_solutions(text, keep_lines=True).count("\n") == text.count("\n")
+
+
 # ============================================================================ lessons
 def test_an_unimplemented_exercise_is_one_line():
     def raise_it():
@@ -494,6 +539,16 @@ def student(tmp_path_factory):
     return dest
 
 
+def test_a_fresh_student_copy_passes_the_projects_lint(student):
+    """`make test` in a copy starts with `ruff check .`: undefined names after a stub (F821),
+    values only a stripped region read (F841), stubs past 100 columns (E501) once stopped it
+    before pytest."""
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache",
+                           "--output-format", "concise", "."], cwd=student,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
 @pytest.mark.slow
 def test_student_check_prints_a_compact_table_last(student):
     proc = subprocess.run([sys.executable, "-m", "minattn.classroom", "check"], cwd=student,
@@ -514,14 +569,21 @@ def test_student_check_prints_a_compact_table_last(student):
     assert proc.returncode == 2 and "valid ids: " + " ".join(groups) in proc.stderr
 
 
-@pytest.mark.slow
-def test_each_exercise_stubbed_alone_fails_its_own_tests(tmp_path):
-    """In the teacher's copy, every exercise test (hidden ones too) run with only its own exercise
-    stubbed out fails, and with that exercise's NotImplementedError: the tests depend on it."""
+@pytest.fixture(scope="module")
+def stub_each(tmp_path_factory):
+    """The exercise report of one run of every exercise test with its own exercise stubbed."""
+    report = tmp_path_factory.mktemp("stub-each") / "report.json"
     rc, out, results, _ = run_pytest(REPO_ROOT,
                                      ["tests", "-q", "--tb=no", "--stub-each", "--exercises"],
-                                     tmp_path / "report.json", capture=True, timeout=600)
-    found = results["exercises"]
+                                     report, capture=True, timeout=600)
+    return results
+
+
+@pytest.mark.slow
+def test_each_exercise_stubbed_alone_fails_its_own_tests(stub_each):
+    """In the teacher's copy, every exercise test (hidden ones too) run with only its own exercise
+    stubbed out fails, and with that exercise's NotImplementedError: the tests depend on it."""
+    found = stub_each["exercises"]
     for ex_id in by_id(all_exercises()):
         counts = found.get(ex_id)
         assert counts and counts["tests"], f"no test is marked @pytest.mark.exercise({ex_id!r})"
@@ -531,6 +593,47 @@ def test_each_exercise_stubbed_alone_fails_its_own_tests(tmp_path):
         assert counts["own_not_implemented"] == n_run(counts), (
             f"exercise {ex_id}: these tests pass with it stubbed out, so they do not "
             f"check it (drop their exercise marker): {passing}; these fail otherwise: {bad}")
+
+
+@pytest.mark.slow
+def test_every_region_a_copy_strips_is_reached_by_a_test_of_its_exercise(stub_each, tmp_path):
+    """Handing out an exercise removes only code that its own tests run: otherwise `make
+    exercises EX=<id>` says PASS while a lesson stops on the stripped code (minattn/classroom/
+    reach.py: the regions the stub-each run reached first, then the others traced)."""
+    from minattn.classroom.reach import unreached
+
+    def run(args):
+        return run_pytest(REPO_ROOT, ["-q", "--tb=no", *args], tmp_path / "traced.json",
+                          capture=True, timeout=600)[2]
+    problems = unreached(stub_each, run)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_reach_check_finds_a_region_no_test_of_its_exercise_runs(tmp_path):
+    """The block-sparse kernel's softmax once carried exercise 1.1's marker: `make exercises
+    EX=1.1` said PASS while lesson 02 stopped on it."""
+    from minattn.classroom.reach import unreached
+
+    root = fake_course(tmp_path / "course")
+    (root / "tests" / "test_lib.py").write_text(
+        "import pytest\nfrom minattn.lib import f, g\n\n\n@pytest.mark.exercise('9.1')\n"
+        "def test_f():\n    assert f(1) == 3\n\n\n@pytest.mark.exercise('9.2')\n"
+        "def test_g():\n    assert g(1) == 2\n")
+    regions = {f"{e.path}:{e.line}": e for e in all_exercises(root)}
+    assert list(regions) == ["minattn/lib.py:4", "minattn/lib.py:11", "minattn/lib.py:17"]
+    report = {"exercises": {"9.1": {"raised_at": ["minattn/lib.py:5"]},
+                            "9.2": {"raised_at": ["minattn/lib.py:18"]}}}
+    calls = []
+
+    def run(args):  # the trace run: f_torch is never entered
+        calls.append(args)
+        return {"exercises": {"9.1": {"entered": ["minattn/lib.py:4"]}}}
+    (problem,) = unreached(report, run, root)
+    assert problem.startswith("exercise 9.1: no test marked with it reaches its region "
+                              "minattn/lib.py:11 (tests that name its function: none)")
+    assert calls == [["tests/test_lib.py", "--trace-regions", "--exercises", "9.1"]]
+    report["exercises"]["9.1"]["raised_at"].append("minattn/lib.py:12")
+    assert unreached(report, run, root) == [] and len(calls) == 1  # all reached first
 
 
 @pytest.mark.slow

@@ -90,8 +90,8 @@ def attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray |
     scores = (q @ np.swapaxes(k, -1, -2)) * scale  # (..., Lq, Lk)
     weights = softmax_np(scores, mask)  # (..., Lq, Lk), rows sum to 1 (or 0)
     output = weights @ v  # (..., Lq, dv)
-    # END EXERCISE
     return output, weights
+    # END EXERCISE
 
 
 def attention_backward_np(grad_out: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray,

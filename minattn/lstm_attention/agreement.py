@@ -24,8 +24,6 @@ Why the maximum over checkpoints: the agreement first rises, then falls as train
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 
@@ -122,7 +120,7 @@ def agreement_torch(a, b, mask=None):
     mask = check_agreement(a, b, mask)
     # BEGIN EXERCISE 5.2 implement: the agreement metric, torch twin
     k = torch.ceil(0.05 * mask.sum(-1))
-    neg = torch.tensor(-math.inf, dtype=a.dtype, device=a.device)
+    neg = torch.tensor(float("-inf"), dtype=a.dtype, device=a.device)
     best = torch.where(mask, a, neg).argmax(-1, keepdim=True)
     rank = (torch.where(mask, b, neg) > b.gather(-1, best)).sum(-1)
     return (rank < k).to(a.dtype)

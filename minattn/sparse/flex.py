@@ -149,11 +149,9 @@ def window_mask_mod(w, dilation: int = 1, causal: bool = False, is_global=None):
     itself again for every new w."""
     def mask_mod(b, h, q_idx, kv_idx):
         diff = q_idx - kv_idx
-        # BEGIN EXERCISE 2.1 sliding-window mask: True where |i - j| <= w (and j <= i when causal)
         ok = diff.abs() <= w * dilation
         if dilation > 1:
             ok = ok & (diff.abs() % dilation == 0)
-        # END EXERCISE
         if is_global is not None:
             ok = ok | is_global[q_idx] | is_global[kv_idx]
         return ok & (diff >= 0) if causal else ok
@@ -173,9 +171,7 @@ def multiscale_mask_mod(windows: torch.Tensor, key_mask: torch.Tensor | None = N
     """mask_mod of `scale_mask_np(N, ω)` (head h: |i − j| <= ω_h) ∩ the key padding mask:
     windows (H,) int tensor, key_mask (B, N) bool or None."""
     def mask_mod(b, h, q_idx, kv_idx):
-        # BEGIN EXERCISE 3.1 implement: the per-head window mask |i - j| <= ω_h, shape (H, N, N) (~10 min)
         ok = (q_idx - kv_idx).abs() <= windows[h]
-        # END EXERCISE
         return ok if key_mask is None else ok & key_mask[b, kv_idx]
     return mask_mod
 
