@@ -177,6 +177,10 @@ bad("attention", "attention_torch", "v", "NaN in a visible value")(
     lambda: A.attention_torch(qt, kt, with_value(vt, NAN, (0, 0, 0))))
 bad("attention", "attention_torch", "q", "integer tensors")(
     lambda: A.attention_torch(qt.long(), kt.long(), vt.long()))
+bad("attention", "attention_torch", "q", "NumPy arrays (the twin takes tensors)")(
+    lambda: A.attention_torch(q, k, v))
+bad("attention", "attention_fast_torch", "q", "NumPy arrays")(
+    lambda: A.attention_fast_torch(q, k, v))
 bad("attention", "attention_torch", "scale", "inf scale")(
     lambda: A.attention_torch(qt, kt, vt, scale=INF))
 bad("attention", "attention_backward_np", "grad_out", "grad_out of the wrong shape")(

@@ -209,7 +209,7 @@ def attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     This explicit path materialises the (Lq, Lk) weights — use it when you want to look at
     them. `attention_fast_torch` (fast.py) gives the same output without storing them.
     """
-    check_attention_inputs(q, k, v, mask, scale)
+    check_attention_inputs(q, k, v, mask, scale, like=torch.Tensor)
     q, k, v = visible_inputs(q, k, v, mask)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     # BEGIN EXERCISE 1.2 implement: the same attention forward in torch (~5 min)
