@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from minattn.tools.course import execute_lesson, export_html, lesson_files
+from minattn.tools.course import execute_lesson, lesson_files
 from minattn.tools.fetch import data_root
 from minattn.tools.lesson import REPO_ROOT
+from minattn.tools.pages import export_html
 from minattn.tools.prose import unsupported
 from minattn.tools.verdict import VERDICTS
 
@@ -175,6 +176,13 @@ def test_lesson_01_runs_as_notebook_with_outputs_and_html(tmp_path):
     assert images[0]["data"]["image/png"].strip()[:200] in page.replace("\n", "")
     assert list((tmp_path / "figures" / lesson.stem).glob("*.png")), "figures/ still written"
     assert notebook.metadata["minattn"]["smoke"] is True
+    # In a browser (tests/test_course_pages.py says more): every formula typesets, every
+    # figure loads, no raw colour code, no progress bar on the error background.
+    from minattn.tools.pages import find_browser, page_problems, probe_page
+
+    if find_browser() and (data_root() / "mathjax" / "mathjax.whl").exists():
+        result = probe_page(run.html, find_browser())
+        assert page_problems(result) == [] and result["images"] == len(images), result
 
 
 TINY_LESSON = """# %% [markdown]
