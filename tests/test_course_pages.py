@@ -267,3 +267,36 @@ def test_figures_of_a_smoke_run_go_to_their_own_folder(monkeypatch):
     assert course.figure_root(smoke=False).name == "figures"
     monkeypatch.setenv("MINATTN_FIGURES", os.fspath(course.REPO_ROOT / "elsewhere"))
     assert course.figure_root(smoke=True).name == "elsewhere"
+
+
+def test_ctrl_c_stops_the_course_quietly_keeping_what_ran(tmp_path):
+    """The first Ctrl-C interrupts the running cell: the notebook is written with what ran,
+    the course stops with one line, no traceback (nbclient's own handler killed the kernel)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    lesson = tiny_lesson(tmp_path, "97_sleeps", "print('started', flush=True)\n"
+                                                "import time\ntime.sleep(120)")
+    driver = tmp_path / "run.py"
+    driver.write_text(
+        "import sys\nfrom pathlib import Path\nfrom minattn.tools import course\n"
+        f"course.REPO_ROOT = Path({str(tmp_path)!r})\n"
+        f"course.lesson_files = lambda root=None: [Path({str(lesson)!r})]\n"
+        "sys.exit(course.main([]))\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("MINATTN_SMOKE", "MINATTN_FIGURES")}
+    proc = subprocess.Popen([sys.executable, str(driver)], cwd=tmp_path, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    started = tmp_path / "notebooks"
+    for _ in range(1200):  # the kernel printed its first line
+        if proc.stdout.readline().startswith("started") or proc.poll() is not None:
+            break
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "Traceback" not in err, err
+    assert err.strip().splitlines()[-1] == "interrupted: 1 of 1 lessons ran (97_sleeps)", err
+    outputs = [o for c in nbformat.read(started / "97_sleeps.ipynb", as_version=4).cells
+               for o in c.get("outputs", [])]
+    assert outputs[0].text == "started\n" and outputs[-1].ename == "KeyboardInterrupt"

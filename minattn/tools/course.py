@@ -24,10 +24,13 @@ notebook with a smoke one) first copies it to <folder>/backups/, and says so.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import datetime
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -165,6 +168,23 @@ def execute_lesson(lesson: Path, out_dir: Path, env: dict | None = None,
                 stream.flush()
             return super().process_message(msg, cell, cell_index)
 
+    def on_notebook_start(notebook):
+        """Ctrl-C interrupts the running cell (nbclient's own handler would kill the kernel
+        and lose the notebook): the notebook is written with what ran, and main stops."""
+        pid = getattr(client.km.provisioner, "pid", None)  # its own session: no Ctrl-C of ours
+
+        def on_ctrl_c():
+            again = _CTRL_C["pressed"]
+            _CTRL_C["pressed"] = True
+            print("\ninterrupted: " + ("stopping now" if again else "the notebook so far is "
+                  "written, then the course stops (Ctrl-C again to stop at once)"),
+                  file=sys.stderr, flush=True)
+            if pid:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL if again else signal.SIGINT)
+        with contextlib.suppress(RuntimeError, NotImplementedError):
+            asyncio.get_event_loop().add_signal_handler(signal.SIGINT, on_ctrl_c)
+
     def on_cell_executed(cell, cell_index, execute_reply):
         nonlocal done
         if cell.cell_type != "code":
@@ -182,6 +202,7 @@ def execute_lesson(lesson: Path, out_dir: Path, env: dict | None = None,
     client = EchoingClient(notebook, timeout=timeout, kernel_name="python3",
                            resources={"metadata": {"path": str(REPO_ROOT)}},
                            on_cell_executed=on_cell_executed,
+                           on_notebook_start=on_notebook_start,
                            config=Config(KernelManager={"transport": "ipc",
                                                         "ip": f"{sockets}/kernel"}))
     error = ""
@@ -293,6 +314,9 @@ def write_report(figure_root: Path, lessons: list[str] | None = None) -> tuple[P
 
 
 # ============================================================================ main
+_CTRL_C = {"pressed": False}  # set by a Ctrl-C while a lesson's kernel runs (execute_lesson)
+
+
 def figure_root(smoke: bool | None = None) -> Path:
     """Where the lessons' figures and claims go: MINATTN_FIGURES, else figures/ (figures-smoke/
     for a smoke run, so that it never replaces a full run's claims)."""
@@ -326,6 +350,8 @@ def main(argv: list[str] | None = None) -> int:
     runs = []
     try:
         for lesson in lessons:
+            if _CTRL_C["pressed"]:
+                break
             print(f"\n=== {lesson.name} (as a notebook) " + "=" * max(0, 48 - len(lesson.name)),
                   flush=True)
             run = execute_lesson(lesson, out_dir, env=env)
@@ -335,8 +361,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  warning: the text says about {miss.text}, which this run did not "
                       f"print (…{miss.context}…)")
             runs.append(run)
-    except KeyboardInterrupt:
-        print(f"\ninterrupted: {len(runs)} of {len(lessons)} lessons ran "
+    except KeyboardInterrupt:  # between two lessons' kernels
+        _CTRL_C["pressed"] = True
+    if _CTRL_C["pressed"]:
+        print(f"interrupted: {len(runs)} of {len(lessons)} lessons ran "
               f"({' '.join(r.lesson.stem for r in runs) or 'none'})", file=sys.stderr)
         return 130
 
