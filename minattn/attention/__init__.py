@@ -1,6 +1,7 @@
 """Scaled dot-product and multi-head attention (lesson 01). Read top down:
 
     reference.py  the NumPy reference (the math) and its torch twins, line for line
+    claims.py     the paper claims lesson 01 tests, each decided from its raw numbers
     checks.py     the input checks they share
     fast.py       attention_fast_torch: the same output through PyTorch's fused kernel
     model.py      MultiHeadAttention and lesson 01's demo models
@@ -42,6 +43,8 @@ from .reference import (
     merge_heads_np,
     merge_heads_torch,
     multi_head_attention_np,
+    online_attention_np,
+    online_attention_torch,
     padding_mask_np,
     padding_mask_torch,
     sinusoid_np,
@@ -60,7 +63,8 @@ __all__ = [
     "MultiHeadAttention", "PositionReader", "RecallAttention", "RecallMeanPool",
     "check_recall_inputs", "additive_scores_np", "additive_scores_torch", "attention_backward_np",
     "attention_np", "attention_torch", "causal_mask_np", "causal_mask_torch", "merge_heads_np",
-    "merge_heads_torch", "multi_head_attention_np", "padding_mask_np", "padding_mask_torch",
+    "merge_heads_torch", "multi_head_attention_np", "online_attention_np", "online_attention_torch",
+    "padding_mask_np", "padding_mask_torch",
     "sinusoid_np", "sinusoid_torch", "softmax_np", "softmax_torch", "split_heads_np",
     "split_heads_torch",
 ]
