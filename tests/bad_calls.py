@@ -167,6 +167,8 @@ bad("attention", "attention_np", "scale", "scale as a string")(
 bad("attention", "attention_np", "q", "integer queries")(
     lambda: A.attention_np(np.ones((3, 4), np.int64), k[0], v[0]))
 bad("attention", "attention_np", "q", "a list")(lambda: A.attention_np(q.tolist(), k, v))
+bad("attention", "softmax_rows_np", "rng", "a seed instead of a Generator")(
+    lambda: A.softmax_rows_np(4, 0))
 bad("attention", "online_attention_np", "block", "block of 0 keys")(
     lambda: A.online_attention_np(q, k, v, block=0))
 bad("attention", "online_attention_np", "mask", "additive float mask")(

@@ -533,3 +533,41 @@ def test_online_attention_float32_matches_sdpa_and_refuses_bad_blocks(rng):
             online_attention_np(q.numpy(), k.numpy(), v.numpy(), block=block)
     with pytest.raises(ValueError, match="mask"):
         online_attention_torch(q, k, v, mask=torch.zeros(5, 50))  # a float mask
+
+
+# ------------------------------------------------------------ lesson 01: why √d, and its runs
+def test_softmax_rows_closed_forms_equal_the_explicit_jacobians():
+    """‖diag(P) − PPᵀ‖ and ‖∂P/∂q‖ = ‖J K c‖ in closed form equal the explicit matrices, and the
+    gradient norm matches autograd's Jacobian of softmax(c q·k) with respect to q."""
+    from minattn.attention import softmax_rows_np
+
+    d, n_keys = 6, 5
+    rows = softmax_rows_np(d, np.random.default_rng(0), n_queries=3, n_keys=n_keys)
+    rng = np.random.default_rng(0)  # the same draws again
+    q, k = rng.standard_normal((3, d)), rng.standard_normal((3, n_keys, d))
+    for scaled, c in ((True, 1 / np.sqrt(d)), (False, 1.0)):
+        for i in range(3):
+            p = softmax_np(k[i] @ q[i] * c)
+            jac = np.diag(p) - np.outer(p, p)
+            assert abs(rows[scaled]["jacobian"][i] - np.linalg.norm(jac)) < 1e-7
+            auto = torch.autograd.functional.jacobian(
+                lambda x: torch.softmax(torch.tensor(k[i]) @ x * c, -1), torch.tensor(q[i]))
+            assert abs(rows[scaled]["to_q"][i] - np.linalg.norm(auto.numpy())) < 1e-7
+            assert abs(rows[scaled]["max_weight"][i] - p.max()) < 1e-12
+    with pytest.raises(ValueError, match="rng"):
+        softmax_rows_np(4, 0)
+
+
+def test_steps_to_and_the_most_frequent_value_floor():
+    from minattn.attention import most_frequent_value_accuracy, steps_to
+    from minattn.tools.train import History
+
+    history = History(step=[])
+    for step, acc in ((5, 0.5), (10, 0.991), (15, 0.98), (20, 1.0)):
+        history.log(step, accuracy=acc)
+    assert steps_to(history, 0.99) == 10 and steps_to(history, 1.0) == 20
+    assert steps_to(history, 1.01) is None
+    with pytest.raises(ValueError, match="history"):
+        steps_to(history, 0.5, key="loss")
+    batch = {"values": torch.tensor([[3, 3, 1, 2]]), "targets": torch.tensor([[3, 1, 3, 2]])}
+    assert most_frequent_value_accuracy(batch, 4) == 0.5  # always answer 3: right twice of four

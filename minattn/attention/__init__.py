@@ -1,11 +1,13 @@
 """Scaled dot-product and multi-head attention (lesson 01). Read top down:
 
     reference.py  the NumPy reference (the math) and its torch twins, line for line
-    claims.py     the paper claims lesson 01 tests, each decided from its raw numbers
     checks.py     the input checks they share
     fast.py       attention_fast_torch: the same output through PyTorch's fused kernel
+    scaling.py    why √d: how sensitive each softmax row is, scaled and unscaled
     model.py      MultiHeadAttention and lesson 01's demo models
     data.py       lesson 01's tasks
+    train.py      training the demo models on the tasks, and what the lesson reads off a run
+    claims.py     the paper claims lesson 01 tests, each decided from its raw numbers
 """
 
 from .checks import (
@@ -54,6 +56,16 @@ from .reference import (
     split_heads_np,
     split_heads_torch,
 )
+from .scaling import softmax_rows_np
+from .train import (
+    most_frequent_value_accuracy,
+    recall_accuracy,
+    recall_loss,
+    reversal_loss,
+    steps_to,
+    train_recall,
+    train_reversal,
+)
 
 __all__ = [
     "MHA_PARAMS", "check_additive_inputs", "check_attention_inputs", "check_heads",
@@ -66,5 +78,6 @@ __all__ = [
     "merge_heads_torch", "multi_head_attention_np", "online_attention_np", "online_attention_torch",
     "padding_mask_np", "padding_mask_torch",
     "sinusoid_np", "sinusoid_torch", "softmax_np", "softmax_torch", "split_heads_np",
-    "split_heads_torch",
+    "split_heads_torch", "most_frequent_value_accuracy", "recall_accuracy", "recall_loss",
+    "reversal_loss", "steps_to", "train_recall", "train_reversal", "softmax_rows_np",
 ]
