@@ -628,13 +628,13 @@ lesson.savefig(fig, "why_sqrt_d")
 # With scaling, the weights and gradients of a random row do not depend on $d$: attention
 # behaves the same at $d = 2$ and $d = 2048$. Without it the scores spread like $\sqrt d$, so the
 # weights collapse onto one key (the table's largest weight) and the learning signal splits in
-# two populations. The typical
-# row at large $d$ — the median, solid red — is saturated and passes almost nothing back. A few
-# rows whose top two keys nearly tie stay sensitive, and they carry the mean (dotted). The
-# gradient reaching $q$ can even look *larger* on average without scaling —
-# $\partial S/\partial q = K$ has rows of norm about $\sqrt d$ instead of 1 — but it comes from
-# those few rows only. Scaling keeps every row in the regime where it learns. (The paper's
-# sentence is about the typical row; judged by the mean alone it would look only mildly true.)
+# two populations. The typical row at large $d$ — the median, solid red — is saturated and
+# passes almost nothing back. A few rows whose top two keys nearly tie stay sensitive, and they
+# carry the mean (dotted). The gradient reaching $q$ can even look *larger* on average without
+# scaling — $\partial S/\partial q = K$ has rows of norm about $\sqrt d$ instead of 1 — but it
+# comes from those few rows only. Scaling keeps every row in the regime where it learns. (The
+# paper's sentence is about the typical row; judged by the mean alone it would look only mildly
+# true.)
 
 # %% [markdown]
 # ## 6. The backward pass, and the two halves of FlashAttention
