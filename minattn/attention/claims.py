@@ -17,6 +17,8 @@ import numpy as np
 from ..tools.claims import claim_rule
 from ..tools.verdict import combine, compare, converged, same, versus
 
+NEARLY = 1.25  # "nearly as well": within this factor of the steps, either way
+
 
 # ---------------------------------------------------------------------------- why √d (§3.2.1)
 @claim_rule(reproduced_by=dict(variances=[63.8, 64.3, 64.1, 63.9], d=64),
@@ -98,7 +100,7 @@ def learned_positions_match_sinusoids(*, steps_learned, steps_sinusoid, target, 
     """Learned positional embeddings do nearly as well as sinusoids (the paper: BLEU 25.7 vs
     25.8). Both end at the ceiling on reversal, so the comparison is the number of training
     steps each run needs to reach `target` held-out accuracy (None: not within `budget`), on a
-    log scale: 'nearly as well' is within a factor 1.25 either way."""
+    log scale: 'nearly as well' is within a factor NEARLY (1.25) either way."""
     runs = list(steps_learned) + list(steps_sinusoid)
     gate = converged([s is not None for s in runs], f"runs reached {target:g} within {budget}")
 
@@ -106,17 +108,17 @@ def learned_positions_match_sinusoids(*, steps_learned, steps_sinusoid, target, 
         return [math.log2(budget if s is None else s) for s in steps]
 
     verdict = same(log_steps(steps_learned), log_steps(steps_sinusoid),
-                   tolerance=math.log2(1.25), gates=[gate])
+                   tolerance=math.log2(NEARLY), gates=[gate])
     ratio = (np.mean([budget if s is None else s for s in steps_learned])
              / np.mean([budget if s is None else s for s in steps_sinusoid]))
     return verdict.says(
         reproduced=f"Learned positions reach {target:g} in about as many steps as sinusoids "
-                   f"({ratio:.2f}×, within 1.25×): on reversal they do as well.",
+                   f"({ratio:.2f}×, within {NEARLY}×): on reversal they do as well.",
         contradicted=f"Learned positions reach {target:g} too, but need {ratio:.2f}× the "
-                     "sinusoids' steps (beyond 1.25× either way): both end at the ceiling, "
+                     f"sinusoids' steps (beyond {NEARLY}× either way): both end at the ceiling, "
                      "at different speeds.",
         inconclusive=f"These seeds cannot tell whether learned positions reach {target:g} "
-                     "within 1.25× of the sinusoids' steps.",
+                     f"within {NEARLY}× of the sinusoids' steps.",
         not_tested=f"Not every run reached {target:g} within {budget} steps, so their speeds "
                    "cannot be compared.")
 
