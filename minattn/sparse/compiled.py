@@ -10,7 +10,8 @@ lengths and then bfloat16 (20 ms and 3.3 GB instead of 2 ms and 16 MiB at N = 4,
   * every `specialization` (mask_mod, the constants it closes over, device, dtype, head size,
     kernel options, gradients or not) gets its own compiled copy of `_flex_call`, a function
     with its own code object, so its own versions and its own limit;
-  * sizes are compiled dynamic: one version serves every N, B and H;
+  * sizes are compiled dynamic, each its own (no "duck sizing"): one version serves every N, B
+    and H;
   * a call the compiler would still run eagerly raises FlexNotCompiledError (the dispatch then
     runs dense SDPA up to DENSE_MAX, or passes the error on) instead of building the scores.
 
@@ -89,8 +90,13 @@ def compiled_flex_attention(q, k, v, block_mask, scale=None):
         options = {"FLOAT32_PRECISION": repr(CUDA_FLOAT32_PRECISION)}
     fn = compiled_copy(specialization(q, k, v, block_mask, options))
     limit_hit = getattr(exc, "FailOnRecompileLimitHit", FlexNotCompiledError)
+    from torch.fx.experimental import _config as shapes
+
     try:
-        return fn(q, k, v, block_mask, scale, options)
+        # Sizes equal by chance in the first call (say B·H = 2 and 2 tiles) stay separate sizes:
+        # with "duck sizing" the compiler would assume them equal, and recompile when they part.
+        with shapes.patch(use_duck_shape=False):
+            return fn(q, k, v, block_mask, scale, options)
     except (FlexNotCompiledError, limit_hit) as err:
         raise FlexNotCompiledError(
             f"compiled FlexAttention ({fn.__name__}, N = {q.shape[-2]}): the compiler would have "
