@@ -372,8 +372,8 @@ def test_a_call_the_compiler_would_run_eagerly_is_refused(monkeypatch):
     pytest.importorskip("torch.nn.attention.flex_attention")
     monkeypatch.setattr(compiled, "compiled_copy", compiled.named_copy)
     q, k, v = _qkv((1, 1, 40, 8), dtype=torch.float32)
-    with pytest.raises(compiled.FlexNotCompiledError,
-                       match=r"flex_window_mask_mod_cpu_float32_d8, N = 40.*eagerly.*refused"):
+    with pytest.raises(compiled.FlexNotCompiledError, match=r"flex_window_mask_mod_False_1_None"
+                                                           r"_cpu_float32_d8, N = 40.*refused"):
         flex.run_flex(q, k, v, flex.window_block_mask(40, 3), compiled=True)
 
 
@@ -494,6 +494,19 @@ sys.exit(rc)
         pytest.skip("this machine has CUDA: the tier would run the lessons")
     assert result.returncode == 2, result.stderr
     assert "no CUDA device" in result.stdout
+
+
+def test_gpu_tier_full_all_runs_every_lesson_in_full_after_the_smoke_runs(capsys):
+    """make test-gpu FULL=all: the cuda tests, every lesson in smoke mode, then every lesson in
+    full mode (listed without running anything, on any machine)."""
+    assert gpu_tier.main(["--list", "--full", "all"]) == 0
+    lessons = [p.relative_to(REPO_ROOT) for p in gpu_tier.lesson_paths()]
+    assert len(lessons) >= 7
+    assert capsys.readouterr().out.splitlines() == (
+        ["tests  pytest -m cuda tests"] + [f"smoke  {p}" for p in lessons]
+        + [f"full   {p}" for p in lessons])
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    assert "$(if $(FULL),--full $(FULL))" in makefile
 
 
 def test_gpu_tier_counts_a_lesson_ok_only_when_it_ran_on_cuda(tmp_path, monkeypatch):

@@ -22,6 +22,7 @@ and check that nothing falls back: on the CPU behind MINATTN_COMPILE_TESTS=1, on
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import types
 
@@ -67,8 +68,9 @@ def specialization(q, k, v, block_mask, kernel_options=None) -> tuple:
 def named_copy(key: tuple):
     """A copy of `_flex_call` with its own code object, named after the specialization (the
     name TORCH_LOGS=recompiles prints): the compiler keeps its versions per code object."""
-    mask_name, _, _, device, dtype, d, _, _, grads = key
-    name = (f"flex_{mask_name}_{device}_{str(dtype).removeprefix('torch.')}_d{d}"
+    mask_name, _, consts, device, dtype, d, _, _, grads = key
+    plain = "".join(f"_{c}" for c in consts if c != "Tensor")  # e.g. a window's δ and causal
+    name = (f"flex_{mask_name}{plain}_{device}_{str(dtype).removeprefix('torch.')}_d{d}"
             f"{'_grad' if grads else ''}")
     return types.FunctionType(_flex_call.__code__.replace(co_name=name), globals(), name)
 
@@ -84,18 +86,18 @@ def compiled_flex_attention(q, k, v, block_mask, scale=None):
     """Compiled flex_attention(q, k, v, block_mask=..., scale=...) on (B, H, N, d); a call the
     compiler would run eagerly raises FlexNotCompiledError, saying why."""
     from torch._dynamo import exc
+    from torch.fx.experimental import _config as shapes
 
     options = None
     if q.device.type == "cuda" and q.dtype == torch.float32:
         options = {"FLOAT32_PRECISION": repr(CUDA_FLOAT32_PRECISION)}
     fn = compiled_copy(specialization(q, k, v, block_mask, options))
     limit_hit = getattr(exc, "FailOnRecompileLimitHit", FlexNotCompiledError)
-    from torch.fx.experimental import _config as shapes
-
     try:
         # Sizes equal by chance in the first call (say B·H = 2 and 2 tiles) stay separate sizes:
         # with "duck sizing" the compiler would assume them equal, and recompile when they part.
-        with shapes.patch(use_duck_shape=False):
+        with (shapes.patch(use_duck_shape=False) if hasattr(shapes, "use_duck_shape")
+              else contextlib.nullcontext()):
             return fn(q, k, v, block_mask, scale, options)
     except (FlexNotCompiledError, limit_hit) as err:
         raise FlexNotCompiledError(
