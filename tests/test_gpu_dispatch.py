@@ -614,7 +614,7 @@ def test_block_sparse_dispatch_on_cuda_matches_dense(n, causal):
 def test_multiscale_dispatch_on_cuda_matches_the_reference(n, dtype):
     """The dense route (one masked call) and the flex route (one call, per-head windows, per
     sequence tiles with padding), forward and backward, against the float64 reference: float32
-    to CUDA_ATOL; bfloat16 within 2 % of each tensor's norm (its rounding, ~0.4 % per value)."""
+    to CUDA_ATOL; bfloat16 within 3 % of each tensor's norm (its rounding, ~0.4 % per value)."""
     cuda = torch.device("cuda")
     route = dispatch.choose_kernel(cuda, n, dtype, 64, pattern="multiscale")
     assert route == ("dense" if n < dispatch.MULTISCALE_FLEX_FROM[dtype] else "flex")
@@ -628,7 +628,7 @@ def test_multiscale_dispatch_on_cuda_matches_the_reference(n, dtype):
             torch.testing.assert_close(x.double(), ref, rtol=CUDA_ATOL, atol=CUDA_ATOL, msg=what)
         else:
             err = ((x.double() - ref).norm() / ref.norm()).item()
-            assert err <= 2e-2, f"{what}: relative error {err:.3g}"
+            assert err <= 3e-2, f"{what}: relative error {err:.3g}"
 
     for mask in (None, pad):
         out = multiscale_attention_fast_torch(q, k, v, ws, mask)

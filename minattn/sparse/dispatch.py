@@ -22,7 +22,9 @@ depends on the dtype (bfloat16's dense SDPA is fast enough to win up to a longer
 
 Every route equals dense masked attention on the NumPy mask of the same pattern: the tests
 check the dense route forward and backward in float64 on the CPU, the dispatch points under a
-stubbed decision, and every route in float32 with gradients on a GPU (`cuda`-marked).
+stubbed decision (a refused flex call included), the routes against the measurements, and on a
+GPU (`cuda`-marked) every route with gradients in float32 and bfloat16, and that no compiled
+call falls back (tests/test_flex_compiled.py).
 """
 
 from __future__ import annotations
