@@ -24,15 +24,14 @@ from minattn.tools.bench import (
     device_name,
     fmt_bytes,
     fmt_time,
-    load_json,
     machine_record,
     markdown_table,
     measured_on,
     peak_memory,
     provenance,
+    run_benchmark,
     save_json,
     time_interleaved,
-    write_markdown,
 )
 
 
@@ -74,11 +73,7 @@ def contenders(q, k, v, with_numpy: bool):
 def main():
     args = bench_args(__doc__.splitlines()[0], dtypes=("float32", "bfloat16", "float16",
                                                        "float64"))
-    payload = load_json(args.from_json) if args.from_json else measure_all(args)
-    section, text = render(payload, args.from_json)
-    print("\n" + text)
-    if args.markdown:
-        write_markdown(section, text)
+    run_benchmark(args, measure_all, render)
 
 
 def measure_all(args) -> dict:

@@ -55,14 +55,13 @@ from minattn.tools.bench import (  # noqa: E402
     bench_args,
     fmt_bytes,
     fmt_time,
-    load_json,
     machine_record,
     markdown_table,
     measured_on,
     provenance,
+    run_benchmark,
     save_json,
     time_interleaved,
-    write_markdown,
 )
 
 ITERATIONS = 5
@@ -235,11 +234,7 @@ DEVICE = torch.device("cpu")  # --device cuda adds the torch EM on that GPU
 
 def main() -> None:
     args = bench_args(__doc__.splitlines()[0])
-    payload = load_json(args.from_json) if args.from_json else measure_all(args)
-    section, text = render(payload, args.from_json)
-    print("\n" + text)
-    if args.markdown:
-        write_markdown(section, text)
+    run_benchmark(args, measure_all, render)
 
 
 def measure_all(args) -> dict:

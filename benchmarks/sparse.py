@@ -59,15 +59,14 @@ from minattn.tools.bench import (  # noqa: E402
     fmt_time,
     forward_backward,
     forward_only,
-    load_json,
     machine_record,
     markdown_table,
     measured_on,
     peak_memory,
     provenance,
+    run_benchmark,
     save_json,
     time_interleaved,
-    write_markdown,
 )
 
 B, D = 1, 64
@@ -226,11 +225,7 @@ def plot(results: list[dict], path: Path, device, dtype) -> None:
 
 def main():
     args = bench_args(__doc__.splitlines()[0], dtypes=("float32", "bfloat16", "float16"))
-    payload = load_json(args.from_json) if args.from_json else measure_all(args)
-    section, text = render(payload, args.from_json)
-    print("\n" + text)
-    if args.markdown:
-        write_markdown(section, text)
+    run_benchmark(args, measure_all, render)
 
 
 def measure_all(args) -> dict:

@@ -39,14 +39,13 @@ from minattn.tools import data  # noqa: E402
 from minattn.tools.bench import (  # noqa: E402
     bench_args,
     fmt_time,
-    load_json,
     machine_record,
     markdown_table,
     measured_on,
     provenance,
+    run_benchmark,
     save_json,
     time_interleaved,
-    write_markdown,
 )
 
 B = 32
@@ -172,11 +171,7 @@ def encoding_rows(encoder, tok, texts):
 def main():
     args = bench_args(__doc__.splitlines()[0],
                       devices=("cpu",))  # CPU steps over cached states; not ported to CUDA
-    payload = load_json(args.from_json) if args.from_json else measure_all(args)
-    section, text = render(payload, args.from_json)
-    print("\n" + text)
-    if args.markdown:
-        write_markdown(section, text)
+    run_benchmark(args, measure_all, render)
 
 
 def measure_all(args) -> dict:

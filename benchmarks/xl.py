@@ -25,13 +25,12 @@ import torch
 from minattn.tools.bench import (
     bench_args,
     count_operations,
-    load_json,
     machine_record,
     markdown_table,
     measured_on,
     provenance,
+    run_benchmark,
     save_json,
-    write_markdown,
 )
 from minattn.xl import TransformerXL, VanillaLM, XLDecoder, eval_speed
 
@@ -61,11 +60,7 @@ def operations_per_token(context: int, device) -> dict[str, int]:
 
 def main():
     args = bench_args(__doc__.splitlines()[0])
-    payload = load_json(args.from_json) if args.from_json else measure_all(args)
-    section, text = render(payload, args.from_json)
-    print("\n" + text)
-    if args.markdown:
-        write_markdown(section, text)
+    run_benchmark(args, measure_all, render)
 
 
 def measure_all(args) -> dict:

@@ -24,8 +24,8 @@ from .tables import fmt_bytes, fmt_time, markdown_table, print_table
 # What the benchmarks import from here; the table helpers live in the torch-free tables.py.
 __all__ = ["DTYPES", "bench_args", "count_operations", "device_name", "fmt_bytes", "fmt_time",
            "forward_backward", "forward_only", "load_json", "machine_record", "markdown_table",
-           "measured_on", "peak_memory", "print_table", "provenance", "save_json", "sync",
-           "time_interleaved", "write_markdown"]
+           "measured_on", "peak_memory", "print_table", "provenance", "run_benchmark",
+           "save_json", "sync", "time_interleaved", "write_markdown"]
 
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 
@@ -311,3 +311,14 @@ def provenance(payload: dict, source=None) -> str:
         shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
         text += f"; rendered from `{shown}`"
     return text
+
+
+def run_benchmark(args, measure_all, render) -> None:
+    """A benchmark's main: `measure_all(args)` -> payload (saved with --json), or with
+    --from-json the payload of a saved run; `render(payload, source)` -> (section, Markdown),
+    printed, and with --markdown written into its section of benchmarks/README.md."""
+    payload = load_json(args.from_json) if args.from_json else measure_all(args)
+    section, text = render(payload, args.from_json)
+    print("\n" + text)
+    if args.markdown:
+        write_markdown(section, text)
