@@ -60,9 +60,10 @@ test: setup data
 	$(PY) -m ruff check .
 	$(PY) -m pytest || { rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests"; exit $$rc; }
 
-# make test-gpu [LESSONS="02 03"] [FULL="01 04"]: on a CUDA machine, the cuda-marked tests and
-# every lesson as a script in smoke mode on the GPU (no notebook packages needed), one line per
-# lesson; exits non-zero without CUDA. PY=python3 uses an existing environment (no set-up).
+# make test-gpu [LESSONS="02 03"] [FULL="01 04" | FULL=all]: on a CUDA machine, the cuda-marked
+# tests and every lesson as a script in smoke mode on the GPU (no notebook packages needed), then
+# the FULL lessons at full scale (all: every lesson), one line per lesson with its seconds; exits
+# non-zero without CUDA. PY=python3 uses an existing environment (no set-up).
 test-gpu: $(if $(filter $(VENV)/bin/python,$(PY)),setup)
 	$(PY) -m minattn.tools.gpu_tier $(if $(LESSONS),--only $(LESSONS)) $(if $(FULL),--full $(FULL))
 

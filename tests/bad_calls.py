@@ -167,6 +167,18 @@ bad("attention", "attention_np", "scale", "scale as a string")(
 bad("attention", "attention_np", "q", "integer queries")(
     lambda: A.attention_np(np.ones((3, 4), np.int64), k[0], v[0]))
 bad("attention", "attention_np", "q", "a list")(lambda: A.attention_np(q.tolist(), k, v))
+bad("attention", "softmax_rows_np", "rng", "a seed instead of a Generator")(
+    lambda: A.softmax_rows_np(4, 0))
+bad("attention", "online_attention_np", "block", "block of 0 keys")(
+    lambda: A.online_attention_np(q, k, v, block=0))
+bad("attention", "online_attention_np", "mask", "additive float mask")(
+    lambda: A.online_attention_np(q, k, v, additive))
+bad("attention", "online_attention_np", "v", "NaN in a visible value")(
+    lambda: A.online_attention_np(q, k, with_value(v, NAN, (0, 0, 0))))
+bad("attention", "online_attention_torch", "block", "fractional block")(
+    lambda: A.online_attention_torch(qt, kt, vt, block=2.5))
+bad("attention", "online_attention_torch", "k", "k on another device")(
+    lambda: A.online_attention_torch(qt, kt.to(META), vt))
 bad("attention", "attention_torch", "k", "float32 q with float64 k")(
     lambda: A.attention_torch(qt.float(), kt, vt))
 bad("attention", "attention_torch", "mask", "additive float mask")(

@@ -161,7 +161,7 @@ def tiny_lesson(folder, name, body):
 
 CLAIM = ("import json, os, pathlib\nd = pathlib.Path(os.environ['MINATTN_FIGURES']) / '{name}'\n"
          "d.mkdir(parents=True, exist_ok=True)\n(d / 'claims.json').write_text(json.dumps([dict("
-         "lesson='{name}', claim='c', paper='1', ours='2', why='', verdict='{outcome}', "
+         "lesson='{name}', claim='c', paper='1', ours='2', why='', {outcome}, "
          "smoke=bool(os.environ.get('MINATTN_SMOKE')))]))\n"
          "from tqdm.auto import tqdm\nfor _ in tqdm(range(3)): pass\nprint('| a | b |\\n|---|---|"
          "\\n| 1 | 2 |')")
@@ -183,7 +183,7 @@ def test_a_smoke_build_writes_its_own_folders_and_erases_nothing(tiny_course, mo
     """A smoke run once overwrote the full run's figures/<lesson>/claims.json, a learner's
     notebooks/ and the index; the kernel warned about TCP and tqdm's missing widgets."""
     root, lesson = tiny_course
-    lesson.write_text(lesson.read_text().replace("{outcome}", "reproduced"))
+    lesson.write_text(lesson.read_text().replace("{outcome}", "verdict='reproduced'"))
     assert course.main([]) == 0  # full mode
     full = (root / "figures" / "97_tiny" / "claims.json").read_text()
     notebook = root / "notebooks" / "97_tiny.ipynb"
@@ -193,12 +193,13 @@ def test_a_smoke_build_writes_its_own_folders_and_erases_nothing(tiny_course, mo
     out = capfd.readouterr()
     assert "TCP" not in out.err + out.out and "IProgress" not in out.err + out.out
 
-    lesson.write_text(lesson.read_text().replace("'reproduced'", "'not tested (smoke)'"))
+    lesson.write_text(lesson.read_text().replace("verdict='reproduced'",
+                                                 "verdict='not tested', reason='smoke'"))
     monkeypatch.setenv("MINATTN_SMOKE", "1")
     assert course.main([]) == 0
     assert (root / "figures" / "97_tiny" / "claims.json").read_text() == full
     smoke = json.loads((root / "figures-smoke" / "97_tiny" / "claims.json").read_text())
-    assert smoke[0]["verdict"] == "not tested (smoke)"  # whatever outcome a claim carries
+    assert (smoke[0]["verdict"], smoke[0]["reason"]) == ("not tested", "smoke")
     assert "my note" in nbformat.read(notebook, as_version=4).cells[-1].source
     index = (root / "notebooks-smoke" / "index.html").read_text()
     assert "not tested (smoke)" in index and '<td class="smoke">smoke</td>' in index
@@ -243,22 +244,13 @@ def test_the_index_lists_every_page_present_and_strips_colour_codes(tmp_path):
         nbformat.write(notebook, tmp_path / f"{name}.ipynb")
     (tmp_path / "01_a.html").write_text("page")
     claims = [dict(lesson="01_a", claim="c", paper="1", ours="2", why="w", detail="d",
-                   verdict="inconclusive", smoke=False)]
+                   verdict="not tested", outcome="not tested (fallback)", finding="f", n="2",
+                   smoke=False)]
     page = write_index(tmp_path, None, claims, "the rule").read_text()
     assert page.count("<tr><td>") == 3 + 1 and '<a href="01_a.html">Lesson 01</a>' in page
     assert "about 06_b" in page and "about 07_c" in page and "not run" in page
     assert "FAILED: ValueError: bad" in page and not ANSI.search(page)
-    assert '<td class="smoke">smoke</td>' in page and "<b>inconclusive</b>" in page
-
-
-def test_the_report_counts_whatever_outcomes_the_claims_carry(tmp_path):
-    (tmp_path / "01_x").mkdir()
-    (tmp_path / "01_x" / "claims.json").write_text(json.dumps([
-        dict(claim="a", verdict="reproduced"), dict(claim="b", verdict="not tested (fallback)"),
-        dict(claim="c", verdict="not tested (fallback)")]))
-    _, text = course.write_report(tmp_path)
-    assert "1 reproduced" in text and "2 not tested (fallback)" in text
-    assert "without a verdict" not in text
+    assert '<td class="smoke">smoke</td>' in page and "<b>not tested (fallback)</b>" in page
 
 
 def test_figures_of_a_smoke_run_go_to_their_own_folder(monkeypatch):

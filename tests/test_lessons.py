@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
+from minattn.tools.claims import RULES
 from minattn.tools.course import execute_lesson, lesson_files
 from minattn.tools.fetch import data_root
 from minattn.tools.lesson import REPO_ROOT
 from minattn.tools.pages import export_html
 from minattn.tools.prose import unsupported
-from minattn.tools.verdict import VERDICTS
+from minattn.tools.verdict import NOT_TESTED
 
 LESSONS = lesson_files()
 
@@ -123,13 +124,22 @@ def test_lesson_runs_as_script_in_smoke_mode(lesson):
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
-def test_every_claim_has_a_verdict_from_the_rule(lesson):
+def test_every_claim_is_decided_by_a_registered_rule_from_its_raw_numbers(lesson):
+    """Each recorded claim names the claim function that decided it, and that function, given
+    the raw numbers the claim recorded, decides it again the same way: the outcome is a
+    function of the printed numbers, not of the author's reading. A smoke run's claims are
+    recorded as not tested, with a finding in words."""
     code, _, figures = SMOKE_RUNS.get(lesson)
     if code != 0:
         pytest.fail(f"{lesson.name} did not run (see the smoke-mode test)")
     claims = json.loads((figures / "claims.json").read_text())
-    no_verdict = [c["claim"] for c in claims if c.get("verdict") not in VERDICTS]
-    assert not no_verdict, f"{lesson.name}: claims without a verdict: {no_verdict}"
+    for c in claims:
+        assert c["verdict"] == NOT_TESTED and c["reason"] == "smoke", c["claim"]
+        assert c["finding"], f"{lesson.name}: {c['claim']!r} states no finding"
+        rule = RULES.get(c["rule"])
+        assert rule is not None, f"{lesson.name}: {c['claim']!r} has no registered rule"
+        again = rule(**c["raw"])
+        assert again.outcome == c["computed"] and again.detail == c["detail"], c["claim"]
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
@@ -223,17 +233,17 @@ def test_a_failing_lesson_fails_the_course_but_the_others_run(tmp_path, monkeypa
 
 
 def test_course_report_collects_every_lessons_claims(tmp_path):
-    from minattn.tools.course import collect_claims, write_report
+    from minattn.tools.report import collect_claims, write_report
 
     (tmp_path / "01_attention").mkdir()
     (tmp_path / "02_sparse").mkdir()
     (tmp_path / "01_attention" / "claims.json").write_text(json.dumps([
         dict(lesson="01_attention", claim="q·k has variance d", paper="d (Vaswani et al. 2017)",
              ours="63.8 at d = 64", why="finite sample", smoke=False, verdict="reproduced",
-             detail="63.8 vs 64")]))
+             n="4 vs exact", finding="The variance is d.", detail="63.8 vs 64")]))
     (tmp_path / "02_sparse" / "claims.json").write_text(json.dumps([
         dict(lesson="02_sparse", claim="a | in the text", paper="0.93", ours="0.5", why="",
-             smoke=True, verdict="not reproduced"),
+             smoke=True, verdict="not tested", reason="smoke", n="2 vs 2"),
         dict(lesson="02_sparse", claim="second", paper="1", ours="2", why="scale", smoke=False)]))
     (tmp_path / "03_empty").mkdir()
     (tmp_path / "03_empty" / "claims.json").write_text("[]")
@@ -242,14 +252,17 @@ def test_course_report_collects_every_lessons_claims(tmp_path):
     path, text = write_report(tmp_path)
     assert path == tmp_path / "REPORT.md" and path.read_text() == text
     rows = [line for line in text.splitlines() if line.startswith("| ")]
-    assert rows[0] == ("| lesson | claim | paper | ours | verdict | from the numbers | "
-                       "why they differ |")
+    assert rows[0] == ("| lesson | claim | paper | ours | outcome | runs per arm | what the run "
+                       "found | from the numbers | why they differ |")
     assert len(rows) == 1 + 3
     assert ("| 01_attention | q·k has variance d | d (Vaswani et al. 2017) | 63.8 at d = 64 | "
-            "**reproduced** | 63.8 vs 64 | finite sample |") in rows
-    assert "(none)" in rows[3] and "1 reproduced, 0 partly, 1 not reproduced" in text
-    assert "twice its standard error" in text  # the rule is stated
-    assert "0.5 (smoke)" in rows[2] and "a \\| in the text" in rows[2]  # a | cannot break the row
+            "**reproduced** | 4 vs exact | The variance is d. | 63.8 vs 64 | finite sample |"
+            ) in rows
+    assert "**not tested (smoke)**" in rows[2]
+    assert "(none)" in rows[3]
+    assert "1 reproduced, 0 contradicted, 0 inconclusive, 1 not tested, 0 partly" in text
+    assert "95 % interval" in text  # the rule is stated
+    assert "0.5 (smoke)" in rows[2] and "a \\| in the text" in rows[2]  # a | cannot break a row
     assert "(smoke)" not in rows[3] and "smoke-mode run" in text
     _, empty = write_report(tmp_path / "nothing")
     assert "No lesson recorded a claim." in empty

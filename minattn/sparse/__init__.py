@@ -7,6 +7,7 @@ Read top down:
     backward.py   a hand-written backward for the window core: training in O(N·w) memory
     kernels.py    window (plain, dilated, global) and block-sparse attention in O(N·w)
     flex.py       FlexAttention block masks for the patterns (the CUDA fast path)
+    compiled.py   compiled FlexAttention, and no silent eager fallback
     dispatch.py   who runs what: the readable kernels, fused SDPA or FlexAttention
     model.py      lesson 02's layers and classifier
     data.py       lesson 02's long-range task

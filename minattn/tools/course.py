@@ -27,7 +27,6 @@ import argparse
 import asyncio
 import contextlib
 import datetime
-import json
 import os
 import shutil
 import signal
@@ -39,7 +38,8 @@ from pathlib import Path
 
 from . import REPO_ROOT
 from .pages import ANSI, digest, export_html, printed_text, tidy_notebook, write_index
-from .verdict import RULE, VERDICTS
+from .report import collect_claims, write_report
+from .verdict import RULE
 
 CELL_TIMEOUT = 1800  # seconds one cell may run (full-mode training cells take minutes on CPU)
 # tqdm.auto in a kernel without ipywidgets warns, then prints the text bar the pages want.
@@ -245,72 +245,6 @@ def _smoke(env: dict | None) -> bool:
     return value.strip().lower() not in ("", "0", "false", "no")
 
 
-# ============================================================================ the course report
-CLAIM_FIELDS = ("claim", "paper", "ours", "verdict", "detail", "why")
-
-
-def collect_claims(figure_root: Path, lessons: list[str] | None = None) -> list[dict]:
-    """Every claim in <figure_root>/<lesson>/claims.json (all lessons, or those named)."""
-    claims = []
-    for path in sorted(figure_root.glob("*/claims.json")):
-        if lessons is not None and path.parent.name not in lessons:
-            continue
-        try:
-            entries = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            print(f"warning: skipping unreadable {path}: {exc}")
-            continue
-        for entry in entries:
-            claims.append({"lesson": entry.get("lesson", path.parent.name),
-                           **{k: str(entry.get(k, "")) for k in CLAIM_FIELDS},
-                           "smoke": bool(entry.get("smoke", False))})
-    return claims
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def report_markdown(claims: list[dict]) -> str:
-    """The report: a row per claim — lesson, claim, the paper's number, ours, the verdict with
-    the numbers it was computed from, and why the two differ."""
-    lines = ["# Paper claims tested by the course", "",
-             "Each row is a claim from a paper the course builds on, tested by a lesson at "
-             "small scale: the paper's number beside the one the lesson measured, a verdict "
-             "computed from the measured numbers, and why the two differ. Written by "
-             "`make course` (`python -m minattn.tools.course`) from "
-             "`figures/<lesson>/claims.json`.", "",
-             f"**The rule for every verdict.** {RULE}", ""]
-    if any(c["smoke"] for c in claims):
-        lines += ["**Rows marked (smoke) come from a smoke-mode run (tiny sizes, few steps): "
-                  "their numbers and verdicts are not the lesson's results.**", ""]
-    if not claims:
-        return "\n".join(lines + ["No lesson recorded a claim.", ""])
-    # every outcome the claims carry, the rule's own first (with their zeros)
-    outcomes = list(VERDICTS) + sorted({c["verdict"] for c in claims if c["verdict"]}
-                                       - set(VERDICTS))
-    counts = {v: sum(c["verdict"] == v for c in claims) for v in outcomes}
-    lines += ["Verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items())
-              + (f", {len(claims) - sum(counts.values())} without a verdict"
-                 if len(claims) > sum(counts.values()) else "") + ".", ""]
-    lines += ["| lesson | claim | paper | ours | verdict | from the numbers | why they differ |",
-              "|---|---|---|---|---|---|---|"]
-    for c in claims:
-        ours = c["ours"] + (" (smoke)" if c["smoke"] else "")
-        verdict = f"**{c['verdict']}**" if c["verdict"] else "(none)"
-        lines.append("| " + " | ".join(_cell(x) for x in (c["lesson"], c["claim"], c["paper"],
-                                                           ours, verdict, c["detail"], c["why"]))
-                     + " |")
-    return "\n".join(lines) + "\n"
-
-
-def write_report(figure_root: Path, lessons: list[str] | None = None) -> tuple[Path, str]:
-    """Collect the claims, write <figure_root>/REPORT.md, return (path, markdown)."""
-    text = report_markdown(collect_claims(figure_root, lessons))
-    figure_root.mkdir(parents=True, exist_ok=True)
-    path = figure_root / "REPORT.md"
-    path.write_text(text, encoding="utf-8")
-    return path, text
 
 
 # ============================================================================ main
