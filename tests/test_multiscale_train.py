@@ -63,9 +63,10 @@ def test_fit_sentences_keeps_its_best_epoch_and_repeats_itself():
     results = []
     for _ in range(2):
         model = _text_model(0)
-        epoch, right = fit_sentences(model, data, epochs=3, seed=0, batch_size=16,
-                                     progress=False)
+        epoch, right, valid = fit_sentences(model, data, epochs=3, seed=0, batch_size=16,
+                                            progress=False)
         assert 1 <= epoch <= 3 and right.shape == (40,) and right.dtype == bool
+        assert len(valid) == 3 and valid[epoch - 1] == max(valid) > max(valid[:epoch - 1] + [-1])
         assert np.array_equal(right, right_per_sentence(model, data["test"]))
         results.append((epoch, right))
     assert results[0][0] == results[1][0] and np.array_equal(results[0][1], results[1][1])
