@@ -32,16 +32,15 @@
 # 1. write the relative attention score as four terms and check them by hand (NumPy);
 # 2. compute the same scores with the *relative shift*, one matrix product and a reshape;
 # 3. add the memory and check that reading segment by segment equals reading the text at once;
-# 4. predict how far back an XL can see, and draw which states one token reaches (the paper's
-#    Fig. 2, measured);
+# 4. predict how far back an XL can see, and draw which states one token reaches (Fig. 2);
 # 5. train, on characters of the Penn Treebank, a vanilla Transformer, the same model with
 #    relative positions but no memory, and Transformer-XL — and split XL's gain between them;
 # 6. evaluate with a longer memory than in training, on text and on a task built so that it
 #    can pay off, with and without clamping the distances (`clamp_len`);
-# 7. see the difference between what a token can *see* and what the model *learns* to use,
-#    and test whether the stop-gradient is to blame;
-# 8. measure evaluation with a memory against recomputing the window for every character;
-# 9. see how the training script runs on several processes or machines (DDP).
+# 7. see what a token can *see* against what the model *learns* to use, and test whether the
+#    stop-gradient is to blame;
+# 8. measure evaluation with a memory against recomputing the window for every character, and
+#    (9) run the training script on several processes or machines (DDP).
 #
 # Run time: about 8 minutes of CPU time on a 2-core machine (one torch thread), most of it
 # training the six language models; `MINATTN_SMOKE=1`: seconds. `MINATTN_SCALE=paper` sets the
@@ -381,10 +380,10 @@ print_table([
          ours=f"none or {MEM + SEG - 1}"),
     dict(setting="evaluation: same_length", theirs="on", large="on", ours="off"),
 ], ["setting", "theirs", "large", "ours"])
-print("theirs / large: the official pytorch/run_enwik8_base.sh / run_enwik8_large.sh "
-      "(kimiyoung/transformer-xl)\nfull loss: cross-entropy at every position of a segment "
-      "(half loss: its second half only)\nsame_length on: every character attends to exactly "
-      "mem_len positions; off: character i of a segment attends to mem_len + i + 1")
+print("theirs / large: the official pytorch/run_enwik8_base.sh / run_enwik8_large.sh (kimiyoung/"
+      "transformer-xl)\nfull loss: cross-entropy at every position of a segment (half loss: its "
+      "second half only)\nsame_length on: every character attends to exactly mem_len positions; "
+      "off: character i of a segment attends to mem_len + i + 1")
 fallback = "a synthetic text: no corpus was fetched (make data)" if texts_synthetic else ""
 
 VARIANTS = {"vanilla": lambda: VanillaLM(len(chars), D_MODEL, N_HEADS, N_LAYERS),
@@ -455,11 +454,8 @@ ax.grid(alpha=0.3)
 ax.legend(fontsize=8)
 lesson.savefig(fig, "lm_curves")
 
-# %% [markdown]
-# Now every evaluation, on the same validation characters:
-
 # %%
-show(evaluate_bpc_sliding)
+show(evaluate_bpc_sliding)  # every evaluation reads the same validation characters
 CLAMP = MEM + SEG - 1  # the largest distance XL met in training
 LONG, ALONE = 4 * MEM, "memory 0 (each segment alone)"
 bpc = {}  # (model, evaluation, seed) -> bits per character of each validation stream
@@ -481,14 +477,8 @@ for seed in LM_SEEDS:
                                                                        clamp_len=CLAMP)
 
 
-def per_seed(name, how):  # one number per seed: the mean over the streams
-    return [float(bpc[name, how, s].mean()) for s in LM_SEEDS]
-
-
-def per_stream(name, how):  # [seed][stream]: what the claims pair over the streams
-    return [bpc[name, how, s] for s in LM_SEEDS]
-
-
+per_seed = lambda name, how: [float(bpc[name, how, s].mean()) for s in LM_SEEDS]  # noqa: E731
+per_stream = lambda name, how: [bpc[name, how, s] for s in LM_SEEDS]  # noqa: E731 (claims pair)
 T6, T2 = "paper: Table 6, WikiText-103 ppl", "paper: Table 2, enwik8 bpc"
 PAPER_ROWS = {  # Table 6: 128M-parameter models; full or half loss as named
     ("vanilla", "each segment alone"): {T6: "30.97 (absolute, half loss)"},
@@ -594,14 +584,11 @@ lesson.claim("Transformer-XL beats a vanilla Transformer of the same size evalua
 # (enwik8, bits per character) reads the vanilla baseline with its sliding window; Table 7
 # repeats the recurrence ablation on a corpus without long-range dependencies. The vanilla
 # model has no memory to lengthen; reading longer segments, it meets absolute positions it
-# never trained on — the last line printed before the claims compares the two.
+# never trained on — the last line printed before the claims compares the two. (Exercise
+# 4.4 asks about the row "XL, memory 0": XL trained with a memory and read without it.)
 #
-# Exercise 4.4 asks you about the row "XL, memory 0": XL trained with a memory and read
-# without it.
-#
-# Samples, each from the same validation prompt: XL reads it once and then one character at a
-# time with a memory of 256 characters; the vanilla model recomputes a window of its segment
-# length for every character.
+# Samples from one validation prompt: XL reads it once, then one character at a time with a
+# memory of 256; the vanilla model recomputes a window of its segment length per character.
 
 # %%
 prompt = valid_ids[:SEG][None].to(lesson.device)
@@ -651,13 +638,13 @@ ax.axhline(vanilla_alone, color="C0", ls="--", label="vanilla, each segment alon
 ax.axhline(mean("vanilla", "window sliding by one"), color="C0", ls=":",
            label="vanilla, window sliding by one")
 ax.axvline(MEM, color="gray", ls=":", lw=1)
-ax.text(MEM, ax.get_ylim()[0], " memory in training (XL)", va="bottom", fontsize=8, color="gray")
+ax.text(MEM, 0.5, " memory in training (XL)", rotation=90, va="center", fontsize=8, color="gray",
+        transform=ax.get_xaxis_transform())
 ax.set_xscale("symlog", linthresh=max(EVAL_MEMS[1], 1))
 ax.set_xlim(-EVAL_MEMS[1] / 4, EVAL_MEMS[-1] * 1.3)
 ax.set_xticks(EVAL_MEMS, [str(m) for m in EVAL_MEMS])
 ax.set_xlabel("memory length at evaluation")
-ax.set_ylabel("validation bits per character")
-ax.set_title(f"mean of {len(LM_SEEDS)} seeds")
+ax.set_ylabel(f"validation bits per character (mean of {len(LM_SEEDS)} seeds)")
 ax.legend(fontsize=8, loc="center right")
 lesson.savefig(fig, "bpc_vs_memory")
 for m in EVAL_MEMS:
@@ -680,17 +667,15 @@ lesson.claim("a longer memory at evaluation than in training lowers the perplexi
                  bigram=bigram, long_memory=LONG, training_memory=MEM), fallback=fallback)
 
 # %% [markdown]
-# The line printed above splits what the memory gives XL into the first few characters, the
-# rest of the training memory, and the memory beyond it. The first few characters repair
+# The line printed above splits what the memory gives XL. The first few characters repair
 # context fragmentation: the first characters of a segment are no longer predicted from
 # nothing (Table 7 isolates this on a corpus without long-range dependencies). The dotted
-# curve is the relative model that never trained with a memory, given one at evaluation: its
-# distance from XL's curve is all that *training* with the memory adds. What lies beyond the
-# training memory helps only a model that has learned dependencies that long; a 2-layer model
-# trained for minutes on characters may not have, and then a longer memory holds nothing it
-# knows how to use, however the distances are encoded. A test that *can* show the claim needs
-# a model that has learned to fetch something by content within the training memory, and
-# then a dependency farther back than that memory.
+# curve, the relative model never trained with a memory but given one at evaluation, lies as
+# far from XL's as *training* with the memory is worth. What lies beyond the training memory
+# helps only a model that has learned dependencies that long, however the distances are
+# encoded; a 2-layer model trained for minutes on characters may not have. A test that *can*
+# show the claim needs a model that has learned to fetch something by content within the
+# training memory, and then a dependency farther back than that memory.
 #
 # **Recall by class.** A stream of filler symbols in which, now and then, a symbol of one of
 # 16 classes is *written*; some distance later comes a *read* of that class, and the target is
@@ -702,8 +687,7 @@ lesson.claim("a longer memory at evaluation than in training lowers the perplexi
 
 # %%
 show(recall_by_class)
-R_SEG, R_MEM, R_STEPS = 16, 32, lesson.size(full=300, smoke=4)
-R_BATCH = lesson.size(full=32, smoke=4)
+R_SEG, R_MEM, (R_STEPS, R_BATCH) = 16, 32, lesson.size(full=(300, 32), smoke=(4, 4))
 R_SEEDS = [0, 1]  # the claims pair over the test reads too: their spread adds to the runs'
 R_VOCAB = 16 * (8 + 1) + 8
 R_TRAIN = recall_by_class(R_BATCH, R_SEG * R_STEPS + R_SEG, 1, R_MEM,
@@ -754,6 +738,8 @@ for k, eval_name in enumerate(R_EVALS):
     ax.plot(centres, [hit[which == i].mean() for i in np.unique(which)], "o-" if k < 3 else "x--",
             color=f"C{k}", label=eval_name, ms=4)
 ax.axvspan(0, R_MEM, color="gray", alpha=0.12, label="distances trained on")
+ax.axvspan(R_MEM + R_SEG, 2 * R_MEM + R_SEG - 1, color="C0", alpha=0.08,
+           label=f"only two layers reach (memory {R_MEM})")
 ax.axhline(1 / 8, color="gray", ls=":", label="chance, knowing the class")
 ax.set_xlabel("distance from the read back to its write")
 ax.set_ylabel(f"accuracy ({len(R_SEEDS)} seeds)")
@@ -808,8 +794,7 @@ lesson.claim("information climbs one memory further back per layer, and training
 # Chance is 1/16.
 
 # %%
-C_SEG, C_MEM, C_STEPS = 16, 32, lesson.size(full=300, smoke=5)
-C_BATCH = lesson.size(full=32, smoke=4)
+C_SEG, C_MEM, (C_STEPS, C_BATCH) = 16, 32, lesson.size(full=(300, 32), smoke=(5, 4))
 copy_data = {}
 
 
@@ -894,13 +879,11 @@ lesson.claim("the stop-gradient is what keeps the two-layer path unlearned",
 
 # %% [markdown]
 # What the test can show: if the two-layer positions rise once the gradient flows, the
-# stop-gradient was what kept the lower layer from storing the token; if they stay where
-# they were, something else blocks the path. The one-layer path can serve half the
-# positions; the rest need a lower layer to store a token at a distance its own
-# prediction never asks for — a solution gradient descent has to find through many weights
-# at once. The architecture lets information travel $N \cdot M$ back; training finds the
-# paths that pay off early, and recall by class (section 6) showed the same gap between
-# what a token can see and what the model learns to use.
+# stop-gradient was what kept the lower layer from storing the token; if they stay where they
+# were, something else blocks the path — for instance that the lower layer must store a token
+# at a distance its own prediction never asks for, a solution gradient descent has to find
+# through many weights at once, while the one-layer path already serves half the positions.
+# Recall by class (section 6) asks the same question of a task that needs a lookup by content.
 #
 # ## 8. Cost: a memory instead of recomputing
 #
@@ -934,11 +917,10 @@ lesson.claim("evaluation with a memory is much faster (> 10×) than recomputing 
                  much=10.0))
 
 # %% [markdown]
-# The takeaway: the saving grows with the context, because recomputing costs the whole window
-# per character while XL pays for each position once. Reading one token per call (as when
-# sampling) keeps only part of the saving: XL's memory holds hidden states, not keys and
-# values, so every call projects the whole memory again — cheaper than recomputing all layers,
-# but far from the segment-at-a-time rate.
+# Recomputing costs the whole window per character while XL pays for each position once, so
+# the saving grows with the context. Reading one token per call (as when sampling) keeps only
+# part of it: XL's memory holds hidden states, not keys and values, so every call projects
+# the whole memory again — cheaper than recomputing all layers, far from the segment rate.
 #
 # ## 9. Training on many processes: DDP
 #
@@ -971,8 +953,8 @@ run_dir.cleanup()
 # %% [markdown]
 # ## Summary
 #
-# What this run found, claim by claim: each sentence is the one its claim's rule chose for the
-# outcome the numbers above gave.
+# What this run found, claim by claim: each sentence is the one its claim's rule chose for
+# the outcome the numbers above gave.
 
 # %%
 lesson.summary()
@@ -991,10 +973,9 @@ lesson.summary()
 #   Table 6 — relative positions, a memory at evaluation, training with the memory — on
 #   characters, in bits. A longer memory at evaluation pays off only where something the model
 #   learned to fetch lies beyond the training memory, as in recall by class.
-# * What a token can *see* ($N \cdot M$ back) and what the model *learns* to use differ; the
-#   copy task, without the stop-gradient for one segment, tests one explanation of the gap.
-# * Evaluation with a memory pays once per position; recomputing a window pays the window per
-#   position.
+# * What a token can *see* ($N \cdot M$ back) need not be what the model *learns* to use:
+#   recall by class and the copy task, with and without the stop-gradient, measure the gap.
+#   Evaluation with a memory pays once per position; recomputing pays the window per position.
 #
 # ## Exercises
 #
