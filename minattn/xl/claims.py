@@ -159,11 +159,12 @@ def training_gives_most_of_recurrence_gain(*, xl, relative_memory, relative_alon
              "as the recurrence gains nothing here,")
     paper = f"the paper: {TRAINING_SHARE:.0%}"
     return verdict.says(
-        reproduced=f"Training with the memory gives most of the recurrence's gain ({share}; "
+        reproduced=f"Training with the memory gives most of the recurrence's gain (a share of "
+                   f"{share}; "
                    f"{paper}): XL beats the model trained without memory and given the same "
                    f"memory at evaluation by {_mean(relative_memory) - _mean(xl):.3f} bpc.",
         contradicted=f"At this budget the memory at evaluation, not training with it, gives the "
-                     f"recurrence's gain: training adds {share} of it ({paper}). A model "
+                     f"recurrence's gain: training's share of it is {share} ({paper}). A model "
                      f"trained without memory, given the memory at evaluation, reads "
                      f"{_mean(relative_memory):.3f} bpc against XL's {_mean(xl):.3f} over "
                      f"{len(xl)} seeds.",
