@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from ..tools.claims import claim_rule
 from ..tools.verdict import (
-    combine,
+    NOT_TESTED,
+    Verdict,
     compare,
     compare_rates,
     converged,
@@ -141,21 +142,38 @@ def uniform_probe_needs_cooccurrence(*, probe_control, probe_flat):
         not_tested="The frozen-uniform runs were not made.")
 
 
-@claim_rule(reproduced_by=dict(bad=(0, 8), one_good=(8, 8), random=(7, 8)),
-            contradicted_by=dict(bad=(8, 8), one_good=(0, 8), random=(0, 8)))
-def one_good_head_rescues(*, bad, one_good, random):
+@claim_rule(reproduced_by=dict(bad=[0, 4], one_good=[4, 4], heads_found=True),
+            contradicted_by=dict(bad=[4, 4], one_good=[0, 4], heads_found=True))
+def one_good_head_rescues(*, bad, one_good, heads_found):
     """Multi-head attention on one base network (§5.2, Fig. 6): all-bad combinations fail, one
-    good head among bad ones converges, random heads converge with high probability. Each arm
-    is (converged, combinations); both rescues are tested against all-bad with Fisher's exact
-    test."""
-    verdict = combine(compare_rates(*one_good, *bad, ">"), compare_rates(*random, *bad, ">"))
+    good head among bad ones converges. Each arm is [converged, combinations]; Fisher's exact
+    test (with four combinations per arm it can call a difference only at 4 of 4 against 0 of
+    4). heads_found: the rejection sampling found the heads both scenarios need (if not, the
+    arms are empty and the claim is not tested)."""
+    if heads_found:
+        verdict = compare_rates(*one_good, *bad, ">")
+    else:
+        verdict = Verdict(NOT_TESTED, "the rejection sampling did not find enough good and bad "
+                          "heads within its budget of candidates", reason="budget", n="0")
     return verdict.says(
-        reproduced="One good head among bad ones, and heads drawn at random, converge more often "
-                   "than all-bad heads on the same base network: more heads help by giving more "
-                   "draws of the starting attention.",
-        partly="Only one of the two rescues (one good head, or random heads) converged "
-               "significantly more often than the all-bad heads.",
-        contradicted="All-bad heads converged more often than the combinations that should have "
-                     "rescued them.",
-        inconclusive="Too few combinations per scenario to tell the scenarios apart.",
+        reproduced="One good head among bad ones converges more often than all-bad heads on the "
+                   "same base network: the good head's starting attention carries the model.",
+        contradicted="All-bad heads converged more often than combinations with a good head.",
+        inconclusive="Too few combinations, or too small a difference, to tell one good head "
+                     "among bad ones from all-bad heads.",
         not_tested="Too few good or bad heads were found to build the scenarios.")
+
+
+@claim_rule(reproduced_by=dict(bad=[0, 8], random=[7, 8]),
+            contradicted_by=dict(bad=[8, 8], random=[0, 8]))
+def random_heads_converge(*, bad, random):
+    """Multi-head attention on one base network (§5.2, Fig. 6): heads drawn at random converge
+    with high probability, more often than all-bad heads. Each arm is [converged, combinations];
+    Fisher's exact test."""
+    return compare_rates(*random, *bad, ">").says(
+        reproduced="Heads drawn at random converge more often than all-bad heads: with several "
+                   "independent draws, one good starting attention is likely among them.",
+        contradicted="All-bad heads converged more often than heads drawn at random.",
+        inconclusive="Too few combinations, or too small a difference, to tell random heads "
+                     "from all-bad heads.",
+        not_tested="Too few bad heads were found to build the all-bad scenario.")
