@@ -11,7 +11,7 @@
 # ---
 
 # %% [markdown]
-# # Lesson 05 — Attention in an LSTM translator, and how it is learned
+# # Lesson 05 — Attention in an LSTM encoder–decoder, and how it is learned
 #
 # Before Transformers, attention was a module bolted onto a recurrent encoder–decoder: the
 # decoder, about to write output word $t$, looks back over the encoder's states and takes a
@@ -108,8 +108,9 @@ CPU0 = time.process_time()
 #
 # PyTorch stores the four gates' weights stacked in that order, so given the same weights our
 # NumPy cell agrees with `nn.LSTMCell` and our loop with `nn.LSTM` to rounding error:
-# `tests/test_lstm_attention.py` checks both in float64, and every model of this lesson against
-# these NumPy pieces.
+# `tests/test_lstm_attention.py` checks both in float64, and
+# `tests/test_lstm_attention_official.py` checks the copy model of this lesson against these
+# NumPy pieces.
 
 # %%
 show(lstm_cell_np)
@@ -185,8 +186,10 @@ show(OfficialSeq2Seq)
 # beats the attention-weighted average, in proportion to the attention it already has: with
 # nearly uniform attention, all positions move, toward where the probe points. When the probe
 # is flat (no position predicts $y_t$ better than another) the gradient is zero, whatever
-# attention would be right. Below, $u$ from the output network written out (no autograd), the
-# formula, and torch's autograd on a small random head.
+# attention would be right. (In the authors' model, whose context is $P r_t + p$ with
+# $r_t = \sum_j \alpha_{tj} h_j$, read $u_t$ as the gradient with respect to $r_t$; the two lines
+# do not change.) Below, $u$ from the output network written out (no autograd), the formula,
+# and torch's autograd on a small random head.
 
 # %%
 show(lexical_probe_np)
@@ -447,8 +450,8 @@ lesson.claim("without co-occurrence signal learning comes later: 40-of-40 learns
 # long: a decoder that knows the set but not which words remain scores $(40 \cdot \frac1{40} +
 # 1)/41$, about 0.049, and runs of this lesson's model stayed there for 800 steps at batch 16
 # and for 200 at batch 128. Full mode therefore leaves the mixture to `MINATTN_SCALE=paper`,
-# which trains 4 seeds for the long budget and records the claim only if the runs pass that
-# ceiling.
+# which trains 4 seeds for the long budget; its claim is *not tested* unless every run passes
+# the no-attention ceiling.
 
 # %%
 MIX_SEEDS = lesson.size(full=0, smoke=1, paper=4)

@@ -133,3 +133,10 @@ def test_train_evaluates_at_step_zero_and_the_listed_steps():
                     evaluate=evaluate, eval_at=[0, 2, 5], progress=False)
     assert history["w_step"] == [0, 2, 5]
     assert torch.equal(seen[0], initial) and not torch.equal(seen[1], initial)  # 0: untrained
+
+
+def test_checkpoints_follow_the_authors_schedule():
+    early = (0, 10, 50, 100, 150, 200, 250)
+    assert ag.checkpoints(1000, early, 250) == [0, 10, 50, 100, 150, 200, 250, 500, 750, 1000]
+    assert ag.checkpoints(600, early, 250) == [0, 10, 50, 100, 150, 200, 250, 500, 600]
+    assert ag.checkpoints(20, early, 10) == [0, 10, 20]
