@@ -168,7 +168,37 @@ def strip_solutions(text: str, only: set[str] | None = None,
             out.append(line)
         else:
             dropped += 1
-    return "".join(out)
+    return mark_imports_left_unused(text, "".join(out))
+
+
+def _loaded_names(tree: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
+        e.value for n in ast.walk(tree) if isinstance(n, ast.Assign)
+        for t in n.targets if isinstance(t, ast.Name) and t.id == "__all__"
+        for e in getattr(n.value, "elts", []) if isinstance(e, ast.Constant)}
+
+
+def mark_imports_left_unused(before: str, after: str) -> str:
+    """An import only a stripped region used (lesson 05's softmax, imported for the attention
+    step) would fail the copy's `ruff check` (F401): its line says the exercise needs it."""
+    try:
+        old, new = ast.parse(before), ast.parse(after)
+    except SyntaxError:
+        return after
+    used_before, used_after = _loaded_names(old), _loaded_names(new)
+    lines = after.splitlines(keepends=True)
+    for node in ast.walk(new):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        for alias in node.names:
+            name = (alias.asname or alias.name).split(".")[0]
+            if name in used_before and name not in used_after and alias.lineno <= len(lines):
+                line = lines[alias.lineno - 1]
+                if "noqa" not in line:
+                    body = line.rstrip("\r\n")
+                    lines[alias.lineno - 1] = (f"{body}  # noqa: F401 -- for an exercise"
+                                               f"{line[len(body):]}")
+    return "".join(lines)
 
 
 def needed_after(tree: ast.AST, begin: int, end: int) -> list[str]:
