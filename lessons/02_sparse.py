@@ -388,7 +388,7 @@ show(SparseClassifier)
 # %%
 N_SEQ = lesson.size(full=512, smoke=96)
 STEPS = lesson.size(full=120, smoke=8)
-LONGER = 4  # BigBird (no global token) also trains LONGER times as many steps
+LONGER = 2  # BigBird (no global token) also trains LONGER times as many steps
 BATCH = lesson.size(full=16, smoke=8)
 SEEDS = lesson.size(full=[0, 1, 2, 3], smoke=[0, 1], paper=list(range(12)))
 VOCAB, D_MODEL, HEADS, LAYERS = 3, 32, 2, 2  # tokens: CLS = 0, A = 1, B = 2
