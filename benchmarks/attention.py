@@ -14,7 +14,6 @@ numbers measured side by side in this run.
 from __future__ import annotations
 
 import math
-import os
 
 import torch
 import torch.nn.functional as F
@@ -25,11 +24,14 @@ from minattn.tools.bench import (
     device_name,
     fmt_bytes,
     fmt_time,
+    machine_record,
+    markdown_table,
+    measured_on,
     peak_memory,
-    print_table,
+    provenance,
+    run_benchmark,
     save_json,
     time_interleaved,
-    write_markdown,
 )
 
 
@@ -71,15 +73,19 @@ def contenders(q, k, v, with_numpy: bool):
 def main():
     args = bench_args(__doc__.splitlines()[0], dtypes=("float32", "bfloat16", "float16",
                                                        "float64"))
+    run_benchmark(args, measure_all, render)
+
+
+def measure_all(args) -> dict:
+    """Every measurement of one run, saved with --json: what `render` needs."""
     device, dtype = args.device, args.dtype
     sizes = [512, 1024, 2048] if args.quick else [512, 1024, 2048, 4096, 8192]
     repeats = args.repeats or (3 if args.quick else 5)
     B, H, d = 1, 4, 64
     print(f"dense attention, B={B}, H={H}, d={d}, {str(dtype).removeprefix('torch.')}, "
           f"device={device} ({device_name(device)}), "
-          f"torch threads={torch.get_num_threads()}, {repeats} interleaved repeats (medians)\n")
-
-    rows, raw = [], []
+          f"torch threads={torch.get_num_threads()}, {repeats} interleaved repeats (medians)")
+    raw = []
     for n in sizes:
         gen = torch.Generator().manual_seed(n)
         q, k, v = (torch.randn(B, H, n, d, generator=gen).to(device, dtype).requires_grad_()
@@ -93,54 +99,60 @@ def main():
         mem_both = {name: peak_memory(fb, device) for name, (_, fb) in table.items() if fb}
         raw.append(dict(n=n, forward_s=fwd, forward_backward_s=both, peak_forward_bytes=mem,
                         peak_forward_backward_bytes=mem_both))
-        row = {"N": n}
-        for name in table:
+        print(f"N={n} done", flush=True)
+    payload = {"benchmark": "attention", "B": B, "H": H, "d": d, "quick": args.quick,
+               "repeats": repeats, "results": raw}
+    save_json(args.json, payload, device, dtype)
+    return dict(payload, machine=machine_record(device, dtype))
+
+
+def render(payload: dict, source=None) -> tuple[str, str]:
+    """(section name, Markdown) of a run, measured now or loaded from its JSON (`source`)."""
+    machine, raw = payload["machine"], payload["results"]
+    rows = []
+    for r in raw:
+        fwd, both = r["forward_s"], r["forward_backward_s"]
+        mem, mem_both = r["peak_forward_bytes"], r["peak_forward_backward_bytes"]
+        row = {"N": r["n"]}
+        for name in fwd:
             row[f"{name} fwd"] = fmt_time(fwd[name])
         row["minattn / SDPA fwd"] = f"{fwd['minattn torch'] / fwd['SDPA']:.1f}×"
         for name in both:
             row[f"{name} fwd+bwd"] = fmt_time(both[name])
         row["minattn / SDPA fwd+bwd"] = f"{both['minattn torch'] / both['SDPA']:.1f}×"
-        for name in table:
+        for name in mem:
             row[f"{name} mem"] = fmt_bytes(mem[name])
         row["minattn / SDPA mem"] = (f"{mem['minattn torch'] / mem['SDPA']:.0f}×"
                                      if mem["SDPA"] and mem["minattn torch"] else "—")
         for name in mem_both:
             row[f"{name} mem fwd+bwd"] = fmt_bytes(mem_both[name])
         rows.append(row)
-        print(f"N={n} done", flush=True)
-
-    names = list(table)
-    tables = {}
-    print(f"\nForward time (median of {repeats})")
-    tables[f"Forward time (median of {repeats})"] = print_table(
-        rows, ["N"] + [f"{n} fwd" for n in names] + ["minattn / SDPA fwd"])
-    print(f"\nForward + backward time (median of {repeats})")
-    tables[f"Forward + backward time (median of {repeats})"] = print_table(
-        rows, ["N"] + [f"{n} fwd+bwd" for n in names if n != "NumPy"] + ["minattn / SDPA fwd+bwd"])
-    print("\nExtra peak memory of one forward")
-    tables["Extra peak memory of one forward"] = print_table(
-        rows, ["N"] + [f"{n} mem" for n in names] + ["minattn / SDPA mem"])
-    print("\nExtra peak memory of one forward + backward")
-    tables["Extra peak memory of one forward + backward"] = print_table(
-        rows, ["N"] + [f"{n} mem fwd+bwd" for n in names if n != "NumPy"])
-    if args.markdown:
-        parts = ["## Dense attention: `benchmarks/attention.py`", "",
-                 f"NumPy (`attention_np`), the textbook three torch lines, lesson 01's "
-                 f"`attention_torch` and PyTorch's fused `F.scaled_dot_product_attention`. "
-                 f"B = {B}, H = {H}, d = {d}, {str(dtype).removeprefix('torch.')}, no mask, "
-                 f"device = {device} ({device_name(device)}), torch threads = "
-                 f"{torch.get_num_threads()}, {repeats} interleaved repeats (medians), "
-                 f"load average at the end of the run {os.getloadavg()[0]:.1f}, "
-                 f"N = {', '.join(map(str, sizes))}. The explicit versions store the N × N "
-                 "weights, SDPA never does: the memory columns grow as N² for them and as N for "
-                 "it.",
-                 ""]
-        for title, text in tables.items():
-            parts += [f"*{title}*", "", text, ""]
-        write_markdown("attention" if device.type == "cpu" else f"attention-{device.type}",
-                       "\n".join(parts))
-    save_json(args.json, {"benchmark": "attention", "B": B, "H": H, "d": d, "results": raw},
-              device, dtype)
+    names, trained = list(raw[0]["forward_s"]), list(raw[0]["forward_backward_s"])
+    tables = {
+        "Forward time (median)": markdown_table(
+            rows, ["N"] + [f"{n} fwd" for n in names] + ["minattn / SDPA fwd"]),
+        "Forward + backward time (median)": markdown_table(
+            rows, ["N"] + [f"{n} fwd+bwd" for n in trained] + ["minattn / SDPA fwd+bwd"]),
+        "Extra peak memory of one forward": markdown_table(
+            rows, ["N"] + [f"{n} mem" for n in names] + ["minattn / SDPA mem"]),
+        "Extra peak memory of one forward + backward": markdown_table(
+            rows, ["N"] + [f"{n} mem fwd+bwd" for n in trained]),
+    }
+    device = str(machine.get("device", "cpu")).split(":")[0]
+    load = machine.get("load_average")
+    parts = ["## Dense attention: `benchmarks/attention.py`", "",
+             f"NumPy (`attention_np`), the textbook three torch lines, lesson 01's "
+             f"`attention_torch` and PyTorch's fused `F.scaled_dot_product_attention`. "
+             f"B = {payload['B']}, H = {payload['H']}, d = {payload['d']}, "
+             f"{machine.get('dtype') or 'float32'}, no mask, measured on {measured_on(machine)}, "
+             f"{provenance(payload, source)}"
+             + (f", load average at the end of the run {load:.1f}" if load else "")
+             + f", N = {', '.join(str(r['n']) for r in raw)}. The explicit versions store the "
+             "N × N weights, SDPA never does: the memory columns grow as N² for them and as N "
+             "for it.", ""]
+    for title, text in tables.items():
+        parts += [f"*{title}*", "", text, ""]
+    return ("attention" if device == "cpu" else f"attention-{device}"), "\n".join(parts)
 
 
 if __name__ == "__main__":

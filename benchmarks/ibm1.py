@@ -55,10 +55,13 @@ from minattn.tools.bench import (  # noqa: E402
     bench_args,
     fmt_bytes,
     fmt_time,
-    print_table,
+    machine_record,
+    markdown_table,
+    measured_on,
+    provenance,
+    run_benchmark,
     save_json,
     time_interleaved,
-    write_markdown,
 )
 
 ITERATIONS = 5
@@ -133,7 +136,7 @@ def compare(src, tgt, repeats: int, nltk: str, tag: str, n_pairs: int | None):
     nltk="interleaved": NLTK takes part in every measurement; nltk="once": NLTK runs end to
     end a single time after ours (the full corpus, where one NLTK run takes minutes).
     """
-    rows, raw, last = [], {}, {}
+    raw, last = {}, {}
     indexed = index_bitext(src, tgt)
     print(f"{tag}: {indexed.n_pairs:,} pairs, {len(indexed.src_vocab) - 1:,} source / "
           f"{len(indexed.tgt_vocab):,} target words, {len(indexed.tgt_ids):,} target tokens, "
@@ -205,8 +208,15 @@ def compare(src, tgt, repeats: int, nltk: str, tag: str, n_pairs: int | None):
     raw["alignment_differs"] = int(len(differ))
     raw["alignment_differs_not_tie"] = int((np.abs(t_at(a) - t_at(theirs_a)) > 1e-12).sum())
     raw["target_tokens"] = int(len(a))
-    for name in list(step_fns) + (["NLTK"] if nltk == "once" else []):
-        row = {"corpus": tag, "implementation": name}
+    raw["corpus"] = tag
+    return table_rows(raw), raw
+
+
+def table_rows(raw: dict) -> list[dict]:
+    """The table's rows of one corpus's measurements."""
+    step, e2e, mem, rows = raw["iteration_s"], raw["end_to_end_s"], raw["peak_bytes"], []
+    for name in list(step) + [n for n in e2e if n not in step]:
+        row = {"corpus": raw["corpus"], "implementation": name}
         if name in step:
             row["EM iteration"] = fmt_time(step[name])
             if "NLTK" in step:
@@ -216,32 +226,44 @@ def compare(src, tgt, repeats: int, nltk: str, tag: str, n_pairs: int | None):
             row["end-to-end speed-up"] = f"{e2e['NLTK'] / e2e[name]:.1f}×"
             row["peak memory"] = fmt_bytes(mem[name])
         rows.append(row)
-    return rows, raw
+    return rows
 
 
 DEVICE = torch.device("cpu")  # --device cuda adds the torch EM on that GPU
 
 
 def main() -> None:
-    global DEVICE
     args = bench_args(__doc__.splitlines()[0])
+    run_benchmark(args, measure_all, render)
+
+
+def measure_all(args) -> dict:
+    """Every measurement of one run, saved with --json: what `render` needs."""
+    global DEVICE
     DEVICE = args.device
     quick = args.quick
     repeats = args.repeats or (2 if quick else 3)
     t0, load_start = time.perf_counter(), os.getloadavg()[0]
     n_first = 1_000 if quick else 10_000
     name, src, tgt = load_corpus(n_first)
-    rows, raw = compare(src, tgt, repeats, nltk="interleaved", tag=name, n_pairs=n_first)
-    results = {"main": raw}
+    results = {"main": compare(src, tgt, repeats, nltk="interleaved", tag=name,
+                               n_pairs=n_first)[1]}
     if not quick:  # the whole corpus: ours with repeats, NLTK once (one run takes minutes)
         name_full, src, tgt = load_corpus(None)
-        full_rows, full_raw = compare(src, tgt, repeats, nltk="once", tag=name_full, n_pairs=None)
-        rows += full_rows
-        results["full"] = full_raw
+        results["full"] = compare(src, tgt, repeats, nltk="once", tag=name_full,
+                                  n_pairs=None)[1]
+    payload = {"benchmark": "ibm1", "quick": quick, "repeats": repeats, "results": results,
+               "seconds": time.perf_counter() - t0, "load_average_start": load_start}
+    save_json(args.json, payload, args.device)
+    return dict(payload, machine=machine_record(args.device))
+
+
+def render(payload: dict, source=None) -> tuple[str, str]:
+    """(section name, Markdown) of a run, measured now or loaded from its JSON (`source`)."""
     columns = ["corpus", "implementation", "EM iteration", "iteration speed-up",
                "end to end (5 it.)", "end-to-end speed-up", "peak memory"]
-    print()
-    table = print_table(rows, columns)
+    results = payload["results"]
+    table = markdown_table([row for res in results.values() for row in table_rows(res)], columns)
     notes = []
     for key, res in results.items():
         if "max_abs_diff" in res:
@@ -250,21 +272,23 @@ def main() -> None:
                          f"{res['target_tokens']:,} target tokens, "
                          f"{res['alignment_differs_not_tie']} of them not at a tie "
                          f"(|t difference| > 1e-12)")
-    notes.append(f"(medians of {repeats} interleaved repeats; NLTK on the full corpus: one run; "
-                 f"{time.perf_counter() - t0:.0f} s in all; load average {load_start:.1f} at the "
-                 f"start, {os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} cores)")
-    print("\n".join(notes))
-    if args.markdown:
-        write_markdown("ibm1", "\n".join([
-            "## IBM Model 1: minattn.ibm1 (fast path) vs NLTK",
-            "",
-            f"`python benchmarks/ibm1.py{' --quick' if quick else ''} --markdown`: NLTK-compatible "
-            f"mode, {ITERATIONS} EM iterations end to end (token lists in, table and Viterbi "
-            "alignments out); one EM iteration alone; goals: >= 100x per iteration and >= 30x "
-            "end to end on 10,000 verse pairs.",
-            "", table, "", *[f"- {n}" for n in notes]]))
-    save_json(args.json, {"benchmark": "ibm1", "quick": quick, "repeats": repeats,
-                          "results": results}, args.device)
+    machine = payload["machine"]
+    load = (f"; load average {payload['load_average_start']:.1f} at the start, "
+            f"{machine['load_average']:.1f} at the end, on {machine.get('cpu_count')} cores"
+            if payload.get("load_average_start") is not None and machine.get("load_average")
+            else "")
+    seconds = f"; {payload['seconds']:.0f} s in all" if payload.get("seconds") else ""
+    notes.append(f"(measured on {measured_on(machine)}, {provenance(payload, source)}; NLTK on "
+                 f"the full corpus: one run{seconds}{load})")
+    quick = " --quick" if payload.get("quick") else ""
+    return "ibm1", "\n".join([
+        "## IBM Model 1: minattn.ibm1 (fast path) vs NLTK",
+        "",
+        f"`python benchmarks/ibm1.py{quick} --markdown`: NLTK-compatible mode, {ITERATIONS} EM "
+        "iterations end to end (token lists in, table and Viterbi alignments out); one EM "
+        "iteration alone; goals: >= 100x per iteration and >= 30x end to end on 10,000 verse "
+        "pairs.",
+        "", table, "", *[f"- {n}" for n in notes]])
 
 
 if __name__ == "__main__":

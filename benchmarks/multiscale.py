@@ -4,6 +4,7 @@
     python benchmarks/multiscale.py --quick      # N = 256 ... 2,048 (well under a minute)
     python benchmarks/multiscale.py --markdown   # also write the tables into benchmarks/README.md
     python benchmarks/multiscale.py --device cuda [--dtype bfloat16]   # on a GPU: N = 1k ... 16k
+    python benchmarks/multiscale.py --from-json run.json --markdown   # tables of a saved run
 
 B = 1 (4 on CUDA, as in the H100 yardstick), H = 8 heads, d = 64 per head, float32 unless
 --dtype. The multi-scale layer's heads have the scales {3, 3, N/16, N/16, N/8, N/8, N/4, N/2}
@@ -12,12 +13,15 @@ B = 1 (4 on CUDA, as in the H100 yardstick), H = 8 heads, d = 64 per head, float
     zero mask   8 full heads through SDPA with an all-zero float mask: the price of any mask
                 in PyTorch's fused CPU kernel (N <= 2,048 only: the mask grows as N²)
     masked      the multi-scale layer as one SDPA call with the (H, N, N) per-head window mask
-                (N <= 2,048 only)
-    grouped     heads grouped by scale: window kernel (ω < BAND_FROM) / band kernel / SDPA
-    multiscale  `multiscale_attention_fast_torch` as shipped: masked below DENSE_BELOW, else
-                grouped; on CUDA from dispatch.FLEX_FROM on one FlexAttention call with
-                per-head windows
-    readable    (CUDA only) the same with the readable kernels forced (dispatch.kernel_policy): what
+                (N <= 2,048; on CUDA N <= 8,192): the dense route of the CUDA dispatch
+    grouped     (CPU) heads grouped by scale: window kernel (ω < BAND_FROM) / band kernel / SDPA
+    multiscale  `multiscale_attention_fast_torch` as shipped: on the CPU masked below
+                DENSE_BELOW, else grouped; on CUDA one dense masked call below
+                dispatch.MULTISCALE_FLEX_FROM, one FlexAttention call with per-head windows
+                from there on
+    flex        (CUDA) that FlexAttention call at every N; *flex, ieee* (float32) the same with
+                FlexAttention's default float32 products instead of compiled.CUDA_FLOAT32_PRECISION
+    readable    (CUDA) the layer with the readable kernels forced (dispatch.kernel_policy): what
                 a GPU ran before the dispatch
 Times are medians of interleaved repeats; memory is the extra peak resident memory of one call.
 A last table times the band kernel's chunk size c for one head (forward + backward, relative to
@@ -37,23 +41,26 @@ from minattn.multiscale import (
     multiscale_attention_fast_torch,
     scale_mask_torch,
 )
-from minattn.sparse import dispatch
+from minattn.sparse import compiled, dispatch, flex
 from minattn.tools.bench import (  # noqa: E402
     bench_args,
-    device_name,
     fmt_bytes,
     fmt_time,
     forward_backward,
     forward_only,
+    machine_record,
+    markdown_table,
+    measured_on,
     peak_memory,
-    print_table,
+    provenance,
+    run_benchmark,
     save_json,
     time_interleaved,
-    write_markdown,
 )
 
 H, D = 8, 64
 MASKED_MAX = 2048  # the (H, N, N) bool mask and its float copy: 160 MiB at N = 2,048
+MASKED_MAX_CUDA = 8192  # on a GPU: 512 MiB of bool mask, 2 GiB of float bias at B = 4
 
 
 def windows(n: int) -> list[int]:
@@ -66,21 +73,37 @@ def batch(device) -> int:
 
 def contenders(n: int, device, dtype) -> dict:
     ws = windows(n)
+    cuda = device.type == "cuda"
     fns = {"full": lambda q, k, v: attention_fast_torch(q, k, v),
-           "grouped": lambda q, k, v: multiscale_attention_fast_torch(q, k, v, ws, dense_below=0),
            "multiscale": lambda q, k, v: multiscale_attention_fast_torch(q, k, v, ws)}
-    if device.type == "cuda":
+    if not cuda:  # on CUDA no group runs on its own: grouping is the readable path
+        fns["grouped"] = lambda q, k, v: multiscale_attention_fast_torch(q, k, v, ws,
+                                                                         dense_below=0)
+    if cuda:
         def readable(q, k, v):
             with dispatch.kernel_policy("readable"):
                 return multiscale_attention_fast_torch(q, k, v, ws)
         fns["readable"] = readable
-    if n <= MASKED_MAX:
+        fns["flex"] = lambda q, k, v: flex.flex_multiscale_attention(q, k, v, ws)
+        if dtype == torch.float32:
+            fns["flex, ieee"] = lambda q, k, v: ieee(flex.flex_multiscale_attention, q, k, v, ws)
+    if n <= (MASKED_MAX_CUDA if cuda else MASKED_MAX):
         mask = scale_mask_torch(n, ws, device)  # built once, outside the timed call
-        zeros = torch.zeros(1, H, n, n, device=device, dtype=dtype)
         fns["masked"] = lambda q, k, v: attention_fast_torch(q, k, v, mask=mask)
+    if n <= MASKED_MAX:
+        zeros = torch.zeros(1, H, n, n, device=device, dtype=dtype)
         fns["zero mask"] = lambda q, k, v: F.scaled_dot_product_attention(q, k, v,
                                                                           attn_mask=zeros)
     return fns
+
+
+def ieee(fn, *args):
+    """fn(*args) with FlexAttention's default float32 products ("ieee") instead of ours."""
+    old, compiled.CUDA_FLOAT32_PRECISION = compiled.CUDA_FLOAT32_PRECISION, "ieee"
+    try:
+        return fn(*args)
+    finally:
+        compiled.CUDA_FLOAT32_PRECISION = old
 
 
 def measure(n: int, repeats: int, device, dtype) -> dict:
@@ -89,7 +112,7 @@ def measure(n: int, repeats: int, device, dtype) -> dict:
                .requires_grad_() for _ in range(3))
     fns = contenders(n, device, dtype)
     return {"n": n, "windows": windows(n),
-            "route": dispatch.choose_kernel(device, n, dtype, D),
+            "route": dispatch.choose_kernel(device, n, dtype, D, pattern="multiscale"),
             "fwd_s": time_interleaved({m: forward_only(f, q, k, v) for m, f in fns.items()},
                                       repeats, device=device),
             "fwd_bwd_s": time_interleaved({m: forward_backward(f, q, k, v)
@@ -123,80 +146,96 @@ def _share(n: int, w: int) -> float:
 
 def main():
     args = bench_args(__doc__.splitlines()[0], dtypes=("float32", "bfloat16", "float16"))
+    run_benchmark(args, measure_all, render)
+
+
+def measure_all(args) -> dict:
+    """Every measurement of one run, saved with --json: what `render` needs."""
     device, dtype = args.device, args.dtype
     cuda = device.type == "cuda"
     if cuda:
-        sizes = [1024, 4096] if args.quick else [1024, 2048, 4096, 8192, 16384]
+        sizes = [1024, 4096, 8192] if args.quick else [1024, 2048, 4096, 8192, 16384]
     else:
         sizes = [256, 384, 512, 1024, 2048] if args.quick else [256, 384, 512, 1024, 2048,
                                                                  4096, 8192]
     repeats = args.repeats or (10 if cuda else 3)
-    dtype_name = str(dtype).removeprefix("torch.")
-    where = (f"{device_name(device)}, torch {torch.__version__}" if cuda
-             else f"cpu, torch threads={torch.get_num_threads()}")
-    head = (f"B={batch(device)}, H={H}, d={D}, {dtype_name}, {where}, "
-            f"{repeats} interleaved repeats (medians); DENSE_BELOW = {DENSE_BELOW}, "
-            f"BAND_FROM = {BAND_FROM}" + (f", FLEX_FROM = {dispatch.FLEX_FROM}" if cuda else ""))
-    print(head + "\n")
+    print(f"multi-scale attention, B={batch(device)}, H={H}, d={D}, {dtype}, {device}, "
+          f"{repeats} interleaved repeats (medians)")
     results = []
     for n in sizes:
         results.append(measure(n, repeats, device, dtype))
         print(f"N={n} done", flush=True)
-    names = ["full", "zero mask", "masked", "grouped", "multiscale"] + (["readable"] if cuda
-                                                                        else [])
+    chunk_rows = [] if cuda else measure_chunks(sizes[-2], repeats)  # the CPU's band kernel
+    constants = {"DENSE_BELOW": DENSE_BELOW, "BAND_FROM": BAND_FROM}
+    if cuda:
+        constants["MULTISCALE_FLEX_FROM"] = dispatch.MULTISCALE_FLEX_FROM[dtype]
+        constants["CUDA_FLOAT32_PRECISION"] = compiled.CUDA_FLOAT32_PRECISION
+    payload = {"benchmark": "multiscale", "B": batch(device), "H": H, "d": D,
+               "quick": args.quick, "repeats": repeats, "constants": constants,
+               "results": results, "band_kernel_chunks": chunk_rows}
+    save_json(args.json, payload, device, dtype)
+    return dict(payload, machine=machine_record(device, dtype))
+
+
+GOAL = {"float32": 1.1, "bfloat16": 1.0, "float16": 1.0}  # multiscale / full, fwd+bwd, N >= 4k
+
+
+def render(payload: dict, source=None) -> tuple[str, str]:
+    """(section name, Markdown) of a run, measured now or loaded from its JSON (`source`)."""
+    machine, results = payload["machine"], payload["results"]
+    cuda = str(machine.get("device", "cpu")).startswith("cuda")
+    dtype_name = machine.get("dtype") or "float32"
+    names = ["full", "zero mask", "masked", "grouped", "multiscale", "flex", "flex, ieee",
+             "readable"]
+    names = [m for m in names if any(m in r["fwd_bwd_s"] for r in results)]
     rows = []
     for r in results:
         row = {"N": r["n"], "route": r["route"]}
         for key, label in (("fwd_s", "fwd"), ("fwd_bwd_s", "fwd+bwd")):
             t = r[key]
-            for m in t:
+            for m in names:
                 row[f"{m} {label}"] = fmt_time(t.get(m))
             row[f"full / multiscale {label}"] = f"{t['full'] / t['multiscale']:.2f}×"
-        for m, b in r["fwd_bwd_mem"].items():
-            row[f"{m} mem"] = fmt_bytes(b)
-        row.update({f"{m} {x}": "—" for m in names for x in ("fwd", "fwd+bwd", "mem")
-                    if f"{m} {x}" not in row})
+        for m in names:
+            row[f"{m} mem"] = fmt_bytes(r["fwd_bwd_mem"].get(m))
         rows.append(row)
     first = ["N", "route"] if cuda else ["N"]
-    print("Forward time")
-    t1 = print_table(rows, first + [f"{m} fwd" for m in names] + ["full / multiscale fwd"])
-    print("\nForward + backward time")
-    t2 = print_table(rows, first + [f"{m} fwd+bwd" for m in names]
-                     + ["full / multiscale fwd+bwd"])
-    print("\nExtra peak memory, forward + backward")
-    t3 = print_table(rows, first + [f"{m} mem" for m in names])
-    chunk_rows, t4 = [], ""
-    if not cuda:  # the band kernel is the CPU's
-        print("\nBand kernel, one head, forward + backward: time per chunk size c as a multiple "
-              "of one full head's (window share = the ideal)")
-        chunk_rows = measure_chunks(sizes[-2], repeats)
-        t4 = print_table(chunk_rows,
-                         ["N", "ω", "window share", "c=32", "c=64", "c=128", "c=256"])
-    if args.markdown and cuda:
-        shares = [(r["n"], r["fwd_bwd_s"]["multiscale"] / r["fwd_bwd_s"]["full"])
-                  for r in results if r["n"] >= 4096]
-        goals = [f"| N = {n:,}: multi-scale fwd+bwd ≤ 1.1× full-head SDPA | multiscale / full "
-                 f"= {x:.2f} | {'yes' if x <= 1.1 else 'no'} |" for n, x in shares]
-        write_markdown(f"multiscale-cuda-{dtype_name}",
-                       f"## Multi-scale attention on CUDA ({dtype_name}): `benchmarks/"
-                       f"multiscale.py --device cuda`{' --quick' if args.quick else ''}\n\n"
-                       f"{head}. Scales per layer: {{3, 3, N/16, N/16, N/8, N/8, N/4, N/2}}. "
-                       "*readable* forces the readable kernels; *multiscale* is the layer as "
-                       "shipped. A ratio > 1 means the multi-scale layer is faster than 8 full "
-                       f"heads.\n\nForward time\n\n{t1}\n\nForward + backward time\n\n{t2}\n\n"
-                       f"Extra peak memory, forward + backward\n\n{t3}\n\n### Goal on CUDA\n\n"
-                       "| goal | this run | met? |\n|---|---|---|\n" + "\n".join(goals) + "\n")
-    elif args.markdown:
-        write_markdown("multiscale", f"## Multi-scale attention (`benchmarks/multiscale.py`"
-                       f"{' --quick' if args.quick else ''})\n\n{head}. Scales per layer: "
-                       "{3, 3, N/16, N/16, N/8, N/8, N/4, N/2}. A ratio > 1 means the "
-                       "multi-scale layer is faster than 8 full heads.\n\nForward time\n\n"
-                       f"{t1}\n\nForward + backward time\n\n{t2}\n\nExtra peak memory, "
-                       f"forward + backward\n\n{t3}\n\nBand kernel, one head, forward + "
-                       "backward: time per chunk size c as a multiple of one full head's "
-                       f"(window share = the ideal)\n\n{t4}\n")
-    save_json(args.json, {"benchmark": "multiscale", "B": batch(device), "H": H, "d": D,
-                          "results": results, "band_kernel_chunks": chunk_rows}, device, dtype)
+    t1 = markdown_table(rows, first + [f"{m} fwd" for m in names] + ["full / multiscale fwd"])
+    t2 = markdown_table(rows, first + [f"{m} fwd+bwd" for m in names]
+                        + ["full / multiscale fwd+bwd"])
+    t3 = markdown_table(rows, first + [f"{m} mem" for m in names])
+    constants = ", ".join(f"{k} = {v}" for k, v in payload.get("constants", {}).items())
+    head = (f"Measured on {measured_on(machine)}: B = {payload['B']}, H = {payload['H']}, "
+            f"d = {payload['d']}, {dtype_name}, {provenance(payload, source)}"
+            + (f"; {constants}" if constants else "")
+            + ". Scales per layer: {3, 3, N/16, N/16, N/8, N/8, N/4, N/2}. A ratio > 1 means "
+            "the multi-scale layer is faster than 8 full heads.")
+    tables = (f"Forward time\n\n{t1}\n\nForward + backward time\n\n{t2}\n\nExtra peak memory, "
+              f"forward + backward\n\n{t3}\n")
+    quick = " --quick" if payload.get("quick") else ""
+    if cuda:
+        goal = GOAL.get(dtype_name, 1.0)
+        lines = [f"| N = {r['n']:,}: multi-scale fwd+bwd ≤ {goal}× full-head SDPA | multiscale "
+                 f"/ full = {x:.2f} ({r['route']}) | {'yes' if x <= goal else 'no'} |"
+                 for r in results if r["n"] >= 4096
+                 for x in [r["fwd_bwd_s"]["multiscale"] / r["fwd_bwd_s"]["full"]]]
+        flag = "" if dtype_name == "float32" else f" --dtype {dtype_name}"
+        if "MULTISCALE_FLEX_FROM" not in payload.get("constants", {}):
+            head += (" (This run predates the one-call dense route: where its route says dense, "
+                     "*multiscale* made one call per group of heads; the *masked* column is the "
+                     "one call the dense route makes now.)")
+        return (f"multiscale-cuda-{dtype_name}",
+                f"## Multi-scale attention on CUDA ({dtype_name}): `benchmarks/multiscale.py "
+                f"--device cuda{flag}{quick}`\n\n{head} *readable* forces the readable kernels; "
+                "*multiscale* is the layer as shipped then (its route per N in the route column)."
+                f"\n\n{tables}\n### Goal on CUDA\n\n| goal | this run | met? |\n|---|---|---|\n"
+                + "\n".join(lines) + "\n")
+    chunks = payload.get("band_kernel_chunks") or []
+    t4 = markdown_table(chunks, ["N", "ω", "window share", "c=32", "c=64", "c=128", "c=256"])
+    return ("multiscale",
+            f"## Multi-scale attention (`benchmarks/multiscale.py`{quick})\n\n{head}\n\n"
+            f"{tables}\nBand kernel, one head, forward + backward: time per chunk size c as a "
+            f"multiple of one full head's (window share = the ideal)\n\n{t4}\n")
 
 
 if __name__ == "__main__":

@@ -35,6 +35,7 @@ figures/).
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from pathlib import Path
@@ -50,6 +51,7 @@ from minattn.sparse import (
     sliding_window_mask_np,
     window_attention_torch,
 )
+from minattn.tools import REPO_ROOT
 from minattn.tools.bench import (  # noqa: E402
     bench_args,
     device_name,
@@ -57,13 +59,15 @@ from minattn.tools.bench import (  # noqa: E402
     fmt_time,
     forward_backward,
     forward_only,
+    machine_record,
+    markdown_table,
+    measured_on,
     peak_memory,
-    print_table,
+    provenance,
+    run_benchmark,
     save_json,
     time_interleaved,
-    write_markdown,
 )
-from minattn.tools.lesson import REPO_ROOT
 
 B, D = 1, 64
 BS_BLOCK = 64  # block-sparse block size
@@ -81,14 +85,25 @@ def readable(fn):
     return run
 
 
+@functools.lru_cache(maxsize=1)
+def _users_flex():
+    from torch.nn.attention.flex_attention import flex_attention
+    return torch.compile(flex_attention)
+
+
 def flex_window(n: int, w: int, device):
-    """A compiled FlexAttention call for the sliding window, or None where flex is missing."""
+    """FlexAttention as a user compiles it (`torch.compile(flex_attention)`, once per process)
+    with our block mask, or None where flex is missing."""
     if not flex.flex_available():
         return None
+    block_mask = flex.window_block_mask(n, w, device=device)
     # Inputs that require grad are refused on CPU even under no_grad: pass detached views.
     detach = (lambda x: x.detach()) if device.type == "cpu" else (lambda x: x)
-    return lambda q, k, v: flex.flex_window_attention(detach(q), detach(k), detach(v), w,
-                                                      compiled=True)
+
+    def run(q, k, v):
+        q, k, v = (detach(x).reshape(-1, 1, *x.shape[-2:]) for x in (q, k, v))
+        return _users_flex()(q, k, v, block_mask=block_mask)
+    return run
 
 
 def dense_window(n: int, w: int, device):
@@ -147,7 +162,8 @@ def ratio(a, b, digits=1):
 
 
 def block_sparse_scaling(n: int, repeats: int, device, dtype) -> list[dict]:
-    """Time of the (readable) block-sparse kernel vs its number of non-zero blocks P (fixed N)."""
+    """Time of the (readable) block-sparse kernel vs its number of non-zero blocks P (fixed N):
+    [{"random": r, "P": P, "fwd_s": seconds}]."""
     gen = torch.Generator().manual_seed(1)
     q, k, v = (torch.randn(B, heads(device), n, D, generator=gen).to(device, dtype)
                for _ in range(3))
@@ -156,11 +172,16 @@ def block_sparse_scaling(n: int, repeats: int, device, dtype) -> list[dict]:
     fns = {r: forward_only(readable(lambda q, k, v, lay=lay: block_sparse_attention_torch(
         q, k, v, lay, BS_BLOCK)), q, k, v) for r, lay in layouts.items()}
     times = time_interleaved(fns, repeats, device=device)
-    base = times[0] / int(layouts[0].sum())
-    return [{"random blocks": r, "non-zero blocks P": int(lay.sum()), "fwd": fmt_time(times[r]),
-             "time / P": f"{times[r] / int(lay.sum()) * 1e6:.1f} µs",
-             "(time / P) / (time / P at r=0)": f"{times[r] / int(lay.sum()) / base:.2f}",
-             "_s": times[r], "_p": int(lay.sum())} for r, lay in layouts.items()]
+    return [{"random": r, "P": int(lay.sum()), "fwd_s": times[r]} for r, lay in layouts.items()]
+
+
+def scaling_table(scaling: list[dict]) -> str:
+    base = scaling[0]["fwd_s"] / scaling[0]["P"]
+    rows = [{"random blocks": s["random"], "non-zero blocks P": s["P"], "fwd": fmt_time(s["fwd_s"]),
+             "time / P": f"{s['fwd_s'] / s['P'] * 1e6:.1f} µs",
+             "(time / P) / (time / P at r=0)": f"{s['fwd_s'] / s['P'] / base:.2f}"}
+            for s in scaling]
+    return markdown_table(rows, list(rows[0]))
 
 
 def plot(results: list[dict], path: Path, device, dtype) -> None:
@@ -204,10 +225,15 @@ def plot(results: list[dict], path: Path, device, dtype) -> None:
 
 def main():
     args = bench_args(__doc__.splitlines()[0], dtypes=("float32", "bfloat16", "float16"))
+    run_benchmark(args, measure_all, render)
+
+
+def measure_all(args) -> dict:
+    """Every measurement of one run, saved with --json: what `render` needs."""
     device, dtype = args.device, args.dtype
     cuda = device.type == "cuda"
-    if cuda:  # the H100 yardstick's sizes; dense up to 16k (its bool mask: 256 MiB)
-        sizes = [4096, 16384] if args.quick else [1024, 4096, 16384, 65536]
+    if cuda:  # the H100 yardstick's sizes and 8k (bfloat16's crossover); dense up to 16k
+        sizes = [4096, 8192, 16384] if args.quick else [1024, 2048, 4096, 8192, 16384, 65536]
         windows = [128] if args.quick else [32, 128]
         dense_max, repeats, with_flex = 16384, args.repeats or 10, True
     elif args.quick:
@@ -221,40 +247,40 @@ def main():
              else f"cpu, torch threads={torch.get_num_threads()}")
     print(f"sliding-window attention, B={B}, H={heads(device)}, d={D}, {dtype_name}, {where}, "
           f"{repeats} interleaved repeats (medians)\n")
-
     results = []
     for w in windows:
         for n in sizes:
             results.append(measure(n, w, dense_max, with_flex, repeats, device, dtype))
             print(f"w={w} N={n} done", flush=True)
-
-    tables = cuda_tables(results) if cuda else cpu_tables(results)
-    compile_times = {f"w={r['w']} N={r['n']}": round(r["flex_compile_s"], 1) for r in results
-                     if "flex_compile_s" in r}
-    if compile_times:
-        print(f"\nflex compile + first call (s): {compile_times}")
-
     n_bs = 4096 if args.quick else 16384
-    title = (f"Block-sparse forward vs number of non-zero blocks (N={n_bs}, block={BS_BLOCK}, "
-             "window 1 block, r random blocks per row)")
-    print("\n" + title)
     scaling = block_sparse_scaling(n_bs, repeats, device, dtype)
-    tables[title] = print_table(scaling, [c for c in scaling[0] if not c.startswith("_")])
-
     figures = Path(os.environ.get("MINATTN_FIGURES") or REPO_ROOT / "figures")
     plot(results, figures / "02_sparse" / ("benchmark_cuda.png" if cuda else "benchmark.png"),
          device, dtype)
-    save_json(args.json, {"benchmark": "sparse", "B": B, "H": heads(device), "d": D,
-                          "results": results,
-                          "block_sparse_scaling": [{"random": s["random blocks"], "P": s["_p"],
-                                                    "fwd_s": s["_s"]} for s in scaling]},
-              device, dtype)
-    if args.markdown:
-        if cuda:
-            write_markdown(f"sparse-cuda-{dtype_name}",
-                           cuda_markdown(results, tables, repeats, args.quick, device, dtype))
-        else:
-            write_markdown("sparse", markdown(results, tables, repeats, args.quick))
+    payload = {"benchmark": "sparse", "B": B, "H": heads(device), "d": D, "quick": args.quick,
+               "repeats": repeats, "flex_from": {str(t).removeprefix("torch."): n for t, n in
+                                                 dispatch.FLEX_FROM.items()},
+               "results": results, "block_sparse_n": n_bs, "block_sparse_scaling": scaling}
+    save_json(args.json, payload, device, dtype)
+    payload["machine"] = machine_record(device, dtype)
+    return payload
+
+
+def render(payload: dict, source=None) -> tuple[str, str]:
+    """(section name, Markdown) of a run, measured now or loaded from its JSON (`source`)."""
+    machine, results = payload["machine"], payload["results"]
+    cuda = str(machine.get("device", "cpu")).startswith("cuda")
+    tables = cuda_tables(results) if cuda else cpu_tables(results)
+    scaling = payload.get("block_sparse_scaling", [])
+    if scaling:
+        size = f"N={payload['block_sparse_n']}, " if payload.get("block_sparse_n") else ""
+        title = (f"Block-sparse forward vs number of non-zero blocks ({size}block={BS_BLOCK}, "
+                 "window 1 block, r random blocks per row)")
+        tables[title] = scaling_table(scaling)
+    if cuda:
+        dtype_name = machine.get("dtype") or "float32"
+        return f"sparse-cuda-{dtype_name}", cuda_markdown(payload, tables, source)
+    return "sparse", markdown(payload, tables, source)
 
 
 def cpu_tables(results) -> dict:
@@ -285,13 +311,13 @@ def cpu_tables(results) -> dict:
             "dense/window mem fwd+bwd": ratio(mem_both.get("dense"), mem_both["window"]),
         })
     tables = {}
-    tables["Forward time (median)"] = print_table(rows, [
+    tables["Forward time (median)"] = markdown_table(rows, [
         "w", "N", "dense fwd", "window fwd", "block-sparse fwd", "flex fwd", "dense/window fwd",
         "flex/window fwd", "window fwd ×(N/2→N)"])
-    tables["Forward + backward time (median)"] = print_table(rows, [
+    tables["Forward + backward time (median)"] = markdown_table(rows, [
         "w", "N", "dense fwd+bwd", "window fwd+bwd", "block-sparse fwd+bwd",
         "dense/window fwd+bwd", "window fwd+bwd ×(N/2→N)"])
-    tables["Extra peak memory: forward | forward + backward"] = print_table(rows, [
+    tables["Extra peak memory: forward | forward + backward"] = markdown_table(rows, [
         "w", "N", "dense mem", "window mem", "flex mem", "dense/window mem", "dense mem fwd+bwd",
         "window mem fwd+bwd", "block-sparse mem fwd+bwd", "dense/window mem fwd+bwd"])
     return tables
@@ -316,24 +342,24 @@ def cuda_tables(results) -> dict:
         row["dispatched/dense fwd+bwd"] = ratio(both["dispatched"], both.get("dense"), 2)
         row["dispatched/flex fwd+bwd"] = ratio(both["dispatched"], both.get("flex"), 2)
         row["window/dispatched fwd+bwd"] = ratio(both["window"], both["dispatched"])
-        row["max |diff| vs window"] = ", ".join(f"{k} {v:.1e}" for k, v in
+        row["max abs diff vs window"] = ", ".join(f"{k} {v:.1e}" for k, v in
                                                 r["max_diff_vs_window"].items())
         rows.append(row)
     tables = {}
-    tables["Forward time (median)"] = print_table(rows, ["w", "N", "route"] + [
+    tables["Forward time (median)"] = markdown_table(rows, ["w", "N", "route"] + [
         f"{n} fwd" for n in CUDA_NAMES])
-    tables["Forward + backward time (median)"] = print_table(rows, ["w", "N", "route"] + [
+    tables["Forward + backward time (median)"] = markdown_table(rows, ["w", "N", "route"] + [
         f"{n} fwd+bwd" for n in CUDA_NAMES] + ["dispatched/dense fwd+bwd",
                                                "dispatched/flex fwd+bwd",
                                                "window/dispatched fwd+bwd"])
-    tables["Extra peak memory, forward + backward"] = print_table(rows, ["w", "N"] + [
+    tables["Extra peak memory, forward + backward"] = markdown_table(rows, ["w", "N"] + [
         f"{n} mem fwd+bwd" for n in CUDA_NAMES])
-    tables["Largest difference from the readable kernel's forward"] = print_table(
-        rows, ["w", "N", "max |diff| vs window"])
+    tables["Largest difference from the readable kernel's forward"] = markdown_table(
+        rows, ["w", "N", "max abs diff vs window"])
     return tables
 
 
-def cuda_goals(results, dtype) -> str:
+def cuda_goals(results, dtype_name: str) -> str:
     """The GPU goals, checked against this run where it measured them."""
     lines = ["| goal | this run | met? |", "|---|---|---|"]
     for r in results:
@@ -344,7 +370,7 @@ def cuda_goals(results, dtype) -> str:
                          f"dispatched / dense = {x:.2f} | {'yes' if x <= 1 else 'no'} |")
     for r in results:
         both = r["fwd_bwd_s"]
-        if r["n"] == 16384 and dtype == torch.bfloat16 and "flex" in both:
+        if r["n"] == 16384 and dtype_name == "bfloat16" and "flex" in both:
             x = both["dispatched"] / both["flex"]
             lines.append(f"| w = {r['w']}, N = 16,384, bfloat16: within 2× of FlexAttention | "
                          f"dispatched / flex = {x:.2f} | {'yes' if x <= 2 else 'no'} |")
@@ -353,19 +379,26 @@ def cuda_goals(results, dtype) -> str:
     return "\n".join(lines) + "\n"
 
 
-def cuda_markdown(results, tables, repeats, quick, device, dtype) -> str:
-    parts = [f"## Sparse attention on CUDA ({str(dtype).removeprefix('torch.')}): "
-             f"`benchmarks/sparse.py --device cuda`{' --quick' if quick else ''}", "",
-             f"{device_name(device)}, torch {torch.__version__} (CUDA {torch.version.cuda}). "
-             f"B = {B}, H = {heads(device)}, d = {D}, {repeats} interleaved repeats (medians). "
-             "*window* is the readable kernel, *dispatched* `window_attention_torch` as shipped "
-             f"(dense SDPA below N = {dispatch.FLEX_FROM:,}, compiled FlexAttention from there "
-             "on), "
-             "*flex* compiled FlexAttention with our block mask at every N, *full-flash* "
-             "unmasked SDPA.", ""]
+def cuda_markdown(payload: dict, tables: dict, source=None) -> str:
+    machine, results = payload["machine"], payload["results"]
+    dtype_name = machine.get("dtype") or "float32"
+    quick = " --quick" if payload.get("quick") else ""
+    routes = ", ".join(f"{r['n']:,}: {r['route']}" for r in results if r["w"] == results[0]["w"])
+    parts = [f"## Sparse attention on CUDA ({dtype_name}): `benchmarks/sparse.py --device cuda"
+             f"{'' if dtype_name == 'float32' else ' --dtype ' + dtype_name}{quick}`", "",
+             f"Measured on {measured_on(machine)}. B = {payload['B']}, H = {payload['H']}, "
+             f"d = {payload['d']}, {dtype_name}, {provenance(payload, source)}. *window* is the "
+             "readable kernel, *dispatched* `window_attention_torch` as shipped then (its route "
+             f"per N: {routes}), *flex* compiled FlexAttention with our block mask at every N, "
+             "*full-flash* unmasked SDPA.", ""]
     for title, text in tables.items():
         parts += [f"*{title}*", "", text, ""]
-    parts += ["### Goals on CUDA", "", cuda_goals(results, dtype)]
+    now = [f"{r['n']:,} now {route}" for r in results if r["w"] == results[0]["w"]
+           and (route := dispatch.choose_kernel("cuda", r["n"], getattr(torch, dtype_name), D))
+           != r["route"]]
+    if now:
+        parts += [f"Routes changed since this run (`dispatch.FLEX_FROM`): {', '.join(now)}.", ""]
+    parts += ["### Goals on CUDA", "", cuda_goals(results, dtype_name)]
     return "\n".join(parts)
 
 
@@ -435,18 +468,22 @@ block-sparse time ∝ non-zero blocks.
 """
 
 
-def markdown(results, tables, repeats, quick) -> str:
+def markdown(payload: dict, tables: dict, source=None) -> str:
+    machine, results = payload["machine"], payload["results"]
+    quick = payload.get("quick")
     mode = "`--quick`: N ≤ 4,096, w = 32" if quick else "N = 1,024 … 65,536, w ∈ {32, 128}"
+    load = machine.get("load_average")
     parts = [
         "## Sparse attention: `benchmarks/sparse.py`",
         "",
         f"Dense masked SDPA vs `window_attention_torch` (lesson 02's window kernel) vs the "
         f"block-sparse kernel (BigBird layout, {BS_BLOCK}-token blocks) vs compiled FlexAttention "
-        f"(forward only). B = {B}, H = 4, d = {D}, float32, cpu, torch threads = "
-        f"{torch.get_num_threads()}, {repeats} interleaved repeats (medians); {mode}; load average "
-        f"of the machine at the end of the run {os.getloadavg()[0]:.1f}. Dense stops at "
-        "16,384 (its float copy of the mask: 4·N² bytes). Memory is the extra peak resident set "
-        "of one call. Read the ratio columns: they compare numbers measured side by side.",
+        f"(forward only). B = {payload['B']}, H = {payload['H']}, d = {payload['d']}, float32, "
+        f"measured on {measured_on(machine)}, {provenance(payload, source)}; {mode}"
+        + (f"; load average of the machine at the end of the run {load:.1f}" if load else "")
+        + ". Dense stops at 16,384 (its float copy of the mask: 4·N² bytes). Memory is the extra "
+        "peak resident set of one call. Read the ratio columns: they compare numbers measured "
+        "side by side.",
         "",
     ]
     for title, text in tables.items():

@@ -39,10 +39,13 @@ from minattn.tools import data  # noqa: E402
 from minattn.tools.bench import (  # noqa: E402
     bench_args,
     fmt_time,
-    print_table,
+    machine_record,
+    markdown_table,
+    measured_on,
+    provenance,
+    run_benchmark,
     save_json,
     time_interleaved,
-    write_markdown,
 )
 
 B = 32
@@ -168,6 +171,11 @@ def encoding_rows(encoder, tok, texts):
 def main():
     args = bench_args(__doc__.splitlines()[0],
                       devices=("cpu",))  # CPU steps over cached states; not ported to CUDA
+    run_benchmark(args, measure_all, render)
+
+
+def measure_all(args) -> dict:
+    """Every measurement of one run, saved with --json: what `render` needs."""
     torch.set_num_threads(1)  # a shared 2-core machine: one thread was measured fastest
     n = 128 if args.quick else 512
     repeats = args.repeats or (5 if args.quick else 20)
@@ -175,8 +183,20 @@ def main():
     print(f"{note}: {n} sentences, mean {states.lengths().mean():.1f} tokens; batches of {B}")
     times = measure_heads(states, repeats, n)
     enc = encoder_batch_time(encoder, tok, texts, repeats) if encoder is not None else None
-    rows, payload = [], {"note": note, "n": n, "repeats": repeats, "encoder_batch_s": enc,
-                         "steps": {}}
+    payload = {"note": note, "n": n, "mean_tokens": float(states.lengths().mean()),
+               "repeats": repeats, "encoder_batch_s": enc,
+               "steps": {name: dict(step_s=full, compute_s=compute)
+                         for name, (full, compute) in times.items()}}
+    if encoder is not None:
+        payload["encoding"] = dict(encoding_rows(encoder, tok, texts))
+    save_json(args.json, payload, args.device)
+    return dict(payload, machine=machine_record(args.device))
+
+
+def render(payload: dict, source=None) -> tuple[str, str]:
+    """(section name, Markdown) of a run, measured now or loaded from its JSON (`source`)."""
+    times = {name: (t["step_s"], t["compute_s"]) for name, t in payload["steps"].items()}
+    enc, rows = payload.get("encoder_batch_s"), []
     for name, (full, compute) in times.items():
         pairs = "cross" in name or "pairs" in name
         base_name = "mean pooling (pairs)" if pairs else "mean pooling"
@@ -185,8 +205,6 @@ def main():
         with_enc = f"{(full + enc_step) / (base_full + enc_step):.2f}x" if enc_step else "n/a"
         rows.append(dict(zip(HEADERS, [name, fmt_time(full), f"{full / base_full:.2f}x",
                                        f"{compute / base_compute:.2f}x", with_enc])))
-        payload["steps"][name] = dict(step_s=full, compute_s=compute)
-    step_table = print_table(rows, HEADERS)
     single = [k for k in times if k.startswith("attention, 1 layer")]
     best = min(single, key=lambda k: times[k][0])
     ratio = times[best][0] / times["mean pooling"][0]
@@ -196,28 +214,24 @@ def main():
         with_enc = (times[best][0] + enc) / (times["mean pooling"][0] + enc)
         verdict += (f" With MiniLM's forward for the batch in every step (the poster's setting, "
                     f"{fmt_time(enc)} per batch) it is {with_enc:.2f}x.")
-    print(verdict)
-    enc_rows = []
-    if encoder is not None:
-        for name, per in encoding_rows(encoder, tok, texts):
-            enc_rows.append(dict(zip(ENC_HEADERS, [name, fmt_time(per), f"{per * 10568:.0f} s"])))
-            payload.setdefault("encoding", {})[name] = per
-        enc_table = print_table(enc_rows, ENC_HEADERS)
-    save_json(args.json, payload, args.device)
-    if args.markdown:
-        text = (f"## Task-specific attention heads (`benchmarks/task_heads.py`)\n\n"
-                f"{note}, {n} sentences (mean {states.lengths().mean():.1f} tokens), batches "
-                f"of {B}, one CPU thread, medians of {repeats} interleaved repeats. A step = "
-                "batch assembly from the cache + forward + backward + AdamW. Goal: a "
-                "single-layer head <= 1.2x mean pooling's step.\n\n" + step_table + "\n\n"
-                + verdict + " Over cached states mean pooling's step does almost nothing, while "
-                "a head multiplies through and updates four D x D projections (the fast path "
-                "skips the per-token keys and values, not the weights).")
-        if enc_rows:
-            text += "\n\n" + enc_table
-            if len(enc_rows) == 1:
-                text += "\n\n(`transformers` is not installed here: its row is skipped.)"
-        write_markdown("task_heads", text)
+    mean = f" (mean {payload['mean_tokens']:.1f} tokens)" if payload.get("mean_tokens") else ""
+    text = (f"## Task-specific attention heads (`benchmarks/task_heads.py`)\n\n"
+            f"{payload['note']}, {payload['n']} sentences{mean}, batches of {B}, one CPU thread, "
+            f"measured on {measured_on(payload['machine'])}, {provenance(payload, source)}. A "
+            "step = batch assembly from the cache + forward + backward + AdamW. Goal: a "
+            "single-layer head <= 1.2x mean pooling's step.\n\n"
+            + markdown_table(rows, HEADERS) + "\n\n" + verdict + " Over cached states mean "
+            "pooling's step does almost nothing, while a head multiplies through and updates four "
+            "D x D projections (the fast path skips the per-token keys and values, not the "
+            "weights).")
+    encoding = payload.get("encoding") or {}
+    if encoding:
+        enc_rows = [dict(zip(ENC_HEADERS, [name, fmt_time(per), f"{per * 10568:.0f} s"]))
+                    for name, per in encoding.items()]
+        text += "\n\n" + markdown_table(enc_rows, ENC_HEADERS)
+        if len(enc_rows) == 1:
+            text += "\n\n(`transformers` is not installed here: its row is skipped.)"
+    return "task_heads", text
 
 
 if __name__ == "__main__":

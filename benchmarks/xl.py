@@ -20,17 +20,17 @@ The paper (Dai et al. 2019, table 9) reports up to 1,874× at C = 3,800 on GPUs.
 
 from __future__ import annotations
 
-import os
-
 import torch
 
 from minattn.tools.bench import (
     bench_args,
     count_operations,
-    device_name,
-    print_table,
+    machine_record,
+    markdown_table,
+    measured_on,
+    provenance,
+    run_benchmark,
     save_json,
-    write_markdown,
 )
 from minattn.xl import TransformerXL, VanillaLM, XLDecoder, eval_speed
 
@@ -60,6 +60,11 @@ def operations_per_token(context: int, device) -> dict[str, int]:
 
 def main():
     args = bench_args(__doc__.splitlines()[0])
+    run_benchmark(args, measure_all, render)
+
+
+def measure_all(args) -> dict:
+    """Every measurement of one run, saved with --json: what `render` needs."""
     device = args.device
     if device.type == "cpu":
         torch.set_num_threads(1)  # measured faster than 2 threads on a busy 2-core machine
@@ -67,15 +72,27 @@ def main():
     else:
         contexts = [256, 1024] if args.quick else [256, 1024, 3072]
     repeats = args.repeats or (3 if args.quick else 5)
-    where = (device_name(device) if device.type == "cuda"
-             else f"cpu, torch threads={torch.get_num_threads()}")
-    print(f"XL evaluation speed, d=128, H=4, 2 layers, batch 1, {where}, torch "
-          f"{torch.__version__}, {repeats} interleaved repeats (medians)\n")
-    rows, raw = [], []
+    print(f"XL evaluation speed, d=128, H=4, 2 layers, batch 1, {device}, torch "
+          f"{torch.__version__}, {repeats} interleaved repeats (medians)")
+    raw = []
     for c in contexts:
         speed = eval_speed(c, repeats=repeats, device=device, kv_cache=True)
-        ops = operations_per_token(c, device)
-        raw.append(dict(context=c, tokens_per_s=speed, operations_per_token=ops))
+        raw.append(dict(context=c, tokens_per_s=speed,
+                        operations_per_token=operations_per_token(c, device)))
+        print(f"C={c} done", flush=True)
+    payload = {"benchmark": "xl", "device": str(device), "quick": args.quick,
+               "repeats": repeats, "results": raw}
+    save_json(args.json, payload, device)
+    return dict(payload, machine=machine_record(device))
+
+
+def render(payload: dict, source=None) -> tuple[str, str]:
+    """(section name, Markdown) of a run, measured now or loaded from its JSON (`source`)."""
+    machine = payload["machine"]
+    cuda = str(machine.get("device", "cpu")).startswith("cuda")
+    rows = []
+    for r in payload["results"]:
+        speed, ops, c = r["tokens_per_s"], r["operations_per_token"], r["context"]
         vanilla = speed["vanilla, recompute"]
         row = {"context C": f"{c:,}",
                "vanilla, recompute (tok/s)": f"{vanilla:,.0f}",
@@ -92,30 +109,19 @@ def main():
             row.update({"KV cache + CUDA graph (tok/s)": f"{speed[GRAPH]:,.0f}",
                         "graph / vanilla": f"{speed[GRAPH] / vanilla:,.1f}×"})
         rows.append(row)
-        print(f"C={c} done", flush=True)
-    cols = list(rows[0])
-    print()
-    print_table(rows, cols)
-    print("paper (GPU, 12–24 layers, d = 512–1024): " +
-          ", ".join(f"{v:,}× at C = {k:,}" for k, v in sorted(PAPER.items())))
-    save_json(args.json, {"benchmark": "xl", "device": str(device), "results": raw}, device)
-    if args.markdown:
-        head = "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
-        body = "".join("| " + " | ".join(r[c] for c in cols) + " |\n" for r in rows)
-        cuda = device.type == "cuda"
-        write_markdown("xl-cuda" if cuda else "xl",
-                       f"## Transformer-XL{' on CUDA' if cuda else ''}: cached evaluation vs "
-                       f"recomputing\n\n`python benchmarks/xl.py{' --quick' if args.quick else ''}"
-                       f"{' --device cuda' if cuda else ''}` on {where} (torch "
-                       f"{torch.__version__}), {repeats} interleaved repeats, medians. d = 128, 4 "
-                       "heads, 2 layers, batch 1; XL reads 128 tokens per call with a memory of "
-                       "C states per layer; one token at a time, by the model with its memory "
-                       "or by `XLDecoder` (KV cache); operations per token = aten operations "
-                       "dispatched, views excluded (each a kernel launch on a GPU). "
-                       "Load average at the end of the run: "
-                       f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (a busy machine "
-                       "makes every number noisier).\n\n" + head + body + "\nPaper (table 9, "
-                       "GPU, much larger models): 363× at C = 800, 1,874× at C = 3,800.\n")
+    load = machine.get("load_average")
+    flags = (" --quick" if payload.get("quick") else "") + (" --device cuda" if cuda else "")
+    text = (f"## Transformer-XL{' on CUDA' if cuda else ''}: cached evaluation vs recomputing\n\n"
+            f"`python benchmarks/xl.py{flags}`, measured on {measured_on(machine)}, "
+            f"{provenance(payload, source)}. d = 128, 4 heads, 2 layers, batch 1; XL reads 128 "
+            "tokens per call with a memory of C states per layer; one token at a time, by the "
+            "model with its memory or by `XLDecoder` (KV cache); operations per token = aten "
+            "operations dispatched, views excluded (each a kernel launch on a GPU)."
+            + (f" Load average at the end of the run: {load:.1f} on {machine.get('cpu_count')} "
+               "cores (a busy machine makes every number noisier)." if load else "")
+            + "\n\n" + markdown_table(rows, list(rows[0])) + "\n\nPaper (table 9, GPU, much "
+            "larger models): 363× at C = 800, 1,874× at C = 3,800.\n")
+    return ("xl-cuda" if cuda else "xl"), text
 
 
 if __name__ == "__main__":

@@ -74,4 +74,9 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # each file is written atomically: nothing half-fetched stays
+        print("\ninterrupted: what was fetched is kept; `make data` fetches the rest",
+              file=sys.stderr)
+        sys.exit(130)

@@ -1,4 +1,5 @@
-"""Plot helpers shared by the lessons: attention maps, training curves, count and alignment tables.
+"""Plot helpers shared by the lessons: attention maps, training curves (one run or every seed of
+several arms), count and alignment tables.
 
 Every attention-like matrix is drawn the same way: rows = queries (targets), columns = keys
 (sources).
@@ -74,6 +75,19 @@ def plot_curves(ax, histories: dict, key: str, title=None, ylabel=None, logy=Fal
         ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend()
+
+
+def plot_runs(ax, runs: dict, key: str = "accuracy", title=None, ylabel=None, colors=None):
+    """Every run of several arms on one axis: `runs` maps an arm's label to a list of Histories
+    (one per seed), each drawn as a thin line in its arm's colour, the arm labelled once with
+    its number of runs. Seeds stay visible, so the spread is never hidden behind a mean."""
+    for i, (label, histories) in enumerate(runs.items()):
+        color = colors[i] if colors else f"C{i}"
+        for j, hist in enumerate(histories):
+            ax.plot(hist[f"{key}_step"], hist[key], color=color, lw=1, alpha=0.75,
+                    label=f"{label} ({len(histories)} runs)" if j == 0 else None)
+    ax.set(xlabel="training step", ylabel=ylabel or key, title=title)
+    ax.grid(alpha=0.3)
 
 
 def plot_table(ax, table, src_labels, tgt_labels, title=None, vmax=None):

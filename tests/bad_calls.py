@@ -30,6 +30,7 @@ import torch._dynamo  # noqa: F401  (imported lazily by the first meta-device ca
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from minattn import agreement as AG
 from minattn import attention as A  # noqa: E402
 from minattn import encoder as E
 from minattn import ibm1
@@ -167,6 +168,18 @@ bad("attention", "attention_np", "scale", "scale as a string")(
 bad("attention", "attention_np", "q", "integer queries")(
     lambda: A.attention_np(np.ones((3, 4), np.int64), k[0], v[0]))
 bad("attention", "attention_np", "q", "a list")(lambda: A.attention_np(q.tolist(), k, v))
+bad("attention", "softmax_rows_np", "rng", "a seed instead of a Generator")(
+    lambda: A.softmax_rows_np(4, 0))
+bad("attention", "online_attention_np", "block", "block of 0 keys")(
+    lambda: A.online_attention_np(q, k, v, block=0))
+bad("attention", "online_attention_np", "mask", "additive float mask")(
+    lambda: A.online_attention_np(q, k, v, additive))
+bad("attention", "online_attention_np", "v", "NaN in a visible value")(
+    lambda: A.online_attention_np(q, k, with_value(v, NAN, (0, 0, 0))))
+bad("attention", "online_attention_torch", "block", "fractional block")(
+    lambda: A.online_attention_torch(qt, kt, vt, block=2.5))
+bad("attention", "online_attention_torch", "k", "k on another device")(
+    lambda: A.online_attention_torch(qt, kt.to(META), vt))
 bad("attention", "attention_torch", "k", "float32 q with float64 k")(
     lambda: A.attention_torch(qt.float(), kt, vt))
 bad("attention", "attention_torch", "mask", "additive float mask")(
@@ -177,6 +190,10 @@ bad("attention", "attention_torch", "v", "NaN in a visible value")(
     lambda: A.attention_torch(qt, kt, with_value(vt, NAN, (0, 0, 0))))
 bad("attention", "attention_torch", "q", "integer tensors")(
     lambda: A.attention_torch(qt.long(), kt.long(), vt.long()))
+bad("attention", "attention_torch", "q", "NumPy arrays (the twin takes tensors)")(
+    lambda: A.attention_torch(q, k, v))
+bad("attention", "attention_fast_torch", "q", "NumPy arrays")(
+    lambda: A.attention_fast_torch(q, k, v))
 bad("attention", "attention_torch", "scale", "inf scale")(
     lambda: A.attention_torch(qt, kt, vt, scale=INF))
 bad("attention", "attention_backward_np", "grad_out", "grad_out of the wrong shape")(
@@ -631,46 +648,54 @@ bad("lstm_attention", "lexical_probe_np", "targets", "a target id >= V")(
 bad("lstm_attention", "lexical_probe_torch", "targets", "a negative target id")(
     lambda: LA.lexical_probe_torch(h5t, s5t, torch.tensor([[0, -1, 2], [0, 0, 0]]), T(5, 8), T(5),
                                    T(3, 5), T(3)))
-bad("lstm_attention", "classifier_np", "mask", "float mask")(
-    lambda: LA.classifier_np(h5, R(4, 4), R(4), R(4), R(4), 0.0, m5.astype(float)))
-bad("lstm_attention", "classifier_torch", "h", "NaN in h")(
-    lambda: LA.classifier_torch(with_value(h5t, NAN, (0, 0, 0)), T(4, 4), T(4), T(4), T(4), 0.0))
-bad("lstm_attention", "classifier_probe_np", "labels", "labels of the wrong length")(
-    lambda: LA.classifier_probe_np(h5, R(4), 0.0, np.array([1, 0, 1])))
-bad("lstm_attention", "classifier_probe_torch", "labels", "labels of the wrong length")(
-    lambda: LA.classifier_probe_torch(h5t, T(4), 0.0, torch.tensor([1, 0, 1])))
-bad("lstm_attention", "agreement_np", "mask", "float mask")(
-    lambda: LA.agreement_np(R(2, 5), R(2, 5), np.ones((2, 5))))
-bad("lstm_attention", "agreement_np", "mask", "a row with no real position")(
-    lambda: LA.agreement_np(R(2, 5), R(2, 5), np.array([[1, 1, 0, 0, 0], [0, 0, 0, 0, 0]], bool)))
-bad("lstm_attention", "agreement_np", "a", "NaN in a")(
-    lambda: LA.agreement_np(with_value(R(2, 5), NAN, (0, 0)), R(2, 5)))
-bad("lstm_attention", "agreement_torch", "mask", "float mask")(
-    lambda: LA.agreement_torch(T(2, 5), T(2, 5), torch.ones(2, 5)))
-bad("lstm_attention", "agreement_torch", "b", "b on another device")(
-    lambda: LA.agreement_torch(T(2, 5), T(2, 5).to(META)))
-bad("lstm_attention", "agreement_baseline_np", "lengths", "fractional lengths")(
-    lambda: LA.agreement_baseline_np([2.5, 3]))
-bad("lstm_attention", "contextualized_agreement", "threshold", "NaN threshold")(
-    lambda: LA.contextualized_agreement([0.1, 0.2], [1.0, 2.0], NAN))
+bad("lstm_attention", "score_gradient_np", "alpha", "alpha of the wrong length")(
+    lambda: LA.score_gradient_np(np.full((2, 3, 4), 0.25), h5, s5))
+bad("lstm_attention", "score_gradient_np", "h", "NaN in h")(
+    lambda: LA.score_gradient_np(np.full((2, 3, 5), 0.2), with_value(h5, NAN, (0, 0, 0)), s5))
+bad("lstm_attention", "output_gradient_np", "targets", "a target id >= V")(
+    lambda: LA.output_gradient_np(s5, s5, np.array([[0, 1, 3], [0, 0, 0]]), R(5, 8), R(5),
+                                  R(3, 5), R(3)))
+bad("agreement", "classifier_np", "mask", "float mask")(
+    lambda: AG.classifier_np(h5, R(4, 4), R(4), R(4), R(4), 0.0, m5.astype(float)))
+bad("agreement", "classifier_torch", "h", "NaN in h")(
+    lambda: AG.classifier_torch(with_value(h5t, NAN, (0, 0, 0)), T(4, 4), T(4), T(4), T(4), 0.0))
+bad("agreement", "classifier_probe_np", "labels", "labels of the wrong length")(
+    lambda: AG.classifier_probe_np(h5, R(4), 0.0, np.array([1, 0, 1])))
+bad("agreement", "classifier_probe_torch", "labels", "labels of the wrong length")(
+    lambda: AG.classifier_probe_torch(h5t, T(4), 0.0, torch.tensor([1, 0, 1])))
+bad("agreement", "agreement_np", "mask", "float mask")(
+    lambda: AG.agreement_np(R(2, 5), R(2, 5), np.ones((2, 5))))
+bad("agreement", "agreement_np", "mask", "a row with no real position")(
+    lambda: AG.agreement_np(R(2, 5), R(2, 5), np.array([[1, 1, 0, 0, 0], [0, 0, 0, 0, 0]], bool)))
+bad("agreement", "agreement_np", "a", "NaN in a")(
+    lambda: AG.agreement_np(with_value(R(2, 5), NAN, (0, 0)), R(2, 5)))
+bad("agreement", "agreement_torch", "mask", "float mask")(
+    lambda: AG.agreement_torch(T(2, 5), T(2, 5), torch.ones(2, 5)))
+bad("agreement", "agreement_torch", "b", "b on another device")(
+    lambda: AG.agreement_torch(T(2, 5), T(2, 5).to(META)))
+bad("agreement", "agreement_baseline_np", "lengths", "fractional lengths")(
+    lambda: AG.agreement_baseline_np([2.5, 3]))
+bad("agreement", "contextualized_agreement", "threshold", "NaN threshold")(
+    lambda: AG.contextualized_agreement([0.1, 0.2], [1.0, 2.0], NAN))
+bad("agreement", "checkpoints", "every", "every = 0")(lambda: AG.checkpoints(100, (0, 10), 0))
 torch.manual_seed(0)
-s2s = LA.Seq2SeqAttention(6, 7, hidden=8)
-bad("lstm_attention", "Seq2SeqAttention.forward", "src", "a source id >= n_src")(
+s2s = AG.Seq2SeqAttention(6, 7, hidden=8)
+bad("agreement", "Seq2SeqAttention.forward", "src", "a source id >= n_src")(
     lambda: s2s(torch.tensor([[1, 6]]), torch.tensor([[1, 2]])))
-bad("lstm_attention", "Seq2SeqAttention.forward", "src_mask", "float src_mask")(
+bad("agreement", "Seq2SeqAttention.forward", "src_mask", "float src_mask")(
     lambda: s2s(torch.tensor([[1, 2]]), torch.tensor([[1, 2]]), torch.ones(1, 2)))
-bad("lstm_attention", "Seq2SeqAttention.probe", "tgt_out", "a target id >= n_tgt")(
+bad("agreement", "Seq2SeqAttention.probe", "tgt_out", "a target id >= n_tgt")(
     lambda: s2s.probe(torch.tensor([[1, 2]]), torch.tensor([[1, 2]]), torch.tensor([[1, 9]])))
-bad("lstm_attention", "Seq2SeqAttention", "hidden", "hidden = 2.5")(
-    lambda: LA.Seq2SeqAttention(6, 7, 2.5))
+bad("agreement", "Seq2SeqAttention", "hidden", "hidden = 2.5")(
+    lambda: AG.Seq2SeqAttention(6, 7, 2.5))
 torch.manual_seed(0)
-acls = LA.AttentionClassifier(6, hidden=8)
-bad("lstm_attention", "AttentionClassifier.forward", "x", "a token id >= n_vocab")(
+acls = AG.AttentionClassifier(6, hidden=8)
+bad("agreement", "AttentionClassifier.forward", "x", "a token id >= n_vocab")(
     lambda: acls(torch.tensor([[1, 6]])))
-bad("lstm_attention", "AttentionClassifier.forward", "mask", "mask of the wrong shape")(
+bad("agreement", "AttentionClassifier.forward", "mask", "mask of the wrong shape")(
     lambda: acls(torch.tensor([[1, 2]]), torch.ones(1, 3, dtype=torch.bool)))
-bad("lstm_attention", "AttentionClassifier", "n_vocab", "n_vocab = 0")(
-    lambda: LA.AttentionClassifier(0))
+bad("agreement", "AttentionClassifier", "n_vocab", "n_vocab = 0")(
+    lambda: AG.AttentionClassifier(0))
 
 # ============================================================================ ibm1
 bx = ibm1.make_bitext([["a", "b"], ["a"]], [["A", "B"], ["A"]])
@@ -765,12 +790,12 @@ bad("xl", "lm_segment", "index", "index = -1")(
 bad("xl", "synthetic_text", "n_chars", "n_chars = -5")(
     lambda: X.synthetic_text(-5, np.random.default_rng(0)))
 bad("xl", "delayed_copy", "distance", "distance = 1.5")(lambda: X.delayed_copy(2, 5, 1.5, 3, G()))
-bad("lstm_attention", "keyword_task", "keyword", "keyword outside the vocabulary")(
-    lambda: LA.keyword_task(2, 4, 3, np.random.default_rng(0), keyword=9))
-bad("lstm_attention", "build_vocab", "max_size", "max_size = -1")(
-    lambda: LA.build_vocab([["a"]], max_size=-1))
-bad("lstm_attention", "encode_sentences", "vocab", "a vocabulary without <pad>")(
-    lambda: LA.encode_sentences([["a"]], {"a": 0}))
+bad("agreement", "keyword_task", "keyword", "keyword outside the vocabulary")(
+    lambda: AG.keyword_task(2, 4, 3, np.random.default_rng(0), keyword=9))
+bad("agreement", "build_vocab", "max_size", "max_size = -1")(
+    lambda: AG.build_vocab([["a"]], max_size=-1))
+bad("agreement", "encode_sentences", "vocab", "a vocabulary without <pad>")(
+    lambda: AG.encode_sentences([["a"]], {"a": 0}))
 bad("task_heads", "bible_pairs", "tolerance", "tolerance = 1.5")(
     lambda: TH.bible_pairs([("a", "b")] * 40, 4, np.random.default_rng(0), tolerance=1.5))
 bad("task_heads", "random_token_states", "dim", "dim = 0")(lambda: TH.random_token_states(["a"], 0))

@@ -49,6 +49,9 @@ def pytest_addoption(parser):
     parser.addoption("--exercise-report", default=None, help="write the exercise results as JSON")
     parser.addoption("--stub-each", action="store_true",
                      help="run each exercise test with its own exercise stubbed out in place")
+    parser.addoption("--trace-regions", action="store_true",
+                     help="record which regions of its exercise each exercise test enters; "
+                          "a test whose exercise's regions were all entered already is skipped")
 
 
 def _exercise_of(item) -> str | None:
@@ -95,7 +98,7 @@ _RESULTS: dict = {"exercises": {}, "errors": [], "running": None}
 def _entry(ex_id: str) -> dict:
     return _RESULTS["exercises"].setdefault(ex_id, {
         "tests": [], "skipped": [], "passed": 0, "failed": 0, "not_implemented": 0,
-        "own_not_implemented": 0,
+        "own_not_implemented": 0, "raised_at": [], "entered": [],
         "messages": [], "first_failure": None, "failures": {}})
 
 
@@ -131,6 +134,15 @@ def pytest_runtest_setup(item):
         from minattn.classroom.stubs import stub_in_process
 
         _RESTORE[item.nodeid] = stub_in_process(ex)
+    elif item.config.getoption("--trace-regions") and (ex := _exercise_of(item)):
+        from minattn.classroom.regions import all_exercises
+        from minattn.classroom.stubs import trace_in_process
+
+        entered = _entry(ex)["entered"]
+        if all(f"{e.path}:{e.line}" in entered for e in all_exercises() if e.id == ex):
+            pytest.skip(f"every region of exercise {ex} was entered already")
+        _RESTORE[item.nodeid] = trace_in_process(
+            ex, lambda where: entered.append(where) if where not in entered else None)
 
 
 @pytest.hookimpl(hookwrapper=True, trylast=True)
@@ -163,18 +175,56 @@ def pytest_runtest_makereport(item, call):
             counts["own_not_implemented"] += message.startswith(f"Exercise {ex_id}:")
             if message not in counts["messages"]:
                 counts["messages"].append(message)
+            if (where := _raised_at(excinfo.tb)) not in counts["raised_at"]:
+                counts["raised_at"].append(where)  # a stub raises from the line after BEGIN
         crash = getattr(report.longrepr, "reprcrash", None)
         if excinfo is not None and not excinfo.errisinstance(AssertionError):
             text = f"{excinfo.typename}: {excinfo.value}"
         else:  # pytest's rewritten assert says most
             text = crash.message if crash else str(report.longrepr)
-        lines = [line.strip() for line in text.splitlines() if line.strip()]
-        if len(lines) > 1 and lines[0].endswith(":"):  # "AssertionError:" then numpy's reason
-            lines[0] += " " + lines.pop(1)
-        failure = f"{name}: {lines[0] if lines else 'failed'}"
+        failure = f"{name}: {failure_summary(text)}"
         counts["failures"][item.nodeid] = failure
+        # what failed, without its values: the grader's feedback (the values a teacher's test
+        # compares with are its answer)
+        counts.setdefault("kinds", {})[item.nodeid] = (
+            excinfo.typename if excinfo is not None else "failed")
         counts["first_failure"] = counts["first_failure"] or failure
     _write(item.config)
+
+
+_WHERE = re.compile(r"^\+\s+where (?P<value>.+?) = (?P<expr>.+)$")
+_OBJECT = re.compile(r"<(?:built-in )?(?:function|method|bound method) ([\w.]+)"
+                     r"(?: at 0x\w+| of .*?)?>")
+# numpy.testing's lines that name the values it compared
+_NUMPY = re.compile(r"^(Mismatched elements|Max absolute difference[^:]*|ACTUAL|DESIRED|x|y):")
+
+
+def failure_summary(text: str) -> str:
+    """A failed check in one line that names the values it compared: pytest's `assert
+    np.False_` becomes `assert allclose(array([...]), array([...]))` (its first "where" line);
+    numpy.testing's message keeps its mismatch count, largest difference and both arrays."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    if not lines:
+        return "failed"
+    if len(lines) > 1 and lines[0].endswith(":"):  # "AssertionError:" then the reason
+        lines[0] += " " + lines.pop(1)
+    first = lines[0]
+    if first.startswith("assert ") and len(lines) > 1 and (m := _WHERE.match(lines[1])):
+        value = m["value"]
+        if value in first:  # `assert X` where X = f(a, b): say `assert f(a, b)`
+            first = first.replace(value, _OBJECT.sub(r"\1", m["expr"]), 1)
+    named = [line for line in lines[1:] if _NUMPY.match(line)]
+    return "; ".join([first, *named]) if named else first
+
+
+def _raised_at(tb) -> str:
+    """'path:line' (relative to the checkout where it lies there) of a traceback's last frame."""
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None:
+        return "?"
+    path = tb.tb_frame.f_code.co_filename
+    return f"{path.removeprefix(str(_HERE) + '/')}:{tb.tb_lineno}"
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):

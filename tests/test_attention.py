@@ -479,3 +479,95 @@ def test_position_reader_without_positions_is_blind_to_order():
         assert blind == (positions == "none"), positions
     with pytest.raises(ValueError, match="expected"):
         PositionReader(12, 7, "rotary")
+
+
+# ------------------------------------------------------------ lesson 01: the online softmax
+@pytest.mark.parametrize("block", [1, 3, 7, 64])
+def test_online_attention_equals_attention_float64(rng, block):
+    """Block by block with a running max and sum (FlashAttention's forward) gives attention_np's
+    output exactly, masks and a row that sees no key included; its lse recovers the weights."""
+    from minattn.attention import online_attention_np, online_attention_torch
+
+    q, k, v = random_qkv(rng)
+    mask = rng.random((2, 3, 5, 7)) < 0.6
+    mask[0, 0, 0] = False  # an empty row: output 0, lse -inf
+    out, weights = attention_np(q, k, v, mask)
+    online, lse = online_attention_np(q, k, v, mask, block=block)
+    np.testing.assert_allclose(online, out, rtol=0, atol=1e-13)
+    scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+    np.testing.assert_allclose(np.where(mask, np.exp(scores - lse[..., None]), 0.0), weights,
+                               rtol=0, atol=1e-13)
+    assert lse[0, 0, 0] == -np.inf and np.isfinite(np.delete(lse.ravel(), 0)).all()
+    online_t, lse_t = online_attention_torch(*(torch.tensor(a) for a in (q, k, v, mask)),
+                                             block=block)
+    np.testing.assert_allclose(online_t.numpy(), online, rtol=0, atol=1e-13)
+    np.testing.assert_array_equal(np.isinf(lse_t.numpy()), np.isinf(lse))
+
+
+def test_online_attention_torch_gradients_match_attention_torch(rng):
+    from minattn.attention import online_attention_torch
+
+    q, k, v = random_qkv(rng)
+    mask = torch.tensor(rng.random((5, 7)) < 0.7)  # broadcast over the batch axes
+    mask[1] = False
+    grad_out = torch.tensor(rng.standard_normal((2, 3, 5, 6)))
+    grads = []
+    for fn in (lambda *a: attention_torch(*a)[0],
+               lambda *a: online_attention_torch(*a, block=3)[0]):
+        qt, kt, vt = t64(q), t64(k), t64(v)
+        fn(qt, kt, vt, mask).backward(grad_out)
+        grads.append([qt.grad, kt.grad, vt.grad])
+    for ours, ref in zip(*grads):
+        torch.testing.assert_close(ours, ref, rtol=0, atol=1e-12)
+
+
+def test_online_attention_float32_matches_sdpa_and_refuses_bad_blocks(rng):
+    from minattn.attention import online_attention_np, online_attention_torch
+
+    q, k, v = (torch.tensor(a, dtype=torch.float32) for a in random_qkv(rng, lk=50))
+    out, _ = online_attention_torch(q, k, v, block=16)
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v), rtol=0, atol=1e-5)
+    for block in (0, -2, 2.5):
+        with pytest.raises(ValueError, match="block"):
+            online_attention_np(q.numpy(), k.numpy(), v.numpy(), block=block)
+    with pytest.raises(ValueError, match="mask"):
+        online_attention_torch(q, k, v, mask=torch.zeros(5, 50))  # a float mask
+
+
+# ------------------------------------------------------------ lesson 01: why √d, and its runs
+def test_softmax_rows_closed_forms_equal_the_explicit_jacobians():
+    """‖diag(P) − PPᵀ‖ and ‖∂P/∂q‖ = ‖J K c‖ in closed form equal the explicit matrices, and the
+    gradient norm matches autograd's Jacobian of softmax(c q·k) with respect to q."""
+    from minattn.attention import softmax_rows_np
+
+    d, n_keys = 6, 5
+    rows = softmax_rows_np(d, np.random.default_rng(0), n_queries=3, n_keys=n_keys)
+    rng = np.random.default_rng(0)  # the same draws again
+    q, k = rng.standard_normal((3, d)), rng.standard_normal((3, n_keys, d))
+    for scaled, c in ((True, 1 / np.sqrt(d)), (False, 1.0)):
+        for i in range(3):
+            p = softmax_np(k[i] @ q[i] * c)
+            jac = np.diag(p) - np.outer(p, p)
+            assert abs(rows[scaled]["jacobian"][i] - np.linalg.norm(jac)) < 1e-7
+            auto = torch.autograd.functional.jacobian(
+                lambda x: torch.softmax(torch.tensor(k[i]) @ x * c, -1), torch.tensor(q[i]))
+            assert abs(rows[scaled]["to_q"][i] - np.linalg.norm(auto.numpy())) < 1e-7
+            assert abs(rows[scaled]["max_weight"][i] - p.max()) < 1e-12
+    with pytest.raises(ValueError, match="rng"):
+        softmax_rows_np(4, 0)
+
+
+def test_steps_to_and_the_most_frequent_value_floor():
+    from minattn.attention import most_frequent_value_accuracy, steps_to
+    from minattn.tools.train import History
+
+    history = History(step=[])
+    for step, acc in ((5, 0.5), (10, 0.991), (15, 0.98), (20, 1.0)):
+        history.log(step, accuracy=acc)
+    assert steps_to(history, 0.99) == 10 and steps_to(history, 1.0) == 20
+    assert steps_to(history, 1.01) is None
+    with pytest.raises(ValueError, match="history"):
+        steps_to(history, 0.5, key="loss")
+    batch = {"values": torch.tensor([[3, 3, 1, 2]]), "targets": torch.tensor([[3, 1, 3, 2]])}
+    assert most_frequent_value_accuracy(batch, 4) == 0.5  # always answer 3: right twice of four

@@ -1,11 +1,13 @@
 """The CUDA dispatch of the sparse kernels (minattn.sparse.dispatch, minattn.sparse.flex) and the
 GPU tier (make test-gpu).
 
-On the CPU: which kernel the dispatch picks for each device; the tile lists of every BlockMask
-against `sparse.block_layout_np` of the pattern's mask (the tiles a kernel must visit, and
-those it may take whole); FlexAttention's eager forward with our BlockMasks and mask_mods, and
-the dense route forward and backward, against dense masked attention on the NumPy mask of the
-same pattern in float64; the dispatch points of the kernels, driven by a stubbed decision.
+On the CPU: which kernel the dispatch picks for each device and dtype, and that those routes
+agree with the saved H100 measurements they rest on; the tile lists of every BlockMask against
+`sparse.block_layout_np` of the pattern's mask (the tiles a kernel must visit, and those it may
+take whole; per sequence with key padding); FlexAttention's eager forward with our BlockMasks
+and mask_mods, and the dense route forward and backward, against dense masked attention on the
+NumPy mask of the same pattern in float64; the dispatch points of the kernels, driven by a
+stubbed decision, and what they do when the compiler would run flex eagerly.
 On a GPU (`cuda`-marked): every route, forward and backward in float32, against the same
 dense reference, through the kernels' own entry points.
 """
@@ -31,6 +33,7 @@ from minattn.sparse import (
     block_layout_np,
     block_mask_np,
     block_sparse_attention_torch,
+    compiled,
     dilated_window_mask_np,
     dispatch,
     flex,
@@ -68,6 +71,7 @@ def _qkv(shape, seed=0, dtype=torch.float64, device="cpu", grad=False):
                  for _ in range(3))
 
 
+FLEX_F32 = dispatch.FLEX_FROM[torch.float32]  # where float32 takes flex on CUDA
 WINDOW_CASES = [dict(), dict(dilation=3), dict(causal=True), dict(dilation=2, causal=True),
                 dict(global_idx=[0, 33]), dict(global_idx=[5, 36], causal=True, dilation=2)]
 
@@ -76,7 +80,9 @@ WINDOW_CASES = [dict(), dict(dilation=3), dict(causal=True), dict(dilation=2, ca
 @pytest.mark.parametrize("device, n, dtype, d, expected", [
     ("cpu", 65536, torch.float32, 64, "readable"),  # the readable kernels are the CPU's
     ("cuda", 1024, torch.float32, 64, "dense"),  # short: one fused SDPA call with the mask
-    ("cuda", dispatch.FLEX_FROM, torch.float32, 64, "flex"),
+    ("cuda", dispatch.FLEX_FROM[torch.float32], torch.float32, 64, "flex"),
+    ("cuda", 4096, torch.bfloat16, 64, "dense"),  # bfloat16: dense measured faster at 4k
+    ("cuda", 16384, torch.bfloat16, 64, "flex"),  # ... and flex at 16k
     ("cuda", 65536, torch.bfloat16, 128, "flex"),
     ("cuda", 65536, torch.float64, 64, "readable"),  # float64: the exact readable kernels
     ("cuda", 8192, torch.float32, 24, "dense"),  # a head size flex may not take
@@ -105,6 +111,58 @@ def test_every_route_is_none_on_the_cpu():
     assert dispatch.routed_block_sparse_attention(q, k, v, np.ones((5, 5), bool), 8) is None
     q4, k4, v4 = _qkv((1, 2, 40, 8))
     assert dispatch.routed_multiscale_attention(q4, k4, v4, [2, 39]) is None
+
+
+def test_multiscale_routes_and_bad_pattern():
+    """The multi-scale layer: one dense call below MULTISCALE_FLEX_FROM, one flex call from
+    there, in every dtype flex takes; float64 and the CPU keep the readable kernels."""
+    for dtype, n in dispatch.MULTISCALE_FLEX_FROM.items():
+        assert dispatch.choose_kernel("cuda", n - 1, dtype, pattern="multiscale") == "dense"
+        assert dispatch.choose_kernel("cuda", n, dtype, pattern="multiscale") == "flex"
+    assert dispatch.choose_kernel("cuda", 8192, torch.float64, pattern="multiscale") == "readable"
+    assert dispatch.choose_kernel("cpu", 8192, pattern="multiscale") == "readable"
+    with pytest.raises(ValueError, match="pattern of choose_kernel: expected 'window' or "
+                                         "'multiscale'"):
+        dispatch.choose_kernel("cuda", 100, pattern="band")
+
+
+RESULTS = REPO_ROOT / "benchmarks" / "results" / "h100-2026-11-26"
+
+
+def _saved_window_ms() -> dict:
+    """(dtype, N) -> {"dense": ms, "flex": ms}, forward + backward, from the saved H100 files:
+    yardstick.jsonl's float32 rows (its first, before anything else ran in that process; its
+    bfloat16 rows ran after the compiler had given up, eagerly) and sparse_bf16.json."""
+    import json
+
+    out = {}
+    for line in (RESULTS / "yardstick.jsonl").read_text().splitlines():
+        row = json.loads(line) if line.startswith("{") else {}
+        if row.get("kind") == "window" and row["dtype"] == "torch.float32" \
+                and row["who"] in ("dense", "flex"):
+            out.setdefault(("float32", row["n"]), {})[row["who"]] = row["fwdbwd_ms"]
+    for r in json.loads((RESULTS / "sparse_bf16.json").read_text())["results"]:
+        out[("bfloat16", r["n"])] = {who: r["fwd_bwd_s"][who] * 1e3 for who in ("dense", "flex")}
+    return out
+
+
+def test_the_routes_stand_on_the_saved_measurements():
+    """dispatch.WINDOW_MS holds the saved measurements (to 0.01 ms), and at each of them the
+    dispatch picks the kernel measured faster; float16 routes as bfloat16. The multi-scale
+    layer's dense route at N = 1,024 (one call) was measured faster than its per-group calls."""
+    import json
+
+    saved = _saved_window_ms()
+    assert set(saved) == set(dispatch.WINDOW_MS)
+    for (dtype, n), ms in dispatch.WINDOW_MS.items():
+        assert ms == pytest.approx(saved[dtype, n], abs=0.006)
+        faster = min(ms, key=ms.get)
+        assert dispatch.choose_kernel("cuda", n, getattr(torch, dtype)) == faster, (dtype, n)
+    assert dispatch.FLEX_FROM[torch.float16] == dispatch.FLEX_FROM[torch.bfloat16]
+    ms = json.loads((RESULTS / "multiscale.json").read_text())["results"]
+    at_1k = next(r["fwd_bwd_s"] for r in ms if r["n"] == 1024)
+    assert at_1k["masked"] < at_1k["grouped"]
+    assert dispatch.choose_kernel("cuda", 1024, pattern="multiscale") == "dense"
 
 
 # ============================================================================ tile lists
@@ -152,6 +210,26 @@ def test_block_masks_list_exactly_the_tiles():
     np.testing.assert_array_equal(bm.to_dense()[0, 0].numpy(),
                                   _tiles(_window_mask(n, 5, 2, True, [0, 33]), 16)[0])
     assert flex.window_block_mask(n, 5, 2, True, (0, 33), "cpu", 16) is bm  # cached
+
+
+def test_padded_multiscale_tiles_leave_out_the_padding():
+    """With key padding, each sequence gets its own tile lists: exactly the tiles of its
+    (window ∩ real keys) mask, no tile of padding only, and full tiles only where every pair is
+    allowed — the tiles a kernel visits are never wholly masked."""
+    pytest.importorskip("torch.nn.attention.flex_attention")
+    n, ws, tile = 70, [0, 3, 20, 69], 16
+    lengths = torch.tensor([70, 40, 16, 1])
+    key_mask = padding_mask_torch(lengths, n)[:, 0, 0, :]  # (B, N)
+    full_h = torch.from_numpy(flex.multiscale_tiles_np(n, ws, tile)[1])
+    partial, full = flex.padded_tiles(full_h, torch.tensor(ws), key_mask, n, tile)
+    dense = flex.multiscale_block_mask(n, ws, key_mask, tile=tile).to_dense()
+    for b in range(len(lengths)):
+        for h, w in enumerate(ws):
+            some, every = _tiles(scale_mask_np(n, [w])[0] & key_mask[b].numpy()[None, :], tile)
+            np.testing.assert_array_equal((partial | full)[b, h].numpy(), some)
+            np.testing.assert_array_equal(full[b, h].numpy(), every & some)
+            np.testing.assert_array_equal(dense[b, h].numpy(), some)
+    assert not (partial & full).any()
 
 
 # ============================================================================ flex forward (CPU)
@@ -287,6 +365,72 @@ def test_the_kernels_dispatch_to_flex(decide):
     assert (out[1, :2, 35:] == 0).all()
 
 
+def test_a_call_the_compiler_would_run_eagerly_is_refused(monkeypatch):
+    """Where the compiler gives up on a call, it runs the compiled function as plain Python.
+    Here the plain copy stands in for torch.compile's output, as it would run then: the call is
+    refused (FlexNotCompiledError, naming the copy and N), not run unfused."""
+    pytest.importorskip("torch.nn.attention.flex_attention")
+    monkeypatch.setattr(compiled, "compiled_copy", compiled.named_copy)
+    q, k, v = _qkv((1, 1, 40, 8), dtype=torch.float32)
+    with pytest.raises(compiled.FlexNotCompiledError, match=r"flex_window_mask_mod_False_1_None"
+                                                           r"_cpu_float32_d8, N = 40.*refused"):
+        flex.run_flex(q, k, v, flex.window_block_mask(40, 3), compiled=True)
+
+
+def test_a_refused_flex_call_runs_dense_up_to_dense_max(decide, monkeypatch):
+    """The dispatch turns a refused flex call into dense SDPA with the (N, N) mask, with a
+    warning that says why, up to DENSE_MAX; past it, the error. The multi-scale layer then
+    makes its one dense call (no per-group call)."""
+    from minattn.multiscale import fast
+
+    decide("flex")
+
+    def refuse(*args, **kwargs):
+        raise compiled.FlexNotCompiledError("the compiler would have run it eagerly.")
+
+    for name in ("flex_window_attention", "flex_block_sparse_attention",
+                 "flex_multiscale_attention"):
+        monkeypatch.setattr(dispatch, name, refuse)
+    monkeypatch.setattr(fast, "_group", refuse)
+    n, w = 50, 4
+    q, k, v = _qkv((2, n, 8))
+    with pytest.warns(RuntimeWarning, match=r"eagerly\. Dense SDPA with the \(N, N\) mask runs "
+                                            r"instead \(N = 50 <= DENSE_MAX"):
+        out = window_attention_torch(q, k, v, w, causal=True)
+    ref, _ = attention_torch(q, k, v, torch.as_tensor(_window_mask(n, w, causal=True)))
+    torch.testing.assert_close(out, ref, rtol=1e-12, atol=1e-12)
+    layout = bigbird_layout_np(7, 1, 1, 1, seed=0)
+    with pytest.warns(RuntimeWarning, match="Dense SDPA"):
+        out = block_sparse_attention_torch(q, k, v, layout, 8)
+    ref, _ = attention_torch(q, k, v, torch.as_tensor(block_mask_np(layout, 8, n)))
+    torch.testing.assert_close(out, ref, rtol=1e-12, atol=1e-12)
+    ws = [0, 3, 9, 49]
+    q4, k4, v4 = _qkv((2, 4, n, 8), seed=1)
+    pad = padding_mask_torch(torch.tensor([50, 31]), n)
+    with pytest.warns(RuntimeWarning, match="Dense SDPA"):
+        out = multiscale_attention_fast_torch(q4, k4, v4, ws, pad, dense_below=1)
+    torch.testing.assert_close(out, multiscale_attention_torch(q4, k4, v4, ws, pad)[0],
+                               rtol=1e-12, atol=1e-12)
+    monkeypatch.setattr(dispatch, "DENSE_MAX", n - 1)
+    with pytest.raises(compiled.FlexNotCompiledError, match="eagerly"):
+        window_attention_torch(q, k, v, w)
+
+
+def test_multiscale_dense_route_is_one_call(decide, monkeypatch):
+    """On CUDA below MULTISCALE_FLEX_FROM the layer is one dense SDPA call with the (H, N, N)
+    mask (measured faster than its per-group calls), with or without key padding."""
+    from minattn.multiscale import fast
+
+    decide("dense")
+    monkeypatch.setattr(fast, "_group", lambda *a: pytest.fail("a per-group call"))
+    n, ws = 60, [0, 3, 9, 59]
+    q, k, v = _qkv((2, 4, n, 8), seed=2)
+    for mask in (None, padding_mask_torch(torch.tensor([60, 20]), n)):
+        out = multiscale_attention_fast_torch(q, k, v, ws, mask, dense_below=1)
+        torch.testing.assert_close(out, multiscale_attention_torch(q, k, v, ws, mask)[0],
+                                   rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not os.environ.get("MINATTN_COMPILE_TESTS"),
                     reason="compiles FlexAttention on the CPU (~40 s of CPU time): "
@@ -350,6 +494,19 @@ sys.exit(rc)
         pytest.skip("this machine has CUDA: the tier would run the lessons")
     assert result.returncode == 2, result.stderr
     assert "no CUDA device" in result.stdout
+
+
+def test_gpu_tier_full_all_runs_every_lesson_in_full_after_the_smoke_runs(capsys):
+    """make test-gpu FULL=all: the cuda tests, every lesson in smoke mode, then every lesson in
+    full mode (listed without running anything, on any machine)."""
+    assert gpu_tier.main(["--list", "--full", "all"]) == 0
+    lessons = [p.relative_to(REPO_ROOT) for p in gpu_tier.lesson_paths()]
+    assert len(lessons) >= 7
+    assert capsys.readouterr().out.splitlines() == (
+        ["tests  pytest -m cuda tests"] + [f"smoke  {p}" for p in lessons]
+        + [f"full   {p}" for p in lessons])
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    assert "$(if $(FULL),--full $(FULL))" in makefile
 
 
 def test_gpu_tier_counts_a_lesson_ok_only_when_it_ran_on_cuda(tmp_path, monkeypatch):
@@ -428,11 +585,11 @@ def _assert_cuda_matches_dense(kernel, mask, shape, seed=0, dtype=torch.float32)
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("n", [1000, dispatch.FLEX_FROM + 37])  # the dense route, then flex
+@pytest.mark.parametrize("n", [1000, FLEX_F32 + 37])  # the dense route, then flex
 @pytest.mark.parametrize("options", WINDOW_CASES)
 def test_window_dispatch_on_cuda_matches_dense(n, options):
     route = dispatch.choose_kernel(torch.device("cuda"), n, torch.float32, 64)
-    assert route == ("dense" if n < dispatch.FLEX_FROM else "flex")
+    assert route == ("dense" if n < FLEX_F32 else "flex")
     mask = _window_mask(n, 64, options.get("dilation", 1), options.get("causal", False),
                         options.get("global_idx", ()))
     _assert_cuda_matches_dense(lambda q, k, v: window_attention_torch(q, k, v, 64, **options),
@@ -440,7 +597,7 @@ def test_window_dispatch_on_cuda_matches_dense(n, options):
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("n", [1000, dispatch.FLEX_FROM + 37])
+@pytest.mark.parametrize("n", [1000, FLEX_F32 + 37])
 @pytest.mark.parametrize("causal", [False, True])
 def test_block_sparse_dispatch_on_cuda_matches_dense(n, causal):
     block = 64
@@ -452,21 +609,37 @@ def test_block_sparse_dispatch_on_cuda_matches_dense(n, causal):
 
 
 @pytest.mark.cuda
-@pytest.mark.parametrize("n", [1000, dispatch.FLEX_FROM + 37])
-def test_multiscale_dispatch_on_cuda_matches_the_reference(n):
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("n", [1000, dispatch.MULTISCALE_FLEX_FROM[torch.float32] + 37])
+def test_multiscale_dispatch_on_cuda_matches_the_reference(n, dtype):
+    """The dense route (one masked call) and the flex route (one call, per-head windows, per
+    sequence tiles with padding), forward and backward, against the float64 reference: float32
+    to CUDA_ATOL; bfloat16 within 3 % of each tensor's norm (its rounding, ~0.4 % per value)."""
     cuda = torch.device("cuda")
+    route = dispatch.choose_kernel(cuda, n, dtype, 64, pattern="multiscale")
+    assert route == ("dense" if n < dispatch.MULTISCALE_FLEX_FROM[dtype] else "flex")
     ws = [3, 3, n // 16, n // 16, n // 8, n // 4, n // 2, n - 1]
-    q, k, v = _qkv((2, 8, n, 64), dtype=torch.float32, device=cuda, grad=True)
+    q, k, v = _qkv((2, 8, n, 64), dtype=torch.float32, device=cuda)
+    q, k, v = (x.to(dtype).requires_grad_() for x in (q, k, v))
     pad = padding_mask_torch(torch.tensor([n, n // 3], device=cuda), n)
+
+    def close(x, ref, what):
+        if dtype == torch.float32:
+            torch.testing.assert_close(x.double(), ref, rtol=CUDA_ATOL, atol=CUDA_ATOL, msg=what)
+        else:
+            err = ((x.double() - ref).norm() / ref.norm()).item()
+            assert err <= 3e-2, f"{what}: relative error {err:.3g}"
+
     for mask in (None, pad):
         out = multiscale_attention_fast_torch(q, k, v, ws, mask)
         q64, k64, v64 = (x.detach().double().requires_grad_() for x in (q, k, v))
         ref, _ = multiscale_attention_torch(q64, k64, v64, ws, mask)
-        torch.testing.assert_close(out.double(), ref, rtol=CUDA_ATOL, atol=CUDA_ATOL)
+        close(out, ref, "output")
         grad_out = torch.randn_like(out)
-        for g, r in zip(torch.autograd.grad(out, (q, k, v), grad_out),
-                        torch.autograd.grad(ref, (q64, k64, v64), grad_out.double())):
-            torch.testing.assert_close(g.double(), r, rtol=CUDA_ATOL, atol=CUDA_ATOL)
+        for g, r, name in zip(torch.autograd.grad(out, (q, k, v), grad_out),
+                              torch.autograd.grad(ref, (q64, k64, v64), grad_out.double()),
+                              "qkv"):
+            close(g, r, f"grad of {name}")
 
 
 @pytest.mark.cuda
@@ -482,7 +655,7 @@ def test_flex_at_any_length_on_cuda_with_short_last_tile():
     ref = torch.nn.functional.scaled_dot_product_attention(
         q.float(), k.float(), v.float(), attn_mask=torch.as_tensor(_window_mask(4096, 128),
                                                                    device=cuda))
-    out = window_attention_torch(q, k, v, 128)
+    out = flex.flex_window_attention(q, k, v, 128)
     torch.testing.assert_close(out.float(), ref, rtol=2e-2, atol=2e-2)  # bfloat16 rounding
 
 

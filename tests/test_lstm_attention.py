@@ -1,6 +1,7 @@
-"""Attention in LSTM models (minattn/lstm_attention/): LSTM parity with torch.nn, Luong attention
-NumPy vs torch, the models against the reference, lexical probes, the agreement metric, frozen
-uniform attention, padding, bad input."""
+"""Attention in an LSTM encoder-decoder (minattn/lstm_attention/reference.py): LSTM parity with
+torch.nn, Luong attention NumPy vs torch, the lexical probe, the scores' gradient against
+autograd, bad input. The authors' copy model and its training: test_lstm_attention_official.py;
+the classifier, the translator and the agreement metric (lesson 08): test_agreement*.py."""
 
 import math
 
@@ -10,7 +11,7 @@ import torch
 from torch import nn
 
 from minattn import lstm_attention as la
-from minattn.attention import softmax_np
+from minattn.attention import softmax_np, softmax_torch
 
 T64 = dict(dtype=torch.float64)
 
@@ -89,243 +90,63 @@ def test_luong_attention_numpy_torch_parity(rng, uniform):
     c_t, a_t = la.luong_attention_torch(t(s), t(h), t(W), torch.as_tensor(mask), uniform)
     assert np.abs(np_(c_t) - c_np).max() < 1e-12 and np.abs(np_(a_t) - a_np).max() < 1e-12
 
-
-# ----------------------------------------------------------------------------- the models
-def reference_forward(model, src, tgt_in, mask):
-    """The whole Seq2SeqAttention forward from the NumPy reference functions."""
-    enc, dec = model.encoder, model.decoder
-    emb_x = np_(model.src_embed.weight)[src.numpy()]
-    emb_y = np_(model.tgt_embed.weight)[tgt_in.numpy()]
-    h, _ = la.lstm_np(emb_x, *[np_(p) for p in (enc.weight_ih_l0, enc.weight_hh_l0,
-                                                 enc.bias_ih_l0, enc.bias_hh_l0)])
-    s, _ = la.lstm_np(emb_y, *[np_(p) for p in (dec.weight_ih_l0, dec.weight_hh_l0,
-                                                 dec.bias_ih_l0, dec.bias_hh_l0)])
-    context, alpha = la.luong_attention_np(s, h, np_(model.W_a), mask, model.uniform)
-    return la.output_np(context, s, *[np_(p) for p in model.output_params()]), alpha, h, s
-
-
-@pytest.mark.parametrize("heads,uniform", [(1, False), (3, False), (1, True)])
-def test_seq2seq_matches_numpy_reference(heads, uniform):
-    torch.manual_seed(0)
-    model = la.Seq2SeqAttention(11, 9, hidden=8, embed=5, heads=heads, uniform=uniform).double()
-    src, tgt_in = torch.randint(0, 11, (2, 6)), torch.randint(0, 9, (2, 4))
-    mask = torch.ones(2, 6, dtype=torch.bool)
-    mask[0, 4:] = False
-    logits, alpha = model(src, tgt_in, mask)
-    ref_logits, ref_alpha, _, _ = reference_forward(model, src, tgt_in, mask.numpy())
-    assert np.abs(np_(logits) - ref_logits).max() < 1e-10
-    assert np.abs(np_(alpha) - ref_alpha).max() < 1e-12
+# ----------------------------------------------------------------------------- probe, gradient
+def test_lexical_probe_numpy_torch_parity_and_by_hand(rng):
+    h, s = rng.normal(size=(2, 5, 4)), rng.normal(size=(2, 3, 4))
+    W1, b1, W2, b2 = (rng.normal(size=(6, 8)), rng.normal(size=6), rng.normal(size=(7, 6)),
+                      rng.normal(size=7))
+    y = rng.integers(0, 7, size=(2, 3))
+    beta = la.lexical_probe_np(h, s, y, W1, b1, W2, b2)
+    got = la.lexical_probe_torch(t(h), t(s), torch.as_tensor(y), *map(t, (W1, b1, W2, b2)))
+    assert beta.shape == (2, 3, 5) and np.abs(np_(got) - beta).max() < 1e-12
+    # β_ti is the output network's p(y_t) with the context set to h_i
+    logits = la.output_np(np.broadcast_to(h[1, 4], (4,)), s[1, 2], W1, b1, W2, b2)
+    p = np.exp(la.log_softmax_np(logits))
+    assert abs(beta[1, 2, 4] - p[y[1, 2]]) < 1e-12
 
 
-def test_lexical_probe_numpy_torch_and_model(rng):
-    torch.manual_seed(0)
-    model = la.Seq2SeqAttention(11, 9, hidden=8, embed=5).double()
-    src, tgt_in, tgt_out = (torch.randint(0, 11, (2, 6)), torch.randint(0, 9, (2, 4)),
-                            torch.randint(0, 9, (2, 4)))
-    _, _, h, s = reference_forward(model, src, tgt_in, None)
-    beta_np = la.lexical_probe_np(h, s, tgt_out.numpy(), *[np_(p) for p in model.output_params()])
-    beta_model = model.probe(src, tgt_in, tgt_out)
-    assert beta_np.shape == (2, 4, 6)
-    assert np.abs(np_(beta_model) - beta_np).max() < 1e-10
-
-
-def test_probe_equals_model_output_when_attention_is_one_hot():
-    torch.manual_seed(0)
-    model = la.Seq2SeqAttention(11, 9, hidden=8, embed=5).double()
-    src, tgt_in, tgt_out = (torch.randint(0, 11, (2, 6)), torch.randint(0, 9, (2, 4)),
-                            torch.randint(0, 9, (2, 4)))
-    beta = model.probe(src, tgt_in, tgt_out)
-    for i in range(6):
-        only_i = torch.zeros(2, 6, dtype=torch.bool)
-        only_i[:, i] = True  # the mask leaves one position: α is one-hot on i
-        logits, alpha = model(src, tgt_in, only_i)
-        assert torch.all(alpha[..., i] == 1)
-        p = logits.softmax(-1).gather(-1, tgt_out[..., None])[..., 0]
-        assert torch.allclose(p, beta[..., i], atol=1e-12)
-
-
-def lstm_params(lstm, suffix=""):
-    return [np_(getattr(lstm, f"{name}_l0{suffix}"))
-            for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")]
-
-
-def test_bilstm_np_matches_torch_packed_bidirectional_lstm(rng):
-    torch.manual_seed(0)
-    lstm = nn.LSTM(3, 4, batch_first=True, bidirectional=True).double()
-    x, lengths = rng.normal(size=(3, 6, 3)), np.array([6, 4, 1])
-    packed = nn.utils.rnn.pack_padded_sequence(t(x), torch.as_tensor(lengths), batch_first=True,
-                                               enforce_sorted=False)
-    ref, _ = nn.utils.rnn.pad_packed_sequence(lstm(packed)[0], batch_first=True, total_length=6)
-    ours = la.bilstm_np(x, lengths, lstm_params(lstm), lstm_params(lstm, "_reverse"))
-    assert np.abs(ours - np_(ref)).max() < 1e-12  # padded positions: zeros in both
-
-
-def test_classifier_states_match_bilstm_np_with_padding():
-    torch.manual_seed(0)
-    model = la.AttentionClassifier(13, hidden=5, embed=4).double()
-    x, lengths = torch.randint(1, 13, (3, 7)), np.array([7, 3, 1])
-    mask = torch.arange(7)[None] < torch.as_tensor(lengths)[:, None]
-    h_np = la.bilstm_np(np_(model.embed.weight)[x.numpy()], lengths,
-                        lstm_params(model.forward_lstm), lstm_params(model.backward_lstm))
-    assert np.abs(np_(model.states(x, mask)) - h_np).max() < 1e-12
-    x2 = x.clone()
-    x2[~mask] = 4  # other padding tokens change nothing
-    assert torch.equal(model.states(x2, mask), model.states(x, mask))
-
-
-def test_classifier_parity_probe_and_one_hot(rng):
-    torch.manual_seed(0)
-    model = la.AttentionClassifier(13, hidden=6, embed=4, attn_hidden=5).double()
-    x = torch.randint(0, 13, (3, 7))
-    mask = torch.ones(3, 7, dtype=torch.bool)
-    mask[2, 5:] = False
-    z, alpha = model(x, mask)
-    h = np_(model.states(x, mask))
-    params = [np_(p) for p in (model.attn.weight, model.attn.bias, model.v.weight[0],
-                               model.readout.weight[0])] + [model.readout.bias.item()]
-    z_np, a_np = la.classifier_np(h, *params, mask=mask.numpy())
-    assert np.abs(np_(z) - z_np).max() < 1e-12 and np.abs(np_(alpha) - a_np).max() < 1e-12
-    z_t, a_t = la.classifier_torch(t(h), *[t(p) for p in params[:4]], params[4],
-                                   torch.as_tensor(mask.numpy()))
-    assert np.abs(np_(z_t) - z_np).max() < 1e-12 and np.abs(np_(a_t) - a_np).max() < 1e-12
-    labels = np.array([1, 0, 1])
-    beta = model.probe(x, torch.as_tensor(labels), mask)
-    assert np.abs(np_(beta) - la.classifier_probe_np(h, params[3], params[4], labels)).max() < 1e-12
-    logits = model.position_logits(x, mask)
-    for i in range(5):  # attending to i alone = reading the log-odds wᵀh_i + b₀
-        z_i = la.classifier_np(h, *params, mask=np.eye(7, dtype=bool)[[i, i, i]])[0]
-        assert np.allclose(z_i, np_(logits[:, i]), atol=1e-12)
-        sign = np.array([1.0, -1.0, 1.0])
-        assert np.allclose(1 / (1 + np.exp(-sign * z_i)), np_(beta[:, i]), atol=1e-12)
-
-
-class AuthorsClassifier(nn.Module):
-    """The module layout of the authors' classification/classifier_model.py, re-created for
-    this test: a packed bidirectional nn.LSTM, hidden2attn_intermediate -> ReLU ->
-    attn_intermediate2logit (with a bias), hidden2beta; pad positions masked with -1e9."""
-
-    def __init__(self, vocab, embed, hidden, inter):
-        super().__init__()
-        self.embedding = nn.Embedding(vocab, embed)
-        self.encoder = nn.LSTM(embed, hidden, batch_first=True, bidirectional=True)
-        self.hidden2attn_intermediate = nn.Linear(2 * hidden, inter)
-        self.attn_intermediate2logit = nn.Linear(inter, 1)
-        self.hidden2beta = nn.Linear(2 * hidden, 1)
-
-    def forward(self, ids, lengths, uniform):
-        packed = nn.utils.rnn.pack_padded_sequence(self.embedding(ids), lengths,
-                                                   batch_first=True, enforce_sorted=False)
-        states, _ = nn.utils.rnn.pad_packed_sequence(self.encoder(packed)[0], batch_first=True)
-        pad = torch.arange(ids.shape[1])[None] >= lengths[:, None]
-        logit = self.attn_intermediate2logit(torch.relu(self.hidden2attn_intermediate(states)))
-        logit = logit[..., 0] * (0 if uniform else 1) + pad * -1e9
-        attn = logit.softmax(-1)
-        beta = self.hidden2beta(states)[..., 0] * ~pad
-        return (attn * beta).sum(-1), attn, beta
-
-
-@pytest.mark.parametrize("uniform", [False, True])
-def test_classifier_matches_the_authors_layout(uniform):
-    torch.manual_seed(0)
-    ours = la.AttentionClassifier(11, hidden=5, embed=4, attn_hidden=3, uniform=uniform).double()
-    theirs = AuthorsClassifier(11, 4, 5, 3).double()
-    with torch.no_grad():
-        theirs.embedding.weight.copy_(ours.embed.weight)
-        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
-            getattr(theirs.encoder, f"{name}_l0").copy_(getattr(ours.forward_lstm, f"{name}_l0"))
-            getattr(theirs.encoder, f"{name}_l0_reverse").copy_(
-                getattr(ours.backward_lstm, f"{name}_l0"))
-        theirs.hidden2attn_intermediate.load_state_dict(ours.attn.state_dict())
-        theirs.attn_intermediate2logit.weight.copy_(ours.v.weight)
-        theirs.attn_intermediate2logit.bias.fill_(0.7)  # a constant: the softmax ignores it
-        theirs.hidden2beta.load_state_dict(ours.readout.state_dict())
-    lengths = torch.tensor([6, 2, 4])
-    ids = torch.randint(1, 11, (3, 6)) * (torch.arange(6)[None] < lengths[:, None])
-    scores, attn, beta = theirs(ids, lengths, uniform)
-    mask = torch.arange(6)[None] < lengths[:, None]
-    z, alpha = ours(ids, mask)
-    assert torch.allclose(z, scores, atol=1e-12) and torch.allclose(alpha, attn, atol=1e-12)
-    # their β is the log-odds per position, signed by the label when compared; ours is σ(±z_i)
-    assert torch.allclose(ours.position_logits(ids, mask) * mask, beta, atol=1e-12)
-
-
-# ----------------------------------------------------------------------------- uniform, padding
-def test_frozen_uniform_attention_is_uniform_and_gets_no_gradient():
-    torch.manual_seed(0)
-    model = la.Seq2SeqAttention(11, 9, hidden=8, embed=5, uniform=True).double()
-    src, tgt_in = torch.randint(0, 11, (2, 6)), torch.randint(0, 9, (2, 4))
-    mask = torch.ones(2, 6, dtype=torch.bool)
-    mask[1, 2:] = False
-    logits, alpha = model(src, tgt_in, mask)
-    assert torch.allclose(alpha[0], torch.full_like(alpha[0], 1 / 6))
-    assert torch.allclose(alpha[1, ..., :2], torch.full_like(alpha[1, ..., :2], 1 / 2))
-    assert torch.all(alpha[1, ..., 2:] == 0)
-    logits.sum().backward()
-    assert model.W_a.grad is None or torch.all(model.W_a.grad == 0)
-    assert model.encoder.weight_ih_l0.grad.abs().sum() > 0  # the rest does learn
-    clf = la.AttentionClassifier(13, hidden=6, uniform=True).double()
-    z, a = clf(torch.randint(0, 13, (2, 5)))
-    assert torch.allclose(a, torch.full_like(a, 0.2))
-    z.sum().backward()
-    assert clf.v.weight.grad is None or torch.all(clf.v.weight.grad == 0)
-
-
-def test_padding_gets_zero_weight_and_changes_nothing():
-    torch.manual_seed(0)
-    model = la.Seq2SeqAttention(11, 9, hidden=8, embed=5, heads=2).double()
-    src, tgt_in = torch.randint(1, 11, (2, 5)), torch.randint(0, 9, (2, 4))
-    logits, alpha = model(src, tgt_in)
-    padded = torch.cat([src, torch.zeros(2, 3, dtype=torch.long)], 1)  # 3 pad tokens (id 0)
-    mask = torch.arange(8) < 5
-    logits_p, alpha_p = model(padded, tgt_in, mask.expand(2, 8))
-    assert torch.all(alpha_p[..., 5:] == 0)
-    assert torch.allclose(logits_p, logits, atol=1e-12)
-    assert torch.allclose(alpha_p[..., :5], alpha, atol=1e-12)
-
-
-# ----------------------------------------------------------------------------- agreement
-@pytest.mark.exercise("5.2")
-def test_agreement_by_hand():
-    b = np.arange(20.0)  # n = 20: top ⌈5% · 20⌉ = 1 position (the last)
-    a_hit, a_miss = np.eye(20)[19], np.eye(20)[18]
-    assert la.agreement_np(a_hit, b) == 1.0 and la.agreement_np(a_miss, b) == 0.0
-    b21 = np.arange(21.0)  # n = 21: ⌈1.05⌉ = 2 positions
-    assert la.agreement_np(np.eye(21)[19], b21) == 1.0
-    assert la.agreement_np(np.eye(21)[18], b21) == 0.0
-    # the mask shrinks n and hides positions: argmax of a is taken over real positions only
-    a = np.array([0.1, 0.2, 0.9, 0.0])
-    b4 = np.array([0.0, 1.0, 0.5, 9.0])
-    assert la.agreement_np(a, b4) == 0.0  # b's best is position 3
-    assert la.agreement_np(a, b4, mask=np.array([True, True, True, False])) == 0.0
-    assert la.agreement_np(a, b4, mask=np.array([True, False, True, False])) == 1.0
-    batch = la.agreement_np(np.stack([a_hit, a_miss]), np.stack([b, b]))
-    assert batch.tolist() == [1.0, 0.0]
+def autograd_score_gradient(s, h, W_a, y, W1, b1, W2, b2, mask=None):
+    """∂ Σ_t log p_t(y_t) / ∂e (B, T, N) by torch's autograd through one Luong head and the
+    output network, with α, the context and u = ∂ log p / ∂c_t beside it."""
+    e = torch.einsum("btd,de,bne->btn", t(s), t(W_a), t(h)).requires_grad_()
+    alpha = softmax_torch(e, None if mask is None else torch.as_tensor(mask)[:, None, :])
+    context = (alpha @ t(h)).detach().requires_grad_()
+    read = alpha @ t(h)  # the same context, on the path from e
+    logp = []
+    for c in (read, context):
+        out = la.output_torch(c, t(s), *map(t, (W1, b1, W2, b2))).log_softmax(-1)
+        logp.append(out.gather(-1, torch.as_tensor(y)[..., None]).sum())
+    (grad_e,) = torch.autograd.grad(logp[0], e)
+    (u,) = torch.autograd.grad(logp[1], context)
+    return np_(grad_e), np_(alpha), np_(context), np_(u)
 
 
 @pytest.mark.exercise("5.2")
-def test_agreement_numpy_torch_parity(rng):
-    a, b = rng.normal(size=(6, 5, 30)), rng.normal(size=(6, 5, 30))
-    b[..., :3] += 2 * a[..., :3]
-    mask = rng.random((6, 1, 30)) < 0.8
-    got = la.agreement_torch(t(a), t(b), torch.as_tensor(mask)).numpy()
-    assert np.array_equal(got, la.agreement_np(a, b, mask))
+def test_score_gradient_equals_autograd(rng):
+    """The two-line derivation, checked: ∂ log p/∂e_ti = α_ti (u·h_i − Σ_j α_tj u·h_j), with u
+    from `output_gradient_np` (no autograd), equals torch's autograd, masked positions too."""
+    s, h, W_a = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 6, 4)), rng.normal(size=(4, 4))
+    W1, b1, W2, b2 = (rng.normal(size=(5, 8)), rng.normal(size=5), rng.normal(size=(7, 5)),
+                      rng.normal(size=7))
+    y = rng.integers(0, 7, size=(2, 3))
+    mask = np.ones((2, 6), bool)
+    mask[1, 4:] = False
+    grad_e, alpha, context, u_auto = autograd_score_gradient(s, h, W_a, y, W1, b1, W2, b2, mask)
+    u = la.output_gradient_np(context, s, y, W1, b1, W2, b2)
+    assert np.abs(u - u_auto).max() < 1e-12
+    ours = la.score_gradient_np(alpha, h, u, mask)
+    assert np.abs(ours - grad_e).max() < 1e-12
+    assert np.all(ours[1, :, 4:] == 0) and np.allclose(ours.sum(-1), 0, atol=1e-12)
 
 
-def test_agreement_baseline_matches_simulation(rng):
-    lengths = rng.integers(3, 45, size=400)
-    hits = []
-    for n in lengths:
-        a, b = rng.random((200, n)), rng.random((200, n))
-        hits.append(la.agreement_np(a, b).mean())
-    assert abs(np.mean(hits) - la.agreement_baseline_np(lengths)) < 0.01
-    assert la.agreement_baseline_np([20]) == 0.05 and la.agreement_baseline_np([10]) == 0.1
-
-
-def test_contextualized_agreement_needs_a_strictly_larger_agreement():
-    # the authors' passing_idx: the first checkpoint whose agreement is *above* the threshold
-    assert la.contextualized_agreement([0.1, 0.3, 0.5], [10, 20, 30], 0.3) == 30.0
-    assert la.contextualized_agreement([0.1, 0.31, 0.5], [10, 20, 30], 0.3) == 20.0
-    assert la.contextualized_agreement([0.1, 0.2], [10, 20], 0.9) is None
+@pytest.mark.exercise("5.2")
+def test_score_gradient_favours_the_position_the_probe_favours():
+    """Uniform attention over two states: the gradient raises the score of the state whose
+    read-out gains more log-probability (u·h_1 > u·h_2), by (α/2)(u·h_1 − u·h_2) each way."""
+    alpha = np.full((1, 1, 2), 0.5)
+    h = np.array([[[1.0, 0.0], [0.0, 1.0]]])
+    u = np.array([[[3.0, 1.0]]])  # u·h_1 = 3, u·h_2 = 1
+    assert np.allclose(la.score_gradient_np(alpha, h, u), [[[0.5, -0.5]]], atol=1e-15)
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -337,51 +158,10 @@ def test_bad_input_raises_value_error(rng):
         la.luong_attention_np(s, h, np.eye(4)[None], mask=np.ones((2, 5)))
     with pytest.raises(ValueError, match="source mask"):
         la.luong_attention_torch(t(s), t(h), t(np.eye(4)[None]), torch.ones(2, 4, dtype=torch.bool))
-    with pytest.raises(ValueError, match="one shape"):
-        la.agreement_np(np.zeros(4), np.zeros(5))
-    with pytest.raises(ValueError, match="one shape"):
-        la.agreement_torch(torch.zeros(4), torch.zeros(5))
-    with pytest.raises(ValueError, match="lengths"):
-        la.agreement_baseline_np([])
-    with pytest.raises(ValueError, match="curves"):
-        la.contextualized_agreement([0.1], [1, 2], 0.5)
-    with pytest.raises(ValueError, match="sizes"):
-        la.Seq2SeqAttention(10, 10, heads=0)
-    model = la.Seq2SeqAttention(10, 10, hidden=4)
-    with pytest.raises(ValueError, match="inputs"):
-        model(torch.zeros(2, 3, dtype=torch.long), torch.zeros(3, 3, dtype=torch.long))
-    with pytest.raises(ValueError, match="input"):
-        la.AttentionClassifier(10, hidden=4)(torch.zeros(5, dtype=torch.long))
-    with pytest.raises(ValueError, match="hidden"):
-        la.AttentionClassifier(10, hidden=0)
-    holes = torch.tensor([[True, False, True], [True, True, True]])  # padding not at the end
-    with pytest.raises(ValueError, match="mask"):
-        la.AttentionClassifier(10, hidden=4)(torch.ones(2, 3, dtype=torch.long), holes)
-    with pytest.raises(ValueError, match="mask"):
-        la.AttentionClassifier(10, hidden=4)(torch.ones(2, 3, dtype=torch.long), holes[0])
-    with pytest.raises(ValueError, match="mask"):
-        la.AttentionClassifier(10, hidden=4)(torch.ones(2, 3, dtype=torch.long), holes.int())
-
-
-# ----------------------------------------------------------------------------- exercise 5.3
-# ----------------------------------------------------------------------------- lesson 05 tasks
-def test_keyword_task_is_balanced_with_one_keyword_in_positives(rng):
-    x, y, where = la.keyword_task(64, 12, 10, rng)
-    assert x.shape == (64, 12) and y.sum() == 32 and x.min() >= 1 and x.max() <= 10
-    hits = (x == 1).sum(1)
-    assert np.all(hits[y == 1] == 1) and np.all(hits[y == 0] == 0)
-    assert np.all(x[y == 1, where[y == 1]] == 1) and np.all(where[y == 0] == -1)
-    with pytest.raises(ValueError, match="keyword_task"):
-        la.keyword_task(3, 12, 10, rng)
-
-
-def test_build_vocab_and_encode():
-    vocab = la.build_vocab([["a", "b", "a"], ["c", "a"]], min_count=1)
-    assert list(vocab)[:4] == [la.PAD, la.UNK, la.BOS, "a"]
-    with_bos = la.build_vocab([[la.BOS, "a", "a"], [la.BOS, "b"]])
-    assert with_bos == {la.PAD: 0, la.UNK: 1, la.BOS: 2, "a": 3, "b": 4}  # ids 0..4
-    ids, lengths = la.encode_sentences([["a", "zzz"], ["b"]], vocab)
-    assert ids.tolist() == [[vocab["a"], vocab[la.UNK]], [vocab["b"], 0]]
-    assert lengths.tolist() == [2, 1]
-    with pytest.raises(ValueError, match="encode_sentences"):
-        la.encode_sentences([["a"], []], vocab)
+    with pytest.raises(ValueError, match="alpha"):
+        la.score_gradient_np(np.full((2, 3, 4), 0.25), h, s)
+    with pytest.raises(ValueError, match="states"):
+        la.score_gradient_np(np.full((2, 3, 5), 0.2), h, rng.normal(size=(2, 3, 3)))
+    with pytest.raises(ValueError, match="targets"):
+        la.output_gradient_np(s, s, np.full((2, 3), 9), rng.normal(size=(5, 8)), np.zeros(5),
+                              rng.normal(size=(7, 5)), np.zeros(7))

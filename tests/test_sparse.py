@@ -20,11 +20,13 @@ from minattn.sparse import (
     WindowAttentionFunction,
     band_mask_torch,
     bigbird_layout_np,
+    bigbird_layouts_np,
     bigbird_mask_np,
     block_layout_np,
     block_mask_np,
     block_sparse_attend,
     block_sparse_attention_torch,
+    diameter_fast_np,
     diameter_np,
     dilated_window_attention_torch,
     dilated_window_mask_np,
@@ -33,6 +35,7 @@ from minattn.sparse import (
     global_window_attention_torch,
     hops_np,
     random_mask_np,
+    reach_np,
     sliding_window_attention_torch,
     sliding_window_mask_np,
     strided_masks_np,
@@ -61,7 +64,7 @@ def _qkv(shape, seed=0, dv=None, device="cpu"):
 
 def _assert_matches_dense(kernel, mask_np, shape=(2, 3, 0, 5), seed=0, device="cpu"):
     """kernel(q, k, v) equals dense masked attention on mask_np: outputs and gradients."""
-    n = mask_np.shape[0]
+    n = mask_np.shape[-1]
     q, k, v = _qkv(shape[:-2] + (n, shape[-1]), seed, device=device)
     grad_out = torch.randn(*q.shape[:-1], v.shape[-1], dtype=torch.float64,
                            generator=torch.Generator().manual_seed(seed + 1)).to(device)
@@ -150,6 +153,40 @@ def test_hops_and_diameter():
     assert diameter_np(sliding_window_mask_np(12, 1, causal=True)) == 11
 
 
+def test_reach_through_a_stack_and_the_fast_diameter():
+    """reach_np of one mask repeated is hops_np's reach; different masks compose in order;
+    breadth-first search gives diameter_np's layers (inf and causal patterns included)."""
+    window = sliding_window_mask_np(30, 2)
+    np.testing.assert_array_equal(reach_np(window, window, window),
+                                  (hops_np(window, max_hops=3) >= 0))
+    first, second = np.zeros((3, 3), bool), np.zeros((3, 3), bool)
+    first[1, 0], second[2, 1] = True, True  # 0 -> 1 in layer 1, then 1 -> 2 in layer 2
+    assert reach_np(first, second)[2, 0] and not reach_np(second, first)[2, 0]
+    masks = [window, window | random_mask_np(30, 1, seed=0), dilated_window_mask_np(12, 2, 2),
+             union_np(*strided_masks_np(40, 6)), union_np(*fixed_masks_np(40, 8, 2)),
+             sliding_window_mask_np(13, 1, causal=True), bigbird_mask_np(50, 5, seed=2)]
+    for mask in masks:
+        assert diameter_fast_np(mask) == diameter_np(mask)
+    for n in (64, 256):  # the Sparse Transformer's point: two hops at O(N√N)
+        assert diameter_fast_np(union_np(*strided_masks_np(n, round(n ** 0.5)))) == 2
+        assert diameter_fast_np(union_np(*fixed_masks_np(n, round(n ** 0.5), 2))) == 2
+
+
+def test_bigbird_layouts_per_head_and_per_layer():
+    """One seed draws a different layout for every head of every layer (as BigBird's code
+    does), each a BigBird layout: the same window, different random blocks; the same seed
+    draws the same layouts."""
+    layouts = bigbird_layouts_np(16, 2, 3, window=1, n_global=0, n_random=1, seed=7)
+    assert layouts.shape == (2, 3, 16, 16) and layouts.dtype == bool
+    band = np.abs(np.arange(16)[:, None] - np.arange(16)[None, :]) <= 1
+    for layout in layouts.reshape(-1, 16, 16):
+        assert (layout[band]).all() and (layout & ~band).sum(1).tolist() == [1] * 16
+    assert len({layout.tobytes() for layout in layouts.reshape(-1, 16, 16)}) == 6
+    np.testing.assert_array_equal(layouts, bigbird_layouts_np(16, 2, 3, 1, 0, 1, seed=7))
+    with pytest.raises(ValueError, match="expected"):
+        bigbird_layouts_np(16, 0, 2)
+
+
 @pytest.mark.parametrize("bad", [
     lambda: sliding_window_mask_np(5, -1),
     lambda: sliding_window_mask_np(0, 1),
@@ -160,6 +197,8 @@ def test_hops_and_diameter():
     lambda: fixed_masks_np(8, 4, 5),
     lambda: union_np(np.ones((2, 2), bool), np.ones((3, 3), bool)),
     lambda: hops_np(np.ones((2, 3), bool)),
+    lambda: reach_np(),
+    lambda: reach_np(np.ones((2, 2), bool), np.ones((3, 3), bool)),
 ])
 def test_patterns_reject_bad_input(bad):
     with pytest.raises(ValueError, match="expected"):
@@ -438,6 +477,23 @@ def test_sparse_classifier_reads_token_zero_through_the_pattern():
     model = SparseClassifier(10, n, 16, 2, layers, block_sparse_attend(layout, 8))
     model(x).sum().backward()
     assert all(p.grad is not None for p in model.parameters())
+    layouts = bigbird_layouts_np(5, layers, 2, 1, 0, 1, seed=0)  # per head and per layer
+    model = SparseClassifier(10, n, 16, 2, layers, [block_sparse_attend(lay, 8) for lay in layouts])
+    model(x).sum().backward()
+    assert all(p.grad is not None for p in model.parameters())
+    with pytest.raises(ValueError, match="expected"):
+        SparseClassifier(10, n, 16, 2, layers, [window_attend(w)])  # one kernel for 2 layers
+
+
+def test_block_sparse_attend_per_head_layouts_match_dense():
+    """A layout per head: each head equals dense masked attention on its own mask."""
+    n, block = 30, 4
+    layouts = bigbird_layouts_np(-(-n // block), 1, 3, 1, 1, 1, seed=5)[0]  # (H, nb, nb)
+    masks = np.stack([block_mask_np(layout, block, n) for layout in layouts])  # (H, N, N)
+    _assert_matches_dense(block_sparse_attend(layouts, block), masks, shape=(2, 3, 0, 5))
+    q = torch.randn(2, 2, n, 5)
+    with pytest.raises(ValueError, match="expected"):
+        block_sparse_attend(layouts, block)(q, q, q)  # 2 heads, 3 layouts
 
 
 @pytest.mark.cuda

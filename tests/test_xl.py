@@ -18,6 +18,7 @@ from minattn.xl import (
     TransformerXL,
     VanillaLM,
     XLLayer,
+    bigram_bpc,
     char_corpus,
     delayed_copy,
     lm_segment,
@@ -295,13 +296,17 @@ def test_sliding_window_equals_a_loop_over_positions():
     model = VanillaLM(7, 8, 2, 1).double()
     streams = torch.randint(0, 7, (2, 13))
     W = 5
-    total = 0.0
+    total = torch.zeros(2, dtype=torch.float64)
     for j in range(12):  # predict streams[:, j + 1] from at most W characters up to j
         logits, _ = model(streams[:, max(0, j - W + 1):j + 1])
-        total += F.cross_entropy(logits[:, -1], streams[:, j + 1], reduction="sum").item()
-    expected = total / 24 / np.log(2)
+        total += F.cross_entropy(logits[:, -1], streams[:, j + 1], reduction="none").detach()
+    expected = total.sum().item() / 24 / np.log(2)
     assert abs(evaluate_bpc_sliding(model, streams, W, batch_windows=3) - expected) < 1e-12
     assert abs(evaluate_bpc_sliding(model, streams, 12) - evaluate_bpc(model, streams, 12)) < 1e-12
+    per_stream = evaluate_bpc_sliding(model, streams, W, batch_windows=3, per_stream=True)
+    assert np.allclose(per_stream, (total / 12 / np.log(2)).numpy(), atol=1e-12)
+    assert np.allclose(evaluate_bpc_sliding(model, streams, 12, per_stream=True),
+                       evaluate_bpc(model, streams, 12, per_stream=True), atol=1e-12)
     with pytest.raises(ValueError, match="window"):
         evaluate_bpc_sliding(model, streams, 13)
 
@@ -482,6 +487,16 @@ def test_streams_segments_copy_task_and_bpc():
     assert 0 < evaluate_bpc(model, streams, 8) < 10  # untrained: about log2(V) bits
     out = generate(model, x[:1], 5, torch.Generator().manual_seed(0), context=8)
     assert out.shape == (1, 13) and torch.equal(out[:, :8], x[:1])
+
+
+
+def test_bigram_baseline_counts_pairs_with_add_one():
+    train_ids = torch.tensor([0, 1, 0, 1, 0, 1, 2])
+    # pairs 0->1 three times, 1->0 twice, 1->2 once; add one to each of the 3 x 3 counts
+    expected = -(np.log2(4 / 6) + np.log2(3 / 6)) / 2  # scoring 0->1 and 1->0
+    assert bigram_bpc(train_ids, torch.tensor([[0, 1, 0]]), 3) == pytest.approx(expected)
+    with pytest.raises(ValueError, match="streams"):
+        bigram_bpc(train_ids, torch.tensor([0, 1]), 3)
 
 
 # ================================================================== data-parallel training

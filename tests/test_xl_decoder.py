@@ -120,3 +120,14 @@ def test_eval_speed_times_the_decoder_when_asked():
                       kv_cache=True)
     assert set(both) - set(plain) == {"XL, one token, KV cache"}  # (+ a CUDA graph on CUDA)
     assert all(v > 0 for v in both.values())
+
+
+def test_eval_speed_per_repeat_gives_one_speed_per_round():
+    import time
+
+    from minattn.xl import eval_speed
+
+    speeds = eval_speed(16, d_model=16, num_heads=2, num_layers=1, seg_len=8, repeats=3,
+                        per_repeat=True, timer=time.process_time)
+    assert set(speeds) == {"vanilla, recompute", "XL, cached", "XL, one token at a time"}
+    assert all(len(v) == 3 and min(v) > 0 for v in speeds.values())

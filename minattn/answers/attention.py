@@ -13,10 +13,10 @@ def duplicate_token_weight() -> float:
 
 
 def jacobian_norm_with_4096_keys() -> float:
-    """Exercise 1.5. Section 2 of lesson 01 measures the softmax over 64 keys. Run
-    `rows = softmax_rows(64, rng, n_queries=200, n_keys=4096)` (d = 64, 4096 keys) and report
-    the mean Jacobian norm ‖∂softmax/∂scores‖ of the scaled scores,
-    `rows[True]["jacobian"].mean()` (three decimals). Compare it with 64 keys: what does a
+    """Exercise 1.5. Section 5 of lesson 01 measures the softmax over 64 keys. Run
+    `rows = softmax_rows_np(64, rng, n_queries=200, n_keys=4096)` (`minattn.attention`;
+    d = 64, 4096 keys) and report the mean Jacobian norm ‖∂softmax/∂scores‖ of the scaled
+    scores, `rows[True]["jacobian"].mean()` (three decimals). Compare it with 64 keys: what does a
     longer context do to the learning signal of each score?"""
     # BEGIN EXERCISE 1.5 experiment: the softmax Jacobian over 4096 keys (~10 min)
     # measured: 0.026 (0.18 with 64 keys): the weights spread over more keys and shrink

@@ -24,8 +24,9 @@ def layers_window_plus_global() -> int:
 
 
 def fraction_of_deaf_bigbird_layouts() -> float:
-    """Exercise 2.4 (experiment). The BigBird layout of lesson 02, section 5: N = 512, blocks of
-    8, a window of one block on each side, one random block per row, no global block
+    """Exercise 2.4 (experiment). Lesson 02, section 3's BigBird pattern with one layout shared
+    by every head and layer: N = 512, blocks of 8, a window of one block on each side, one
+    random block per row, no global block
     (`bigbird_mask_np(512, 8, window=1, n_global=0, n_random=1, seed=s)`). For the layout
     seeds s = 0 … 99, what fraction leaves position 0 hearing *no* token of the second half
     (positions 256 … 511) within 2 layers (`hops_np(mask, max_hops=2)`)?"""

@@ -27,13 +27,14 @@ from ..tools.utils import (
 )
 
 
-def check_attention_inputs(q, k, v, mask=None, scale=None) -> None:
+def check_attention_inputs(q, k, v, mask=None, scale=None, like=None) -> None:
     """Raise ValueError (expected vs given) unless q, k, v and mask fit together.
 
     Works on NumPy arrays and torch tensors alike (it looks at the type, .shape, .dtype and
-    .device): q, k, v of one library, one floating dtype, one device.
+    .device): q, k, v of one library, one floating dtype, one device. `like` (np.ndarray or
+    torch.Tensor) names the library a function takes; by default q's.
     """
-    like = torch.Tensor if isinstance(q, torch.Tensor) else np.ndarray
+    like = like or (torch.Tensor if isinstance(q, torch.Tensor) else np.ndarray)
     for name, x in (("q", q), ("k", k), ("v", v)):
         check_array(name, x, "float", like=like)
         check_ndim(name, x, 2, "(..., N, d)")

@@ -29,7 +29,7 @@ def attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     own `is_causal` is top-left aligned; we use it only when Lq == Lk, where the two agree.)
     Give `is_causal=True` or a mask, not both.
     """
-    check_attention_inputs(q, k, v, mask, scale)
+    check_attention_inputs(q, k, v, mask, scale, like=torch.Tensor)
     if is_causal and mask is not None:
         fail("attention_fast_torch takes a mask or is_causal=True, not both",
              "one of them (fold causality into the mask with causal_mask_torch)",

@@ -14,6 +14,9 @@ that sees no key, the keys and values no query sees, the scores of masked pairs 
 garbage (NaN, inf: padding often does) and never reaches a result; everything it lets count
 must be finite (`tools.utils` states the contract of every function).
 
+`online_attention_np` computes the same output block by block with a running max and sum
+(the online softmax of fused kernels), never storing the weights.
+
 Read the NumPy functions first: they state the math. Each `*_torch` function below repeats
 its NumPy twin line for line, so autograd can check our hand-written backward.
 
@@ -90,8 +93,46 @@ def attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray |
     scores = (q @ np.swapaxes(k, -1, -2)) * scale  # (..., Lq, Lk)
     weights = softmax_np(scores, mask)  # (..., Lq, Lk), rows sum to 1 (or 0)
     output = weights @ v  # (..., Lq, dv)
-    # END EXERCISE
     return output, weights
+    # END EXERCISE
+
+
+def online_attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                        mask: np.ndarray | None = None, scale: float | None = None,
+                        block: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    """`attention_np`'s output, computed over blocks of `block` keys with an *online softmax*:
+    the (Lq, Lk) weights are never stored (Milakov & Gimelshein 2018; FlashAttention's forward).
+
+    Per query row it keeps a running max m, a running sum ℓ of e^(s − m) and an unnormalised
+    output O. For each block of keys, with scores S_b and m' = max(m, rowmax S_b):
+        ℓ ← ℓ·e^(m − m') + rowsum e^(S_b − m'),    O ← O·e^(m − m') + e^(S_b − m') V_b
+    (e^(m − m') rescales what was summed against the old max). Finally O/ℓ. Also returns the
+    row statistic a fused backward keeps instead of P: lse = m + log ℓ (..., Lq), so that
+    P = e^(S − lse); −inf on a row that sees no key (whose output is 0).
+    """
+    check_attention_inputs(q, k, v, mask, scale)
+    block = check_size("block", block, 1)
+    q, k, v = visible_inputs(q, k, v, mask)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    if mask is not None:
+        mask = np.broadcast_to(mask, q.shape[:-1] + k.shape[-2:-1])  # (..., Lq, Lk)
+    m = np.full(q.shape[:-1] + (1,), -np.inf, dtype=q.dtype)  # (..., Lq, 1) running max
+    ell = np.zeros(q.shape[:-1] + (1,), dtype=q.dtype)  # (..., Lq, 1) running sum
+    out = np.zeros(q.shape[:-1] + v.shape[-1:], dtype=q.dtype)  # (..., Lq, dv) unnormalised
+    for start in range(0, k.shape[-2], block):
+        keys = slice(start, start + block)
+        s = (q @ np.swapaxes(k[..., keys, :], -1, -2)) * scale  # (..., Lq, b)
+        if mask is not None:
+            s = np.where(mask[..., keys], s, -np.inf)
+        m_new = np.maximum(m, s.max(axis=-1, keepdims=True))
+        shift = np.where(np.isfinite(m_new), m_new, 0.0)  # a row with no key so far: any shift
+        p = np.exp(s - shift)  # (..., Lq, b), masked entries 0
+        rescale = np.exp(m - shift)  # e^(m − m'): 0 on the first block a row sees
+        ell = ell * rescale + p.sum(axis=-1, keepdims=True)
+        out = out * rescale + p @ v[..., keys, :]
+        m = m_new
+    lse = np.where(ell > 0, m + np.log(np.where(ell > 0, ell, 1.0)), -np.inf)[..., 0]
+    return out / np.where(ell == 0, 1.0, ell), lse
 
 
 def attention_backward_np(grad_out: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray,
@@ -209,7 +250,7 @@ def attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     This explicit path materialises the (Lq, Lk) weights — use it when you want to look at
     them. `attention_fast_torch` (fast.py) gives the same output without storing them.
     """
-    check_attention_inputs(q, k, v, mask, scale)
+    check_attention_inputs(q, k, v, mask, scale, like=torch.Tensor)
     q, k, v = visible_inputs(q, k, v, mask)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     # BEGIN EXERCISE 1.2 implement: the same attention forward in torch (~5 min)
@@ -217,6 +258,37 @@ def attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     weights = softmax_torch(scores, mask)
     return weights @ v, weights
     # END EXERCISE
+
+
+def online_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                           mask: torch.Tensor | None = None, scale: float | None = None,
+                           block: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
+    """Torch twin of `online_attention_np`: output (..., Lq, dv) and lse (..., Lq), block by
+    block with a running max and sum, never storing the (Lq, Lk) weights."""
+    check_attention_inputs(q, k, v, mask, scale)
+    block = check_size("block", block, 1)
+    q, k, v = visible_inputs(q, k, v, mask)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    if mask is not None:
+        mask = mask.expand(q.shape[:-1] + k.shape[-2:-1])  # (..., Lq, Lk)
+    m = q.new_full(q.shape[:-1] + (1,), float("-inf"))
+    ell = q.new_zeros(q.shape[:-1] + (1,))
+    out = q.new_zeros(q.shape[:-1] + v.shape[-1:])
+    for start in range(0, k.shape[-2], block):
+        keys = slice(start, start + block)
+        s = (q @ k[..., keys, :].transpose(-1, -2)) * scale
+        if mask is not None:
+            s = s.masked_fill(~mask[..., keys], float("-inf"))
+        m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True).detach())  # m cancels in O/ℓ
+        shift = torch.where(torch.isfinite(m_new), m_new, torch.zeros_like(m_new))
+        p = torch.exp(s - shift)
+        rescale = torch.exp(m - shift)
+        ell = ell * rescale + p.sum(dim=-1, keepdim=True)
+        out = out * rescale + p @ v[..., keys, :]
+        m = m_new
+    lse = torch.where(ell > 0, m + torch.log(torch.where(ell > 0, ell, torch.ones_like(ell))),
+                      torch.full_like(ell, float("-inf")))[..., 0]
+    return out / torch.where(ell == 0, torch.ones_like(ell), ell), lse
 
 
 def additive_scores_torch(q: torch.Tensor, k: torch.Tensor, w_q: torch.Tensor,

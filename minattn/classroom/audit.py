@@ -24,9 +24,11 @@ from .stubs import holders, resolve, stub_in_process
 # Twins that no name or text rule can see: (function, twin) -- the twin must carry every
 # exercise the function carries. (foo_np / foo_torch need no entry: rule 1 sees them. An entry
 # whose twin no longer exists is skipped by the audit, and tests/test_layout.py fails on it.)
+# A kernel that repeats an exercise's idea in another form (the block-sparse kernel's softmax
+# across blocks, the window kernel's backward) is no twin: no test of the exercise runs it, so
+# stripping it would leave `make exercises` saying PASS while its lesson stops
+# (tests/test_exercises.py checks that every stripped region is reached; see reach.py).
 TWINS = [
-    ("softmax_torch", "block_sparse_attention_torch"),  # the row softmax, spread over blocks
-    ("attention_backward_np", "window_attention_backward_torch"),  # the window kernel's backward
     ("sliding_window_mask_np", "dilated_window_mask_np"),     # dilation 1 is the window
     ("blocked_window_attention_torch", "global_window_attention_torch"),
 ]

@@ -101,6 +101,18 @@ def state_of(counts: dict, ex_id: str) -> tuple[str, str]:
     return "FAIL", counts.get("first_failure") or "did not run"
 
 
+def collection_state(errors: list[dict], ex_id: str) -> tuple[str, str]:
+    """(state, message) of an exercise none of whose tests could be collected: a stub reached
+    while a test file imports means "not implemented yet" (waiting on that exercise); any
+    other error (a syntax error in the student's code, say) fails it, naming where."""
+    for error in errors:
+        if m := re.match(r"NotImplementedError: Exercise (\S+): (.*?)(?: \(\S+:\d+\))?$",
+                         error["message"]):
+            return "not implemented yet", (m[2] if m[1] == ex_id
+                                           else f"waits on exercise {m[1]} ({m[2]})")
+    return "FAIL", f"error collecting {errors[0]['where']}: {errors[0]['message']}"
+
+
 def check(ids=None, verbose: bool = False, root: Path = REPO_ROOT,
           timeout: float | None = 900) -> int:
     """Run the exercise tests of this copy (at most `timeout` seconds) and print one line per
@@ -119,9 +131,9 @@ def check(ids=None, verbose: bool = False, root: Path = REPO_ROOT,
         print(out[-4000:])
         print(f"pytest could not run the exercise tests (exit code {rc}); see above.")
         return rc or 2
+    # A test file that does not import is no crash in a copy where a stub runs at import
+    # time: its exercises' rows say what they wait on; any other error goes in their rows.
     errors = results.get("errors", [])
-    for error in errors:  # a file that does not import: its tests could not run
-        print(f"error collecting {error['where']}: {short(error['message'])}")
     stopped = (f"timed out after {timeout:g} s in {results.get('running') or 'collection'}"
                if timed_out else None)
     if stopped:
@@ -134,8 +146,7 @@ def check(ids=None, verbose: bool = False, root: Path = REPO_ROOT,
         counts = exercises.get(ex_id, {})
         state, message = state_of(counts, ex_id)
         if state == "no tests" and errors:
-            error = errors[0]
-            state, message = "FAIL", f"error collecting {error['where']}: {error['message']}"
+            state, message = collection_state(errors, ex_id)
         done = counts.get("passed", 0) + counts.get("failed", 0) + len(counts.get("skipped", []))
         if stopped and done < len(counts.get("tests", [])):
             state, message = "FAIL", f"did not finish: {stopped}"
@@ -146,7 +157,7 @@ def check(ids=None, verbose: bool = False, root: Path = REPO_ROOT,
             failing.append(ex_id)
         total = n_run(counts)
         tests = f"{counts.get('passed', 0)}/{total:<5}"
-        print(f"{ex_id:9}{kind:11}{state:21}{tests}{short(message, 90)}")
+        print(f"{ex_id:9}{kind:11}{state:21}{tests}{short(message, 200)}")
     if failing and not verbose:
         print(f"\ndetails (tracebacks): make exercises EX={failing[0]} TB=1")
     return 1 if failing else 0

@@ -77,9 +77,9 @@ def main(argv: list[str] | None = None) -> int:
                         "the submissions' common folder)")
     p.add_argument("--timeout", type=float, default=600, help="seconds per submission")
     p.add_argument("--hide", nargs="+", default=(), type=Path, metavar="FOLDER",
-                   help="more folders the sandbox hides (other checkouts, answer keys, earlier "
-                        "classes); it always hides this checkout, the submissions' folders, "
-                        "the gradebook's, /tmp, /home, /root, /mnt, /media and /srv")
+                   help="folders to hide although the sandbox shows what holds them (it shows "
+                        "only the system, the Python environment and the graded copy, and "
+                        "warns of any copy of the course it can still see)")
     p.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="grade without bubblewrap (see the warning it prints)")
     sub.add_parser("audit", help="list what would give an exercise's answer away in a student copy")
@@ -111,4 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: everything it started has ended (check.run_pytest)
+        print("\ninterrupted", file=sys.stderr)
+        return 130
     return 0

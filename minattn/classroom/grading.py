@@ -156,6 +156,16 @@ def grade(submissions, out: Path | None = None, only=None, timeout: float = 600,
     (the teacher's checkout, the submissions and the gradebook's folder always are)."""
     root = Path(root).resolve()
     ids = graded_ids(only, roster, root)
+    folders = [s for s in submissions if Path(s).is_dir()]
+    for s in submissions:  # a .zip or a note among the submissions: said, and left alone
+        if not Path(s).is_dir():
+            print(f"skipped {s}: not a folder (unpack a submission into a folder of its own)")
+    if not folders:
+        raise ValueError("no submission to grade: each must be a folder (a student's copy)")
+    if names and len(folders) < len(submissions):
+        names = [n for s, n in zip(submissions, names) if Path(s).is_dir()] \
+            if len(names) == len(submissions) else names
+    submissions = folders
     names = submission_names(submissions, names)
     submissions = [Path(s).resolve() for s in submissions]
     for s in submissions:
@@ -185,7 +195,12 @@ def grade(submissions, out: Path | None = None, only=None, timeout: float = 600,
         if (root / "data").is_dir():
             env["MINATTN_DATA"] = str((root / "data").resolve())
         # once, before any submission: a sandbox that cannot start Python would fail them all
-        check_start(tmp, [str(h) for h in hide + [tmp]], worker_env(Path(INSIDE)), unsafe)
+        visible = check_start(tmp, [str(h) for h in hide + [tmp]], worker_env(Path(INSIDE)),
+                              unsafe)
+        for course in visible:
+            print(f"warning: the submissions can read a copy of the course at {course} (with "
+                  "its solutions, if it is the teacher's): move it, or name it with --hide",
+                  file=sys.stderr)
         specs, all_notes = [], []
         for i, sub in enumerate(submissions):
             work = tmp / f"submission-{i}"
@@ -243,6 +258,24 @@ def _read_json(path) -> dict:
         return {}
 
 
+WITHHELD = ("AssertionError", "Failed")  # a teacher's test comparing values: it names them
+
+
+def feedback(counts: dict) -> str | None:
+    """The first failure of an exercise as a gradebook may show it: which test, and what
+    failed, never the values a teacher's assertion compared (they are its answer); what the
+    submission's own code raised is said in full."""
+    failures, kinds = counts.get("failures", {}), counts.get("kinds", {})
+    if not failures:
+        return counts.get("first_failure")
+    nodeid, text = next(iter(failures.items()))
+    kind = kinds.get(nodeid, "")
+    if kind in WITHHELD:
+        return (f"{nodeid.split('::', 1)[-1]}: {kind} (a check of its result failed; the values "
+                "it compared are not shown)")
+    return text
+
+
 def _rows(name, ids, notes, totals, rc, report, timed_out, timeout) -> list[dict]:
     exercises = report.get("exercises", {})
     errors = report.get("errors", [])
@@ -259,7 +292,7 @@ def _rows(name, ids, notes, totals, rc, report, timed_out, timeout) -> list[dict
         counts = exercises.get(ex_id, {})
         total = len(teacher_tests)
         passed = min(counts.get("passed", 0), total)
-        first = "; ".join(notes.get(ex_id, [])) or counts.get("first_failure")
+        first = "; ".join(notes.get(ex_id, [])) or feedback(counts)
         if first is None and passed < total:
             skipped = [t for t in counts.get("skipped", []) if t in teacher_tests]
             if errors:

@@ -27,8 +27,8 @@ verdict, because:
   the teacher's `pytest.raises` still works, and everything else, pytest's skip and exit
   included, as SubmissionError: a failure, never a skip;
 - a worker that dies or breaks the protocol fails the calling test and is restarted for the
-  next (at most client.MAX_RESTARTS starts in all; later calls fail); a worker that hangs is ended
-  by the grader's time limit (the whole process group).
+  next (at most client.MAX_RESTARTS starts per exercise; that exercise's later calls fail); a
+  worker that hangs is ended by the grader's time limit (the whole process group).
 What the student *can* do is what a student's function can always do: return any value for
 any input (so the teacher's tests, not this channel, decide what is right) and read its own
 copy (which holds only the library, no tests, and no teacher solution of a graded exercise).
@@ -168,6 +168,12 @@ def _read(path) -> str:
         return Path(path).read_text().strip() if path else ""
     except OSError:
         return ""
+
+
+def pytest_runtest_setup(item):
+    if _WORKER is not None:  # the crash budget is the exercise's (client.MAX_RESTARTS)
+        marker = item.get_closest_marker("exercise")
+        _WORKER.exercise = str(marker.args[0]) if marker and marker.args else ""
 
 
 def pytest_runtest_teardown(item, nextitem):

@@ -17,6 +17,7 @@ a rebuilt student copy that keeps the student's work).
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ MINUTES = re.compile(r"\s*\(\s*~?\s*(?P<n>\d+)\s*min(?:utes)?\s*\)\s*$")
 # The folders of minattn/ that hold no exercise: the plumbing, and the classroom (whose
 # docstrings show markers).
 PLUMBING = ("tools", "classroom")
+LINE_LENGTH = 100  # pyproject.toml's [tool.ruff] line-length: a stub wraps to it
 
 
 # ============================================================================ markers
@@ -111,23 +113,54 @@ def stub_message(ex_id: str, what: str) -> str:
     return f"Exercise {ex_id}: {what or 'see the docstring'}"
 
 
+def stub_lines(indent: str, message: str, width: int | None = LINE_LENGTH) -> list[str]:
+    """`raise NotImplementedError("<message>")` at `indent`, wrapped to `width` characters (the
+    project's line length: a student copy passes `ruff check`); one line when `width` is None."""
+    one = f"{indent}raise NotImplementedError({json.dumps(message, ensure_ascii=False)})\n"
+    if width is None or len(one) <= width + 1:
+        return [one]
+    inner, words, pieces = indent + "    ", message.split(" "), [""]
+    room = width - len(inner) - 3  # the quotes, and the closing parenthesis
+    for word in words:
+        joined = f"{pieces[-1]} {word}" if pieces[-1] else word
+        if pieces[-1] and len(json.dumps(joined, ensure_ascii=False)) > room:
+            pieces[-1] += " "
+            pieces.append(word)
+        else:
+            pieces[-1] = joined
+    body = [f"{inner}{json.dumps(p, ensure_ascii=False)}\n" for p in pieces]
+    body[-1] = body[-1][:-1] + ")\n"
+    return [f"{indent}raise NotImplementedError(\n", *body]
+
+
 def strip_solutions(text: str, only: set[str] | None = None,
                     what: dict[str, str] | None = None, keep_lines: bool = False) -> str:
     """Replace each marked region's body with a NotImplementedError naming the exercise
     (only the exercises whose ids are in `only`, when given). `what` describes exercises whose
-    twin regions carry no description of their own. `keep_lines` pads the stub with blank lines
-    so that every line keeps its number."""
+    twin regions carry no description of their own. `keep_lines` keeps every line's number
+    (the stub on one line, padded with blank lines); otherwise a long stub is wrapped to the
+    project's line length."""
     what = dict(what or {})
-    for e in find_exercises(text):  # a twin without a description borrows its exercise's
+    regions = find_exercises(text)
+    for e in regions:  # a twin without a description borrows its exercise's
         if e.what:
             what.setdefault(e.id, e.what)
+    ends = {e.line: e.end for e in regions}
+    tree = None
     out, inside, dropped = [], False, 0
-    for line in text.splitlines(keepends=True):
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
         if (m := BEGIN.match(line)) and (only is None or m["id"] in only):
             inside, dropped = True, 0
             message = stub_message(m["id"], what.get(m["id"]) or parse_begin(m)[1])
-            literal = json.dumps(message, ensure_ascii=False)
-            out += [line, f'{m["indent"]}raise NotImplementedError({literal})\n']
+            out.append(line)
+            if not keep_lines:
+                tree = tree or ast.parse(text)
+                if names := needed_after(tree, number, ends[number]):
+                    them = "them" if len(names) > 1 else "it"
+                    out += [f"{m['indent']}# your code sets {', '.join(names)} (the lines after "
+                            f"the exercise read {them}):\n",
+                            f"{m['indent']}{' = '.join(names)} = None\n"]
+            out += stub_lines(m["indent"], message, None if keep_lines else LINE_LENGTH)
         elif END.match(line) and inside:
             inside = False
             out += ["\n"] * (dropped - 1 if keep_lines and dropped else 0) + [line]
@@ -136,6 +169,39 @@ def strip_solutions(text: str, only: set[str] | None = None,
         else:
             dropped += 1
     return "".join(out)
+
+
+def needed_after(tree: ast.AST, begin: int, end: int) -> list[str]:
+    """The names a region (lines begin..end) assigns that the lines after it, in its function,
+    read before assigning them: a stub must give them a value, or the copy fails `ruff check`
+    (F821) even where no line after the stub ever runs."""
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef,
+                 ast.AsyncFunctionDef)) and n.lineno < begin and end <= n.end_lineno]
+    if not functions:
+        return []
+    function = max(functions, key=lambda n: n.lineno)  # the innermost one
+    before, inside, after = set(), set(), {}
+    for a in (function.args.posonlyargs + function.args.args + function.args.kwonlyargs
+              + [function.args.vararg, function.args.kwarg]):
+        if a is not None:
+            before.add(a.arg)
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Name) or node.lineno == function.lineno:
+            continue
+        store = isinstance(node.ctx, ast.Store)
+        if node.lineno < begin and store:
+            before.add(node.id)
+        elif begin < node.lineno < end and store:
+            inside.add(node.id)
+        elif node.lineno > end:
+            after.setdefault(node.id, []).append(((node.lineno, node.col_offset), store))
+    needed = {}
+    for name in inside - before:
+        uses = after.get(name, [])
+        first = min(uses, default=None)
+        if any(at[0] == first[0][0] and not store for at, store in uses):  # read before set
+            needed[name] = first[0]
+    return sorted(needed, key=needed.get)  # in the order the lines after read them
 
 
 def expand_ids(requested, known) -> list[str]:
@@ -205,8 +271,7 @@ def splice(teacher_text: str, submission_text: str | None, ids: set[str], what: 
             body = theirs[found[0] + 1:found[1]]
         else:
             indent = BEGIN.match(lines[e.line - 1])["indent"]
-            literal = json.dumps(stub_message(e.id, what.get(e.id, "")), ensure_ascii=False)
-            body = [f"{indent}raise NotImplementedError({literal})\n"]
+            body = stub_lines(indent, stub_message(e.id, what.get(e.id, "")))
             if found not in notes.get(e.id, []):
                 notes.setdefault(e.id, []).append(found)
         replacements.append((e.line - 1, e.end - 1, body))

@@ -3,6 +3,8 @@
 - `stub_in_process(id)`: make one exercise raise NotImplementedError in this process, as in a
   student copy (pytest --stub-each: every exercise test must then fail with its own exercise;
   the grader stubs a region it cannot run apart).
+- `trace_in_process(id, record)`: record which of the exercise's regions run (pytest
+  --trace-regions: every region a copy strips must be reached by a test of its exercise).
 - `holders(ids)`: (module, qualified name) of the functions holding the exercises' regions:
   the functions whose calls the grader sends to a submission's worker.
 - `resolve(module, qualname)`: the function object itself.
@@ -15,7 +17,7 @@ import importlib
 from pathlib import Path
 
 from ..tools import REPO_ROOT
-from .regions import all_exercises, descriptions, strip_solutions
+from .regions import BEGIN, all_exercises, descriptions, find_exercises, strip_solutions
 
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)  # what a region can sit in
 
@@ -60,19 +62,45 @@ def _functions_of(module):
 
 def stub_in_process(ex_id: str, root: Path = REPO_ROOT):
     """Make exercise `ex_id` raise NotImplementedError in this process, as in a student copy,
-    by swapping the code of the functions holding its regions. Returns a function that undoes
-    it. (Lets one pytest run check every exercise's tests against its own stub.)"""
-    exercises = all_exercises(root)
-    what = descriptions(exercises)
-    undo = []
-    for rel in sorted({str(e.path) for e in exercises if e.id == ex_id}):
+    by swapping the code of the functions holding its regions; each stub raises from the line
+    after its BEGIN marker. Returns a function that undoes it. (Lets one pytest run check every
+    exercise's tests against its own stub.)"""
+    what = descriptions(all_exercises(root))
+    return _swap_code(ex_id, root, lambda text, rel: strip_solutions(text, {ex_id}, what,
+                                                                     keep_lines=True))
+
+
+def trace_in_process(ex_id: str, record, root: Path = REPO_ROOT):
+    """Make every region of exercise `ex_id` call `record("<path>:<BEGIN line>")` when it is
+    entered, then run as before (its BEGIN comment becomes that call, so no line moves).
+    Returns a function that undoes it. (Which regions does a test of the exercise reach?)"""
+    def rewrite(text, rel):
+        lines = text.splitlines(keepends=True)
+        for e in find_exercises(text):
+            if e.id == ex_id:
+                indent = BEGIN.match(lines[e.line - 1])["indent"]
+                lines[e.line - 1] = f"{indent}{RECORD}({f'{rel}:{e.line}'!r})\n"
+        return "".join(lines)
+    return _swap_code(ex_id, root, rewrite, {RECORD: record})
+
+
+RECORD = "__minattn_region_entered__"
+
+
+def _swap_code(ex_id: str, root: Path, rewrite, names: dict | None = None):
+    """Swap the code of the functions holding `ex_id`'s regions for that of `rewrite(source
+    text, relative path)` (which must keep every line's number); `names` go into the modules'
+    globals. Returns the function that undoes it."""
+    undo, added = [], []
+    for rel in sorted({str(e.path) for e in all_exercises(root) if e.id == ex_id}):
         path = Path(root) / rel
-        name = ".".join(Path(rel).with_suffix("").parts)
-        name = name[:-len(".__init__")] if name.endswith(".__init__") else name
-        module = importlib.import_module(name)
-        stripped = compile(strip_solutions(path.read_text(), {ex_id}, what, keep_lines=True),
-                           str(path), "exec")  # every function keeps its first line number
-        codes = {(c.co_qualname, c.co_firstlineno): c for c in _code_objects(stripped)}
+        module = importlib.import_module(
+            ".".join(Path(rel).with_suffix("").parts).removesuffix(".__init__"))
+        for key, value in (names or {}).items():
+            added.append((module, key))
+            setattr(module, key, value)
+        new_code = compile(rewrite(path.read_text(), rel), str(path), "exec")
+        codes = {(c.co_qualname, c.co_firstlineno): c for c in _code_objects(new_code)}
         for f in _functions_of(module):
             new = codes.get((f.__code__.co_qualname, f.__code__.co_firstlineno))
             if new is not None and new != f.__code__ and new.co_freevars == f.__code__.co_freevars:
@@ -82,6 +110,9 @@ def stub_in_process(ex_id: str, root: Path = REPO_ROOT):
     def restore():
         for f, code in reversed(undo):
             f.__code__ = code
+        for module, key in added:
+            if hasattr(module, key):
+                delattr(module, key)
     return restore
 
 

@@ -74,7 +74,6 @@ def e_step_fast_np(t: np.ndarray, indexed: IndexedBitext, mode: str = "textbook"
     """reference.e_step_np on the sparse table: returns (counts (E,), log-likelihood)."""
     check_sparse_table(t, indexed)
     w = target_weights_np(indexed, mode)                                     # (R,)
-    # BEGIN EXERCISE 6.1 implement: E-step: posteriors, expected counts, log-likelihood (~15 min)
     # (the indices are valid by construction: mode="clip" skips NumPy's buffered bounds check)
     p = np.take(t, indexed.point_entry, out=indexed.scratch("p"), mode="clip")   # (P,) t(y | x)
     p *= indexed.point_mult                                   # c_x t(y | x)  (in place: P is big)
@@ -83,7 +82,6 @@ def e_step_fast_np(t: np.ndarray, indexed: IndexedBitext, mode: str = "textbook"
     share *= indexed.point_mult                                   # (P,) c_x w_r / Z_r
     counts = t * np.bincount(indexed.point_entry, weights=share, minlength=len(t))
     loglik = float(w @ np.log(Z / indexed.width))
-    # END EXERCISE
     check_covered(t, loglik)
     return counts, loglik
 
@@ -229,13 +227,11 @@ def e_step_fast_torch(t: torch.Tensor, indexed: IndexedBitext, mode: str = "text
     check_mode(mode, indexed)
     b = tensors_torch(indexed, t.device)
     w = b["row_count"] if mode == "textbook" else torch.ones_like(b["row_count"])
-    # BEGIN EXERCISE 6.1 implement: E-step: posteriors, expected counts, log-likelihood (~15 min)
     p = t[b["point_entry"]] * b["point_mult"]
     Z = torch.zeros_like(w).index_add_(0, b["point_row"], p)
     share = (w / Z)[b["point_row"]] * b["point_mult"]
     counts = t * torch.zeros_like(t).index_add_(0, b["point_entry"], share)
     loglik = w @ torch.log(Z / b["width"])
-    # END EXERCISE
     check_covered(t, loglik)
     return counts, loglik
 
@@ -246,8 +242,8 @@ def m_step_fast_torch(counts: torch.Tensor, indexed: IndexedBitext,
     check_sparse_table(counts, indexed, "counts")
     check_array("counts", counts, "float", like=torch.Tensor)
     check_number("floor", floor, low=0.0, high=1.0)
-    entry_src = tensors_torch(indexed, counts.device)["entry_src"]
     # BEGIN EXERCISE 6.2 implement: M-step: normalise each source word's counts (~5 min)
+    entry_src = tensors_torch(indexed, counts.device)["entry_src"]
     total = torch.zeros(len(indexed.src_vocab), dtype=counts.dtype, device=counts.device)
     total.index_add_(0, entry_src, counts)
     return torch.clamp_min(counts / total[entry_src], floor)

@@ -1,12 +1,10 @@
-"""Lesson 05's data (Snell et al. 2021): the keyword task, vocabularies and padded ids, and
-the copying corpora — permutations ('40-of-40', '40-of-60'), two disjoint word sets, a hidden
-dictionary, and the same as token ids framed as in the authors' code. Lesson 06 (IBM Model 1)
-reads the same corpora: the paper compares attention with IBM Model 1 on them.
+"""Lesson 05's data (Snell et al. 2021): the copying corpora — permutations ('40-of-40',
+'40-of-60'), two disjoint word sets, a hidden dictionary, and the same as token ids framed as
+in the authors' code. Lesson 06 (IBM Model 1) reads the same corpora: the paper compares
+attention with IBM Model 1 on them; lesson 08 falls back on the dictionary corpus offline.
 Each function takes a NumPy generator, so a corpus is the same every run."""
 
 from __future__ import annotations
-
-from collections import Counter
 
 import numpy as np
 
@@ -96,58 +94,3 @@ def copy_ids(n_pairs: int, n_types: int, n_words: int, rng: np.random.Generator,
     src = np.concatenate([words, column(eos)], axis=1)
     tgt = np.concatenate([column(sos), out, column(eos)], axis=1)
     return src, tgt, n_sets * n_words + 2
-
-
-# ======================================================= the keyword task, vocabularies, padded ids
-def keyword_task(batch_size: int, length: int, n_vocab: int, rng: np.random.Generator,
-                 keyword: int = 1):
-    """Keyword classification of Snell et al. (2021), §6.1: `length` words drawn uniformly from
-    {1..n_vocab}; positive iff the keyword occurs (exactly once in a positive sequence), half
-    of each batch positive (rejection sampling). Returns numpy int64 tokens (B, N), labels (B,)
-    and the keyword's position (B,) (-1 in negatives)."""
-    keyword = check_size("keyword", keyword, 1)
-    if isinstance(n_vocab, (int, np.integer)) and keyword > n_vocab:
-        fail("keyword", f"a word of the vocabulary {{1..n_vocab = {n_vocab}}}", f"{keyword}")
-    if batch_size < 2 or batch_size % 2 or length < 2 or n_vocab < 2:
-        fail("keyword_task sizes", "even batch_size >= 2, length >= 2, n_vocab >= 2",
-             f"{batch_size}, {length}, {n_vocab}")
-    rows = {0: [], 1: []}
-    while min(len(r) for r in rows.values()) < batch_size // 2:
-        x = rng.integers(1, n_vocab + 1, size=(batch_size, length))
-        hits = (x == keyword).sum(1)
-        for seq, k in zip(x, hits):
-            if k <= 1 and len(rows[int(k)]) < batch_size // 2:
-                rows[int(k)].append(seq)
-    tokens = np.stack(rows[0] + rows[1])
-    labels = np.repeat([0, 1], batch_size // 2)
-    order = rng.permutation(batch_size)
-    tokens, labels = tokens[order], labels[order]
-    where = np.where(labels == 1, (tokens == keyword).argmax(1), -1)
-    return tokens, labels, where
-
-
-PAD, UNK, BOS = "<pad>", "<unk>", "<bos>"
-
-
-def build_vocab(sentences, max_size: int | None = None, min_count: int = 1) -> dict[str, int]:
-    """Word -> id, specials first (<pad> = 0, <unk> = 1, <bos> = 2), then by frequency (a
-    special that occurs in the text keeps its own id)."""
-    max_size = None if max_size is None else check_size("max_size", max_size)
-    min_count = check_size("min_count", min_count, 1)
-    counts = Counter(w for s in sentences for w in s if w not in (PAD, UNK, BOS))
-    words = [w for w, c in counts.most_common(max_size) if c >= min_count]
-    return {w: i for i, w in enumerate([PAD, UNK, BOS] + words)}
-
-
-def encode_sentences(sentences, vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
-    """Padded ids (M, max length) (unknown words -> <unk>, padding <pad> = 0) and lengths (M,)."""
-    if not isinstance(vocab, dict) or PAD not in vocab or UNK not in vocab:
-        fail("vocab", f"a dict with {PAD!r} and {UNK!r} (build_vocab makes one)", describe(vocab))
-    lengths = np.array([len(s) for s in sentences])
-    if len(sentences) == 0 or lengths.min() == 0:
-        fail("encode_sentences needs sentences", "a non-empty list of non-empty sentences",
-             f"{len(sentences)} sentences, shortest {lengths.min() if len(lengths) else '-'}")
-    ids = np.full((len(sentences), lengths.max()), vocab[PAD], dtype=np.int64)
-    for m, s in enumerate(sentences):
-        ids[m, :len(s)] = [vocab.get(w, vocab[UNK]) for w in s]
-    return ids, lengths

@@ -1,19 +1,20 @@
-"""Attention in LSTM models, and the tools to watch how it is learned (lesson 05).
+"""Attention in an LSTM encoder-decoder, and why it is learned (lesson 05).
 
 Snell, Zhong, Klein & Steinhardt, "Approximating How Single Head Attention Learns" (2021).
-Notation (the paper's §2.1-2.4, eqs. 1-9): input x_1..x_n with encoder states h_i, output
+Notation (the paper's §2.1-2.2, eqs. 1-4): input x_1..x_n with encoder states h_i, output
 y_1..y_m with decoder states s_t.
 
     Luong "general" attention   e_ti = s_tᵀ W_a h_i,  α_t = softmax_i(e_t),  c_t = Σ_i α_ti h_i
     output network              p_t = softmax(g([c_t ; s_t])),  g(z) = W₂ tanh(W₁ z + b₁) + b₂
     H heads, summed             c_t = Σ_h Σ_i α^h_ti h_i      (each head its own W_a^h)
-    classifier                  e_i = vᵀ ReLU(W h_i + b),  P(pos) = σ(wᵀ Σ_i α_i h_i + b₀)
     lexical probe β_ti          p_t(y_t) when c_t := h_i (attend to position i only)
-    agreement A(a, b)           1 if argmax_i a_i is among the top ⌈5%·n⌉ positions of b
+    the scores' gradient        ∂ log p_t(y_t) / ∂e_ti = α_ti (u_t·h_i − Σ_j α_tj u_t·h_j),
+                                u_t = ∂ log p_t(y_t) / ∂c_t: attention follows the probe
 
-Layout: NumPy reference (LSTM cell, attention, output network, probes), then its torch twin.
-The agreement metric A(a, b) is in `agreement.py`, the two trainable models
-`Seq2SeqAttention` and `AttentionClassifier` in `model.py`.
+Layout: NumPy reference (LSTM cell, attention, output network, probe, the scores' gradient),
+then its torch twin (the gradient's twin is torch's autograd itself: the tests compare them).
+The authors' copy model is in `official.py`; the classifier and the translation model of
+Table 2 are lesson 08's (`minattn.agreement`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from ..tools.utils import (
     check_array,
     check_finite,
     check_ids,
-    check_number,
     check_same_device,
     check_same_dtype,
     describe,
@@ -117,24 +117,6 @@ def lstm_np(x, weight_ih, weight_hh, bias_ih, bias_hh, state=None):
     return np.stack(outputs, axis=1), (h, c)
 
 
-def bilstm_np(x, lengths, forward_params, backward_params):
-    """A bidirectional one-layer LSTM: h_i = [→h_i ; ←h_i] -> (B, N, 2H).
-
-    x (B, N, d) with padding at the end of each row, lengths (B,) its real tokens n.
-    →h reads x_1..x_n, ←h reads x_n..x_1 of each row's own n, so padding changes no real
-    state (what PyTorch's packed sequences do); padded positions get zeros.
-    forward_params, backward_params: (weight_ih, weight_hh, bias_ih, bias_hh) of each direction.
-    """
-    B, N, _ = x.shape
-    H = forward_params[1].shape[1]
-    out = np.zeros((B, N, 2 * H))
-    for b, n in enumerate(lengths):
-        forward, _ = lstm_np(x[b:b + 1, :n], *forward_params)
-        backward, _ = lstm_np(x[b:b + 1, :n][:, ::-1], *backward_params)  # read right to left
-        out[b, :n, :H], out[b, :n, H:] = forward[0], backward[0, ::-1]  # ←h_i back at i
-    return out
-
-
 def luong_attention_np(s, h, W_a, mask=None, uniform=False):
     """Luong "general" attention with K heads summed.
 
@@ -223,66 +205,51 @@ def check_probe(h, s, targets, W2, targets_name: str = "targets") -> None:
     check_ids(targets_name, targets, W2.shape[0], "the output vocabulary")
 
 
-def check_classifier(h, W, b, v, w, b0, mask) -> None:
-    """h (B, N, H), W (H', H), b (H',), v (H',), w (H,), b0 a number; mask (B, N) bool."""
-    like = torch.Tensor if isinstance(h, torch.Tensor) else np.ndarray
-    check_array("h", h, "float", ndim=3, like=like, hint="(B, N, H)")
-    arrays = dict(h=h, W=W, b=b, v=v, w=w)
-    for name, a in arrays.items():
-        check_array(name, a, "float", like=like)
-    H = h.shape[-1]
-    if W.ndim != 2 or W.shape[1] != H or tuple(b.shape) != (W.shape[0],) or \
-            tuple(v.shape) != (W.shape[0],) or tuple(w.shape) != (H,):
-        fail("W", f"W (H', H = {H}), b (H',), v (H',), w (H,)",
-             ", ".join(f"{n} {shape_str(a.shape)}" for n, a in arrays.items()))
-    if not (isinstance(b0, torch.Tensor) and b0.ndim == 0):
-        check_number("b0", b0)
-    check_source_mask(mask, h)
-    check_same_dtype(**arrays)
-    check_same_device(**arrays)
-    check_finite("h", h, where=None if mask is None else mask[..., None])
-    for name, a in list(arrays.items())[1:]:
-        check_finite(name, a)
+def output_gradient_np(context, s, targets, W1, b1, W2, b2):
+    """u_t = ∂ log p_t(y_t) / ∂c_t: how the log-probability of the right word changes with the
+    context, back through the output network g (`output_np`):
 
+        a = tanh(W₁ [c ; s] + b₁),   p = softmax(W₂ a + b₂)
+        ∂ log p_y / ∂(W₂ a + b₂) = onehot(y) − p
+        u = (W₁'s first H columns)ᵀ ((1 − a²) ⊙ W₂ᵀ (onehot(y) − p))
 
-def classifier_np(h, W, b, v, w, b0, mask=None, uniform=False):
-    """Attention classifier: e_i = vᵀ ReLU(W h_i + b), α = softmax(e), P = σ(wᵀ Σ α_i h_i + b₀).
-
-    h (B, N, D) encoder states, W (I, D), b (I,), v (I,) (a one-hidden-layer network of width
-    I scores each position; ReLU as in the authors' code), w (D,), b0 scalar, mask (B, N) bool
-    -> (log-odds z (B,), α (B, N)); P(pos) = σ(z). uniform=True freezes α to 1/n. Padded states
-    may hold anything: they are set to 0 before they are read.
+    context and s (B, T, H), targets (B, T) ids -> u (B, T, H).
     """
-    check_classifier(h, W, b, v, w, b0, mask)
+    check_output(context, s, W1, b1, W2, b2)
+    check_probe(context, s, targets, W2)
+    a = np.tanh(np.concatenate([context, s], axis=-1) @ W1.T + b1)  # (B, T, h1)
+    logits = a @ W2.T + b2
+    residual = np.eye(W2.shape[0])[targets] - np.exp(log_softmax_np(logits))  # onehot(y) - p
+    return ((residual @ W2) * (1 - a ** 2)) @ W1[:, :context.shape[-1]]
+
+
+def score_gradient_np(alpha, h, u, mask=None):
+    """∂ log p_t(y_t) / ∂e_ti = α_ti (u_t·h_i − Σ_j α_tj u_t·h_j): why attention follows the
+    probe (one head).
+
+    log p depends on the scores e_t only through c_t = Σ_j α_tj h_j; with u_t = ∂ log p / ∂c_t
+    (`output_gradient_np`) and the softmax Jacobian ∂α_tj/∂e_ti = α_tj (δ_ij − α_ti),
+        ∂ log p / ∂e_ti = Σ_j (u_t·h_j) α_tj (δ_ij − α_ti).
+    u_t·h_i is the first-order gain in log p from moving the context to h_i (a linearised
+    lexical probe): a gradient step raises e_ti where that gain beats its α-weighted mean.
+    alpha (B, T, N), h (B, N, H), u (B, T, H), mask (B, N) bool -> (B, T, N).
+    """
+    check_score_gradient(alpha, h, u, mask)
     h = h if mask is None else hide(h, mask[..., None])
-    scores = np.maximum(h @ W.T + b, 0.0) @ v  # (B, N)
-    alpha = softmax_np(np.zeros_like(scores) if uniform else scores, mask)
-    return (alpha[..., None] * h).sum(1) @ w + b0, alpha
+    # BEGIN EXERCISE 5.2 implement: the gradient of log p with respect to the scores (~10 min)
+    gain = np.einsum("btd,bnd->btn", u, h)  # u_t·h_i
+    return alpha * (gain - (alpha * gain).sum(-1, keepdims=True))
+    # END EXERCISE
 
 
-def classifier_probe_np(h, w, b0, labels):
-    """β_i = σ(s · (wᵀ h_i + b₀)), s = +1 for a positive label, -1 for a negative one -> (B, N)."""
-    check_classifier_probe(h, w, b0, labels)
-    sign = np.where(np.asarray(labels) > 0, 1.0, -1.0)[:, None]
-    return sigmoid_np(sign * (h @ w + b0))
-
-
-def check_classifier_probe(h, w, b0, labels) -> None:
-    """h (B, N, H), w (H,), b0 a number, labels (B,) of h's library."""
-    like = torch.Tensor if isinstance(h, torch.Tensor) else np.ndarray
-    check_array("h", h, "float", ndim=3, like=like, hint="(B, N, H)")
-    check_array("w", w, "float", ndim=1, like=like, hint=f"({h.shape[-1]},)")
-    labels = np.asarray(labels) if like is np.ndarray else labels
-    check_array("labels", labels, None, ndim=1, like=like, hint=f"({h.shape[0]},)")
-    if labels.shape[0] != h.shape[0] or w.shape[0] != h.shape[-1]:
-        fail("labels", f"({h.shape[0]},) labels and w ({h.shape[-1]},)",
-             f"labels {shape_str(labels.shape)}, w {shape_str(w.shape)}")
-    if not (isinstance(b0, torch.Tensor) and b0.ndim == 0):
-        check_number("b0", b0)
-    check_same_dtype(h=h, w=w)
-    check_same_device(h=h, w=w, labels=labels)
-    check_finite("h", h)
-    check_finite("w", w)
+def check_score_gradient(alpha, h, u, mask) -> None:
+    """alpha (B, T, N) one head's weights, h (B, N, H), u (B, T, H); mask (B, N) bool."""
+    check_decoder_encoder_states(u, h, mask)
+    check_array("alpha", alpha, "float", ndim=3, like=np.ndarray, hint="(B, T, N)")
+    if alpha.shape != (u.shape[0], u.shape[1], h.shape[1]):
+        fail("alpha", f"one head's weights (B, T, N) = "
+             f"{shape_str((u.shape[0], u.shape[1], h.shape[1]))}", describe(alpha))
+    check_finite("alpha", alpha)
 
 
 # ============================================================================ torch twins
@@ -326,19 +293,3 @@ def lexical_probe_torch(h, s, targets, W1, b1, W2, b2):
         logp = output_torch(c, sb[:, None].expand_as(c), W1, b1, W2, b2).log_softmax(-1)
         betas.append(logp.gather(-1, yb[:, None, None].expand(T, N, 1))[..., 0].exp())
     return torch.stack(betas)
-
-
-def classifier_torch(h, W, b, v, w, b0, mask=None, uniform=False):
-    """Twin of classifier_np."""
-    check_classifier(h, W, b, v, w, b0, mask)
-    h = h if mask is None else hide(h, mask[..., None])
-    scores = torch.relu(h @ W.T + b) @ v
-    alpha = softmax_torch(torch.zeros_like(scores) if uniform else scores, mask)
-    return (alpha[..., None] * h).sum(1) @ w + b0, alpha
-
-
-def classifier_probe_torch(h, w, b0, labels):
-    """Twin of classifier_probe_np."""
-    check_classifier_probe(h, w, b0, labels)
-    sign = torch.where(labels > 0, 1.0, -1.0).to(h.dtype)[:, None]
-    return torch.sigmoid(sign * (h @ w + b0))

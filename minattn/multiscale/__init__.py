@@ -8,8 +8,12 @@ Read top down:
     model.py      MultiScaleKernel, NodeReadout, MultiScaleTransformer
     baselines.py  the Transformer, BiLSTM and linear baselines
     data.py       lesson 03's tasks and GloVe corpus
+    train.py      the lesson's training runs (synthetic tasks, sentence classifiers)
+    claims.py     the paper claims lesson 03 tests, decided from their raw numbers
+    figures.py    the lesson's figures
 """
 
+from . import claims
 from .analysis import (
     departure_np,
     departure_torch,
@@ -71,6 +75,7 @@ from .reference import (
     scale_mask_np,
     scale_mask_torch,
 )
+from .train import fit_effective_scale, fit_partner, fit_sentences, right_per_sentence
 
 __all__ = [
     "departure_np", "departure_torch", "drop_keys_np", "drop_keys_torch", "head_statistics_torch",
@@ -84,4 +89,5 @@ __all__ = [
     "check_measured_scale_inputs", "check_multiscale_inputs", "combine_masks", "layer_windows",
     "measured_scale_np", "measured_scale_torch", "multiscale_attention_np",
     "multiscale_attention_torch", "scale_candidates", "scale_mask_np", "scale_mask_torch",
+    "claims", "fit_effective_scale", "fit_partner", "fit_sentences", "right_per_sentence",
 ]

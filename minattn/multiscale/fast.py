@@ -13,8 +13,10 @@ never builds an (H, N, N) mask for the scales it groups:
     the group outputs are put back in head order.
 For short sequences (N < DENSE_BELOW) one dense masked SDPA call over all heads is faster than
 several small calls, so everything goes there (the fallback the benchmark measured). On CUDA
-from `sparse.dispatch.FLEX_FROM` on, all heads run in one FlexAttention call with per-head
-window tiles (`sparse.flex.flex_multiscale_attention`) instead.
+no group runs on its own (`sparse.dispatch`, pattern "multiscale"): from
+MULTISCALE_FLEX_FROM[dtype] on, all heads run in one FlexAttention call with per-head window
+tiles (`sparse.flex.flex_multiscale_attention`), below it in one dense SDPA call with the
+(H, N, N) mask — measured faster than the groups' calls there.
 
 The band kernel. Cut the queries into chunks of c (c <= 2ω). Chunk [a, a + c) sees the keys
 [a − ω, a + c + ω), and they fall in three pieces:
@@ -61,7 +63,7 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import attention_fast_torch, visible_inputs
-from ..sparse import check_window_args, routed_multiscale_attention, window_attention_torch
+from ..sparse import check_window_args, dispatch, window_attention_torch
 from ..tools.utils import check_size, fail, shape_str
 from .reference import check_multiscale_inputs, scale_mask_torch
 
@@ -82,7 +84,7 @@ def multiscale_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.T
     """Torch-only fast path of `multiscale_attention_np` (output only): (B, H, N, d).
 
     q, k, v: (B, H, N, d); windows: H integers >= 0; mask: None or bool broadcastable to
-    (B, H, N, N). Key-padding masks (B or 1, 1, 1, N) keep the grouped path; other masks,
+    (B, H, N, N). Key-padding masks (B or 1, 1, 1, N) keep the grouped path (CPU); other masks,
     and N < dense_below, take one dense masked call.
     """
     ws = check_multiscale_inputs(q, k, v, windows, mask)
@@ -90,14 +92,16 @@ def multiscale_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.T
     q, k, v = visible_inputs(q, k, v, mask)  # padding may hold garbage: set to 0, rest checked
     n = q.shape[-2]
     key_mask = _key_padding(mask, q.shape[0], n)
-    # CUDA: FlexAttention, per-head windows (sparse/dispatch.py)
+    # CUDA: one FlexAttention call with per-head windows, or one dense call (sparse/dispatch.py)
     if mask is None or key_mask is not None:
-        out = routed_multiscale_attention(q, k, v, ws, key_mask)
+        out = dispatch.routed_multiscale_attention(q, k, v, ws, key_mask)
         if out is not None:
             return out
     if mask is None and n < dense_below:  # one call; every row sees itself, so no empty row
         return F.scaled_dot_product_attention(q, k, v, attn_mask=_band_bias(n, ws, q))
-    if n < dense_below or (mask is not None and key_mask is None):
+    dense_route = dispatch.choose_kernel(q.device, n, q.dtype, q.shape[-1], v.shape[-1],
+                                         pattern="multiscale") != "readable"
+    if n < dense_below or dense_route or (mask is not None and key_mask is None):
         full = scale_mask_torch(n, ws, q.device)  # (H, N, N)
         return attention_fast_torch(q, k, v, mask=full if mask is None else full & mask)
     # Heads sorted by ω (one gather, none when they already are), then cut into groups of equal

@@ -200,7 +200,9 @@ class MultiScaleTransformer(nn.Module):
             x = x + self.position[: n + 1]
         lengths = torch.full((bsz,), n, device=x.device) if lengths is None else lengths
         keep = torch.arange(n + 1, device=x.device)[None] < lengths[:, None] + 1  # (B, 1 + N)
-        mask = keep[:, None, None, :]  # (B, 1, 1, 1 + N): padded keys are never seen
+        # (B, 1, 1, 1 + N): padded keys are never seen; no mask when nothing is padded, so the
+        # kernel takes its cached band mask instead of combining one per batch
+        mask = None if bool(keep.all()) else keep[:, None, None, :]
         for attn, norm in zip(self.attn, self.norms):
             x = norm(x + F.gelu(attn(x, mask=mask)[0]))
         return self.classifier(x, keep)

@@ -87,13 +87,13 @@ def scale_mask_np(n: int, windows, n_global: int = 0) -> np.ndarray:
     n_global: the first n_global positions are global (a relay node, as in Star-Transformer):
     they see every position and every position sees them, whatever the window.
     """
-    ws = check_windows(windows)
+    windows = check_windows(windows)
     n = check_size("n", n, 1)
     _check_global(n_global, n)
     # BEGIN EXERCISE 3.1 implement: the per-head window mask |i - j| <= ω_h, shape (H, N, N) (~10 min)
     i = np.arange(n)[:, None]  # (N, 1) queries
     j = np.arange(n)[None, :]  # (1, N) keys
-    mask = np.abs(i - j)[None] <= np.array(ws)[:, None, None]  # (H, N, N)
+    mask = np.abs(i - j)[None] <= np.array(windows)[:, None, None]  # (H, N, N)
     # END EXERCISE
     mask[:, :n_global, :] = True  # a global position sees everything ...
     mask[:, :, :n_global] = True  # ... and is seen by everything
@@ -232,13 +232,13 @@ def layer_windows(counts: np.ndarray, scales) -> list[list[int]]:
 # ============================================================================ PyTorch
 def scale_mask_torch(n: int, windows, device=None, n_global: int = 0) -> torch.Tensor:
     """Torch twin of `scale_mask_np`: (H, N, N) bool on `device`."""
-    ws = check_windows(windows)
+    windows = check_windows(windows)
     n = check_size("n", n, 1)
     _check_global(n_global, n)
     # BEGIN EXERCISE 3.1 implement: the per-head window mask |i - j| <= ω_h, shape (H, N, N) (~10 min)
     i = torch.arange(n, device=device)[:, None]  # (N, 1) queries
     j = torch.arange(n, device=device)[None, :]  # (1, N) keys
-    mask = (i - j).abs()[None] <= torch.tensor(ws, device=device)[:, None, None]  # (H, N, N)
+    mask = (i - j).abs()[None] <= torch.tensor(windows, device=device)[:, None, None]  # (H, N, N)
     # END EXERCISE
     mask[:, :n_global, :] = True  # a global position sees everything ...
     mask[:, :, :n_global] = True  # ... and is seen by everything

@@ -112,7 +112,6 @@ def window_attention_backward_torch(q, k, v, grad_out, w_left, w_right, c, scale
         vs = _rows(v, k0, k_len).unfold(1, span, c)[:, :nbc].transpose(-1, -2)  # (B,nbc,span,dv)
         mask = _chunk_mask(band, q0, k0, nbc, c, n)  # None (inner chunk) or (nbc, c, span)
         hide = hidden if mask is None else torch.from_numpy(~mask).to(q.device)
-        # BEGIN EXERCISE 1.3 attention backward: dq, dk, dv from grad_out
         scores = (qb @ ks.transpose(-1, -2)).mul_(scale).masked_fill_(hide, float("-inf"))
         p = torch.softmax(scores, dim=-1)  # P: (B, nbc, c, span)
         del scores
@@ -122,7 +121,6 @@ def window_attention_backward_torch(q, k, v, grad_out, w_left, w_right, c, scale
         del p
         dq_blocks = (ds @ ks).flatten(1, 2)  # scale · dS K: (B, nbc·c, d)
         dk_span = ds.transpose(-1, -2) @ qb  # scale · dSᵀ Q: (B, nbc, span, d)
-        # END EXERCISE
         rows = min(nbc * c, n - q0)  # the last block may hold padded queries: drop them
         dq[:, q0:q0 + rows] = dq_blocks[:, :rows]
         _add_spans(dk, dk_span, k0, c)

@@ -8,14 +8,23 @@ kernels' entry points hand their work to them (`choose_kernel` decides):
 
     CPU, float64, MINATTN_KERNELS=readable, or a readable-only option (block, hand_backward,
         chunk_scores) given: the readable kernels, unchanged;
-    CUDA, N < FLEX_FROM: fused SDPA with the pattern's (N, N) mask (cached per N, pattern and
-        device; the plain fused kernel when the window covers everything) — the dense route
-        below, where the mask is small and nothing needs compiling;
-    CUDA, N >= FLEX_FROM: compiled FlexAttention with the pattern's block mask (`flex.py`).
+    CUDA, N < FLEX_FROM[dtype]: fused SDPA with the pattern's (N, N) mask (cached per N,
+        pattern and device; the plain fused kernel when the window covers everything) — the
+        dense route, where the mask is small and nothing needs compiling;
+    CUDA, N >= FLEX_FROM[dtype]: compiled FlexAttention with the pattern's block mask
+        (`flex.py`); where the compiler would run a call eagerly (`compiled.py`), dense SDPA up
+        to DENSE_MAX with a warning that says why, above it the error.
+
+The multi-scale layer routes the same way with its own thresholds (MULTISCALE_FLEX_FROM): one
+dense SDPA call with the (H, N, N) mask, or one FlexAttention call for all heads. The
+thresholds come from measurements, listed below with their source files: where they cross
+depends on the dtype (bfloat16's dense SDPA is fast enough to win up to a longer N).
 
 Every route equals dense masked attention on the NumPy mask of the same pattern: the tests
 check the dense route forward and backward in float64 on the CPU, the dispatch points under a
-stubbed decision, and every route in float32 with gradients on a GPU (`cuda`-marked).
+stubbed decision (a refused flex call included), the routes against the measurements, and on a
+GPU (`cuda`-marked) every route with gradients in float32 and bfloat16, and that no compiled
+call falls back (tests/test_flex_compiled.py).
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import warnings
 
 import numpy as np
 import torch
@@ -30,6 +40,7 @@ import torch.nn.functional as F
 
 from ..attention import attention_fast_torch
 from ..tools.utils import check_size, fail
+from .compiled import FlexNotCompiledError
 from .flex import (
     FLEX_DTYPES,
     FLEX_HEAD_DIMS,
@@ -48,14 +59,38 @@ from .patterns import (
     global_mask_np,
 )
 
-# From this N on, CUDA runs FlexAttention; below it, dense SDPA with an (N, N) mask. Measured on
-# one H100 (torch 2.11, sliding window w = 128, fwd + bwd, float32): at N = 4,096 compiled flex
-# took 2.9 ms and dense masked SDPA 4.5 ms. Below 4,096 nothing was measured: dense needs no
-# compile per new N and its mask is at most 16 MiB there.
-FLEX_FROM = 4096
+# ============================================================================ measured routes
+# Forward + backward, ms, on one NVIDIA H100 80GB HBM3, torch 2.11.0+cu130, 2026-11-26, each in a
+# process that had compiled nothing before; the files are in benchmarks/results/h100-2026-11-26/
+# (tests/test_gpu_dispatch.py checks these numbers against them, and the routes against these).
+# Sliding window w = 128, B = 1, H = 8, d = 64: dense masked SDPA and compiled FlexAttention.
+WINDOW_MS = {
+    ("float32", 4096): {"dense": 4.36, "flex": 2.87},  # yardstick.jsonl, its first rows
+    ("float32", 16384): {"dense": 66.39, "flex": 31.61},  # yardstick.jsonl
+    ("bfloat16", 4096): {"dense": 0.66, "flex": 1.54},  # sparse_bf16.json
+    ("bfloat16", 16384): {"dense": 8.02, "flex": 2.25},  # sparse_bf16.json
+}
+# From this N on, CUDA runs FlexAttention; below it, dense SDPA with the (N, N) mask. Measured
+# with head size 64; other head sizes take the same thresholds, unmeasured.
+#   float32   4,096: flex was faster at both N measured. Below 4,096 nothing was measured: the
+#             dense route needs no compile there, and its mask is at most 16 MiB.
+#   bfloat16  8,192: dense was faster at 4,096, flex at 16,384. Their lines, interpolated on
+#             log-log axes between the two, cross near N = 7,100; 8,192 is the next power of
+#             two, and N = 8,192 itself is not measured yet.
+#   float16   as bfloat16 (the same tensor-core rate; not measured).
+FLEX_FROM = {torch.float32: 4096, torch.bfloat16: 8192, torch.float16: 8192}
+# The multi-scale layer (H = 8, windows {3, 3, N/16, N/16, N/8, N/4, N/2, N/2}, B = 4, float32,
+# multiscale.json): at N = 1,024 one dense SDPA call with the (H, N, N) mask took 2.23 ms, the
+# per-group calls 3.59 ms, full heads 1.66 ms. Dense masked SDPA computes all N² pairs, so it
+# never beats full heads; FlexAttention visits only the tiles the windows touch (about a third
+# of them here). Flex from 4,096 on (there, in float32 with FlexAttention's default "ieee"
+# products, it took 29.7 ms, 2.0x full heads); below, one dense call. Flex against that dense
+# call at one N is not measured yet, in any dtype.
+MULTISCALE_FLEX_FROM = {torch.float32: 4096, torch.bfloat16: 4096, torch.float16: 4096}
 DENSE_MAX = 16384  # the largest N whose (N, N) mask the dense route builds (256 MiB as bool)
 READABLE_ONLY = ("block", "hand_backward", "chunk_scores")  # options only the readable kernels have
 KERNELS = ("auto", "readable")
+PATTERNS = {"window": FLEX_FROM, "multiscale": MULTISCALE_FLEX_FROM}  # block layouts: "window"
 _policy = os.environ.get("MINATTN_KERNELS", "auto").strip().lower() or "auto"
 
 
@@ -76,26 +111,42 @@ def kernel_policy(policy: str):
 
 
 def choose_kernel(device, n: int, dtype=torch.float32, d: int = 64, dv: int | None = None,
-                  policy: str | None = None) -> str:
+                  policy: str | None = None, pattern: str = "window") -> str:
     """Which kernel computes a sparse pattern over N positions: "readable", "dense" or "flex".
 
     "readable": the kernels of kernels.py / multiscale/fast.py — on the CPU (where they
     were measured fastest, and where FlexAttention has no backward), for float64 (exact
     comparisons), and whenever the policy says so. "dense": fused SDPA with the (N, N) mask, on
-    CUDA for N < FLEX_FROM (and for head sizes flex does not take, up to DENSE_MAX). "flex":
-    compiled FlexAttention with a BlockMask, on CUDA from FLEX_FROM on.
+    CUDA for N < FLEX_FROM[dtype] (MULTISCALE_FLEX_FROM for pattern="multiscale"; and for head
+    sizes flex does not take, up to DENSE_MAX). "flex": compiled FlexAttention with a BlockMask.
     """
     device, n = torch.device(device), check_size("n", n)
     policy = _policy if policy is None else policy
     if policy not in KERNELS:
         fail("kernel policy", " or ".join(map(repr, KERNELS)), repr(policy))
+    if pattern not in PATTERNS:
+        fail("pattern of choose_kernel", " or ".join(map(repr, PATTERNS)), repr(pattern))
     if policy == "readable" or device.type != "cuda" or dtype not in FLEX_DTYPES:
         return "readable"
-    if n < FLEX_FROM:
+    if n < PATTERNS[pattern][dtype]:
         return "dense"
     if flex_available() and d == (dv or d) and d in FLEX_HEAD_DIMS:
         return "flex"
     return "dense" if n <= DENSE_MAX else "readable"
+
+
+def _flex_or_dense(flex_route, dense_route, n: int):
+    """flex_route(); where the compiler refused it (FlexNotCompiledError) and N <= DENSE_MAX,
+    dense_route() with a warning that says why (None when dense_route is None: the caller runs
+    its dense call); above DENSE_MAX the error itself."""
+    try:
+        return flex_route()
+    except FlexNotCompiledError as err:
+        if n > DENSE_MAX:
+            raise
+        warnings.warn(f"{err} Dense SDPA with the (N, N) mask runs instead (N = {n:,} <= "
+                      f"DENSE_MAX = {DENSE_MAX:,}).", RuntimeWarning, stacklevel=3)
+        return dense_route() if dense_route is not None else None
 
 
 def routed_window_attention(q, k, v, w, dilation=1, causal=False, global_idx=None,
@@ -110,9 +161,11 @@ def routed_window_attention(q, k, v, w, dilation=1, causal=False, global_idx=Non
     route = choose_kernel(q.device, q.shape[-2], q.dtype, q.shape[-1], v.shape[-1])
     if route == "readable":
         return None
-    kernel = flex_window_attention if route == "flex" else dense_window_attention
-    return kernel(q, k, v, w, dilation=dilation, causal=causal, global_idx=global_idx,
-                  scale=options.get("scale"))
+    kw = dict(dilation=dilation, causal=causal, global_idx=global_idx, scale=options.get("scale"))
+    if route == "dense":
+        return dense_window_attention(q, k, v, w, **kw)
+    return _flex_or_dense(lambda: flex_window_attention(q, k, v, w, **kw),
+                          lambda: dense_window_attention(q, k, v, w, **kw), q.shape[-2])
 
 
 def routed_block_sparse_attention(q, k, v, layout, block, causal=False, scale=None):
@@ -121,18 +174,24 @@ def routed_block_sparse_attention(q, k, v, layout, block, causal=False, scale=No
     route = choose_kernel(q.device, q.shape[-2], q.dtype, q.shape[-1], v.shape[-1])
     if route == "readable":
         return None
-    kernel = flex_block_sparse_attention if route == "flex" else dense_block_sparse_attention
-    return kernel(q, k, v, layout, block, causal=causal, scale=scale)
+    if route == "dense":
+        return dense_block_sparse_attention(q, k, v, layout, block, causal, scale)
+    return _flex_or_dense(
+        lambda: flex_block_sparse_attention(q, k, v, layout, block, causal, scale),
+        lambda: dense_block_sparse_attention(q, k, v, layout, block, causal, scale), q.shape[-2])
 
 
 def routed_multiscale_attention(q, k, v, windows, key_mask=None):
-    """The dispatch of `multiscale.fast.multiscale_attention_fast_torch`: FlexAttention with
-    per-head windows when `choose_kernel` says "flex", else None (its own grouping runs, whose
-    window groups reach the dense route through `window_attention_torch`)."""
-    route = choose_kernel(q.device, q.shape[-2], q.dtype, q.shape[-1], v.shape[-1])
+    """The dispatch of `multiscale.fast.multiscale_attention_fast_torch`: one FlexAttention call
+    for all heads, per-head windows, when `choose_kernel(..., pattern="multiscale")` says
+    "flex"; else None — and the caller makes one dense SDPA call with the (H, N, N) mask where
+    it says "dense" (or where the compiler refused flex), its readable kernels elsewhere."""
+    route = choose_kernel(q.device, q.shape[-2], q.dtype, q.shape[-1], v.shape[-1],
+                          pattern="multiscale")
     if route != "flex":
         return None
-    return flex_multiscale_attention(q, k, v, windows, key_mask)
+    return _flex_or_dense(lambda: flex_multiscale_attention(q, k, v, windows, key_mask), None,
+                          q.shape[-2])
 
 
 # ============================================================================ dense route

@@ -17,6 +17,11 @@ writes each pattern's `mask_mod` (the predicate of its NumPy mask in `patterns.p
 
     flex_window_attention, flex_block_sparse_attention, flex_multiscale_attention
 
+The multi-scale layer is one call for all heads: its BlockMask has one tile list per head (a
+head with a small window visits few tiles), and with key padding one per sequence and head,
+without the tiles that hold only padded keys. Compiling, and refusing the eager fallback, is
+`compiled.py`'s job.
+
 Each equals dense masked attention on the NumPy mask of the same pattern. On the CPU the tests
 run FlexAttention's eager (unfused) forward in float64 against it and compare the tile lists
 with `patterns.block_layout_np` of the mask; the `cuda`-marked tests run the compiled kernel,
@@ -25,7 +30,6 @@ forward and backward, in float32 on a GPU.
 
 from __future__ import annotations
 
-import copy
 import functools
 import math
 import warnings
@@ -35,6 +39,7 @@ import torch
 
 from ..attention import check_attention_inputs, visible_inputs
 from ..tools.utils import as_numpy, fail, shape_str
+from .compiled import compiled_flex_attention
 from .patterns import check_global_idx, check_int, check_windows
 
 TILE = 128  # FlexAttention's tile T on the GPU (its default block size)
@@ -149,11 +154,9 @@ def window_mask_mod(w, dilation: int = 1, causal: bool = False, is_global=None):
     itself again for every new w."""
     def mask_mod(b, h, q_idx, kv_idx):
         diff = q_idx - kv_idx
-        # BEGIN EXERCISE 2.1 sliding-window mask: True where |i - j| <= w (and j <= i when causal)
         ok = diff.abs() <= w * dilation
         if dilation > 1:
             ok = ok & (diff.abs() % dilation == 0)
-        # END EXERCISE
         if is_global is not None:
             ok = ok | is_global[q_idx] | is_global[kv_idx]
         return ok & (diff >= 0) if causal else ok
@@ -173,26 +176,23 @@ def multiscale_mask_mod(windows: torch.Tensor, key_mask: torch.Tensor | None = N
     """mask_mod of `scale_mask_np(N, ω)` (head h: |i − j| <= ω_h) ∩ the key padding mask:
     windows (H,) int tensor, key_mask (B, N) bool or None."""
     def mask_mod(b, h, q_idx, kv_idx):
-        # BEGIN EXERCISE 3.1 implement: the per-head window mask |i - j| <= ω_h, shape (H, N, N) (~10 min)
         ok = (q_idx - kv_idx).abs() <= windows[h]
-        # END EXERCISE
         return ok if key_mask is None else ok & key_mask[b, kv_idx]
     return mask_mod
 
 
 # ============================================================================ block masks (cached)
-def block_mask_from_tiles(partial: np.ndarray, full: np.ndarray, n: int, mask_mod, device,
-                          tile: int = TILE):
-    """A FlexAttention BlockMask from tile lists (..., nt, nt) bool (leading axis: heads or
-    none): for each query tile, the count and the indices of its partial and of its full key
-    tiles (listed first, then padding)."""
+def block_mask_from_tiles(partial, full, n: int, mask_mod, device, tile: int = TILE):
+    """A FlexAttention BlockMask from tile lists (..., nt, nt) bool, NumPy or torch (leading
+    axes: none, (H,) or (B, H)): for each query tile, the count and the indices of its partial
+    and of its full key tiles (listed first, then the rest)."""
     from torch.nn.attention.flex_attention import BlockMask
 
     def lists(tiles):
-        tiles = tiles.reshape(1, -1, *tiles.shape[-2:])  # (B = 1, H or 1, nt, nt)
-        counts = tiles.sum(-1).astype(np.int32)
-        order = np.argsort(~tiles, axis=-1, kind="stable").astype(np.int32)  # listed tiles first
-        return (torch.from_numpy(counts).to(device), torch.from_numpy(order).to(device))
+        tiles = torch.as_tensor(tiles, device=device)
+        tiles = tiles.reshape((1,) * (4 - tiles.ndim) + tuple(tiles.shape))  # (B, H, nt, nt)
+        order = (~tiles).to(torch.int8).argsort(dim=-1, stable=True)  # listed tiles first
+        return tiles.sum(-1, dtype=torch.int32), order.to(torch.int32)
 
     kv_num, kv_idx = lists(partial)
     full_num, full_idx = lists(full)
@@ -233,40 +233,62 @@ def layout_block_mask(layout, block: int, n: int, causal: bool = False, device="
 
 
 @functools.lru_cache(maxsize=16)
-def _multiscale_block_mask(n: int, windows: tuple, padded: bool, device, tile: int):
+def _multiscale_tiles(n: int, windows: tuple, device, tile: int):
+    """Per-head tile lists (H, nt, nt) as tensors on the device, and the windows (H,)."""
     partial, full = multiscale_tiles_np(n, list(windows), tile)
-    if padded:  # padded keys may sit in any tile: every listed tile asks the mask_mod
-        partial, full = partial | full, np.zeros_like(full)
-    windows_t = torch.tensor(windows, device=device)
-    return block_mask_from_tiles(partial, full, n, multiscale_mask_mod(windows_t), device,
-                                 tile), windows_t
+    return (torch.from_numpy(partial).to(device), torch.from_numpy(full).to(device),
+            torch.tensor(windows, device=device))
+
+
+@functools.lru_cache(maxsize=16)
+def _multiscale_block_mask(n: int, windows: tuple, device, tile: int):
+    partial, full, windows_t = _multiscale_tiles(n, windows, device, tile)
+    return block_mask_from_tiles(partial, full, n, multiscale_mask_mod(windows_t), device, tile)
+
+
+def padded_tiles(full: torch.Tensor, windows: torch.Tensor, key_mask: torch.Tensor, n: int,
+                 tile: int = TILE) -> tuple[torch.Tensor, torch.Tensor]:
+    """The tile lists of per-head windows (H,) within each sequence's real keys, key_mask (B, N)
+    bool: (partial, full), (B, H, nt, nt) each; `full` (H, nt, nt) are the windows' own full
+    tiles. The queries of tile I see the keys [first(I) − ω, last(I) + ω]: the tile pair holds
+    an allowed pair iff a real key of tile J lies in that interval (counted from prefix sums of
+    the key mask), so no listed tile is wholly masked. A full tile stays full where every key
+    of J is real. Computed on the device, no copy to the host."""
+    nt, device = full.shape[-1], full.device
+    starts = torch.arange(nt, device=device) * tile
+    ends = (starts + tile).clamp(max=n) - 1
+    w = windows.to(device)[:, None, None]  # (H, 1, 1)
+    lo = torch.maximum(starts[None, None, :], starts[None, :, None] - w)  # (H, nt, nt)
+    hi = torch.minimum(ends[None, None, :], ends[None, :, None] + w)
+    seen = torch.cat([key_mask.new_zeros(key_mask.shape[0], 1, dtype=torch.long),
+                      key_mask.long().cumsum(-1)], dim=-1)  # (B, N + 1): real keys before j
+    some = (hi >= lo) & (seen[:, hi + 1] - seen[:, lo] > 0)  # (B, H, nt, nt)
+    tail = key_mask.new_ones(key_mask.shape[0], nt * tile - n)  # past N: no key to hide
+    all_real = torch.cat([key_mask, tail], dim=-1).view(-1, nt, tile).all(-1)  # (B, nt)
+    full_b = full & all_real[:, None, None, :]
+    return some & ~full_b, full_b
 
 
 def multiscale_block_mask(n: int, windows, key_mask=None, device="cpu", tile: int = TILE):
-    """The BlockMask of per-head windows (cached per N, windows, device, tile). With a key
-    padding mask (B, N) every listed tile is partial, and the cached tile lists get a new
-    mask_mod that also hides the padded keys."""
+    """The BlockMask of per-head windows (H tile lists; cached per N, windows, device, tile).
+    With a key padding mask (B, N) the tile lists are narrowed per sequence (`padded_tiles`)
+    and the mask_mod also hides the padded keys; that mask is built per call."""
     device = torch.device(device)
-    block_mask, windows_t = _multiscale_block_mask(n, tuple(check_windows(windows)),
-                                                   key_mask is not None, device, tile)
+    windows = tuple(check_windows(windows))
     if key_mask is None:
-        return block_mask
-    padded = copy.copy(block_mask)  # the same tile lists (shared tensors), another mask_mod
-    padded.mask_mod = multiscale_mask_mod(windows_t, key_mask)
-    return padded
-
-
-# ============================================================================ the kernels
-@functools.lru_cache(maxsize=1)
-def _compiled_flex():
-    from torch.nn.attention.flex_attention import flex_attention
-    return torch.compile(flex_attention)
+        return _multiscale_block_mask(n, windows, device, tile)
+    _, full, windows_t = _multiscale_tiles(n, windows, device, tile)
+    key_mask = key_mask.to(device=device, dtype=torch.bool)
+    partial, full = padded_tiles(full, windows_t, key_mask, n, tile)
+    return block_mask_from_tiles(partial, full, n, multiscale_mask_mod(windows_t, key_mask),
+                                 device, tile)
 
 
 def run_flex(q, k, v, block_mask, scale=None, compiled: bool | None = None):
     """flex_attention(q, k, v, block_mask=...) on (B, H, N, d): compiled on a GPU (one fused
-    kernel), eager elsewhere (an unfused reference that builds every score: for tests, forward
-    only — FlexAttention has no backward on the CPU)."""
+    kernel; `compiled.py`: a call the compiler would run eagerly raises FlexNotCompiledError),
+    eager elsewhere (an unfused reference that builds every score: for tests, forward only —
+    FlexAttention has no backward on the CPU)."""
     from torch.nn.attention.flex_attention import flex_attention
 
     compiled = q.device.type == "cuda" if compiled is None else compiled
@@ -275,12 +297,13 @@ def run_flex(q, k, v, block_mask, scale=None, compiled: bool | None = None):
         fail("FlexAttention on the CPU", "inputs without gradients (it has no CPU backward: "
              "use the readable kernels there)", "inputs that require grad")
     if compiled:
-        return _compiled_flex()(q, k, v, block_mask=block_mask, scale=scale)
+        return compiled_flex_attention(q, k, v, block_mask, scale)
     with warnings.catch_warnings():  # "called without torch.compile": we know, it is the reference
         warnings.simplefilter("ignore", UserWarning)
         return flex_attention(q, k, v, block_mask=block_mask, scale=scale)
 
 
+# ============================================================================ the kernels
 def _as_4d(x: torch.Tensor) -> torch.Tensor:
     """(..., N, d) -> (B', 1, N, d): every leading axis becomes FlexAttention's batch."""
     return x.reshape(-1, 1, *x.shape[-2:])

@@ -185,9 +185,7 @@ def _global_blocks_mask_np(n, w, dilation, causal, c, global_idx) -> np.ndarray:
     k_real = (k_place >= 0) & (residue + dilation * k_place < n)  # (δ, nb, span)
     window = band_np(c, w, w_right) & k_real[:, :, None, :]  # (δ, nb, c, span)
     diff = q_pos[..., None] - global_idx  # (δ, nb, c, G): i - g
-    # BEGIN EXERCISE 2.1 sliding-window mask: True where |i - j| <= w (and j <= i when causal)
     in_window = (np.abs(diff) <= w * dilation) & (diff % dilation == 0)
-    # END EXERCISE
     seen = ~in_window & (diff > 0) if causal else ~in_window
     return np.concatenate([window, seen], axis=-1) | (q_pos >= n)[..., None]
 
@@ -274,7 +272,6 @@ def block_sparse_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     allowed = (j < n) & (j <= i) if causal else (j < n).expand(-1, block, -1)
     scores = scores.masked_fill(~allowed, float("-inf"))
 
-    # BEGIN EXERCISE 1.1 implement: the softmax of each query row across its blocks, as in softmax_torch
     # Softmax over each query row, across all the blocks of that row.
     with torch.no_grad():  # the max cancels in the softmax: no gradient needed
         block_max = scores.amax(dim=-1)  # (..., P, b)
@@ -288,7 +285,6 @@ def block_sparse_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     out = torch.zeros(*qb.shape[:-1], v.shape[-1], dtype=v.dtype, device=device)
     out = out.index_add(-3, rows, exp @ vb[..., cols, :, :])  # (..., nb, b, dv)
     out = out / torch.where(row_sum == 0, torch.ones_like(row_sum), row_sum)[..., None]
-    # END EXERCISE
     return out.flatten(-3, -2)[..., :n, :]
 
 

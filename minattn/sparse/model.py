@@ -33,15 +33,29 @@ def window_attend(w: int, dilation: int = 1, causal: bool = False, global_idx=No
 
 def block_sparse_attend(layout, block: int, causal: bool = False):
     """A kernel for `MultiHeadAttention(..., attend=)`: (q, k, v, mask) -> block-sparse
-    attention on `layout` (`kernels.block_sparse_attention_torch`); mask must be None."""
+    attention (`kernels.block_sparse_attention_torch`); mask must be None.
+
+    layout: (nb, nb) bool, one layout for every head, or (H, nb, nb), one per head (BigBird
+    draws its random blocks per head: `bigbird_layouts_np`); q, k, v are then (B, H, N, dh).
+    """
     layout = as_numpy(layout)
-    check_array("layout", layout, "bool", ndim=2, hint="(nb, nb)", like=np.ndarray)
+    check_array("layout", layout, "bool", hint="(nb, nb) or (H, nb, nb)", like=np.ndarray)
+    if layout.ndim not in (2, 3):
+        fail("layout", "bool (nb, nb) or (H, nb, nb)", f"{layout.ndim} dimensions")
     block = check_size("block", block, 1)
 
     def attend(q, k, v, mask=None):
         _no_mask(mask, "block_sparse_attend")
-        return block_sparse_attention_torch(q, k, v, layout, block, causal)
-    attend.__name__ = f"block_sparse({int(layout.sum())} blocks of {block})"
+        if layout.ndim == 2:
+            return block_sparse_attention_torch(q, k, v, layout, block, causal)
+        if q.ndim != 4 or q.shape[1] != layout.shape[0]:
+            fail("block_sparse_attend: one layout per head", f"q of shape (B, "
+                 f"{layout.shape[0]}, N, dh)", f"q of shape {tuple(q.shape)}")
+        return torch.stack([block_sparse_attention_torch(q[:, h], k[:, h], v[:, h], layout[h],
+                                                         block, causal)
+                            for h in range(layout.shape[0])], dim=1)
+    heads = "" if layout.ndim == 2 else f", per head of {layout.shape[0]}"
+    attend.__name__ = f"block_sparse({int(layout.sum())} blocks of {block}{heads})"
     return attend
 
 
@@ -56,17 +70,23 @@ class SparseClassifier(nn.Module):
     tokens (B, N) -> token + learned position embeddings -> `layers` pre-norm blocks
     [x + attn(LN x); x + MLP(LN x)] -> LN -> linear on position 0 -> logits (B, n_classes).
     attn = `MultiHeadAttention(d_model, num_heads, attend=attend)`, e.g.
-    attend = `window_attend(w=8, global_idx=[0])`. Reading position 0 is the point: what
-    token 0 can know after L layers is exactly what the pattern lets flow to it in L hops.
+    attend = `window_attend(w=8, global_idx=[0])`, the same kernel in every layer, or a list of
+    `layers` kernels, one per layer (BigBird's random blocks differ from layer to layer).
+    Reading position 0 is the point: what token 0 can know after L layers is exactly what the
+    pattern lets flow to it in L hops.
     """
 
     def __init__(self, vocab: int, max_len: int, d_model: int, num_heads: int, layers: int,
                  attend, n_classes: int = 2):
         super().__init__()
+        layers = check_size("layers", layers, 1)
+        attends = list(attend) if isinstance(attend, (list, tuple)) else [attend] * layers
+        if len(attends) != layers:
+            fail("attend: one kernel per layer", f"{layers} kernels", f"{len(attends)}")
         self.embed = nn.Embedding(vocab, d_model)
         self.position = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
-        self.attn = nn.ModuleList(MultiHeadAttention(d_model, num_heads, attend=attend)
-                                  for _ in range(layers))
+        self.attn = nn.ModuleList(MultiHeadAttention(d_model, num_heads, attend=fn)
+                                  for fn in attends)
         self.mlp = nn.ModuleList(nn.Sequential(nn.Linear(d_model, 2 * d_model), nn.GELU(),
                                                nn.Linear(2 * d_model, d_model))
                                  for _ in range(layers))

@@ -189,6 +189,23 @@ def bigbird_layout_np(n_blocks: int, window: int = 1, n_global: int = 1, n_rando
     return layout
 
 
+def bigbird_layouts_np(n_blocks: int, layers: int, heads: int, window: int = 1,
+                       n_global: int = 1, n_random: int = 1, seed: int = 0) -> np.ndarray:
+    """(layers, heads, nb, nb) bool: a `bigbird_layout_np` of its own for every head of every
+    layer, all drawn from one `seed`.
+
+    BigBird's code draws the random blocks of every head separately (`bigbird_block_rand_mask`
+    is called once per head) and seeds every layer differently, so the heads of a layer, and
+    the layers of a stack, reach different far blocks: together they cover far more of the
+    sequence than one layout shared by all of them.
+    """
+    layers, heads = check_int("layers", layers, 1), check_int("heads", heads, 1)
+    seeds = np.random.SeedSequence(check_size("seed", seed)).generate_state(layers * heads)
+    layouts = [bigbird_layout_np(n_blocks, window, n_global, n_random, seed=int(s))
+               for s in seeds]
+    return np.stack(layouts).reshape(layers, heads, *layouts[0].shape)
+
+
 def bigbird_mask_np(n: int, block: int, window: int = 1, n_global: int = 1, n_random: int = 1,
                     seed: int = 0) -> np.ndarray:
     """(N, N) bool: `bigbird_layout_np` on ceil(N / block) blocks, expanded to tokens."""
@@ -203,9 +220,10 @@ def strided_masks_np(n: int, stride: int) -> tuple[np.ndarray, np.ndarray]:
 
     local: A¹ᵢ = {t, ..., i}, t = max(0, i - l): the token and the l before it, l + 1 keys.
     strided: A²ᵢ = {j <= i : (i - j) mod l = 0}, every l-th token back (Child et al. 2019,
-    §4.3). Any j <= i is reached in two hops (local then strided). With l ≈ √N each query sees
-    about 2√N keys: N·2√N in all, O(N√N). local is a causal window of w = l; strided a causal
-    dilated window with δ = l and w = N (unbounded), so the window kernels compute both heads.
+    §4.3). Any j <= i is reached in two hops (local then strided). With l ≈ √N query i sees
+    about l + i/l keys: 2√N for the last query, 1.5√N on average over the queries, so O(N√N) in
+    all. local is a causal window of w = l; strided a causal dilated window with δ = l and
+    w = N (unbounded), so the window kernels compute both heads.
     """
     stride = check_int("stride l", stride, 1)
     i, j = _positions(n)
@@ -269,6 +287,27 @@ def hops_np(mask: np.ndarray, max_hops: int | None = None) -> np.ndarray:
             break
         hops[new] = layer
     return hops
+
+
+def reach_np(*masks: np.ndarray) -> np.ndarray:
+    """(N, N) bool: has token j's news reached token i after one layer per mask, in order?
+
+    A layer with several heads is the union of its heads' masks. As in `hops_np` the residual
+    connection keeps what a token already had, so the stack reaches
+    (M_L ∨ I)(M_{L-1} ∨ I) ⋯ (M_1 ∨ I) as a boolean product; `hops_np` is the same with one mask
+    repeated.
+    """
+    if not masks:
+        fail("reach of no layers", "one (N, N) mask per layer", "none")
+    for mask in masks:
+        check_square_mask(mask)
+    eye = np.eye(masks[0].shape[0], dtype=bool)
+    reach = eye.astype(np.float32)
+    for mask in masks:
+        if mask.shape != eye.shape:
+            fail("masks of different shapes", f"{eye.shape} for every layer", str(mask.shape))
+        reach = (((mask | eye).astype(np.float32) @ reach) > 0).astype(np.float32)
+    return reach > 0
 
 
 def diameter_np(mask: np.ndarray) -> float:

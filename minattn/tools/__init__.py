@@ -10,6 +10,8 @@
     data       loaders for the fetched datasets
     course     `make course`: notebooks, executed lessons, the report; prose and verdict
                check its numbers and the claims' verdicts
+    pages      the executed notebooks tidied, their HTML (formulas typeset offline), the
+               index, and a check of the pages in headless Chromium
     gpu_tier   `make test-gpu`
 
 The classroom (student copies, the check, grading, the audit) is minattn/classroom/: no lesson

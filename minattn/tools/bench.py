@@ -19,12 +19,13 @@ from typing import Callable
 
 import torch
 
-from .tables import fmt_bytes, fmt_time, print_table
+from .tables import fmt_bytes, fmt_time, markdown_table, print_table
 
 # What the benchmarks import from here; the table helpers live in the torch-free tables.py.
 __all__ = ["DTYPES", "bench_args", "count_operations", "device_name", "fmt_bytes", "fmt_time",
-           "forward_backward", "forward_only", "peak_memory", "print_table", "save_json", "sync",
-           "time_interleaved", "write_markdown"]
+           "forward_backward", "forward_only", "load_json", "machine_record", "markdown_table",
+           "measured_on", "peak_memory", "print_table", "provenance", "run_benchmark",
+           "save_json", "sync", "time_interleaved", "write_markdown"]
 
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 
@@ -47,7 +48,13 @@ def bench_args(description: str, dtypes=("float32",), devices=("cpu", "cuda"),
                         help="cpu or cuda (default: MINATTN_DEVICE, else cuda when available)")
     parser.add_argument("--dtype", default=dtypes[0], choices=list(dtypes),
                         help=f"floating-point type of the inputs (default {dtypes[0]})")
+    parser.add_argument("--from-json", type=Path, default=None, metavar="PATH",
+                        help="measure nothing: render the tables from a JSON this benchmark "
+                             "saved with --json (on any machine; --markdown writes them)")
     args = parser.parse_args(argv)
+    if args.from_json is not None:  # what was measured where is in the file
+        args.device, args.dtype = torch.device("cpu"), getattr(torch, args.dtype)
+        return args
     args.device = pick_device(args.device)
     if args.device.type not in devices:
         parser.error(f"--device {args.device}: this benchmark measures {' and '.join(devices)} "
@@ -235,13 +242,11 @@ def peak_memory(fn: Callable[[], object], device="cpu") -> float | None:
         _return_freed_memory_to_the_os(measuring=False)
 
 
-def save_json(path: Path | None, payload: dict, device="cpu", dtype=None) -> None:
-    """Write the measurements (with the machine and device they came from) when --json was
-    given."""
-    if path is None:
-        return
-    payload = dict(payload)
-    payload["machine"] = {
+def machine_record(device="cpu", dtype=None) -> dict:
+    """Where, when and with what a run measured: the `machine` entry of its JSON."""
+    return {
+        "date": time.strftime("%Y-%m-%d"),
+        "load_average": os.getloadavg()[0],
         "device": str(device),
         "device_name": device_name(device),
         "dtype": str(dtype).removeprefix("torch.") if dtype is not None else None,
@@ -251,8 +256,69 @@ def save_json(path: Path | None, payload: dict, device="cpu", dtype=None) -> Non
         "threads": torch.get_num_threads(),
         "cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
     }
+
+
+def save_json(path: Path | None, payload: dict, device="cpu", dtype=None) -> None:
+    """Write the measurements (with the machine and device they came from) when --json was
+    given."""
+    if path is None:
+        return
+    payload = dict(payload, machine=machine_record(device, dtype))
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(json.dumps(payload, indent=2))
     tmp.replace(path)
     print(f"saved {path}")
+
+
+def load_json(path: Path) -> dict:
+    """A payload `save_json` wrote, for --from-json. A file saved before the date was recorded
+    takes it from its path (the YYYY-MM-DD of a folder's name, as in benchmarks/results/)."""
+    import re
+
+    payload = json.loads(Path(path).read_text())
+    machine = payload.setdefault("machine", {})
+    if not machine.get("date"):
+        found = re.search(r"\d{4}-\d{2}-\d{2}", str(Path(path).resolve()))
+        machine["date"] = found.group(0) if found else None
+    return payload
+
+
+def measured_on(machine: dict) -> str:
+    """Where and when a payload was measured: 'NVIDIA H100 80GB HBM3, torch 2.11.0+cu130
+    (CUDA 13.0), 2026-11-26', or 'cpu (model), 1 torch thread(s), torch 2.13.0, <date>'."""
+    if str(machine.get("device", "cpu")).startswith("cuda"):
+        where = machine.get("device_name") or "cuda"
+        version = f"torch {machine.get('torch', '?')}" + (
+            f" (CUDA {machine['cuda_version']})" if machine.get("cuda_version") else "")
+    else:
+        where = (f"cpu ({machine.get('device_name', '?')}), {machine.get('threads', '?')} torch "
+                 "thread(s)")
+        version = f"torch {machine.get('torch', '?')}"
+    return f"{where}, {version}, {machine.get('date') or 'date not recorded'}"
+
+
+def provenance(payload: dict, source=None) -> str:
+    """'10 interleaved repeats (medians); rendered from `benchmarks/results/...json`': how a
+    section's numbers were taken, and the file it was rendered from (--from-json)."""
+    from . import REPO_ROOT
+
+    repeats = payload.get("repeats")
+    text = (f"{repeats} interleaved repeats (medians)" if repeats
+            else "medians of interleaved repeats (their number is not in the file)")
+    if source is not None:
+        path = Path(source).resolve()
+        shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+        text += f"; rendered from `{shown}`"
+    return text
+
+
+def run_benchmark(args, measure_all, render) -> None:
+    """A benchmark's main: `measure_all(args)` -> payload (saved with --json), or with
+    --from-json the payload of a saved run; `render(payload, source)` -> (section, Markdown),
+    printed, and with --markdown written into its section of benchmarks/README.md."""
+    payload = load_json(args.from_json) if args.from_json else measure_all(args)
+    section, text = render(payload, args.from_json)
+    print("\n" + text)
+    if args.markdown:
+        write_markdown(section, text)

@@ -6,31 +6,44 @@
     python -m minattn.tools.course --notebooks-only # unexecuted notebooks, to run yourself
 
 Each lesson (lessons/NN_x.py, jupytext percent format) becomes notebooks/NN_x.ipynb and is
-executed ONCE through a Jupyter kernel (nbclient), from the repository root, with this
-process's environment (so MINATTN_SMOKE and friends apply). The executed notebook keeps its
-printed results and inline figures; notebooks/NN_x.html is a static copy with the images
-embedded; notebooks/index.html lists the lessons with their run times. Figures still go to
+executed ONCE through a Jupyter kernel (nbclient, over IPC), from the repository root, with
+this process's environment (so MINATTN_SMOKE and friends apply). The executed notebook keeps
+its printed results and inline figures; notebooks/NN_x.html is a static copy with the images
+embedded (pages.py); notebooks/index.html lists every lesson page in the folder. Figures go to
 figures/<lesson>/. Every paper claim a lesson records (`Lesson.claim`) is collected into one
 table, printed and written to figures/REPORT.md. A failing lesson is kept (with its error
 shown in the notebook) and makes the run exit non-zero; the other lessons still run.
+
+Nothing of a learner's is overwritten. A smoke run has folders of its own, notebooks-smoke/
+and figures-smoke/ (unless --out or MINATTN_FIGURES name others), so it never replaces a full
+run's notebooks or claims. A blank build (--notebooks-only) keeps every notebook that holds
+outputs or edits. A run that replaces a notebook its reader edited or ran (or a full run's
+notebook with a smoke one) first copies it to <folder>/backups/, and says so.
 """
 
 from __future__ import annotations
 
 import argparse
-import html
+import asyncio
+import contextlib
+import datetime
 import os
-import re
+import shutil
+import signal
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import REPO_ROOT
+from .pages import ANSI, digest, export_html, printed_text, tidy_notebook, write_index
 from .report import collect_claims, write_report
 from .verdict import RULE
 
 CELL_TIMEOUT = 1800  # seconds one cell may run (full-mode training cells take minutes on CPU)
+# tqdm.auto in a kernel without ipywidgets warns, then prints the text bar the pages want.
+KERNEL_WARNINGS = "ignore:IProgress not found"
 
 
 def lesson_files(root: Path = REPO_ROOT) -> list[Path]:
@@ -52,33 +65,66 @@ def lesson_notebook(lesson: Path):
     return notebook
 
 
-def build_notebooks(out_dir: Path, lessons: list[Path]) -> list[Path]:
-    """Convert each lesson to <out_dir>/<stem>.ipynb with jupytext (outputs empty)."""
+# ============================================================================ writing notebooks
+def _read(path: Path):
     import nbformat
 
+    try:
+        return nbformat.read(path, as_version=4)
+    except Exception:  # noqa: BLE001 -- unreadable: treat it as someone's work
+        return None
+
+
+def edited(old) -> bool:
+    """Whether a notebook was changed since the course wrote it: edited, run, or not ours."""
+    stored = (old.metadata.get("minattn", {}) if old is not None else {}).get("digest")
+    return old is None or stored != digest(old)
+
+
+def write_notebook(notebook, path: Path) -> Path | None:
+    """Write `notebook` to `path`. A notebook already there that its reader edited or ran, or
+    a full run's replaced by a smoke one, is first copied to <folder>/backups/<stem>-<time>.ipynb;
+    returns that copy (None when nothing was kept)."""
+    import nbformat
+
+    backup = None
+    if path.exists():
+        old = _read(path)
+        new_smoke = notebook.metadata.get("minattn", {}).get("smoke", False)
+        old_meta = old.metadata.get("minattn", {}) if old is not None else {}
+        full_to_smoke = new_smoke and "ok" in old_meta and not old_meta.get("smoke")
+        if edited(old) or full_to_smoke:
+            stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+            backup = path.parent / "backups" / f"{path.stem}-{stamp}.ipynb"
+            n = 1
+            while backup.exists():
+                n += 1
+                backup = backup.with_name(f"{path.stem}-{stamp}-{n}.ipynb")
+            backup.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, backup)
+            print(f"  kept the earlier {_rel(path)} as {_rel(backup)} ("
+                  f"{'a full run' if full_to_smoke else 'edited or run since it was written'})")
+    notebook.metadata.setdefault("minattn", {})["digest"] = digest(notebook)
+    nbformat.write(notebook, path)
+    return backup
+
+
+def build_notebooks(out_dir: Path, lessons: list[Path]) -> list[Path]:
+    """Each lesson as <out_dir>/<stem>.ipynb with jupytext (outputs empty); a notebook already
+    there that holds outputs or edits is kept as it is."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for lesson in lessons:
         path = out_dir / f"{lesson.stem}.ipynb"
-        nbformat.write(lesson_notebook(lesson), path)
+        if path.exists() and edited(old := _read(path)):
+            ran = old is not None and any(c.get("outputs") for c in old.cells)
+            print(f"kept {_rel(path)}: it holds {'outputs' if ran else 'edits'} (move it away "
+                  "for a blank one)")
+            continue
+        write_notebook(lesson_notebook(lesson), path)
         written.append(path)
         print(f"notebook {_rel(path)}")
     return written
-
-
-def summary_line(lesson: Path) -> tuple[str, str]:
-    """(title, one-line summary) from the lesson's '# ' heading: "Lesson 01 — Scaled
-    dot-product attention" gives ("Lesson 01", "Scaled dot-product attention"). Without a dash,
-    the summary is the first sentence of the first markdown cell."""
-    notebook = lesson_notebook(lesson)
-    text = next((c.source for c in notebook.cells if c.cell_type == "markdown"), "")
-    lines = text.splitlines()
-    heading = next((h.lstrip("# ").strip() for h in lines if h.startswith("# ")), lesson.stem)
-    title, dash, summary = heading.partition(" — ")
-    if not dash:
-        body = " ".join(t.strip() for t in lines if t.strip() and not t.startswith("#"))
-        summary = re.split(r"(?<=[.!?])\s", body, maxsplit=1)[0] if body else ""
-    return title.strip(), re.sub(r"[*`]", "", summary).strip()
 
 
 # ============================================================================ executing one lesson
@@ -93,79 +139,18 @@ class LessonRun:
     prose_misses: tuple = ()  # approximate numbers in the markdown that this run did not print
 
 
-_CARRIAGE_RETURN = re.compile(r"[^\n]*\r(?=[^\n])")  # text a later '\r' overwrote (tqdm bars)
-
-
-def tidy_streams(notebook) -> None:
-    """Merge consecutive stream outputs and keep only the last state of each progress bar
-    (what a browser would show), so the notebook and its HTML stay small and readable."""
-    for cell in notebook.cells:
-        if cell.cell_type != "code":
-            continue
-        merged = []
-        for out in cell.get("outputs", []):
-            if (out.output_type == "stream" and merged and merged[-1].output_type == "stream"
-                    and merged[-1].name == out.name):
-                merged[-1].text += out.text
-            else:
-                merged.append(out)
-        for out in merged:
-            if out.output_type == "stream":
-                out.text = _CARRIAGE_RETURN.sub("", out.text.replace("\r\n", "\n"))
-        cell.outputs = merged
-
-
-MATHJAX_CONFIG = "MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
-
-
-def local_mathjax(out_dir: Path) -> str | None:
-    """Unpack MathJax (fetched by data_scripts/mathjax.py) into <out_dir>/mathjax once and return
-    the pages' relative URL for it; None when it was not fetched (the pages then use the CDN)."""
-    import zipfile
-
-    from .fetch import data_root
-
-    wheel = data_root() / "mathjax" / "mathjax.whl"
-    target = out_dir / "mathjax"
-    if not (target / "MathJax.js").exists():
-        if not wheel.exists():
-            return None
-        prefix = "jupyter_server_mathjax/static/"
-        with zipfile.ZipFile(wheel) as archive:
-            for member in archive.namelist():
-                if member.startswith(prefix) and not member.endswith("/"):
-                    dest = target / member[len(prefix):]
-                    dest.parent.mkdir(parents=True, exist_ok=True)
-                    dest.write_bytes(archive.read(member))
-    return f"mathjax/{MATHJAX_CONFIG}"
-
-
-def export_html(notebook, path: Path) -> None:
-    """A static HTML copy of an executed notebook, figures embedded as data: URIs, equations
-    typeset by a local MathJax when one was fetched (offline reading), else by the CDN's."""
-    from nbconvert import HTMLExporter
-
-    mathjax = local_mathjax(path.parent)
-    exporter = HTMLExporter(embed_images=True, **({"mathjax_url": mathjax} if mathjax else {}))
-    body, _ = exporter.from_notebook_node(notebook)
-    # The template also loads require.js from a CDN, for interactive widgets; our pages have
-    # none, and an offline reader's browser would only wait for it.
-    body = body.replace(f'<script src="{exporter.require_js_url}"></script>', "", 1)
-    path.write_text(body, encoding="utf-8")
-
-
 def execute_lesson(lesson: Path, out_dir: Path, env: dict | None = None,
                    timeout: int = CELL_TIMEOUT, progress: bool = True) -> LessonRun:
     """Execute `lesson` once as a notebook; write <out_dir>/<stem>.ipynb and .html.
 
-    The kernel runs from the repository root with `env` (default: this process's environment).
-    On a failing cell the notebook is still written, with the error in it, and ok is False.
-    With `progress`, the kernel's printed text and progress bars are echoed to the terminal as
-    they come, and a line marks each finished cell.
+    The kernel runs from the repository root with `env` (default: this process's environment),
+    over IPC (no TCP port). On a failing cell the notebook is still written, with the error in
+    it, and ok is False. With `progress`, the kernel's printed text and progress bars are
+    echoed to the terminal as they come, and a line marks each finished cell.
     """
-    import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
+    from traitlets.config import Config
 
     out_dir.mkdir(parents=True, exist_ok=True)
     notebook = lesson_notebook(lesson)
@@ -183,6 +168,23 @@ def execute_lesson(lesson: Path, out_dir: Path, env: dict | None = None,
                 stream.flush()
             return super().process_message(msg, cell, cell_index)
 
+    def on_notebook_start(notebook):
+        """Ctrl-C interrupts the running cell (nbclient's own handler would kill the kernel
+        and lose the notebook): the notebook is written with what ran, and main stops."""
+        pid = getattr(client.km.provisioner, "pid", None)  # its own session: no Ctrl-C of ours
+
+        def on_ctrl_c():
+            again = _CTRL_C["pressed"]
+            _CTRL_C["pressed"] = True
+            print("\ninterrupted: " + ("stopping now" if again else "the notebook so far is "
+                  "written, then the course stops (Ctrl-C again to stop at once)"),
+                  file=sys.stderr, flush=True)
+            if pid:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL if again else signal.SIGINT)
+        with contextlib.suppress(RuntimeError, NotImplementedError):
+            asyncio.get_event_loop().add_signal_handler(signal.SIGINT, on_ctrl_c)
+
     def on_cell_executed(cell, cell_index, execute_reply):
         nonlocal done
         if cell.cell_type != "code":
@@ -194,27 +196,39 @@ def execute_lesson(lesson: Path, out_dir: Path, env: dict | None = None,
                   + (f", {figures} figure(s)" if figures else "")
                   + f", {time.perf_counter() - start:.0f} s", flush=True)
 
+    # IPC sockets in a folder of this run's own (an absolute path: the kernel's working
+    # directory is the repository root, not necessarily ours)
+    sockets = tempfile.mkdtemp(prefix="minattn-kernel-")
     client = EchoingClient(notebook, timeout=timeout, kernel_name="python3",
                            resources={"metadata": {"path": str(REPO_ROOT)}},
-                           on_cell_executed=on_cell_executed)
+                           on_cell_executed=on_cell_executed,
+                           on_notebook_start=on_notebook_start,
+                           config=Config(KernelManager={"transport": "ipc",
+                                                        "ip": f"{sockets}/kernel"}))
     error = ""
     try:
         kernel_env = dict(os.environ if env is None else env)
         kernel_env.pop("MPLBACKEND", None)  # e.g. Agg would hide the figures: use the inline one
+        kernel_env["PYTHONWARNINGS"] = ",".join(
+            w for w in (kernel_env.get("PYTHONWARNINGS"), KERNEL_WARNINGS) if w)
         client.execute(env=kernel_env)
     except CellExecutionError as exc:
         error = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
     except Exception as exc:  # a dead kernel, a timeout: still write what ran
         error = f"{type(exc).__name__}: {exc}"
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
+    error = ANSI.sub("", error)
     seconds = time.perf_counter() - start
-    tidy_streams(notebook)
+    tidy_notebook(notebook)
+    misses = () if _smoke(env) else approximate_misses(lesson, notebook)
     notebook.metadata["minattn"] = {"seconds": round(seconds, 1), "ok": not error,
-                                    "smoke": _smoke(env)}
+                                    "smoke": _smoke(env), "error": error,
+                                    "prose_misses": [m.text for m in misses]}
     ipynb, page = out_dir / f"{lesson.stem}.ipynb", out_dir / f"{lesson.stem}.html"
-    nbformat.write(notebook, ipynb)
+    write_notebook(notebook, ipynb)
     export_html(notebook, page)
-    return LessonRun(lesson, ipynb, page, not error, seconds, error,
-                     () if _smoke(env) else approximate_misses(lesson, notebook))
+    return LessonRun(lesson, ipynb, page, not error, seconds, error, misses)
 
 
 def approximate_misses(lesson: Path, notebook) -> tuple:
@@ -222,9 +236,8 @@ def approximate_misses(lesson: Path, notebook) -> tuple:
     support to within 5 % (the exact ones are checked against every smoke run by the tests)."""
     from .prose import unsupported
 
-    printed = "\n".join(o.get("text", "") for c in notebook.cells if c.cell_type == "code"
-                        for o in c.get("outputs", []) if o.output_type == "stream")
-    return tuple(s for s in unsupported(lesson, printed, check_approx=True) if s.approx)
+    return tuple(s for s in unsupported(lesson, printed_text(notebook), check_approx=True)
+                 if s.approx)
 
 
 def _smoke(env: dict | None) -> bool:
@@ -232,100 +245,70 @@ def _smoke(env: dict | None) -> bool:
     return value.strip().lower() not in ("", "0", "false", "no")
 
 
-# ============================================================================ index.html
-def write_index(out_dir: Path, runs: list[LessonRun], report: Path | None,
-                claims: list[dict]) -> Path:
-    """notebooks/index.html: the lessons (title, summary, run time, links) and the report."""
-    esc = html.escape
-    rows = []
-    for run in runs:
-        title, summary = summary_line(run.lesson)
-        state = "" if run.ok else f' <b class="fail">FAILED: {esc(run.error)}</b>'
-        if run.prose_misses:
-            state += (' <b class="fail">the text says about ' +
-                      ", ".join(esc(m.text) for m in run.prose_misses) +
-                      ", which this run did not print</b>")
-        rows.append(f'<tr><td><a href="{esc(run.html.name)}">{esc(title)}</a> — '
-                    f'<span class="sum">{esc(summary)}</span>{state}</td>'
-                    f'<td>{run.seconds:.0f} s</td><td><a href="{esc(run.notebook.name)}">.ipynb</a>'
-                    f'</td></tr>')
-    mode = ("in smoke mode: tiny sizes, so the numbers are not the lessons' results"
-            if _smoke(None) else "in full mode")
-    claim_rows = "".join(
-        "<tr>" + "".join(f"<td>{esc(c[k])}</td>" for k in ("lesson", "claim", "paper")) +
-        f"<td>{esc(c['ours'])}{' (smoke)' if c['smoke'] else ''}</td>"
-        f"<td><b>{esc(c['outcome'] or '(none)')}</b><br>"
-        f"{esc(c['finding'])}<br><small>runs per arm: {esc(c['n'])}; {esc(c['detail'])}"
-        "</small></td>"
-        f"<td>{esc(c['why'])}</td></tr>"
-        for c in claims)
-    link = esc(os.path.relpath(report, out_dir)) if report else ""
-    report_link = (f'<p>The same table as Markdown: <a href="{link}">{esc(_rel(report))}</a>.</p>'
-                   if report else "")
-    page = f"""<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>minattn — the course</title>
-<style>body{{font-family:sans-serif;max-width:60em;margin:2em auto;line-height:1.4}}
-table{{border-collapse:collapse;width:100%}}td,th{{border-bottom:1px solid #ddd;padding:.4em;
-vertical-align:top;text-align:left}}.sum{{color:#444}}.fail{{color:#b00}}</style></head><body>
-<h1>minattn — attention mechanisms from scratch</h1>
-<p>Each lesson below was executed once by <code>make course</code>, {esc(mode)}. Its page shows
-the code, the printed results and the figures. The <code>.ipynb</code> is the same notebook, to
-open in Jupyter (<code>make lab</code>) and run yourself.</p>
-<table><tr><th>lesson</th><th>run time</th><th>notebook</th></tr>
-{chr(10).join(rows)}
-</table>
-<h2>Paper claims, ours beside the paper's</h2>
-<p>{esc(RULE)}</p>
-<table><tr><th>lesson</th><th>claim</th><th>paper</th><th>ours</th><th>outcome</th>
-<th>why they differ</th></tr>
-{claim_rows or '<tr><td colspan="6">No lesson recorded a claim.</td></tr>'}
-</table>
-{report_link}
-</body></html>
-"""
-    path = out_dir / "index.html"
-    path.write_text(page, encoding="utf-8")
-    return path
 
 
 # ============================================================================ main
-def figure_root() -> Path:
-    return Path(os.environ.get("MINATTN_FIGURES") or (REPO_ROOT / "figures"))
+_CTRL_C = {"pressed": False}  # set by a Ctrl-C while a lesson's kernel runs (execute_lesson)
+
+
+def figure_root(smoke: bool | None = None) -> Path:
+    """Where the lessons' figures and claims go: MINATTN_FIGURES, else figures/ (figures-smoke/
+    for a smoke run, so that it never replaces a full run's claims)."""
+    smoke = _smoke(None) if smoke is None else smoke
+    default = REPO_ROOT / ("figures-smoke" if smoke else "figures")
+    return Path(os.environ.get("MINATTN_FIGURES") or default)
 
 
 def main(argv: list[str] | None = None) -> int:
+    smoke = _smoke(None)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notebooks-only", action="store_true",
-                        help="write unexecuted notebooks and stop")
+                        help="write unexecuted notebooks (never over one that holds outputs or "
+                             "edits) and stop")
     parser.add_argument("--only", nargs="*", default=None, help="lesson numbers, e.g. 01 02")
-    parser.add_argument("--out", default=str(REPO_ROOT / "notebooks"), help="notebook folder")
+    parser.add_argument("--out", default=None,
+                        help="notebook folder (default notebooks/, notebooks-smoke/ in smoke mode)")
     args = parser.parse_args(argv)
 
     lessons = lesson_files()
     if args.only:
         lessons = [p for p in lessons if p.name[:2] in args.only]
-    out_dir = Path(args.out)
+    default_out = "notebooks-smoke" if smoke and not args.notebooks_only else "notebooks"
+    out_dir = Path(args.out) if args.out else REPO_ROOT / default_out
     if args.notebooks_only:
         build_notebooks(out_dir, lessons)
         return 0
 
+    figures = figure_root(smoke)
+    env = dict(os.environ, MINATTN_FIGURES=str(figures))
     runs = []
-    for lesson in lessons:
-        print(f"\n=== {lesson.name} (as a notebook) " + "=" * max(0, 48 - len(lesson.name)),
-              flush=True)
-        run = execute_lesson(lesson, out_dir)
-        print(f"  {'ok' if run.ok else 'FAILED: ' + run.error} in {run.seconds:.0f} s -> "
-              f"{_rel(run.notebook)}, {_rel(run.html)}", flush=True)
-        for miss in run.prose_misses:
-            print(f"  warning: the text says about {miss.text}, which this run did not print "
-                  f"(…{miss.context}…)")
-        runs.append(run)
+    try:
+        for lesson in lessons:
+            if _CTRL_C["pressed"]:
+                break
+            print(f"\n=== {lesson.name} (as a notebook) " + "=" * max(0, 48 - len(lesson.name)),
+                  flush=True)
+            run = execute_lesson(lesson, out_dir, env=env)
+            print(f"  {'ok' if run.ok else 'FAILED: ' + run.error} in {run.seconds:.0f} s -> "
+                  f"{_rel(run.notebook)}, {_rel(run.html)}", flush=True)
+            for miss in run.prose_misses:
+                print(f"  warning: the text says about {miss.text}, which this run did not "
+                      f"print (…{miss.context}…)")
+            runs.append(run)
+    except KeyboardInterrupt:  # between two lessons' kernels
+        _CTRL_C["pressed"] = True
+    if _CTRL_C["pressed"]:
+        print(f"interrupted: {len(runs)} of {len(lessons)} lessons ran "
+              f"({' '.join(r.lesson.stem for r in runs) or 'none'})", file=sys.stderr)
+        return 130
 
-    report, text = write_report(figure_root())  # every lesson's latest claims, not just these
-    claims = collect_claims(figure_root())
-    index = write_index(out_dir, runs, report, claims)
+    report, text = write_report(figures)  # every lesson's latest claims, not just these
+    index = write_index(out_dir, report, collect_claims(figures), RULE)
     print("\n" + text)
     print(f"report: {_rel(report)}    course: {_rel(index)}")
+    if smoke:
+        print("smoke mode: tiny sizes, so the numbers are not the lessons' results and the "
+              "verdicts test nothing; `make course` runs the lessons in full")
     print("\n| lesson | result | time |\n|---|---|---|")
     for run in runs:
         print(f"| {run.lesson.name} | {'ok' if run.ok else 'FAILED: ' + run.error} | "

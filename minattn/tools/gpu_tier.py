@@ -3,6 +3,7 @@
     python -m minattn.tools.gpu_tier                  # cuda tests + every lesson, smoke mode
     python -m minattn.tools.gpu_tier --only 02 03     # only these lessons
     python -m minattn.tools.gpu_tier --full 01 04     # also these lessons at full scale (timed)
+    python -m minattn.tools.gpu_tier --full all       # ... every lesson, after the smoke runs
     python -m minattn.tools.gpu_tier --no-tests       # lessons only
     python -m minattn.tools.gpu_tier --list           # what it would run (any machine)
 
@@ -102,7 +103,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--only", nargs="*", default=None, metavar="NN", help="only these lessons")
     p.add_argument("--full", nargs="*", default=[], metavar="NN",
-                   help="also run these lessons at full scale")
+                   help="also run these lessons at full scale ('all': every lesson)")
     p.add_argument("--no-tests", action="store_true", help="skip the cuda-marked tests")
     p.add_argument("--out", type=Path, default=REPO_ROOT / "gpu_logs", help="logs and figures")
     p.add_argument("--timeout", type=float, default=600, help="seconds per smoke lesson")
@@ -110,7 +111,7 @@ def main(argv=None) -> int:
     p.add_argument("--list", action="store_true", help="print what would run, run nothing")
     args = p.parse_args(argv)
     smoke = lesson_paths(args.only)
-    full = lesson_paths(args.full) if args.full else []
+    full = lesson_paths(None if "all" in args.full else args.full) if args.full else []
     plan = ([] if args.no_tests else ["tests  pytest -m cuda tests"]) + \
         [f"smoke  {p.relative_to(REPO_ROOT)}" for p in smoke] + \
         [f"full   {p.relative_to(REPO_ROOT)}" for p in full]

@@ -19,13 +19,18 @@ def fmt_bytes(n: float | None) -> str:
     return f"{n:.1f} GiB"
 
 
-def print_table(rows: list[dict], columns: list[str]) -> str:
-    """Print rows (dicts) as a Markdown table with the given columns; returns the text."""
+def markdown_table(rows: list[dict], columns: list[str]) -> str:
+    """Rows (dicts) as a Markdown table with the given columns."""
     header = "| " + " | ".join(columns) + " |"
     rule = "|" + "|".join("---" for _ in columns) + "|"
     lines = [header, rule]
     for row in rows:
         lines.append("| " + " | ".join(str(row.get(c, "")) for c in columns) + " |")
-    text = "\n".join(lines)
+    return "\n".join(lines)
+
+
+def print_table(rows: list[dict], columns: list[str]) -> str:
+    """Print rows (dicts) as a Markdown table with the given columns; returns the text."""
+    text = markdown_table(rows, columns)
     print(text)
     return text

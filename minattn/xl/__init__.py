@@ -5,7 +5,8 @@
     model       RelMultiHeadAttention, XLLayer, TransformerXL; VanillaLM (the baseline)
     decoder     cached evaluation (eval_speed) and XLDecoder (one token at a time, a KV cache)
     official    the authors' checkpoint names -> ours
-    data        character streams, the delayed copy, recall by class
+    claims      the paper claims lesson 04 tests, each decided from its raw numbers
+    data        character streams, the bigram baseline, the delayed copy, recall by class
     train       evaluation (bpc), sampling, the stop-gradient experiment, the training command
 
 `train` is not re-exported here: it is a command (`python -m minattn.xl.train`), which a
@@ -15,6 +16,7 @@ package that imported it first would run twice; import it as `from minattn.xl.tr
 from ..attention import sinusoid_np, sinusoid_torch  # the table lesson 01 builds
 from .data import (
     ClassRecall,
+    bigram_bpc,
     char_corpus,
     delayed_copy,
     lm_segment,
@@ -48,6 +50,6 @@ __all__ = [
     "relative_distances_torch", "rel_attention_torch", "update_memory_torch", "rel_shift_np",
     "rel_shift_torch", "rel_attention_fast_torch", "RelMultiHeadAttention", "XLLayer",
     "TransformerXL", "VanillaBlock", "VanillaLM", "eval_speed", "XLDecoder", "official_to_ours",
-    "char_corpus", "lm_streams", "lm_segment", "synthetic_text", "delayed_copy", "ClassRecall",
-    "recall_by_class",
+    "bigram_bpc", "char_corpus", "lm_streams", "lm_segment", "synthetic_text", "delayed_copy",
+    "ClassRecall", "recall_by_class",
 ]

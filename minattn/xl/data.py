@@ -62,6 +62,22 @@ def lm_segment(streams: torch.Tensor, index: int,
     return streams[:, start:start + seg_len], streams[:, start + 1:start + seg_len + 1]
 
 
+def bigram_bpc(train_ids: torch.Tensor, streams: torch.Tensor, vocab_size: int) -> float:
+    """The trivial baseline of a character LM: bits per character of the bigram model of
+    `train_ids` (N,) (add-one smoothing) on the next-character targets of `streams` (B, T) —
+    the characters `train.evaluate_bpc` scores. A model that beats it learned more than which
+    character follows which."""
+    check_array("train_ids", train_ids, "int", ndim=1, hint="(N,) character ids", like=torch.Tensor)
+    check_array("streams", streams, "int", ndim=2, hint="(B, T) character ids", like=torch.Tensor)
+    vocab_size = check_size("vocab_size", vocab_size, 1)
+    counts = np.ones((vocab_size, vocab_size))  # add-one: no character pair has probability 0
+    ids = train_ids.cpu().numpy()
+    np.add.at(counts, (ids[:-1], ids[1:]), 1)
+    log_p = np.log2(counts / counts.sum(1, keepdims=True))
+    s = streams.cpu().numpy()
+    return float(-log_p[s[:, :-1], s[:, 1:]].mean())
+
+
 def synthetic_text(n_chars: int, rng: np.random.Generator) -> str:
     """Offline fallback text: Zipf-distributed made-up words, and every sentence ends by
     repeating its first word (a dependency a few dozen characters long)."""

@@ -6,6 +6,7 @@ paper's §3.3 speed claim, `eval_speed`) and one token at a time with a key/valu
 from __future__ import annotations
 
 import math
+import time
 
 import torch
 import torch.nn.functional as F
@@ -20,7 +21,8 @@ from .model import TransformerXL, VanillaLM
 @torch.no_grad()
 def eval_speed(context: int, d_model: int = 128, num_heads: int = 4, num_layers: int = 2,
                vocab_size: int = 50, seg_len: int = 128, repeats: int = 3, device="cpu",
-               seed: int = 0, kv_cache: bool = False) -> dict[str, float]:
+               seed: int = 0, kv_cache: bool = False, per_repeat: bool = False,
+               timer=time.perf_counter) -> dict[str, float] | dict[str, list[float]]:
     """Tokens per second when every prediction sees (at least) `context` earlier tokens.
 
     * 'vanilla, recompute': a `VanillaLM` predicts one token from a window of the last
@@ -32,7 +34,10 @@ def eval_speed(context: int, d_model: int = 128, num_heads: int = 4, num_layers:
     * with kv_cache: 'XL, one token, KV cache', one new token per call of an `XLDecoder` (as
       in sampling), and on CUDA also 'XL, one token, KV cache + CUDA graph' (its step
       replayed as a graph).
-    Untrained weights (speed does not depend on them); batch 1; medians of interleaved repeats.
+    Untrained weights (speed does not depend on them); batch 1; medians of interleaved repeats,
+    or with per_repeat=True every repeat's speed (a list per contender: repeat r of each was
+    timed in the same round, so their ratios pair up). timer: `time.process_time` counts one
+    CPU thread's work on a busy machine (see `tools.bench.time_interleaved`).
     """
     for name, value, low in (("context", context, 1), ("seg_len", seg_len, 1),
                              ("repeats", repeats, 1), ("vocab_size", vocab_size, 1)):
@@ -59,8 +64,13 @@ def eval_speed(context: int, d_model: int = 128, num_heads: int = 4, num_layers:
         if name.endswith("CUDA graph"):
             decoder.capture()
         contenders[name] = lambda decoder=decoder: decoder.step(segment[:, :1])
-    times = time_interleaved(contenders, repeats, device=device)
-    return {name: (seg_len if name == "XL, cached" else 1) / t for name, t in times.items()}
+    tokens = {name: seg_len if name == "XL, cached" else 1 for name in contenders}
+    if not per_repeat:
+        times = time_interleaved(contenders, repeats, device=device, timer=timer)
+        return {name: tokens[name] / t for name, t in times.items()}
+    rounds = [time_interleaved(contenders, 1, warmup=int(r == 0), device=device, timer=timer)
+              for r in range(repeats)]
+    return {name: [tokens[name] / times[name] for times in rounds] for name in contenders}
 
 
 # ============================================================================ one token at a time

@@ -57,8 +57,10 @@ def lm_loss(logits, targets):
 
 @torch.no_grad()
 def evaluate_bpc(model, streams, seg_len: int, mem_len: int | None = None,
-                 max_segments: int | None = None, **forward_kwargs) -> float:
-    """Bits per character over `streams` (B, T), read segment after segment in order.
+                 max_segments: int | None = None, per_stream: bool = False, **forward_kwargs):
+    """Bits per character over `streams` (B, T), read segment after segment in order: a float,
+    or with per_stream=True a (B,) array, one value per stream (the test items of a paired
+    comparison between models read on the same streams).
 
     A `TransformerXL` carries its memory (of `mem_len`, default its training length) from
     one segment to the next (`forward_kwargs`, e.g. clamp_len, go to it); a `VanillaLM`
@@ -68,38 +70,41 @@ def evaluate_bpc(model, streams, seg_len: int, mem_len: int | None = None,
     n_segments = (streams.shape[1] - 1) // seg_len
     if max_segments is not None:
         n_segments = min(n_segments, max_segments)
-    total, count, memories = 0.0, 0, None
+    total, memories = torch.zeros(streams.shape[0], dtype=torch.float64), None
     for s in range(n_segments):
         x = streams[:, s * seg_len:(s + 1) * seg_len]
         y = streams[:, s * seg_len + 1:(s + 1) * seg_len + 1]
         logits, memories = model(x, memories, mem_len, **forward_kwargs)
-        total += F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="sum").item()
-        count += y.numel()
-    return total / count / math.log(2)
+        total += F.cross_entropy(logits.transpose(1, 2), y, reduction="none").sum(1).double().cpu()
+    bpc = (total / (n_segments * seg_len) / math.log(2)).numpy()
+    return bpc if per_stream else float(bpc.mean())
 
 
 @torch.no_grad()
-def evaluate_bpc_sliding(model, streams, window: int, batch_windows: int = 2048) -> float:
+def evaluate_bpc_sliding(model, streams, window: int, batch_windows: int = 2048,
+                         per_stream: bool = False):
     """Bits per character over `streams` (B, T) when every character is predicted from a
     window of the `window` characters up to it, read afresh (fewer at the start of a stream):
     the evaluation of the paper's vanilla baseline (Al-Rfou et al.), whose window slides by
     one character per prediction. Same characters as `evaluate_bpc` when T − 1 is a multiple
-    of its segment length. Costs `window` positions per character."""
+    of its segment length (and per_stream=True: the same (B,) array per stream). Costs
+    `window` positions per character."""
     model.eval()
     B, T = streams.shape
     if not 0 < window < T:
         fail("the window must fit in the streams", f"0 < window < T = {T}", f"window={window}")
     x, y = streams[:, :-1], streams[:, 1:]
     logits, _ = model(x[:, :window])  # the first window: every position (less context)
-    total = F.cross_entropy(logits.flatten(0, 1), y[:, :window].flatten(), reduction="sum").item()
-    # the window ending at each j >= window
-    windows = x.unfold(1, window, 1)[:, 1:].reshape(-1, window)
+    losses = [F.cross_entropy(logits.transpose(1, 2), y[:, :window], reduction="none")]
+    windows = x.unfold(1, window, 1)[:, 1:].reshape(-1, window)  # ending at each j >= window
     targets = y[:, window:].reshape(-1)
-    for start in range(0, len(windows), batch_windows):
-        logits, _ = model(windows[start:start + batch_windows])
-        total += F.cross_entropy(logits[:, -1], targets[start:start + batch_windows],
-                                 reduction="sum").item()
-    return total / y.numel() / math.log(2)
+    last = [F.cross_entropy(model(windows[i:i + batch_windows])[0][:, -1],
+                            targets[i:i + batch_windows], reduction="none")
+            for i in range(0, len(windows), batch_windows)]
+    if last:  # stream-major, as unfolded
+        losses.append(torch.cat(last).view(B, -1))
+    bpc = (torch.cat(losses, 1).sum(1).double().cpu() / y.shape[1] / math.log(2)).numpy()
+    return bpc if per_stream else float(bpc.mean())
 
 
 @torch.no_grad()

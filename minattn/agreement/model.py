@@ -1,6 +1,7 @@
-"""The two trainable models of lesson 05, built on `reference.py`'s torch functions.
+"""The two trainable models of lesson 08's Table 2, built on the references' torch functions.
 
-    Seq2SeqAttention      LSTM encoder-decoder with Luong attention (K heads, summed)
+    Seq2SeqAttention      LSTM encoder-decoder with Luong attention (K heads, summed): lesson
+                          05's reference (`minattn.lstm_attention`) as one module, for translation
     AttentionClassifier   a BiLSTM encoder read by additive attention (the paper's classifier)
 """
 
@@ -12,16 +13,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..tools.utils import check_array, check_ids, check_same_device, check_size, fail, shape_str
-from .reference import (
+from ..lstm_attention.reference import (
     check_probe,
     check_source_mask,
-    classifier_probe_torch,
-    classifier_torch,
     lexical_probe_torch,
     luong_attention_torch,
     output_torch,
 )
+from ..tools.utils import check_array, check_ids, check_same_device, check_size, fail, shape_str
+from .reference import classifier_probe_torch, classifier_torch
 
 
 class Seq2SeqAttention(nn.Module):

@@ -1,5 +1,5 @@
 """The agreement metric A(a, b), and the paper's Table 2 computed with it the way the authors
-compute it (lesson 05 §8).
+compute it (lesson 08).
 
     agreement A(a, b)           1 if argmax_i a_i is among the top ⌈5%·n⌉ positions of b
 
@@ -23,8 +23,6 @@ Why the maximum over checkpoints: the agreement first rises, then falls as train
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import torch
@@ -76,7 +74,7 @@ def agreement_np(a, b, mask=None):
     """
     a, b = np.asarray(a, float), np.asarray(b, float)
     mask = check_agreement(a, b, None if mask is None else np.asarray(mask))
-    # BEGIN EXERCISE 5.2 implement: the agreement metric A(a, b) (~10 min)
+    # BEGIN EXERCISE 8.1 implement: the agreement metric A(a, b) (~10 min)
     n = mask.sum(-1)
     k = np.ceil(0.05 * n)  # the top 5%, at least one position
     best = np.where(mask, a, -np.inf).argmax(-1)  # (...,) argmax of a over real positions
@@ -111,18 +109,20 @@ def contextualized_agreement(agreements, performances, threshold):
     for name, values in (("agreements", agreements), ("performances", performances)):
         for value in values:
             check_number(name, value)
+    # BEGIN EXERCISE 8.2 implement: the contextualised agreement ξ (~10 min)
     for a, p in zip(agreements, performances):
         if a > threshold:
             return float(p)
     return None
+    # END EXERCISE
 
 
 def agreement_torch(a, b, mask=None):
     """Twin of agreement_np."""
     mask = check_agreement(a, b, mask)
-    # BEGIN EXERCISE 5.2 implement: the agreement metric, torch twin
+    # BEGIN EXERCISE 8.1 implement: the agreement metric, torch twin
     k = torch.ceil(0.05 * mask.sum(-1))
-    neg = torch.tensor(-math.inf, dtype=a.dtype, device=a.device)
+    neg = torch.tensor(float("-inf"), dtype=a.dtype, device=a.device)
     best = torch.where(mask, a, neg).argmax(-1, keepdim=True)
     rank = (torch.where(mask, b, neg) > b.gather(-1, best)).sum(-1)
     return (rank < k).to(a.dtype)

@@ -1,4 +1,4 @@
-"""The paper's Table-2 quantities (minattn/lstm_attention/agreement.py): the mean agreement over
+"""The paper's Table-2 quantities (minattn/agreement/metric.py): the mean agreement over
 a validation set, its random baseline, and one Table-2 row, by hand and against a re-creation
 of the authors' dictionary-based computation (classification/utils.py, fetch_stats)."""
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from minattn import lstm_attention as la
+from minattn import agreement as ag
 
 
 def test_mean_agreement_by_hand():
@@ -18,12 +18,12 @@ def test_mean_agreement_by_hand():
                   [[0.0, 1.0, 9.0], [0.0, 1.0, 9.0]]])
     keys = np.array([[True, True, True], [True, True, False]])
     # per word: hit, miss | hit, miss (padding never wins: a's 5.0 and b's 9.0 are masked)
-    assert la.mean_agreement_np(a, b, keys) == 0.5
+    assert ag.mean_agreement_np(a, b, keys) == 0.5
     rows = np.array([[True, False], [True, True]])  # the second word of example 0 not counted
-    assert la.mean_agreement_np(a, b, keys, rows) == pytest.approx(2 / 3)
-    stacked = la.mean_agreement_np(np.stack([a, b]), np.stack([b, b]), keys, rows)
+    assert ag.mean_agreement_np(a, b, keys, rows) == pytest.approx(2 / 3)
+    stacked = ag.mean_agreement_np(np.stack([a, b]), np.stack([b, b]), keys, rows)
     assert stacked.shape == (2,) and stacked[1] == 1.0  # leading axes (checkpoints) are kept
-    assert la.random_baseline_np(keys, rows) == pytest.approx((1 / 3 + 1 / 2 + 1 / 2) / 3)
+    assert ag.random_baseline_np(keys, rows) == pytest.approx((1 / 3 + 1 / 2 + 1 / 2) / 3)
 
 
 def run(rng, C, M, T, N):
@@ -39,14 +39,14 @@ def test_agreement_row_by_hand():
     gold = {"alpha": onehot(3, 7, 5), "beta": onehot(0, 0, 0), "perf": np.array([0.5, 0.9, 0.9])}
     other = {"alpha": onehot(1, 7, 7), "beta": onehot(2, 7, 1), "perf": np.array([0.5, 0.6, 0.8])}
     uniform = {"alpha": onehot(0, 0, 0), "beta": onehot(9, 9, 7), "perf": np.zeros(3)}
-    row = la.agreement_row_np(gold, [other], uniform)
+    row = ag.agreement_row_np(gold, [other], uniform)
     assert row["best"] == 1 and row["P*"] == 0.9  # α* = α at the first best checkpoint: 7
     assert row["curve"].tolist() == [0.0, 1.0, 1.0]
     assert row["A(α, β^uf)"] == 1.0 and row["A(α, β)"] == 1.0  # the max over checkpoints
     assert row["ξ(α, β^uf)"] is None  # the curve never *exceeds* 1.0
     assert row["A_rand"] == 0.05
     other["beta"] = onehot(2, 3, 1)  # β never ranks 7 first: A(α, β) = 0
-    row = la.agreement_row_np(gold, [other], uniform)
+    row = ag.agreement_row_np(gold, [other], uniform)
     assert row["A(α, β)"] == 0.0 and row["ξ(α, β)"] == 0.6  # first checkpoint above 0
 
 
@@ -95,7 +95,7 @@ def test_agreement_row_matches_the_authors_recipe_on_ragged_data(seed):
              for m in range(M)]
     metas = {(name, i): runs[name]["perf"][i] for name in names for i in range(C)}
     theirs = authors_table2(dicts, metas, list(range(C)), "A", ["B", "C"], "uniform")
-    ours = la.agreement_row_np(runs["A"], [runs["B"], runs["C"]], runs["uniform"], keys, rows)
+    ours = ag.agreement_row_np(runs["A"], [runs["B"], runs["C"]], runs["uniform"], keys, rows)
     for key, value in theirs.items():
         assert ours[key] == pytest.approx(value) if value is not None else ours[key] is None
 
@@ -103,17 +103,17 @@ def test_agreement_row_matches_the_authors_recipe_on_ragged_data(seed):
 def test_bad_input_raises_value_error():
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match="one shape"):
-        la.mean_agreement_np(np.zeros((2, 1, 4)), np.zeros((2, 1, 5)))
+        ag.mean_agreement_np(np.zeros((2, 1, 4)), np.zeros((2, 1, 5)))
     with pytest.raises(ValueError, match="masks"):
-        la.mean_agreement_np(np.zeros((2, 1, 4)), np.zeros((2, 1, 4)), np.ones((3, 4), bool))
+        ag.mean_agreement_np(np.zeros((2, 1, 4)), np.zeros((2, 1, 4)), np.ones((3, 4), bool))
     with pytest.raises(ValueError, match="masks"):  # no counted row
-        la.mean_agreement_np(np.zeros((2, 1, 4)), np.zeros((2, 1, 4)), None,
+        ag.mean_agreement_np(np.zeros((2, 1, 4)), np.zeros((2, 1, 4)), None,
                              np.zeros((2, 1), bool))
     good = run(rng, 3, 2, 1, 4)
     with pytest.raises(ValueError, match="others"):
-        la.agreement_row_np(good, [], good)
+        ag.agreement_row_np(good, [], good)
     with pytest.raises(ValueError, match="runs"):
-        la.agreement_row_np(good, [run(rng, 2, 2, 1, 4)], good)
+        ag.agreement_row_np(good, [run(rng, 2, 2, 1, 4)], good)
 
 
 def test_train_evaluates_at_step_zero_and_the_listed_steps():
@@ -133,3 +133,10 @@ def test_train_evaluates_at_step_zero_and_the_listed_steps():
                     evaluate=evaluate, eval_at=[0, 2, 5], progress=False)
     assert history["w_step"] == [0, 2, 5]
     assert torch.equal(seen[0], initial) and not torch.equal(seen[1], initial)  # 0: untrained
+
+
+def test_checkpoints_follow_the_authors_schedule():
+    early = (0, 10, 50, 100, 150, 200, 250)
+    assert ag.checkpoints(1000, early, 250) == [0, 10, 50, 100, 150, 200, 250, 500, 750, 1000]
+    assert ag.checkpoints(600, early, 250) == [0, 10, 50, 100, 150, 200, 250, 500, 600]
+    assert ag.checkpoints(20, early, 10) == [0, 10, 20]
