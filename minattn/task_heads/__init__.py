@@ -8,7 +8,8 @@ Stanford CS224N poster, 2024), lesson 07 — read top down:
     baselines   pair_features, best_threshold, LinearProbe, drop_token
     model       AttentionPool, CrossAttentionPool, Standardize, SentenceClassifier, PairModel
     train       Task, fit (train until the validation score stops rising), predict, by_length,
-                drop_effects (what removing the token a head weighs most does)
+                drop_effects (what removing the token a head weighs most does), per_run,
+                mean_std, results_table (results over seeds)
     data        Bible verse pairs where word overlap cannot decide, their splits, offline
                 stand-ins
     claims      the poster's claims, each decided from the lesson's raw numbers
@@ -60,7 +61,16 @@ from .reference import (
     pearson_loss_np,
     pearson_loss_torch,
 )
-from .train import Task, by_length, drop_effects, fit, predict
+from .train import (
+    Task,
+    by_length,
+    drop_effects,
+    fit,
+    mean_std,
+    per_run,
+    predict,
+    results_table,
+)
 
 __all__ = [
     "LN_EPS", "check_token_states", "check_pair", "check_read", "check_pearson", "check_layer_norm",
@@ -72,5 +82,5 @@ __all__ = [
     "SentenceClassifier", "PairModel", "Standardize", "content_words", "jaccard", "BiblePairs",
     "bible_pairs", "pair_rows", "SPLIT_NAMES", "random_token_states", "POSITIVE_WORDS",
     "NEGATIVE_WORDS", "template_sentiment", "template_verses", "Task", "fit", "predict",
-    "by_length", "drop_effects",
+    "by_length", "drop_effects", "per_run", "mean_std", "results_table",
 ]

@@ -17,6 +17,7 @@ from ..tools.estimates import estimate
 from ..tools.verdict import (
     CONTRADICTED,
     INCONCLUSIVE,
+    NOT_TESTED,
     REPRODUCED,
     Gate,
     Verdict,
@@ -136,10 +137,15 @@ def finetuned_heads_beat_mean_pooling(*, heads, mean, converged, lines):
 def sentences_that_meet_beat_the_head(*, cross, heads, converged, lines):
     """The lesson's control, not the poster's claim: a cross-encoder (A and B through the
     encoder together) against the poster's head (A's [CLS] reads B once, on top). Per-run
-    per-item test scores; the same gates as the fine-tuned comparison."""
-    gates = [all_converged(converged, "fine-tuning runs"),
-             _reached({"cross-encoder": cross, "heads": heads}, lines)]
-    verdict = paired(cross, heads, ">", gates=gates)
+    per-item test scores (none: not run at this scale); the same gates as the fine-tuned
+    comparison."""
+    if not cross or not heads:  # a scale that does not run the control
+        verdict = Verdict(NOT_TESTED, f"{len(cross)} cross-encoder and {len(heads)} head runs "
+                          "at this scale", reason="budget", n=f"{len(cross)} vs {len(heads)}")
+    else:
+        verdict = paired(cross, heads, ">", gates=[
+            all_converged(converged, "fine-tuning runs"),
+            _reached({"cross-encoder": cross, "heads": heads}, lines)])
     return verdict.says(
         reproduced="Letting the two sentences meet in every fine-tuned layer (the "
                    "cross-encoder) beats the poster's head, which lets them meet once, on top.",
@@ -171,7 +177,8 @@ def u09_as_good_on_paraphrase_worse_on_similarity(*, paraphrase_u09, paraphrase_
         estimate([sum(r) / len(r) for r in paraphrase_default]).mean
     on_para = _words(para, "within 0.04 of the default init, as in the poster",
                      f"more than 0.04 {'below' if lower else 'above'} the default init",
-                     "too near the 0.04 margin to decide")
+                     "neither within 0.04 of the default init nor clearly outside it, at "
+                     "this many runs")
     on_sim = _words(sim, "below the default init, as in the poster", "above the default init",
                     "the same as the default init within the noise")
     words = f"on paraphrase U(0.9, 1) scores {on_para}; on similarity it scores {on_sim}"

@@ -6,6 +6,7 @@ validation score stops improving, and the deletion test of what a head reads.
     fit                train until converged (validation plateau) or the cap, keep the best
     drop_effects       |Δp| when the token a head weighs most, or a random one, is removed,
                        for the head's model and for models that never saw its weights
+    per_run, mean_std, results_table   fit's results over seeds, summarised
 """
 
 from __future__ import annotations
@@ -156,3 +157,30 @@ def drop_effects(chunks: Iterable, generator: torch.Generator) -> dict:
                 change = (prob(*drop_token(x, mask, index)) - before[name]).abs()
                 out.setdefault((name, token), []).append(change.cpu())
     return {key: torch.cat(values).numpy() for key, values in out.items()}
+
+
+def per_run(results: dict, task: str, arm: str, key: str = "test") -> list:
+    """results[(task, arm, seed)][key], one value per seed, in the order the runs were made."""
+    return [r[key] for (t, a, _), r in results.items() if (t, a) == (task, arm)]
+
+
+def mean_std(values) -> str:
+    """'mean ± std' over runs to 3 decimals; '-' when there is none."""
+    return f"{np.mean(values):.3f} ± {np.std(values):.3f}" if len(values) else "-"
+
+
+def results_table(results: dict, task: str, arms, lines: dict) -> None:
+    """Print each arm of `task` in `results` {(task, arm, seed): fit's dict}: test score (mean ±
+    std over seeds), runs converged, epochs to the best validation score, CPU seconds of
+    training per run, and the distance to each reference line {name: score}."""
+    print(f"{task:10s} {'read-out':17s} {'test (mean ± std)':>18s} {'converged':>9s} "
+          f"{'best epoch':>10s} {'s/run':>6s}  " + "  ".join(f"{'vs ' + k:>18s}" for k in lines))
+    for arm in arms:
+        runs = [r for (t, a, _), r in results.items() if (t, a) == (task, arm)]
+        score, flags = np.mean([r["test"] for r in runs]), [r["converged"] for r in runs]
+        epoch = np.mean([r["best_step"] / r["per_epoch"] for r in runs])
+        print(f"{'':10s} {arm:17s} {mean_std([r['test'] for r in runs]):>18s} "
+              f"{f'{sum(flags)} of {len(flags)}':>9s} {epoch:10.1f} "
+              f"{np.mean([r['seconds'] for r in runs]):6.0f}  " + "  ".join(
+                  f"{score - v:+10.3f} ({'below' if score < v else 'above'})"
+                  for v in lines.values()))
