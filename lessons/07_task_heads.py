@@ -99,7 +99,7 @@ from minattn.task_heads import claims
 from minattn.tools import data
 from minattn.tools.bench import time_interleaved
 from minattn.tools.lesson import Lesson, show
-from minattn.tools.train import count_parameters, warmup_linear
+from minattn.tools.train import count_parameters
 from minattn.tools.utils import set_seed
 
 lesson = Lesson("07_task_heads")  # on a CPU: one torch thread (see Lesson)
@@ -618,7 +618,8 @@ print(f"the frozen experiment: {len(frozen)} trainings, "
 per_seed = th.per_run  # results[(task, arm, seed)][key] over seeds
 cell = lambda results, task, arm: th.mean_std(per_seed(results, task, arm))
 for task, arms in FROZEN.items():
-    th.results_table(frozen, task, arms, {k: v for k, v in REF[task].items() if k != "word overlap"})
+    th.results_table(frozen, task, arms, {k: v for k, v in REF[task].items()
+                                          if k != "word overlap"})
 
 
 def frozen_part(task):
@@ -770,21 +771,11 @@ for arm, seed in tqdm([(arm, seed) for arm in FT_ARMS
                                                  epochs=MAX_EPOCHS, clock=clock)
     else:  # section 6 trained this very read-out over the same states: stage 1 is done
         stage1["paraphrase", arm, seed] = frozen["paraphrase", arm, seed]
-    model = finetuned_model(arm, seed, TopLayers(tune_source, TOP).to(device))
-    loaded = model.load_state_dict(stage1["paraphrase", arm, seed]["model"].state_dict(),
-                                   strict=False)
-    assert all(k.startswith("encoder.") for k in loaded.missing_keys) and \
-        not loaded.unexpected_keys  # everything but the top layers comes from stage 1
-    mine = {id(p) for p in model.encoder.parameters()}
-    optimizer = torch.optim.AdamW(
-        [{"params": list(model.encoder.parameters()), "lr": ENC_LR},
-         {"params": [p for p in model.parameters() if id(p) not in mine], "lr": HEAD_LR}],
-        weight_decay=0.01)
-    steps = max(1, int(FT_EPOCHS * np.ceil(len(para_train) / FT_BATCH)))
-    tuned["paraphrase", arm, seed] = th.fit(
-        model, TASKS["paraphrase"], *finetuned_io(arm, FIRST_TUNED), seed, FT_BATCH, FT_EPOCHS,
-        CHECKS, PATIENCE, optimizer=optimizer, schedule=warmup_linear(max(1, steps // 10), steps),
-        clock=clock)
+    tuned["paraphrase", arm, seed] = th.finetune(
+        finetuned_model(arm, seed, TopLayers(tune_source, TOP).to(device)),
+        stage1["paraphrase", arm, seed]["model"], TASKS["paraphrase"],
+        *finetuned_io(arm, FIRST_TUNED), seed, FT_BATCH, FT_EPOCHS, ENC_LR, HEAD_LR, CHECKS,
+        PATIENCE, clock=clock)
 print(f"fine-tuning: {len(tuned)} read-outs trained in two stages, "
       f"{sum(r['seconds'] for r in (*stage1.values(), *tuned.values())):.0f} s of training "
       f"steps; stage 2 ran " + ", ".join(
@@ -817,8 +808,8 @@ lesson.claim("fine-tuned, one cross-attention layer read at [CLS] improves parap
              fallback=FALLBACK)
 lesson.claim("fine-tuned, letting the sentences meet in the encoder beats the poster's head",
              "not in the poster: the lesson's control (a cross-encoder)",
-             f"{cell(tuned, 'paraphrase', 'cross-encoder')} vs {cell(tuned, 'paraphrase', 'heads')} "
-             f"({len(CROSS_SEEDS)} and {len(FT_SEEDS)} seeds)",
+             f"{cell(tuned, 'paraphrase', 'cross-encoder')} vs "
+             f"{cell(tuned, 'paraphrase', 'heads')} ({len(CROSS_SEEDS)} and {len(FT_SEEDS)} seeds)",
              "tells how the head pools apart from letting A and B meet",
              verdict=claims.sentences_that_meet_beat_the_head(
                  cross=ft_items.get("cross-encoder", []), heads=ft_items["heads"],

@@ -735,3 +735,42 @@ def test_drop_effects_removes_the_top_token_and_a_random_other():
     moved = out["second", "top"] > 0  # top tokens 2, 2, 3 (never the first): token 1 stays
     assert not moved.any()
     assert (out["weight", "random"] < out["weight", "top"]).all()
+
+
+class _Shift(torch.nn.Module):
+    """A stand-in for trainable encoder layers: adds a learned vector to every state."""
+
+    def __init__(self):
+        super().__init__()
+        self.bias = torch.nn.Parameter(torch.zeros(D))
+
+    def forward(self, states, mask):
+        return states + self.bias
+
+
+def test_finetune_starts_from_stage_one_and_trains_the_encoder_at_its_rate(capsys):
+    task, inputs = _toy_task()
+    torch.manual_seed(0)
+    readout = SentenceClassifier("mean", D)
+    stage1 = th.fit(readout, task, inputs, lambda m, *x: m(*x), seed=0, batch_size=16,
+                    epochs=40, checks=1, patience=3)
+    model = SentenceClassifier("mean", D, encoder=_Shift())
+    with torch.no_grad():  # before training, the same predictions as stage 1
+        model.load_state_dict(readout.state_dict(), strict=False)
+        x, m = inputs(task.splits["test"])
+        assert torch.equal(model(x, m), readout(x, m))
+    out = th.finetune(model, readout, task, inputs, lambda m, *x: m(*x), seed=0, batch_size=16,
+                      epochs=3, encoder_lr=0.0, head_lr=1e-3, checks=1)
+    assert not model.encoder.bias.abs().any()  # the encoder's own rate (0 here) applies
+    assert out["test"] >= stage1["test"] - 0.1 and out["steps"] <= 3 * out["per_epoch"]
+    with pytest.raises(ValueError, match="read-out"):
+        th.finetune(SentenceClassifier("mean", D, encoder=_Shift()), PairModel("mean", D), task,
+                    inputs, lambda m, *x: m(*x), 0, 16, 1, 1e-4, 1e-3)
+    results = {("t", "a", 0): stage1, ("t", "a", 1): out, ("t", "b", 0): out}
+    assert th.per_run(results, "t", "a") == [stage1["test"], out["test"]]
+    assert th.mean_std([0.5, 0.7]) == "0.600 ± 0.100" and th.mean_std([]) == "-"
+    th.results_table(results, "t", ["a", "b"], {"line": 0.5})
+    printed = capsys.readouterr().out
+    flags = sum(r["converged"] for r in (stage1, out))
+    side = "below" if out["test"] < 0.5 else "above"
+    assert f"{flags} of 2" in printed and f"{out['test'] - 0.5:+10.3f} ({side})" in printed

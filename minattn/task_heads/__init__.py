@@ -7,7 +7,8 @@ Stanford CS224N poster, 2024), lesson 07 — read top down:
                 every token
     baselines   pair_features, best_threshold, LinearProbe, drop_token
     model       AttentionPool, CrossAttentionPool, Standardize, SentenceClassifier, PairModel
-    train       Task, fit (train until the validation score stops rising), predict, by_length,
+    train       Task, fit (train until the validation score stops rising), finetune (LP-FT's
+                second stage), predict, by_length,
                 drop_effects (what removing the token a head weighs most does), per_run,
                 mean_std, results_table (results over seeds)
     data        Bible verse pairs where word overlap cannot decide, their splits, offline
@@ -65,6 +66,7 @@ from .train import (
     Task,
     by_length,
     drop_effects,
+    finetune,
     fit,
     mean_std,
     per_run,
@@ -82,5 +84,5 @@ __all__ = [
     "SentenceClassifier", "PairModel", "Standardize", "content_words", "jaccard", "BiblePairs",
     "bible_pairs", "pair_rows", "SPLIT_NAMES", "random_token_states", "POSITIVE_WORDS",
     "NEGATIVE_WORDS", "template_sentiment", "template_verses", "Task", "fit", "predict",
-    "by_length", "drop_effects", "per_run", "mean_std", "results_table",
+    "by_length", "drop_effects", "finetune", "per_run", "mean_std", "results_table",
 ]

@@ -4,6 +4,7 @@ validation score stops improving, and the deletion test of what a head reads.
     Task               a task's data: its splits, text lengths, targets, loss and metric
     by_length, predict evaluation in chunks of similar length, in the order asked
     fit                train until converged (validation plateau) or the cap, keep the best
+    finetune           LP-FT's second stage: trainable top layers under a trained read-out
     drop_effects       |Δp| when the token a head weighs most, or a random one, is removed,
                        for the head's model and for models that never saw its weights
     per_run, mean_std, results_table   fit's results over seeds, summarised
@@ -18,7 +19,7 @@ from typing import Callable, Iterable
 import numpy as np
 import torch
 
-from ..tools.train import KeepBest, length_batches, train
+from ..tools.train import KeepBest, length_batches, train, warmup_linear
 from ..tools.utils import check_size, fail
 from .baselines import drop_token
 from .reference import pearson_loss_torch
@@ -126,6 +127,29 @@ def fit(model: torch.nn.Module, task: Task, inputs: Callable, forward: Callable,
                 converged=keep.misses >= patience, steps=history["step"][-1],
                 best_step=keep.best_step, per_epoch=per_epoch, seconds=seconds,
                 history=history, model=model)
+
+
+def finetune(model: torch.nn.Module, readout: torch.nn.Module, task: Task, inputs: Callable,
+             forward: Callable, seed: int, batch_size: int, epochs: float, encoder_lr: float,
+             head_lr: float, checks: int = 3, patience: int = 3, **kw) -> dict:
+    """Stage 2 of LP-FT: `model` (a read-out over trainable top layers `model.encoder`) starts
+    from the trained `readout` of stage 1 (every weight but the encoder's is copied), and both
+    train with AdamW (the encoder at `encoder_lr`, the rest at `head_lr`, weight decay 0.01),
+    a linear warm-up over the first 10 % of the cap and linear decay to it, until converged
+    (`fit`; gradients clipped at 1). Returns fit's dict."""
+    loaded = model.load_state_dict(readout.state_dict(), strict=False)
+    if loaded.unexpected_keys or any(not k.startswith("encoder.") for k in loaded.missing_keys):
+        fail("finetune: the stage-1 read-out does not match the model",
+             "the same read-out, with model.encoder the only new part",
+             f"missing {loaded.missing_keys[:3]}, unexpected {loaded.unexpected_keys[:3]}")
+    tuned = {id(p) for p in model.encoder.parameters()}
+    optimizer = torch.optim.AdamW(
+        [{"params": list(model.encoder.parameters()), "lr": encoder_lr},
+         {"params": [p for p in model.parameters() if id(p) not in tuned], "lr": head_lr}],
+        weight_decay=0.01)
+    steps = max(1, int(epochs * np.ceil(len(task.splits["train"]) / batch_size)))
+    return fit(model, task, inputs, forward, seed, batch_size, epochs, checks, patience,
+               optimizer=optimizer, schedule=warmup_linear(max(1, steps // 10), steps), **kw)
 
 
 def drop_effects(chunks: Iterable, generator: torch.Generator) -> dict:
