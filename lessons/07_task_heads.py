@@ -36,10 +36,9 @@
 # which tells *how to pool* apart from *letting the two sentences meet*.
 #
 # You will write the read-outs in NumPy and check their PyTorch twins; count what each rung
-# adds; build a paraphrase test that counting shared words cannot pass; see what the poster's
-# U(0.9, 1) initialisation does at the start; train the rungs over a frozen MiniLM (a 6-layer
-# BERT), then fine-tune it, each run until its validation score stops rising; and measure
-# what a head costs and whether what it reads matters.
+# adds; build a paraphrase test that counting shared words cannot pass; see what U(0.9, 1)
+# does at the start; train the rungs over a frozen MiniLM (a 6-layer BERT), then fine-tune
+# it, each run until it stops improving; and measure what a head costs and what it reads.
 #
 # ## The math
 #
@@ -130,8 +129,8 @@ for (setting, row), values in POSTER.items():
 # %% [markdown]
 # ## 1. The NumPy reference on a hand-sized example
 #
-# Two sentences of width $D = 2$; the second is padded (its third token is padding, filled
-# with 100 to make any leak obvious).
+# Two sentences of width $D = 2$; the second's third token is padding, filled with 100 to
+# make any leak obvious.
 
 # %%
 show(th.mean_pool_np)
@@ -161,11 +160,11 @@ assert np.isclose(th.pearson_loss_np(10 * p - 3, t), th.pearson_loss_np(p, t))  
 # %% [markdown]
 # ## 2. The PyTorch heads, checked against the reference
 #
-# `AttentionPool` and `CrossAttentionPool` are stacks of lesson 01's `MultiHeadAttention`
-# (queries from LN(x), keys LN(·), values raw, padding masked with `padding_mask_torch`).
-# `numpy_params()` hands their weights to the NumPy functions; in float64 the two agree to
-# rounding error. The cross head reads A's first token, as the poster does: A's tokens never
-# attend to each other there, so only the first one needs to be computed at all.
+# `AttentionPool` and `CrossAttentionPool` stack lesson 01's `MultiHeadAttention` (queries
+# from LN(x), keys LN(·), values raw, padding masked); `numpy_params()` hands their weights to
+# the NumPy functions, and in float64 the two agree to rounding error. The cross head reads
+# A's first token, as the poster does: A's tokens never attend to each other there, so only
+# the first one is computed.
 
 # %%
 show(th.CrossAttentionPool.forward)
@@ -197,12 +196,11 @@ assert max(errors.values()) < 1e-10
 # %% [markdown]
 # ## 3. The ladder, and what each rung adds
 #
-# Parameters of each read-out at MiniLM's width ($D = 384$, 12 heads), counted on the modules
-# themselves, beside the encoder's. A full-width attention layer owns four $D \times D$
-# projections, $4D^2 + 4D$ parameters. The cross-encoder adds none — it pays differently: the
-# pair must go through the encoder together, so nothing can be computed once per sentence
-# and reused (to compare one sentence with a thousand others, the encoder runs a thousand
-# times).
+# Parameters of each read-out at MiniLM's width ($D = 384$, 12 heads), counted on the modules,
+# beside the encoder's. A full-width attention layer owns four $D \times D$ projections,
+# $4D^2 + 4D$ parameters. The cross-encoder adds none but pays otherwise: nothing can be
+# computed once per sentence and reused (to compare one sentence with a thousand others, the
+# encoder runs a thousand times).
 
 # %%
 D_ENC, H_ENC = 384, 12
@@ -251,13 +249,12 @@ print("  poster: " + ", ".join(f"{what} {n / 768 ** 2:.2f} D²" for what, n in (
 #   1 = the next verse, 0 = the far verse.
 #
 # Splits hold out whole verses (training, validation for early stopping and a probe's
-# penalty, test); no sentence is in two of them. MiniLM runs once over every text and its
-# states are cached (`encoder.hidden_states`): the last layer's for the frozen experiment, the
-# input of the fine-tuned layers for section 7, and every pair as one "[CLS] A [SEP] B [SEP]"
-# sequence for the cross-encoder. Every text is cut at the same 256 tokens (the printout
-# counts those that reach it). Without the encoder or text files the lesson falls back to
-# random word vectors, a random encoder, template sentences and synthetic verse pairs, so that
-# it still runs offline; its claims are then recorded as not tested.
+# penalty, test); no sentence is in two. MiniLM runs once over every text and its states are
+# cached (`encoder.hidden_states`): the last layer's, the input of the fine-tuned layers, and
+# for the cross-encoder every pair as one "[CLS] A [SEP] B [SEP]" sequence. Every text is cut
+# at the same 256 tokens (the printout counts those that reach it). Without the encoder or
+# text files the lesson falls back to random word vectors, a random encoder, template
+# sentences and synthetic verse pairs, so that it runs offline; its claims are then not tested.
 
 # %%
 n_sent_train, n_sent_test = lesson.size(full=(1000, 600), smoke=(60, 40), paper=(8000, 1000))
@@ -267,26 +264,8 @@ TOP = lesson.size(full=1, smoke=1, paper=6)  # encoder layers fine-tuned in sect
 # section 7's control, the cross-encoder, needs more steps than full mode holds on one CPU thread
 CROSS_SEEDS = lesson.size(full=[], smoke=[0], paper=[0, 1, 2])
 MAX_LEN = 256
-fallback = []
-try:
-    sent_train, sent_test = data.load_sentiment("train"), data.load_sentiment("test")
-    # a seeded random subset of each split (the source file is sorted by sentiment)
-    pick_train, pick_test = (np.sort(np.random.default_rng(0).choice(len(s.texts), n,
-                                                                     replace=False))
-                             for s, n in ((sent_train, n_sent_train), (sent_test, n_sent_test)))
-    sentences = [sent_train.texts[i] for i in pick_train] + [sent_test.texts[i] for i in pick_test]
-    sent_labels = np.concatenate([sent_train.labels[pick_train], sent_test.labels[pick_test]])
-except data.DatasetMissing as err:
-    print(f"{err}\nFALLBACK: template sentences instead of Rotten Tomatoes.")
-    sentences, sent_labels = th.template_sentiment(n_sent_train + n_sent_test,
-                                                   np.random.default_rng(0))
-    fallback.append("template sentences")
-try:
-    verses = data.load_parallel("web-bbe")
-except data.DatasetMissing as err:
-    print(f"{err}\nFALLBACK: synthetic verse pairs (synonyms) instead of the Bible.")
-    verses = th.template_verses(32 * n_anchors, np.random.default_rng(0))
-    fallback.append("synthetic verses")
+sentences, sent_labels, verses, fallback = th.lesson_texts(n_sent_train, n_sent_test,
+                                                           32 * n_anchors)
 MATCH = dict(tolerance=0.02, parallel=0.25)  # negatives: the overlap matched; parallels out
 bible = th.bible_pairs(verses, n_anchors, np.random.default_rng(0),
                        fractions=FRACTIONS, min_distance=min(50, len(verses) // 20), **MATCH)
@@ -364,12 +343,11 @@ for task, split in SPLITS.items():
 # cosine is built from, spreads several times less than $u$ (printed below).
 
 # %%
-def pooled(states, how, chunk=512):
-    """(N, D) float64 on `device`: every text's mean-pooled (or first-token) state."""
-    pool = th.mean_pool_torch if how == "mean" else th.cls_pool_torch
+def pooled(states, chunk=512):
+    """(N, D) float64 on `device`: every text's mean-pooled state."""
     with torch.no_grad():
-        return torch.cat([pool(*states.batch(np.arange(i, min(i + chunk, len(states))), device))
-                          for i in range(0, len(states), chunk)]).double()
+        return torch.cat([th.mean_pool_torch(*states.batch(np.arange(i, min(i + chunk, len(
+            states))), device)) for i in range(0, len(states), chunk)]).double()
 
 
 pair_lengths = bible_states.lengths()[bible.a] + bible_states.lengths()[bible.b]
@@ -384,8 +362,8 @@ TASKS = {"sentiment": th.Task(SPLITS["sentiment"], sent_states.lengths(),
                                "correlate", th.pearson_loss_torch)}
 METRIC = {"sentiment": "test accuracy", "paraphrase": "test accuracy",
           "similarity": "test Pearson r"}
-verse_mean = {layer: pooled(s, "mean") for layer, s in bible_layers.items()}
-features = {"sentiment": pooled(sent_states, "mean")}
+verse_mean = {layer: pooled(s) for layer, s in bible_layers.items()}
+features = {"sentiment": pooled(sent_states)}
 for layer, v in verse_mean.items():
     features["paraphrase", layer] = th.pair_features(v[bible.a], v[bible.b])
 cosine = torch.nn.functional.cosine_similarity(verse_mean[LAST][bible.a], verse_mean[LAST][bible.b])
@@ -458,18 +436,16 @@ print(f"sum of a token's {D} features, over tokens: mean {sums.mean().item():.2f
       f"std {sums.std().item():.2f}")
 
 
-def first_step_attention(states, mask, init, normalize, seed=0):
-    torch.manual_seed(seed)
-    head = th.AttentionPool(D, 12, 1, init=init, normalize=normalize).to(device)
-    with torch.no_grad():
-        return head(states, mask, need_weights=True)[1]  # (B, 12, L)
-
-
 settings = {"default init, LN": ("default", True), "U(0.9, 1), LN": ("u09", True),
             "default init, raw states": ("default", False), "U(0.9, 1), raw states": ("u09", False)}
 for name, (init, normalize) in settings.items():
-    ratios = [th.mean_entropy_ratio(first_step_attention(probe_x, probe_mask, init, normalize, s),
-                                    probe_mask) for s in range(3)]
+    ratios = []
+    for seed in range(3):  # one full-width head at initialisation, its first step's weights
+        torch.manual_seed(seed)
+        head = th.AttentionPool(D, 12, 1, init=init, normalize=normalize).to(device)
+        with torch.no_grad():
+            weights = head(probe_x, probe_mask, need_weights=True)[1]  # (B, 12, L)
+        ratios.append(th.mean_entropy_ratio(weights, probe_mask))
     print(f"  {name:26s} entropy ratio of the first step's attention {np.mean(ratios):.3f}")
 print(" ", th.uniform_scale_note(D))
 
@@ -485,43 +461,56 @@ print(" ", th.uniform_scale_note(D))
 # as $|z|$ over the length of the mean-pooled vector it starts from:
 
 # %%
-def start_of(task, kw, seed, width):
-    """(|z| / |mean pooling|, |cos(z, 1)|, entropy ratio) of a head at initialisation."""
-    set_seed(seed)
-    heads = N_HEADS if width < D else 12
-    if task == "sentiment":
-        model = th.SentenceClassifier(d_model=width, d_in=D, num_heads=heads, **kw).to(device)
-        x, m = STANDARDIZE[task](probe_x[:64]), probe_mask[:64]
-        with torch.no_grad():
-            z, w = model.head(model.project(x), m, need_weights=True)
-            base = th.mean_pool_torch(model.project(x), m)
-        ratio = th.mean_entropy_ratio(w, m)
-    else:
-        model = th.PairModel(d_model=width, d_in=D, num_heads=heads, **kw).to(device)
-        rows = SPLITS[task]["test"][:64]
-        a_x, a_m = bible_states.batch(bible.a[rows], device)
-        b_x, b_m = bible_states.batch(bible.b[rows], device)
-        with torch.no_grad():
-            pa, pb = model.project(STANDARDIZE[task](a_x)), model.project(STANDARDIZE[task](b_x))
-            z, w = model.head(pa, a_m, pb, b_m, need_weights=True)
-            base = th.mean_pool_torch(pa, a_m)
-        ratio = th.mean_entropy_ratio(w[:, :, 0], b_m)
-    length = (z.norm(dim=-1) / base.norm(dim=-1)).mean().item()
-    along_ones = torch.nn.functional.cosine_similarity(z, torch.ones_like(z), dim=-1).abs()
-    return length, along_ones.mean().item(), ratio
-
-
 D_HEAD, N_HEADS = 64, 4  # sentiment and similarity heads: 4 heads of 16 after a 384 -> 64 map
 WIDTH = {"sentiment": D_HEAD, "paraphrase": D, "similarity": D_HEAD}  # section 6's read-outs
 HEAD_OF = {"sentiment": dict(pool="attention", num_layers=2),  # the poster's configurations
            "paraphrase": dict(pool="cross", read="first", num_layers=1),
            "similarity": dict(pool="cross", read="first", num_layers=3)}
+
+
+def frozen_inputs(task, rows, states=None):
+    """The cached token states of `rows`: one sentence, or sentences A and B of each pair."""
+    if task == "sentiment":
+        return sent_states.batch(rows, device)
+    states = states or bible_states
+    return (*states.batch(bible.a[rows], device), *states.batch(bible.b[rows], device))
+
+
+def frozen_model(task, kw):
+    """A read-out over frozen states: WIDTH[task] features (12 heads at full width)."""
+    width = WIDTH[task]
+    heads = N_HEADS if width < D else 12
+    if task == "sentiment":
+        return th.SentenceClassifier(d_model=width, d_in=D, num_heads=heads,
+                                     standardize=STANDARDIZE[task], **kw).to(device)
+    out = "classify" if task == "paraphrase" else "similarity"
+    return th.PairModel(d_model=width, d_in=D, out=out, num_heads=heads,
+                        standardize=STANDARDIZE[task], **kw).to(device)
+
+
+def start_of(task, kw, seed):
+    """(|z| / |mean pooling|, |cos(z, 1)|, entropy ratio) of a head at initialisation, on the
+    standardised (and, at width 64, mapped) states of 64 test items."""
+    set_seed(seed)
+    model = frozen_model(task, kw)
+    x = frozen_inputs(task, SPLITS[task]["test"][:64])
+    with torch.no_grad():
+        x = [model.project(model.standardize(v)) if k % 2 == 0 else v for k, v in enumerate(x)]
+        z, w = model.head(*x, need_weights=True)
+        base = th.mean_pool_torch(x[0], x[1])
+    ratio = th.mean_entropy_ratio(w, x[1]) if task == "sentiment" else \
+        th.mean_entropy_ratio(w[:, :, 0], x[3])  # A's first token over B's tokens
+    length = (z.norm(dim=-1) / base.norm(dim=-1)).mean().item()
+    along_ones = torch.nn.functional.cosine_similarity(z, torch.ones_like(z), dim=-1).abs()
+    return length, along_ones.mean().item(), ratio
+
+
 STARTS = {}
 print(f"{'head (configuration trained below)':44s} {'init':8s} {'|z|/|mean|':>11s} "
       f"{'|cos(z, 1)|':>11s} {'entropy ratio':>14s}")
 for task, kw in HEAD_OF.items():
     for init in ("default", "u09"):
-        STARTS[task, init] = np.array([start_of(task, dict(kw, init=init), s, WIDTH[task])
+        STARTS[task, init] = np.array([start_of(task, dict(kw, init=init), s)
                                        for s in range(3)])
         layers = kw["num_layers"]
         name = (f"{task}, {layers} {'self' if task == 'sentiment' else 'cross'}-attn "
@@ -558,51 +547,23 @@ lesson.claim("U(0.9, 1) makes the starting point close to taking a mean of the t
 # Each row trains only what sits on top of the frozen MiniLM's standardised last-layer states:
 # the read-out and a classifier. On paraphrase every read-out reads all 384 features, as the
 # probe does (these runs are also stage 1 of section 7). On sentiment and similarity a trained
-# linear map $P$ from 384 to 64 features comes first, the same for every row of the task, so
-# that two self-attention or three cross-attention layers stay cheap on a CPU
-# ($P\,\mathrm{mean}(h) = \mathrm{mean}(P h)$: the baselines are unchanged in kind). The
-# heads are the poster's configurations (its Table 2): two self-attention layers read by
-# `[CLS]` for sentiment, one cross-attention layer for paraphrase, three for similarity, the
-# last two also with U(0.9, 1). AdamW at the poster's frozen-encoder rate, $10^{-3}$, batches
-# of 32 from `tools.train.length_batches` (sort by length with random tie-breaks, cut, shuffle
-# the batches, anew every epoch: every example once per epoch, little padding). Validation is
-# checked twice per epoch; a run has **converged** when three checks in a row bring no better
-# score, and keeps its best weights (`KeepBest`). A run that hits the cap on epochs first has
-# not converged, and no verdict is drawn from it.
+# linear map $P$ from 384 to 64 features comes first, the same for every row, so that two
+# self-attention or three cross-attention layers stay cheap on a CPU. The heads are the
+# poster's configurations (its Table 2): two self-attention layers read by `[CLS]` for
+# sentiment, one cross-attention layer for paraphrase, three for similarity, the last two also
+# with U(0.9, 1). AdamW at the poster's frozen-encoder rate, $10^{-3}$, batches of 32 from
+# `tools.train.length_batches` (sorted by length with random tie-breaks, cut, shuffled: every
+# example once per epoch, little padding). Validation is checked twice per epoch; a run has
+# **converged** when three checks in a row bring no better score, and keeps its best weights
+# (`KeepBest`). A run that hits the cap first has not converged: no verdict is drawn from it.
 
 # %%
 FROZEN_SEEDS = lesson.size(full=[0, 1, 2], smoke=[0, 1], paper=[0, 1, 2])
 MAX_EPOCHS = lesson.size(full=8, smoke=1, paper=20)
-FROZEN = {"sentiment": {"first token": dict(pool="cls"), "mean pooling": dict(pool="mean"),
-                        "heads": HEAD_OF["sentiment"]},
-          "paraphrase": {"first token": dict(pool="cls"), "mean pooling": dict(pool="mean"),
-                         "heads": HEAD_OF["paraphrase"],
-                         "heads, U(0.9, 1)": dict(HEAD_OF["paraphrase"], init="u09")},
-          "similarity": {"first token": dict(pool="cls"), "mean pooling": dict(pool="mean"),
-                         "heads": HEAD_OF["similarity"],
-                         "heads, U(0.9, 1)": dict(HEAD_OF["similarity"], init="u09")}}
-
-
-def frozen_inputs(task, rows, states=None):
-    """The cached token states of `rows`: one sentence, or sentences A and B of each pair."""
-    if task == "sentiment":
-        return sent_states.batch(rows, device)
-    states = states or bible_states
-    return (*states.batch(bible.a[rows], device), *states.batch(bible.b[rows], device))
-
-
-def frozen_model(task, kw):
-    """A read-out over frozen states: WIDTH[task] features (12 heads at full width)."""
-    width = WIDTH[task]
-    heads = N_HEADS if width < D else 12
-    if task == "sentiment":
-        return th.SentenceClassifier(d_model=width, d_in=D, num_heads=heads,
-                                  standardize=STANDARDIZE[task], **kw).to(device)
-    out = "classify" if task == "paraphrase" else "similarity"
-    return th.PairModel(d_model=width, d_in=D, out=out, num_heads=heads,
-                     standardize=STANDARDIZE[task], **kw).to(device)
-
-
+FROZEN = {task: {"first token": dict(pool="cls"), "mean pooling": dict(pool="mean"),
+                 "heads": head, **({} if task == "sentiment" else  # the poster's U(0.9, 1) rows
+                                   {"heads, U(0.9, 1)": dict(head, init="u09")})}
+          for task, head in HEAD_OF.items()}
 frozen = {}
 runs = [(task, arm, seed) for task, arms in FROZEN.items() for arm in arms for seed in FROZEN_SEEDS]
 for task, arm, seed in tqdm(runs, desc="frozen encoder: rungs x seeds", mininterval=1):
@@ -613,43 +574,25 @@ for task, arm, seed in tqdm(runs, desc="frozen encoder: rungs x seeds", mininter
                                      checks=2, patience=3, clock=clock)
 print(f"the frozen experiment: {len(frozen)} trainings, "
       f"{sum(r['seconds'] for r in frozen.values()):.0f} s of training steps")
-
-
 per_seed = th.per_run  # results[(task, arm, seed)][key] over seeds
 cell = lambda results, task, arm: th.mean_std(per_seed(results, task, arm))
 for task, arms in FROZEN.items():
     th.results_table(frozen, task, arms, {k: v for k, v in REF[task].items()
                                           if k != "word overlap"})
 
-
-def frozen_part(task):
-    """The claim's numbers of one task: its two arms' per-run scores, their convergence."""
-    key = "test" if task == "similarity" else "items"
-    return ({"heads": per_seed(frozen, task, "heads", key),
-             "mean": per_seed(frozen, task, "mean pooling", key)},
-            [f for arm in ("heads", "mean pooling") for f in per_seed(frozen, task, arm,
-                                                                     "converged")])
-
-
-parts = {task: frozen_part(task) for task in FROZEN}
-
 # %% [markdown]
-# **Reading the frozen table.** Each row sits beside the lines of section 4: a row below the
-# zero-shot cosine or the probe has not learned what the frozen states already offer; if its
-# runs converged, what holds it back is what it reads (or over-fitting a small training set),
-# not the budget. Think about what the poster's paraphrase head reads: its $u$ is A's `[CLS]`
-# state plus what that token reads of B — it never sees the mean of A's tokens, the vector
-# MiniLM was trained to produce (compare the first-token row). Within each task every rung
-# reads the same standardised states, through the same map where there is one, so heads and
-# mean pooling are compared on equal terms: the claim below pairs their answers on the same
-# test items (accuracy; the correlation of the similarity task over seeds only), and decides
-# only tasks whose runs all converged.
+# **Reading the frozen table.** A row below the zero-shot cosine or the probe has not learned
+# what the frozen states already offer; if its runs converged, what holds it back is what it
+# reads (or over-fitting a small training set), not the budget. Mind what the poster's
+# paraphrase head reads: its $u$ is A's `[CLS]` state plus what that token reads of B — never
+# the mean of A's tokens, the vector MiniLM was trained to produce (compare the first-token
+# row). Within a task every rung reads the same states, so the claim below pairs heads and
+# mean pooling on the same test items (the similarity correlation over seeds only), and
+# decides only tasks whose runs all converged.
 
 # %%
 print("FROZEN encoder, ours beside the poster's 'pretrain' rows")
 print(f"{'read-out':17s} " + " ".join(f"{t + ' (ours)':>18s} {'poster':>8s}" for t in FROZEN))
-
-
 for arm in dict.fromkeys(a for arms in FROZEN.values() for a in arms):
     print(f"{arm:17s} " + " ".join(
         f"{cell(frozen, task, arm):>18s} {as_text(POSTER[('frozen', arm)][col]) or '-':>8s}"
@@ -663,8 +606,13 @@ lesson.claim("over a frozen encoder, task-specific heads lose to mean pooling on
              "MiniLM was trained for mean pooling; our sentiment has 2 classes, our pairs are "
              "Bible verses; the sentiment and similarity read-outs read 64 features",
              verdict=claims.frozen_heads_vs_mean_pooling(
-                 **{task: arms for task, (arms, _) in parts.items()},
-                 converged={task: flags for task, (_, flags) in parts.items()}),
+                 **{task: {k: per_seed(frozen, task, arm, "test" if task == "similarity" else
+                                       "items") for k, arm in (("heads", "heads"),
+                                                               ("mean", "mean pooling"))}
+                    for task in FROZEN},
+                 converged={task: per_seed(frozen, task, "heads", "converged")
+                            + per_seed(frozen, task, "mean pooling", "converged")
+                            for task in FROZEN}),
              fallback=FALLBACK)
 u09_flags = [f for task in ("paraphrase", "similarity") for arm in ("heads", "heads, U(0.9, 1)")
              for f in per_seed(frozen, task, arm, "converged")]
@@ -726,7 +674,7 @@ FT_EPOCHS = lesson.size(full=3, smoke=0.5, paper=10)  # the cap; runs stop when 
 FT_BATCH = lesson.size(full=8, smoke=8, paper=16)
 CHECKS, PATIENCE = 3, 3  # stage 2: validation checks per epoch; checks without a better one
 ENC_LR, HEAD_LR = lesson.size(full=1e-4, smoke=1e-4, paper=3e-5), 3e-4
-FT_ARMS = {"mean pooling": dict(pool="mean"), "heads": dict(pool="cross", read="first"),
+FT_ARMS = {"mean pooling": FROZEN["paraphrase"]["mean pooling"], "heads": HEAD_OF["paraphrase"],
            **({"cross-encoder": None} if CROSS_SEEDS else {})}
 tune_source = encoder if encoder is not None else \
     MiniLMEncoder(BertConfig(num_hidden_layers=TOP)).to(device)  # the offline fallback
@@ -741,14 +689,13 @@ pair_standardize = th.Standardize(training_tokens(pair_layers[LAST], pair_of_row
 
 
 def finetuned_model(arm, seed, top=None):
-    """Read-out `arm` at full width over standardised states: of the frozen encoder (top=None:
-    stage 1) or of trainable top layers `top` (stage 2; the same fixed standardisation)."""
+    """Read-out `arm` over standardised states: of the frozen encoder (top=None: stage 1) or
+    of trainable top layers `top` (stage 2); the pair read-outs are section 6's."""
     set_seed(seed)
     if arm == "cross-encoder":
         return th.SentenceClassifier("cls", D, n_classes=1, encoder=top,
-                                  standardize=pair_standardize).to(device)
-    return th.PairModel(d_model=D, num_heads=12, encoder=top, standardize=STANDARDIZE["paraphrase"],
-                     **FT_ARMS[arm]).to(device)
+                                     standardize=pair_standardize).to(device)
+    return frozen_model("paraphrase", dict(FT_ARMS[arm], encoder=top))
 
 
 def finetuned_io(arm, layer):
@@ -787,11 +734,6 @@ LINES = {k: REF["paraphrase"][k] for k in ("zero-shot cosine", PROBE)}
 print("stage 1 (frozen) and stage 2 (fine-tuned) beside the frozen lines:")
 th.results_table(stage1, "paraphrase", FT_ARMS, LINES)
 th.results_table(tuned, "paraphrase", FT_ARMS, LINES)
-print(f"{'':28s} {'poster, frozen':>15s} {'poster, fine-tuned':>19s}")
-for arm in FT_ARMS:
-    theirs = POSTER.get(("frozen", arm), ("(not run)",) * 2)[1], \
-        POSTER.get(("fine-tuned", arm), ("(not run)",) * 2)[1]
-    print(f"  {arm:26s} {as_text(theirs[0]):>15s} {as_text(theirs[1]):>19s}")
 ft_flags = {arm: per_seed(tuned, "paraphrase", arm, "converged") for arm in FT_ARMS}
 ft_items = {arm: per_seed(tuned, "paraphrase", arm, "items") for arm in FT_ARMS}
 lesson.claim("fine-tuned, one cross-attention layer read at [CLS] improves paraphrase accuracy "
@@ -816,38 +758,28 @@ lesson.claim("fine-tuned, letting the sentences meet in the encoder beats the po
                  converged=ft_flags.get("cross-encoder", []) + ft_flags["heads"], lines=LINES),
              fallback=FALLBACK)
 
-fig, (ax_curve, ax_dot) = plt.subplots(1, 2, figsize=(14, 4.4), width_ratios=(1.3, 1))
+fig, ax = plt.subplots(figsize=(11, 4.4))
 colours = {"mean pooling": "#4477aa", "heads": "#ee7733", "cross-encoder": "#228833"}
 for arm in FT_ARMS:
     for k, s in enumerate(CROSS_SEEDS if arm == "cross-encoder" else FT_SEEDS):
         history = tuned["paraphrase", arm, s]["history"]
-        ax_curve.plot([0] + history["val_step"], [stage1["paraphrase", arm, s]["val"]]
-                      + history["val"], marker="o", ms=3, color=colours[arm],
-                      ls="-" if k == 0 else ":", label=arm if k == 0 else None)
-for ax in (ax_curve, ax_dot):
-    for (name, value), ls in zip(LINES.items(), ("--", ":")):
-        ax.axhline(value, color="k", ls=ls, lw=1, label=f"frozen {name}")
-ax_curve.set(xlabel=f"stage-2 training step (batches of {FT_BATCH} pairs; step 0: the end of "
-                    "stage 1)", ylabel="validation accuracy",
-             title=f"Fine-tuning the top {TOP} layer(s): one line per seed, until converged")
-ax_curve.legend(fontsize=8, loc="lower right")
-for x, arm in enumerate(FT_ARMS):
-    for dx, results, marker in ((-0.15, stage1, "o"), (0.15, tuned, "s")):
-        scores = per_seed(results, "paraphrase", arm)
-        ax_dot.errorbar(x + dx, np.mean(scores), yerr=np.std(scores), fmt=marker,
-                        color=colours[arm], capsize=4, ms=7, mfc="white" if marker == "o" else None)
-ax_dot.set_xticks(range(len(FT_ARMS)), list(FT_ARMS))
-ax_dot.set(ylabel="test accuracy (mean ± std over seeds)",
-           title="Paraphrase: stage 1, frozen (open) and stage 2, fine-tuned (filled)")
-ax_dot.grid(axis="y", alpha=0.3)
-fig.tight_layout()
+        ax.plot([0] + history["val_step"], [stage1["paraphrase", arm, s]["val"]]
+                + history["val"], marker="o", ms=3, color=colours[arm],
+                ls="-" if k == 0 else ":", label=arm if k == 0 else None)
+for (name, value), ls in zip(LINES.items(), ("--", ":")):
+    ax.axhline(value, color="k", ls=ls, lw=1, label=f"frozen {name} (test)")
+ax.set(xlabel=f"stage-2 training step (batches of {FT_BATCH} pairs; step 0: the end of "
+              "stage 1)", ylabel="validation accuracy",
+       title=f"Fine-tuning the top {TOP} layer(s) under each read-out: one line per seed")
+ax.legend(fontsize=8, loc="lower right")
+ax.grid(alpha=0.3)
 lesson.savefig(fig, "finetuned")
 
 # %% [markdown]
-# **Reading the fine-tuned results.** Each curve starts at its stage-1 score (step 0) and
-# stops where its run converged or hit the cap; a curve that ends below the black lines has
-# not learned, fine-tuned, what a linear probe reads from the frozen states, and the claims
-# above draw no comparison from it.
+# **Reading the fine-tuned results.** Each curve starts at its stage-1 validation score (step
+# 0) and stops where its run converged or hit the cap; the black lines are the frozen
+# reference lines, on the test pairs. The claims above compare test scores, and draw no
+# comparison from an arm whose test score ends below those lines.
 
 # %% [markdown]
 # ## 8. What a head costs, counted and measured
@@ -999,39 +931,22 @@ lesson.claim("the token the head weighs most matters to a model that never saw t
                  random=[e["mean pooling", "random"] for e in effects.values()]),
              fallback=FALLBACK)
 
-fig = plt.figure(figsize=(13, 8), layout="constrained")
-top_fig, bottom_fig = fig.subfigures(2, 1, height_ratios=(1.1, 1))
-sent_head = frozen["sentiment", "heads", FROZEN_SEEDS[0]]["model"]
-test_rows = SPLITS["sentiment"]["test"]
-show_rows = test_rows[np.abs(sent_states.lengths()[test_rows] - 13) <= 9][:4]  # 4 to 22 tokens
-with torch.no_grad():
-    shown = [sent_head(*sent_states.batch([i], device), need_weights=True) for i in show_rows]
-vmax = max(float(w.mean(1).max()) for _, w in shown)  # one colour scale for every row
-axes = top_fig.subplots(len(show_rows), 1)
-for ax, i, (logits, w) in zip(np.atleast_1d(axes), show_rows, shown):
-    labels = token_labels(sent_states, i)
-    im = ax.imshow(w[0].mean(0).cpu().numpy()[None], cmap="viridis", aspect="auto", vmin=0,
-                   vmax=vmax)
-    ax.set_xticks(range(len(labels)), labels, rotation=60, fontsize=7)
-    ax.set_yticks([])
-    ax.set_title(f"label {'pos' if sent_labels[i] else 'neg'}, predicted "
-                 f"{'pos' if logits.argmax().item() else 'neg'}", fontsize=8)
-top_fig.colorbar(im, ax=axes, label="attention weight", shrink=0.8)
-top_fig.suptitle("Frozen sentiment head: what [CLS] reads (mean of 4 heads)")
-ax = bottom_fig.subplots()
-pair_rows_test = SPLITS["paraphrase"]["test"]
-k = int(np.argmin(bible_states.lengths()[bible.b[pair_rows_test[:40]]]))  # a short pair
-row = pair_rows_test[k]
-with torch.no_grad():
-    pair_w = tuned["paraphrase", "heads", FT_SEEDS[0]]["model"](*frozen_inputs(
-        "paraphrase", pair_rows_test[k:k + 1], bible_layers[FIRST_TUNED]), need_weights=True)[1][0]
-nb = pair_w.shape[-1]
-ax.bar(range(nb), pair_w[0, :, 0].mean(0).cpu().numpy(), color="#ee7733")
-ax.set_xticks(range(nb), token_labels(bible_states, bible.b[row]), rotation=60, fontsize=8)
-ax.set(ylabel="weight (mean of 12 heads)", xlabel="B's tokens",
-       title=f"Fine-tuned paraphrase head: A's [CLS] reads B (label: "
-             f"{'paraphrase' if bible.level[row] == 2 else 'not a paraphrase'})\nA: "
-             f"{textwrap.shorten(bible.texts[bible.a[row]], 120)}")
+pair_test = SPLITS["paraphrase"]["test"]
+fig, axes = plt.subplots(2, 1, figsize=(13, 7))
+for ax, level in zip(axes, (2, 0)):  # the shortest paraphrase and non-paraphrase of the first 40
+    rows = pair_test[:40][bible.level[pair_test[:40]] == level]
+    row = rows[np.argmin(bible_states.lengths()[bible.b[rows]])]
+    with torch.no_grad():
+        pair_w = tuned["paraphrase", "heads", FT_SEEDS[0]]["model"](*frozen_inputs(
+            "paraphrase", [row], bible_layers[FIRST_TUNED]), need_weights=True)[1][0]
+    labels = token_labels(bible_states, bible.b[row])
+    ax.bar(range(len(labels)), pair_w[0, :, 0].mean(0).cpu().numpy(), color="#ee7733")
+    ax.set_xticks(range(len(labels)), labels, rotation=60, fontsize=8)
+    ax.set(ylabel="weight (mean of 12 heads)",
+           title=f"{'paraphrase' if level == 2 else 'not a paraphrase'} — A: "
+                 f"{textwrap.shorten(bible.texts[bible.a[row]], 110)}")
+fig.suptitle("The fine-tuned paraphrase head: what A's [CLS] reads of B's tokens")
+fig.tight_layout()
 lesson.savefig(fig, "what_heads_read")
 
 # %% [markdown]
@@ -1046,21 +961,20 @@ lesson.summary()
 # %% [markdown]
 # And what holds on every run:
 #
-# * A ladder of read-outs — first token, mean, a learned query, the sentence's own `[CLS]`
-#   asking through layers of its own, a cross-encoder — each reads the tokens more flexibly
-#   than the one below. With LN'd queries and keys and raw values, a head with uniform weights
-#   *is* a linear map of mean pooling: the head contains the baseline.
-# * A test must be one the trivial answer cannot pass: here every negative shares as many
-#   words with its sentence A as the paraphrase does, so counting words scores near chance.
-#   And before comparing read-outs, each must be trained until it stops improving and reach
-#   what the frozen states already offer (the zero-shot cosine, a converged linear probe);
+# * Each rung of the ladder — first token, mean, a learned query, the sentence's own `[CLS]`
+#   asking through layers of its own, a cross-encoder — reads the tokens more flexibly than
+#   the one below. With LN'd queries and keys and raw values, a head with uniform weights *is*
+#   a linear map of mean pooling: the head contains the baseline.
+# * A test must be one the trivial answer cannot pass (here every negative shares as many
+#   words with A as the paraphrase does), and before read-outs are compared each must be
+#   trained until it stops improving and reach what the frozen states already offer;
 #   otherwise the comparison measures the training budget.
 # * The encoder matters: MiniLM was trained so that its mean-pooled states are sentence
-#   embeddings — on rewordings much like ours — and the poster's BERT was not.
-# * A head's time overhead is a share of the step: larger over a frozen encoder (no backward
-#   pass through it) than over a fine-tuned one, and smaller the larger the encoder.
-# * An attention map's largest weight always moves the read-out most when removed; only a
-#   model that ignores the map can tell whether the token matters.
+#   embeddings, on rewordings much like ours; the poster's BERT was not.
+# * Counted, a head's time overhead is a share of the step: larger over a frozen encoder (no
+#   backward pass through it) than over a fine-tuned one, smaller the larger the encoder.
+# * An attention map's largest weight always moves the head's read-out most when removed;
+#   only a model that ignores the map can tell whether the token matters.
 #
 # ## Exercises
 #

@@ -774,3 +774,17 @@ def test_finetune_starts_from_stage_one_and_trains_the_encoder_at_its_rate(capsy
     flags = sum(r["converged"] for r in (stage1, out))
     side = "below" if out["test"] < 0.5 else "above"
     assert f"{flags} of 2" in printed and f"{out['test'] - 0.5:+10.3f} ({side})" in printed
+
+
+def test_lesson_texts_fall_back_and_say_so(monkeypatch):
+    from minattn.task_heads import data as thdata
+    from minattn.tools.data import DatasetMissing
+
+    def missing(*args, **kwargs):
+        raise DatasetMissing("not here")
+
+    monkeypatch.setattr(thdata, "load_sentiment", missing)
+    monkeypatch.setattr(thdata, "load_parallel", missing)
+    sentences, labels, verses, fallback = th.lesson_texts(6, 4, 50)
+    assert len(sentences) == len(labels) == 10 and len(verses) == 50
+    assert fallback == ["template sentences", "synthetic verses"]

@@ -25,6 +25,7 @@ from .data import (
     bible_pairs,
     content_words,
     jaccard,
+    lesson_texts,
     pair_rows,
     random_token_states,
     template_sentiment,
@@ -82,7 +83,7 @@ __all__ = [
     "best_threshold", "LinearProbe", "drop_token", "u09_init_", "attention_layers", "AttentionPool",
     "CrossAttentionPool", "attention_entropy_ratio", "mean_entropy_ratio", "uniform_scale_note",
     "SentenceClassifier", "PairModel", "Standardize", "content_words", "jaccard", "BiblePairs",
-    "bible_pairs", "pair_rows", "SPLIT_NAMES", "random_token_states", "POSITIVE_WORDS",
-    "NEGATIVE_WORDS", "template_sentiment", "template_verses", "Task", "fit", "predict",
-    "by_length", "drop_effects", "finetune", "per_run", "mean_std", "results_table",
+    "bible_pairs", "lesson_texts", "pair_rows", "SPLIT_NAMES", "random_token_states",
+    "POSITIVE_WORDS", "NEGATIVE_WORDS", "template_sentiment", "template_verses", "Task", "fit",
+    "predict", "by_length", "drop_effects", "finetune", "per_run", "mean_std", "results_table",
 ]

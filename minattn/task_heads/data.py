@@ -1,7 +1,8 @@
 """Lesson 07's data: Bible verse pairs where shared words cannot tell a paraphrase (each
 paraphrase's negative shares as many content words with sentence A as the paraphrase does),
-their splits, and offline stand-ins (template sentences, template verses, random token
-states) for when the datasets or the pretrained encoder are absent."""
+their splits, the lesson's texts (`lesson_texts`), and offline stand-ins (template sentences,
+template verses, random token states) for when the datasets or the pretrained encoder are
+absent."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import numpy as np
 from scipy import sparse
 
 from ..encoder import TokenStates
-from ..tools.data import tokenize
+from ..tools.data import DatasetMissing, load_parallel, load_sentiment, tokenize
 from ..tools.utils import check_number, check_size, fail
 
 _STOP = frozenset("that with they them their which shall unto have were from this will your said "
@@ -224,3 +225,31 @@ def template_verses(n: int, rng: np.random.Generator, n_topics: int = 40) -> lis
         b[j], b[j + 1] = b[j + 1], b[j]
         verses.append((" ".join(a) + " .", " ".join(b) + " ."))
     return verses
+
+
+def lesson_texts(n_train: int, n_test: int, n_fallback_verses: int, seed: int = 0):
+    """Lesson 07's texts: (sentences, labels, verses, fallback).
+
+    sentences: `n_train` Rotten Tomatoes training sentences then `n_test` test ones, a seeded
+    random subset of each split (the files are sorted by sentiment), labels their 0/1
+    sentiment; verses: the WEB-BBE verse pairs. What is missing is replaced by template
+    sentences or `n_fallback_verses` template verse pairs, and named in `fallback` (a list of
+    notes, empty with the real data)."""
+    fallback = []
+    try:
+        parts = [(load_sentiment(split), n) for split, n in (("train", n_train), ("test", n_test))]
+        picks = [np.sort(np.random.default_rng(seed).choice(len(s.texts), n, replace=False))
+                 for s, n in parts]
+        sentences = [s.texts[i] for (s, _), pick in zip(parts, picks) for i in pick]
+        labels = np.concatenate([s.labels[pick] for (s, _), pick in zip(parts, picks)])
+    except DatasetMissing as err:
+        print(f"{err}\nFALLBACK: template sentences instead of Rotten Tomatoes.")
+        sentences, labels = template_sentiment(n_train + n_test, np.random.default_rng(seed))
+        fallback.append("template sentences")
+    try:
+        verses = load_parallel("web-bbe")
+    except DatasetMissing as err:
+        print(f"{err}\nFALLBACK: synthetic verse pairs (synonyms) instead of the Bible.")
+        verses = template_verses(n_fallback_verses, np.random.default_rng(seed))
+        fallback.append("synthetic verses")
+    return sentences, labels, verses, fallback
