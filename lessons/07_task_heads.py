@@ -258,7 +258,7 @@ print("  poster: " + ", ".join(f"{what} {n / 768 ** 2:.2f} D²" for what, n in (
 
 # %%
 n_sent_train, n_sent_test = lesson.size(full=(1000, 600), smoke=(60, 40), paper=(8000, 1000))
-n_anchors = lesson.size(full=1000, smoke=30, paper=2000)
+n_anchors = lesson.size(full=850, smoke=30, paper=2000)
 FRACTIONS = lesson.size(full=(0.4, 0.1, 0.5), smoke=(0.6, 0.1, 0.3), paper=(0.6, 0.1, 0.3))
 TOP = lesson.size(full=1, smoke=1, paper=6)  # encoder layers fine-tuned in section 7
 # section 7's control, the cross-encoder, needs more steps than full mode holds on one CPU thread
