@@ -558,7 +558,7 @@ lesson.claim("U(0.9, 1) makes the starting point close to taking a mean of the t
 # (`KeepBest`). A run that hits the cap first has not converged: no verdict is drawn from it.
 
 # %%
-FROZEN_SEEDS = lesson.size(full=[0, 1, 2], smoke=[0, 1], paper=[0, 1, 2])
+FROZEN_SEEDS = lesson.size(full=[0, 1, 2, 3], smoke=[0, 1], paper=[0, 1, 2, 3])
 MAX_EPOCHS = lesson.size(full=8, smoke=1, paper=20)
 FROZEN = {task: {"first token": dict(pool="cls"), "mean pooling": dict(pool="mean"),
                  "heads": head, **({} if task == "sentiment" else  # the poster's U(0.9, 1) rows
