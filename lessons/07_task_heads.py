@@ -723,11 +723,11 @@ for arm, seed in tqdm([(arm, seed) for arm in FT_ARMS
         stage1["paraphrase", arm, seed]["model"], TASKS["paraphrase"],
         *finetuned_io(arm, FIRST_TUNED), seed, FT_BATCH, FT_EPOCHS, ENC_LR, HEAD_LR, CHECKS,
         PATIENCE, clock=clock)
+epochs = {arm: np.mean([r["steps"] / r["per_epoch"] for (_, a, _), r in tuned.items() if a == arm])
+          for arm in FT_ARMS}
 print(f"fine-tuning: {len(tuned)} read-outs trained in two stages, "
       f"{sum(r['seconds'] for r in (*stage1.values(), *tuned.values())):.0f} s of training "
-      f"steps; stage 2 ran " + ", ".join(
-          f"{arm} {np.mean(per_seed(tuned, 'paraphrase', arm, 'steps')) / r['per_epoch']:.1f}"
-          for arm, r in ((arm, tuned["paraphrase", arm, 0]) for arm in FT_ARMS))
+      "steps; stage 2 ran " + ", ".join(f"{arm} {n:.1f}" for arm, n in epochs.items())
       + " epochs (mean over seeds)")
 
 LINES = {k: REF["paraphrase"][k] for k in ("zero-shot cosine", PROBE)}
