@@ -834,7 +834,7 @@ def training_step(readout, fine_tune):
 set_seed(0)
 readouts = {"mean pooling": th.PairModel("mean", D).to(device),
             "heads": th.PairModel("cross", D, num_heads=12, read="first").to(device)}
-rounds = {"frozen": lesson.size(full=20, smoke=2), "fine-tuned": lesson.size(full=8, smoke=2)}
+rounds = {"frozen": lesson.size(full=30, smoke=2), "fine-tuned": lesson.size(full=16, smoke=2)}
 ratios = {}
 for setting, fine_tune in (("frozen", False), ("fine-tuned", True)):
     fns = {arm: training_step(r, fine_tune) for arm, r in readouts.items()}
