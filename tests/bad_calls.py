@@ -796,8 +796,8 @@ bad("agreement", "build_vocab", "max_size", "max_size = -1")(
     lambda: AG.build_vocab([["a"]], max_size=-1))
 bad("agreement", "encode_sentences", "vocab", "a vocabulary without <pad>")(
     lambda: AG.encode_sentences([["a"]], {"a": 0}))
-bad("task_heads", "bible_pairs", "test_fraction", "test_fraction = 1.5")(
-    lambda: TH.bible_pairs([("a", "b")] * 40, 4, np.random.default_rng(0), test_fraction=1.5))
+bad("task_heads", "bible_pairs", "tolerance", "tolerance = 1.5")(
+    lambda: TH.bible_pairs([("a", "b")] * 40, 4, np.random.default_rng(0), tolerance=1.5))
 bad("task_heads", "random_token_states", "dim", "dim = 0")(lambda: TH.random_token_states(["a"], 0))
 bad("task_heads", "template_sentiment", "n", "n = -1")(
     lambda: TH.template_sentiment(-1, np.random.default_rng(0)))

@@ -262,23 +262,91 @@ def test_similarity_baseline_starts_at_the_cosine_of_mean_pools(rng):
 
 
 # ============================================================================ data
-def test_bible_pairs_levels_splits_and_overlap():
-    verses = [(f"verse {i} about shepherd{i % 7} lamb{i % 5} river", f"bbe {i} sheep{i % 7} "
-               f"water{i % 3}") for i in range(400)]
-    pairs = th.bible_pairs(verses, 40, np.random.default_rng(0), min_distance=10)
-    assert len(pairs.texts) == 120 and len(pairs.a) == 120
-    np.testing.assert_array_equal(np.bincount(pairs.level), [40, 40, 40])
-    same = pairs.level == 2
-    assert all(pairs.texts[b].startswith("bbe") for b in pairs.b)
-    for row in np.flatnonzero(pairs.level == 0):  # the overlap verse comes from the same split
-        owner = np.flatnonzero((pairs.level == 2) & (pairs.b == pairs.b[row]))[0]
-        assert pairs.train[owner] == pairs.train[row]
-    assert pairs.train.sum() == 96
-    for train in (True, False):
-        idx = th.paraphrase_subset(pairs, train)
-        assert (pairs.level[idx] == 2).sum() == (pairs.level[idx] < 2).sum()  # balanced
-        assert np.all(pairs.train[idx] == train)
-    assert np.all(pairs.overlap[same] >= 0) and np.all(pairs.overlap <= 1)
+def _verses_with_parallels(n=1600, seed=0):
+    """Template verses where every anchor position 4k has a parallel at 4k + 402 (a candidate
+    negative, far away): the same words plus "and", so its overlap with A equals the
+    paraphrase's while the text differs; and 50 anchors repeated exactly, 1200 verses on."""
+    verses = th.template_verses(n, np.random.default_rng(seed))
+    for i in range(0, n - 402, 4):
+        verses[i + 402] = (verses[i][0] + " and", verses[i][1] + " and")
+    for i in range(0, 200, 4):  # and some anchors repeated word for word (each may be used once)
+        verses[i + 1200] = verses[i]
+    return verses
+
+
+def test_bible_pairs_balanced_overlap_matched_no_parallels_no_leaks():
+    verses = _verses_with_parallels()
+    pairs = th.bible_pairs(verses, 100, np.random.default_rng(0), min_distance=10)
+    assert len(pairs.texts) == 4 * 100 and len(pairs.a) == 3 * 100
+    np.testing.assert_array_equal(np.bincount(pairs.level), [100, 100, 100])
+    np.testing.assert_array_equal(np.bincount(pairs.split) // 3, [60, 10, 30])  # 0.6/0.1/0.3
+    words = [th.content_words(t) for t in pairs.texts]
+    for a in np.unique(pairs.a):  # per anchor: the negative's overlap matches the paraphrase's
+        rows = np.flatnonzero(pairs.a == a)
+        own = dict(zip(pairs.level[rows].tolist(), rows))
+        assert abs(pairs.overlap[own[0]] - pairs.overlap[own[2]]) <= 0.02
+        assert pairs.overlap[own[2]] == th.jaccard(words[a], words[pairs.b[own[2]]])
+        # the negative is no parallel: neither A's wording nor its paraphrase's is repeated
+        negative = pairs.texts[pairs.b[own[0]]]
+        web = next(w for w, b in verses if b == negative)
+        assert th.jaccard(words[a], th.content_words(web)) <= 0.25
+        assert th.jaccard(words[pairs.b[own[2]]], words[pairs.b[own[0]]]) <= 0.25
+    for split in th.SPLIT_NAMES:  # balanced: one positive, one negative per anchor
+        rows = th.pair_rows(pairs, split)
+        assert (pairs.level[rows] == 2).sum() == (pairs.level[rows] == 0).sum() > 0
+        assert set(th.pair_rows(pairs, split, "similarity")) > set(rows)
+    # no text, and so no pair, in two splits
+    splits_of = {}
+    for a, b, split in zip(pairs.a, pairs.b, pairs.split):
+        for text in (pairs.texts[a], pairs.texts[b]):
+            splits_of.setdefault(text, set()).add(int(split))
+    assert all(len(s) == 1 for s in splits_of.values())
+    assert len({(pairs.texts[a], pairs.texts[b]) for a, b in zip(pairs.a, pairs.b)}) == len(pairs.a)
+    # word overlap cannot tell the paraphrase from the negative
+    test = th.pair_rows(pairs, "test")
+    line = th.best_threshold(pairs.overlap[th.pair_rows(pairs, "train")],
+                             pairs.level[th.pair_rows(pairs, "train")] == 2)
+    assert abs(np.mean((pairs.overlap[test] > line) == (pairs.level[test] == 2)) - 0.5) < 0.15
+
+
+def test_bible_pairs_would_take_parallels_without_the_filter():
+    """The parallel filter is what keeps each anchor's copy out: switched off, the copy (whose
+    overlap matches exactly) is chosen as the anchor's negative."""
+    verses = _verses_with_parallels()
+
+    def own_copies(pairs):
+        return sum(pairs.texts[b0] == pairs.texts[b2] + " and" for b0, b2 in
+                   zip(pairs.b[pairs.level == 0], pairs.b[pairs.level == 2]))
+
+    unfiltered = th.bible_pairs(verses, 100, np.random.default_rng(0), min_distance=10,
+                                parallel=1.0)
+    assert own_copies(unfiltered) > 50
+    assert own_copies(th.bible_pairs(verses, 100, np.random.default_rng(0), min_distance=10)) == 0
+
+
+def test_bible_pairs_refuses_what_it_cannot_build():
+    verses = th.template_verses(400, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="too few anchors"):
+        th.bible_pairs(verses, 50, np.random.default_rng(0), min_distance=10, tolerance=0.0)
+    with pytest.raises(ValueError, match="fractions"):
+        th.bible_pairs(verses, 20, np.random.default_rng(0), fractions=(0.5, 0.5, 0.5))
+    with pytest.raises(ValueError, match="split"):
+        th.pair_rows(th.bible_pairs(verses, 20, np.random.default_rng(0), min_distance=10), "dev")
+
+
+def test_length_batches_visit_every_example_once_per_epoch():
+    from minattn.tools.train import length_batches
+
+    lengths = torch.from_numpy(np.random.default_rng(0).integers(1, 40, 103))
+    gen = torch.Generator().manual_seed(0)
+    epochs = [length_batches(lengths, 8, gen) for _ in range(3)]
+    for batches in epochs:
+        seen = torch.cat(batches)
+        assert sorted(seen.tolist()) == list(range(103))  # each example exactly once
+        assert sorted(len(b) for b in batches) == [7] + [8] * 12
+        spans = sorted((int(lengths[b].min()), int(lengths[b].max())) for b in batches)
+        assert all(hi <= lo_next for (_, hi), (lo_next, _) in zip(spans, spans[1:]))  # sorted cuts
+    assert [b.tolist() for b in epochs[0]] != [b.tolist() for b in epochs[1]]  # reshuffled
 
 
 def test_random_token_states_fallback():
@@ -366,7 +434,7 @@ def test_offline_text_fallbacks():
     for text, label in zip(texts, labels):
         words = set(text.split())
         assert len(words & set(th.POSITIVE_WORDS if label else th.NEGATIVE_WORDS)) >= 1
-    verses = th.template_verses(200, np.random.default_rng(0))
+    verses = th.template_verses(640, np.random.default_rng(0))
     pairs = th.bible_pairs(verses, 20, np.random.default_rng(0), min_distance=10)
     assert np.mean(pairs.overlap[pairs.level == 1]) > 0  # neighbours share their topic's words
 
@@ -596,18 +664,6 @@ def test_early_stopping_keeps_and_restores_the_best_weights():
     assert model.weight.item() == 1.0 and seen_lr == [1, 2, 3, 4]
 
 
-def test_split_by_anchor_keeps_an_anchor_on_one_side():
-    verses = [(f"verse {i} shepherd{i % 7} lamb{i % 5}", f"bbe {i} sheep{i % 7}")
-              for i in range(400)]
-    pairs = th.bible_pairs(verses, 40, np.random.default_rng(0), min_distance=10)
-    rows = np.flatnonzero(pairs.train)
-    kept, held = th.split_by_anchor(pairs, rows, 0.25, np.random.default_rng(0))
-    assert len(kept) + len(held) == len(rows) and not set(pairs.a[kept]) & set(pairs.a[held])
-    assert len(set(pairs.a[held])) == round(0.25 * len(set(pairs.a[rows])))
-    with pytest.raises(ValueError, match="fraction"):
-        th.split_by_anchor(pairs, rows, 1.5, np.random.default_rng(0))
-
-
 def test_drop_token_removes_one_token_per_sentence(rng):
     x, mask = padded(rng, [4, 3])
     xt, mt = t64(x, mask)
@@ -621,3 +677,114 @@ def test_drop_token_removes_one_token_per_sentence(rng):
         th.drop_token(xt, mt, [0, 1])
     with pytest.raises(ValueError, match="not the first"):
         th.drop_token(xt, mt, [1, 3])  # sentence 1 has 3 tokens: index 3 is padding
+
+
+# ============================================================================ training (train.py)
+def _toy_task(n=100, seed=0):
+    """Sentences of 3-8 random tokens; label 1 when the first feature's mean over the real
+    tokens is positive: mean pooling learns it."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(3, 9, n)
+    x, mask = padded(rng, lengths.tolist())
+    labels = (th.mean_pool_np(x, mask)[:, 0] > 0).astype(np.int64)
+    order = rng.permutation(n)
+    splits = dict(train=order[:60], val=order[60:80], test=order[80:])
+    task = th.Task(splits, lengths, torch.from_numpy(labels), "classify",
+                   torch.nn.functional.cross_entropy)
+    xt, mt = t64(x, mask)
+    return task, (lambda rows: (xt[rows].float(), mt[rows]))
+
+
+def test_fit_trains_until_the_validation_score_stops_rising():
+    task, inputs = _toy_task()
+    torch.manual_seed(0)
+    model = SentenceClassifier("mean", D)
+    out = th.fit(model, task, inputs, lambda m, *x: m(*x), seed=0, batch_size=16, epochs=40,
+                 checks=1, patience=3, optimizer=torch.optim.Adam(model.parameters(), 0.05))
+    assert out["converged"] and out["steps"] < 40 * out["per_epoch"]  # stopped on the plateau
+    assert out["test"] > 0.8 and out["val"] == max(out["history"]["val"])
+    assert len(out["items"]) == 20 and np.mean(out["items"]) == out["test"]
+    capped = th.fit(SentenceClassifier("mean", D), task, inputs, lambda m, *x: m(*x), seed=0,
+                    batch_size=16, epochs=1, checks=1, patience=3)
+    assert not capped["converged"] and capped["steps"] == capped["per_epoch"]  # hit the cap
+    with pytest.raises(ValueError, match="kind"):
+        th.Task(task.splits, task.lengths, task.targets, "regress", task.loss)
+
+
+def test_predict_returns_the_rows_in_the_order_asked():
+    lengths = np.array([5, 1, 4, 2, 3])
+    rows = np.array([4, 0, 2, 1])
+    chunks = th.by_length(rows, lengths, chunk=2)
+    assert [lengths[rows[c]].tolist() for c in chunks] == [[1, 3], [4, 5]]
+    out = th.predict(lambda r: r * 10, lambda r: (torch.as_tensor(r),), rows, lengths, chunk=2)
+    assert out.tolist() == [40, 0, 20, 10]
+
+
+def test_drop_effects_removes_the_top_token_and_a_random_other():
+    torch.manual_seed(0)
+    x = torch.randn(3, 5, 2, dtype=torch.float64)
+    mask = torch.tensor([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0], [1, 1, 1, 1, 0]], dtype=torch.bool)
+    weights = torch.tensor([[0.9, 0.05, 0.6, 0.2, 0.15], [0.5, 0.1, 0.4, 0, 0],
+                            [0.1, 0.2, 0.3, 0.4, 0]], dtype=torch.float64)
+    count = lambda x, m: m.sum(1).double()  # a "model" that counts the real tokens
+    first = lambda x, m: x[:, 1, 0]  # one that reads the second token only
+    out = th.drop_effects([(x, mask, weights, {"count": count, "second": first})],
+                          torch.Generator().manual_seed(0))
+    assert out["count", "top"].tolist() == [1, 1, 1] == out["count", "random"].tolist()
+    np.testing.assert_allclose(out["weight", "top"], [0.6 / 0.4, 0.4 / 0.6, 0.4 / 0.6])
+    moved = out["second", "top"] > 0  # top tokens 2, 2, 3 (never the first): token 1 stays
+    assert not moved.any()
+    assert (out["weight", "random"] < out["weight", "top"]).all()
+
+
+class _Shift(torch.nn.Module):
+    """A stand-in for trainable encoder layers: adds a learned vector to every state."""
+
+    def __init__(self):
+        super().__init__()
+        self.bias = torch.nn.Parameter(torch.zeros(D))
+
+    def forward(self, states, mask):
+        return states + self.bias
+
+
+def test_finetune_starts_from_stage_one_and_trains_the_encoder_at_its_rate(capsys):
+    task, inputs = _toy_task()
+    torch.manual_seed(0)
+    readout = SentenceClassifier("mean", D)
+    stage1 = th.fit(readout, task, inputs, lambda m, *x: m(*x), seed=0, batch_size=16,
+                    epochs=40, checks=1, patience=3)
+    model = SentenceClassifier("mean", D, encoder=_Shift())
+    with torch.no_grad():  # before training, the same predictions as stage 1
+        model.load_state_dict(readout.state_dict(), strict=False)
+        x, m = inputs(task.splits["test"])
+        assert torch.equal(model(x, m), readout(x, m))
+    out = th.finetune(model, readout, task, inputs, lambda m, *x: m(*x), seed=0, batch_size=16,
+                      epochs=3, encoder_lr=0.0, head_lr=1e-3, checks=1)
+    assert not model.encoder.bias.abs().any()  # the encoder's own rate (0 here) applies
+    assert out["test"] >= stage1["test"] - 0.1 and out["steps"] <= 3 * out["per_epoch"]
+    with pytest.raises(ValueError, match="read-out"):
+        th.finetune(SentenceClassifier("mean", D, encoder=_Shift()), PairModel("mean", D), task,
+                    inputs, lambda m, *x: m(*x), 0, 16, 1, 1e-4, 1e-3)
+    results = {("t", "a", 0): stage1, ("t", "a", 1): out, ("t", "b", 0): out}
+    assert th.per_run(results, "t", "a") == [stage1["test"], out["test"]]
+    assert th.mean_std([0.5, 0.7]) == "0.600 ± 0.100" and th.mean_std([]) == "-"
+    th.results_table(results, "t", ["a", "b"], {"line": 0.5})
+    printed = capsys.readouterr().out
+    flags = sum(r["converged"] for r in (stage1, out))
+    side = "below" if out["test"] < 0.5 else "above"
+    assert f"{flags} of 2" in printed and f"{out['test'] - 0.5:+10.3f} ({side})" in printed
+
+
+def test_lesson_texts_fall_back_and_say_so(monkeypatch):
+    from minattn.task_heads import data as thdata
+    from minattn.tools.data import DatasetMissing
+
+    def missing(*args, **kwargs):
+        raise DatasetMissing("not here")
+
+    monkeypatch.setattr(thdata, "load_sentiment", missing)
+    monkeypatch.setattr(thdata, "load_parallel", missing)
+    sentences, labels, verses, fallback = th.lesson_texts(6, 4, 50)
+    assert len(sentences) == len(labels) == 10 and len(verses) == 50
+    assert fallback == ["template sentences", "synthetic verses"]

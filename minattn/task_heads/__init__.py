@@ -7,20 +7,27 @@ Stanford CS224N poster, 2024), lesson 07 — read top down:
                 every token
     baselines   pair_features, best_threshold, LinearProbe, drop_token
     model       AttentionPool, CrossAttentionPool, Standardize, SentenceClassifier, PairModel
-    data        Bible verse pairs, their splits, offline stand-ins
+    train       Task, fit (train until the validation score stops rising), finetune (LP-FT's
+                second stage), predict, by_length,
+                drop_effects (what removing the token a head weighs most does), per_run,
+                mean_std, results_table (results over seeds)
+    data        Bible verse pairs where word overlap cannot decide, their splits, offline
+                stand-ins
+    claims      the poster's claims, each decided from the lesson's raw numbers
 """
 
 from .baselines import LinearProbe, best_threshold, drop_token, pair_features
 from .data import (
     NEGATIVE_WORDS,
     POSITIVE_WORDS,
+    SPLIT_NAMES,
     BiblePairs,
     bible_pairs,
     content_words,
     jaccard,
-    paraphrase_subset,
+    lesson_texts,
+    pair_rows,
     random_token_states,
-    split_by_anchor,
     template_sentiment,
     template_verses,
 )
@@ -56,6 +63,17 @@ from .reference import (
     pearson_loss_np,
     pearson_loss_torch,
 )
+from .train import (
+    Task,
+    by_length,
+    drop_effects,
+    finetune,
+    fit,
+    mean_std,
+    per_run,
+    predict,
+    results_table,
+)
 
 __all__ = [
     "LN_EPS", "check_token_states", "check_pair", "check_read", "check_pearson", "check_layer_norm",
@@ -65,6 +83,7 @@ __all__ = [
     "best_threshold", "LinearProbe", "drop_token", "u09_init_", "attention_layers", "AttentionPool",
     "CrossAttentionPool", "attention_entropy_ratio", "mean_entropy_ratio", "uniform_scale_note",
     "SentenceClassifier", "PairModel", "Standardize", "content_words", "jaccard", "BiblePairs",
-    "bible_pairs", "paraphrase_subset", "split_by_anchor", "random_token_states", "POSITIVE_WORDS",
-    "NEGATIVE_WORDS", "template_sentiment", "template_verses",
+    "bible_pairs", "lesson_texts", "pair_rows", "SPLIT_NAMES", "random_token_states",
+    "POSITIVE_WORDS", "NEGATIVE_WORDS", "template_sentiment", "template_verses", "Task", "fit",
+    "predict", "by_length", "drop_effects", "finetune", "per_run", "mean_std", "results_table",
 ]

@@ -1,6 +1,8 @@
-"""Lesson 07's data: Bible verse pairs (paraphrase and similarity labels from word overlap),
-their splits, and offline stand-ins (template sentences, template verses, random token
-states) for when the datasets or the pretrained encoder are absent."""
+"""Lesson 07's data: Bible verse pairs where shared words cannot tell a paraphrase (each
+paraphrase's negative shares as many content words with sentence A as the paraphrase does),
+their splits, the lesson's texts (`lesson_texts`), and offline stand-ins (template sentences,
+template verses, random token states) for when the datasets or the pretrained encoder are
+absent."""
 
 from __future__ import annotations
 
@@ -8,14 +10,16 @@ import zlib
 from typing import NamedTuple
 
 import numpy as np
+from scipy import sparse
 
 from ..encoder import TokenStates
-from ..tools.data import tokenize
+from ..tools.data import DatasetMissing, load_parallel, load_sentiment, tokenize
 from ..tools.utils import check_number, check_size, fail
 
 _STOP = frozenset("that with they them their which shall unto have were from this will your said "
                   "there when upon then also into what these those thou thee thy hath been "
                   "because over even before after like".split())
+SPLIT_NAMES = ("train", "val", "test")
 
 
 def content_words(text: str) -> frozenset:
@@ -27,78 +31,146 @@ def jaccard(a: frozenset, b: frozenset) -> float:
     return len(a & b) / max(len(a | b), 1)
 
 
+class _WordSets:
+    """Word sets as rows of a sparse 0/1 matrix over a fixed vocabulary (words outside it are
+    counted in the set sizes but can never be shared), for Jaccard overlaps by one product."""
+
+    def __init__(self, sets: list, vocab: dict):
+        rows, cols = [], []
+        for r, s in enumerate(sets):
+            for w in s:
+                if w in vocab:
+                    rows.append(r), cols.append(vocab[w])
+        self.x = sparse.csr_matrix((np.ones(len(rows)), (rows, cols)),
+                                   shape=(len(sets), len(vocab)))
+        self.sizes = np.array([len(s) for s in sets], float)
+
+    def jaccard(self, other: "_WordSets") -> np.ndarray:
+        """(len(self), len(other)) Jaccard overlaps."""
+        shared = (self.x @ other.x.T).toarray()
+        return shared / np.maximum(self.sizes[:, None] + other.sizes[None, :] - shared, 1)
+
+
 class BiblePairs(NamedTuple):
     """Sentence pairs over a list of texts (encode `texts` once; pairs index into it).
 
-    Per anchor verse i (WEB wording as sentence A) three sentences B, three similarity levels:
-        2  the same verse in the Bible in Basic English        (same meaning, reworded)
-        1  the next verse, BBE                                  (same passage, other content)
-        0  the BBE verse of another anchor, far away, sharing the most content words with A
-           (lexically close, unrelated meaning: a word-counting model ranks it too high)
+    Per anchor verse i (its World English Bible wording is sentence A) three sentences B, three
+    similarity levels, all in the Bible in Basic English (BBE):
+        2  the same verse: a paraphrase that rewords almost everything
+        1  the next verse: same passage, other content
+        0  a far verse that shares as many content words with A as level 2 does (Jaccard
+           within `tolerance`), and is no parallel of verse i: not a paraphrase, and word
+           counting cannot tell it from one
+    Levels 2 and 0 are the paraphrase task (one positive, one negative per anchor); all three
+    the similarity task. Every row of an anchor is in the anchor's split, and no verse appears
+    in two anchors' rows, so no sentence is in two splits.
     """
     texts: list  # every sentence, each once
     a: np.ndarray  # (P,) index into texts of sentence A
     b: np.ndarray  # (P,) index of sentence B
     level: np.ndarray  # (P,) 2 / 1 / 0 as above
-    train: np.ndarray  # (P,) bool: the anchor is in the training split
+    split: np.ndarray  # (P,) index into SPLIT_NAMES
     overlap: np.ndarray  # (P,) Jaccard overlap of content words between A and B
 
 
 def bible_pairs(verses: list, n_anchors: int, rng: np.random.Generator,
-                test_fraction: float = 0.2, min_distance: int = 50) -> BiblePairs:
+                fractions: tuple = (0.6, 0.1, 0.3), min_distance: int = 50,
+                tolerance: float = 0.02, parallel: float = 0.25) -> BiblePairs:
     """Build `BiblePairs` from verses [(web, bbe), ...] in Bible order (`load_parallel("web-bbe")`).
 
-    Anchors are even verse indices (so an anchor's next verse is never another anchor),
-    split at random into train / test; the overlap verse of an anchor comes from the same
-    split and lies more than `min_distance` verses away.
+    Verse roles are fixed by position, so no verse plays two: anchors at 4k (with their next
+    verse 4k + 1), level-0 candidates at 4k + 2. Anchors are visited in random order; each takes
+    the unused candidate more than `min_distance` verses away whose overlap with A is closest to
+    its paraphrase's, and is dropped when none is within `tolerance`. A candidate j is a
+    *parallel* of verse i (the same saying elsewhere: "The word of Yahweh came to me, saying,")
+    when the two verses' WEB wordings or their BBE wordings overlap by more than `parallel`;
+    parallels are never negatives, and an anchor whose next verse is a parallel is dropped. A
+    text that occurs twice in `verses` is used once only, so no pair can be in two splits.
+    `fractions`: the shares of anchors in train / val / test.
     """
-    test_fraction = check_number("test_fraction", test_fraction, low=0.0, high=1.0)
     n_anchors = check_size("n_anchors", n_anchors)
     min_distance = check_size("min_distance", min_distance)
+    tolerance = check_number("tolerance", tolerance, low=0.0, high=1.0)
+    parallel = check_number("parallel", parallel, low=0.0, high=1.0)
+    fractions = np.asarray(fractions, float)
+    if fractions.shape != (3,) or (fractions <= 0).any() or not np.isclose(fractions.sum(), 1):
+        fail("fractions", "three positive shares (train, val, test) summing to 1", f"{fractions}")
     n = len(verses)
-    if n_anchors < 4 or 2 * n_anchors > n - 1:
-        fail("bible_pairs: bad number of anchors", f"4 <= n_anchors <= {(n - 1) // 2}",
+    if n_anchors < 3 or n_anchors > n // 8:
+        fail("bible_pairs: bad number of anchors", f"3 <= n_anchors <= {n // 8} (len(verses) / 8)",
              f"{n_anchors}")
-    anchors = np.sort(rng.choice(np.arange(0, n - 1, 2), n_anchors, replace=False))
-    is_train = np.zeros(n_anchors, bool)
-    is_train[rng.permutation(n_anchors)[:int(round((1 - test_fraction) * n_anchors))]] = True
-    texts, web, bbe, nxt = [], {}, {}, {}
-    for k, i in enumerate(anchors):
-        web[k], bbe[k], nxt[k] = len(texts), len(texts) + 1, len(texts) + 2
-        texts += [verses[i][0], verses[i][1], verses[i + 1][1]]
-    words = [content_words(t) for t in texts]
-    a, b, level, train, overlap = [], [], [], [], []
-    for k, i in enumerate(anchors):
-        far = [j for j in range(n_anchors) if is_train[j] == is_train[k]
-               and abs(int(anchors[j]) - int(i)) > min_distance]
-        best = max(far, key=lambda j: jaccard(words[web[k]], words[bbe[j]]))
-        for other, lev in ((bbe[k], 2), (nxt[k], 1), (bbe[best], 0)):
-            a.append(web[k]), b.append(other), level.append(lev), train.append(is_train[k])
-            overlap.append(jaccard(words[web[k]], words[other]))
-    return BiblePairs(texts, np.array(a), np.array(b), np.array(level), np.array(train),
-                      np.array(overlap))
+    anchors = rng.permutation(np.arange(0, n - 1, 4))
+    others = np.arange(2, n, 4)
+    words = {}
+    def of(i, side):  # content words of verse i's WEB (0) or BBE (1) wording, computed once
+        if (i, side) not in words:
+            words[i, side] = content_words(verses[i][side])
+        return words[i, side]
+    vocab: dict = {}
+    for j in others:
+        for w in of(j, 0) | of(j, 1):
+            vocab.setdefault(w, len(vocab))
+    other_web = _WordSets([of(j, 0) for j in others], vocab)
+    other_bbe = _WordSets([of(j, 1) for j in others], vocab)
+    used = np.zeros(len(others), bool)
+    seen = set()  # every text taken so far: a verse repeated word for word is used once only
+    chosen = []  # (anchor i, the negative j, its overlap with A)
+    for start in range(0, len(anchors), 256):
+        chunk = anchors[start:start + 256]
+        web, bbe = [of(i, 0) for i in chunk], [of(i, 1) for i in chunk]
+        web_sets, bbe_sets = _WordSets(web, vocab), _WordSets(bbe, vocab)
+        overlap = web_sets.jaccard(other_bbe)  # A against every candidate
+        is_parallel = ((web_sets.jaccard(other_web) > parallel)
+                       | (bbe_sets.jaccard(other_bbe) > parallel)
+                       | (np.abs(chunk[:, None] - others[None, :]) <= min_distance))
+        for k, i in enumerate(chunk):
+            own = {verses[i][0], verses[i][1], verses[i + 1][1]}
+            if (jaccard(web[k], of(i + 1, 0)) > parallel or jaccard(bbe[k], of(i + 1, 1))
+                    > parallel or len(own) < 3 or own & seen):
+                continue  # a refrain (the next verse says the same again) or a repeated text
+            gap = np.where(is_parallel[k] | used, np.inf,
+                           np.abs(overlap[k] - jaccard(web[k], bbe[k])))
+            near = np.flatnonzero(gap <= tolerance)
+            near = near[np.lexsort((rng.random(len(near)), gap[near]))]  # closest, ties at random
+            j = next((j for j in near if verses[others[j]][1] not in seen | own), None)
+            if j is None:
+                continue
+            used[j] = True
+            seen.update(own | {verses[others[j]][1]})
+            chosen.append((i, others[j], overlap[k, j]))
+            if len(chosen) == n_anchors:
+                break
+        if len(chosen) == n_anchors:
+            break
+    if len(chosen) < n_anchors:
+        fail("bible_pairs: too few anchors with a matched negative",
+             f"{n_anchors} (raise tolerance or pass more verses)", f"{len(chosen)}")
+    counts = np.floor(fractions * n_anchors).astype(int)
+    counts[0] += n_anchors - counts.sum()
+    split_of = rng.permutation(np.repeat(np.arange(3), counts))
+    texts, a, b, level, split, overlap = [], [], [], [], [], []
+    for k, (i, j, neg_overlap) in enumerate(chosen):
+        first = len(texts)
+        texts += [verses[i][0], verses[i][1], verses[i + 1][1], verses[j][1]]
+        for other, lev, ov in ((first + 1, 2, jaccard(of(i, 0), of(i, 1))),
+                               (first + 2, 1, jaccard(of(i, 0), of(i + 1, 1))),
+                               (first + 3, 0, neg_overlap)):
+            a.append(first), b.append(other), level.append(lev), split.append(split_of[k])
+            overlap.append(ov)
+    return BiblePairs(texts, np.array(a), np.array(b), np.array(level), np.array(split),
+                      np.array(overlap, float))
 
 
-def paraphrase_subset(pairs: BiblePairs, train: bool) -> np.ndarray:
-    """Indices of a balanced paraphrase set: every anchor's level-2 pair (label 1) and one
-    negative, alternately its next verse and its word-overlap verse (label 0)."""
-    anchor_rows = np.flatnonzero((pairs.level == 2) & (pairs.train == train))
-    negatives = [row + 1 + (k % 2) for k, row in enumerate(anchor_rows)]  # rows are 2, 1, 0
-    return np.sort(np.concatenate([anchor_rows, negatives]))
-
-
-def split_by_anchor(pairs: BiblePairs, rows: np.ndarray, fraction: float,
-                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """Hold out `fraction` of the anchors of `rows` (a validation split): (kept rows, held-out
-    rows). All pairs of an anchor verse land on the same side, so no sentence A is in both."""
-    rows = np.asarray(rows)
-    if not 0 < fraction < 1 or len(rows) == 0:
-        fail("split_by_anchor", "0 < fraction < 1 and some rows", f"fraction={fraction}, "
-             f"{len(rows)} rows")
-    anchors = np.unique(pairs.a[rows])
-    held = rng.choice(anchors, max(1, int(round(fraction * len(anchors)))), replace=False)
-    out = np.isin(pairs.a[rows], held)
-    return rows[~out], rows[out]
+def pair_rows(pairs: BiblePairs, split: str, task: str = "paraphrase") -> np.ndarray:
+    """Rows of one split ('train', 'val' or 'test') for a task: 'paraphrase' (levels 2 and 0,
+    one positive and one negative per anchor) or 'similarity' (all three levels)."""
+    if split not in SPLIT_NAMES or task not in ("paraphrase", "similarity"):
+        fail("pair_rows", f"split in {SPLIT_NAMES}, task 'paraphrase' or 'similarity'",
+             f"split={split!r}, task={task!r}")
+    keep = pairs.split == SPLIT_NAMES.index(split)
+    if task == "paraphrase":
+        keep &= pairs.level != 1
+    return np.flatnonzero(keep)
 
 
 def random_token_states(texts: list, dim: int, seed: int = 0):
@@ -153,3 +225,31 @@ def template_verses(n: int, rng: np.random.Generator, n_topics: int = 40) -> lis
         b[j], b[j + 1] = b[j + 1], b[j]
         verses.append((" ".join(a) + " .", " ".join(b) + " ."))
     return verses
+
+
+def lesson_texts(n_train: int, n_test: int, n_fallback_verses: int, seed: int = 0):
+    """Lesson 07's texts: (sentences, labels, verses, fallback).
+
+    sentences: `n_train` Rotten Tomatoes training sentences then `n_test` test ones, a seeded
+    random subset of each split (the files are sorted by sentiment), labels their 0/1
+    sentiment; verses: the WEB-BBE verse pairs. What is missing is replaced by template
+    sentences or `n_fallback_verses` template verse pairs, and named in `fallback` (a list of
+    notes, empty with the real data)."""
+    fallback = []
+    try:
+        parts = [(load_sentiment(split), n) for split, n in (("train", n_train), ("test", n_test))]
+        picks = [np.sort(np.random.default_rng(seed).choice(len(s.texts), n, replace=False))
+                 for s, n in parts]
+        sentences = [s.texts[i] for (s, _), pick in zip(parts, picks) for i in pick]
+        labels = np.concatenate([s.labels[pick] for (s, _), pick in zip(parts, picks)])
+    except DatasetMissing as err:
+        print(f"{err}\nFALLBACK: template sentences instead of Rotten Tomatoes.")
+        sentences, labels = template_sentiment(n_train + n_test, np.random.default_rng(seed))
+        fallback.append("template sentences")
+    try:
+        verses = load_parallel("web-bbe")
+    except DatasetMissing as err:
+        print(f"{err}\nFALLBACK: synthetic verse pairs (synonyms) instead of the Bible.")
+        verses = template_verses(n_fallback_verses, np.random.default_rng(seed))
+        fallback.append("synthetic verses")
+    return sentences, labels, verses, fallback
