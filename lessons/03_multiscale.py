@@ -727,7 +727,7 @@ lesson.claim("MR: the attention models beat a linear model on the same sentences
 # words for a premise, Bowman et al., 2015), so there as here N/16 and N/8 fall *below* 3: we
 # take the single scales by rank, the k-th smallest candidate of each batch. The *orderings* can
 # be checked on MR: does α = 1 beat α = −1, the smallest single scale the fourth, multi-scale
-# every single scale? The paper's gaps (one to four points) are the size of our seed spread and
+# every single scale? The paper's gaps (one to four points) are as large as the spread of seeds and
 # test error, which a handful of seeds cannot order; so full mode leaves these claims *not
 # tested* and spends its minutes on sections 5–7. `MINATTN_SCALE=paper` trains the ablations.
 
