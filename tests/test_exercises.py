@@ -886,12 +886,7 @@ def test_only_top_level_functions_are_routed_and_closures_are_stubbed():
 
 def grading_course(tmp_path) -> Path:
     """The fake course with the tools, conftests and exercise tests the grader needs."""
-    root = fake_course(tmp_path / "course")
-    for package in ("tools", "classroom"):
-        shutil.copytree(REPO_ROOT / "minattn" / package, root / "minattn" / package,
-                        ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(REPO_ROOT / "conftest.py", root / "conftest.py")
-    shutil.copy(REPO_ROOT / "tests" / "conftest.py", root / "tests" / "conftest.py")
+    root = check_course(tmp_path)
     (root / "tests" / "test_lib.py").write_text(  # 9.1's tests first: more than 3 of them
         "import pytest\n\n@pytest.mark.exercise('9.1')\ndef test_f():\n"
         "    from minattn.lib import f\n    assert f(1) == 3\n\n"
