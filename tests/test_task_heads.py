@@ -737,6 +737,26 @@ def test_drop_effects_removes_the_top_token_and_a_random_other():
     assert (out["weight", "random"] < out["weight", "top"]).all()
 
 
+def test_finetune_keeps_stage_one_when_it_finds_nothing_better():
+    """Rates of 0 change nothing: the step-0 check is the best, and the run reports it."""
+    task, inputs = _toy_task()
+    torch.manual_seed(0)
+    readout = SentenceClassifier("mean", D)
+    stage1 = th.fit(readout, task, inputs, lambda m, *x: m(*x), seed=0, batch_size=16,
+                    epochs=40, checks=1, patience=3)
+    model = SentenceClassifier("mean", D, encoder=_Shift())
+    out = th.finetune(model, readout, task, inputs, lambda m, *x: m(*x), seed=0, batch_size=16,
+                      epochs=10, encoder_lr=0.0, head_lr=0.0, checks=1, patience=2)
+    history = out["history"]
+    assert history["val_step"][:3] == [0, out["per_epoch"], 2 * out["per_epoch"]]
+    assert history["val"][0] == stage1["val"] == out["val"]  # step 0 is stage 1's weights
+    assert out["best_step"] == 0 and out["converged"] and out["test"] == stage1["test"]
+    moved = th.finetune(SentenceClassifier("mean", D, encoder=_Shift()), readout, task, inputs,
+                        lambda m, *x: m(*x), seed=0, batch_size=16, epochs=10, encoder_lr=0.0,
+                        head_lr=0.5, checks=1, patience=2)
+    assert moved["history"]["val"][0] == stage1["val"] and len(moved["history"]["val"]) >= 3
+
+
 class _Shift(torch.nn.Module):
     """A stand-in for trainable encoder layers: adds a learned vector to every state."""
 

@@ -108,16 +108,31 @@ def _reached(arms: dict, lines: dict) -> Gate:
 _LINES = {"zero-shot": 0.5}
 
 
+def _improved(best_steps: dict) -> Gate:
+    """Stage 2 found weights better than stage 1's on validation in every run: a run whose best
+    step is 0 kept its stage-1 read-out, and comparing it would repeat the frozen comparison.
+    best_steps: arm -> each run's best validation step (0 = the start of stage 2)."""
+    stuck = {arm: sum(step == 0 for step in steps) for arm, steps in best_steps.items()}
+    stuck = {arm: n for arm, n in stuck.items() if n}
+    return Gate(not stuck, "budget", "stage 2 improved on stage 1 in every run" if not stuck
+                else "stage 2 found nothing better than stage 1 on validation in " + ", ".join(
+                    f"{n} of {len(best_steps[arm])} {arm} runs" for arm, n in stuck.items()))
+
+
+_STEPS = {"heads": [30, 60], "mean pooling": [30, 90]}
+
+
 @claim_rule(reproduced_by=dict(heads=_items(55), mean=_items(45), converged=[True] * 4,
-                               lines=_LINES),
+                               lines=_LINES, best_steps=_STEPS),
             contradicted_by=dict(heads=_items(45), mean=_items(55), converged=[True] * 4,
-                                 lines=_LINES))
-def finetuned_heads_beat_mean_pooling(*, heads, mean, converged, lines):
+                                 lines=_LINES, best_steps=_STEPS))
+def finetuned_heads_beat_mean_pooling(*, heads, mean, converged, lines, best_steps):
     """Table 3 and the abstract: fine-tuned, one cross-attention layer read at [CLS] lifts
     paraphrase accuracy over mean pooling (0.551 -> 0.842, test). heads, mean: per-run per-item
     test scores; converged: one flag per run of both arms; lines: the frozen reference lines
-    (name -> accuracy) each arm must reach before the comparison says anything."""
-    gates = [all_converged(converged, "fine-tuning runs"),
+    (name -> accuracy) each arm must reach before the comparison says anything; best_steps:
+    arm -> each run's best stage-2 validation step (0: fine-tuning found nothing better)."""
+    gates = [all_converged(converged, "fine-tuning runs"), _improved(best_steps),
              _reached({"heads": heads, "mean pooling": mean}, lines)]
     verdict = paired(heads, mean, ">", gates=gates)
     return verdict.says(
@@ -131,10 +146,12 @@ def finetuned_heads_beat_mean_pooling(*, heads, mean, converged, lines):
 
 
 @claim_rule(reproduced_by=dict(cross=_items(55), heads=_items(45), converged=[True] * 4,
-                               lines=_LINES),
+                               lines=_LINES, best_steps={"cross-encoder": [20, 40],
+                                                         "heads": [30, 60]}),
             contradicted_by=dict(cross=_items(45), heads=_items(55), converged=[True] * 4,
-                                 lines=_LINES))
-def sentences_that_meet_beat_the_head(*, cross, heads, converged, lines):
+                                 lines=_LINES, best_steps={"cross-encoder": [20, 40],
+                                                           "heads": [30, 60]}))
+def sentences_that_meet_beat_the_head(*, cross, heads, converged, lines, best_steps):
     """The lesson's control, not the poster's claim: a cross-encoder (A and B through the
     encoder together) against the poster's head (A's [CLS] reads B once, on top). Per-run
     per-item test scores (none: not run at this scale); the same gates as the fine-tuned
@@ -144,7 +161,7 @@ def sentences_that_meet_beat_the_head(*, cross, heads, converged, lines):
                           "at this scale", reason="budget", n=f"{len(cross)} vs {len(heads)}")
     else:
         verdict = paired(cross, heads, ">", gates=[
-            all_converged(converged, "fine-tuning runs"),
+            all_converged(converged, "fine-tuning runs"), _improved(best_steps),
             _reached({"cross-encoder": cross, "heads": heads}, lines)])
     return verdict.says(
         reproduced="Letting the two sentences meet in every fine-tuned layer (the "

@@ -79,14 +79,17 @@ def predict(forward: Callable, inputs: Callable, rows, lengths, chunk: int = 64)
 def fit(model: torch.nn.Module, task: Task, inputs: Callable, forward: Callable, seed: int,
         batch_size: int, epochs: float, checks: int = 2, patience: int = 3,
         optimizer: torch.optim.Optimizer | None = None, schedule: Callable | None = None,
-        chunk: int = 64, clock: Callable[[], float] = time.process_time) -> dict:
+        chunk: int = 64, clock: Callable[[], float] = time.process_time,
+        check_start: bool = False) -> dict:
     """Train `model` on the task's training rows until it converges, and test it.
 
     Batches of `batch_size` rows of similar length (`length_batches`, the same for every model
     of this `seed`); AdamW at 1e-3 unless an `optimizer` (and `schedule`) is given. The
     validation score is checked `checks` times per epoch; the run has *converged* when
     `patience` checks in a row bring no better one, and stops; at `epochs` it stops anyway,
-    not converged. The best weights are kept. inputs(rows) -> the model's inputs;
+    not converged. The best weights are kept; with `check_start` the starting weights are
+    validated too (step 0), so a run that finds nothing better keeps them and reports
+    best_step 0. inputs(rows) -> the model's inputs;
     forward(model, *inputs) -> predictions. Returns test (the score), items (per test row),
     val (the best validation score), converged, steps, best_step, per_epoch, seconds (the
     training steps alone, validation apart), history and the model.
@@ -111,13 +114,15 @@ def fit(model: torch.nn.Module, task: Task, inputs: Callable, forward: Callable,
         return {"val": value}
 
     keep = KeepBest(model, "val", patience)
+    every = max(1, per_epoch // checks)
     t0 = clock()
     history = train(model, lambda step: (*inputs(batches[step - 1]),
                                          task.targets[batches[step - 1]]),
                     lambda m, *batch: task.loss(forward(m, *batch[:-1]), batch[-1]),
                     len(batches), lr=1e-3, optimizer=optimizer, schedule=schedule,
-                    evaluate=validate, eval_every=max(1, per_epoch // checks), stop=keep,
-                    progress=False)
+                    evaluate=validate, eval_every=every, stop=keep, progress=False,
+                    eval_at=[*range(0, len(batches), every), len(batches)] if check_start
+                    else None)
     seconds = clock() - t0 - spent[0]
     keep.restore()
     model.eval()
@@ -136,7 +141,8 @@ def finetune(model: torch.nn.Module, readout: torch.nn.Module, task: Task, input
     from the trained `readout` of stage 1 (every weight but the encoder's is copied), and both
     train with AdamW (the encoder at `encoder_lr`, the rest at `head_lr`, weight decay 0.01),
     a linear warm-up over the first 10 % of the cap and linear decay to it, until converged
-    (`fit`; gradients clipped at 1). Returns fit's dict."""
+    (`fit`; gradients clipped at 1). The stage-1 weights are validated first (step 0): a run
+    whose best_step is 0 found nothing better than stage 1. Returns fit's dict."""
     loaded = model.load_state_dict(readout.state_dict(), strict=False)
     if loaded.unexpected_keys or any(not k.startswith("encoder.") for k in loaded.missing_keys):
         fail("finetune: the stage-1 read-out does not match the model",
@@ -149,7 +155,8 @@ def finetune(model: torch.nn.Module, readout: torch.nn.Module, task: Task, input
         weight_decay=0.01)
     steps = max(1, int(epochs * np.ceil(len(task.splits["train"]) / batch_size)))
     return fit(model, task, inputs, forward, seed, batch_size, epochs, checks, patience,
-               optimizer=optimizer, schedule=warmup_linear(max(1, steps // 10), steps), **kw)
+               optimizer=optimizer, schedule=warmup_linear(max(1, steps // 10), steps),
+               check_start=True, **kw)
 
 
 def drop_effects(chunks: Iterable, generator: torch.Generator) -> dict:

@@ -50,7 +50,7 @@ def train(model: torch.nn.Module,
         schedule: step -> learning-rate factor of every group (warm-up, decay; see
             `warmup_linear`), applied before each step.
         stop: History -> True to end training early, asked after each evaluation (see
-            `KeepBest`).
+            `KeepBest`); after one at step 0 it is told, but training goes on.
     Returns:
         History with 'loss' every step and each metric of `evaluate`.
     """
@@ -62,6 +62,8 @@ def train(model: torch.nn.Module,
         model.eval()
         with torch.no_grad():
             history.log(0, **evaluate())
+        if stop is not None:
+            stop(history)  # the starting weights compete too: a run may find none better
     bar = tqdm(range(1, steps + 1), desc=desc, disable=not progress, mininterval=0.5)
     for step in bar:
         model.train()

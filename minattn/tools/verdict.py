@@ -151,11 +151,14 @@ def real_data(ok: bool, what: str) -> Gate:
 
 
 def _gated(gates: Sequence[Gate], numbers: str, n: str) -> Verdict | None:
+    """Not tested when a gate failed: the reason of the first, the details of all."""
     for gate in gates:
         if not isinstance(gate, Gate):
             raise TypeError(f"gates: expected Gate objects, got {type(gate).__name__}")
-        if not gate.passed:
-            return Verdict(NOT_TESTED, f"{gate.detail} ({numbers})", reason=gate.reason, n=n)
+    failed = [gate for gate in gates if not gate.passed]
+    if failed:
+        return Verdict(NOT_TESTED, f"{'; '.join(g.detail for g in failed)} ({numbers})",
+                       reason=failed[0].reason, n=n)
     return None
 
 
