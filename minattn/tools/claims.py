@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import importlib
 import inspect
 import numbers
 from typing import Callable
@@ -73,3 +74,15 @@ def claim_rule(*, reproduced_by: dict, contradicted_by: dict):
         return rule
 
     return register
+
+
+def redecide(saved: list[dict]) -> list[Verdict]:
+    """Claims a run recorded (entries of its claims.json), each decided again by today's rule
+    of the same name on the raw numbers the run recorded: a saved run read with current rules."""
+    again = []
+    for claim in saved:
+        importlib.import_module("minattn." + claim["rule"].rsplit(".", 1)[0])  # registers it
+        if claim["rule"] not in RULES:
+            raise KeyError(f"no claim rule {claim['rule']!r} (claim {claim['claim']!r})")
+        again.append(RULES[claim["rule"]](**claim["raw"]))
+    return again
