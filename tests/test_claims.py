@@ -61,3 +61,20 @@ def test_a_claim_rule_records_its_name_and_raw_numbers():
                                    not_tested="")
     finally:
         RULES.pop(toy.__wrapped__.__module__.removeprefix("minattn.") + ".toy", None)
+
+
+def test_a_saved_claim_is_decided_again_by_todays_rule():
+    """`redecide` reads a claims.json entry (rule name + raw numbers) with the rule as it is
+    now: the same numbers give the same outcome, changed numbers a changed one."""
+    from minattn.tools.claims import redecide
+
+    name = "task_heads.claims.finetuned_heads_beat_mean_pooling"
+    rule = RULES[name]
+    saved = [dict(claim="yes", rule=name, raw=rule(**rule.reproduced_by).raw),
+             dict(claim="no", rule=name, raw=rule(**rule.contradicted_by).raw)]
+    assert [v.verdict for v in redecide(saved)] == [REPRODUCED, CONTRADICTED]
+    stuck = dict(saved[0]["raw"], best_steps={"heads": [0, 0], "mean pooling": [30, 90]})
+    again = redecide([dict(claim="stuck", rule=name, raw=stuck)])[0]
+    assert again.verdict == "not tested" and "nothing better than stage 1" in again.detail
+    with pytest.raises(KeyError, match="no claim rule"):
+        redecide([dict(claim="gone", rule="task_heads.claims.no_such_rule", raw={})])
