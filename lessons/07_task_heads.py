@@ -880,16 +880,16 @@ lesson.claim("a head's time overhead is larger over a frozen encoder than over a
 # ## 9. What does a head read — and does it matter?
 #
 # An attention map shows where a head puts its weight, not that the prediction depends on
-# it. So the fine-tuned paraphrase head's map comes with an intervention: remove from B the
-# token A's `[CLS]` weighs most (`task_heads.drop_token`) and see how far the predicted
-# probability moves, against a random other token. That alone proves little: for a read-out
-# $z = \sum_i a_i v_i$, dropping token $k$ gives $z' = (z - a_k v_k)/(1 - a_k)$, so
+# it. So section 7's paraphrase head (as stage 2 left it) comes with an intervention: remove
+# from B the token A's `[CLS]` weighs most (`task_heads.drop_token`) and see how far the
+# predicted probability moves, against a random other token. That alone proves little: for a
+# read-out $z = \sum_i a_i v_i$, dropping token $k$ gives $z' = (z - a_k v_k)/(1 - a_k)$, so
 #
 # $$|z' - z| = \frac{a_k}{1 - a_k}\,|v_k - z| :$$
 #
 # the token with the largest weight moves $z$ the most for *any* uneven weights, whether or
 # not it matters for the task. The test that can fail gives the same deletions to a model that
-# never saw the head's weights — mean pooling, fine-tuned on the same task: if the head's
+# never saw the head's weights — mean pooling, through the same two stages: if the head's
 # favourite tokens matter to it too, the head weighs what the task needs. The removal happens
 # below the fine-tuned layer, which then runs without the token.
 
@@ -918,7 +918,7 @@ with torch.no_grad():
             tuned["paraphrase", "heads", s]["model"].eval(),
             tuned["paraphrase", "mean pooling", s]["model"].eval(),
             SPLITS["paraphrase"]["test"][:lesson.size(full=400, smoke=40)]), gen)
-print("fine-tuned paraphrase, B's tokens removed (mean over seeds):")
+print("section 7's paraphrase models, B's tokens removed (mean over seeds):")
 print(f"  {'model fed the deletions':26s} {'mean |Δp|: top':>15s} {'random':>8s} {'ratio':>6s}")
 for model in ("heads", "mean pooling", "weight"):
     top, rand = (np.mean([e[model, k].mean() for e in effects.values()]) for k in ("top", "random"))
@@ -950,7 +950,7 @@ for ax, level in zip(axes, (2, 0)):  # the shortest paraphrase and non-paraphras
     ax.set(ylabel="weight (mean of 12 heads)",
            title=f"{'paraphrase' if level == 2 else 'not a paraphrase'} — A: "
                  f"{textwrap.shorten(bible.texts[bible.a[row]], 110)}")
-fig.suptitle("The fine-tuned paraphrase head: what A's [CLS] reads of B's tokens")
+fig.suptitle("Section 7's paraphrase head: what A's [CLS] reads of B's tokens")
 fig.tight_layout()
 lesson.savefig(fig, "what_heads_read")
 
