@@ -649,11 +649,11 @@ lesson.claim("U(0.9, 1) initialisation: about as good as the default on paraphra
 # exactly the states stage 1 read — and trains both, the encoder's rate below the read-out's,
 # with a linear warm-up and decay, gradient clipping, and section 6's convergence rule checked
 # three times per epoch. The stage-1 weights are validated too (step 0) and kept if nothing
-# beats them: what validation prefers is the recipe's answer. A fine-tuned comparison is drawn
-# only when every run converged, fine-tuning moved every arm (stage 2 beat stage 1 in at least
-# one run of each), and every arm reached the frozen reference lines (the zero-shot cosine and
-# the probe of section 4); otherwise it is *not tested*: it would compare frozen read-outs
-# again, or a budget.
+# beats them — a high bar, as stage 1 kept the best of its own checks on the same pairs. A
+# fine-tuned comparison is drawn only when every run converged, fine-tuning moved every arm
+# (stage 2 beat stage 1 in at least one run of each), and every arm reached the frozen
+# reference lines (the zero-shot cosine and the probe of section 4); otherwise it is *not
+# tested*: it would compare frozen read-outs again, or a budget.
 #
 # | | the poster | here (full mode; paper scale in the printout) |
 # |---|---|---|
