@@ -7,23 +7,11 @@ input. Table 2's recipe: test_agreement_table2.py."""
 import numpy as np
 import pytest
 import torch
+from parity import np_, t  # tests/ is on sys.path (rootdir conftest)
 from torch import nn
 
 from minattn import agreement as ag
 from minattn import lstm_attention as la
-
-
-def t(x):
-    return torch.as_tensor(np.asarray(x), dtype=torch.float64)
-
-
-def np_(p):
-    return p.detach().double().numpy()
-
-
-@pytest.fixture
-def rng():
-    return np.random.default_rng(0)
 
 
 # --------------------------------------------------- the translator against lesson 05's pieces

@@ -8,25 +8,13 @@ import math
 import numpy as np
 import pytest
 import torch
+from parity import np_, t  # tests/ is on sys.path (rootdir conftest)
 from torch import nn
 
 from minattn import lstm_attention as la
 from minattn.attention import softmax_np, softmax_torch
 
 T64 = dict(dtype=torch.float64)
-
-
-def t(x):
-    return torch.as_tensor(np.asarray(x), dtype=torch.float64)
-
-
-def np_(p):
-    return p.detach().double().numpy()
-
-
-@pytest.fixture
-def rng():
-    return np.random.default_rng(0)
 
 
 # ----------------------------------------------------------------------------- the LSTM

@@ -8,23 +8,11 @@ import copy
 import numpy as np
 import pytest
 import torch
+from parity import np_, t  # tests/ is on sys.path (rootdir conftest)
 from torch import nn
 
 from minattn import lstm_attention as la
 from minattn.lstm_attention import copy_ids
-
-
-def np_(p):
-    return p.detach().double().numpy()
-
-
-def t(x):
-    return torch.as_tensor(np.asarray(x), dtype=torch.float64)
-
-
-@pytest.fixture
-def rng():
-    return np.random.default_rng(0)
 
 
 @pytest.fixture(autouse=True)
