@@ -33,28 +33,28 @@ data: setup
 
 # unexecuted notebooks in notebooks/, to run yourself; one that holds outputs or edits is kept
 notebooks: setup
-	$(PY) -m minattn.tools.course --notebooks-only
+	$(PY) -m minattn.course.course --notebooks-only
 
 # make course [LESSONS="01 06"]: every lesson (or these) executed as a notebook, the HTML course, the report
 course: setup data
-	$(PY) -m minattn.tools.course $(if $(LESSONS),--only $(LESSONS))
+	$(PY) -m minattn.course.course $(if $(LESSONS),--only $(LESSONS))
 
 # the course at tiny sizes, in notebooks-smoke/ and figures-smoke/ (never over a full run's)
 smoke: setup
-	MINATTN_SMOKE=1 $(PY) -m minattn.tools.course $(if $(LESSONS),--only $(LESSONS))
+	MINATTN_SMOKE=1 $(PY) -m minattn.course.course $(if $(LESSONS),--only $(LESSONS))
 
 # JupyterLab is an optional extra (requirements-lab.txt), installed on first use; blank
 # notebooks are written for the lessons that have none in notebooks/ (yours are kept).
 # As root (a container) Jupyter needs --allow-root.
 lab: setup
 	$(PY) -m pip install --quiet -r requirements-lab.txt
-	$(PY) -m minattn.tools.course --notebooks-only
+	$(PY) -m minattn.course.course --notebooks-only
 	$(VENV)/bin/jupyter lab $$([ "$$(id -u)" = 0 ] && echo --allow-root) notebooks/
 
 # make check-pages [DIR=notebooks-smoke]: every page of a build in headless Chromium (formulas
 # that fail to typeset, images that do not load, raw colour codes); needs chromium installed
 check-pages: setup
-	$(PY) -m minattn.tools.pages check $(or $(DIR),notebooks)
+	$(PY) -m minattn.course.pages check $(or $(DIR),notebooks)
 
 test: setup data
 	$(PY) -m ruff check .
@@ -65,12 +65,12 @@ test: setup data
 # the FULL lessons at full scale (all: every lesson), one line per lesson with its seconds; exits
 # non-zero without CUDA. PY=python3 uses an existing environment (no set-up).
 test-gpu: $(if $(filter $(VENV)/bin/python,$(PY)),setup)
-	$(PY) -m minattn.tools.gpu_tier $(if $(LESSONS),--only $(LESSONS)) $(if $(FULL),--full $(FULL))
+	$(PY) -m minattn.course.gpu_tier $(if $(LESSONS),--only $(LESSONS)) $(if $(FULL),--full $(FULL))
 
 # make student [ONLY="1 2.1"] [FORCE=1 [RESET=1]]: ./student, a copy with those solutions removed
 # (grading runs each submission in a bubblewrap sandbox: sudo apt-get install bubblewrap)
 student: setup
-	$(PY) -m minattn.classroom student student $(if $(ONLY),--only $(ONLY)) $(if $(FORCE),--force) $(if $(RESET),--reset)
+	$(PY) -m minattn.course.classroom student student $(if $(ONLY),--only $(ONLY)) $(if $(FORCE),--force) $(if $(RESET),--reset)
 
 bench: setup
 	for b in benchmarks/*.py; do $(PY) $$b --quick || exit 1; done
@@ -86,5 +86,5 @@ clean:
 # The table is the answer: exercises that do not pass yet are no error of make's (the check's
 # exit code 1); a check that could not run is (2: a wrong id; 130: Ctrl-C).
 exercises: $(if $(wildcard $(PY)),,setup)
-	@$(PY) -m minattn.classroom check $(EX) $(if $(TB),-v) $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
+	@$(PY) -m minattn.course.classroom check $(EX) $(if $(TB),-v) $(if $(TIMEOUT),--timeout $(TIMEOUT)) \
 		|| [ $$? -eq 1 ]

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from minattn.attention import attention_np, attention_torch
-from minattn.tools.bench import (
+from minattn.course.bench import (
     bench_args,
     device_name,
     fmt_bytes,

@@ -18,7 +18,7 @@ in one run, interleaved, medians:
   * extra peak memory of one end-to-end run (in a fresh process), max |t_ours - t_nltk| over
     the table, and the number of target tokens whose Viterbi alignment differs (and whether
     only at ties: two source words whose t agree to 1e-12, broken differently by rounding).
-Corpus: the Bible (en-de) from minattn.tools.data when it has been fetched, otherwise a synthetic
+Corpus: the Bible (en-de) from minattn.course.data when it has been fetched, otherwise a synthetic
 corpus with similar sizes (dictionary_corpus); the table says which.
 """
 
@@ -37,6 +37,18 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from minattn.course.bench import (  # noqa: E402
+    bench_args,
+    fmt_bytes,
+    fmt_time,
+    machine_record,
+    markdown_table,
+    measured_on,
+    provenance,
+    run_benchmark,
+    save_json,
+    time_interleaved,
+)
 from minattn.ibm1 import (  # noqa: E402
     MIN_PROB,
     e_step_fast_np,
@@ -51,18 +63,6 @@ from minattn.ibm1 import (  # noqa: E402
     viterbi_fast_np,
 )
 from minattn.lstm_attention import dictionary_corpus  # noqa: E402
-from minattn.tools.bench import (  # noqa: E402
-    bench_args,
-    fmt_bytes,
-    fmt_time,
-    machine_record,
-    markdown_table,
-    measured_on,
-    provenance,
-    run_benchmark,
-    save_json,
-    time_interleaved,
-)
 
 ITERATIONS = 5
 
@@ -70,7 +70,7 @@ ITERATIONS = 5
 def load_corpus(n_pairs: int | None):
     """(name, sources, targets): Bible verses when available, else a synthetic stand-in."""
     try:
-        from minattn.tools.data import DatasetMissing, load_parallel, tokenize
+        from minattn.course.data import DatasetMissing, load_parallel, tokenize
         try:
             pairs = load_parallel(pair="en-de")
             pairs = pairs if n_pairs is None else pairs[:n_pairs]
@@ -79,7 +79,7 @@ def load_corpus(n_pairs: int | None):
         except DatasetMissing as exc:
             print(f"Bible not fetched ({exc}); using a synthetic corpus")
     except ImportError:
-        print("minattn.tools.data not available; using a synthetic corpus")
+        print("minattn.course.data not available; using a synthetic corpus")
     n = n_pairs or 31_102
     src, tgt, _ = dictionary_corpus(n, 8000, np.random.default_rng(0), length=(10, 40),
                                          n_function=20)

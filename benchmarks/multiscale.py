@@ -34,15 +34,7 @@ import torch
 import torch.nn.functional as F
 
 from minattn.attention import attention_fast_torch
-from minattn.multiscale import (
-    BAND_FROM,
-    DENSE_BELOW,
-    band_attention_cpu,
-    multiscale_attention_fast_torch,
-    scale_mask_torch,
-)
-from minattn.sparse import compiled, dispatch, flex
-from minattn.tools.bench import (  # noqa: E402
+from minattn.course.bench import (  # noqa: E402
     bench_args,
     fmt_bytes,
     fmt_time,
@@ -57,6 +49,14 @@ from minattn.tools.bench import (  # noqa: E402
     save_json,
     time_interleaved,
 )
+from minattn.multiscale import (
+    BAND_FROM,
+    DENSE_BELOW,
+    band_attention_cpu,
+    multiscale_attention_fast_torch,
+    scale_mask_torch,
+)
+from minattn.sparse import compiled, dispatch, flex
 
 H, D = 8, 64
 MASKED_MAX = 2048  # the (H, N, N) bool mask and its float copy: 160 MiB at N = 2,048

@@ -26,7 +26,7 @@ Dense stops at N = 16k (the full run) or 4k (--quick): its float copy of the mas
 4·N² bytes (16 GiB at N = 64k) and one forward+backward at 32k would take minutes on a CPU.
 
 Times are medians of interleaved repeats; memory is the extra peak memory of one call
-(minattn.tools.bench.peak_memory: resident set on the CPU, torch's allocator on CUDA). Read
+(minattn.course.bench.peak_memory: resident set on the CPU, torch's allocator on CUDA). Read
 the ratio columns: they compare numbers measured side by side. A second table measures the
 block-sparse kernel against its number of non-zero blocks. The plot goes to
 figures/02_sparse/benchmark.png (benchmark_cuda.png on a GPU; MINATTN_FIGURES overrides
@@ -43,16 +43,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from minattn.sparse import (
-    bigbird_layout_np,
-    block_sparse_attention_torch,
-    dispatch,
-    flex,
-    sliding_window_mask_np,
-    window_attention_torch,
-)
-from minattn.tools import REPO_ROOT
-from minattn.tools.bench import (  # noqa: E402
+from minattn.course import REPO_ROOT
+from minattn.course.bench import (  # noqa: E402
     bench_args,
     device_name,
     fmt_bytes,
@@ -67,6 +59,14 @@ from minattn.tools.bench import (  # noqa: E402
     run_benchmark,
     save_json,
     time_interleaved,
+)
+from minattn.sparse import (
+    bigbird_layout_np,
+    block_sparse_attention_torch,
+    dispatch,
+    flex,
+    sliding_window_mask_np,
+    window_attention_torch,
 )
 
 B, D = 1, 64

@@ -28,15 +28,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from minattn.encoder import encode_batch, length_sorted_batches, load_minilm, token_states  # noqa: E402
-from minattn.task_heads import (  # noqa: E402
-    PairModel,
-    SentenceClassifier,
-    attention_pool_fast_torch,
-    random_token_states,
-)
-from minattn.tools import data  # noqa: E402
-from minattn.tools.bench import (  # noqa: E402
+from minattn.course import data  # noqa: E402
+from minattn.course.bench import (  # noqa: E402
     bench_args,
     fmt_time,
     machine_record,
@@ -46,6 +39,13 @@ from minattn.tools.bench import (  # noqa: E402
     run_benchmark,
     save_json,
     time_interleaved,
+)
+from minattn.encoder import encode_batch, length_sorted_batches, load_minilm, token_states  # noqa: E402
+from minattn.task_heads import (  # noqa: E402
+    PairModel,
+    SentenceClassifier,
+    attention_pool_fast_torch,
+    random_token_states,
 )
 
 B = 32

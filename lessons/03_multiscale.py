@@ -45,6 +45,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from minattn.attention import padding_mask_torch
+from minattn.course.bench import forward_backward, time_interleaved
+from minattn.course.data import DatasetMissing, load_glove, load_sentiment, tokenize
+from minattn.course.lesson import Lesson, show
+from minattn.course.plots import heatmap
 from minattn.multiscale import (
     DENSE_BELOW,
     BiLSTMClassifier,
@@ -79,10 +83,6 @@ from minattn.multiscale.figures import (
     draw_head_statistics,
     draw_model,
 )
-from minattn.plots import heatmap
-from minattn.tools.bench import forward_backward, time_interleaved
-from minattn.tools.data import DatasetMissing, load_glove, load_sentiment, tokenize
-from minattn.tools.lesson import Lesson, show
 
 lesson = Lesson("03_multiscale")  # on a CPU: one torch thread (see Lesson)
 LESSON_START = time.process_time()
@@ -593,8 +593,8 @@ try:
     FALLBACK = ""
 except DatasetMissing as err:
     print(f"{err}\n-> falling back to template sentences and random 'word vectors'")
+    from minattn.course.data import Sentiment
     from minattn.task_heads import template_sentiment
-    from minattn.tools.data import Sentiment
 
     texts = {}
     for i, (s, size) in enumerate({"train": 1400, "valid": 200, "test": 1000}.items()):
@@ -880,7 +880,7 @@ lesson.summary()
 #   and how far they look (distance), each against the same heads untrained.
 #
 # ## Exercises
-# Build a student copy (`python -m minattn.classroom student DIR`), then check your work
+# Build a student copy (`python -m minattn.course.classroom student DIR`), then check your work
 # with `python -m pytest --exercises 3.1 3.2 3.3` in the copy.
 #
 # * **3.1** (implement, ~10 min) `scale_mask_np` and its twin `scale_mask_torch`
@@ -889,7 +889,7 @@ lesson.summary()
 #   scores, the softmax shares and the counts from the cumulative shares, as stated in its
 #   docstring. The tests check the slides' worked example, that every layer gets exactly N' heads,
 #   and that layer 1 gains small scales as α grows.
-# * **3.3** (predict, ~5 min) `uniform_window_scale` (`minattn/answers/multiscale.py`): the
+# * **3.3** (predict, ~5 min) `uniform_window_scale` (`minattn/course/answers/multiscale.py`): the
 #   measured scale of a head with ω = 3 that attends uniformly to every key it may see, for a
 #   query far from both ends. Work it out on paper, then let the test check it with
 #   `measured_scale_np`. (It is the lowest point of the diagonal in the figure of section 9.)

@@ -55,13 +55,13 @@ import numpy as np
 import torch
 
 from minattn.attention import causal_mask_np
-from minattn.plots import heatmap
-from minattn.tools.data import DatasetMissing, load_lm_text
-from minattn.tools.estimates import estimate
-from minattn.tools.lesson import Lesson, show
-from minattn.tools.tables import print_table
-from minattn.tools.train import count_parameters, train
-from minattn.tools.utils import set_seed
+from minattn.course.data import DatasetMissing, load_lm_text
+from minattn.course.estimates import estimate
+from minattn.course.lesson import Lesson, show
+from minattn.course.plots import heatmap
+from minattn.course.tables import print_table
+from minattn.course.train import count_parameters, train
+from minattn.course.utils import set_seed
 from minattn.xl import (
     RelMultiHeadAttention,
     TransformerXL,
@@ -984,12 +984,12 @@ lesson.summary()
 # * **4.2 implement** (~5 min) — the memory update, `update_memory_np` and
 #   `update_memory_torch` in `minattn/xl/reference.py` (careful with $M = 0$). Check:
 #   `pytest --exercises 4.2`.
-# * **4.3 predict** (~10 min) — `farthest_token_back` in `minattn/answers/xl.py`: how many
+# * **4.3 predict** (~10 min) — `farthest_token_back` in `minattn/course/answers/xl.py`: how many
 #   tokens back can the last token of a segment see, with 2 layers, $S = M = 16$? Write the
 #   general formula for $M = S$ in a comment, then check with section 4.
 # * **4.4 experiment** (~5 min) — in section 5, compare XL read without its memory ("XL,
 #   memory 0") with the vanilla model: is it better or worse? Both read each segment alone
 #   then. Report the difference XL(memory 0) − vanilla, means over the seeds, in
-#   `experiment_memory_zero_gap` in `minattn/answers/xl.py`. Then compare XL(memory 0) with
+#   `experiment_memory_zero_gap` in `minattn/course/answers/xl.py`. Then compare XL(memory 0) with
 #   the relative model trained without memory: what did training with a memory do to the
 #   model's reading of a segment alone?

@@ -60,6 +60,10 @@ import torch
 from tqdm import tqdm
 
 from minattn.attention import softmax_torch
+from minattn.course.lesson import Lesson, show
+from minattn.course.plots import heatmap, plot_table
+from minattn.course.tables import print_table
+from minattn.course.utils import set_seed
 from minattn.ibm1 import count_table_np, make_bitext
 from minattn.lstm_attention import (
     LEARNED,
@@ -87,10 +91,6 @@ from minattn.lstm_attention import (
     train_copy,
     with_heads,
 )
-from minattn.plots import heatmap, plot_table
-from minattn.tools.lesson import Lesson, show
-from minattn.tools.tables import print_table
-from minattn.tools.utils import set_seed
 
 lesson = Lesson("05_lstm_attention")  # on a CPU: one torch thread (see Lesson)
 rng = set_seed(0)
@@ -796,7 +796,7 @@ lesson.summary()
 # ## Exercises
 #
 # **5.1 — the Luong attention step (implement, ~10 min).** In a student copy
-# (`python -m minattn.classroom student DIR`), `luong_attention_np` and its torch twin in
+# (`python -m minattn.course.classroom student DIR`), `luong_attention_np` and its torch twin in
 # `minattn/lstm_attention/reference.py` raise `NotImplementedError`. Compute the scores
 # $s_t^\top W^k_a h_i$ for every head $k$, the masked softmax (lesson 01's), and the summed
 # context. Check: `pytest tests/test_lstm_attention.py --exercises 5.1`.
@@ -813,9 +813,9 @@ lesson.summary()
 # (C) `permutation_corpus(n, 15, 30, rng)` — 15 words sampled from 30, permuted.
 # Compute their count tables with `count_table` (section 5) and predict which one a copy model
 # will learn least often within 200 steps: write "A", "B" or "C" in
-# `least_often_learned_corpus` of `minattn/answers/lstm_attention.py` (`make exercises EX=5.3`
-# says whether it is answered; the teacher's tests check it). Then run it: `copy_run`
-# (section 4) on `CopyTask("A", 30, 45)`, `CopyTask("B", 15, 15, n_sets=2)` and
+# `least_often_learned_corpus` of `minattn/course/answers/lstm_attention.py`
+# (`make exercises EX=5.3` says whether it is answered; the teacher's tests check it). Then run
+# it: `copy_run` (section 4) on `CopyTask("A", 30, 45)`, `CopyTask("B", 15, 15, n_sets=2)` and
 # `CopyTask("C", 15, 30)`, a few seeds each (a few minutes on a CPU), and compare the curves
 # with your prediction.
 

@@ -47,6 +47,9 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 
+from minattn.course.lesson import Lesson, show
+from minattn.course.plots import plot_alignment, plot_table
+from minattn.course.utils import set_seed
 from minattn.ibm1 import (
     BagOfWordsProxy,
     alignment_matrix_fast_np,
@@ -77,9 +80,6 @@ from minattn.ibm1 import (
     viterbi_np,
 )
 from minattn.lstm_attention import dictionary_corpus, permutation_corpus, two_sets_corpus
-from minattn.plots import plot_alignment, plot_table
-from minattn.tools.lesson import Lesson, show
-from minattn.tools.utils import set_seed
 
 lesson = Lesson("06_ibm1")  # on a CPU: one torch thread (see Lesson)
 rng = set_seed(0)
@@ -401,7 +401,7 @@ for mode in ["textbook", "nltk"]:
 show(e_step_fast_np)
 
 try:
-    from minattn.tools.data import DatasetMissing, load_parallel, tokenize
+    from minattn.course.data import DatasetMissing, load_parallel, tokenize
     try:
         pairs = load_parallel(pair="en-de")
         pairs = pairs if not lesson.smoke else pairs[:1500]
@@ -452,7 +452,7 @@ for mode in ["textbook", "nltk"]:
 # ### A real corpus: English → German Bible verses
 #
 # 31,102 verses of the World English Bible and a German Bible, aligned verse by verse
-# (`minattn.tools.data.load_parallel`, fetched by `python data_scripts/fetch_all.py`). Without the
+# (`minattn.course.data.load_parallel`, fetched by `python data_scripts/fetch_all.py`). Without the
 # data the lesson falls back to a synthetic corpus built from a hidden dictionary.
 
 # %%
@@ -672,7 +672,7 @@ lesson.summary()
 #
 # ## Exercises
 #
-# Build a student copy with `python -m minattn.classroom student DIR` and check your work
+# Build a student copy with `python -m minattn.course.classroom student DIR` and check your work
 # there with `pytest tests/test_ibm1.py --exercises`.
 #
 # **6.1 — the E-step** (implement, ~15 min). `minattn/ibm1/reference.py::e_step_np` raises
@@ -687,9 +687,9 @@ lesson.summary()
 # **6.3 — which tables move the proxy?** (predict, ~5 min). Of the three count tables in
 # section 2 — (a) 40-of-40, (b) 40-of-60, (c) two disjoint sets of 40 — which make the predicted
 # $\dot\theta = 2(C - \text{row mean})$ zero for *every* $(x, y)$? Answer in
-# `minattn/answers/ibm1.py::zero_gradient_tables` before you compute it.
+# `minattn/course/answers/ibm1.py::zero_gradient_tables` before you compute it.
 #
 # **6.4 — the EM race** (experiment, ~10 min). Section 3 printed after how many EM steps the
 # mean $t(x \mid x)$ on 40-of-60 first passes 0.5. Change the task to 40-of-50 (everything else
 # as in `diagonal_race`, up to 40 steps) and report that number in
-# `minattn/answers/ibm1.py::em_race_40_of_50`. Why does a smaller vocabulary take longer?
+# `minattn/course/answers/ibm1.py::em_race_40_of_50`. Why does a smaller vocabulary take longer?

@@ -87,6 +87,12 @@ import torch
 from tqdm.auto import tqdm
 
 from minattn import task_heads as th
+from minattn.course import REPO_ROOT, data
+from minattn.course.bench import time_interleaved
+from minattn.course.claims import redecide
+from minattn.course.lesson import Lesson, show
+from minattn.course.train import count_parameters
+from minattn.course.utils import set_seed
 from minattn.encoder import (
     BertConfig,
     MiniLMEncoder,
@@ -96,12 +102,6 @@ from minattn.encoder import (
     load_minilm,
 )
 from minattn.task_heads import claims
-from minattn.tools import REPO_ROOT, data
-from minattn.tools.bench import time_interleaved
-from minattn.tools.claims import redecide
-from minattn.tools.lesson import Lesson, show
-from minattn.tools.train import count_parameters
-from minattn.tools.utils import set_seed
 
 lesson = Lesson("07_task_heads")  # on a CPU: one torch thread (see Lesson)
 device = lesson.device
@@ -980,7 +980,7 @@ lesson.summary()
 # ## Exercises
 #
 # **7.1 — masked mean pooling (implement, ~10 min).** In a student copy
-# (`python -m minattn.classroom student DIR`), `mean_pool_np` and `mean_pool_torch` in
+# (`python -m minattn.course.classroom student DIR`), `mean_pool_np` and `mean_pool_torch` in
 # `minattn/task_heads/reference.py` (and `minattn.encoder.mean_pool`) raise
 # `NotImplementedError`. Average the real tokens only. Check:
 # `pytest tests/test_task_heads.py --exercises 7.1`.
@@ -991,8 +991,8 @@ lesson.summary()
 # by layer, then mean-pool A (or read its first token). Check with `--exercises 7.2`.
 #
 # **7.3 — predict, then check (~10 min).** Before running section 5, answer in
-# `minattn/answers/task_heads.py`: is a U(0.9, 1) head's first attention uniform, one-token or
-# in between — on raw states, and after LN? Then run section 5 (or `--exercises 7.3`).
+# `minattn/course/answers/task_heads.py`: is a U(0.9, 1) head's first attention uniform,
+# one-token or in between — on raw states, and after LN? Then run section 5 (or `--exercises 7.3`).
 #
 # **7.4 — explore (open, ~30 min).** Test the explanation of the U(0.9, 1) failure on the
 # frozen paraphrase head: apply `u09_init_` to the query and key projections only and retrain;

@@ -66,11 +66,11 @@ from minattn.agreement import (
     sentiment_data,
     table2_rows,
 )
-from minattn.tools.lesson import Lesson, show
-from minattn.tools.tables import print_table
-from minattn.tools.train import train
-from minattn.tools.utils import set_seed
-from minattn.tools.verdict import estimate
+from minattn.course.lesson import Lesson, show
+from minattn.course.tables import print_table
+from minattn.course.train import train
+from minattn.course.utils import set_seed
+from minattn.course.verdict import estimate
 
 lesson = Lesson("08_agreement")  # on a CPU: one torch thread (see Lesson)
 rng = set_seed(0)
@@ -776,7 +776,7 @@ lesson.summary()
 # ## Exercises
 #
 # **8.1 — the agreement metric (implement, ~10 min).** In a student copy
-# (`python -m minattn.classroom student DIR`), `agreement_np` and `agreement_torch` in
+# (`python -m minattn.course.classroom student DIR`), `agreement_np` and `agreement_torch` in
 # `minattn/agreement/metric.py` raise `NotImplementedError`. Implement them: the argmax of $a$
 # over the real positions, and whether fewer than $\lceil 0.05 n\rceil$ real positions of $b$
 # are strictly above it. Check: `pytest tests/test_agreement.py --exercises 8.1`.
@@ -790,9 +790,9 @@ lesson.summary()
 # task by a one-way (left-to-right) LSTM, keep the attention frozen uniform and train 1000
 # steps. In most positive sequences, where does the largest log-odds $z_i$ sit: "before" the
 # keyword, "at" it, or "after" it? Write your answer in `one_way_keyword_leader` of
-# `minattn/answers/agreement.py` before you run anything (`make exercises EX=8.3` says whether
-# it is answered; the teacher's tests check it). Then run it: `keyword_run` of section 3 with a
-# model that keeps only `forward_lstm` (a few lines of `nn.Module`), and look at the share of
+# `minattn/course/answers/agreement.py` before you run anything (`make exercises EX=8.3` says
+# whether it is answered; the teacher's tests check it). Then run it: `keyword_run` of section 3
+# with a model that keeps only `forward_lstm` (a few lines of `nn.Module`), and look at the share of
 # sequences led by each position.
 
 # %%

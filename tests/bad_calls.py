@@ -39,7 +39,7 @@ from minattn import multiscale as MS
 from minattn import sparse as S
 from minattn import task_heads as TH
 from minattn import xl as X
-from minattn.tools import train as TR  # noqa: E402
+from minattn.course import train as TR  # noqa: E402
 
 OUR_FORMAT = re.compile(r".+: expected .+, got .+", re.S)
 

@@ -3,7 +3,7 @@
 `pytest --exercises [ID...]` runs only the tests marked @pytest.mark.exercise("<id>") and ends
 with a table: for each exercise, how many of its tests pass and, if not, whether it is still
 "not implemented yet". `--exercise-report PATH` also writes the results as JSON, after every test
-(a run killed half-way still leaves what it did); `python -m minattn.classroom check` and
+(a run killed half-way still leaves what it did); `python -m minattn.course.classroom check` and
 `grade` read it. `--stub-each` runs every exercise test with its own exercise stubbed out in
 place, as in a student copy (tests/test_exercises.py uses it). Tests in tests/hidden/ are
 teacher-only: student copies do not have them.
@@ -66,7 +66,7 @@ def pytest_collection_modifyitems(config, items):
     wanted = config.getoption("--exercises")
     if wanted is not None:
         if wanted:
-            from minattn.classroom.regions import all_exercises, expand_ids
+            from minattn.course.classroom.regions import all_exercises, expand_ids
 
             try:
                 wanted = expand_ids(wanted, {e.id for e in all_exercises()} | {
@@ -131,12 +131,12 @@ def pytest_runtest_setup(item):
     _RESULTS["running"] = item.nodeid  # what a killed run was doing
     _write(item.config)
     if item.config.getoption("--stub-each") and (ex := _exercise_of(item)):
-        from minattn.classroom.stubs import stub_in_process
+        from minattn.course.classroom.stubs import stub_in_process
 
         _RESTORE[item.nodeid] = stub_in_process(ex)
     elif item.config.getoption("--trace-regions") and (ex := _exercise_of(item)):
-        from minattn.classroom.regions import all_exercises
-        from minattn.classroom.stubs import trace_in_process
+        from minattn.course.classroom.regions import all_exercises
+        from minattn.course.classroom.stubs import trace_in_process
 
         entered = _entry(ex)["entered"]
         if all(f"{e.path}:{e.line}" in entered for e in all_exercises() if e.id == ex):
@@ -232,8 +232,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
     _write(config)
     if not _RESULTS["exercises"] or config.getoption("--exercises") is None:
         return
-    from minattn.classroom.check import state_of
-    from minattn.classroom.regions import id_key
+    from minattn.course.classroom.check import state_of
+    from minattn.course.classroom.regions import id_key
 
     terminalreporter.section("exercises")
     for ex_id in sorted(_RESULTS["exercises"], key=id_key):

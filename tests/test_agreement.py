@@ -279,7 +279,7 @@ def test_build_vocab_and_encode():
 
 def test_the_real_data_loaders_fall_back_offline_and_say_so(monkeypatch):
     from minattn.agreement import data
-    from minattn.tools.data import DatasetMissing
+    from minattn.course.data import DatasetMissing
 
     def missing(*args, **kwargs):
         raise DatasetMissing("not fetched")

@@ -120,7 +120,7 @@ def test_train_evaluates_at_step_zero_and_the_listed_steps():
     """The checkpoints the Table-2 runs record (tools.train's eval_at)."""
     import torch
 
-    from minattn.tools.train import train
+    from minattn.course.train import train
 
     model = torch.nn.Linear(2, 1)
     initial, seen = model.weight.detach().clone(), []

@@ -560,7 +560,7 @@ def test_softmax_rows_closed_forms_equal_the_explicit_jacobians():
 
 def test_steps_to_and_the_most_frequent_value_floor():
     from minattn.attention import most_frequent_value_accuracy, steps_to
-    from minattn.tools.train import History
+    from minattn.course.train import History
 
     history = History(step=[])
     for step, acc in ((5, 0.5), (10, 0.991), (15, 0.98), (20, 1.0)):

@@ -9,8 +9,8 @@ import sys
 
 import pytest
 
-from minattn.tools import REPO_ROOT
-from minattn.tools.bench import load_json, measured_on
+from minattn.course import REPO_ROOT
+from minattn.course.bench import load_json, measured_on
 
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "h100-2026-11-26"
 H100 = "NVIDIA H100 80GB HBM3, torch 2.11.0+cu130 (CUDA 13.0), 2026-11-26"

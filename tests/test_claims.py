@@ -9,13 +9,13 @@ import pkgutil
 import pytest
 
 import minattn
-from minattn.tools.claims import RULES, claim_rule
-from minattn.tools.verdict import CONTRADICTED, OUTCOMES, REPRODUCED, compare
+from minattn.course.claims import RULES, claim_rule
+from minattn.course.verdict import CONTRADICTED, OUTCOMES, REPRODUCED, compare
 
 
 def _claim_modules():
     names = [f"minattn.{m.name}.claims" for m in pkgutil.iter_modules(minattn.__path__)
-             if m.ispkg and m.name != "tools"
+             if m.ispkg and m.name not in ("course", "fast")
              and importlib.util.find_spec(f"minattn.{m.name}.claims")]
     return [importlib.import_module(name) for name in names]
 
@@ -66,7 +66,7 @@ def test_a_claim_rule_records_its_name_and_raw_numbers():
 def test_a_saved_claim_is_decided_again_by_todays_rule():
     """`redecide` reads a claims.json entry (rule name + raw numbers) with the rule as it is
     now: the same numbers give the same outcome, changed numbers a changed one."""
-    from minattn.tools.claims import redecide
+    from minattn.course.claims import redecide
 
     name = "task_heads.claims.finetuned_heads_beat_mean_pooling"
     rule = RULES[name]

@@ -1,4 +1,4 @@
-"""The course as a reader meets it (minattn/tools/pages.py, course.py): every formula typesets
+"""The course as a reader meets it (minattn/course/pages.py, course.py): every formula typesets
 offline in a real browser, progress bars and printed tables read as they should, and no build
 erases a notebook someone ran or edited, or a full run's claims.
 
@@ -17,9 +17,9 @@ import zlib
 import nbformat
 import pytest
 
-from minattn.tools import course
-from minattn.tools.fetch import data_root
-from minattn.tools.pages import (
+from minattn.course import course
+from minattn.course.fetch import data_root
+from minattn.course.pages import (
     ANSI,
     check_pages,
     export_html,
@@ -273,7 +273,7 @@ def test_ctrl_c_stops_the_course_quietly_keeping_what_ran(tmp_path):
                                                 "import time\ntime.sleep(120)")
     driver = tmp_path / "run.py"
     driver.write_text(
-        "import sys\nfrom pathlib import Path\nfrom minattn.tools import course\n"
+        "import sys\nfrom pathlib import Path\nfrom minattn.course import course\n"
         f"course.REPO_ROOT = Path({str(tmp_path)!r})\n"
         f"course.lesson_files = lambda root=None: [Path({str(lesson)!r})]\n"
         "sys.exit(course.main([]))\n")

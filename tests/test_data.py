@@ -1,4 +1,4 @@
-"""Loaders (minattn.tools.data) on tiny committed fixtures, the data scripts' conversions on fake
+"""Loaders (minattn.course.data) on tiny committed fixtures, the data scripts' conversions on fake
 packages, and — marked `realdata`, run when fetched — the real datasets' counts."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from minattn.tools import data
-from minattn.tools.data import DatasetMissing
+from minattn.course import data
+from minattn.course.data import DatasetMissing
 
 FIXTURES = Path(__file__).parent / "fixtures" / "datasets"
 SCRIPTS = Path(__file__).resolve().parent.parent / "data_scripts"

@@ -16,8 +16,8 @@ import os
 import numpy as np
 import pytest
 
-from minattn.tools import data, fetch
-from minattn.tools.data import DatasetCorrupt
+from minattn.course import data, fetch
+from minattn.course.data import DatasetCorrupt
 
 PTB = {f"ptb.{s}.txt": f"the {s} text <unk> of a tiny corpus\n" * 20 for s in data.SPLITS}
 VOCAB = "the\ncat\nsat\n"

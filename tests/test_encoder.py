@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import torch
 
+from minattn.course import data
 from minattn.encoder import (
     BertConfig,
     MiniLMEncoder,
@@ -26,7 +27,6 @@ from minattn.encoder import (
     mean_pool,
     token_states,
 )
-from minattn.tools import data
 
 TINY = dict(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
             intermediate_size=32, max_position_embeddings=32, type_vocab_size=2,

@@ -1,4 +1,5 @@
-"""The classroom machinery (minattn/classroom/, and the lessons' guard minattn/tools/checkout.py):
+"""The classroom machinery (minattn/course/classroom/, and the lessons' guard
+minattn/course/checkout.py):
 markers and stripping; student copies of tracked files that never destroy or move a file or a
 solution they did not write; nothing in a copy giving an answer away; lessons that refuse
 another checkout's minattn and stop in one line on an unimplemented exercise; the student's
@@ -22,12 +23,14 @@ from pathlib import Path
 
 import pytest
 
-from minattn.classroom import grading
-from minattn.classroom.audit import find_giveaways
-from minattn.classroom.check import n_run, run_pytest
-from minattn.classroom.cli import main
-from minattn.classroom.copies import make_student_copy
-from minattn.classroom.regions import (
+from minattn.course import REPO_ROOT
+from minattn.course.checkout import exercise_stop
+from minattn.course.classroom import grading
+from minattn.course.classroom.audit import find_giveaways
+from minattn.course.classroom.check import n_run, run_pytest
+from minattn.course.classroom.cli import main
+from minattn.course.classroom.copies import make_student_copy
+from minattn.course.classroom.regions import (
     END,
     all_exercises,
     by_id,
@@ -37,9 +40,7 @@ from minattn.classroom.regions import (
     strip_solutions,
     summary,
 )
-from minattn.classroom.sandbox import bwrap_problem
-from minattn.tools import REPO_ROOT
-from minattn.tools.checkout import exercise_stop
+from minattn.course.classroom.sandbox import bwrap_problem
 
 SOURCE = '''def f(x):
     """doc"""
@@ -90,7 +91,7 @@ def test_markers_kind_time_and_twins_without_a_description():
 def test_stub_in_process_reaches_every_region_and_undoes_it(tmp_path, monkeypatch):
     """Each region of the exercise, the twins after the first one included (line numbers must
     not shift), and a function nested in another."""
-    from minattn.classroom.stubs import stub_in_process
+    from minattn.course.classroom.stubs import stub_in_process
 
     pkg = tmp_path / "classroom_pkg"
     pkg.mkdir()
@@ -101,7 +102,7 @@ def test_stub_in_process_reaches_every_region_and_undoes_it(tmp_path, monkeypatc
     monkeypatch.syspath_prepend(tmp_path)
     from classroom_pkg import lib
 
-    monkeypatch.setattr("minattn.classroom.stubs.all_exercises",
+    monkeypatch.setattr("minattn.course.classroom.stubs.all_exercises",
                         lambda root: find_exercises(SOURCE + nested, Path("classroom_pkg/lib.py")))
     restore = stub_in_process("9.1", tmp_path)
     for call in (lambda: lib.f(1), lambda: lib.f_torch(1), lambda: lib.outer()(1)):
@@ -149,7 +150,7 @@ def test_list_shows_exercises_per_lesson_in_order(capsys):
 
 def _answers():
     """One case per function that holds a predict or experiment answer, marked with its id."""
-    from minattn.classroom.stubs import holders
+    from minattn.course.classroom.stubs import holders
 
     return [pytest.param(module, name, id=f"{ex_id}-{name}", marks=pytest.mark.exercise(ex_id))
             for ex_id, regions in by_id(all_exercises()).items() if regions[0].kind != "implement"
@@ -165,7 +166,7 @@ def test_each_answer_is_there_and_well_formed(module, name, answer):
     import inspect
     import math
 
-    from minattn.classroom.stubs import resolve
+    from minattn.course.classroom.stubs import resolve
 
     fn = resolve(module, name)
     value = answer(fn)
@@ -421,7 +422,7 @@ def test_giveaways_are_found_generically(tmp_path):
 
 
 def test_the_audit_finds_answers_outside_the_library(tmp_path):
-    from minattn.classroom.audit import audit, find_helper_twins
+    from minattn.course.classroom.audit import audit, find_helper_twins
 
     root = fake_course(tmp_path / "course")
     (root / "minattn" / "m.py").write_text(
@@ -433,7 +434,8 @@ def test_the_audit_finds_answers_outside_the_library(tmp_path):
         "import numpy as np\nimport pytest\n\n\ndef expected(x):\n"
         "    e = np.exp(x - x.max(axis=-1, keepdims=True))\n"
         "    return e / e.sum(axis=-1, keepdims=True)\n\n\n"
-        "@pytest.mark.exercise('9.3')\ndef test_weight():\n    from minattn.answers import weight\n"
+        "@pytest.mark.exercise('9.3')\ndef test_weight():\n"
+        "    from minattn.course.answers import weight\n"
         "    assert weight() > 1  # it is 1.714\n")
     (root / "tests" / "hidden_2024").mkdir()
     (root / "tests" / "hidden_2024" / "test_old.py").write_text("def test_old():\n    pass\n")
@@ -457,7 +459,7 @@ def test_the_audit_finds_answers_outside_the_library(tmp_path):
 
 
 def test_nothing_in_a_student_copy_gives_an_answer_away():
-    from minattn.classroom.audit import audit
+    from minattn.course.classroom.audit import audit
 
     problems = audit(REPO_ROOT)
     assert not problems, ("mark twins with the exercise's id (or say why not with a comment "
@@ -551,7 +553,7 @@ def test_a_fresh_student_copy_passes_the_projects_lint(student):
 
 @pytest.mark.slow
 def test_student_check_prints_a_compact_table_last(student):
-    proc = subprocess.run([sys.executable, "-m", "minattn.classroom", "check"], cwd=student,
+    proc = subprocess.run([sys.executable, "-m", "minattn.course.classroom", "check"], cwd=student,
                           env=env_for(student), capture_output=True, text=True, timeout=600)
     out = proc.stdout
     assert proc.returncode == 1 and "Traceback" not in out + proc.stderr, out[-3000:]
@@ -565,7 +567,7 @@ def test_student_check_prints_a_compact_table_last(student):
         # every test fails, with NotImplementedError (or skips: no CUDA, no data)
         assert "not implemented yet" in line or "skipped" in line, line
     assert lines[-1].startswith("details (tracebacks): make exercises EX=")
-    proc = subprocess.run([sys.executable, "-m", "minattn.classroom", "check", "9.9"],
+    proc = subprocess.run([sys.executable, "-m", "minattn.course.classroom", "check", "9.9"],
                           cwd=student, env=env_for(student), capture_output=True, text=True)
     assert proc.returncode == 2 and "valid ids: " + " ".join(groups) in proc.stderr
 
@@ -599,9 +601,10 @@ def test_each_exercise_stubbed_alone_fails_its_own_tests(stub_each):
 @pytest.mark.slow
 def test_every_region_a_copy_strips_is_reached_by_a_test_of_its_exercise(stub_each, tmp_path):
     """Handing out an exercise removes only code that its own tests run: otherwise `make
-    exercises EX=<id>` says PASS while a lesson stops on the stripped code (minattn/classroom/
-    reach.py: the regions the stub-each run reached first, then the others traced)."""
-    from minattn.classroom.reach import unreached
+    exercises EX=<id>` says PASS while a lesson stops on the stripped code
+    (minattn/course/classroom/reach.py: the regions the stub-each run reached first, then the
+    others traced)."""
+    from minattn.course.classroom.reach import unreached
 
     def run(args):
         return run_pytest(REPO_ROOT, ["-q", "--tb=no", *args], tmp_path / "traced.json",
@@ -613,7 +616,7 @@ def test_every_region_a_copy_strips_is_reached_by_a_test_of_its_exercise(stub_ea
 def test_the_reach_check_finds_a_region_no_test_of_its_exercise_runs(tmp_path):
     """The block-sparse kernel's softmax once carried exercise 1.1's marker: `make exercises
     EX=1.1` said PASS while lesson 02 stopped on it."""
-    from minattn.classroom.reach import unreached
+    from minattn.course.classroom.reach import unreached
 
     root = fake_course(tmp_path / "course")
     (root / "tests" / "test_lib.py").write_text(
@@ -664,7 +667,7 @@ def test_student_copy_imports_and_its_notebook_shows_the_stub_and_stops_in_one_l
     modules = sorted(".".join(p.relative_to(student).with_suffix("").parts)
                      for p in (student / "minattn").rglob("*.py") if p.name != "__init__.py")
     cells = ["import importlib\nfor m in %r:\n    importlib.import_module(m)" % modules,
-             "from minattn.tools.lesson import Lesson, show\nlesson = Lesson('00_check')",
+             "from minattn.course.lesson import Lesson, show\nlesson = Lesson('00_check')",
              "from minattn.attention import softmax_np\nshow(softmax_np)",
              "import numpy as np\nsoftmax_np(np.zeros(3))"]
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
@@ -714,9 +717,8 @@ def test_what_is_graded_and_under_which_name_comes_from_the_teacher(tmp_path):
 def check_course(tmp_path) -> Path:
     """The fake course with what the student's check needs (its tools, its conftests)."""
     root = fake_course(tmp_path / "course")
-    for package in ("tools", "classroom"):
-        shutil.copytree(REPO_ROOT / "minattn" / package, root / "minattn" / package,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO_ROOT / "minattn" / "course", root / "minattn" / "course",
+                    ignore=shutil.ignore_patterns("__pycache__", "answers"))
     shutil.copy(REPO_ROOT / "conftest.py", root / "conftest.py")
     shutil.copy(REPO_ROOT / "tests" / "conftest.py", root / "tests" / "conftest.py")
     return root
@@ -739,7 +741,7 @@ def test_the_check_prints_the_table_alone_naming_the_values_compared(tmp_path):
     make_student_copy(student, root)
     solve(student, "9.1", "return x + 3")  # wrong
     solve(student, "9.1", "return x + 3")
-    proc = subprocess.run([sys.executable, "-m", "minattn.classroom", "check"], cwd=student,
+    proc = subprocess.run([sys.executable, "-m", "minattn.course.classroom", "check"], cwd=student,
                           env=env_for(student), capture_output=True, text=True, timeout=300)
     lines = proc.stdout.strip().splitlines()
     assert proc.returncode == 1 and lines[0].split() == [
@@ -766,7 +768,7 @@ def test_the_sandbox_starts_python_by_a_path_it_can_see(tmp_path, monkeypatch):
     """A venv reached through a link from a hidden folder (the checkout's .venv pointing
     elsewhere): the sandbox hides the link's folder, so Python is started by its resolved
     folder, keeping its name (a venv is found from that name's folder)."""
-    from minattn.classroom import sandbox
+    from minattn.course.classroom import sandbox
 
     real = tmp_path / "real-venv" / "bin"
     real.mkdir(parents=True)
@@ -797,8 +799,8 @@ def test_the_sandbox_shows_the_copy_the_environment_and_the_system_only(tmp_path
     """An allow-list: a cheating submission once read the solutions from a second clone of the
     course elsewhere on the machine (the sandbox hid only the teacher's checkout). Here that
     second clone is this checkout, which grades nothing."""
-    from minattn.classroom import sandbox
-    from minattn.classroom.grading import worker_env
+    from minattn.course.classroom import sandbox
+    from minattn.course.classroom.grading import worker_env
 
     if (problem := bwrap_problem()) is not None:
         pytest.skip(f"needs bubblewrap: {problem}")
@@ -822,11 +824,11 @@ def test_the_sandbox_shows_the_copy_the_environment_and_the_system_only(tmp_path
 
 def test_a_copy_of_the_course_the_sandbox_still_shows_is_found(tmp_path, monkeypatch):
     """What the grader warns about (say a minattn installed into the environment)."""
-    from minattn.classroom import sandbox
+    from minattn.course.classroom import sandbox
 
     clone = tmp_path / "site" / "deep" / "clone"
-    (clone / "minattn" / "classroom").mkdir(parents=True)
-    (clone / "minattn" / "classroom" / "regions.py").write_text("")
+    (clone / "minattn" / "course" / "classroom").mkdir(parents=True)
+    (clone / "minattn" / "course" / "classroom" / "regions.py").write_text("")
     (tmp_path / "site" / "minattn").mkdir()  # a package of that name, not the course
     assert sandbox.find_courses([str(tmp_path / "site")]) == [str(clone)]
     assert sandbox.find_courses([str(tmp_path / "site")], depth=2) == []
@@ -838,7 +840,7 @@ def test_a_copy_of_the_course_the_sandbox_still_shows_is_found(tmp_path, monkeyp
 def test_a_reply_from_the_worker_is_read_without_trusting_it():
     import numpy as np
 
-    from minattn.classroom import protocol
+    from minattn.course.classroom import protocol
 
     blobs = []
     value = (np.arange(6.0).reshape(2, 3), {"k": [1, 2.5, None, "s"]}, {3}, np.float32(2), 7 + 1j,
@@ -874,7 +876,7 @@ def test_a_reply_from_the_worker_is_read_without_trusting_it():
 def test_only_top_level_functions_are_routed_and_closures_are_stubbed():
     """A region inside a closure (a FlexAttention mask_mod) cannot be sent to the submission's
     process: the grader stubs it in the teacher's process instead of using the teacher's body."""
-    from minattn.classroom.stubs import holders
+    from minattn.course.classroom.stubs import holders
 
     nested = []
     routed = holders({"2.1"}, REPO_ROOT, nested)
@@ -955,16 +957,15 @@ def test_grading_survives_submissions_that_hang_crash_break_or_share_a_name(tmp_
 @pytest.mark.slow
 def test_the_check_ends_everything_it_started_on_ctrl_c_and_on_its_time_limit(tmp_path):
     root = fake_course(tmp_path / "course")
-    for package in ("tools", "classroom"):
-        shutil.copytree(REPO_ROOT / "minattn" / package, root / "minattn" / package,
-                        ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO_ROOT / "minattn" / "course", root / "minattn" / "course",
+                    ignore=shutil.ignore_patterns("__pycache__", "answers"))
     shutil.copy(REPO_ROOT / "conftest.py", root / "conftest.py")
     shutil.copy(REPO_ROOT / "tests" / "conftest.py", root / "tests" / "conftest.py")
     pid_file = tmp_path / "pytest.pid"
     (root / "tests" / "test_lib.py").write_text(
         "import os, time, pytest\n\n@pytest.mark.exercise('9.1')\ndef test_f():\n"
         f"    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n    time.sleep(3600)\n")
-    cmd = [sys.executable, "-m", "minattn.classroom", "check", "9.1"]
+    cmd = [sys.executable, "-m", "minattn.course.classroom", "check", "9.1"]
     proc = subprocess.Popen(cmd, cwd=root, env=env_for(root), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     for _ in range(600):

@@ -1,4 +1,4 @@
-"""The download / verify / atomic-write logic (minattn.tools.fetch), against a local HTTP server.
+"""The download / verify / atomic-write logic (minattn.course.fetch), against a local HTTP server.
 
 The server binds 127.0.0.1 on a free port, serves a copy of tests/fixtures/fetch/ (a good
 file, a truncated copy, a corrupted copy) plus one route that promises more bytes than it sends,
@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from minattn.tools import fetch
-from minattn.tools.fetch import ChecksumError, Offline
+from minattn.course import fetch
+from minattn.course.fetch import ChecksumError, Offline
 
 FIXTURES = Path(__file__).parent / "fixtures" / "fetch"
 GOOD = (FIXTURES / "good.bin").read_bytes()

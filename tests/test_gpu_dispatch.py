@@ -23,6 +23,7 @@ import pytest
 import torch
 
 from minattn.attention import attention_torch, padding_mask_torch
+from minattn.course import REPO_ROOT, gpu_tier
 from minattn.multiscale import (
     multiscale_attention_fast_torch,
     multiscale_attention_torch,
@@ -41,7 +42,6 @@ from minattn.sparse import (
     window_attend,
     window_attention_torch,
 )
-from minattn.tools import REPO_ROOT, gpu_tier
 
 
 def _window_mask(n, w, dilation=1, causal=False, glob=()):
@@ -483,7 +483,7 @@ sys.meta_path.insert(0, Block())
 import minattn
 for m in pkgutil.walk_packages(minattn.__path__, "minattn."):
     importlib.import_module(m.name)
-from minattn.tools import gpu_tier
+from minattn.course import gpu_tier
 rc = gpu_tier.main(["--no-tests"])
 assert not [name for name in sys.modules if name.split(".")[0] in {blocked!r}]
 sys.exit(rc)
@@ -532,9 +532,9 @@ def _host_helpers(device):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from minattn.plots import heatmap
+    from minattn.checks import as_numpy
+    from minattn.course.plots import heatmap
     from minattn.sparse import block_sparse_attend, check_global_idx, check_windows
-    from minattn.tools.utils import as_numpy
 
     weights = torch.rand(3, 4, device=device, requires_grad=True)
     fig, ax = plt.subplots()

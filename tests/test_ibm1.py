@@ -414,7 +414,7 @@ def test_bad_table_and_mode():
 @pytest.mark.realdata
 @pytest.mark.exercise("6.2")  # runs full EM: needs 6.1 too
 def test_fast_path_reproduces_nltk_on_bible_verses():
-    data = pytest.importorskip("minattn.tools.data")
+    data = pytest.importorskip("minattn.course.data")
     if not data.available("bible"):
         pytest.skip("Bible corpus not fetched (python data_scripts/bible.py)")
     pairs = data.load_parallel(pair="en-de")[:300]

@@ -1,8 +1,8 @@
 """What a lesson loads: `show()` in a script and in a notebook, and never the classroom.
 
-A lesson imports minattn/tools/lesson.py and the mechanisms' packages; the classroom
-(minattn/classroom/: student copies, grading, the sandbox) is the teacher's, and no lesson or
-mechanism loads it (a lesson's own guard is minattn/tools/checkout.py).
+A lesson imports minattn/course/lesson.py and the mechanisms' packages; the classroom
+(minattn/course/classroom/: student copies, grading, the sandbox) is the teacher's, and no lesson or
+mechanism loads it (a lesson's own guard is minattn/course/checkout.py).
 """
 
 import ast
@@ -12,8 +12,8 @@ import textwrap
 
 import pytest
 
-from minattn.tools import REPO_ROOT, lesson
-from minattn.tools.prose import printed_numbers
+from minattn.course import REPO_ROOT, lesson
+from minattn.course.prose import printed_numbers
 
 TWINS = '''
 def twice_np(x):
@@ -71,20 +71,20 @@ def test_show_puts_twins_side_by_side_in_a_notebook(twins, monkeypatch):
 
 def test_no_lesson_and_no_mechanism_loads_the_classroom():
     """Importing the lesson machinery and every package and module of the library but the
-    classroom itself (a fresh interpreter) leaves minattn.classroom unloaded."""
+    classroom itself (a fresh interpreter) leaves minattn.course.classroom unloaded."""
     code = textwrap.dedent("""
         import pkgutil, sys
-        import minattn, minattn.tools.lesson
+        import minattn, minattn.course.lesson
 
         def walk(path, prefix):  # (pkgutil.walk_packages would import the classroom package)
             for info in pkgutil.iter_modules(path, prefix):
-                if info.name != "minattn.classroom":
+                if info.name != "minattn.course.classroom":
                     module = __import__(info.name, fromlist=["_"])
                     if info.ispkg:
                         walk(module.__path__, info.name + ".")
 
         walk(minattn.__path__, "minattn.")
-        loaded = sorted(m for m in sys.modules if m.startswith("minattn.classroom"))
+        loaded = sorted(m for m in sys.modules if m.startswith("minattn.course.classroom"))
         assert not loaded, loaded
         print(len([m for m in sys.modules if m.startswith("minattn.")]))
     """)
@@ -99,4 +99,4 @@ def test_no_lesson_imports_the_classroom():
         for node in ast.walk(ast.parse(path.read_text())):
             names = ([a.name for a in node.names] if isinstance(node, ast.Import)
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            assert not any(n.startswith("minattn.classroom") for n in names), path.name
+            assert not any(n.startswith("minattn.course.classroom") for n in names), path.name

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from minattn.tools.claims import RULES
-from minattn.tools.course import execute_lesson, lesson_files
-from minattn.tools.fetch import data_root
-from minattn.tools.lesson import REPO_ROOT
-from minattn.tools.pages import export_html
-from minattn.tools.prose import unsupported
-from minattn.tools.verdict import NOT_TESTED
+from minattn.course.claims import RULES
+from minattn.course.course import execute_lesson, lesson_files
+from minattn.course.fetch import data_root
+from minattn.course.lesson import REPO_ROOT
+from minattn.course.pages import export_html
+from minattn.course.prose import unsupported
+from minattn.course.verdict import NOT_TESTED
 
 LESSONS = lesson_files()
 
@@ -196,7 +196,7 @@ def test_lesson_01_runs_as_notebook_with_outputs_and_html(tmp_path):
     # In a browser: every figure loads, no raw colour code, no progress bar on the error
     # background (its formulas: tests/test_course_pages.py typesets every command and
     # character of the lessons; `make check-pages` every page of a build).
-    from minattn.tools.pages import find_browser, page_problems, probe_page
+    from minattn.course.pages import find_browser, page_problems, probe_page
 
     if find_browser():
         result = probe_page(run.html, find_browser(), typeset=False)
@@ -222,7 +222,7 @@ def write_tiny_lesson(folder, name, summary, body=""):
 def test_a_failing_lesson_fails_the_course_but_the_others_run(tmp_path, monkeypatch):
     import nbformat
 
-    from minattn.tools import course
+    from minattn.course import course
 
     broken = write_tiny_lesson(tmp_path, "97_broken", "fails on purpose",
                                "raise RuntimeError('boom')")
@@ -240,7 +240,7 @@ def test_a_failing_lesson_fails_the_course_but_the_others_run(tmp_path, monkeypa
 
 
 def test_course_report_collects_every_lessons_claims(tmp_path):
-    from minattn.tools.report import collect_claims, write_report
+    from minattn.course.report import collect_claims, write_report
 
     (tmp_path / "01_attention").mkdir()
     (tmp_path / "02_sparse").mkdir()
@@ -293,7 +293,7 @@ def test_html_pages_typeset_equations_with_a_local_mathjax(tmp_path):
 
 
 def test_the_three_scales_pick_their_sizes(monkeypatch, tmp_path):
-    from minattn.tools.lesson import Lesson
+    from minattn.course.lesson import Lesson
 
     monkeypatch.setenv("MINATTN_FIGURES", str(tmp_path))
     for env, scale, size in ((dict(MINATTN_SMOKE="1"), "smoke", 1), ({}, "full", 10),

@@ -17,6 +17,7 @@ import pytest
 import torch
 from torch import nn
 
+from minattn.course.lesson import REPO_ROOT
 from minattn.multiscale import (
     MultiScaleTransformer,
     ScaleAllocation,
@@ -28,7 +29,6 @@ from minattn.multiscale import (
     partner_task,
     right_per_sentence,
 )
-from minattn.tools.lesson import REPO_ROOT
 
 
 def test_a_batch_without_padding_gives_what_full_lengths_give():

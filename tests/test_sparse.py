@@ -522,7 +522,7 @@ def test_kernels_on_cuda_match_dense(hand_backward):
 # ============================================================================ lesson 02's plots
 def test_running_mean_of_a_training_curve():
     """Lesson 02's loss panel: the trailing mean of the last `window` values at every step."""
-    from minattn.plots import running_mean_np
+    from minattn.course.plots import running_mean_np
 
     x = np.array([4.0, 0.0, 2.0, 6.0, 1.0])
     np.testing.assert_allclose(running_mean_np(x, 2), [4, 2, 1, 4, 3.5])

@@ -335,7 +335,7 @@ def test_bible_pairs_refuses_what_it_cannot_build():
 
 
 def test_length_batches_visit_every_example_once_per_epoch():
-    from minattn.tools.train import length_batches
+    from minattn.course.train import length_batches
 
     lengths = torch.from_numpy(np.random.default_rng(0).integers(1, 40, 103))
     gen = torch.Generator().manual_seed(0)
@@ -635,7 +635,7 @@ def test_diagnostics_come_back_as_host_floats():
 
 # ============================================================================ training plumbing
 def test_warmup_then_linear_decay():
-    from minattn.tools.train import warmup_linear
+    from minattn.course.train import warmup_linear
 
     f = warmup_linear(warmup=4, steps=12)
     assert [f(s) for s in (1, 2, 4, 8, 12)] == [0.25, 0.5, 1.0, 0.5, 0.0]
@@ -644,7 +644,7 @@ def test_warmup_then_linear_decay():
 def test_early_stopping_keeps_and_restores_the_best_weights():
     """train(stop=KeepBest(...)) ends after `patience` evaluations without improvement and
     restore() brings back the weights of the best one; schedule= scales every group's lr."""
-    from minattn.tools.train import KeepBest, train
+    from minattn.course.train import KeepBest, train
 
     torch.manual_seed(0)
     model = torch.nn.Linear(1, 1, bias=False)
@@ -797,8 +797,8 @@ def test_finetune_starts_from_stage_one_and_trains_the_encoder_at_its_rate(capsy
 
 
 def test_lesson_texts_fall_back_and_say_so(monkeypatch):
+    from minattn.course.data import DatasetMissing
     from minattn.task_heads import data as thdata
-    from minattn.tools.data import DatasetMissing
 
     def missing(*args, **kwargs):
         raise DatasetMissing("not here")

@@ -1,4 +1,4 @@
-"""The course's verdict rule (minattn/tools/verdict.py): outcomes on numbers whose answer is
+"""The course's verdict rule (minattn/course/verdict.py): outcomes on numbers whose answer is
 known, and its calibration — with no real effect it must say "reproduced" at most 5 % of the
 time at every sample size the lessons use (it is built for 2.5 %)."""
 
@@ -9,8 +9,8 @@ import pytest
 import torch
 from scipy import stats
 
-from minattn.tools.estimates import estimate, rate_interval, runs_needed
-from minattn.tools.verdict import (
+from minattn.course.estimates import estimate, rate_interval, runs_needed
+from minattn.course.verdict import (
     CONTRADICTED,
     INCONCLUSIVE,
     NOT_TESTED,

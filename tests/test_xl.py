@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from minattn.attention import causal_mask_np
-from minattn.tools import REPO_ROOT
+from minattn.course import REPO_ROOT
 from minattn.xl import (
     RelMultiHeadAttention,
     TransformerXL,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from minattn.tools.bench import count_operations
+from minattn.course.bench import count_operations
 from minattn.xl import TransformerXL, VanillaLM, XLDecoder
 from minattn.xl.train import generate
 

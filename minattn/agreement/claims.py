@@ -9,8 +9,8 @@ tests/test_claims.py feeds every one of them numbers that contradict it.
 
 from __future__ import annotations
 
-from ..tools.claims import claim_rule
-from ..tools.verdict import (
+from ..course.claims import claim_rule
+from ..course.verdict import (
     CONTRADICTED,
     INCONCLUSIVE,
     NOT_TESTED,

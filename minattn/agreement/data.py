@@ -10,9 +10,9 @@ from collections import Counter
 
 import numpy as np
 
+from ..checks import check_size, describe, fail
+from ..course.data import DatasetMissing, load_parallel, load_sentiment, tokenize
 from ..lstm_attention.data import dictionary_corpus
-from ..tools.data import DatasetMissing, load_parallel, load_sentiment, tokenize
-from ..tools.utils import check_size, describe, fail
 
 
 # ============================================================================ the keyword task

@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..tools.utils import (
+from ..checks import (
     check_array,
     check_finite,
     check_number,

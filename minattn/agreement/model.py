@@ -13,6 +13,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from ..checks import check_array, check_ids, check_same_device, check_size, fail, shape_str
 from ..lstm_attention.reference import (
     check_probe,
     check_source_mask,
@@ -20,7 +21,6 @@ from ..lstm_attention.reference import (
     luong_attention_torch,
     output_torch,
 )
-from ..tools.utils import check_array, check_ids, check_same_device, check_size, fail, shape_str
 from .reference import classifier_probe_torch, classifier_torch
 
 

@@ -17,8 +17,7 @@ import numpy as np
 import torch
 
 from ..attention import softmax_np, softmax_torch
-from ..lstm_attention.reference import check_source_mask, lstm_np, sigmoid_np
-from ..tools.utils import (
+from ..checks import (
     check_array,
     check_finite,
     check_number,
@@ -28,6 +27,7 @@ from ..tools.utils import (
     hide,
     shape_str,
 )
+from ..lstm_attention.reference import check_source_mask, lstm_np, sigmoid_np
 
 
 # ============================================================================ NumPy reference

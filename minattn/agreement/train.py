@@ -14,8 +14,8 @@ from typing import Callable, Iterator
 import numpy as np
 import torch
 
-from ..tools.train import length_batches, train
-from ..tools.utils import check_size
+from ..checks import check_size
+from ..course.train import length_batches, train
 from .metric import agreement_row_np
 
 

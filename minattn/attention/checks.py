@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..tools.utils import (
+from ..checks import (
     check_array,
     check_finite,
     check_ids,

@@ -14,8 +14,8 @@ import math
 
 import numpy as np
 
-from ..tools.claims import claim_rule
-from ..tools.verdict import combine, compare, converged, same, versus
+from ..course.claims import claim_rule
+from ..course.verdict import combine, compare, converged, same, versus
 
 NEARLY = 1.25  # "nearly as well": within this factor of the steps, either way
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ..tools.utils import check_size, fail
+from ..checks import check_size, fail
 
 
 def associative_recall(batch_size: int, n_pairs: int, n_keys: int, n_values: int,

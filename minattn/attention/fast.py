@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..tools.utils import fail, shape_str
+from ..checks import fail, shape_str
 from .checks import check_attention_inputs, visible_inputs
 from .reference import causal_mask_torch
 

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..tools.utils import (
+from ..checks import (
     check_array,
     check_ids,
     check_same_device,

@@ -32,7 +32,7 @@ import math
 import numpy as np
 import torch
 
-from ..tools.utils import (
+from ..checks import (
     check_array,
     check_finite,
     check_same_dtype,

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tools.utils import check_size, fail
+from ..checks import check_size, fail
 from .reference import softmax_np
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..tools.train import History, train
-from ..tools.utils import check_size, fail, set_seed
+from ..checks import check_size, fail
+from ..course.train import History, train
+from ..course.utils import set_seed
 from .data import associative_recall, reversal
 from .model import PositionReader
 

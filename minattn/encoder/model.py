@@ -34,8 +34,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..attention import MultiHeadAttention, padding_mask_torch
-from ..tools import data
-from ..tools.utils import (
+from ..checks import (
     check_array,
     check_ids,
     check_same_device,
@@ -44,6 +43,7 @@ from ..tools.utils import (
     fail,
     shape_str,
 )
+from ..course import data
 
 
 @dataclass(frozen=True)

@@ -16,9 +16,7 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from ..tools import data
-from ..tools.fetch import atomic_write
-from ..tools.utils import (
+from ..checks import (
     check_array,
     check_finite,
     check_same_device,
@@ -27,6 +25,8 @@ from ..tools.utils import (
     fail,
     shape_str,
 )
+from ..course import data
+from ..course.fetch import atomic_write
 from .model import MiniLMEncoder
 
 

@@ -8,8 +8,8 @@ tests/test_claims.py feeds every one of them numbers that contradict it.
 
 from __future__ import annotations
 
-from ..tools.claims import claim_rule
-from ..tools.verdict import combine, compare, same
+from ..course.claims import claim_rule
+from ..course.verdict import combine, compare, same
 
 
 @claim_rule(reproduced_by=dict(r_small_d=[0.5, 0.55, 0.52], r_large_d=[0.999, 0.998, 0.999],

@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..tools.utils import check_array, check_finite, check_number, check_size, describe, fail
+from ..checks import check_array, check_finite, check_number, check_size, describe, fail
 from .index import IndexedBitext
 from .reference import (
     MIN_PROB,

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..tools.utils import check_array, check_same_device, check_size, describe, fail
+from ..checks import check_array, check_same_device, check_size, describe, fail
 from .reference import Bitext, check_bitext, count_table_np
 
 

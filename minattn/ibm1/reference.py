@@ -32,14 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from ..tools.utils import (
-    check_array,
-    check_finite,
-    check_number,
-    check_size,
-    describe,
-    fail,
-)
+from ..checks import check_array, check_finite, check_number, check_size, describe, fail
 
 NULL = None          # the NULL source word: src_vocab[0], id 0
 MODES = ("textbook", "nltk")

@@ -9,8 +9,8 @@ that contradict it.
 
 from __future__ import annotations
 
-from ..tools.claims import claim_rule
-from ..tools.verdict import (
+from ..course.claims import claim_rule
+from ..course.verdict import (
     NOT_TESTED,
     Verdict,
     compare,

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..tools.utils import fail
+from ..checks import fail
 from .data import copy_ids
 from .official import AttentionHead, OfficialSeq2Seq
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tools.utils import check_size, describe, fail
+from ..checks import check_size, describe, fail
 
 
 # ================================================================= copying corpora (lessons 05, 06)

@@ -40,7 +40,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ..tools.utils import fail, shape_str
+from ..checks import fail, shape_str
 from .reference import (
     check_decoder_encoder_states,
     lexical_probe_torch,

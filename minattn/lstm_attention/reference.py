@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from ..attention import softmax_np, softmax_torch
-from ..tools.utils import (
+from ..checks import (
     check_array,
     check_finite,
     check_ids,

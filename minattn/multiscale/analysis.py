@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from ..checks import fail, shape_str
 from ..encoder import encode_batch
-from ..tools.utils import fail, shape_str
 from .reference import measured_scale_torch
 
 

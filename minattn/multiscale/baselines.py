@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from ..attention import MultiHeadAttention
-from ..tools.utils import fail
+from ..checks import fail
 from .analysis import head_statistics_torch
 from .model import NodeReadout, check_classifier_inputs, masked_max_torch
 

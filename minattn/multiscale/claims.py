@@ -18,9 +18,9 @@ import math
 
 from scipy import stats
 
-from ..tools.claims import claim_rule
-from ..tools.estimates import LEVEL
-from ..tools.verdict import (
+from ..course.claims import claim_rule
+from ..course.estimates import LEVEL
+from ..course.verdict import (
     CONTRADICTED,
     INCONCLUSIVE,
     NOT_TESTED,

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..tools.data import tokenize
-from ..tools.utils import check_array, check_size, describe, fail
+from ..checks import check_array, check_size, describe, fail
+from ..course.data import tokenize
 
 
 def effective_scale_task(batch_size: int, n: int, d: int, k: int, generator: torch.Generator,

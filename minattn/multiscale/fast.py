@@ -63,8 +63,8 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import attention_fast_torch, visible_inputs
+from ..checks import check_size, fail, shape_str
 from ..sparse import check_window_args, dispatch, window_attention_torch
-from ..tools.utils import check_size, fail, shape_str
 from .reference import check_multiscale_inputs, scale_mask_torch
 
 DENSE_BELOW = 512  # N below which one dense masked call beats grouping (benchmarks/multiscale.py)

@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 
-from ..plots import heatmap
+from ..course.plots import heatmap
 from .fast import PIECE_KINDS
 
 

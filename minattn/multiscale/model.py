@@ -10,8 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..attention import MultiHeadAttention, attention_fast_torch
-from ..sparse import check_windows
-from ..tools.utils import (
+from ..checks import (
     check_array,
     check_finite,
     check_ids,
@@ -20,6 +19,7 @@ from ..tools.utils import (
     fail,
     shape_str,
 )
+from ..sparse import check_windows
 from .analysis import head_statistics_torch
 from .fast import multiscale_attention_fast_torch
 from .reference import (

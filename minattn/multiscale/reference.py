@@ -32,8 +32,7 @@ import numpy as np
 import torch
 
 from ..attention import attention_np, attention_torch, check_attention_inputs
-from ..sparse import check_windows
-from ..tools.utils import (
+from ..checks import (
     check_array,
     check_finite,
     check_number,
@@ -44,6 +43,7 @@ from ..tools.utils import (
     hide,
     shape_str,
 )
+from ..sparse import check_windows
 
 
 # ============================================================================ input checks

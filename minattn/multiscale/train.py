@@ -17,7 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..tools.train import History, length_batches, train
+from ..course.train import History, length_batches, train
 from .data import effective_scale_task, partner_task
 
 

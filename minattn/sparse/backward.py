@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import check_attention_inputs
-from ..tools.utils import (
+from ..checks import (
     check_array,
     check_finite,
     check_same_device,

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import check_attention_inputs, visible_inputs
-from ..tools.utils import check_array, check_size, fail, shape_str
+from ..checks import check_array, check_size, fail, shape_str
 from .patterns import check_int
 
 

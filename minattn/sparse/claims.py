@@ -14,9 +14,9 @@ import dataclasses
 import numpy as np
 from scipy import stats
 
-from ..tools.claims import claim_rule
-from ..tools.estimates import estimate
-from ..tools.verdict import (
+from ..course.claims import claim_rule
+from ..course.estimates import estimate
+from ..course.verdict import (
     CONTRADICTED,
     INCONCLUSIVE,
     PARTLY,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ..tools.utils import check_size, fail
+from ..checks import check_size, fail
 
 CLS, SYMBOL_A, SYMBOL_B = 0, 1, 2  # the tokens of `two_halves`
 

@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import attention_fast_torch
-from ..tools.utils import check_size, fail
+from ..checks import check_size, fail
 from .compiled import FlexNotCompiledError
 from .flex import (
     FLEX_DTYPES,

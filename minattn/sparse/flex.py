@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from ..attention import check_attention_inputs, visible_inputs
-from ..tools.utils import as_numpy, fail, shape_str
+from ..checks import as_numpy, fail, shape_str
 from .compiled import compiled_flex_attention
 from .patterns import check_global_idx, check_int, check_windows
 

@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import check_attention_inputs, visible_inputs
-from ..tools.utils import check_size, fail, hide, shape_str
+from ..checks import check_size, fail, hide, shape_str
 from .backward import WindowAttentionFunction
 from .blocked import band_np, check_window_args, unfold_blocks_torch, window_forward_torch
 from .dispatch import routed_block_sparse_attention, routed_window_attention

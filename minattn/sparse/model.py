@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from ..attention import MultiHeadAttention, check_tokens
-from ..tools.utils import as_numpy, check_array, check_size, fail
+from ..checks import as_numpy, check_array, check_size, fail
 from .kernels import block_sparse_attention_torch, window_attention_torch
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tools.utils import as_numpy, check_array, check_size, describe, fail, shape_str
+from ..checks import as_numpy, check_array, check_size, describe, fail, shape_str
 
 
 # ============================================================================ input checks

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..tools.utils import fail, shape_str
+from ..checks import fail, shape_str
 from .reference import check_token_states
 
 

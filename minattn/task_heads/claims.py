@@ -12,9 +12,9 @@ claim of several parts says, part by part, what was found.
 
 from __future__ import annotations
 
-from ..tools.claims import claim_rule
-from ..tools.estimates import estimate
-from ..tools.verdict import (
+from ..course.claims import claim_rule
+from ..course.estimates import estimate
+from ..course.verdict import (
     CONTRADICTED,
     INCONCLUSIVE,
     NOT_TESTED,
@@ -27,7 +27,7 @@ from ..tools.verdict import (
     versus,
     within,
 )
-from ..tools.verdict import converged as all_converged
+from ..course.verdict import converged as all_converged
 
 
 def _items(hits: int, n: int = 60, runs: int = 2) -> list:

@@ -12,9 +12,9 @@ from typing import NamedTuple
 import numpy as np
 from scipy import sparse
 
+from ..checks import check_number, check_size, fail
+from ..course.data import DatasetMissing, load_parallel, load_sentiment, tokenize
 from ..encoder import TokenStates
-from ..tools.data import DatasetMissing, load_parallel, load_sentiment, tokenize
-from ..tools.utils import check_number, check_size, fail
 
 _STOP = frozenset("that with they them their which shall unto have were from this will your said "
                   "there when upon then also into what these those thou thee thy hath been "

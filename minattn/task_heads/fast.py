@@ -20,7 +20,7 @@ import math
 import torch
 
 from ..attention import MultiHeadAttention
-from ..tools.utils import check_same_device, describe, fail, hide
+from ..checks import check_same_device, describe, fail, hide
 from .reference import check_token_states, layer_norm_torch
 
 

@@ -17,15 +17,7 @@ import torch
 from torch import nn
 
 from ..attention import MultiHeadAttention, padding_mask_torch
-from ..tools.utils import (
-    check_array,
-    check_finite,
-    check_same_device,
-    check_size,
-    describe,
-    fail,
-    hide,
-)
+from ..checks import check_array, check_finite, check_same_device, check_size, describe, fail, hide
 from .baselines import pair_features
 from .reference import (
     check_module_input,

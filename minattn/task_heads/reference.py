@@ -48,7 +48,7 @@ import torch
 from torch import nn
 
 from ..attention import multi_head_attention_np
-from ..tools.utils import (
+from ..checks import (
     check_array,
     check_finite,
     check_number,

@@ -19,8 +19,8 @@ from typing import Callable, Iterable
 import numpy as np
 import torch
 
-from ..tools.train import KeepBest, length_batches, train, warmup_linear
-from ..tools.utils import check_size, fail
+from ..checks import check_size, fail
+from ..course.train import KeepBest, length_batches, train, warmup_linear
 from .baselines import drop_token
 from .reference import pearson_loss_torch
 

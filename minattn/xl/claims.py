@@ -23,8 +23,8 @@ import math
 
 import numpy as np
 
-from ..tools.claims import claim_rule
-from ..tools.verdict import (
+from ..course.claims import claim_rule
+from ..course.verdict import (
     CONTRADICTED,
     INCONCLUSIVE,
     REPRODUCED,

@@ -9,7 +9,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from ..tools.utils import check_array, check_size, describe, fail
+from ..checks import check_array, check_size, describe, fail
 
 
 def char_corpus(texts: list[str]) -> tuple[list[str], list[torch.Tensor]]:

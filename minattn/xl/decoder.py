@@ -12,8 +12,8 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import sinusoid_torch
-from ..tools.bench import time_interleaved
-from ..tools.utils import check_size, fail, shape_str
+from ..checks import check_size, fail, shape_str
+from ..course.bench import time_interleaved
 from .model import TransformerXL, VanillaLM
 
 

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import causal_mask_torch
-from ..tools.utils import check_array, check_number
+from ..checks import check_array, check_number
 from .reference import check_rel_inputs
 
 

@@ -26,14 +26,7 @@ from ..attention import (
     sinusoid_torch,
     split_heads_torch,
 )
-from ..tools.utils import (
-    check_array,
-    check_ids,
-    check_same_device,
-    check_size,
-    describe,
-    fail,
-)
+from ..checks import check_array, check_ids, check_same_device, check_size, describe, fail
 from .fast import rel_attention_fast_torch
 from .reference import (
     check_layer_inputs,

@@ -34,7 +34,7 @@ import re
 
 import torch
 
-from ..tools.utils import fail, shape_str
+from ..checks import fail, shape_str
 
 
 def official_to_ours(state: dict, num_heads: int) -> dict:

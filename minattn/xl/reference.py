@@ -40,7 +40,7 @@ from ..attention import (
     softmax_torch,
     split_heads_np,
 )
-from ..tools.utils import (
+from ..checks import (
     check_array,
     check_finite,
     check_number,

@@ -42,8 +42,8 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from ..tools.data import DatasetMissing, load_lm_text
-from ..tools.utils import fail
+from ..checks import fail
+from ..course.data import DatasetMissing, load_lm_text
 from .data import char_corpus, lm_segment, lm_streams, synthetic_text
 from .decoder import XLDecoder
 from .model import TransformerXL

@@ -33,7 +33,7 @@ def test_hidden_contextualized_agreement_takes_the_first_crossing_not_the_best()
 
 @pytest.mark.exercise("8.3")
 def test_predicted_one_way_keyword_leader():
-    from minattn.answers.agreement import CHOICES, one_way_keyword_leader
+    from minattn.course.answers.agreement import CHOICES, one_way_keyword_leader
 
     assert one_way_keyword_leader() in CHOICES
     assert one_way_keyword_leader() == "after"

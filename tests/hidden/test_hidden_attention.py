@@ -134,7 +134,7 @@ def test_backward_single_key_gives_no_query_gradient(rng):
 # ----------------------------------------------------------------------------- answers (1.4, 1.5)
 @pytest.mark.exercise("1.4")
 def test_predicted_weight_of_a_duplicated_token():
-    from minattn.answers.attention import duplicate_token_weight
+    from minattn.course.answers.attention import duplicate_token_weight
 
     e = np.exp(0.5 ** 0.5)
     assert abs(duplicate_token_weight() - 2 * e / (3 * e + 1)) < 0.005  # two decimals
@@ -142,7 +142,7 @@ def test_predicted_weight_of_a_duplicated_token():
 
 @pytest.mark.exercise("1.5")
 def test_reported_jacobian_norm_with_4096_keys():
-    from minattn.answers.attention import jacobian_norm_with_4096_keys
+    from minattn.course.answers.attention import jacobian_norm_with_4096_keys
 
     # softmax_rows_np(64, rng, n_keys=4096)[True]["jacobian"].mean(): 0.0257-0.0259, seeds 0-2
     # (500 queries); 64 keys give 0.18.

@@ -30,11 +30,11 @@ import pytest
 import torch
 
 from minattn.attention import attention_np, attention_torch, softmax_np
-from minattn.classroom import grading
-from minattn.classroom.copies import make_student_copy, source_files
-from minattn.classroom.regions import BEGIN, END, all_exercises, find_exercises
-from minattn.classroom.sandbox import bwrap_problem
-from minattn.tools import REPO_ROOT
+from minattn.course import REPO_ROOT
+from minattn.course.classroom import grading
+from minattn.course.classroom.copies import make_student_copy, source_files
+from minattn.course.classroom.regions import BEGIN, END, all_exercises, find_exercises
+from minattn.course.classroom.sandbox import bwrap_problem
 
 # The library file of exercises 1.1 and 1.2 (softmax, attention forward), relative to a checkout.
 LIB = next(e.path for e in all_exercises(REPO_ROOT) if e.id == "1.1")

@@ -58,7 +58,7 @@ def test_m_step_leaves_counts_alone_and_fast_path_agrees():
 
 @pytest.mark.exercise("6.4")
 def test_em_race_answer_matches_a_fresh_run():
-    from minattn.answers import ibm1 as answers
+    from minattn.course.answers import ibm1 as answers
 
     bx = ibm1.index_bitext(*permutation_corpus(500, 40, 50, np.random.default_rng(5)),
                            null=False)
@@ -74,6 +74,6 @@ def test_em_race_answer_matches_a_fresh_run():
 # ----------------------------------------------------------------------------- answer (6.3)
 @pytest.mark.exercise("6.3")
 def test_prediction_zero_gradient_tables():
-    from minattn.answers import ibm1 as answers
+    from minattn.course.answers import ibm1 as answers
 
     assert answers.zero_gradient_tables() == {"a"}

@@ -54,7 +54,7 @@ def test_hidden_corpus_b_has_flat_blocks():  # checks the corpus, not the answer
 # ----------------------------------------------------------------------------- answer (5.3)
 @pytest.mark.exercise("5.3")
 def test_predicted_least_often_learned_copy_corpus():
-    from minattn.answers.lstm_attention import least_often_learned_corpus
+    from minattn.course.answers.lstm_attention import least_often_learned_corpus
 
     assert least_often_learned_corpus() in ("A", "B", "C")
     assert least_often_learned_corpus() == "B"

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from minattn.answers.multiscale import uniform_window_scale
+from minattn.course.answers.multiscale import uniform_window_scale
 from minattn.multiscale import (
     allocate_scales_np,
     measured_scale_np,

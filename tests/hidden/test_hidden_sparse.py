@@ -64,12 +64,12 @@ def test_hidden_many_global_tokens_float32():  # the global path: not part of ex
 
 @pytest.mark.exercise("2.3")
 def test_hidden_predictions_exact():
-    from minattn.answers import sparse as answers
+    from minattn.course.answers import sparse as answers
     assert answers.layers_window_255_to_0() == 32
     assert answers.layers_window_plus_global() == 2
 
 
 @pytest.mark.exercise("2.4")
 def test_hidden_deaf_fraction_exact(answer):
-    from minattn.answers import sparse as answers
+    from minattn.course.answers import sparse as answers
     assert abs(answer(answers.fraction_of_deaf_bigbird_layouts) - 0.09) < 0.005

@@ -47,7 +47,7 @@ def test_cross_head_short_b_and_pair_independence(rng):
 
 @pytest.mark.exercise("7.3")
 def test_answers_are_valid_choices():
-    from minattn.answers import task_heads as answers
+    from minattn.course.answers import task_heads as answers
 
     assert answers.u09_attention_on_raw_states() in answers.CHOICES
     assert answers.u09_attention_after_layer_norm() in answers.CHOICES
@@ -70,7 +70,7 @@ def entropy_choice(ratio: float) -> str:
 
 def real_or_synthetic_states():
     """MiniLM's states of a few sentences when the encoder is there, else offset_states()."""
-    from minattn.tools import data
+    from minattn.course import data
 
     if not data.available("minilm"):
         return offset_states()
@@ -101,7 +101,7 @@ def test_u09_on_raw_states_collapses_onto_few_tokens():
 
 @pytest.mark.exercise("7.3")
 def test_prediction_u09_on_raw_states():
-    from minattn.answers import task_heads as answers
+    from minattn.course.answers import task_heads as answers
 
     x, mask = real_or_synthetic_states()
     ratio = np.mean([first_step_entropy(x, mask, "u09", False, seed) for seed in range(3)])
@@ -110,7 +110,7 @@ def test_prediction_u09_on_raw_states():
 
 @pytest.mark.exercise("7.3")
 def test_prediction_u09_after_layer_norm():
-    from minattn.answers import task_heads as answers
+    from minattn.course.answers import task_heads as answers
 
     x, mask = real_or_synthetic_states()
     ratio = np.mean([first_step_entropy(x, mask, "u09", True, seed) for seed in range(3)])

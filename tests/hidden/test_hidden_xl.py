@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from minattn.answers import xl as answers
 from minattn.attention import causal_mask_np
+from minattn.course.answers import xl as answers
 from minattn.xl import (
     TransformerXL,
     rel_attention_fast_torch,

@@ -1,8 +1,0 @@
-"""`python -m minattn.classroom COMMAND`: see cli.py."""
-
-import sys
-
-from .cli import main
-
-if __name__ == "__main__":  # importing this module (a walk over the library) runs nothing
-    sys.exit(main())

@@ -1,0 +1,320 @@
+"""Run the course: execute every lesson once as a notebook, export it, and report.
+
+    python -m minattn.course.course                  # every lesson, full mode
+    python -m minattn.course.course --only 01 03     # just these lessons
+    MINATTN_SMOKE=1 python -m minattn.course.course  # every lesson in smoke mode (seconds each)
+    python -m minattn.course.course --notebooks-only # unexecuted notebooks, to run yourself
+
+Each lesson (lessons/NN_x.py, jupytext percent format) becomes notebooks/NN_x.ipynb and is
+executed ONCE through a Jupyter kernel (nbclient, over IPC), from the repository root, with
+this process's environment (so MINATTN_SMOKE and friends apply). The executed notebook keeps
+its printed results and inline figures; notebooks/NN_x.html is a static copy with the images
+embedded (pages.py); notebooks/index.html lists every lesson page in the folder. Figures go to
+figures/<lesson>/. Every paper claim a lesson records (`Lesson.claim`) is collected into one
+table, printed and written to figures/REPORT.md. A failing lesson is kept (with its error
+shown in the notebook) and makes the run exit non-zero; the other lessons still run.
+
+Nothing of a learner's is overwritten. A smoke run has folders of its own, notebooks-smoke/
+and figures-smoke/ (unless --out or MINATTN_FIGURES name others), so it never replaces a full
+run's notebooks or claims. A blank build (--notebooks-only) keeps every notebook that holds
+outputs or edits. A run that replaces a notebook its reader edited or ran (or a full run's
+notebook with a smoke one) first copies it to <folder>/backups/, and says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import datetime
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import REPO_ROOT
+from .pages import ANSI, digest, export_html, printed_text, tidy_notebook, write_index
+from .report import collect_claims, write_report
+from .verdict import RULE
+
+CELL_TIMEOUT = 1800  # seconds one cell may run (full-mode training cells take minutes on CPU)
+# tqdm.auto in a kernel without ipywidgets warns, then prints the text bar the pages want.
+KERNEL_WARNINGS = "ignore:IProgress not found"
+
+
+def lesson_files(root: Path = REPO_ROOT) -> list[Path]:
+    """lessons/NN_topic.py, in order."""
+    return sorted((root / "lessons").glob("[0-9][0-9]_*.py"))
+
+
+def _rel(path: Path) -> str:
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
+
+
+def lesson_notebook(lesson: Path):
+    """The lesson as an (unexecuted) nbformat notebook, run by the kernel the lesson names."""
+    import jupytext
+
+    notebook = jupytext.read(lesson)
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                       "language": "python"}
+    return notebook
+
+
+# ============================================================================ writing notebooks
+def _read(path: Path):
+    import nbformat
+
+    try:
+        return nbformat.read(path, as_version=4)
+    except Exception:  # noqa: BLE001 -- unreadable: treat it as someone's work
+        return None
+
+
+def edited(old) -> bool:
+    """Whether a notebook was changed since the course wrote it: edited, run, or not ours."""
+    stored = (old.metadata.get("minattn", {}) if old is not None else {}).get("digest")
+    return old is None or stored != digest(old)
+
+
+def write_notebook(notebook, path: Path) -> Path | None:
+    """Write `notebook` to `path`. A notebook already there that its reader edited or ran, or
+    a full run's replaced by a smoke one, is first copied to <folder>/backups/<stem>-<time>.ipynb;
+    returns that copy (None when nothing was kept)."""
+    import nbformat
+
+    backup = None
+    if path.exists():
+        old = _read(path)
+        new_smoke = notebook.metadata.get("minattn", {}).get("smoke", False)
+        old_meta = old.metadata.get("minattn", {}) if old is not None else {}
+        full_to_smoke = new_smoke and "ok" in old_meta and not old_meta.get("smoke")
+        if edited(old) or full_to_smoke:
+            stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+            backup = path.parent / "backups" / f"{path.stem}-{stamp}.ipynb"
+            n = 1
+            while backup.exists():
+                n += 1
+                backup = backup.with_name(f"{path.stem}-{stamp}-{n}.ipynb")
+            backup.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, backup)
+            print(f"  kept the earlier {_rel(path)} as {_rel(backup)} ("
+                  f"{'a full run' if full_to_smoke else 'edited or run since it was written'})")
+    notebook.metadata.setdefault("minattn", {})["digest"] = digest(notebook)
+    nbformat.write(notebook, path)
+    return backup
+
+
+def build_notebooks(out_dir: Path, lessons: list[Path]) -> list[Path]:
+    """Each lesson as <out_dir>/<stem>.ipynb with jupytext (outputs empty); a notebook already
+    there that holds outputs or edits is kept as it is."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for lesson in lessons:
+        path = out_dir / f"{lesson.stem}.ipynb"
+        if path.exists() and edited(old := _read(path)):
+            ran = old is not None and any(c.get("outputs") for c in old.cells)
+            print(f"kept {_rel(path)}: it holds {'outputs' if ran else 'edits'} (move it away "
+                  "for a blank one)")
+            continue
+        write_notebook(lesson_notebook(lesson), path)
+        written.append(path)
+        print(f"notebook {_rel(path)}")
+    return written
+
+
+# ============================================================================ executing one lesson
+@dataclass
+class LessonRun:
+    lesson: Path
+    notebook: Path
+    html: Path
+    ok: bool
+    seconds: float
+    error: str = ""
+    prose_misses: tuple = ()  # approximate numbers in the markdown that this run did not print
+
+
+def execute_lesson(lesson: Path, out_dir: Path, env: dict | None = None,
+                   timeout: int = CELL_TIMEOUT, progress: bool = True) -> LessonRun:
+    """Execute `lesson` once as a notebook; write <out_dir>/<stem>.ipynb and .html.
+
+    The kernel runs from the repository root with `env` (default: this process's environment),
+    over IPC (no TCP port). On a failing cell the notebook is still written, with the error in
+    it, and ok is False. With `progress`, the kernel's printed text and progress bars are
+    echoed to the terminal as they come, and a line marks each finished cell.
+    """
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+    from traitlets.config import Config
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    notebook = lesson_notebook(lesson)
+    n_code = sum(c.cell_type == "code" for c in notebook.cells)
+    start = time.perf_counter()
+    done = 0
+
+    class EchoingClient(NotebookClient):
+        """Echoes the kernel's printed text (and its progress bars) to the terminal live."""
+
+        def process_message(self, msg, cell, cell_index):
+            if progress and msg["msg_type"] == "stream":
+                stream = sys.stdout if msg["content"]["name"] == "stdout" else sys.stderr
+                stream.write(msg["content"]["text"])
+                stream.flush()
+            return super().process_message(msg, cell, cell_index)
+
+    def on_notebook_start(notebook):
+        """Ctrl-C interrupts the running cell (nbclient's own handler would kill the kernel
+        and lose the notebook): the notebook is written with what ran, and main stops."""
+        pid = getattr(client.km.provisioner, "pid", None)  # its own session: no Ctrl-C of ours
+
+        def on_ctrl_c():
+            again = _CTRL_C["pressed"]
+            _CTRL_C["pressed"] = True
+            print("\ninterrupted: " + ("stopping now" if again else "the notebook so far is "
+                  "written, then the course stops (Ctrl-C again to stop at once)"),
+                  file=sys.stderr, flush=True)
+            if pid:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL if again else signal.SIGINT)
+        with contextlib.suppress(RuntimeError, NotImplementedError):
+            asyncio.get_event_loop().add_signal_handler(signal.SIGINT, on_ctrl_c)
+
+    def on_cell_executed(cell, cell_index, execute_reply):
+        nonlocal done
+        if cell.cell_type != "code":
+            return
+        done += 1
+        if progress:
+            figures = sum("image/png" in o.get("data", {}) for o in cell.get("outputs", []))
+            print(f"  -- {lesson.stem}: cell {done}/{n_code}"
+                  + (f", {figures} figure(s)" if figures else "")
+                  + f", {time.perf_counter() - start:.0f} s", flush=True)
+
+    # IPC sockets in a folder of this run's own (an absolute path: the kernel's working
+    # directory is the repository root, not necessarily ours)
+    sockets = tempfile.mkdtemp(prefix="minattn-kernel-")
+    client = EchoingClient(notebook, timeout=timeout, kernel_name="python3",
+                           resources={"metadata": {"path": str(REPO_ROOT)}},
+                           on_cell_executed=on_cell_executed,
+                           on_notebook_start=on_notebook_start,
+                           config=Config(KernelManager={"transport": "ipc",
+                                                        "ip": f"{sockets}/kernel"}))
+    error = ""
+    try:
+        kernel_env = dict(os.environ if env is None else env)
+        kernel_env.pop("MPLBACKEND", None)  # e.g. Agg would hide the figures: use the inline one
+        kernel_env["PYTHONWARNINGS"] = ",".join(
+            w for w in (kernel_env.get("PYTHONWARNINGS"), KERNEL_WARNINGS) if w)
+        client.execute(env=kernel_env)
+    except CellExecutionError as exc:
+        error = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
+    except Exception as exc:  # a dead kernel, a timeout: still write what ran
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        shutil.rmtree(sockets, ignore_errors=True)
+    error = ANSI.sub("", error)
+    seconds = time.perf_counter() - start
+    tidy_notebook(notebook)
+    misses = () if _smoke(env) else approximate_misses(lesson, notebook)
+    notebook.metadata["minattn"] = {"seconds": round(seconds, 1), "ok": not error,
+                                    "smoke": _smoke(env), "error": error,
+                                    "prose_misses": [m.text for m in misses]}
+    ipynb, page = out_dir / f"{lesson.stem}.ipynb", out_dir / f"{lesson.stem}.html"
+    write_notebook(notebook, ipynb)
+    export_html(notebook, page)
+    return LessonRun(lesson, ipynb, page, not error, seconds, error, misses)
+
+
+def approximate_misses(lesson: Path, notebook) -> tuple:
+    """The "about X" numbers of the lesson's markdown that its full-mode output does not
+    support to within 5 % (the exact ones are checked against every smoke run by the tests)."""
+    from .prose import unsupported
+
+    return tuple(s for s in unsupported(lesson, printed_text(notebook), check_approx=True)
+                 if s.approx)
+
+
+def _smoke(env: dict | None) -> bool:
+    value = (os.environ if env is None else env).get("MINATTN_SMOKE", "")
+    return value.strip().lower() not in ("", "0", "false", "no")
+
+
+
+
+# ============================================================================ main
+_CTRL_C = {"pressed": False}  # set by a Ctrl-C while a lesson's kernel runs (execute_lesson)
+
+
+def figure_root(smoke: bool | None = None) -> Path:
+    """Where the lessons' figures and claims go: MINATTN_FIGURES, else figures/ (figures-smoke/
+    for a smoke run, so that it never replaces a full run's claims)."""
+    smoke = _smoke(None) if smoke is None else smoke
+    default = REPO_ROOT / ("figures-smoke" if smoke else "figures")
+    return Path(os.environ.get("MINATTN_FIGURES") or default)
+
+
+def main(argv: list[str] | None = None) -> int:
+    smoke = _smoke(None)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--notebooks-only", action="store_true",
+                        help="write unexecuted notebooks (never over one that holds outputs or "
+                             "edits) and stop")
+    parser.add_argument("--only", nargs="*", default=None, help="lesson numbers, e.g. 01 02")
+    parser.add_argument("--out", default=None,
+                        help="notebook folder (default notebooks/, notebooks-smoke/ in smoke mode)")
+    args = parser.parse_args(argv)
+
+    lessons = lesson_files()
+    if args.only:
+        lessons = [p for p in lessons if p.name[:2] in args.only]
+    default_out = "notebooks-smoke" if smoke and not args.notebooks_only else "notebooks"
+    out_dir = Path(args.out) if args.out else REPO_ROOT / default_out
+    if args.notebooks_only:
+        build_notebooks(out_dir, lessons)
+        return 0
+
+    figures = figure_root(smoke)
+    env = dict(os.environ, MINATTN_FIGURES=str(figures))
+    runs = []
+    try:
+        for lesson in lessons:
+            if _CTRL_C["pressed"]:
+                break
+            print(f"\n=== {lesson.name} (as a notebook) " + "=" * max(0, 48 - len(lesson.name)),
+                  flush=True)
+            run = execute_lesson(lesson, out_dir, env=env)
+            print(f"  {'ok' if run.ok else 'FAILED: ' + run.error} in {run.seconds:.0f} s -> "
+                  f"{_rel(run.notebook)}, {_rel(run.html)}", flush=True)
+            for miss in run.prose_misses:
+                print(f"  warning: the text says about {miss.text}, which this run did not "
+                      f"print (…{miss.context}…)")
+            runs.append(run)
+    except KeyboardInterrupt:  # between two lessons' kernels
+        _CTRL_C["pressed"] = True
+    if _CTRL_C["pressed"]:
+        print(f"interrupted: {len(runs)} of {len(lessons)} lessons ran "
+              f"({' '.join(r.lesson.stem for r in runs) or 'none'})", file=sys.stderr)
+        return 130
+
+    report, text = write_report(figures)  # every lesson's latest claims, not just these
+    index = write_index(out_dir, report, collect_claims(figures), RULE)
+    print("\n" + text)
+    print(f"report: {_rel(report)}    course: {_rel(index)}")
+    if smoke:
+        print("smoke mode: tiny sizes, so the numbers are not the lessons' results and the "
+              "verdicts test nothing; `make course` runs the lessons in full")
+    print("\n| lesson | result | time |\n|---|---|---|")
+    for run in runs:
+        print(f"| {run.lesson.name} | {'ok' if run.ok else 'FAILED: ' + run.error} | "
+              f"{run.seconds:.0f} s |")
+    return 0 if all(run.ok for run in runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
