@@ -244,7 +244,7 @@ def test_the_index_lists_every_page_present_and_strips_colour_codes(tmp_path):
         nbformat.write(notebook, tmp_path / f"{name}.ipynb")
     (tmp_path / "01_a.html").write_text("page")
     claims = [dict(lesson="01_a", claim="c", paper="1", ours="2", why="w", detail="d",
-                   verdict="not tested", outcome="not tested (fallback)", finding="f", n="2",
+                   outcome="not tested", label="not tested (fallback)", finding="f", n="2",
                    smoke=False)]
     page = write_index(tmp_path, None, claims, "the rule").read_text()
     assert page.count("<tr><td>") == 3 + 1 and '<a href="01_a.html">Lesson 01</a>' in page

@@ -39,7 +39,7 @@ from pathlib import Path
 from . import REPO_ROOT
 from .pages import ANSI, digest, export_html, printed_text, tidy_notebook, write_index
 from .report import collect_claims, write_report
-from .verdict import RULE
+from .stats import RULE
 
 CELL_TIMEOUT = 1800  # seconds one cell may run (full-mode training cells take minutes on CPU)
 # tqdm.auto in a kernel without ipywidgets warns, then prints the text bar the pages want.

@@ -36,11 +36,11 @@ from pathlib import Path
 
 import matplotlib
 
-from . import REPO_ROOT
+from . import REPO_ROOT, stats
 from .checkout import guard_lesson
 from .prose import SOURCE_FOOTER, SOURCE_HEADER
 from .utils import pick_device
-from .verdict import NOT_TESTED, OUTCOMES, Verdict
+from .verdict import NOT_TESTED, Verdict
 
 
 def in_notebook() -> bool:
@@ -54,6 +54,15 @@ def is_smoke() -> bool:
 
 
 SCALES = ("smoke", "full", "paper")
+
+
+def seed_offset() -> int:
+    """MINATTN_SEED: an integer added to every seed a lesson uses (default 0)."""
+    text = os.environ.get("MINATTN_SEED", "").strip() or "0"
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"MINATTN_SEED: expected an integer, got {text!r}") from None
 
 
 def run_scale() -> str:
@@ -102,12 +111,14 @@ class Lesson:
         self.figure_dir = Path(root) / name
         self.figure_dir.mkdir(parents=True, exist_ok=True)
         self.claims: list[dict] = []
+        self.seed_offset = seed_offset()
         self._write_claims()  # a fresh run starts with no claims
         mode = {"smoke": "SMOKE mode (tiny data, few steps)", "full": "full mode",
                 "paper": "PAPER scale (the authors' budget)"}[self.scale]
         threads = (f", {torch.get_num_threads()} torch thread(s)" if self.device.type == "cpu"
                    else "")
-        print(f"[{name}] {mode} on {self.device}{threads}; figures -> {self.figure_dir}")
+        seeds = f", seeds +{self.seed_offset}" if self.seed_offset else ""
+        print(f"[{name}] {mode} on {self.device}{threads}{seeds}; figures -> {self.figure_dir}")
 
     def size(self, full, smoke, paper=None):
         """Pick this scale's value of a size (steps, examples, seeds...): `smoke` in smoke
@@ -130,21 +141,63 @@ class Lesson:
         plt.close(fig)
 
 
-    def claim(self, claim: str, paper: str, ours: str, why: str = "", *, verdict: Verdict,
-              fallback: str = "") -> None:
-        """Record one paper claim this lesson tests, for the course report.
+    def seed(self, seed: int) -> int:
+        """`seed` shifted by MINATTN_SEED (default 0): every seed a lesson uses goes through
+        here, so `MINATTN_SEED=100` reruns the whole lesson on other seeds."""
+        return int(seed) + self.seed_offset
 
-        claim: what the paper says, in a few words;  paper: the paper's number (with its
-        setting and where it is: table, figure, section);  ours: the number this run measured;
-        why: a word on why the two differ (scale, data...);  verdict: what a registered claim
-        function (`minattn.course.claims.claim_rule`) computed from the raw numbers;
-        fallback: what stood in for the real data, if anything ('' when the data was real).
+    def seeds(self, n: int, start: int = 0) -> list[int]:
+        """n consecutive seeds from `start`, shifted by MINATTN_SEED."""
+        return [self.seed(start + i) for i in range(n)]
 
-        A smoke run is too small to decide anything, and a run on fallback data did not test
-        the paper's setting: both record the claim as *not tested*, with the rule's own outcome
-        kept beside it. `make course` collects every lesson's claims into figures/REPORT.md;
-        `summary()` prints their findings in words.
+    def claim(self, claim: str, paper: str, ours=None, why: str = "", *, test=None,
+              reproduced: str = "", contradicted: str = "", fallback: str = "",
+              confirm_only: str = "", verdict=None) -> None:
+        """Decide one claim of a cited paper in the cell that measured it: print one row and
+        record it for figures/REPORT.md.
+
+        claim: what the paper says, in a few words;  paper: its number or words, with where
+            (table, section);  test: one call of `minattn.course.stats` on this run's per-run
+            numbers (compare, versus, same, within, paired, rate, rates, sometimes, all_of);
+        reproduced / contradicted: the finding in words when the claim comes out that way
+            (an inconclusive, partly or not-tested outcome is said from the test itself);
+        why: why our setting differs from the paper's (scale, data), if it does;
+        fallback: what stood in for the real data ('' when the data was real);
+        confirm_only: why this claim can only be confirmed at the lesson's size, when its
+            opposite outcome is out of reach (`test.reachable`); a claim that cannot fail
+            without saying so is refused.
+
+        A smoke run decides nothing, and a run on fallback data did not test the paper's
+        setting: both are recorded as *not tested*, the numbers' own outcome kept beside it.
+        (`ours=`/`verdict=` are the registered-rule form some lessons still use.)
         """
+        if verdict is not None:
+            return self._claim_rule(claim, paper, ours, why, verdict=verdict, fallback=fallback)
+        if not isinstance(test, stats.Test):
+            raise TypeError("test: expected the result of one minattn.course.stats call "
+                            f"(compare, versus, paired, ...), got {type(test).__name__}")
+        if stats.CONTRADICTED not in test.reachable and not confirm_only:
+            raise ValueError(f"claim {claim!r}: at these sample sizes ({test.n}) it can never "
+                             "come out contradicted; run more, or pass confirm_only='why'")
+        outcome, reason = test.outcome, test.reason
+        if self.smoke or fallback:
+            outcome, reason = stats.NOT_TESTED, "smoke" if self.smoke else "fallback"
+        finding = _finding(test, outcome, reason, reproduced, contradicted, fallback)
+        if confirm_only:
+            finding += f" (At this size the claim can only be confirmed: {confirm_only}.)"
+        record = dict(lesson=self.name, claim=claim, paper=paper, ours=test.ours, n=test.n,
+                      outcome=outcome, reason=reason, computed=test.computed or test.outcome,
+                      finding=finding, detail=test.detail, why=why, fallback=fallback,
+                      confirm_only=confirm_only, reproduced=reproduced,
+                      contradicted=contradicted, test=test.record(), smoke=self.smoke,
+                      scale=self.scale, seed_offset=self.seed_offset)
+        self.claims.append(record)
+        self._write_claims()
+        label = outcome + (f" ({reason})" if reason else "")
+        print(f"[{label.upper()}] {claim} | paper: {paper} | ours: {test.ours} ({test.n}) | "
+              f"{finding}")
+
+    def _claim_rule(self, claim, paper, ours, why, *, verdict, fallback) -> None:
         if not isinstance(verdict, Verdict):
             raise TypeError("verdict: expected a minattn.course.verdict.Verdict from a "
                             f"registered claim function, got {type(verdict).__name__}")
@@ -162,36 +215,50 @@ class Lesson:
                          f"Not tested: this run used fallback data ({fallback}), not the "
                          "paper's."))
         record = dict(lesson=self.name, claim=claim, paper=paper, ours=ours, why=why,
-                      verdict=verdict.verdict, reason=verdict.reason, computed=computed,
-                      n=verdict.n, detail=verdict.detail, finding=verdict.finding,
-                      rule=verdict.rule, raw=verdict.raw, fallback=fallback,
-                      smoke=self.smoke, scale=self.scale)
+                      verdict=verdict.verdict, outcome=verdict.verdict, reason=verdict.reason,
+                      computed=computed, n=verdict.n, detail=verdict.detail,
+                      finding=verdict.finding, rule=verdict.rule, raw=verdict.raw,
+                      fallback=fallback, smoke=self.smoke, scale=self.scale)
         self.claims.append(record)
         self._write_claims()
         print(f"  claim: {claim} — paper: {paper}; ours: {ours}" + (f" ({why})" if why else "")
               + f"\n    {verdict.outcome.upper()}: {verdict.finding}\n    ({verdict.detail})")
 
     def summary(self) -> None:
-        """What this run found, in words: one line per claim recorded so far, its outcome and
-        the sentence its claim function chose for that outcome."""
-        lines = [f"- **{c['claim']}** — *{c['verdict']}"
-                 + (f" ({c['reason']})" if c["reason"] else "") + f"*: {c['finding']}"
-                 for c in self.claims]
-        counts = {o: sum(c["verdict"] == o for c in self.claims) for o in OUTCOMES}
-        head = (f"What this run found ({self.scale} mode; "
-                + ", ".join(f"{n} {o}" for o, n in counts.items() if n) + "):")
-        if in_notebook():
-            from IPython.display import Markdown, display
-
-            display(Markdown("\n".join([f"**{head}**", ""] + lines)))
-        else:
-            print(head + "\n" + "\n".join(lines).replace("**", "").replace("*", ""))
+        """The claims this run decided, one line each (their findings are in their cells)."""
+        counts = {o: sum(c["outcome"] == o for c in self.claims) for o in stats.OUTCOMES}
+        head = (f"The claims this {self.scale} run decided: "
+                + ", ".join(f"{n} {o}" for o, n in counts.items() if n) + ".")
+        rows = [dict(claim=c["claim"], outcome=c["outcome"]
+                     + (f" ({c['reason']})" if c["reason"] else "")) for c in self.claims]
+        print(head)
+        show_table(rows, ["claim", "outcome"])
 
     def _write_claims(self) -> None:
         path = self.figure_dir / "claims.json"
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(self.claims, indent=1, ensure_ascii=False))
         tmp.replace(path)
+
+
+def _finding(test, outcome: str, reason: str, reproduced: str, contradicted: str,
+             fallback: str) -> str:
+    """The sentence a claim's row ends with: the lesson's own for reproduced and contradicted,
+    the test's words for the rest (each part of a claim of several in its own words)."""
+    if outcome == stats.NOT_TESTED:
+        if reason == "smoke":
+            return f"Not tested: a smoke run decides nothing (its numbers: {test.computed})."
+        if reason == "fallback":
+            return f"Not tested: fallback data ({fallback}) stood in for the paper's."
+        return (f"Not tested ({reason}): {test.detail.split(' (')[0]}; the numbers alone would "
+                f"say {test.computed}.")
+    if outcome == stats.REPRODUCED:
+        return reproduced or "These runs show it."
+    if outcome == stats.CONTRADICTED:
+        return contradicted or "These runs show the opposite."
+    if test.test == "all_of":
+        return f"{outcome.capitalize()}: {stats.in_words(test)}."
+    return f"Not shown by these runs: {test.detail}."
 
 
 def show_table(rows: list[dict], columns: list[str]) -> None:

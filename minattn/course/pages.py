@@ -235,7 +235,7 @@ def write_index(out_dir: Path, report: Path | None, claims: list[dict], rule: st
     claim_rows = "".join(
         "<tr>" + "".join(f"<td>{esc(c[k])}</td>" for k in ("lesson", "claim", "paper")) +
         f"<td>{esc(c['ours'])}{' (smoke)' if c['smoke'] else ''}</td>"
-        f"<td><b>{esc(c.get('outcome') or c['verdict'] or '(none)')}</b><br>"
+        f"<td><b>{esc(c['label'] or '(none)')}</b><br>"
         f"{esc(c.get('finding', ''))}<br><small>runs per arm: {esc(c.get('n', ''))}; "
         f"{esc(c['detail'])}</small></td>"
         f"<td>{esc(c['why'])}</td></tr>"

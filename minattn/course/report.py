@@ -1,8 +1,8 @@
-"""The course report: every paper claim the lessons recorded, in one table.
+"""The course report: every paper claim the lessons decided, in one table.
 
 Each lesson writes its claims to figures/<lesson>/claims.json (`Lesson.claim`); `make course`
-collects them into figures/REPORT.md: the paper's number beside ours, the outcome the claim's
-rule computed, the runs per arm, the finding in words and the numbers behind it.
+collects them into figures/REPORT.md: the paper's number beside ours, the outcome, the runs per
+arm, the finding in words and, for a claim not tested, what its numbers alone would have said.
 """
 
 from __future__ import annotations
@@ -10,15 +10,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .verdict import OUTCOMES, RULE
+from .stats import OUTCOMES, RULE
 
-CLAIM_FIELDS = ("claim", "paper", "ours", "verdict", "reason", "n", "finding", "detail", "why")
+FIELDS = ("claim", "paper", "ours", "outcome", "reason", "computed", "n", "finding", "detail",
+          "why")
 
 
 def collect_claims(figure_root: Path, lessons: list[str] | None = None) -> list[dict]:
     """Every claim in <figure_root>/<lesson>/claims.json (all lessons, or those named)."""
     claims = []
-    for path in sorted(figure_root.glob("*/claims.json")):
+    for path in sorted(Path(figure_root).glob("*/claims.json")):
         if lessons is not None and path.parent.name not in lessons:
             continue
         try:
@@ -27,10 +28,12 @@ def collect_claims(figure_root: Path, lessons: list[str] | None = None) -> list[
             print(f"warning: skipping unreadable {path}: {exc}")
             continue
         for entry in entries:
-            c = {k: str(entry.get(k, "")) for k in CLAIM_FIELDS}
+            entry = dict(entry, outcome=entry.get("outcome") or entry.get("verdict", ""))
+            c = {k: str(entry.get(k) or "") for k in FIELDS}
+            label = c["outcome"] + (f" ({c['reason']})" if c["reason"] else "")
             claims.append({"lesson": entry.get("lesson", path.parent.name), **c,
-                           "smoke": bool(entry.get("smoke", False)),  # 'not tested (smoke)':
-                           "outcome": c["verdict"] + (f" ({c['reason']})" if c["reason"] else "")})
+                           "verdict": c["outcome"], "label": label,
+                           "smoke": bool(entry.get("smoke", False))})
     return claims
 
 
@@ -39,31 +42,32 @@ def _cell(text: str) -> str:
 
 
 def report_markdown(claims: list[dict]) -> str:
-    """The report: a row per claim — lesson, claim, the paper's number, ours, the verdict with
-    the numbers it was computed from, and why the two differ."""
+    """The report: a row per claim — lesson, claim, the paper's number, ours, the outcome (and
+    for a claim not tested, what the numbers alone said), the finding, the numbers behind it."""
     lines = ["# Paper claims tested by the course", "",
              "Each row is a claim from a paper the course builds on, tested by a lesson at "
-             "small scale: the paper's number beside the one the lesson measured, a verdict "
-             "computed from the measured numbers, and why the two differ. Written by "
-             "`make course` (`python -m minattn.course.course`) from "
-             "`figures/<lesson>/claims.json`.", "",
-             f"**The rule for every verdict.** {RULE}", ""]
+             "small scale: the paper's number beside the one the lesson measured and the "
+             "outcome computed from the run's per-run numbers. Written by `make course` "
+             "(`python -m minattn.course.course`) from `figures/<lesson>/claims.json`.", "",
+             f"**The rule for every outcome.** {RULE}", ""]
     if any(c["smoke"] for c in claims):
         lines += ["**Rows marked (smoke) come from a smoke-mode run (tiny sizes, few steps): "
-                  "their numbers and verdicts are not the lesson's results.**", ""]
+                  "their numbers and outcomes are not the lesson's results.**", ""]
     if not claims:
         return "\n".join(lines + ["No lesson recorded a claim.", ""])
-    counts = {v: sum(c["verdict"] == v for c in claims) for v in OUTCOMES}
+    counts = {o: sum(c["outcome"] == o for c in claims) for o in OUTCOMES}
     missing = len(claims) - sum(counts.values())
-    lines += ["Outcomes: " + ", ".join(f"{n} {v}" for v, n in counts.items())
+    lines += ["Outcomes: " + ", ".join(f"{n} {o}" for o, n in counts.items())
               + (f", {missing} without one" if missing else "") + ".", ""]
     lines += ["| lesson | claim | paper | ours | outcome | runs per arm | what the run found | "
               "from the numbers | why they differ |", "|---|---|---|---|---|---|---|---|---|"]
     for c in claims:
         ours = c["ours"] + (" (smoke)" if c["smoke"] else "")
+        outcome = f"**{c['label']}**" if c["outcome"] else "(none)"
+        if c["outcome"] == "not tested" and c["computed"] and c["computed"] != "not tested":
+            outcome += f" (the numbers alone: {c['computed']})"
         lines.append("| " + " | ".join(_cell(x) for x in (
-            c["lesson"], c["claim"], c["paper"], ours,
-            f"**{c['outcome']}**" if c["verdict"] else "(none)", c["n"], c["finding"],
+            c["lesson"], c["claim"], c["paper"], ours, outcome, c["n"], c["finding"],
             c["detail"], c["why"])) + " |")
     return "\n".join(lines) + "\n"
 
@@ -71,6 +75,7 @@ def report_markdown(claims: list[dict]) -> str:
 def write_report(figure_root: Path, lessons: list[str] | None = None) -> tuple[Path, str]:
     """Collect the claims, write <figure_root>/REPORT.md, return (path, markdown)."""
     text = report_markdown(collect_claims(figure_root, lessons))
+    figure_root = Path(figure_root)
     figure_root.mkdir(parents=True, exist_ok=True)
     path = figure_root / "REPORT.md"
     path.write_text(text, encoding="utf-8")

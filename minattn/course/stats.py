@@ -1,0 +1,787 @@
+"""The one rule behind every outcome the course prints: a paper's claim against the runs.
+
+A lesson decides each claim in its own cell with one call of this module and hands the result
+to `lesson.claim`, which prints one row and records it for figures/REPORT.md:
+
+    lesson.claim("attention needs positions to use order", paper="... (Vaswani et al., §3.5)",
+                 test=compare(acc_sinusoid, acc_none, ">"),
+                 reproduced="With sinusoids the model reverses; without, it cannot.")
+
+The outcomes (RULE below says the same in the report):
+
+    reproduced     the 95 % interval of the measured difference lies on the paper's side;
+    contradicted   it lies wholly on the other side;
+    inconclusive   it straddles the line: these runs cannot decide (the detail says how many
+                   runs would, at the measured effect and spread);
+    not tested     a gate failed: the runs had not converged (judged on their curves), both
+                   arms sit at a ceiling or floor, or the data was a fallback (a smoke run is
+                   never a test); the numbers' own outcome is kept beside it;
+    partly         a claim of several parts (`all_of`) whose parts came out differently; each
+                   part's words follow its own outcome.
+
+A 95 % interval on one side of the line is a one-sided test at 2.5 %: with no real effect a
+claim comes out "reproduced" at most 2.5 % of the time (tests/test_stats.py simulates every
+case below). Among fifty claims that were all false, about one would still come out
+"reproduced": a count of outcomes is not a score.
+
+Numbers come in three kinds:
+    a float       a deterministic quantity (a closed-form line such as 4/7, a count): exact;
+    a sequence    one value per run (seed): mean ± standard error, n - 1 degrees of freedom.
+                  One run has no spread, so nothing is decided on one run. Runs that all came
+                  out equal (a tie: all at the ceiling, say) have no measured spread either:
+                  a tied arm borrows the other arm's spread, and a tie against a fixed line or
+                  against another tie is inconclusive unless the caller gives the measurement's
+                  `resolution` (1/items for an accuracy, the evaluation interval for a step
+                  count), which floors the spread of every run. Give it only where runs differ
+                  by measurement noise: runs that either learn or not are all-or-nothing, and a
+                  rate test (`rate`, `rates`) decides them;
+    counts        k successes of n runs, for the rate tests.
+
+Degrees of freedom: Welch-Satterthwaite, except that an arm of at most 3 runs makes the test
+use the smallest arm's n - 1 (Satterthwaite's df jumps when a small arm's spread comes out
+small by chance, and the test then says "reproduced" too often).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import numbers
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+from scipy import special, stats
+
+LEVEL = 0.95  # every interval is a two-sided 95 % interval: 2.5 % on each side
+ALPHA = (1 - LEVEL) / 2
+REPRODUCED, CONTRADICTED, INCONCLUSIVE = "reproduced", "contradicted", "inconclusive"
+NOT_TESTED, PARTLY = "not tested", "partly"
+OUTCOMES = (REPRODUCED, CONTRADICTED, INCONCLUSIVE, NOT_TESTED, PARTLY)
+SMALL_ARM = 3  # an arm of at most this many runs: the conservative degrees of freedom
+
+RULE = (
+    "Each claim is decided by the 95 % interval of its measured difference (a one-sided test at "
+    "2.5 % either way): Student-t over runs (seeds), Welch's for two arms, with the smallest "
+    "arm's n - 1 degrees of freedom when an arm has at most 3 runs; paired over test items where "
+    "both arms were scored on the same items (runs' and items' variance components, counted "
+    "once each); exact Clopper-Pearson intervals for a rate of k in n runs, Fisher's exact test "
+    "for two rates; an equivalence test for 'the same' (the whole interval inside the stated "
+    "tolerance). One run, or runs that all tie, measure no spread: a tied arm borrows the other "
+    "arm's spread, and otherwise nothing is decided unless the measurement's resolution floors "
+    "the spread. Reproduced: the interval lies on the paper's side. Contradicted: it lies wholly "
+    "on the other side. Inconclusive: it straddles the line. Not tested: a gate failed — runs "
+    "still rising on their curves (a slope test over the last checks), arms at a ceiling or "
+    "floor, fallback data, or a smoke run; what the numbers alone say is shown beside it. "
+    "Partly: a claim of several parts that came out differently, each part said in its own "
+    "words. A claim whose opposite outcome cannot be reached at the lesson's sample size says "
+    "so. With no real effect about one claim in forty comes out 'reproduced' by chance: the "
+    "count of outcomes is not a score.")
+
+
+# ================================================================ estimates and intervals
+@dataclass(frozen=True)
+class Estimate:
+    """A measured quantity: mean, standard error, runs, degrees of freedom (inf: exact; 0: no
+    spread measured) and whether its runs tied (n >= 2 runs, all equal)."""
+
+    mean: float
+    se: float
+    n: int
+    df: float
+    tied: bool = False
+
+    @property
+    def exact(self) -> bool:
+        return math.isinf(self.df)
+
+    def __str__(self) -> str:
+        if self.exact:
+            return f"{self.mean:.4g}"
+        if self.n == 1:
+            return f"{self.mean:.4g} (1 run)"
+        if self.tied:
+            return f"{self.mean:.4g} (all {self.n} runs)"
+        return f"{self.mean:.4g} ± {self.se:.2g}"
+
+
+def _floats(values, name: str) -> np.ndarray:
+    if isinstance(values, (str, bytes, bool)) or values is None:
+        raise TypeError(f"{name}: expected a number or a sequence of per-run values, got "
+                        f"{type(values).__name__}")
+    try:
+        xs = np.asarray([float(v) for v in values], dtype=float)
+    except TypeError:
+        raise TypeError(f"{name}: expected a number or a sequence of per-run values, got "
+                        f"{type(values).__name__}") from None
+    if len(xs) == 0:
+        raise ValueError(f"{name}: expected at least one run, got an empty sequence")
+    if not np.isfinite(xs).all():
+        raise ValueError(f"{name}: expected finite values, got {xs.tolist()}")
+    return xs
+
+
+def estimate(values, resolution: float | None = None, name: str = "values") -> Estimate:
+    """An Estimate from a float (exact) or from per-run values (mean ± standard error).
+    `resolution` floors each run's spread (see the module's docstring)."""
+    if isinstance(values, Estimate):
+        return values
+    if getattr(values, "ndim", None) == 0:  # a 0-d NumPy array or torch tensor
+        values = values.item()
+    if isinstance(values, numbers.Real) and not isinstance(values, bool):
+        if not math.isfinite(values):
+            raise ValueError(f"{name}: expected a finite number, got {values}")
+        return Estimate(float(values), 0.0, 1, math.inf)
+    xs = _floats(values, name)
+    n = len(xs)
+    if n == 1:
+        return Estimate(float(xs[0]), math.inf, 1, 0.0)
+    sd = float(xs.std(ddof=1))
+    if resolution is not None:
+        if not resolution > 0:
+            raise ValueError(f"resolution: expected a number > 0, got {resolution}")
+        sd = max(sd, float(resolution))
+    if sd == 0:
+        return Estimate(float(xs.mean()), 0.0, n, 0.0, tied=True)
+    return Estimate(float(xs.mean()), sd / math.sqrt(n), n, float(n - 1))
+
+
+def t_quantile(df: float) -> float:
+    """The Student-t quantile of a two-sided 95 % interval (scipy's `stdtrit`, the same number
+    as `stats.t.ppf`, much faster to call in the simulations)."""
+    return float(special.stdtrit(df, 1 - ALPHA))
+
+
+def interval(e: Estimate) -> tuple[float, float]:
+    """The 95 % interval of an estimate: a point for an exact one, the whole line when no
+    spread was measured."""
+    if e.df == 0:
+        return -math.inf, math.inf
+    if e.exact:
+        return e.mean, e.mean
+    half = t_quantile(e.df) * e.se
+    return e.mean - half, e.mean + half
+
+
+def difference(a: Estimate, b: Estimate) -> Estimate:
+    """a - b: Welch's standard error; Satterthwaite's degrees of freedom, or the smallest
+    arm's n - 1 when an arm has at most SMALL_ARM runs. A tied arm borrows the other arm's
+    spread (as if both spread alike); two tied arms, or one run, leave the spread unknown."""
+    if a.n == 1 and not a.exact or b.n == 1 and not b.exact:
+        return Estimate(a.mean - b.mean, math.inf, 1, 0.0)
+    if a.tied and b.tied or a.tied and b.exact or a.exact and b.tied:
+        return Estimate(a.mean - b.mean, 0.0, min(a.n, b.n), 0.0, tied=True)
+    if a.tied:  # borrow b's per-run spread for a's runs
+        a = Estimate(a.mean, b.se * math.sqrt(b.n / a.n), a.n, b.df)
+    elif b.tied:
+        b = Estimate(b.mean, a.se * math.sqrt(a.n / b.n), b.n, a.df)
+    arms = [e for e in (a, b) if not e.exact]
+    se = math.sqrt(sum(e.se ** 2 for e in arms))
+    if not arms:
+        return Estimate(a.mean - b.mean, 0.0, 1, math.inf)
+    return Estimate(a.mean - b.mean, se, min(e.n for e in arms), _df(arms))
+
+
+def _df(parts: Sequence[Estimate], smallest: bool = False) -> float:
+    """Satterthwaite's degrees of freedom of a sum of independent variances, or the smallest
+    part's (always with `smallest`, else when a part rests on at most SMALL_ARM runs) — even
+    when that part's variance came out 0: with few runs a small variance is as likely an
+    accident as a measurement, and Satterthwaite's df then jumps."""
+    parts = [p for p in parts if 0 < p.df < math.inf]
+    if not parts:
+        return math.inf
+    if smallest or any(p.df <= SMALL_ARM - 1 for p in parts):
+        return min(p.df for p in parts)
+    total = sum(p.se ** 2 for p in parts)
+    return total ** 2 / sum(p.se ** 4 / p.df for p in parts if p.se > 0) if total else math.inf
+
+
+def rate_interval(k: int, n: int) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) 95 % interval of a rate measured as k of n."""
+    if not (isinstance(n, numbers.Integral) and not isinstance(n, bool) and n >= 1):
+        raise ValueError(f"n: expected a positive integer number of runs, got {n!r}")
+    if not (isinstance(k, numbers.Integral) and not isinstance(k, bool) and 0 <= k <= n):
+        raise ValueError(f"k: expected an integer in [0, {n}], got {k!r}")
+    low = special.betaincinv(k, n - k + 1, ALPHA) if k > 0 else 0.0
+    high = special.betaincinv(k + 1, n - k, 1 - ALPHA) if k < n else 1.0
+    return float(low), float(high)
+
+
+def runs_needed(diff: float, sd_a: float, sd_b: float = 0.0, power: float = 0.8,
+                most: int = 1000) -> int | None:
+    """Runs per arm at which the rule finds a true difference `diff` with probability `power`,
+    when one run of each arm spreads by sd_a and sd_b (sd_b = 0: against a fixed line): the
+    noncentral t distribution's tail beyond the critical value. None: no effect, or > most."""
+    if diff == 0 or not math.isfinite(sd_a + sd_b) or sd_a + sd_b == 0:
+        return None
+    sd = math.hypot(sd_a, sd_b)
+    z = special.ndtri(1 - ALPHA) + special.ndtri(power)
+    guess = math.ceil((z * sd / abs(diff)) ** 2)  # the normal approximation, a little low
+    for n in range(max(2, guess - 2), most + 1):
+        df = (n - 1) if sd_b == 0 or n <= SMALL_ARM else 2 * (n - 1)
+        if 1 - special.nctdtr(df, abs(diff) / (sd / math.sqrt(n)), t_quantile(df)) >= power:
+            return n
+    return None
+
+
+# ================================================================ gates
+@dataclass(frozen=True)
+class Gate:
+    """A condition the experiment must meet before its numbers can show the claim."""
+
+    passed: bool
+    reason: str  # 'budget', 'ceiling', 'floor', 'fallback'
+    detail: str
+
+
+def converged(curves, last: int = 4, what: str = "runs", lower_is_better: bool = False) -> Gate:
+    """Every run's curve has stopped rising: over its last `last` checks, the least-squares
+    slope is not above 0 at the rule's level (one-sided, Bonferroni over the runs). `curves`:
+    one sequence of checks per run, each a value or a (step, value) pair. A run whose last
+    checks still climb significantly had not converged, and a comparison of where the runs
+    ended would be one of unfinished runs."""
+    rising = []
+    for curve in curves:
+        points = [(i, c) if isinstance(c, numbers.Real) else tuple(c) for i, c in
+                  enumerate(curve)][-last:]
+        if len(points) < 3:
+            raise ValueError(f"converged: expected at least 3 checks per run, got {len(points)}")
+        x, y = (np.asarray(v, dtype=float) for v in zip(*points))
+        y = -y if lower_is_better else y
+        x = x - x.mean()
+        slope = float((x * (y - y.mean())).sum() / (x * x).sum())
+        resid = y - y.mean() - slope * x
+        se = math.sqrt(float((resid ** 2).sum()) / (len(x) - 2) / float((x * x).sum()))
+        crit = float(special.stdtrit(len(x) - 2, 1 - ALPHA / len(curves)))
+        rising.append(slope - crit * se > 0 if se > 0 else slope > 0)
+    n = len(rising)
+    return Gate(not any(rising), "budget",
+                f"{n - sum(rising)} of {n} {what} had stopped rising over their last {last} checks")
+
+
+def off_ceiling(*arms, top: float, margin: float) -> Gate:
+    """Not every arm within `margin` of the ceiling `top`: arms that all sit at the ceiling
+    cannot show which is better."""
+    means = [estimate(a).mean for a in arms]
+    at = all(m >= top - margin for m in means)
+    return Gate(not at, "ceiling", f"arms at {', '.join(f'{m:.4g}' for m in means)}; ceiling "
+                                   f"{top:g} (margin {margin:g})")
+
+
+def off_floor(*arms, bottom: float, margin: float) -> Gate:
+    """Not every arm within `margin` of the floor `bottom` (chance, say)."""
+    means = [estimate(a).mean for a in arms]
+    at = all(m <= bottom + margin for m in means)
+    return Gate(not at, "floor", f"arms at {', '.join(f'{m:.4g}' for m in means)}; floor "
+                                 f"{bottom:g} (margin {margin:g})")
+
+
+# ================================================================ the result of a test
+@dataclass(frozen=True)
+class Test:
+    """What one call of this module decided: the outcome, our number with its interval
+    (`ours`), the numbers behind it, and how to decide it again (`test`, `args`).
+
+    computed: the outcome of the numbers alone (differs from `outcome` when a gate failed);
+    reachable: the outcomes these sample sizes can reach at all (a claim whose opposite is out
+    of reach can only be confirmed); parts: the named parts of an `all_of`.
+    """
+
+    outcome: str
+    ours: str
+    detail: str
+    n: str
+    test: str
+    args: dict
+    reason: str = ""
+    computed: str = ""
+    reachable: tuple = (REPRODUCED, CONTRADICTED, INCONCLUSIVE)
+    parts: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"outcome: expected one of {OUTCOMES}, got {self.outcome!r}")
+
+    @property
+    def label(self) -> str:
+        """'not tested (budget)', 'reproduced', ..."""
+        return f"{self.outcome} ({self.reason})" if self.reason else self.outcome
+
+    def record(self) -> dict:
+        """The JSON-able record claims.json keeps: enough to decide it again (`redecide`)."""
+        args = self.args if self.test == "all_of" else _plain(self.args)
+        return dict(test=self.test, args=args, outcome=self.outcome, reason=self.reason,
+                    computed=self.computed or self.outcome, ours=self.ours, detail=self.detail,
+                    n=self.n, reachable=list(self.reachable),
+                    parts={k: p.record() for k, p in self.parts.items()})
+
+
+def _plain(x):
+    """A JSON-able copy of a test's numbers (NumPy and torch values become lists and floats)."""
+    if isinstance(x, Gate):
+        return dict(passed=bool(x.passed), reason=x.reason, detail=x.detail)
+    if isinstance(x, dict):
+        return {str(k): _plain(v) for k, v in x.items()}
+    if isinstance(x, (str, bool)) or x is None:
+        return x
+    if hasattr(x, "tolist"):
+        return _plain(x.tolist())
+    if isinstance(x, numbers.Integral):
+        return int(x)
+    if isinstance(x, numbers.Real):
+        return float(x)
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    raise TypeError(f"a test's numbers must be numbers, sequences or dicts, got "
+                    f"{type(x).__name__}")
+
+
+def _gates(gates) -> list[Gate]:
+    out = []
+    for g in gates:
+        if isinstance(g, dict):
+            g = Gate(**g)
+        if not isinstance(g, Gate):
+            raise TypeError(f"gates: expected Gate objects (converged, off_ceiling, ...), got "
+                            f"{type(g).__name__}")
+        out.append(g)
+    return out
+
+
+def _decide(test: str, args: dict, outcome: str, ours: str, detail: str, n: str,
+            reachable=(REPRODUCED, CONTRADICTED, INCONCLUSIVE)) -> Test:
+    """A Test, not tested when a gate in args['gates'] failed (the numbers' outcome kept)."""
+    gates = _gates(args.get("gates", ()))
+    failed = [g for g in gates if not g.passed]
+    plain = {**args, "gates": gates} if gates else {k: v for k, v in args.items() if k != "gates"}
+    if failed:
+        return Test(NOT_TESTED, ours, "; ".join(g.detail for g in failed) + f" ({detail})", n,
+                    test, plain, reason=failed[0].reason, computed=outcome,
+                    reachable=tuple(reachable))
+    return Test(outcome, ours, detail, n, test, plain, computed=outcome,
+                reachable=tuple(reachable))
+
+
+def _sign(expect: str) -> int:
+    if expect not in (">", "<"):
+        raise ValueError(f"expect: expected '>' or '<', got {expect!r}")
+    return 1 if expect == ">" else -1
+
+
+def _side(sign: int, lo: float, hi: float, exact: bool = False) -> str:
+    """Which side of 0 the interval [lo, hi] lies on; an exact 0 is not 'greater' (or less)."""
+    if sign * lo > 0 and sign * hi > 0:
+        return REPRODUCED
+    if sign * lo < 0 and sign * hi < 0 or exact and lo == hi == 0:
+        return CONTRADICTED
+    return INCONCLUSIVE
+
+
+def _span(lo: float, hi: float) -> str:
+    if lo == hi:
+        return f"{lo:+.4g} exactly"
+    return f"[{lo:+.4g}, {hi:+.4g}]" if math.isfinite(lo) else "[-inf, +inf]"
+
+
+def _count(e: Estimate) -> str:
+    return "exact" if e.exact else f"{e.n} run{'s' if e.n > 1 else ''}"
+
+
+def _why_undecided(d: Estimate, a: Estimate, b: Estimate) -> str:
+    if d.df == 0 and d.tied:
+        return "; the runs tie (no spread measured): more runs, or the measurement's resolution"
+    if d.df == 0:
+        return "; one run has no spread: at least two runs per arm are needed"
+    sds = [e.se * math.sqrt(e.n) for e in (a, b) if not e.exact and e.se > 0]
+    n = runs_needed(d.mean, *sds[:2]) if sds else None
+    return (f"; an effect this size would need about {n} runs per arm" if n
+            else "; no effect measured that more runs could confirm")
+
+
+# ================================================================ the tests
+def compare(a, b, expect: str = ">", *, resolution: float | None = None, gates=()) -> Test:
+    """The paper says a > b (expect='>') or a < b: the 95 % interval of a - b decides. a and b:
+    per-run values (or a float for an exact line)."""
+    sign = _sign(expect)
+    ea, eb = estimate(a, resolution, "a"), estimate(b, resolution, "b")
+    if (two := _two_valued(a, b)) is not None:
+        return _compare_two_valued(a, b, expect, two, gates)
+    d = difference(ea, eb)
+    lo, hi = interval(d)
+    outcome = _side(sign, lo, hi, exact=d.exact)
+    ours = f"{ea} vs {eb}: {d.mean:+.4g} {_span(lo, hi)}"
+    detail = f"{ea} {expect} {eb}? difference {d.mean:+.4g}, 95 % interval {_span(lo, hi)}"
+    if outcome == INCONCLUSIVE:
+        detail += _why_undecided(d, ea, eb)
+    reach = (REPRODUCED, CONTRADICTED, INCONCLUSIVE) if _decidable(ea, eb) else (INCONCLUSIVE,)
+    return _decide("compare", dict(a=a, b=b, expect=expect, resolution=resolution, gates=gates),
+                   outcome, ours, detail, f"{_count(ea)} vs {_count(eb)}", reach)
+
+
+def _two_valued(*arms) -> tuple[float, float] | None:
+    """(low, high) when every arm is a sequence of at least two runs and the runs together
+    take exactly two values, one of them more than once: runs that either got there or not
+    (all-or-nothing). Two runs of continuous values are not two-valued."""
+    if any(isinstance(a, numbers.Real) or getattr(a, "ndim", 1) == 0 for a in arms):
+        return None
+    values = [_floats(a, "runs") for a in arms]
+    if any(len(v) < 2 for v in values):
+        return None
+    runs = np.concatenate(values)
+    distinct = np.unique(runs)
+    if len(distinct) != 2 or len(runs) < 3:
+        return None
+    return float(distinct[0]), float(distinct[1])
+
+
+def _compare_two_valued(a, b, expect: str, two: tuple[float, float], gates) -> Test:
+    """All-or-nothing runs: the mean difference is (high - low) × the difference of the rates
+    at which the arms' runs reached `high`, so Fisher's exact test on those counts decides (a
+    t interval on two-valued runs says "reproduced" too often)."""
+    xa, xb = _floats(a, "a"), _floats(b, "b")
+    k_a, k_b = int((xa == two[1]).sum()), int((xb == two[1]).sum())
+    t = rates(k_a, len(xa), k_b, len(xb), expect, gates=gates)
+    lead = f"runs take two values ({two[0]:.4g} or {two[1]:.4g}): "
+    return dataclasses.replace(
+        t, test="compare", args=dict(a=a, b=b, expect=expect, resolution=None,
+                                     **({"gates": _gates(gates)} if gates else {})),
+        ours=f"{xa.mean():.4g} vs {xb.mean():.4g} ({k_a}/{len(xa)} vs {k_b}/{len(xb)} runs at "
+             f"{two[1]:.4g}), Fisher p = {t.ours.rsplit('p = ', 1)[1]}",
+        detail=lead + t.detail)
+
+
+def _decidable(*arms: Estimate) -> bool:
+    """Can data of these sizes ever decide? Not when a measured arm has a single run."""
+    return all(e.exact or e.n >= 2 for e in arms)
+
+
+def versus(values, line: float, expect: str = ">", *, resolution: float | None = None,
+           gates=()) -> Test:
+    """A measured quantity against a fixed line (chance, a closed-form value, a paper's
+    threshold): the one-sample 95 % interval decides. Runs that take two values on either
+    side of the line (all-or-nothing) are a rate: the exact interval of the share of runs at
+    the upper value decides against the share the line stands for."""
+    two = _two_valued(values)
+    if two is not None and two[0] < line < two[1]:
+        xs = _floats(values, "values")
+        k, share = int((xs == two[1]).sum()), (line - two[0]) / (two[1] - two[0])
+        t = rate(k, len(xs), share, expect, gates=gates)
+        return dataclasses.replace(
+            t, test="versus", args=dict(values=values, line=float(line), expect=expect,
+                                        resolution=resolution,
+                                        **({"gates": _gates(gates)} if gates else {})),
+            ours=f"{xs.mean():.4g} vs {line:.4g} ({k}/{len(xs)} runs at {two[1]:.4g}, "
+                 f"{share:.3g} needed) {t.ours.split(' ', 1)[1]}",
+            detail=f"runs take two values ({two[0]:.4g} or {two[1]:.4g}): {t.detail}")
+    t = compare(values, float(line), expect, resolution=resolution, gates=gates)
+    return dataclasses.replace(t, test="versus", args=dict(
+        values=values, line=float(line), expect=expect, resolution=resolution,
+        **({"gates": _gates(gates)} if gates else {})))
+
+
+def same(a, b, tolerance: float, *, resolution: float | None = None, gates=()) -> Test:
+    """The paper says a and b differ by at most `tolerance` (an equivalence test): reproduced
+    when the whole 95 % interval of a - b lies inside ±tolerance, contradicted when it lies
+    wholly outside. Noisier data widens the interval: noise makes 'the same' harder to show."""
+    if not tolerance >= 0:
+        raise ValueError(f"tolerance: expected a number >= 0, got {tolerance}")
+    ea, eb = estimate(a, resolution, "a"), estimate(b, resolution, "b")
+    d = difference(ea, eb)
+    lo, hi = interval(d)
+    outcome = (REPRODUCED if -tolerance <= lo and hi <= tolerance else
+               CONTRADICTED if hi < -tolerance or lo > tolerance else INCONCLUSIVE)
+    detail = (f"{ea} vs {eb}: difference {d.mean:+.4g}, 95 % interval {_span(lo, hi)}, "
+              f"within ±{tolerance:.3g}?")
+    if outcome == INCONCLUSIVE and d.df == 0:
+        detail += _why_undecided(d, ea, eb)
+    reach = (REPRODUCED, CONTRADICTED, INCONCLUSIVE) if _decidable(ea, eb) else (INCONCLUSIVE,)
+    return _decide("same", dict(a=a, b=b, tolerance=tolerance, resolution=resolution,
+                                gates=gates), outcome,
+                   f"{ea} vs {eb}: {d.mean:+.4g} {_span(lo, hi)} (±{tolerance:.3g} allowed)",
+                   detail, f"{_count(ea)} vs {_count(eb)}", reach)
+
+
+def within(values, low: float, high: float, *, resolution: float | None = None,
+           gates=()) -> Test:
+    """The paper gives a range [low, high]: reproduced when the whole 95 % interval of the
+    measured quantity lies inside it, contradicted when it lies wholly outside."""
+    if not low <= high:
+        raise ValueError(f"within: expected low <= high, got [{low}, {high}]")
+    e = estimate(values, resolution)
+    lo, hi = interval(e)
+    outcome = (REPRODUCED if low <= lo and hi <= high else
+               CONTRADICTED if hi < low or lo > high else INCONCLUSIVE)
+    detail = f"{e} in [{low:.4g}, {high:.4g}]? 95 % interval {_span(lo, hi)}"
+    if outcome == INCONCLUSIVE and e.df == 0:
+        detail += ("; the runs tie (no spread measured)" if e.tied else
+                   "; one run has no spread: at least two are needed")
+    reach = (REPRODUCED, CONTRADICTED, INCONCLUSIVE) if _decidable(e) else (INCONCLUSIVE,)
+    return _decide("within", dict(values=values, low=low, high=high, resolution=resolution,
+                                  gates=gates), outcome, f"{e} {_span(lo, hi)}", detail,
+                   _count(e), reach)
+
+
+def paired(a, b, expect: str = ">", *, gates=()) -> Test:
+    """Two arms scored on the same test items: a[run][item], b[run][item] (1 for a correct
+    answer, a loss per stream, ...; b may be a float: a fixed line). The difference of the
+    arms' mean scores has two independent parts, each counted once (a two-way random-effects
+    decomposition): the runs' part, each arm's spread of per-run means less what item noise
+    puts in it, and the items' part, the spread over items of the paired difference of the
+    arms' run-averaged scores. At least two runs per arm. The degrees of freedom are the runs'
+    (the smallest arm's n - 1): the item part has hundreds, but the runs' part rests on a
+    handful of seeds, and Satterthwaite's mixture is too bold when that part comes out small
+    by chance (tests/test_stats.py simulates it with a seed effect)."""
+    sign = _sign(expect)
+    A = _table(a, "a")
+    B = np.full_like(A, float(b)) if isinstance(b, numbers.Real) else _table(b, "b")
+    if A.shape[1] != B.shape[1] or A.shape[1] < 2:
+        raise ValueError("paired: expected two (runs, items) tables over the same >= 2 items, "
+                         f"got shapes {A.shape} and {B.shape}")
+    items = A.shape[1]
+    d_items = A.mean(0) - B.mean(0)  # (items,)
+    item_part = Estimate(0.0, float(d_items.std(ddof=1)) / math.sqrt(items), items, items - 1)
+    line = isinstance(b, numbers.Real)
+    runs = [r for X in ((A,) if line else (A, B)) if (r := _run_part(X)) is not None]
+    mean = float(A.mean() - B.mean())
+    if A.shape[0] < 2 or B.shape[0] < 2:
+        d = Estimate(mean, math.inf, 1, 0.0)
+    else:
+        parts = [item_part, *runs]
+        se = math.sqrt(sum(p.se ** 2 for p in parts))
+        d = (Estimate(mean, se, A.shape[0], _df(parts, smallest=True)) if se > 0 else
+             Estimate(mean, 0.0, A.shape[0], 0.0, tied=True))  # every run and item alike
+    lo, hi = interval(d)
+    outcome = _side(sign, lo, hi)
+    label_b = f"{float(b):.4g}" if line else f"{B.mean():.4g}"
+    ours = f"{A.mean():.4g} vs {label_b}: {mean:+.4g} {_span(lo, hi)}"
+    detail = (f"{A.mean():.4g} {expect} {label_b} over {items} shared items? difference "
+              f"{mean:+.4g}, 95 % interval {_span(lo, hi)} (items ± {item_part.se:.2g}, runs ± "
+              f"{math.sqrt(sum(r.se ** 2 for r in runs)):.2g}, df {d.df:.3g})")
+    if outcome == INCONCLUSIVE and d.df == 0:
+        detail += ("; every run and item tie (no spread measured)" if d.tied else
+                   "; one run per arm has no spread: at least two are needed")
+    n = f"{A.shape[0]} vs {'a line' if line else B.shape[0]} runs × {items} items"
+    reach = ((REPRODUCED, CONTRADICTED, INCONCLUSIVE) if min(A.shape[0], B.shape[0]) >= 2
+             else (INCONCLUSIVE,))
+    return _decide("paired", dict(a=A, b=float(b) if line else B, expect=expect, gates=gates),
+                   outcome, ours, detail, n, reach)
+
+
+def _table(x, name: str) -> np.ndarray:
+    X = np.asarray(x, dtype=float)
+    if X.ndim != 2 or X.shape[0] < 1:
+        raise ValueError(f"paired: {name} must be a (runs, items) table, got shape {X.shape}")
+    if not np.isfinite(X).all():
+        raise ValueError(f"paired: {name} must hold finite scores")
+    return X
+
+
+def _run_part(X: np.ndarray) -> Estimate | None:
+    """An arm's run-to-run part of the paired difference: the variance of its per-run means,
+    less the share the item-level residual puts in it (floored at 0), over its runs."""
+    runs, items = X.shape
+    if runs < 2:
+        return None
+    means = X.mean(1)
+    resid = X - means[:, None] - X.mean(0)[None, :] + X.mean()
+    mse = float((resid ** 2).sum()) / ((runs - 1) * (items - 1))
+    var_run = max(0.0, float(means.var(ddof=1)) - mse / items)
+    return Estimate(0.0, math.sqrt(var_run / runs), runs, runs - 1)
+
+
+# ----------------------------------------------------------------------- rates: k of n runs
+def rate(k: int, n: int, line: float, expect: str = ">", *, gates=()) -> Test:
+    """k of n runs succeeded; the paper says the rate is above (below) `line` ("every time":
+    above a high line; "rarely": below a low one). The exact 95 % interval decides."""
+    sign = _sign(expect)
+    lo, hi = rate_interval(k, n)
+
+    def outcome_of(kk):
+        low, high = rate_interval(kk, n)
+        return _side(sign, low - line, high - line)
+
+    outcome = outcome_of(k)
+    detail = f"{k}/{n} {expect} {line:g}? 95 % interval [{lo:.3g}, {hi:.3g}]"
+    if outcome == INCONCLUSIVE:
+        more = next((m for m in range(n + 1, 10 * n + 200)
+                     if _side(sign, *(x - line for x in rate_interval(round(k * m / n), m)))
+                     == REPRODUCED), None)
+        detail += (f"; at this rate about {more} runs would decide" if more
+                   else "; the measured rate is too close to the line to decide")
+    reach = sorted({outcome_of(kk) for kk in range(n + 1)}, key=OUTCOMES.index)
+    return _decide("rate", dict(k=k, n=n, line=line, expect=expect, gates=gates), outcome,
+                   f"{k}/{n} [{lo:.2f}, {hi:.2f}]", detail, f"{n} runs", reach)
+
+
+def _fisher_p(k_a: int, n_a: int, k_b: int, n_b: int) -> tuple[float, float]:
+    """Fisher's exact one-sided p-values (a's rate greater, a's rate less): the tails of the
+    hypergeometric count of a's successes given both margins."""
+    total, successes = n_a + n_b, k_a + k_b
+    more = float(stats.hypergeom.sf(k_a - 1, total, successes, n_a))
+    less = float(stats.hypergeom.cdf(k_a, total, successes, n_a))
+    return more, less
+
+
+@functools.lru_cache(maxsize=None)
+def _fisher(k_a: int, n_a: int, k_b: int, n_b: int, sign: int) -> str:
+    more, less = _fisher_p(k_a, n_a, k_b, n_b)
+    p_for, p_against = (more, less) if sign > 0 else (less, more)
+    return REPRODUCED if p_for < ALPHA else CONTRADICTED if p_against < ALPHA else INCONCLUSIVE
+
+
+@functools.lru_cache(maxsize=None)
+def _fisher_reach(n_a: int, n_b: int, sign: int) -> tuple[str, ...]:
+    return tuple(sorted({_fisher(i, n_a, j, n_b, sign) for i in range(n_a + 1)
+                         for j in range(n_b + 1)}, key=OUTCOMES.index))
+
+
+def rates(k_a: int, n_a: int, k_b: int, n_b: int, expect: str = ">", *, gates=()) -> Test:
+    """Two rates, k_a of n_a runs against k_b of n_b: Fisher's exact test, one-sided at 2.5 %
+    each way."""
+    sign = _sign(expect)
+    for k, n in ((k_a, n_a), (k_b, n_b)):
+        rate_interval(k, n)  # checks k and n
+    p_more, p_less = _fisher_p(k_a, n_a, k_b, n_b)
+    p_for, p_against = (p_more, p_less) if sign > 0 else (p_less, p_more)
+    outcome = _fisher(k_a, n_a, k_b, n_b, sign)
+    reach = _fisher_reach(n_a, n_b, sign)
+    detail = (f"{k_a}/{n_a} {expect} {k_b}/{n_b}? Fisher's exact p = {p_for:.2g} (the other "
+              f"way: {p_against:.2g})")
+    return _decide("rates", dict(k_a=k_a, n_a=n_a, k_b=k_b, n_b=n_b, expect=expect,
+                                 gates=gates), outcome, f"{k_a}/{n_a} vs {k_b}/{n_b}, p = "
+                   f"{p_for:.2g}", detail, f"{n_a} vs {n_b} runs", reach)
+
+
+def sometimes(k: int, n: int, material: float = 0.1, *, gates=()) -> Test:
+    """The paper says an outcome happens in some runs and not in others: two exact one-sided
+    tests that each outcome's rate is above `material`. Reproduced when the 95 % interval of
+    the rate lies inside (material, 1 - material); contradicted when it lies wholly below
+    `material` or wholly above 1 - material (one outcome is rarer than material)."""
+    if not 0 < material < 0.5:
+        raise ValueError(f"material: expected a rate in (0, 0.5), got {material}")
+
+    def outcome_of(kk):
+        low, high = rate_interval(kk, n)
+        if material < low and high < 1 - material:
+            return REPRODUCED
+        if high < material or low > 1 - material:
+            return CONTRADICTED
+        return INCONCLUSIVE
+
+    lo, hi = rate_interval(k, n)
+    outcome = outcome_of(k)
+    detail = (f"{k}/{n} runs; 95 % interval [{lo:.2f}, {hi:.2f}]; each outcome at a rate above "
+              f"{material:g}?")
+    reach = sorted({outcome_of(kk) for kk in range(n + 1)}, key=OUTCOMES.index)
+    if CONTRADICTED not in reach:
+        smallest = next(m for m in range(n, 100000) if rate_interval(0, m)[1] < material)
+        detail += f"; at {n} runs it cannot be contradicted (that needs {smallest})"
+    return _decide("sometimes", dict(k=k, n=n, material=material, gates=gates), outcome,
+                   f"{k}/{n} [{lo:.2f}, {hi:.2f}]", detail, f"{n} runs", reach)
+
+
+# ----------------------------------------------------------------------- claims of several parts
+WORDS = {REPRODUCED: "shown", CONTRADICTED: "the opposite was shown",
+         INCONCLUSIVE: "is not shown by these runs", PARTLY: "partly shown"}
+
+
+def all_of(parts: dict[str, Test]) -> Test:
+    """A claim of several named parts, all of which the paper says hold. One outcome shared by
+    every part is the claim's; some parts reproduced and others not: partly; none reproduced:
+    contradicted if a part is, else inconclusive if a part is, else not tested. The detail
+    says each part in its own words ("is not shown by these runs" for an inconclusive one)."""
+    if not parts or not all(isinstance(p, Test) for p in parts.values()):
+        raise ValueError("all_of: expected a dict of named Tests")
+    outcome = _combined([p.outcome for p in parts.values()])
+    computed = _combined([p.computed or p.outcome for p in parts.values()])
+    reasons = sorted({p.reason for p in parts.values() if p.reason})
+    words = "; ".join(f"{name}: {_words(p)}" for name, p in parts.items())
+    reach = [o for o in (REPRODUCED, CONTRADICTED)
+             if all(o in p.reachable for p in parts.values())] + [INCONCLUSIVE]
+    return Test(outcome, "; ".join(p.ours for p in parts.values()), words,
+                "; ".join(dict.fromkeys(p.n for p in parts.values())), "all_of",
+                {name: p.record() for name, p in parts.items()},
+                reason=", ".join(reasons) if outcome == NOT_TESTED else "", computed=computed,
+                reachable=tuple(reach), parts=dict(parts))
+
+
+def _combined(outcomes: list[str]) -> str:
+    kinds = set(outcomes)
+    if len(kinds) == 1:
+        return kinds.pop()
+    if REPRODUCED in kinds or PARTLY in kinds:
+        return PARTLY
+    return next(k for k in (CONTRADICTED, INCONCLUSIVE, NOT_TESTED) if k in kinds)
+
+
+def _words(t: Test) -> str:
+    return f"{in_words(t)} ({t.ours})"
+
+
+def in_words(t: Test) -> str:
+    """The outcome in words, each part of a claim of several in its own: 'shown', 'is not
+    shown by these runs', 'not tested (budget)', ..."""
+    if t.test == "all_of":
+        return "; ".join(f"{name}: {in_words(part)}" for name, part in t.parts.items())
+    if t.outcome == NOT_TESTED:
+        return f"not tested ({t.reason}; the numbers alone: {t.computed})"
+    return WORDS[t.outcome]
+
+
+# ================================================================ deciding a record again
+TESTS: dict[str, Callable[..., Test]] = dict(
+    compare=compare, versus=versus, same=same, within=within, paired=paired, rate=rate,
+    rates=rates, sometimes=sometimes)
+
+
+def redecide(record: dict) -> Test:
+    """A test decided again by today's rule from its record (`Test.record()`, as claims.json
+    keeps it): the same numbers, the same call."""
+    if record["test"] == "all_of":
+        return all_of({name: redecide(part) for name, part in record["args"].items()})
+    if record["test"] not in TESTS:
+        raise KeyError(f"no test {record['test']!r} in minattn.course.stats")
+    return TESTS[record["test"]](**record["args"])
+
+
+def reversed_effect(record: dict) -> dict:
+    """The record with its effect reversed at the same sample sizes and spreads: arms swapped,
+    values reflected about the line, moved beyond the tolerance or the range, or a rate turned
+    to the other extreme. A claim that came out reproduced must come out contradicted on it
+    (unless the lesson says the claim can only be confirmed at its size): that is what shows a
+    test could have failed on the lesson's own numbers."""
+    test, args = record["test"], dict(record["args"])
+    if test == "all_of":
+        args = {name: reversed_effect(part) for name, part in args.items()}
+    elif test in ("compare", "paired", "rates"):
+        if test == "paired" and isinstance(args["b"], numbers.Real):
+            args["a"] = (2 * args["b"] - np.asarray(args["a"])).tolist()
+        elif test == "rates":
+            args.update(k_a=args["k_b"], n_a=args["n_b"], k_b=args["k_a"], n_b=args["n_a"])
+        else:
+            args["a"], args["b"] = args["b"], args["a"]
+    elif test == "versus":
+        args["values"] = _moved(args["values"], lambda v: 2 * args["line"] - v)
+    elif test == "same":
+        gap = estimate(args["a"]).mean - estimate(args["b"]).mean
+        shift = 2 * args["tolerance"] + 2 * abs(gap) + 1e-9 * (1 + abs(gap))
+        args["a"] = _moved(args["a"], lambda v: v + shift)
+    elif test == "within":
+        e = estimate(args["values"], args.get("resolution"))
+        lo, hi = interval(e)
+        half = (hi - lo) / 2 if math.isfinite(hi - lo) else 0.0
+        edge, side = ((args["high"], 1) if e.mean >= (args["low"] + args["high"]) / 2
+                      else (args["low"], -1))
+        args["values"] = _moved(args["values"],
+                                lambda v: v - e.mean + edge + side * (half + 1e-9 * (1 + half)))
+    elif test in ("rate", "sometimes"):
+        args["k"] = 0 if test == "sometimes" or args["expect"] == ">" else args["n"]
+    return dict(record, args=args)
+
+
+def _moved(values, move):
+    """`move` applied to a float or to every per-run value."""
+    if isinstance(values, numbers.Real):
+        return float(move(float(values)))
+    return [float(x) for x in move(np.asarray(values, dtype=float))]
