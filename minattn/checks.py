@@ -308,3 +308,39 @@ def check_mask(mask, scores_shape: Sequence[int], name: str = "mask", like=None)
     if not broadcast_ok(tuple(mask.shape), tuple(scores_shape)):
         fail(f"{name} does not fit the attention scores",
              f"a shape broadcastable to {shape_str(scores_shape)}", shape_str(mask.shape))
+
+
+# ============================================================ attention (lesson 01)
+# (the checks of minattn/attention.py go here)
+
+
+# ============================================================ sparse (lesson 02)
+# (the checks of minattn/sparse.py go here)
+
+
+# ============================================================ multiscale (lesson 03)
+# (the checks of minattn/multiscale.py go here)
+
+
+# ============================================================ xl (lesson 04)
+# (the checks of minattn/xl.py go here)
+
+
+# ============================================================ lstm_attention (lesson 05)
+# (the checks of minattn/lstm_attention.py go here)
+
+
+# ============================================================ ibm1 (lesson 06)
+# (the checks of minattn/ibm1.py go here)
+
+
+# ============================================================ task_heads (lesson 07)
+# (the checks of minattn/task_heads.py go here)
+
+
+# ============================================================ agreement (lesson 08)
+# (the checks of minattn/agreement.py go here)
+
+
+# ============================================================ encoder (lesson 03, 07)
+# (the checks of minattn/encoder.py go here)

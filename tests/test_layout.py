@@ -1,9 +1,14 @@
-"""The shape of the code, checked from its source: one place per mechanism, arrows one way.
+"""The shape of the code, checked from its source: one file per mechanism, speed apart, the
+course's machinery apart, imports one way (mechanism <- fast <- course).
 
-A newcomer reads a mechanism's package top down: its reference states the math and imports
-nothing of its own fast path, model or training loop; no import goes round in a circle; no
-file reaches into another's private names (tests/test_lesson_tools.py checks that no lesson
-loads the classroom).
+    minattn/<mechanism>.py   the math: NumPy reference first, its torch twin, the nn.Modules;
+                             imports only minattn.checks and other mechanisms
+    minattn/checks.py        the input contract (`@checked`); imports nothing of minattn
+    minattn/fast/<name>.py   the same numbers, faster; imports mechanisms and checks
+    minattn/course/          the lessons' tasks, training, figures, statistics, pages, classroom;
+                             imports anything, imported by nothing above
+
+(tests/test_lesson_tools.py checks that no lesson loads the classroom.)
 """
 
 from __future__ import annotations
@@ -16,9 +21,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ROOT / "minattn"
-MAX_LINES = 400
-# Within a mechanism's package the arrows go reference <- fast <- model <- train.
-LAYERS = ["reference", "fast", "model", "train"]
+MECHANISMS = ["attention", "sparse", "multiscale", "xl", "lstm_attention", "ibm1", "task_heads",
+              "agreement", "encoder"]
+READABLE = 900  # lines: a mechanism's file past this is a sign to look again (not a rule)
 
 
 def module_name(path: Path) -> str:
@@ -47,17 +52,18 @@ def imports(path: Path) -> list[tuple[str, list[str]]]:
     return found
 
 
+def library_targets(path: Path) -> set[str]:
+    """The library modules a file imports (`from minattn import xl` counts as minattn.xl)."""
+    modules = {module_name(p) for p in library_files()}
+    out = set()
+    for module, names in imports(path):
+        if module.startswith("minattn"):
+            out.update(t for t in [module] + [f"{module}.{n}" for n in names] if t in modules)
+    return out - {module_name(path), "minattn"}
+
+
 def graph() -> dict[str, set[str]]:
-    """Module -> the library modules it imports (`from pkg import sub` counts as pkg.sub)."""
-    modules = {module_name(p): p for p in library_files()}
-    edges = defaultdict(set)
-    for name, path in modules.items():
-        for module, names in imports(path):
-            if not module.startswith("minattn"):
-                continue
-            targets = [f"{module}.{n}" for n in names if f"{module}.{n}" in modules]
-            edges[name].update(t for t in targets + [module] if t in modules and t != name)
-    return edges
+    return {module_name(p): library_targets(p) for p in library_files()}
 
 
 def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
@@ -81,45 +87,59 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def package_edges(edges: dict[str, set[str]]) -> dict[str, set[str]]:
-    """The same graph between the top-level pieces (minattn.xl, minattn.course, ...). A
-    package's own __init__ is left out: it only re-exports what lies below it."""
-    def top(module):
-        return ".".join(module.split(".")[:2])
-
-    out = defaultdict(set)
-    for a, targets in edges.items():
-        if a == "minattn" or (LIBRARY / a.removeprefix("minattn.") / "__init__.py").exists():
-            continue
-        out[top(a)].update(top(b) for b in targets if top(b) != top(a))
-    return out
-
-
 def test_no_import_goes_round_in_a_circle():
     cycle = find_cycle(graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
-@pytest.mark.xfail(reason="the layout move (issue 38) is in progress: mechanisms' "
-                          "train/data/claims files still "
-                          "import minattn.course", strict=False)
-def test_the_pieces_of_the_library_import_one_way():
-    cycle = find_cycle(package_edges(graph()))
-    assert cycle is None, "packages import each other: " + " -> ".join(cycle)
+def test_the_checks_import_nothing_of_the_library():
+    assert not library_targets(LIBRARY / "checks.py")
 
 
-def test_a_reference_imports_nothing_of_its_fast_path_model_or_training():
+@pytest.mark.parametrize("name", MECHANISMS)
+def test_a_mechanism_is_one_file_that_reads_top_down(name):
+    """minattn/<name>.py, no package of the same name, no claims file; it imports only the
+    checks and other mechanisms; its first function is a NumPy reference and its modules come
+    after every NumPy function (the reference first, then its torch twin, then the modules)."""
+    path = LIBRARY / f"{name}.py"
+    assert path.is_file(), f"{path.relative_to(ROOT)} does not exist"
+    assert not (LIBRARY / name).is_dir(), f"minattn/{name}/ is still a package"
+    allowed = {"minattn.checks"} | {f"minattn.{m}" for m in MECHANISMS}
+    wrong = sorted(library_targets(path) - allowed)
+    assert not wrong, f"minattn/{name}.py imports {wrong} (a mechanism imports only checks " \
+                      "and other mechanisms)"
+    body = ast.parse(path.read_text(encoding="utf-8")).body
+    funcs = [n for n in body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+    classes = [n for n in body if isinstance(n, ast.ClassDef)]
+    numpy_funcs = [f for f in funcs if f.name.endswith("_np")]
+    if numpy_funcs:
+        assert funcs[0].name.endswith("_np"), f"the first function is {funcs[0].name}"
+        assert all(c.lineno > numpy_funcs[-1].lineno for c in classes), \
+            "an nn.Module comes before the NumPy reference ends"
+    lines = len(path.read_text(encoding="utf-8").splitlines())
+    assert lines <= READABLE, f"minattn/{name}.py has {lines} lines: split it by idea"
+
+
+def test_speed_lives_apart_and_imports_no_course():
+    """Every `*_fast_*` function is in minattn/fast/; fast imports mechanisms and checks only."""
     wrong = []
     for path in library_files():
-        if path.stem not in LAYERS:
-            continue
-        here = module_name(path).rsplit(".", 1)[0]
-        above = LAYERS[LAYERS.index(path.stem) + 1:]
-        for module, names in imports(path):
-            for target in [module] + [f"{module}.{n}" for n in names]:
-                if target.rsplit(".", 1)[0] == here and target.rsplit(".", 1)[-1] in above:
-                    wrong.append(f"{path.relative_to(ROOT)} imports {target}")
-    assert not wrong, "\n".join(sorted(set(wrong)))
+        rel = path.relative_to(LIBRARY)
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.FunctionDef) and "_fast_" in node.name and \
+                    rel.parts[0] != "fast":
+                wrong.append(f"{rel}: {node.name}")
+        if rel.parts[0] == "fast":
+            wrong += [f"{rel} imports {t}" for t in library_targets(path)
+                      if t.startswith("minattn.course")]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_mechanism_and_no_fast_path_imports_the_course():
+    wrong = [f"{p.relative_to(ROOT)} imports {t}" for p in library_files()
+             if p.relative_to(LIBRARY).parts[0] != "course"
+             for t in library_targets(p) if t.startswith("minattn.course")]
+    assert not wrong, "\n".join(wrong)
 
 
 def test_no_file_imports_another_files_private_names():
@@ -130,14 +150,9 @@ def test_no_file_imports_another_files_private_names():
     assert not wrong, "\n".join(wrong)
 
 
-def test_no_library_file_is_longer_than_a_reader_can_hold():
-    long = [f"{p.relative_to(ROOT)}: {n} lines" for p in library_files()
-            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_LINES]
-    assert not long, f"over {MAX_LINES} lines:\n" + "\n".join(long)
-
-
-def test_no_catch_all_files():
-    assert not (LIBRARY / "models.py").exists() and not (LIBRARY / "tasks.py").exists()
+def test_no_claims_registry():
+    """Claims are decided in the lessons' cells (minattn.course.stats), not in claims files."""
+    assert not [p for p in library_files() if p.name == "claims.py"]
 
 
 def test_each_public_name_is_defined_once():
