@@ -12,7 +12,7 @@ import numpy as np
 
 from ..checks import check_size, describe, fail
 from ..course.data import DatasetMissing, load_parallel, load_sentiment, tokenize
-from ..lstm_attention.data import dictionary_corpus
+from ..course.lstm_attention import dictionary_corpus
 
 
 # ============================================================================ the keyword task

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from ..checks import check_array, check_ids, check_same_device, check_size, fail, shape_str
-from ..lstm_attention.reference import (
+from ..lstm_attention import (
     check_probe,
     check_source_mask,
     lexical_probe_torch,

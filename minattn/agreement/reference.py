@@ -27,7 +27,7 @@ from ..checks import (
     hide,
     shape_str,
 )
-from ..lstm_attention.reference import check_source_mask, lstm_np, sigmoid_np
+from ..lstm_attention import check_source_mask, lstm_np, sigmoid_np
 
 
 # ============================================================================ NumPy reference
