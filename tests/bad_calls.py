@@ -35,13 +35,13 @@ from minattn import attention as A  # noqa: E402
 from minattn import encoder as E
 from minattn import ibm1
 from minattn import lstm_attention as LA
-from minattn.course import lstm_attention as LAC
-from minattn.fast import ibm1 as ibm1_fast
 from minattn import multiscale as MS
 from minattn import sparse as S
 from minattn import task_heads as TH
 from minattn import xl as X
+from minattn.course import lstm_attention as LAC
 from minattn.course import train as TR  # noqa: E402
+from minattn.fast import ibm1 as ibm1_fast
 
 OUR_FORMAT = re.compile(r".+: expected .+, got .+", re.S)
 
@@ -749,7 +749,8 @@ bad("ibm1", "e_step_fast_np", "t", "NaN in the table")(
 bad("ibm1", "m_step_fast_np", "floor", "NaN floor")(lambda: ibm1_fast.m_step_fast_np(tf, fb, NAN))
 bad("ibm1", "e_step_fast_torch", "t", "an all-zero table")(
     lambda: ibm1_fast.e_step_fast_torch(torch.zeros(len(tf), dtype=torch.float64), fb))
-bad("ibm1", "em_fast_torch", "iterations", "iterations = 1.5")(lambda: ibm1_fast.em_fast_torch(fb, 1.5))
+bad("ibm1", "em_fast_torch", "iterations", "iterations = 1.5")(
+    lambda: ibm1_fast.em_fast_torch(fb, 1.5))
 bad("ibm1", "alignment_matrix_fast_np", "m", "pair index past the corpus")(
     lambda: ibm1_fast.alignment_matrix_fast_np(tf, fb, 7))
 bad("ibm1", "position_entries_np", "m", "negative pair index")(
