@@ -17,7 +17,7 @@
 # Snell, Zhong, Klein and Steinhardt ("Approximating How Single Head Attention Learns", 2021,
 # §3.3): copying a permutation of 40 words sampled from 60 is learned every time, copying a
 # permutation of the *same* 40 words every time sometimes fails — although the second task
-# looks easier. (Lesson 05's run prints its own success rates and verdicts.) This lesson
+# looks easier. (Lesson 05's run prints its own success rates and outcomes.) This lesson
 # explains why, following the paper's §2.3 and §4:
 #
 # 1. early in training the attention is nearly uniform, so what the network learns first is
@@ -666,8 +666,7 @@ lesson.claim("on 40-of-60 the count table gives the copy logits x -> x a head st
 # %% [markdown]
 # ## Summary
 #
-# What this run found, claim by claim: each sentence is the one its claim's rule chose for the
-# outcome the numbers above gave.
+# What this run found, claim by claim (each finding is printed in its cell, above):
 
 # %%
 lesson.summary()
