@@ -408,10 +408,15 @@ for s, h in failed.items():
           f"{look['corr']:.2f}, weight on the right word {look['on_right']:.3f}; "
           f"{'still rising' if rising[s] else 'flat'} over its last {FLAT_LAST} evaluations")
 if failed:
-    offsets = [looks["40-of-40", s]["offset"] for s in failed]
+    diagonal = [s for s in failed if looks["40-of-40", s]["corr"] > 0.5]
+    shifted = [s for s in diagonal if abs(looks["40-of-40", s]["offset"]) >= 2]
+    others = [looks["40-of-40", s] for s in failed if s not in diagonal]
     print(f"{len(failed)} runs not learned in {LONG} steps: {sum(rising.values())} still rising, "
-          f"{sum(h['accuracy'][-1] > CEILING for h in failed.values())} above the ceiling; "
-          f"mean attention offset {np.mean(offsets):+.1f}")
+          f"{sum(h['accuracy'][-1] > CEILING for h in failed.values())} above the no-attention "
+          f"ceiling; {len(diagonal)} attend along a diagonal (correlation > 0.5), {len(shifted)} "
+          f"of them shifted by 2 positions or more; {len(others)} with no alignment yet" +
+          (f" (mean offset {np.mean([o['offset'] for o in others]):+.1f}, mean weight on the "
+           f"right word {np.mean([o['on_right'] for o in others]):.3f})" if others else ""))
 fig, axes = plt.subplots(1, 2, figsize=(12, 5), constrained_layout=True)
 worst = min(failed, key=lambda s: failed[s]["accuracy"][-1]) if failed else SEEDS["40-of-40"][0]
 for ax, (name, seed) in zip(axes, [("40-of-60", SEEDS["40-of-60"][0]), ("40-of-40", worst)]):
@@ -421,6 +426,14 @@ for ax, (name, seed) in zip(axes, [("40-of-60", SEEDS["40-of-60"][0]), ("40-of-4
     ax.set(xlabel="input position i", ylabel="output position t")
 fig.colorbar(im, ax=axes, shrink=0.8, label="α_ti")
 lesson.savefig(fig, "copy_attention")
+
+# %% [markdown]
+# What the failures are, in this lesson's full-mode runs (seeds 0 and 100): not runs stuck on
+# the dashed line. At the end of the longer budget every one of them was still rising; most sat
+# a little above the no-attention ceiling with almost no weight on the right word and no
+# alignment yet (their attention spread over positions after the right word, as in the heatmap),
+# and a few had found the diagonal and were on their way up. So at this budget a 40-of-40
+# failure is a late start, not a stall — the claims below test exactly that.
 
 # %% [markdown]
 # The claims of this section, each decided by the rule from the numbers above. "Every time"
@@ -463,10 +476,9 @@ lesson.claim("40-of-40 learns later than 40-of-60", test=compare(steps_40, steps
 # (next section). A decoder that knows the set but not which words remain scores
 # $(40 \cdot \frac1{40} + 1)/41$ (printed below); one that also knows which words remain reaches
 # the no-attention ceiling. Full mode trains one mixture run over the longer budget and prints
-# its accuracy curve, and the first steps at which it passes those two lines (by 0.01): a run
-# can sit near the lower line for a long time and still be climbing at the end.
-# `MINATTN_SCALE=paper` trains several runs and decides the paper's claim (learned later than
-# 40-of-60).
+# its accuracy curve and the first steps at which it passes those two lines (by 0.01); the line
+# under it says what the curve shows. `MINATTN_SCALE=paper` trains four runs for 1,000 steps and
+# decides the paper's claim (learned later than 40-of-60).
 
 # %%
 MIX_SEEDS = lesson.seeds(lesson.size(full=1, smoke=1, paper=4), start=1000)
@@ -479,8 +491,12 @@ for s, h in zip(MIX_SEEDS, mix):
         f"{st}: {a:.3f}" for st, a in list(zip(h["step"], h["accuracy"]))[::every]) +
         f"; learned at {learned_at(h)} (lines: knows the set {KNOWS_SET:.3f}, "
         f"ceiling {CEILING:.3f})")
-    print(f"  first above the 'knows the set' line at step {learned_at(h, KNOWS_SET + 0.01)}, "
-          f"above the no-attention ceiling at step {learned_at(h, CEILING + 0.01)} (None: never)")
+    passed = [learned_at(h, line + 0.01) for line in (KNOWS_SET, CEILING)]
+    print(f"  first above the 'knows the set' line at step {passed[0]}, above the no-attention "
+          f"ceiling at step {passed[1]} (None: never): " + (
+              "it has not yet learned which words remain to be written, let alone where to look"
+              if passed[0] is None else "it knows which words remain, not yet where to look"
+              if passed[1] is None else "it is past the ceiling: it has begun to attend"))
 if lesson.scale == "paper":
     lesson.claim("the two-set mixture is learned later than 40-of-60", **kw, paper="the same "
                  "conclusion (§3.3, Fig. 3 right; A.3)", reproduced="It is, as 40-of-40 is.",
@@ -638,10 +654,10 @@ lesson.claim("with attention frozen uniform, KTIW is learned on 40-of-60, far le
 #
 # The paper: (1) fails, (2) converges, (3) converges with high probability. Comparing two such
 # counts by Fisher's exact test takes at least four combinations per scenario before either
-# outcome can come out (with fewer, not even 4 of 4 against 0 of 4 is significant), and finding
+# outcome can come out (with three, not even 3 of 3 against 0 of 3 is significant), and finding
 # the bad heads they need costs a full failed run each: more than full mode's minutes on a CPU.
 # So the study runs at `MINATTN_SCALE=paper` (the authors' numbers; smoke mode runs a toy
-# version to test the code), and full mode tests neither claim.
+# version to test the code), and full mode does not test its claim.
 #
 # As the base network we take the initial network of the first seed whose single-head 40-of-40
 # run did not learn within 200 steps in section 4 (its own head is replaced), and we judge heads
@@ -655,30 +671,31 @@ lesson.claim("with attention frozen uniform, KTIW is learned on 40-of-60, far le
 
 # %%
 show(head_status)
-MULTI = lesson.scale != "full"
+MULTI = lesson.scale != "full"  # the study's sizes below are the paper's (smoke: a toy)
 K = lesson.size(full=8, smoke=2, paper=8)
 N_JUDGE = lesson.size(full=3, smoke=1, paper=3)  # data seeds that judge a head
 N_GOOD, N_BAD = lesson.size(full=20, smoke=1, paper=20), lesson.size(full=20, smoke=3, paper=20)
 MAX_CANDIDATES = lesson.size(full=400, smoke=3, paper=400)
 COMBOS = lesson.size(full=50, smoke=2, paper=50)
 MH_EVAL = lesson.size(full=400, smoke=8, paper=400)
-show_table([
-    {"setting": "heads per model", "authors' code": "8", "this run": K},
-    {"setting": "data seeds to judge a head", "authors' code": "3",
-     "this run": f"{N_JUDGE}: the failing run's own first, never the combinations' seed"},
-    {"setting": "good / bad heads kept", "authors' code": "20 / 20",
-     "this run": f"{N_GOOD} / {N_BAD}"},
-    {"setting": "combinations per scenario", "authors' code": "50", "this run": COMBOS},
-    {"setting": "random heads", "authors' code": "drawn from a pool of 30",
-     "this run": "fresh draws"},
-    {"setting": "budget; evaluation", "authors' code": "200 steps; one fixed set of 400 pairs",
-     "this run": f"{STEPS} steps; one fixed set of {MH_EVAL} pairs"},
-    {"setting": "base network", "authors' code": "GRU, two embedding tables",
-     "this run": f"the LSTM model of section 4, hidden {HIDDEN}"}],
-    ["setting", "authors' code", "this run"])
-if not MULTI:
+if MULTI:
+    show_table([
+        {"setting": "heads per model", "authors' code": "8", "this run": K},
+        {"setting": "data seeds to judge a head", "authors' code": "3",
+         "this run": f"{N_JUDGE}: the failing run's own first, never the combinations' seed"},
+        {"setting": "good / bad heads kept", "authors' code": "20 / 20",
+         "this run": f"{N_GOOD} / {N_BAD}"},
+        {"setting": "combinations per scenario", "authors' code": "50", "this run": COMBOS},
+        {"setting": "random heads", "authors' code": "drawn from a pool of 30",
+         "this run": "fresh draws"},
+        {"setting": "budget; evaluation", "authors' code": "200 steps; one fixed set of 400 pairs",
+         "this run": f"{STEPS} steps; one fixed set of {MH_EVAL} pairs"},
+        {"setting": "base network", "authors' code": "GRU, two embedding tables",
+         "this run": f"the LSTM model of section 4, hidden {HIDDEN}"}],
+        ["setting", "authors' code", "this run"])
+else:
     print("full mode: the multi-head study runs at MINATTN_SCALE=paper only (see the text); "
-          "its two claims are not tested here")
+          "its claim is not tested here")
 
 # %%
 if MULTI:
