@@ -719,6 +719,9 @@ if MULTI:
           f"bad, {statuses.count(None)} neither; kept {len(good)} good and {len(bad)} bad")
     if lesson.smoke and not good:  # nothing learns in a few steps: a bad head stands in
         good = [bad.pop()]
+
+# %%
+if MULTI:
     pick, fresh = np.random.default_rng(lesson.seed(0)), torch.Generator().manual_seed(
         lesson.seed(1))
     some_bad = lambda k: [bad[i] for i in pick.choice(len(bad), k, replace=False)]  # noqa: E731

@@ -445,6 +445,7 @@ except ImportError as exc:
     corpus_name = "synthetic dictionary corpus"
     common = [f"x{k:02d}" for k in range(12)]
 
+# %%
 n_check = lesson.size(full=300, smoke=100)                     # the reference is slow: a few verses
 ref = make_bitext(sources[:n_check], targets[:n_check])
 indexed = index_bitext(sources[:n_check], targets[:n_check])
