@@ -431,9 +431,10 @@ lesson.savefig(fig, "copy_attention")
 # What the failures are, in this lesson's full-mode runs (seeds 0 and 100): not runs stuck on
 # the dashed line. At the end of the longer budget every one of them was still rising; most sat
 # a little above the no-attention ceiling with almost no weight on the right word and no
-# alignment yet (their attention spread over positions after the right word, as in the heatmap),
-# and a few had found the diagonal and were on their way up. So at this budget a 40-of-40
-# failure is a late start, not a stall — the claims below test exactly that.
+# alignment yet (their attention spread over positions after the right word, as in the
+# heatmap), and a run that had found the diagonal by then (two with seeds 0, none with seeds
+# 100) was on its way up. So at this budget a 40-of-40 failure is a late start, not a stall —
+# the claims below test exactly that.
 
 # %% [markdown]
 # The claims of this section, each decided by the rule from the numbers above. "Every time"
