@@ -40,7 +40,7 @@ from minattn.course.classroom.regions import (
     strip_solutions,
     summary,
 )
-from minattn.course.classroom.sandbox import bwrap_problem
+from minattn.course.classroom.sandbox import bwrap_problem, sandbox_problem
 
 SOURCE = '''def f(x):
     """doc"""
@@ -802,12 +802,13 @@ def test_the_sandbox_shows_the_copy_the_environment_and_the_system_only(tmp_path
     from minattn.course.classroom import sandbox
     from minattn.course.classroom.grading import worker_env
 
-    if (problem := bwrap_problem()) is not None:
-        pytest.skip(f"needs bubblewrap: {problem}")
+    if (problem := sandbox.sandbox_problem()) is not None:
+        pytest.skip(f"needs the sandbox: {problem}")
     (tmp_path / "copy").mkdir()
     (tmp_path / "elsewhere").mkdir()
+    prefix = os.path.realpath(sys.prefix)  # a .venv that is a link: the sandbox binds its target
     paths = [str(REPO_ROOT / "minattn"), str(tmp_path / "elsewhere"), "/opt", "/srv",
-             "/usr/lib", sys.prefix, sandbox.INSIDE]
+             "/usr/lib", prefix, sandbox.INSIDE]
     probe = ("import json, os, sys, numpy\nopen('mine.txt', 'w').write('x')\n"
              f"print(json.dumps({{p: os.path.exists(p) for p in {paths!r}}}))")
     proc = sandbox.spawn(tmp_path / "copy", [], [sandbox.python_executable(), "-s", "-c", probe],
@@ -817,9 +818,49 @@ def test_the_sandbox_shows_the_copy_the_environment_and_the_system_only(tmp_path
     assert proc.returncode == 0, err.decode()[-2000:]
     seen = json.loads(out.decode().splitlines()[-1])
     assert seen == {str(REPO_ROOT / "minattn"): False, str(tmp_path / "elsewhere"): False,
-                    "/opt": False, "/srv": False, "/usr/lib": True, sys.prefix: True,
+                    "/opt": False, "/srv": False, "/usr/lib": True, prefix: True,
                     sandbox.INSIDE: True}, seen
     assert (tmp_path / "copy" / "mine.txt").read_text() == "x"  # the copy, and only it, writable
+
+
+def test_the_sandbox_binds_the_environment_after_its_empty_tmp(tmp_path, monkeypatch):
+    """bwrap applies its options in order: `--tmpfs /tmp` once came after the environment's
+    bind, so a course cloned under /tmp graded nothing (`bwrap: execvp .../.venv/bin/python: No
+    such file or directory`). An environment inside a hidden folder is bound again after it."""
+    from minattn.course.classroom import sandbox
+
+    venv, checkout = tmp_path / "clone" / ".venv", tmp_path / "clone"
+    venv.mkdir(parents=True)
+    monkeypatch.setattr(sandbox, "_python_dirs", lambda: [str(venv.resolve())])
+    monkeypatch.setattr(sandbox, "SYSTEM", ("/usr", "/etc", str(tmp_path.resolve())))
+    args = sandbox.bwrap_options(tmp_path, [str(checkout)], {})
+    pairs = [(a, b) for a, b in zip(args, args[1:])]
+    empty_tmp = pairs.index(("--tmpfs", "/tmp"))
+    hidden = pairs.index(("--tmpfs", str(checkout.resolve())))
+    binds = [i for i, p in enumerate(pairs) if p == ("--ro-bind", str(venv.resolve()))]
+    assert binds and binds[-1] > hidden > empty_tmp, args
+    assert pairs.index(("--ro-bind", "/usr")) > empty_tmp
+    assert args[-5:] == ["--bind", str(tmp_path.resolve()), sandbox.INSIDE, "--chdir",
+                         sandbox.INSIDE]
+
+
+def test_a_sandbox_that_cannot_start_python_is_one_line_for_the_teacher(tmp_path, monkeypatch,
+                                                                         capsys):
+    """No traceback: why (bwrap's own words) and what to do, as `error: ...`, exit code 2."""
+    from minattn.course.classroom import sandbox
+
+    if (problem := bwrap_problem()) is not None:
+        pytest.skip(f"needs bubblewrap: {problem}")
+    monkeypatch.setattr(sandbox, "python_executable", lambda: "/nowhere/bin/python")
+    (tmp_path / "alice").mkdir()
+    assert main(["grade", str(tmp_path / "alice"), "--only", "1.1",
+                 "--out", str(tmp_path / "g.csv")]) == 2
+    out, err = capsys.readouterr()
+    (line,) = err.strip().splitlines()
+    assert line.startswith("error: the sandbox could not start Python (bwrap: execvp "
+                           "/nowhere/bin/python: No such file or directory). It shows only /usr, ")
+    assert line.endswith("or grade trusted code with --unsafe-no-sandbox"), line
+    assert not (tmp_path / "g.csv").exists()
 
 
 def test_a_copy_of_the_course_the_sandbox_still_shows_is_found(tmp_path, monkeypatch):
@@ -925,7 +966,7 @@ def test_grading_survives_submissions_that_hang_crash_break_or_share_a_name(tmp_
     text = solve(bea, "9.2", "return x * 2")  # ... and deletes 9.1's first END marker
     (bea / "minattn" / "lib.py").write_text(text.replace("    # END EXERCISE\n", "", 1))
     (bea / ".student-copy").unlink()  # no manifest: graded on what the teacher lists, no more
-    unsafe = bwrap_problem() is not None
+    unsafe = sandbox_problem() is not None
     rows = grading.grade([carol, erin, ann, bea, dave, subs / "dave.zip"], tmp_path / "g.csv",
                          only=["9"], timeout=10, root=root, unsafe=unsafe)
     assert f"skipped {subs / 'dave.zip'}: not a folder" in capsys.readouterr().out
