@@ -251,7 +251,10 @@ def rng():
 
 def pytest_collection_finish(session):
     """Start the lesson smoke runs the collected tests will ask for (tests/test_lessons.py) in
-    the background, so that they run beside the other tests instead of after them."""
+    the background, so that they run beside the other tests instead of after them (not for
+    `--collect-only`: nothing runs)."""
+    if session.config.option.collectonly:
+        return
     by_module = {}
     for item in session.items:
         params = getattr(getattr(item, "callspec", None), "params", {})

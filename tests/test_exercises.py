@@ -10,7 +10,9 @@ Fast tests use a small fake course in tmp_path. The slow ones share one full stu
 grader attacked by submissions that cheat or reach for other students' files is in
 tests/hidden/test_hidden_classroom.py (building those attacks takes an answer)."""
 
+import contextlib
 import csv
+import io
 import json
 import os
 import re
@@ -551,12 +553,24 @@ def test_a_fresh_student_copy_passes_the_projects_lint(student):
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
 
 
+@pytest.fixture(scope="module")
+def student_check(student, tmp_path_factory):
+    """The student's check, run once in the full copy (every exercise handed out, so every one
+    stubbed): its exit code, what it printed, and the report of the pytest run under it."""
+    from minattn.course.classroom.check import check
+
+    report = tmp_path_factory.mktemp("student-check") / "report.json"
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(io.StringIO()) as out:
+        for key, value in env_for(student).items():
+            patch.setenv(key, value)
+        rc = check(root=student, report=report)
+    return rc, out.getvalue(), json.loads(report.read_text())
+
+
 @pytest.mark.slow
-def test_student_check_prints_a_compact_table_last(student):
-    proc = subprocess.run([sys.executable, "-m", "minattn.course.classroom", "check"], cwd=student,
-                          env=env_for(student), capture_output=True, text=True, timeout=600)
-    out = proc.stdout
-    assert proc.returncode == 1 and "Traceback" not in out + proc.stderr, out[-3000:]
+def test_student_check_prints_a_compact_table_last(student, student_check):
+    rc, out, _ = student_check
+    assert rc == 1 and "Traceback" not in out, out[-3000:]
     groups = by_id(all_exercises())
     lines = out.strip().splitlines()
     assert len(lines) == len(groups) + 3, out  # the table alone, and the hint under it
@@ -570,6 +584,45 @@ def test_student_check_prints_a_compact_table_last(student):
     proc = subprocess.run([sys.executable, "-m", "minattn.course.classroom", "check", "9.9"],
                           cwd=student, env=env_for(student), capture_output=True, text=True)
     assert proc.returncode == 2 and "valid ids: " + " ".join(groups) in proc.stderr
+
+
+@pytest.mark.slow
+def test_every_single_exercise_copy_passes_lint_and_its_tests_collect_and_run(student_check,
+                                                                             tmp_path):
+    """A copy that hands out exercise 1.1 alone once ran no test at all: tests/bad_calls.py
+    called the stubbed softmax when tests/test_inputs.py imported it, and pytest stopped at
+    collection (`make exercises` hid it: the check goes on past a file that does not import).
+
+    Lint: a single-exercise copy differs from the course (which `make test` lints first) only
+    in the files that hold the exercise's regions, stripped of that exercise alone, as
+    make_student_copy strips them; those files are linted here, one folder per exercise, in
+    one ruff call. Collection: a test module that reaches exercise X's code when it is
+    imported runs, in the copy of every exercise, the same code up to the first stub it meets
+    (X's own at the latest) and fails there too; so every test module importing without an
+    error in the full copy means it imports in every single-exercise copy. The check's run
+    in the full copy then runs every exercise's tests."""
+    from minattn.course.classroom.regions import descriptions
+
+    _, _, report = student_check
+    assert report["errors"] == [], ("test modules that call an exercise's code when they are "
+                                    "imported (a copy's pytest stops there; build such "
+                                    f"fixtures without the exercise): {report['errors']}")
+    for ex_id in by_id(all_exercises()):
+        counts = report["exercises"].get(ex_id, {})
+        ran = counts.get("passed", 0) + counts.get("failed", 0) + len(counts.get("skipped", []))
+        assert counts.get("tests") and ran == len(counts["tests"]), (ex_id, counts)
+    exercises = all_exercises()
+    what = descriptions(exercises)
+    for ex_id, regions in by_id(exercises).items():
+        for rel in {str(r.path) for r in regions}:
+            path = tmp_path / ex_id / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(strip_solutions((REPO_ROOT / rel).read_text(), {ex_id}, what))
+        shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path / ex_id / "pyproject.toml")
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache",
+                           "--output-format", "concise", "."], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
 
 
 @pytest.fixture(scope="module")
