@@ -36,6 +36,7 @@ from .regions import (
 # What never goes into a copy (environments, generated and fetched files).
 IGNORED = (".git", ".venv", "__pycache__", "*.egg-info", ".pytest_cache", ".hypothesis",
            ".ipynb_checkpoints", "figures", "figures-smoke", "notebooks", "notebooks-smoke",
+           "notebooks-class", "notebooks-smoke-class",
            "student", "bench_results", "data",
            "build", "*.pyc", ".student-copy", ".student-backup-*", "submissions", "grades*.csv")
 COURSE_DIRS = ("minattn", "lessons", "tests", "benchmarks", "data_scripts")
