@@ -154,19 +154,45 @@ def _answers():
     """One case per function that holds a predict or experiment answer, marked with its id."""
     from minattn.course.classroom.stubs import holders
 
-    return [pytest.param(module, name, id=f"{ex_id}-{name}", marks=pytest.mark.exercise(ex_id))
+    return [pytest.param(ex_id, module, name, id=f"{ex_id}-{name}",
+                         marks=pytest.mark.exercise(ex_id))
             for ex_id, regions in by_id(all_exercises()).items() if regions[0].kind != "implement"
             for module, name in holders({ex_id}, REPO_ROOT)]
 
 
-@pytest.mark.parametrize("module, name", _answers())
-def test_each_answer_is_there_and_well_formed(module, name, answer):
+def answer_form_problem(ex_id: str, where: str, form: str, value, choices=None) -> str | None:
+    """What is wrong with the form of an answer, said to the student: the exercise, the
+    function, what the question asks for and what it got (None when the form is right)."""
+    import math
+
+    def wrong(expected):
+        return f"exercise {ex_id}: {where}() returned {value!r}; it should return {expected}"
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if form == "float" and not (number and math.isfinite(value)):
+        return wrong("a number (a float, e.g. 0.25)")
+    if form == "int" and not (isinstance(value, int) and not isinstance(value, bool)):
+        return wrong("a whole number (an int, e.g. 3)")
+    if form == "str" and not (isinstance(value, str) and value and (
+            choices is None or value in choices)):
+        return wrong("one of " + ", ".join(map(repr, choices)) if choices
+                     else "a word or a phrase (a non-empty str)")
+    if form.startswith("set") and not (isinstance(value, set) and all(
+            isinstance(v, str) for v in value)):
+        return wrong("a set of names (a set of str, e.g. {'a', 'b'})")
+    if value is None:
+        return wrong("your answer")
+    return None
+
+
+@pytest.mark.parametrize("ex_id, module, name", _answers())
+def test_each_answer_is_there_and_well_formed(ex_id, module, name, answer):
     """All that a visible test may say of a predict or experiment answer: it is given, in the
     form the question asks (its return annotation; one of CHOICES where the module lists them).
-    Its value is checked by tests/hidden/ only (`make exercises` says "answered")."""
+    Its value is checked by tests/hidden/ only (`make exercises` says "answered"). A wrong form
+    once read `AssertionError: assert (False)`: the failure names the exercise, what the
+    question asks for and what the function returned."""
     import importlib
     import inspect
-    import math
 
     from minattn.course.classroom.stubs import resolve
 
@@ -174,18 +200,21 @@ def test_each_answer_is_there_and_well_formed(module, name, answer):
     value = answer(fn)
     form = inspect.signature(fn).return_annotation
     form = form if isinstance(form, str) else getattr(form, "__name__", str(form))
-    if form == "float":
-        assert isinstance(value, (int, float)) and not isinstance(value, bool)
-        assert math.isfinite(value)
-    elif form == "int":
-        assert isinstance(value, int) and not isinstance(value, bool)
-    elif form == "str":
-        choices = getattr(importlib.import_module(module), "CHOICES", None)
-        assert isinstance(value, str) and value and (choices is None or value in choices), value
-    elif form.startswith("set"):
-        assert isinstance(value, set) and all(isinstance(v, str) for v in value), value
-    else:
-        assert value is not None
+    choices = getattr(importlib.import_module(module), "CHOICES", None)
+    problem = answer_form_problem(ex_id, name, form, value, choices)
+    if problem:
+        pytest.fail(problem, pytrace=False)
+
+
+def test_a_wrongly_formed_answer_says_what_the_question_asks_for():
+    assert answer_form_problem("1.4", "weight", "float", "0.57") == (
+        "exercise 1.4: weight() returned '0.57'; it should return a number (a float, e.g. 0.25)")
+    assert "2.0; it should return a whole number" in answer_form_problem("4.3", "f", "int", 2.0)
+    assert "returned 'end'; it should return one of 'before', 'at', 'after'" in \
+        answer_form_problem("8.3", "leader", "str", "end", ("before", "at", "after"))
+    assert "it should return a set of names" in answer_form_problem("6.3", "f", "set[str]", ["a"])
+    assert answer_form_problem("1.4", "weight", "float", 0.57) is None
+    assert answer_form_problem("6.3", "f", "set[str]", {"a"}) is None
 
 
 # ============================================================================ student copies
@@ -244,7 +273,7 @@ def test_student_copy_drops_hidden_tests_and_rebuilds_only_with_force(tmp_path):
     assert not (dest / "tests" / "hidden").exists() and (dest / "tests" / "test_lib.py").exists()
     manifest = json.loads((dest / ".student-copy").read_text())
     assert set(manifest["files"]) == {"minattn/__init__.py", "minattn/lib.py",
-                                      "tests/test_lib.py", "README.md"}
+                                      "tests/test_lib.py", "README.md", "COURSE.md"}
     assert manifest["exercises"] == ["9.1", "9.2"]
 
     # The student works: solves 9.1 and 9.2, edits outside the regions, adds a file.
@@ -274,6 +303,24 @@ def test_student_copy_drops_hidden_tests_and_rebuilds_only_with_force(tmp_path):
     assert "return x + 2" not in (dest / "minattn" / "lib.py").read_text()
     backups = sorted(dest.glob(".student-backup-*"))
     assert len(backups) == 3 and (backups[0] / "minattn" / "lib.py").read_text() == solved
+
+
+def test_a_student_copy_has_a_readme_of_its_own(tmp_path):
+    """Copies once shipped the teacher's README (grading, hand-outs) as the student's."""
+    root = fake_course(tmp_path / "course")
+    (root / "minattn" / "lib.py").write_text("# moved down by a line\n" + SOURCE)
+    make_student_copy(tmp_path / "student", root, only=["9.2"])
+    readme = (tmp_path / "student" / "README.md").read_text()
+    assert (tmp_path / "student" / "COURSE.md").read_text() == "course\n"
+    assert "took out the solutions of 1 exercise." in readme and "| 9.1 |" not in readme
+    line = int(re.search(r"\| 9\.2 \| lesson 9 \| implement \|  \| double x \| "
+                         r"`minattn/lib\.py:(\d+)` \|", readme)[1])
+    student_lines = (tmp_path / "student" / "minattn" / "lib.py").read_text().splitlines()
+    assert student_lines[line - 1].strip() == "# BEGIN EXERCISE 9.2 double x"
+    for command in ("make setup", "make exercises EX=1.1", "make exercises EX=1.1 TB=1",
+                    "## Asking for a check", "## Handing in", "between the markers"):
+        assert command in readme, command
+    assert not any(teacher in readme for teacher in ("classroom grade", "--only", "make student"))
 
 
 def test_a_manifest_that_reaches_outside_the_copy_is_refused(tmp_path):
@@ -313,7 +360,8 @@ def test_student_copy_of_a_git_checkout_has_only_tracked_files(tmp_path, capsys)
     (root / "tests" / "hidden_2024" / "test_old.py").write_text("def test_old():\n    pass\n")
     make_student_copy(tmp_path / "student", root)
     files = set(json.loads((tmp_path / "student" / ".student-copy").read_text())["files"])
-    assert files == {"minattn/__init__.py", "minattn/lib.py", "tests/test_lib.py", "README.md"}
+    assert files == {"minattn/__init__.py", "minattn/lib.py", "tests/test_lib.py", "README.md",
+                     "COURSE.md"}
     out = capsys.readouterr().out
     assert "left out of the copy: minattn/answer_key.py tests/hidden_2024/test_old.py" in out
 
