@@ -441,6 +441,19 @@ def test_the_class_pages_show_every_exercise_as_its_stub(tiny_course, monkeypatc
     assert "The class's pages" in index and "97_listings.html" in index
 
 
+def test_a_lesson_prints_paths_relative_to_the_course():
+    """Pages once printed the builder's own folders (a lesson's `figures -> /home/...`)."""
+    import torch
+
+    from minattn.course.lesson import shown_path
+    from minattn.course.pages import without_root
+
+    assert shown_path(REPO / "figures" / "01_attention") == "figures/01_attention"
+    assert shown_path(torch.nn.functional.__file__) == "torch/nn/functional.py"
+    assert without_root(f"saved {REPO}/figures/a.png; cd {REPO} && x; {REPO}2/b", REPO) == \
+        f"saved figures/a.png; cd . && x; {REPO}2/b"
+
+
 def test_the_class_pages_cut_a_traceback_to_its_last_line():
     """A traceback quotes the library's lines around each frame: a solution's, say."""
     from minattn.course.pages import class_notebook

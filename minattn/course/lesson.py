@@ -282,11 +282,11 @@ def shown_path(path) -> str:
     (`figures/01_attention`), to the Python path entry that holds it for an installed package
     (`torch/nn/functional.py`), else as it is -- never the builder's own folders when avoidable."""
     path = Path(path).resolve()
-    if path.is_relative_to(REPO_ROOT):
-        return str(path.relative_to(REPO_ROOT))
-    entries = [Path(p).resolve() for p in sys.path if p and os.path.isdir(p)]
-    inside = [e for e in entries if path.is_relative_to(e) and e != Path("/")]
-    return str(path.relative_to(max(inside, key=lambda e: len(e.parts)))) if inside else str(path)
+    folders = [REPO_ROOT] + [Path(p).resolve() for p in sys.path if p and os.path.isdir(p)]
+    inside = [f for f in folders if path.is_relative_to(f) and f != Path("/")]
+    if not inside:
+        return str(path)
+    return str(path.relative_to(max(inside, key=lambda f: len(f.parts))))  # the innermost
 
 
 # The classroom's marker lines around a solution: not part of the code a lesson shows.
