@@ -325,10 +325,8 @@ def class_pages(source: Path, dest: Path) -> Path:
         smoke |= bool(meta.get("smoke"))
         write_notebook(notebook, dest / ipynb.name)
         export_html(notebook, dest / f"{ipynb.stem}.html")
-    figures = figure_root(smoke)
-    report = figures / "REPORT.md"
-    return write_index(dest, report if report.exists() else None, collect_claims(figures), RULE,
-                       about=CLASS_ABOUT)
+    # the claims table, without a link to the report: the folder is shared on its own
+    return write_index(dest, None, collect_claims(figure_root(smoke)), RULE, about=CLASS_ABOUT)
 
 
 # ============================================================================ main
