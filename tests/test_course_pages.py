@@ -374,15 +374,19 @@ def outermost_listings() -> dict[str, list[str]]:
 
 
 def solution_lines() -> dict[str, set[str]]:
-    """exercise id -> its implement regions' lines that would give it away (the audit's
-    'significant' lines: 12 characters or more once spaces, comments and np./torch. are gone)."""
-    from minattn.course.classroom.audit import _significant
-    from minattn.course.classroom.regions import all_exercises
+    """exercise id -> its implement regions' lines that would give it away: the audit's
+    'significant' lines (12 characters or more once spaces, comments and np./torch. are gone)
+    that a student copy does not hold anyway (`if mask is not None:` is everywhere)."""
+    from minattn.course.classroom.audit import _norm, _significant
+    from minattn.course.classroom.regions import all_exercises, strip_solutions
 
+    exercises = all_exercises()
+    in_copy = {_norm(line) for path in {e.path for e in exercises}
+               for line in strip_solutions((REPO / path).read_text()).splitlines()}
     lines: dict[str, set[str]] = {}
-    for e in all_exercises():
+    for e in exercises:
         if e.kind == "implement":
-            lines.setdefault(e.id, set()).update(_significant(REPO, e))
+            lines.setdefault(e.id, set()).update(_significant(REPO, e) - in_copy)
     return lines
 
 
