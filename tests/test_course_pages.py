@@ -164,7 +164,7 @@ CLAIM = ("import json, os, pathlib\nd = pathlib.Path(os.environ['MINATTN_FIGURES
          "lesson='{name}', claim='c', paper='1', ours='2', why='', {outcome}, "
          "smoke=bool(os.environ.get('MINATTN_SMOKE')))]))\n"
          "from tqdm.auto import tqdm\nfor _ in tqdm(range(3)): pass\nprint('| a | b |\\n|---|---|"
-         "\\n| 1 | 2 |')")
+         "\\n| 1 | 2 |')\nprint('figures in ' + os.path.join(os.getcwd(), 'figures'))")
 
 
 @pytest.fixture
@@ -181,12 +181,16 @@ def tiny_course(tmp_path, monkeypatch):
 def test_a_smoke_build_writes_its_own_folders_and_erases_nothing(tiny_course, monkeypatch,
                                                                  capfd):
     """A smoke run once overwrote the full run's figures/<lesson>/claims.json, a learner's
-    notebooks/ and the index; the kernel warned about TCP and tqdm's missing widgets."""
+    notebooks/ and the index; the kernel warned about TCP and tqdm's missing widgets. (And the
+    pages once named the folder the course was built in.)"""
     root, lesson = tiny_course
     lesson.write_text(lesson.read_text().replace("{outcome}", "verdict='reproduced'"))
     assert course.main([]) == 0  # full mode
     full = (root / "figures" / "97_tiny" / "claims.json").read_text()
     notebook = root / "notebooks" / "97_tiny.ipynb"
+    for page in (notebook, notebook.with_suffix(".html")):
+        text = page.read_text()
+        assert "figures in figures" in text and str(root) not in text, page.name
     mine = nbformat.read(notebook, as_version=4)
     mine.cells.append(nbformat.v4.new_markdown_cell("my note"))
     nbformat.write(mine, notebook)
@@ -340,18 +344,6 @@ def test_a_run_goes_in_place_unless_it_was_interrupted_and_a_failed_one_keeps_th
 
 
 # ============================================================================ the class's pages
-LISTINGS = """import os, sys
-sys.path.insert(0, os.environ["MINATTN_TEST_ROOT"])  # this checkout's library
-import importlib
-from minattn.course.lesson import show
-print("figures in " + os.path.join(os.getcwd(), "figures", "97_listings"))  # the builder's folder
-for module, names in {listed!r}.items():
-    objects = [getattr(importlib.import_module(module), name) for name in names]
-    for obj in objects:
-        show(obj)  # one listing: a Markdown code block
-    show(*objects)  # side by side: HTML"""
-
-
 def outermost_listings() -> dict[str, list[str]]:
     """module -> the top-level functions and classes holding an implement exercise's region:
     showing them shows every region (closures and methods included)."""
@@ -412,22 +404,42 @@ def shown_lines(path) -> set[str]:
 REPO = course.REPO_ROOT
 
 
-@pytest.mark.slow
-def test_the_class_pages_show_every_exercise_as_its_stub(tiny_course, monkeypatch, capfd):
+def listings_notebook():
+    """A smoke build's notebook whose one cell show()ed every function or class holding an
+    implement exercise, alone (Markdown) and side by side (HTML), as a kernel records it."""
+    import importlib
+
+    from minattn.course.lesson import notebook_listing, source_of
+
+    outputs = []
+    for module, names in outermost_listings().items():
+        objects = [getattr(importlib.import_module(module), name) for name in names]
+        for shown in [[obj] for obj in objects] + [objects]:
+            kind, text = notebook_listing([source_of(obj) for obj in shown])
+            outputs.append(nbformat.v4.new_output("display_data", data={
+                kind: text, "text/plain": f"<IPython.core.display.{kind[5:].upper()} object>"}))
+    return nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Lesson 97 — listings"),
+        nbformat.v4.new_code_cell("show(...)", outputs=outputs)],
+        metadata={"minattn": {"ok": True, "smoke": True, "seconds": 1.0, "error": ""}})
+
+
+def test_the_class_pages_show_every_exercise_as_its_stub(tmp_path, monkeypatch, capsys):
     """The full-mode pages once showed the solution of every implement exercise (lesson 01's
-    show(softmax_np) right after section 1). The class's build of a smoke run holds none of
-    their lines -- here a lesson that shows every function holding an implement exercise,
-    alone and side by side -- while the teacher's build shows each of them; neither names the
-    folder the course was built in."""
-    root, _ = tiny_course
-    lesson = tiny_lesson(root, "97_listings", LISTINGS.format(listed=outermost_listings()))
-    monkeypatch.setattr(course, "lesson_files", lambda root=None: [lesson])
-    monkeypatch.setenv("MINATTN_TEST_ROOT", str(REPO))
-    monkeypatch.setenv("MINATTN_SMOKE", "1")
-    assert course.main([]) == 0
-    build, shared = root / "notebooks-smoke", root / "notebooks-smoke-class"
+    show(softmax_np) right after section 1). The class's build holds none of their lines --
+    here of a build whose page shows every function holding an implement exercise -- while
+    the teacher's build shows each of them. (A kernel's show() is tests/test_lesson_tools.py's;
+    a smoke build of lessons 01 and 06 checked so showed 1.1-1.3, 6.1 and 6.2 in the
+    teacher's pages, none in the class's.)"""
+    monkeypatch.setattr(course, "REPO_ROOT", tmp_path)
+    monkeypatch.delenv("MINATTN_FIGURES", raising=False)
+    build, shared = tmp_path / "notebooks-smoke", tmp_path / "notebooks-smoke-class"
+    build.mkdir()
+    notebook = listings_notebook()
+    course.write_notebook(notebook, build / "97_listings.ipynb")
+    export_html(notebook, build / "97_listings.html")
     assert course.main(["--class-pages", "--out", str(build)]) == 0
-    said = capfd.readouterr().out
+    said = capsys.readouterr().out
     assert "Share notebooks-smoke-class/, not notebooks-smoke/" in said
     solutions = solution_lines()
     assert all(solutions.values()), solutions  # each exercise has lines to look for
@@ -437,10 +449,6 @@ def test_the_class_pages_show_every_exercise_as_its_stub(tiny_course, monkeypatc
             assert lines & teacher, f"{page}: the teacher's build shows no line of {ex_id}"
             assert not lines & student, f"{page} gives exercise {ex_id} away: {lines & student}"
         assert any("raiseNotImplementedError(" in line for line in student)
-        for folder in (root, REPO):
-            text = (shared / page).read_text() + (build / page).read_text()
-            assert str(folder) not in text, f"{page} names {folder}"
-    assert "figures in figures/97_listings" in (build / "97_listings.ipynb").read_text()
     index = (shared / "index.html").read_text()
     assert "The class's pages" in index and "97_listings.html" in index
 
