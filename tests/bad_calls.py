@@ -11,6 +11,8 @@ zero-argument function that makes the call. `classify` sorts what happened into
 
 `python tests/bad_calls.py` prints the counts per module and every call that is not clear;
 tests/test_inputs.py requires every call to be clear. A test helper, not part of the library.
+Its fixtures never call an exercise's code when the module is imported (only its lambdas do):
+a student copy imports it with the exercises stubbed (tests/test_exercises.py checks).
 """
 
 from __future__ import annotations
@@ -379,7 +381,8 @@ bad("xl", "TransformerXL", "num_layers", "num_layers = 0")(lambda: X.Transformer
 # ============================================================================ multiscale
 qm, km, vm = R(1, 2, 6, 4), R(1, 2, 6, 4), R(1, 2, 6, 4)
 qmt, kmt, vmt = (torch.from_numpy(a) for a in (qm, km, vm))
-wts = A.softmax_np(R(1, 2, 6, 6))
+raw = np.abs(R(1, 2, 6, 6))  # weights whose rows sum to 1, made without exercise code: a
+wts = raw / raw.sum(-1, keepdims=True)  # student copy imports this module (test_inputs)
 bad("multiscale", "measured_scale_np", "query_mask", "float query mask")(
     lambda: MS.measured_scale_np(wts, np.full((1, 6), 0.5)))
 bad("multiscale", "measured_scale_np", "query_mask", "(N,) query mask")(

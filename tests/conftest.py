@@ -178,7 +178,9 @@ def pytest_runtest_makereport(item, call):
             if (where := _raised_at(excinfo.tb)) not in counts["raised_at"]:
                 counts["raised_at"].append(where)  # a stub raises from the line after BEGIN
         crash = getattr(report.longrepr, "reprcrash", None)
-        if excinfo is not None and not excinfo.errisinstance(AssertionError):
+        if excinfo is not None and excinfo.typename == "Failed":  # pytest.fail("why"): the why
+            text = str(excinfo.value)
+        elif excinfo is not None and not excinfo.errisinstance(AssertionError):
             text = f"{excinfo.typename}: {excinfo.value}"
         else:  # pytest's rewritten assert says most
             text = crash.message if crash else str(report.longrepr)
@@ -251,7 +253,10 @@ def rng():
 
 def pytest_collection_finish(session):
     """Start the lesson smoke runs the collected tests will ask for (tests/test_lessons.py) in
-    the background, so that they run beside the other tests instead of after them."""
+    the background, so that they run beside the other tests instead of after them (not for
+    `--collect-only`: nothing runs)."""
+    if session.config.option.collectonly:
+        return
     by_module = {}
     for item in session.items:
         params = getattr(getattr(item, "callspec", None), "params", {})

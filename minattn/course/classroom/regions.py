@@ -86,13 +86,20 @@ def find_exercises(text: str, path: Path = Path("?")) -> list[Exercise]:
     return found
 
 
+_FOUND: dict[tuple[str, str], list[Exercise]] = {}  # (path, text) -> its regions
+
+
 def all_exercises(root: Path = REPO_ROOT) -> list[Exercise]:
-    """Every region in root/minattn (outside PLUMBING), in file order."""
+    """Every region in root/minattn (outside PLUMBING), in file order. (Each file is read every
+    time; its regions are found once per text: a test run asks for them once per test.)"""
     exercises = []
     library = Path(root) / "minattn"
     for path in sorted(library.rglob("*.py")):
         if "__pycache__" not in path.parts and not in_plumbing(path.relative_to(library)):
-            exercises += find_exercises(path.read_text(), path.relative_to(root))
+            rel, text = path.relative_to(root), path.read_text()
+            if (str(rel), text) not in _FOUND:
+                _FOUND[str(rel), text] = find_exercises(text, rel)
+            exercises += _FOUND[str(rel), text]
     return exercises
 
 
@@ -142,8 +149,9 @@ def strip_solutions(text: str, only: set[str] | None = None,
     """Replace each marked region's body with a NotImplementedError naming the exercise
     (only the exercises whose ids are in `only`, when given). `what` describes exercises whose
     twin regions carry no description of their own. `keep_lines` keeps every line's number
-    (the stub on one line, padded with blank lines); otherwise a long stub is wrapped to the
-    project's line length."""
+    (the stub on one line, padded with blank lines: for code compiled in a process, whose
+    imports are left as they are); otherwise a long stub is wrapped to the project's line
+    length."""
     what = dict(what or {})
     regions = find_exercises(text)
     for e in regions:  # a twin without a description borrows its exercise's
@@ -172,6 +180,8 @@ def strip_solutions(text: str, only: set[str] | None = None,
             out.append(line)
         else:
             dropped += 1
+    if keep_lines:  # compiled in a process, never linted: no import to mark
+        return "".join(out)
     return mark_imports_left_unused(text, "".join(out))
 
 
