@@ -471,6 +471,52 @@ def test_giveaways_are_found_generically(tmp_path):
     assert len(problems) == 3
 
 
+LESSON = """# %%
+import numpy as np
+
+from minattn.m import soft_np
+
+x = np.array([1.0, 2.0])
+# BEGIN EXERCISE 9.1 shown: p = soft_np(x)
+e = np.exp(x - x.max(axis=-1, keepdims=True))
+p = e / e.sum(axis=-1, keepdims=True)
+# END EXERCISE
+assert np.allclose(p, soft_np(x))
+"""
+
+
+def test_a_lesson_shows_an_exercises_lines_that_a_copy_replaces_by_its_function(tmp_path):
+    """Issue 38 puts a mechanism's core lines in the lesson's cell; where they are an
+    exercise's, they are a *shown* region: the teacher's lesson (and its pages) show them, a
+    student copy handing the exercise out holds the library call in their place, and the audit
+    reads the lesson as that copy has it."""
+    from minattn.course.classroom.audit import find_copied_lines
+    from minattn.course.classroom.regions import strip_shown
+
+    student = strip_shown(LESSON, {"9.1"})
+    assert "np.exp" not in student and "p = soft_np(x)\n" in student
+    assert "Exercise 9.1: these lines are yours" in student
+    assert strip_shown(LESSON, {"9.2"}) == LESSON
+    root = fake_course(tmp_path / "course")
+    (root / "minattn" / "m.py").write_text(
+        "import numpy as np\n\n\ndef soft_np(x):\n    # BEGIN EXERCISE 9.1 softmax\n"
+        "    e = np.exp(x - x.max(axis=-1, keepdims=True))\n"
+        "    p = e / e.sum(axis=-1, keepdims=True)\n    return p\n    # END EXERCISE\n")
+    (root / "lessons").mkdir()
+    (root / "lessons" / "01_m.py").write_text(LESSON)
+    assert not [p for p in find_copied_lines(root) if "lessons/" in p]
+    (root / "lessons" / "01_m.py").write_text(LESSON.replace("# BEGIN EXERCISE 9.1 shown: p = "
+                                                             "soft_np(x)\n", "").replace(
+        "# END EXERCISE\n", ""))
+    assert [p for p in find_copied_lines(root) if "lessons/01_m.py repeats" in p]
+    (root / "lessons" / "01_m.py").write_text(LESSON)
+    make_student_copy(tmp_path / "copy", root, only=["9.1"])
+    copied = (tmp_path / "copy" / "lessons" / "01_m.py").read_text()
+    assert copied == student
+    make_student_copy(tmp_path / "copy2", root, only=["9.2"])
+    assert (tmp_path / "copy2" / "lessons" / "01_m.py").read_text() == LESSON
+
+
 def test_the_audit_finds_answers_outside_the_library(tmp_path):
     from minattn.course.classroom.audit import audit, find_helper_twins
 
@@ -661,11 +707,18 @@ def test_every_single_exercise_copy_passes_lint_and_its_tests_collect_and_run(st
         assert counts.get("tests") and ran == len(counts["tests"]), (ex_id, counts)
     exercises = all_exercises()
     what = descriptions(exercises)
+    from minattn.course.classroom.regions import strip_shown
+
+    lessons = {p: p.read_text() for p in sorted((REPO_ROOT / "lessons").glob("*.py"))}
     for ex_id, regions in by_id(exercises).items():
         for rel in {str(r.path) for r in regions}:
             path = tmp_path / ex_id / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(strip_solutions((REPO_ROOT / rel).read_text(), {ex_id}, what))
+        for lesson, text in lessons.items():  # a lesson's shown lines of the exercise
+            if (stripped := strip_shown(text, {ex_id})) != text:
+                (tmp_path / ex_id / "lessons").mkdir(exist_ok=True)
+                (tmp_path / ex_id / "lessons" / lesson.name).write_text(stripped)
         shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path / ex_id / "pyproject.toml")
     proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache",
                            "--output-format", "concise", "."], cwd=tmp_path,

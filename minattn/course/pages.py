@@ -230,13 +230,14 @@ def class_notebook(notebook) -> int:
     """The notebook as a class may see it (in place): every library listing that show()
     displayed holds the exercises as a student's copy does (`raise NotImplementedError(...)`
     between the markers), an error's traceback (which quotes library lines) is cut to its
-    last line. Returns how many outputs changed. (The lessons' own cells hold no solution:
-    the classroom's audit checks that every lesson leaves the regions' lines out.)"""
+    last line, and a lesson's own lines of an exercise (its *shown* regions) give way to the
+    statement that stands in for them in a student's copy. Returns how many cells and outputs
+    changed. (The classroom's audit checks that a lesson holds no other region's lines.)"""
     import html as html_module
 
     import nbformat
 
-    from .classroom.regions import all_exercises, descriptions, strip_solutions
+    from .classroom.regions import all_exercises, descriptions, strip_shown, strip_solutions
     from .lesson import notebook_listing, script_listing
     from .prose import SHOWN_SOURCE, SOURCE_HEADER
 
@@ -251,6 +252,9 @@ def class_notebook(notebook) -> int:
     for cell in notebook.cells:
         if cell.cell_type != "code":
             continue
+        source = strip_shown(cell.source)  # a lesson's own lines of an exercise
+        changed += source != cell.source
+        cell.source = source
         outputs = []
         for out in cell.get("outputs", []):
             if out.output_type == "error":

@@ -35,6 +35,7 @@ from .regions import (
     id_key,
     lesson_of,
     splice,
+    strip_shown,
     strip_solutions,
     summary,
 )
@@ -273,6 +274,8 @@ def make_student_copy(dest: Path, root: Path = REPO_ROOT, only=None, force: bool
         data = (root / rel).read_bytes()
         if rel in strip_paths:
             data = strip_solutions(data.decode(), set(ids), what).encode()
+        elif rel.startswith("lessons/") and rel.endswith(".py"):
+            data = strip_shown(data.decode(), set(ids)).encode()
         new_files[rel] = data
     if "README.md" in new_files:  # the course's README is the teacher's: the student gets one
         new_files["COURSE.md"] = new_files["README.md"]

@@ -13,6 +13,18 @@ torch twin, a fast path, a helper) carries the same id, so that stripping leaves
 `strip_solutions` makes a student's file (each region's body a NotImplementedError naming the
 exercise); `splice` puts a student's region bodies back into the teacher's file (grading, and
 a rebuilt student copy that keeps the student's work).
+
+A lesson that writes an exercise's lines in the cell that explains them marks them as *shown*,
+with the one statement that stands in for them where the exercise is handed out:
+
+    # BEGIN EXERCISE 1.2 shown: out, weights = attention_np(q, k, v)
+    scores = q @ k.T / np.sqrt(q.shape[-1])
+    ...
+    # END EXERCISE
+
+`strip_shown` makes the student's lesson: the lines gone, the library's function (the
+student's own code, once written) in their place. Shown regions live in lessons only; they are
+not exercises of their own (no test reaches them, the grader never reads them).
 """
 
 from __future__ import annotations
@@ -56,6 +68,31 @@ class Exercise:
 def id_key(ex_id: str):
     """Sort key: 1.2 < 1.10 < 2.1."""
     return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.]", ex_id)]
+
+
+SHOWN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN EXERCISE (?P<id>\S+) shown\s*:\s*(?P<code>.+?)\s*$")
+
+
+def strip_shown(text: str, only: set[str] | None = None) -> str:
+    """A lesson with the shown regions of the exercises in `only` (all when None) replaced by
+    the statement their BEGIN line gives (see the module's docstring)."""
+    out, inside = [], None
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+        if inside is None and (m := SHOWN.match(line)):
+            if only is None or m["id"] in only:
+                inside = m
+                out += [f"{m['indent']}# Exercise {m['id']}: these lines are yours to write in "
+                        "the library; your function stands in for them here.\n",
+                        f"{m['indent']}{m['code']}\n"]
+                continue
+        if inside is not None:
+            if END.match(line):
+                inside = None
+            continue
+        out.append(line)
+    if inside is not None:
+        raise ValueError(f"exercise {inside['id']}: a shown region is never closed")
+    return "".join(out)
 
 
 def parse_begin(m: re.Match) -> tuple[str, str, int | None]:
