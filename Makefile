@@ -4,6 +4,7 @@
 #                 figures/<lesson>/, and the paper-claims report figures/REPORT.md
 #                 (make course LESSONS=01: lesson 01 alone, about a minute)
 #   make test     install into .venv, lint (ruff check), run the test suite
+#   make check    (contributors) lint and the mechanisms' and statistics' tests, about a minute
 # Other targets: setup, data, notebooks (unexecuted, beside any you ran), smoke (the course in
 # smoke mode, into notebooks-smoke/ and figures-smoke/), class-pages (the pages to share with a
 # class: the exercises shown as stubs), lab (install JupyterLab, open notebooks/), check-pages
@@ -17,7 +18,7 @@ STAMP  := $(VENV)/.installed-stamp
 # The tested torch. Installed before the rest so pip never picks a different (multi-GB) build.
 TORCH  ?= torch==2.13.0
 
-.PHONY: setup data notebooks course smoke class-pages lab check-pages test test-gpu student \
+.PHONY: setup data notebooks course smoke class-pages lab check-pages check test test-gpu student \
         exercises bench clean
 
 setup: $(STAMP)
@@ -62,6 +63,14 @@ lab: setup
 # that fail to typeset, images that do not load, raw colour codes); needs chromium installed
 check-pages: setup
 	$(PY) -m minattn.course.pages check $(or $(DIR),notebooks)
+
+# make check: the contributors' loop (about a minute): lint, then the mechanisms' and the
+# statistics' tests; no lesson runs, no student copy, no data download (tests that need a
+# dataset skip without it). `make test` runs everything.
+check: setup
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q -m "not course and not slow" \
+		|| { rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests"; exit $$rc; }
 
 test: setup data
 	$(PY) -m ruff check .

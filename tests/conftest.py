@@ -59,10 +59,20 @@ def _exercise_of(item) -> str | None:
     return str(marker.args[0]) if marker else None
 
 
+# The tests of the course's machinery rather than of a mechanism: lessons run as scripts and
+# notebooks, pages in a browser, student copies, grading, data fetching. `make check` (the
+# contributors' minute) leaves them to `make test`.
+COURSE_TESTS = ("test_lessons.py", "test_exercises.py", "test_course_pages.py", "test_fetch.py",
+                "test_data_integrity.py", "test_benchmarks.py", "test_hidden_classroom.py",
+                "test_lesson_tools.py", "test_gpu_tier.py")
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if "hidden" in Path(str(item.fspath)).parts:
             item.add_marker(pytest.mark.hidden)
+        if Path(str(item.fspath)).name in COURSE_TESTS:
+            item.add_marker(pytest.mark.course)
     wanted = config.getoption("--exercises")
     if wanted is not None:
         if wanted:
