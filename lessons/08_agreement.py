@@ -280,7 +280,7 @@ end = {q: [r[q][-1] for r in kw_uniform] for q in ("keyword k", "last", "ends to
 t = all_of({"z̃_k above z̃_k+1": compare(early["keyword k"], early["next k+1"]),
             "z̃_k+1 above uniform (0)": versus(early["next k+1"], 0.0)})
 lesson.claim("keyword task, uniform attention, early in training: z_k > z_k+1 > uniform", test=t,
-             paper="true when training starts (§6.1, eq. 23, Fig. 7)", why=f"bi-LSTM, n = {KW['length']}",
+             paper="true when training starts (§6.1, eq. 23, Fig. 7)", why="a bi-LSTM",
              reproduced="Early on the evidence is local: the keyword's state says most, its right "
                         "neighbour less, both more than the average state.",
              contradicted=f"Shown the other way: {in_words(t)}.")
@@ -355,7 +355,7 @@ SENT = dict(hidden=lesson.size(full=32, smoke=8, paper=256),
 SENT["at"] = checkpoints(SENT["steps"], (0, 10, 50, 100, 150, 200, 250),
                          lesson.size(full=250, smoke=5))
 MT = dict(hidden=lesson.size(full=64, smoke=16, paper=256),
-          steps=lesson.size(full=2000, smoke=10, paper=10000),
+          steps=lesson.size(full=2500, smoke=10, paper=10000),
           lr=lesson.size(full=3e-3, smoke=3e-3, paper=1e-3),
           batch=lesson.size(full=32, smoke=32, paper=16),
           n_valid=lesson.size(full=200, smoke=20, paper=None), max_len=20, tgt_words=500,
@@ -446,9 +446,11 @@ for name, pct in ours.items():
                       "ours, mean ± SE": str(estimate(pct[key]))})
 show_table(table, list(table[0]))
 for name, reps in replicates.items():
+    last = "; ".join(", ".join(f"{100 * p:.1f}" for p in rep["gold"]["perf"][-4:]) for rep in reps)
     print(f"{name}: golds' best checkpoints at steps "
-          f"{[tasks[name].at[rep['row']['best']] for rep in reps]}; a ξ(α, β^uf) never reached "
-          f"(the paper's ∗, counted as P*) in {sum(ours[name]['starred'])} of {len(reps)}")
+          f"{[tasks[name].at[rep['row']['best']] for rep in reps]}, their last four checks "
+          f"(steps {', '.join(map(str, tasks[name].at[-4:]))}): {last}; a ξ(α, β^uf) never "
+          f"reached (the paper's ∗, counted as P*) in {sum(ours[name]['starred'])} of {len(reps)}")
 
 # %%
 lesson.savefig(plot_table2({k: {key: v[key] for key in KEYS} for k, v in ours.items()}, PAPER),
@@ -468,6 +470,7 @@ for name, pct in ours.items():
     gates = [converged([list(zip(task.at, rep["gold"]["perf"])) for rep in reps], what="golds"),
              off_floor(pct["re-seeded best agreement with the gold (ours)"],
                        bottom=pct["A_rand"][0], margin=pct["A_rand"][0])]
+    print(f"{name}, the gates: {'; '.join(g.detail for g in gates)}")
     t = all_of({"A(α, β^uf) above Â": versus(pct["A(α, β^uf)"], pct["A_rand"][0], gates=gates),
                 "ξ(α, β^uf) above P⁰": versus(np.subtract(pct["ξ(α, β^uf)"], pct["P⁰ (ours)"]),
                                               0.0, gates=gates),

@@ -323,3 +323,50 @@ def test_bad_input_raises_value_error():
         ag.AttentionClassifier(10, hidden=4)(torch.ones(2, 3, dtype=torch.long), holes.int())
     with pytest.raises(ValueError, match="every"):
         agc.checkpoints(100, (0, 10), 0)
+
+
+# ----------------------------------------------------------------------------- checks at the edge
+def test_public_functions_check_at_the_edge_and_start_with_the_math():
+    """Each array function's checks run before its body (`@checked`), so the body, as
+    `show()` prints it, starts with the math; what a mask hides never reaches a result."""
+    import inspect
+
+    for fn in (ag.classifier_np, ag.classifier_torch, ag.classifier_probe_np,
+               ag.classifier_probe_torch, ag.agreement_np, ag.agreement_torch,
+               ag.agreement_baseline_np, ag.contextualized_agreement, ag.mean_agreement_np,
+               ag.random_baseline_np, ag.agreement_row_np):
+        assert callable(getattr(fn, "check", None)), fn.__name__
+        body = inspect.getsource(inspect.unwrap(fn)).split('"""')[2]
+        assert "check_" not in body and "fail(" not in body, fn.__name__
+    rng = np.random.default_rng(0)
+    h, mask = rng.normal(size=(2, 5, 4)), np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    params = rng.normal(size=(3, 4)), rng.normal(size=3), rng.normal(size=3), rng.normal(size=4)
+    clean = ag.classifier_np(h, *params, 0.1, mask)
+    h[0, 3:] = np.nan  # padding may hold anything
+    dirty = ag.classifier_np(h, *params, 0.1, mask)
+    assert all(np.array_equal(x, y) for x, y in zip(clean, dirty))
+    a = np.where(mask, rng.normal(size=(2, 5)), np.nan)
+    assert np.isfinite(ag.agreement_np(a, rng.normal(size=(2, 5)), mask)).all()
+
+
+# ----------------------------------------------------------------------------- Table 2's replicates
+def test_table2_replicates_are_independent_and_rows_follow_the_recipe(rng):
+    """Each replicate trains its own gold, re-seeded and frozen-uniform model (no run shared
+    between replicates), and its row is agreement_row_np on those three runs."""
+    C, M, N, calls = 3, 4, 6, []
+
+    def run(seed, uniform):
+        calls.append((seed, uniform))
+        r = np.random.default_rng(seed)
+        return {"alpha": r.random((C, M, 1, N)), "beta": r.random((C, M, 1, N)),
+                "perf": r.random(C)}
+
+    task = agc.Table2Task("toy", run, [0, 1, 2], np.ones((M, N), bool), None, "", "")
+    seeds = [(0, 1, 2), (3, 4, 5)]
+    reps = agc.table2_replicates(task, seeds)
+    assert calls == [(0, False), (1, False), (2, True), (3, False), (4, False), (5, True)]
+    for rep, (g, o, u) in zip(reps, seeds):
+        expected = ag.agreement_row_np(run(g, False), [run(o, False)], run(u, True))
+        assert rep["row"]["A(α, β^uf)"] == expected["A(α, β^uf)"]
+        assert rep["row"]["A(α, β)"] == expected["A(α, β)"]
+        assert np.array_equal(rep["row"]["curve"], expected["curve"])
