@@ -20,7 +20,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..agreement import AttentionClassifier, Seq2SeqAttention, agreement_row_np
+from ..agreement import (
+    AttentionClassifier,
+    Seq2SeqAttention,
+    agreement_row_np,
+    classifier_probe_torch,
+    classifier_torch,
+)
 from ..checks import check_size, describe, fail
 from .data import DatasetMissing, load_parallel, load_sentiment, tokenize
 from .train import length_batches, train
@@ -245,9 +251,12 @@ def sentiment_task(sizes: dict, seed: int, device) -> Table2Task:
     sy = torch.tensor(s_labels, device=device).float()
     vy = torch.tensor(v_labels, device=device)
 
-    def measure(model):
-        z, alpha = model(vx, v_mask)
-        beta = model.probe(vx, vy, v_mask)
+    def measure(model):  # the states once, then the classifier and its probe on them
+        h = model.states(vx, v_mask)
+        w, b0 = model.readout.weight[0], model.readout.bias[0]
+        z, alpha = classifier_torch(h, model.attn.weight, model.attn.bias, model.v.weight[0], w,
+                                    b0, v_mask, model.uniform)
+        beta = classifier_probe_torch(h, w, b0, vy)
         accuracy = ((z > 0).long() == vy).float().mean().item()
         return alpha[:, None].cpu().numpy(), beta[:, None].cpu().numpy(), accuracy  # T = 1
 
