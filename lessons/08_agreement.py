@@ -115,10 +115,11 @@ assert gap < 1e-12
 # The last line is the identity behind the paper's eq. 12 (§3.3): the model's log-odds is the
 # attention-weighted average of the log-odds $z_i$ that the probe reads. Attention lowers the
 # loss only by moving weight to the positions whose $z_i$ already has the right sign, so it
-# cannot be learned before the probe knows something. The encoder and the trainable module: the torch module runs
-# each direction as one `nn.LSTM` call, and the backward one starts at each row's own last word,
-# so padding changes nothing. `tests/test_agreement.py` checks it against `bilstm_np` and
-# against the authors' module layout (a packed bidirectional `nn.LSTM`) in float64.
+# cannot be learned before the probe knows something. The encoder and the trainable module: the
+# torch module runs each direction as one `nn.LSTM` call, and the backward one starts at each
+# row's own last word, so padding changes nothing. `tests/test_agreement.py` checks it against
+# `bilstm_np` and against the authors' module layout (a packed bidirectional `nn.LSTM`) in
+# float64.
 
 # %%
 show(bilstm_np)
