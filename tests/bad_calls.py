@@ -41,6 +41,7 @@ from minattn import multiscale as MS
 from minattn import sparse as S
 from minattn import task_heads as TH
 from minattn import xl as X
+from minattn.course import agreement as AGC
 from minattn.course import train as TR  # noqa: E402
 
 OUR_FORMAT = re.compile(r".+: expected .+, got .+", re.S)
@@ -680,7 +681,7 @@ bad("agreement", "agreement_baseline_np", "lengths", "fractional lengths")(
     lambda: AG.agreement_baseline_np([2.5, 3]))
 bad("agreement", "contextualized_agreement", "threshold", "NaN threshold")(
     lambda: AG.contextualized_agreement([0.1, 0.2], [1.0, 2.0], NAN))
-bad("agreement", "checkpoints", "every", "every = 0")(lambda: AG.checkpoints(100, (0, 10), 0))
+bad("agreement", "checkpoints", "every", "every = 0")(lambda: AGC.checkpoints(100, (0, 10), 0))
 torch.manual_seed(0)
 s2s = AG.Seq2SeqAttention(6, 7, hidden=8)
 bad("agreement", "Seq2SeqAttention.forward", "src", "a source id >= n_src")(
@@ -794,11 +795,11 @@ bad("xl", "synthetic_text", "n_chars", "n_chars = -5")(
     lambda: X.synthetic_text(-5, np.random.default_rng(0)))
 bad("xl", "delayed_copy", "distance", "distance = 1.5")(lambda: X.delayed_copy(2, 5, 1.5, 3, G()))
 bad("agreement", "keyword_task", "keyword", "keyword outside the vocabulary")(
-    lambda: AG.keyword_task(2, 4, 3, np.random.default_rng(0), keyword=9))
+    lambda: AGC.keyword_task(2, 4, 3, np.random.default_rng(0), keyword=9))
 bad("agreement", "build_vocab", "max_size", "max_size = -1")(
-    lambda: AG.build_vocab([["a"]], max_size=-1))
+    lambda: AGC.build_vocab([["a"]], max_size=-1))
 bad("agreement", "encode_sentences", "vocab", "a vocabulary without <pad>")(
-    lambda: AG.encode_sentences([["a"]], {"a": 0}))
+    lambda: AGC.encode_sentences([["a"]], {"a": 0}))
 bad("task_heads", "bible_pairs", "tolerance", "tolerance = 1.5")(
     lambda: TH.bible_pairs([("a", "b")] * 40, 4, np.random.default_rng(0), tolerance=1.5))
 bad("task_heads", "random_token_states", "dim", "dim = 0")(lambda: TH.random_token_states(["a"], 0))
