@@ -251,8 +251,9 @@ def _finding(test, outcome: str, reason: str, reproduced: str, contradicted: str
             return f"Not tested: a smoke run decides nothing (its numbers: {test.computed})."
         if reason == "fallback":
             return f"Not tested: fallback data ({fallback}) stood in for the paper's."
-        return (f"Not tested ({reason}): {test.detail.split(' (')[0]}; the numbers alone would "
-                f"say {test.computed}.")
+        if test.test == "all_of":
+            return f"Not tested: {stats.in_words(test)}."
+        return f"Not tested ({reason}): {test.gated}; the numbers alone would say {test.computed}."
     if outcome == stats.REPRODUCED:
         return reproduced or "These runs show it."
     if outcome == stats.CONTRADICTED:
