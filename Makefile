@@ -4,10 +4,12 @@
 #                 figures/<lesson>/, and the paper-claims report figures/REPORT.md
 #                 (make course LESSONS=01: lesson 01 alone, about a minute)
 #   make test     install into .venv, lint (ruff check), run the test suite
+#   make check    (contributors) lint and the mechanisms' and statistics' tests, about a minute
 # Other targets: setup, data, notebooks (unexecuted, beside any you ran), smoke (the course in
-# smoke mode, into notebooks-smoke/ and figures-smoke/), lab (install JupyterLab, open
-# notebooks/), check-pages (open every page in headless Chromium), student, exercises, bench,
-# test-gpu (on a CUDA machine). No target overwrites a notebook you ran or edited.
+# smoke mode, into notebooks-smoke/ and figures-smoke/), class-pages (the pages to share with a
+# class: the exercises shown as stubs), lab (install JupyterLab, open notebooks/), check-pages
+# (open every page in headless Chromium), student, exercises, bench, test-gpu (on a CUDA
+# machine). No target overwrites a notebook you ran or edited.
 
 PYTHON ?= python3
 VENV   := .venv
@@ -16,8 +18,8 @@ STAMP  := $(VENV)/.installed-stamp
 # The tested torch. Installed before the rest so pip never picks a different (multi-GB) build.
 TORCH  ?= torch==2.13.0
 
-.PHONY: setup data notebooks course smoke lab check-pages test test-gpu student exercises bench \
-        clean
+.PHONY: setup data notebooks course smoke class-pages lab check-pages check test test-gpu student \
+        exercises bench clean
 
 setup: $(STAMP)
 
@@ -43,6 +45,12 @@ course: setup data
 smoke: setup
 	MINATTN_SMOKE=1 $(PY) -m minattn.course.course $(if $(LESSONS),--only $(LESSONS))
 
+# make class-pages [DIR=notebooks-smoke]: a copy of a build (notebooks/ by default) in
+# <DIR>-class/, whose listings of the library show the exercises as the students' stubs: share
+# notebooks-class/ with a class, never notebooks/ (its pages show every solution)
+class-pages: setup
+	$(PY) -m minattn.course.course --class-pages $(if $(DIR),--out $(DIR))
+
 # JupyterLab is an optional extra (requirements-lab.txt), installed on first use; blank
 # notebooks are written for the lessons that have none in notebooks/ (yours are kept).
 # As root (a container) Jupyter needs --allow-root.
@@ -55,6 +63,14 @@ lab: setup
 # that fail to typeset, images that do not load, raw colour codes); needs chromium installed
 check-pages: setup
 	$(PY) -m minattn.course.pages check $(or $(DIR),notebooks)
+
+# make check: the contributors' loop (about a minute): lint, then the mechanisms' and the
+# statistics' tests; no lesson runs, no student copy, no data download (tests that need a
+# dataset skip without it). `make test` runs everything.
+check: setup
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q -m "not course and not slow" \
+		|| { rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests"; exit $$rc; }
 
 test: setup data
 	$(PY) -m ruff check .
@@ -77,7 +93,8 @@ bench: setup
 
 # never ./student or notebooks/: they may hold a student's work
 clean:
-	rm -rf $(VENV) figures figures-smoke notebooks-smoke .pytest_cache
+	rm -rf $(VENV) figures figures-smoke notebooks-smoke notebooks-class notebooks-smoke-class \
+		.pytest_cache
 	@echo "kept notebooks/ and student/ (they may hold your work): remove them yourself"
 
 # In a student copy: which exercises pass? make exercises [EX=1.2] [TB=1 for tracebacks]

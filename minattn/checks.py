@@ -756,6 +756,225 @@ def sparse_top_inputs(t, indexed, x, k) -> dict:
 
 # ============================================================ agreement (lesson 08)
 # (the checks of minattn/agreement.py go here)
+def _agreement_mask(name: str, mask, like, shape) -> None:
+    """mask None or a bool array of `like`'s library and exactly `shape` (True = real)."""
+    if mask is None:
+        return
+    if not isinstance(mask, like) or tuple(mask.shape) != tuple(shape) \
+            or mask.dtype not in (bool, np.bool_, torch.bool):
+        fail(name, f"bool of shape {shape_str(shape)} (True = real token)", describe(mask))
+
+
+def classifier_inputs(h, W, b, v, w, b0, mask=None, uniform=False) -> dict:
+    """h (B, N, H), W (H', H), b (H',), v (H',), w (H,), b0 a number, mask (B, N) bool; one
+    library, dtype and device. Returns h with its padded states set to 0 (they may hold
+    anything: the classifier never reads them)."""
+    like = torch.Tensor if isinstance(h, torch.Tensor) else np.ndarray
+    check_array("h", h, "float", ndim=3, like=like, hint="(B, N, H)")
+    arrays = dict(h=h, W=W, b=b, v=v, w=w)
+    for name, a in arrays.items():
+        check_array(name, a, "float", like=like)
+    H = h.shape[-1]
+    if W.ndim != 2 or W.shape[1] != H or tuple(b.shape) != (W.shape[0],) or \
+            tuple(v.shape) != (W.shape[0],) or tuple(w.shape) != (H,):
+        fail("W", f"W (H', H = {H}), b (H',), v (H',), w (H,)",
+             ", ".join(f"{n} {shape_str(a.shape)}" for n, a in arrays.items()))
+    if not (isinstance(b0, torch.Tensor) and b0.ndim == 0):
+        check_number("b0", b0)
+    _agreement_mask("mask", mask, like, h.shape[:2])
+    check_same_dtype(**arrays)
+    check_same_device(mask=mask, **arrays)
+    check_finite("h", h, where=None if mask is None else mask[..., None])
+    for name, a in list(arrays.items())[1:]:
+        check_finite(name, a)
+    return dict(h=h if mask is None else hide(h, mask[..., None]))
+
+
+def classifier_probe_inputs(h, w, b0, labels) -> None:
+    """h (B, N, H), w (H,), b0 a number, labels (B,) of h's library."""
+    like = torch.Tensor if isinstance(h, torch.Tensor) else np.ndarray
+    check_array("h", h, "float", ndim=3, like=like, hint="(B, N, H)")
+    check_array("w", w, "float", ndim=1, like=like, hint=f"({h.shape[-1]},)")
+    labels = np.asarray(labels) if like is np.ndarray else labels
+    check_array("labels", labels, None, ndim=1, like=like, hint=f"({h.shape[0]},)")
+    if labels.shape[0] != h.shape[0] or w.shape[0] != h.shape[-1]:
+        fail("labels", f"({h.shape[0]},) labels and w ({h.shape[-1]},)",
+             f"labels {shape_str(labels.shape)}, w {shape_str(w.shape)}")
+    if not (isinstance(b0, torch.Tensor) and b0.ndim == 0):
+        check_number("b0", b0)
+    check_same_dtype(h=h, w=w)
+    check_same_device(h=h, w=w, labels=labels)
+    check_finite("h", h)
+    check_finite("w", w)
+
+
+def agreement_inputs(a, b, mask=None) -> dict:
+    """a, b (..., N) of one shape, library and device (NumPy: anything np.asarray turns into
+    floats); mask None or bool broadcastable to them, with at least one real position per row;
+    a and b finite on the real positions. Returns float a, b (NumPy) and the mask, broadcast
+    (all True when none was given)."""
+    like = torch.Tensor if isinstance(a, torch.Tensor) else np.ndarray
+    if like is np.ndarray:
+        a, b = np.asarray(a, float), np.asarray(b, float)
+        mask = None if mask is None else np.asarray(mask)
+    check_array("a", a, None, like=like)
+    check_array("b", b, None, like=like)
+    if a.shape != b.shape or a.ndim < 1:
+        fail("agreement needs two score arrays of one shape", "a, b (..., N)",
+             f"{shape_str(a.shape)} and {shape_str(b.shape)}")
+    check_same_device(a=a, b=b, mask=mask)
+    if mask is None:
+        mask = torch.ones_like(a, dtype=torch.bool) if like is torch.Tensor else \
+            np.ones(a.shape, bool)
+    else:
+        check_array("mask", mask, "bool", like=like, hint="(..., N), True = real position")
+        try:
+            mask = mask.expand(a.shape) if like is torch.Tensor else np.broadcast_to(mask, a.shape)
+        except (RuntimeError, ValueError):
+            fail("mask", f"a bool mask broadcastable to {shape_str(a.shape)}", describe(mask))
+    if a.shape[-1] == 0 or not bool(mask.any(-1).all()):
+        fail("mask", "at least one real position in every row", "a row with none")
+    check_finite("a", a, where=mask)
+    check_finite("b", b, where=mask)
+    return dict(a=a, b=b, mask=mask)
+
+
+def agreement_baseline_inputs(lengths) -> None:
+    """A non-empty list of integer lengths >= 1."""
+    n = np.asarray(lengths)
+    if n.size == 0 or n.dtype.kind not in "iu" or (n < 1).any():
+        fail("agreement baseline lengths", "a non-empty list of integer lengths >= 1",
+             repr(lengths))
+
+
+def xi_curve_inputs(agreements, performances, threshold) -> dict:
+    """Two non-empty lists of numbers of one length, and a number."""
+    if len(agreements) != len(performances) or not len(agreements):
+        fail("contextualized agreement curves", "two non-empty lists of one length",
+             f"{len(agreements)} and {len(performances)}")
+    for name, values in (("agreements", agreements), ("performances", performances)):
+        for value in values:
+            check_number(name, value)
+    return dict(threshold=check_number("threshold", threshold))
+
+
+def _agreement_masks(M: int, T: int, N: int, key_mask, row_mask):
+    """(key_mask (M, T, N), row_mask (M, T)) from key_mask (M, N) or (M, T, N) and row_mask
+    (M, T) (None: every position, every row); at least one counted row."""
+    keys = np.ones((M, N), bool) if key_mask is None else np.asarray(key_mask)
+    rows = np.ones((M, T), bool) if row_mask is None else np.asarray(row_mask)
+    keys = keys[:, None, :] if keys.ndim == 2 else keys
+    if keys.dtype != bool or rows.dtype != bool or keys.shape not in ((M, T, N), (M, 1, N)) \
+            or rows.shape != (M, T) or not rows.any():
+        fail("agreement masks", f"bool key_mask (M, N) or (M, T, N) and row_mask (M, T) with "
+             f"M, T, N = {M}, {T}, {N} and at least one counted row",
+             f"{describe(key_mask)} and {describe(row_mask)}")
+    return np.broadcast_to(keys, (M, T, N)), rows
+
+
+def mean_agreement_inputs(a, b, key_mask=None, row_mask=None) -> dict:
+    """a, b (..., M, T, N) of one shape; the masks as `_agreement_masks` takes them."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.shape != b.shape or a.ndim < 3:
+        fail("mean agreement needs two score arrays of one shape", "a, b (..., M, T, N)",
+             f"{shape_str(a.shape)} and {shape_str(b.shape)}")
+    keys, rows = _agreement_masks(*a.shape[-3:], key_mask, row_mask)
+    return dict(a=a, b=b, key_mask=keys, row_mask=rows)
+
+
+def random_baseline_inputs(key_mask, row_mask=None) -> dict:
+    """key_mask (M, N) or (M, T, N) bool, row_mask (M, T) bool (None: one row per example)."""
+    keys = np.asarray(key_mask)
+    if keys.ndim not in (2, 3):
+        fail("key_mask", "a bool array (M, N) or (M, T, N)", describe(key_mask))
+    M, N = keys.shape[0], keys.shape[-1]
+    T = keys.shape[1] if keys.ndim == 3 else 1 if row_mask is None else np.shape(row_mask)[-1]
+    keys, rows = _agreement_masks(M, T, N, key_mask, row_mask)
+    return dict(key_mask=keys, row_mask=rows)
+
+
+def agreement_row_inputs(gold, others, uniform, key_mask=None, row_mask=None) -> dict:
+    """Runs (dicts of "alpha", "beta" (C, M, T, N) and "perf" (C,)) of one shape, at least
+    one re-seeded run; the masks as `_agreement_masks` takes them."""
+    if not others:
+        fail("agreement_row_np others", "at least one re-seeded standard run", "none")
+    shape, C = np.shape(gold["alpha"]), len(gold["perf"])
+    for run in [gold, *others, uniform]:
+        if np.shape(run["alpha"]) != shape or np.shape(run["beta"]) != shape or \
+                len(run["perf"]) != C or len(shape) != 4 or shape[0] != C:
+            fail("agreement_row_np runs", f"alpha and beta (C, M, T, N) = {shape_str(shape)} "
+                 f"and perf ({C},) in every run", f"alpha {shape_str(np.shape(run['alpha']))}, "
+                 f"beta {shape_str(np.shape(run['beta']))}, perf ({len(run['perf'])},)")
+    keys, rows = _agreement_masks(*shape[1:], key_mask, row_mask)
+    return dict(key_mask=keys, row_mask=rows)
+
+
+def classifier_sizes(self, n_vocab, hidden=64, embed=None, attn_hidden=None,
+                     uniform=False) -> dict:
+    """Sizes >= 1 (embed and attn_hidden default to hidden)."""
+    n_vocab, hidden = check_size("n_vocab", n_vocab, 1), check_size("hidden", hidden, 1)
+    return dict(n_vocab=n_vocab, hidden=hidden,
+                embed=hidden if embed is None else check_size("embed", embed, 1),
+                attn_hidden=hidden if attn_hidden is None else
+                check_size("attn_hidden", attn_hidden, 1))
+
+
+def classifier_module_inputs(self, x, mask=None) -> dict:
+    """x (B, N) token ids inside the vocabulary, on the model's device; mask (B, N) bool, True
+    on a prefix of each row (padding at the end). Returns the mask (all True if None)."""
+    if x.ndim != 2:
+        fail("AttentionClassifier input", "token ids (B, N)", shape_str(x.shape))
+    check_array("x", x, "int", like=torch.Tensor, hint="(B, N) token ids")
+    check_ids("x", x, self.embed.num_embeddings)
+    check_same_device(x=x, weights=self.readout.weight)
+    B, N = x.shape
+    prefix = torch.arange(N, device=x.device).expand(B, N)
+    if mask is None:
+        return dict(mask=torch.ones(B, N, dtype=torch.bool, device=x.device))
+    if not isinstance(mask, torch.Tensor) or tuple(mask.shape) != (B, N) \
+            or mask.dtype != torch.bool or mask.device != x.device \
+            or not torch.equal(mask, prefix < mask.sum(1, keepdim=True)):
+        fail("AttentionClassifier mask", f"bool {shape_str((B, N))} on {x.device}, True on a "
+             "prefix of each row (padding at the end)", describe(mask))
+    return dict(mask=mask)
+
+
+def translator_sizes(self, n_src, n_tgt, hidden=256, embed=None, heads=1, uniform=False) -> dict:
+    """Sizes >= 1 (embed defaults to hidden)."""
+    sizes = dict(n_src=n_src, n_tgt=n_tgt, hidden=hidden, heads=heads)
+    if any(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v < 1
+           for v in sizes.values()):
+        fail("Seq2SeqAttention sizes", "positive n_src, n_tgt, hidden, heads",
+             ", ".join(str(v) for v in sizes.values()))
+    sizes = {name: check_size(name, value, 1) for name, value in sizes.items()}
+    return dict(sizes, embed=sizes["hidden"] if embed is None else check_size("embed", embed, 1))
+
+
+def translator_inputs(self, src, tgt_in) -> None:
+    """src (B, N) and tgt_in (B, T): ids inside their vocabularies, on the model's device."""
+    if src.ndim != 2 or tgt_in.ndim != 2 or src.shape[0] != tgt_in.shape[0]:
+        fail("Seq2SeqAttention inputs", "src (B, N) and tgt_in (B, T) token ids",
+             f"{shape_str(src.shape)} and {shape_str(tgt_in.shape)}")
+    for name, ids, table in (("src", src, self.src_embed), ("tgt_in", tgt_in, self.tgt_embed)):
+        check_array(name, ids, "int", like=torch.Tensor, hint="token ids")
+        check_ids(name, ids, table.num_embeddings)
+    check_same_device(src=src, tgt_in=tgt_in, weights=self.W_a)
+
+
+def translator_mask_inputs(self, src, tgt_in, src_mask=None) -> None:
+    """The source mask: None or (B, N) bool on src's device (True = real token)."""
+    if isinstance(src, torch.Tensor) and src.ndim == 2:
+        _agreement_mask("src_mask", src_mask, torch.Tensor, src.shape)
+        check_same_device(src=src, src_mask=src_mask)
+
+
+def translator_probe_inputs(self, src, tgt_in, tgt_out) -> None:
+    """tgt_out (B, T) ids of the output vocabulary, of tgt_in's shape."""
+    check_array("tgt_out", tgt_out, "int", like=torch.Tensor, hint="(B, T) ids")
+    if tuple(tgt_out.shape) != tuple(tgt_in.shape):
+        fail("tgt_out", f"shape (B, T) = {shape_str(tgt_in.shape)}", describe(tgt_out))
+    check_ids("tgt_out", tgt_out, self.out.out_features, "the output vocabulary")
+
 
 
 # ============================================================ encoder (lesson 03, 07)

@@ -59,10 +59,20 @@ def _exercise_of(item) -> str | None:
     return str(marker.args[0]) if marker else None
 
 
+# The tests of the course's machinery rather than of a mechanism: lessons run as scripts and
+# notebooks, pages in a browser, student copies, grading, data fetching. `make check` (the
+# contributors' minute) leaves them to `make test`.
+COURSE_TESTS = ("test_lessons.py", "test_exercises.py", "test_course_pages.py", "test_fetch.py",
+                "test_data_integrity.py", "test_benchmarks.py", "test_hidden_classroom.py",
+                "test_lesson_tools.py", "test_gpu_tier.py")
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if "hidden" in Path(str(item.fspath)).parts:
             item.add_marker(pytest.mark.hidden)
+        if Path(str(item.fspath)).name in COURSE_TESTS:
+            item.add_marker(pytest.mark.course)
     wanted = config.getoption("--exercises")
     if wanted is not None:
         if wanted:
@@ -178,7 +188,9 @@ def pytest_runtest_makereport(item, call):
             if (where := _raised_at(excinfo.tb)) not in counts["raised_at"]:
                 counts["raised_at"].append(where)  # a stub raises from the line after BEGIN
         crash = getattr(report.longrepr, "reprcrash", None)
-        if excinfo is not None and not excinfo.errisinstance(AssertionError):
+        if excinfo is not None and excinfo.typename == "Failed":  # pytest.fail("why"): the why
+            text = str(excinfo.value)
+        elif excinfo is not None and not excinfo.errisinstance(AssertionError):
             text = f"{excinfo.typename}: {excinfo.value}"
         else:  # pytest's rewritten assert says most
             text = crash.message if crash else str(report.longrepr)
@@ -251,7 +263,10 @@ def rng():
 
 def pytest_collection_finish(session):
     """Start the lesson smoke runs the collected tests will ask for (tests/test_lessons.py) in
-    the background, so that they run beside the other tests instead of after them."""
+    the background, so that they run beside the other tests instead of after them (not for
+    `--collect-only`: nothing runs)."""
+    if session.config.option.collectonly:
+        return
     by_module = {}
     for item in session.items:
         params = getattr(getattr(item, "callspec", None), "params", {})

@@ -1,8 +1,9 @@
-"""Lesson 08's package (minattn/agreement/): the attention classifier (bidirectional LSTM,
+"""Lesson 08's mechanism (minattn/agreement.py): the attention classifier (bidirectional LSTM,
 MLP attention, probe) against its NumPy reference and the authors' module layout; the
 translator Seq2SeqAttention against lesson 05's NumPy pieces; frozen uniform attention and
 padding; the agreement metric, its baseline and ξ; the keyword task and vocabularies; bad
-input. Table 2's recipe: test_agreement_table2.py."""
+input (minattn/checks.py); lesson 08's tasks (minattn/course/agreement.py). Table 2's recipe:
+test_agreement_table2.py."""
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from torch import nn
 
 from minattn import agreement as ag
 from minattn import lstm_attention as la
+from minattn.course import agreement as agc
 
 
 # --------------------------------------------------- the translator against lesson 05's pieces
@@ -256,40 +258,39 @@ def test_contextualized_agreement_needs_a_strictly_larger_agreement():
 
 # ----------------------------------------------------------------------------- lesson 08's tasks
 def test_keyword_task_is_balanced_with_one_keyword_in_positives(rng):
-    x, y, where = ag.keyword_task(64, 12, 10, rng)
+    x, y, where = agc.keyword_task(64, 12, 10, rng)
     assert x.shape == (64, 12) and y.sum() == 32 and x.min() >= 1 and x.max() <= 10
     hits = (x == 1).sum(1)
     assert np.all(hits[y == 1] == 1) and np.all(hits[y == 0] == 0)
     assert np.all(x[y == 1, where[y == 1]] == 1) and np.all(where[y == 0] == -1)
     with pytest.raises(ValueError, match="keyword_task"):
-        ag.keyword_task(3, 12, 10, rng)
+        agc.keyword_task(3, 12, 10, rng)
 
 
 def test_build_vocab_and_encode():
-    vocab = ag.build_vocab([["a", "b", "a"], ["c", "a"]], min_count=1)
-    assert list(vocab)[:4] == [ag.PAD, ag.UNK, ag.BOS, "a"]
-    with_bos = ag.build_vocab([[ag.BOS, "a", "a"], [ag.BOS, "b"]])
-    assert with_bos == {ag.PAD: 0, ag.UNK: 1, ag.BOS: 2, "a": 3, "b": 4}  # ids 0..4
-    ids, lengths = ag.encode_sentences([["a", "zzz"], ["b"]], vocab)
-    assert ids.tolist() == [[vocab["a"], vocab[ag.UNK]], [vocab["b"], 0]]
+    vocab = agc.build_vocab([["a", "b", "a"], ["c", "a"]], min_count=1)
+    assert list(vocab)[:4] == [agc.PAD, agc.UNK, agc.BOS, "a"]
+    with_bos = agc.build_vocab([[agc.BOS, "a", "a"], [agc.BOS, "b"]])
+    assert with_bos == {agc.PAD: 0, agc.UNK: 1, agc.BOS: 2, "a": 3, "b": 4}  # ids 0..4
+    ids, lengths = agc.encode_sentences([["a", "zzz"], ["b"]], vocab)
+    assert ids.tolist() == [[vocab["a"], vocab[agc.UNK]], [vocab["b"], 0]]
     assert lengths.tolist() == [2, 1]
     with pytest.raises(ValueError, match="encode_sentences"):
-        ag.encode_sentences([["a"], []], vocab)
+        agc.encode_sentences([["a"], []], vocab)
 
 
 def test_the_real_data_loaders_fall_back_offline_and_say_so(monkeypatch):
-    from minattn.agreement import data
     from minattn.course.data import DatasetMissing
 
     def missing(*args, **kwargs):
         raise DatasetMissing("not fetched")
 
-    monkeypatch.setattr(data, "load_sentiment", missing)
-    monkeypatch.setattr(data, "load_parallel", missing)
-    (train, labels), (valid, _), fallback = ag.sentiment_data(40, 10)
+    monkeypatch.setattr(agc, "load_sentiment", missing)
+    monkeypatch.setattr(agc, "load_parallel", missing)
+    (train, labels), (valid, _), fallback = agc.sentiment_data(40, 10)
     assert "keyword task" in fallback and len(train) == 40 and len(valid) == 10
-    assert all(s[0] == ag.BOS and s[-1] == "<eos>" for s in train) and set(labels) <= {0, 1}
-    pairs, held_out, fallback = ag.parallel_data(12)
+    assert all(s[0] == agc.BOS and s[-1] == "<eos>" for s in train) and set(labels) <= {0, 1}
+    pairs, held_out, fallback = agc.parallel_data(12)
     assert "dictionary" in fallback and pairs and held_out
     assert all(3 <= len(a) <= 12 and 3 <= len(b) <= 12 for a, b in pairs + held_out)
 
@@ -321,4 +322,51 @@ def test_bad_input_raises_value_error():
     with pytest.raises(ValueError, match="mask"):
         ag.AttentionClassifier(10, hidden=4)(torch.ones(2, 3, dtype=torch.long), holes.int())
     with pytest.raises(ValueError, match="every"):
-        ag.checkpoints(100, (0, 10), 0)
+        agc.checkpoints(100, (0, 10), 0)
+
+
+# ----------------------------------------------------------------------------- checks at the edge
+def test_public_functions_check_at_the_edge_and_start_with_the_math():
+    """Each array function's checks run before its body (`@checked`), so the body, as
+    `show()` prints it, starts with the math; what a mask hides never reaches a result."""
+    import inspect
+
+    for fn in (ag.classifier_np, ag.classifier_torch, ag.classifier_probe_np,
+               ag.classifier_probe_torch, ag.agreement_np, ag.agreement_torch,
+               ag.agreement_baseline_np, ag.contextualized_agreement, ag.mean_agreement_np,
+               ag.random_baseline_np, ag.agreement_row_np):
+        assert callable(getattr(fn, "check", None)), fn.__name__
+        body = inspect.getsource(inspect.unwrap(fn)).split('"""')[2]
+        assert "check_" not in body and "fail(" not in body, fn.__name__
+    rng = np.random.default_rng(0)
+    h, mask = rng.normal(size=(2, 5, 4)), np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]], bool)
+    params = rng.normal(size=(3, 4)), rng.normal(size=3), rng.normal(size=3), rng.normal(size=4)
+    clean = ag.classifier_np(h, *params, 0.1, mask)
+    h[0, 3:] = np.nan  # padding may hold anything
+    dirty = ag.classifier_np(h, *params, 0.1, mask)
+    assert all(np.array_equal(x, y) for x, y in zip(clean, dirty))
+    a = np.where(mask, rng.normal(size=(2, 5)), np.nan)
+    assert np.isfinite(ag.agreement_np(a, rng.normal(size=(2, 5)), mask)).all()
+
+
+# ----------------------------------------------------------------------------- Table 2's replicates
+def test_table2_replicates_are_independent_and_rows_follow_the_recipe(rng):
+    """Each replicate trains its own gold, re-seeded and frozen-uniform model (no run shared
+    between replicates), and its row is agreement_row_np on those three runs."""
+    C, M, N, calls = 3, 4, 6, []
+
+    def run(seed, uniform):
+        calls.append((seed, uniform))
+        r = np.random.default_rng(seed)
+        return {"alpha": r.random((C, M, 1, N)), "beta": r.random((C, M, 1, N)),
+                "perf": r.random(C)}
+
+    task = agc.Table2Task("toy", run, [0, 1, 2], np.ones((M, N), bool), None, "", "")
+    seeds = [(0, 1, 2), (3, 4, 5)]
+    reps = agc.table2_replicates(task, seeds)
+    assert calls == [(0, False), (1, False), (2, True), (3, False), (4, False), (5, True)]
+    for rep, (g, o, u) in zip(reps, seeds):
+        expected = ag.agreement_row_np(run(g, False), [run(o, False)], run(u, True))
+        assert rep["row"]["A(α, β^uf)"] == expected["A(α, β^uf)"]
+        assert rep["row"]["A(α, β)"] == expected["A(α, β)"]
+        assert np.array_equal(rep["row"]["curve"], expected["curve"])

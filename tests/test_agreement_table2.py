@@ -1,4 +1,4 @@
-"""The paper's Table-2 quantities (minattn/agreement/metric.py): the mean agreement over
+"""The paper's Table-2 quantities (minattn/agreement.py): the mean agreement over
 a validation set, its random baseline, and one Table-2 row, by hand and against a re-creation
 of the authors' dictionary-based computation (classification/utils.py, fetch_stats)."""
 
@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from minattn import agreement as ag
+from minattn.course import agreement as agc
 
 
 def test_mean_agreement_by_hand():
@@ -137,6 +138,6 @@ def test_train_evaluates_at_step_zero_and_the_listed_steps():
 
 def test_checkpoints_follow_the_authors_schedule():
     early = (0, 10, 50, 100, 150, 200, 250)
-    assert ag.checkpoints(1000, early, 250) == [0, 10, 50, 100, 150, 200, 250, 500, 750, 1000]
-    assert ag.checkpoints(600, early, 250) == [0, 10, 50, 100, 150, 200, 250, 500, 600]
-    assert ag.checkpoints(20, early, 10) == [0, 10, 20]
+    assert agc.checkpoints(1000, early, 250) == [0, 10, 50, 100, 150, 200, 250, 500, 750, 1000]
+    assert agc.checkpoints(600, early, 250) == [0, 10, 50, 100, 150, 200, 250, 500, 600]
+    assert agc.checkpoints(20, early, 10) == [0, 10, 20]

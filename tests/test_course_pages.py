@@ -164,7 +164,7 @@ CLAIM = ("import json, os, pathlib\nd = pathlib.Path(os.environ['MINATTN_FIGURES
          "lesson='{name}', claim='c', paper='1', ours='2', why='', {outcome}, "
          "smoke=bool(os.environ.get('MINATTN_SMOKE')))]))\n"
          "from tqdm.auto import tqdm\nfor _ in tqdm(range(3)): pass\nprint('| a | b |\\n|---|---|"
-         "\\n| 1 | 2 |')")
+         "\\n| 1 | 2 |')\nprint('figures in ' + os.path.join(os.getcwd(), 'figures'))")
 
 
 @pytest.fixture
@@ -181,12 +181,16 @@ def tiny_course(tmp_path, monkeypatch):
 def test_a_smoke_build_writes_its_own_folders_and_erases_nothing(tiny_course, monkeypatch,
                                                                  capfd):
     """A smoke run once overwrote the full run's figures/<lesson>/claims.json, a learner's
-    notebooks/ and the index; the kernel warned about TCP and tqdm's missing widgets."""
+    notebooks/ and the index; the kernel warned about TCP and tqdm's missing widgets. (And the
+    pages once named the folder the course was built in.)"""
     root, lesson = tiny_course
     lesson.write_text(lesson.read_text().replace("{outcome}", "verdict='reproduced'"))
     assert course.main([]) == 0  # full mode
     full = (root / "figures" / "97_tiny" / "claims.json").read_text()
     notebook = root / "notebooks" / "97_tiny.ipynb"
+    for page in (notebook, notebook.with_suffix(".html")):
+        text = page.read_text()
+        assert "figures in figures" in text and str(root) not in text, page.name
     mine = nbformat.read(notebook, as_version=4)
     mine.cells.append(nbformat.v4.new_markdown_cell("my note"))
     nbformat.write(mine, notebook)
@@ -261,9 +265,25 @@ def test_figures_of_a_smoke_run_go_to_their_own_folder(monkeypatch):
     assert course.figure_root(smoke=True).name == "elsewhere"
 
 
-def test_ctrl_c_stops_the_course_quietly_keeping_what_ran(tmp_path):
-    """The first Ctrl-C interrupts the running cell: the notebook is written with what ran,
-    the course stops with one line, no traceback (nbclient's own handler killed the kernel)."""
+def finished_run(path, text="the previous run\n"):
+    """A notebook and its page as a finished run of the course left them."""
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Lesson 97 — sleeps"),
+        nbformat.v4.new_code_cell("print(1)", outputs=[
+            nbformat.v4.new_output("stream", name="stdout", text=text)])],
+        metadata={"minattn": {"ok": True, "smoke": False, "seconds": 900.0, "error": ""}})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    course.write_notebook(notebook, path)
+    export_html(notebook, path.with_suffix(".html"))
+    return notebook
+
+
+def test_ctrl_c_stops_the_course_quietly_keeping_the_previous_notebook(tmp_path):
+    """The first Ctrl-C interrupts the running cell and the course stops with one line, no
+    traceback (nbclient's own handler killed the kernel). A rebuild interrupted so once
+    replaced the previous notebook by what ran (3 of 18 cells, no backup) while the index
+    still listed the old run: now the previous notebook and its page stay, readable, and
+    what ran goes to backups/."""
     import signal
     import subprocess
     import sys
@@ -271,6 +291,9 @@ def test_ctrl_c_stops_the_course_quietly_keeping_what_ran(tmp_path):
 
     lesson = tiny_lesson(tmp_path, "97_sleeps", "print('started', flush=True)\n"
                                                 "import time\ntime.sleep(120)")
+    previous = tmp_path / "notebooks" / "97_sleeps.ipynb"
+    finished_run(previous)
+    before = (previous.read_bytes(), previous.with_suffix(".html").read_bytes())
     driver = tmp_path / "run.py"
     driver.write_text(
         "import sys\nfrom pathlib import Path\nfrom minattn.course import course\n"
@@ -289,6 +312,167 @@ def test_ctrl_c_stops_the_course_quietly_keeping_what_ran(tmp_path):
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "Traceback" not in err, err
     assert err.strip().splitlines()[-1] == "interrupted: 1 of 1 lessons ran (97_sleeps)", err
-    outputs = [o for c in nbformat.read(started / "97_sleeps.ipynb", as_version=4).cells
-               for o in c.get("outputs", [])]
+    assert (previous.read_bytes(), previous.with_suffix(".html").read_bytes()) == before
+    kept = nbformat.read(previous, as_version=4)
+    assert kept.cells[1].outputs[0].text == "the previous run\n"
+    (partial,) = (started / "backups").glob("97_sleeps-interrupted-*.ipynb")
+    assert f"interrupted: what ran is in notebooks/backups/{partial.name}; notebooks/" \
+           "97_sleeps.ipynb and its page are the previous run's" in out, out
+    ran = nbformat.read(partial, as_version=4)
+    outputs = [o for c in ran.cells for o in c.get("outputs", [])]
     assert outputs[0].text == "started\n" and outputs[-1].ename == "KeyboardInterrupt"
+    assert ran.metadata["minattn"]["interrupted"] and not ran.metadata["minattn"]["ok"]
+    assert not list(started.glob(".*.tmp"))
+
+
+def test_a_run_goes_in_place_unless_it_was_interrupted_and_a_failed_one_keeps_the_finished(
+        tmp_path, capsys):
+    """Without a previous notebook an interrupted run is the page (marked as such); a run that
+    failed copies the finished run it replaces to backups/ first."""
+    ipynb = tmp_path / "97_sleeps.ipynb"
+    partial = finished_run(tmp_path / "scratch.ipynb", "what ran\n")
+    partial.metadata["minattn"].update(ok=False, interrupted=True, error="interrupted (Ctrl-C)")
+    assert course.save_run(partial, ipynb, ipynb.with_suffix(".html"), interrupted=True) == ipynb
+    assert ipynb.with_suffix(".html").exists() and not (tmp_path / "backups").exists()
+    finished_run(ipynb)
+    failed = finished_run(tmp_path / "scratch.ipynb", "a failed run\n")
+    failed.metadata["minattn"].update(ok=False, error="ValueError: bad")
+    assert course.save_run(failed, ipynb, ipynb.with_suffix(".html"), interrupted=False) == ipynb
+    (backup,) = (tmp_path / "backups").glob("97_sleeps-*.ipynb")
+    assert nbformat.read(backup, as_version=4).cells[1].outputs[0].text == "the previous run\n"
+    assert "(a run that finished, replaced by a failed one)" in capsys.readouterr().out
+
+
+# ============================================================================ the class's pages
+def outermost_listings() -> dict[str, list[str]]:
+    """module -> the top-level functions and classes holding an implement exercise's region:
+    showing them shows every region (closures and methods included)."""
+    import ast
+
+    from minattn.course import REPO_ROOT
+    from minattn.course.classroom.regions import all_exercises
+
+    listed: dict[str, list[str]] = {}
+    for e in all_exercises():
+        if e.kind != "implement":
+            continue
+        tree = ast.parse((REPO_ROOT / e.path).read_text())
+        node = next(n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))
+                    and n.lineno <= e.line <= n.end_lineno)
+        module = ".".join(e.path.with_suffix("").parts).removesuffix(".__init__")
+        if node.name not in listed.setdefault(module, []):
+            listed[module].append(node.name)
+    return listed
+
+
+def solution_lines() -> dict[str, set[str]]:
+    """exercise id -> its implement regions' lines that would give it away: the audit's
+    'significant' lines (12 characters or more once spaces, comments and np./torch. are gone)
+    that a student copy does not hold anyway (`if mask is not None:` is everywhere)."""
+    from minattn.course.classroom.audit import _norm, _significant
+    from minattn.course.classroom.regions import all_exercises, strip_solutions
+
+    exercises = all_exercises()
+    in_copy = {_norm(line) for path in {e.path for e in exercises}
+               for line in strip_solutions((REPO / path).read_text()).splitlines()}
+    lines: dict[str, set[str]] = {}
+    for e in exercises:
+        if e.kind == "implement":
+            lines.setdefault(e.id, set()).update(_significant(REPO, e) - in_copy)
+    return lines
+
+
+def shown_lines(path) -> set[str]:
+    """Every line a page (HTML: its text, tags dropped) or a notebook (its outputs) shows,
+    reduced as the audit reduces a region's lines."""
+    import html
+
+    from minattn.course.classroom.audit import _norm
+
+    text = path.read_text()
+    if path.suffix == ".ipynb":
+        text = "\n".join("".join(v) if isinstance(v, list) else str(v)
+                         for cell in json.loads(text)["cells"]
+                         for out in cell.get("outputs", [])
+                         for v in [out.get("text", ""), *out.get("data", {}).values(),
+                                   *out.get("traceback", [])])
+    else:
+        text = html.unescape(re.sub(r"<[^>]+>", "", text))
+    return {_norm(line) for line in text.splitlines()}
+
+
+REPO = course.REPO_ROOT
+
+
+def listings_notebook():
+    """A smoke build's notebook whose one cell show()ed every function or class holding an
+    implement exercise, alone (Markdown) and side by side (HTML), as a kernel records it."""
+    import importlib
+
+    from minattn.course.lesson import notebook_listing, source_of
+
+    outputs = []
+    for module, names in outermost_listings().items():
+        objects = [getattr(importlib.import_module(module), name) for name in names]
+        for shown in [[obj] for obj in objects] + [objects]:
+            kind, text = notebook_listing([source_of(obj) for obj in shown])
+            outputs.append(nbformat.v4.new_output("display_data", data={
+                kind: text, "text/plain": f"<IPython.core.display.{kind[5:].upper()} object>"}))
+    return nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_markdown_cell("# Lesson 97 — listings"),
+        nbformat.v4.new_code_cell("show(...)", outputs=outputs)],
+        metadata={"minattn": {"ok": True, "smoke": True, "seconds": 1.0, "error": ""}})
+
+
+def test_the_class_pages_show_every_exercise_as_its_stub(tmp_path, monkeypatch, capsys):
+    """The full-mode pages once showed the solution of every implement exercise (lesson 01's
+    show(softmax_np) right after section 1). The class's build holds none of their lines --
+    here of a build whose page shows every function holding an implement exercise -- while
+    the teacher's build shows each of them. (A kernel's show() is tests/test_lesson_tools.py's;
+    a smoke build of lessons 01 and 06 checked so showed 1.1-1.3, 6.1 and 6.2 in the
+    teacher's pages, none in the class's.)"""
+    monkeypatch.setattr(course, "REPO_ROOT", tmp_path)
+    monkeypatch.delenv("MINATTN_FIGURES", raising=False)
+    build, shared = tmp_path / "notebooks-smoke", tmp_path / "notebooks-smoke-class"
+    build.mkdir()
+    notebook = listings_notebook()
+    course.write_notebook(notebook, build / "97_listings.ipynb")
+    export_html(notebook, build / "97_listings.html")
+    assert course.main(["--class-pages", "--out", str(build)]) == 0
+    said = capsys.readouterr().out
+    assert "Share notebooks-smoke-class/, not notebooks-smoke/" in said
+    solutions = solution_lines()
+    assert all(solutions.values()), solutions  # each exercise has lines to look for
+    for page in ("97_listings.html", "97_listings.ipynb"):
+        teacher, student = shown_lines(build / page), shown_lines(shared / page)
+        for ex_id, lines in solutions.items():
+            assert lines & teacher, f"{page}: the teacher's build shows no line of {ex_id}"
+            assert not lines & student, f"{page} gives exercise {ex_id} away: {lines & student}"
+        assert any("raiseNotImplementedError(" in line for line in student)
+    index = (shared / "index.html").read_text()
+    assert "The class's pages" in index and "97_listings.html" in index
+
+
+def test_a_lesson_prints_paths_relative_to_the_course():
+    """Pages once printed the builder's own folders (a lesson's `figures -> /home/...`)."""
+    import torch
+
+    from minattn.course.lesson import shown_path
+    from minattn.course.pages import without_root
+
+    assert shown_path(REPO / "figures" / "01_attention") == "figures/01_attention"
+    assert shown_path(torch.nn.functional.__file__) == "torch/nn/functional.py"
+    assert without_root(f"saved {REPO}/figures/a.png; cd {REPO} && x; {REPO}2/b", REPO) == \
+        f"saved figures/a.png; cd . && x; {REPO}2/b"
+
+
+def test_the_class_pages_cut_a_traceback_to_its_last_line():
+    """A traceback quotes the library's lines around each frame: a solution's, say."""
+    from minattn.course.pages import class_notebook
+
+    notebook = a_run_notebook()
+    error = notebook.cells[1].outputs[-1]
+    error.traceback = ["Traceback", "    e = np.exp(x - x.max(axis=-1, keepdims=True))",
+                       "ValueError: bad"]
+    assert class_notebook(notebook) == 1
+    assert error.traceback == ["ValueError: bad"]

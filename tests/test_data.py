@@ -53,6 +53,16 @@ def test_missing_dataset_names_the_script(tmp_path, call, script):
     assert not data.available(script, tmp_path)
 
 
+def test_a_missing_dataset_says_make_data_first(tmp_path):
+    """The hints once said `python data_scripts/glove.py` where the README's command is `make
+    data`; the papers' originals, which `make data` leaves out, keep their own script."""
+    with pytest.raises(DatasetMissing, match=r"vectors\.npy: run `make data` \(it fetches every "
+                                             r"dataset the lessons use; for this one alone"):
+        data.load_glove(data_dir=tmp_path)
+    with pytest.raises(DatasetMissing, match=r"run `python data_scripts/text8\.py` \(needs a"):
+        data.dataset_dir("text8", tmp_path)
+
+
 def test_data_dir_default_and_module_override(monkeypatch):
     env = os.environ.get("MINATTN_DATA")
     assert data.DATA_DIR == (Path(env) if env else Path(__file__).resolve().parents[1] / "data")

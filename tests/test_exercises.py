@@ -10,7 +10,9 @@ Fast tests use a small fake course in tmp_path. The slow ones share one full stu
 grader attacked by submissions that cheat or reach for other students' files is in
 tests/hidden/test_hidden_classroom.py (building those attacks takes an answer)."""
 
+import contextlib
 import csv
+import io
 import json
 import os
 import re
@@ -40,7 +42,7 @@ from minattn.course.classroom.regions import (
     strip_solutions,
     summary,
 )
-from minattn.course.classroom.sandbox import bwrap_problem
+from minattn.course.classroom.sandbox import bwrap_problem, sandbox_problem
 
 SOURCE = '''def f(x):
     """doc"""
@@ -152,19 +154,45 @@ def _answers():
     """One case per function that holds a predict or experiment answer, marked with its id."""
     from minattn.course.classroom.stubs import holders
 
-    return [pytest.param(module, name, id=f"{ex_id}-{name}", marks=pytest.mark.exercise(ex_id))
+    return [pytest.param(ex_id, module, name, id=f"{ex_id}-{name}",
+                         marks=pytest.mark.exercise(ex_id))
             for ex_id, regions in by_id(all_exercises()).items() if regions[0].kind != "implement"
             for module, name in holders({ex_id}, REPO_ROOT)]
 
 
-@pytest.mark.parametrize("module, name", _answers())
-def test_each_answer_is_there_and_well_formed(module, name, answer):
+def answer_form_problem(ex_id: str, where: str, form: str, value, choices=None) -> str | None:
+    """What is wrong with the form of an answer, said to the student: the exercise, the
+    function, what the question asks for and what it got (None when the form is right)."""
+    import math
+
+    def wrong(expected):
+        return f"exercise {ex_id}: {where}() returned {value!r}; it should return {expected}"
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if form == "float" and not (number and math.isfinite(value)):
+        return wrong("a number (a float, e.g. 0.25)")
+    if form == "int" and not (isinstance(value, int) and not isinstance(value, bool)):
+        return wrong("a whole number (an int, e.g. 3)")
+    if form == "str" and not (isinstance(value, str) and value and (
+            choices is None or value in choices)):
+        return wrong("one of " + ", ".join(map(repr, choices)) if choices
+                     else "a word or a phrase (a non-empty str)")
+    if form.startswith("set") and not (isinstance(value, set) and all(
+            isinstance(v, str) for v in value)):
+        return wrong("a set of names (a set of str, e.g. {'a', 'b'})")
+    if value is None:
+        return wrong("your answer")
+    return None
+
+
+@pytest.mark.parametrize("ex_id, module, name", _answers())
+def test_each_answer_is_there_and_well_formed(ex_id, module, name, answer):
     """All that a visible test may say of a predict or experiment answer: it is given, in the
     form the question asks (its return annotation; one of CHOICES where the module lists them).
-    Its value is checked by tests/hidden/ only (`make exercises` says "answered")."""
+    Its value is checked by tests/hidden/ only (`make exercises` says "answered"). A wrong form
+    once read `AssertionError: assert (False)`: the failure names the exercise, what the
+    question asks for and what the function returned."""
     import importlib
     import inspect
-    import math
 
     from minattn.course.classroom.stubs import resolve
 
@@ -172,18 +200,21 @@ def test_each_answer_is_there_and_well_formed(module, name, answer):
     value = answer(fn)
     form = inspect.signature(fn).return_annotation
     form = form if isinstance(form, str) else getattr(form, "__name__", str(form))
-    if form == "float":
-        assert isinstance(value, (int, float)) and not isinstance(value, bool)
-        assert math.isfinite(value)
-    elif form == "int":
-        assert isinstance(value, int) and not isinstance(value, bool)
-    elif form == "str":
-        choices = getattr(importlib.import_module(module), "CHOICES", None)
-        assert isinstance(value, str) and value and (choices is None or value in choices), value
-    elif form.startswith("set"):
-        assert isinstance(value, set) and all(isinstance(v, str) for v in value), value
-    else:
-        assert value is not None
+    choices = getattr(importlib.import_module(module), "CHOICES", None)
+    problem = answer_form_problem(ex_id, name, form, value, choices)
+    if problem:
+        pytest.fail(problem, pytrace=False)
+
+
+def test_a_wrongly_formed_answer_says_what_the_question_asks_for():
+    assert answer_form_problem("1.4", "weight", "float", "0.57") == (
+        "exercise 1.4: weight() returned '0.57'; it should return a number (a float, e.g. 0.25)")
+    assert "2.0; it should return a whole number" in answer_form_problem("4.3", "f", "int", 2.0)
+    assert "returned 'end'; it should return one of 'before', 'at', 'after'" in \
+        answer_form_problem("8.3", "leader", "str", "end", ("before", "at", "after"))
+    assert "it should return a set of names" in answer_form_problem("6.3", "f", "set[str]", ["a"])
+    assert answer_form_problem("1.4", "weight", "float", 0.57) is None
+    assert answer_form_problem("6.3", "f", "set[str]", {"a"}) is None
 
 
 # ============================================================================ student copies
@@ -242,7 +273,7 @@ def test_student_copy_drops_hidden_tests_and_rebuilds_only_with_force(tmp_path):
     assert not (dest / "tests" / "hidden").exists() and (dest / "tests" / "test_lib.py").exists()
     manifest = json.loads((dest / ".student-copy").read_text())
     assert set(manifest["files"]) == {"minattn/__init__.py", "minattn/lib.py",
-                                      "tests/test_lib.py", "README.md"}
+                                      "tests/test_lib.py", "README.md", "COURSE.md"}
     assert manifest["exercises"] == ["9.1", "9.2"]
 
     # The student works: solves 9.1 and 9.2, edits outside the regions, adds a file.
@@ -272,6 +303,24 @@ def test_student_copy_drops_hidden_tests_and_rebuilds_only_with_force(tmp_path):
     assert "return x + 2" not in (dest / "minattn" / "lib.py").read_text()
     backups = sorted(dest.glob(".student-backup-*"))
     assert len(backups) == 3 and (backups[0] / "minattn" / "lib.py").read_text() == solved
+
+
+def test_a_student_copy_has_a_readme_of_its_own(tmp_path):
+    """Copies once shipped the teacher's README (grading, hand-outs) as the student's."""
+    root = fake_course(tmp_path / "course")
+    (root / "minattn" / "lib.py").write_text("# moved down by a line\n" + SOURCE)
+    make_student_copy(tmp_path / "student", root, only=["9.2"])
+    readme = (tmp_path / "student" / "README.md").read_text()
+    assert (tmp_path / "student" / "COURSE.md").read_text() == "course\n"
+    assert "took out the solutions of 1 exercise." in readme and "| 9.1 |" not in readme
+    line = int(re.search(r"\| 9\.2 \| lesson 9 \| implement \|  \| double x \| "
+                         r"`minattn/lib\.py:(\d+)` \|", readme)[1])
+    student_lines = (tmp_path / "student" / "minattn" / "lib.py").read_text().splitlines()
+    assert student_lines[line - 1].strip() == "# BEGIN EXERCISE 9.2 double x"
+    for command in ("make setup", "make exercises EX=1.1", "make exercises EX=1.1 TB=1",
+                    "## Asking for a check", "## Handing in", "between the markers"):
+        assert command in readme, command
+    assert not any(teacher in readme for teacher in ("classroom grade", "--only", "make student"))
 
 
 def test_a_manifest_that_reaches_outside_the_copy_is_refused(tmp_path):
@@ -311,7 +360,8 @@ def test_student_copy_of_a_git_checkout_has_only_tracked_files(tmp_path, capsys)
     (root / "tests" / "hidden_2024" / "test_old.py").write_text("def test_old():\n    pass\n")
     make_student_copy(tmp_path / "student", root)
     files = set(json.loads((tmp_path / "student" / ".student-copy").read_text())["files"])
-    assert files == {"minattn/__init__.py", "minattn/lib.py", "tests/test_lib.py", "README.md"}
+    assert files == {"minattn/__init__.py", "minattn/lib.py", "tests/test_lib.py", "README.md",
+                     "COURSE.md"}
     out = capsys.readouterr().out
     assert "left out of the copy: minattn/answer_key.py tests/hidden_2024/test_old.py" in out
 
@@ -419,6 +469,52 @@ def test_giveaways_are_found_generically(tmp_path):
     assert "fine" not in text and "gone" not in text  # waived by its comment; no longer there
     assert "unmarked gives soft_np's answer away" in text  # listed
     assert len(problems) == 3
+
+
+LESSON = """# %%
+import numpy as np
+
+from minattn.m import soft_np
+
+x = np.array([1.0, 2.0])
+# BEGIN EXERCISE 9.1 shown: p = soft_np(x)
+e = np.exp(x - x.max(axis=-1, keepdims=True))
+p = e / e.sum(axis=-1, keepdims=True)
+# END EXERCISE
+assert np.allclose(p, soft_np(x))
+"""
+
+
+def test_a_lesson_shows_an_exercises_lines_that_a_copy_replaces_by_its_function(tmp_path):
+    """Issue 38 puts a mechanism's core lines in the lesson's cell; where they are an
+    exercise's, they are a *shown* region: the teacher's lesson (and its pages) show them, a
+    student copy handing the exercise out holds the library call in their place, and the audit
+    reads the lesson as that copy has it."""
+    from minattn.course.classroom.audit import find_copied_lines
+    from minattn.course.classroom.regions import strip_shown
+
+    student = strip_shown(LESSON, {"9.1"})
+    assert "np.exp" not in student and "p = soft_np(x)\n" in student
+    assert "Exercise 9.1: these lines are yours" in student
+    assert strip_shown(LESSON, {"9.2"}) == LESSON
+    root = fake_course(tmp_path / "course")
+    (root / "minattn" / "m.py").write_text(
+        "import numpy as np\n\n\ndef soft_np(x):\n    # BEGIN EXERCISE 9.1 softmax\n"
+        "    e = np.exp(x - x.max(axis=-1, keepdims=True))\n"
+        "    p = e / e.sum(axis=-1, keepdims=True)\n    return p\n    # END EXERCISE\n")
+    (root / "lessons").mkdir()
+    (root / "lessons" / "01_m.py").write_text(LESSON)
+    assert not [p for p in find_copied_lines(root) if "lessons/" in p]
+    (root / "lessons" / "01_m.py").write_text(LESSON.replace("# BEGIN EXERCISE 9.1 shown: p = "
+                                                             "soft_np(x)\n", "").replace(
+        "# END EXERCISE\n", ""))
+    assert [p for p in find_copied_lines(root) if "lessons/01_m.py repeats" in p]
+    (root / "lessons" / "01_m.py").write_text(LESSON)
+    make_student_copy(tmp_path / "copy", root, only=["9.1"])
+    copied = (tmp_path / "copy" / "lessons" / "01_m.py").read_text()
+    assert copied == student
+    make_student_copy(tmp_path / "copy2", root, only=["9.2"])
+    assert (tmp_path / "copy2" / "lessons" / "01_m.py").read_text() == LESSON
 
 
 def test_the_audit_finds_answers_outside_the_library(tmp_path):
@@ -551,12 +647,24 @@ def test_a_fresh_student_copy_passes_the_projects_lint(student):
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
 
 
+@pytest.fixture(scope="module")
+def student_check(student, tmp_path_factory):
+    """The student's check, run once in the full copy (every exercise handed out, so every one
+    stubbed): its exit code, what it printed, and the report of the pytest run under it."""
+    from minattn.course.classroom.check import check
+
+    report = tmp_path_factory.mktemp("student-check") / "report.json"
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(io.StringIO()) as out:
+        for key, value in env_for(student).items():
+            patch.setenv(key, value)
+        rc = check(root=student, report=report)
+    return rc, out.getvalue(), json.loads(report.read_text())
+
+
 @pytest.mark.slow
-def test_student_check_prints_a_compact_table_last(student):
-    proc = subprocess.run([sys.executable, "-m", "minattn.course.classroom", "check"], cwd=student,
-                          env=env_for(student), capture_output=True, text=True, timeout=600)
-    out = proc.stdout
-    assert proc.returncode == 1 and "Traceback" not in out + proc.stderr, out[-3000:]
+def test_student_check_prints_a_compact_table_last(student, student_check):
+    rc, out, _ = student_check
+    assert rc == 1 and "Traceback" not in out, out[-3000:]
     groups = by_id(all_exercises())
     lines = out.strip().splitlines()
     assert len(lines) == len(groups) + 3, out  # the table alone, and the hint under it
@@ -570,6 +678,52 @@ def test_student_check_prints_a_compact_table_last(student):
     proc = subprocess.run([sys.executable, "-m", "minattn.course.classroom", "check", "9.9"],
                           cwd=student, env=env_for(student), capture_output=True, text=True)
     assert proc.returncode == 2 and "valid ids: " + " ".join(groups) in proc.stderr
+
+
+@pytest.mark.slow
+def test_every_single_exercise_copy_passes_lint_and_its_tests_collect_and_run(student_check,
+                                                                             tmp_path):
+    """A copy that hands out exercise 1.1 alone once ran no test at all: tests/bad_calls.py
+    called the stubbed softmax when tests/test_inputs.py imported it, and pytest stopped at
+    collection (`make exercises` hid it: the check goes on past a file that does not import).
+
+    Lint: a single-exercise copy differs from the course (which `make test` lints first) only
+    in the files that hold the exercise's regions, stripped of that exercise alone, as
+    make_student_copy strips them; those files are linted here, one folder per exercise, in
+    one ruff call. Collection: a test module that reaches exercise X's code when it is
+    imported runs, in the copy of every exercise, the same code up to the first stub it meets
+    (X's own at the latest) and fails there too; so every test module importing without an
+    error in the full copy means it imports in every single-exercise copy. The check's run
+    in the full copy then runs every exercise's tests."""
+    from minattn.course.classroom.regions import descriptions
+
+    _, _, report = student_check
+    assert report["errors"] == [], ("test modules that call an exercise's code when they are "
+                                    "imported (a copy's pytest stops there; build such "
+                                    f"fixtures without the exercise): {report['errors']}")
+    for ex_id in by_id(all_exercises()):
+        counts = report["exercises"].get(ex_id, {})
+        ran = counts.get("passed", 0) + counts.get("failed", 0) + len(counts.get("skipped", []))
+        assert counts.get("tests") and ran == len(counts["tests"]), (ex_id, counts)
+    exercises = all_exercises()
+    what = descriptions(exercises)
+    from minattn.course.classroom.regions import strip_shown
+
+    lessons = {p: p.read_text() for p in sorted((REPO_ROOT / "lessons").glob("*.py"))}
+    for ex_id, regions in by_id(exercises).items():
+        for rel in {str(r.path) for r in regions}:
+            path = tmp_path / ex_id / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(strip_solutions((REPO_ROOT / rel).read_text(), {ex_id}, what))
+        for lesson, text in lessons.items():  # a lesson's shown lines of the exercise
+            if (stripped := strip_shown(text, {ex_id})) != text:
+                (tmp_path / ex_id / "lessons").mkdir(exist_ok=True)
+                (tmp_path / ex_id / "lessons" / lesson.name).write_text(stripped)
+        shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path / ex_id / "pyproject.toml")
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache",
+                           "--output-format", "concise", "."], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
 
 
 @pytest.fixture(scope="module")
@@ -802,12 +956,13 @@ def test_the_sandbox_shows_the_copy_the_environment_and_the_system_only(tmp_path
     from minattn.course.classroom import sandbox
     from minattn.course.classroom.grading import worker_env
 
-    if (problem := bwrap_problem()) is not None:
-        pytest.skip(f"needs bubblewrap: {problem}")
+    if (problem := sandbox.sandbox_problem()) is not None:
+        pytest.skip(f"needs the sandbox: {problem}")
     (tmp_path / "copy").mkdir()
     (tmp_path / "elsewhere").mkdir()
+    prefix = os.path.realpath(sys.prefix)  # a .venv that is a link: the sandbox binds its target
     paths = [str(REPO_ROOT / "minattn"), str(tmp_path / "elsewhere"), "/opt", "/srv",
-             "/usr/lib", sys.prefix, sandbox.INSIDE]
+             "/usr/lib", prefix, sandbox.INSIDE]
     probe = ("import json, os, sys, numpy\nopen('mine.txt', 'w').write('x')\n"
              f"print(json.dumps({{p: os.path.exists(p) for p in {paths!r}}}))")
     proc = sandbox.spawn(tmp_path / "copy", [], [sandbox.python_executable(), "-s", "-c", probe],
@@ -817,9 +972,49 @@ def test_the_sandbox_shows_the_copy_the_environment_and_the_system_only(tmp_path
     assert proc.returncode == 0, err.decode()[-2000:]
     seen = json.loads(out.decode().splitlines()[-1])
     assert seen == {str(REPO_ROOT / "minattn"): False, str(tmp_path / "elsewhere"): False,
-                    "/opt": False, "/srv": False, "/usr/lib": True, sys.prefix: True,
+                    "/opt": False, "/srv": False, "/usr/lib": True, prefix: True,
                     sandbox.INSIDE: True}, seen
     assert (tmp_path / "copy" / "mine.txt").read_text() == "x"  # the copy, and only it, writable
+
+
+def test_the_sandbox_binds_the_environment_after_its_empty_tmp(tmp_path, monkeypatch):
+    """bwrap applies its options in order: `--tmpfs /tmp` once came after the environment's
+    bind, so a course cloned under /tmp graded nothing (`bwrap: execvp .../.venv/bin/python: No
+    such file or directory`). An environment inside a hidden folder is bound again after it."""
+    from minattn.course.classroom import sandbox
+
+    venv, checkout = tmp_path / "clone" / ".venv", tmp_path / "clone"
+    venv.mkdir(parents=True)
+    monkeypatch.setattr(sandbox, "_python_dirs", lambda: [str(venv.resolve())])
+    monkeypatch.setattr(sandbox, "SYSTEM", ("/usr", "/etc", str(tmp_path.resolve())))
+    args = sandbox.bwrap_options(tmp_path, [str(checkout)], {})
+    pairs = [(a, b) for a, b in zip(args, args[1:])]
+    empty_tmp = pairs.index(("--tmpfs", "/tmp"))
+    hidden = pairs.index(("--tmpfs", str(checkout.resolve())))
+    binds = [i for i, p in enumerate(pairs) if p == ("--ro-bind", str(venv.resolve()))]
+    assert binds and binds[-1] > hidden > empty_tmp, args
+    assert pairs.index(("--ro-bind", "/usr")) > empty_tmp
+    assert args[-5:] == ["--bind", str(tmp_path.resolve()), sandbox.INSIDE, "--chdir",
+                         sandbox.INSIDE]
+
+
+def test_a_sandbox_that_cannot_start_python_is_one_line_for_the_teacher(tmp_path, monkeypatch,
+                                                                         capsys):
+    """No traceback: why (bwrap's own words) and what to do, as `error: ...`, exit code 2."""
+    from minattn.course.classroom import sandbox
+
+    if (problem := bwrap_problem()) is not None:
+        pytest.skip(f"needs bubblewrap: {problem}")
+    monkeypatch.setattr(sandbox, "python_executable", lambda: "/nowhere/bin/python")
+    (tmp_path / "alice").mkdir()
+    assert main(["grade", str(tmp_path / "alice"), "--only", "1.1",
+                 "--out", str(tmp_path / "g.csv")]) == 2
+    out, err = capsys.readouterr()
+    (line,) = err.strip().splitlines()
+    assert line.startswith("error: the sandbox could not start Python (bwrap: execvp "
+                           "/nowhere/bin/python: No such file or directory). It shows only /usr, ")
+    assert line.endswith("or grade trusted code with --unsafe-no-sandbox"), line
+    assert not (tmp_path / "g.csv").exists()
 
 
 def test_a_copy_of_the_course_the_sandbox_still_shows_is_found(tmp_path, monkeypatch):
@@ -925,7 +1120,7 @@ def test_grading_survives_submissions_that_hang_crash_break_or_share_a_name(tmp_
     text = solve(bea, "9.2", "return x * 2")  # ... and deletes 9.1's first END marker
     (bea / "minattn" / "lib.py").write_text(text.replace("    # END EXERCISE\n", "", 1))
     (bea / ".student-copy").unlink()  # no manifest: graded on what the teacher lists, no more
-    unsafe = bwrap_problem() is not None
+    unsafe = sandbox_problem() is not None
     rows = grading.grade([carol, erin, ann, bea, dave, subs / "dave.zip"], tmp_path / "g.csv",
                          only=["9"], timeout=10, root=root, unsafe=unsafe)
     assert f"skipped {subs / 'dave.zip'}: not a folder" in capsys.readouterr().out

@@ -4,6 +4,7 @@
     python -m minattn.course.course --only 01 03     # just these lessons
     MINATTN_SMOKE=1 python -m minattn.course.course  # every lesson in smoke mode (seconds each)
     python -m minattn.course.course --notebooks-only # unexecuted notebooks, to run yourself
+    python -m minattn.course.course --class-pages    # notebooks/ as a class may see it
 
 Each lesson (lessons/NN_x.py, jupytext percent format) becomes notebooks/NN_x.ipynb and is
 executed ONCE through a Jupyter kernel (nbclient, over IPC), from the repository root, with
@@ -14,11 +15,21 @@ figures/<lesson>/. Every paper claim a lesson records (`Lesson.claim`) is collec
 table, printed and written to figures/REPORT.md. A failing lesson is kept (with its error
 shown in the notebook) and makes the run exit non-zero; the other lessons still run.
 
+The pages to share with a class (--class-pages; `make class-pages`): a copy of a build
+(notebooks/, or --out DIR) in <folder>-class/, where every listing of the library that a lesson
+shows holds the exercises as a student's copy does -- the stub between the markers, not the
+solution -- and an error's traceback only its last line. The build itself shows the
+solutions: it is the teacher's.
+
 Nothing of a learner's is overwritten. A smoke run has folders of its own, notebooks-smoke/
 and figures-smoke/ (unless --out or MINATTN_FIGURES name others), so it never replaces a full
 run's notebooks or claims. A blank build (--notebooks-only) keeps every notebook that holds
 outputs or edits. A run that replaces a notebook its reader edited or ran (or a full run's
-notebook with a smoke one) first copies it to <folder>/backups/, and says so.
+notebook with a smoke one, or a finished run's with a failed one) first copies it to
+<folder>/backups/, and says so. A run interrupted by Ctrl-C replaces nothing: what it ran goes
+to <folder>/backups/<lesson>-interrupted-<time>.ipynb, and the previous notebook, its page and
+the index stay as they were. Every file is written whole (a temporary file, then renamed):
+Ctrl-C during a write leaves the previous file.
 """
 
 from __future__ import annotations
@@ -37,7 +48,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import REPO_ROOT
-from .pages import ANSI, digest, export_html, printed_text, tidy_notebook, write_index
+from .pages import (
+    ANSI,
+    digest,
+    export_html,
+    printed_text,
+    tidy_notebook,
+    write_index,
+    write_whole,
+)
 from .report import collect_claims, write_report
 from .stats import RULE
 
@@ -81,32 +100,57 @@ def edited(old) -> bool:
     return old is None or stored != digest(old)
 
 
+def backup_path(path: Path, tag: str = "") -> Path:
+    """A new <folder>/backups/<stem>[-<tag>]-<time>.ipynb for the notebook at `path`."""
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    stem = f"{path.stem}-{tag}" if tag else path.stem
+    backup = path.parent / "backups" / f"{stem}-{stamp}.ipynb"
+    n = 1
+    while backup.exists():
+        n += 1
+        backup = backup.with_name(f"{stem}-{stamp}-{n}.ipynb")
+    backup.parent.mkdir(parents=True, exist_ok=True)
+    return backup
+
+
 def write_notebook(notebook, path: Path) -> Path | None:
-    """Write `notebook` to `path`. A notebook already there that its reader edited or ran, or
-    a full run's replaced by a smoke one, is first copied to <folder>/backups/<stem>-<time>.ipynb;
-    returns that copy (None when nothing was kept)."""
+    """Write `notebook` to `path` (whole: a temporary file, renamed). A notebook already there
+    that its reader edited or ran, a full run's replaced by a smoke one, or a finished run's
+    by a failed one, is first copied to <folder>/backups/<stem>-<time>.ipynb; returns that
+    copy (None when nothing was kept)."""
     import nbformat
 
     backup = None
     if path.exists():
         old = _read(path)
-        new_smoke = notebook.metadata.get("minattn", {}).get("smoke", False)
+        new_meta = notebook.metadata.get("minattn", {})
         old_meta = old.metadata.get("minattn", {}) if old is not None else {}
-        full_to_smoke = new_smoke and "ok" in old_meta and not old_meta.get("smoke")
-        if edited(old) or full_to_smoke:
-            stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-            backup = path.parent / "backups" / f"{path.stem}-{stamp}.ipynb"
-            n = 1
-            while backup.exists():
-                n += 1
-                backup = backup.with_name(f"{path.stem}-{stamp}-{n}.ipynb")
-            backup.parent.mkdir(parents=True, exist_ok=True)
+        full_to_smoke = (new_meta.get("smoke", False) and "ok" in old_meta
+                         and not old_meta.get("smoke"))
+        ok_to_failed = old_meta.get("ok") and new_meta.get("ok") is False
+        if edited(old) or full_to_smoke or ok_to_failed:
+            backup = backup_path(path)
             shutil.copy2(path, backup)
-            print(f"  kept the earlier {_rel(path)} as {_rel(backup)} ("
-                  f"{'a full run' if full_to_smoke else 'edited or run since it was written'})")
+            why = ("edited or run since it was written" if edited(old) else "a full run"
+                   if full_to_smoke else "a run that finished, replaced by a failed one")
+            print(f"  kept the earlier {_rel(path)} as {_rel(backup)} ({why})")
     notebook.metadata.setdefault("minattn", {})["digest"] = digest(notebook)
-    nbformat.write(notebook, path)
+    write_whole(path, lambda tmp: nbformat.write(notebook, tmp))
     return backup
+
+
+def save_run(notebook, ipynb: Path, page: Path, interrupted: bool) -> Path:
+    """Write a lesson's executed notebook and its page; returns where the notebook went. An
+    interrupted run never replaces a notebook already there: it goes to
+    backups/<stem>-interrupted-<time>.ipynb (without a page), and the previous notebook and
+    page stay as they were -- as does the index, which lists them."""
+    if interrupted and ipynb.exists():
+        backup = backup_path(ipynb, "interrupted")
+        write_notebook(notebook, backup)
+        return backup
+    write_notebook(notebook, ipynb)
+    export_html(notebook, page)
+    return ipynb
 
 
 def build_notebooks(out_dir: Path, lessons: list[Path]) -> list[Path]:
@@ -219,16 +263,23 @@ def execute_lesson(lesson: Path, out_dir: Path, env: dict | None = None,
     finally:
         shutil.rmtree(sockets, ignore_errors=True)
     error = ANSI.sub("", error)
+    interrupted = _CTRL_C["pressed"]
+    if interrupted:
+        error = "interrupted (Ctrl-C)"
     seconds = time.perf_counter() - start
-    tidy_notebook(notebook)
-    misses = () if _smoke(env) else approximate_misses(lesson, notebook)
+    tidy_notebook(notebook, REPO_ROOT)
+    misses = () if _smoke(env) or interrupted else approximate_misses(lesson, notebook)
     notebook.metadata["minattn"] = {"seconds": round(seconds, 1), "ok": not error,
                                     "smoke": _smoke(env), "error": error,
                                     "prose_misses": [m.text for m in misses]}
+    if interrupted:
+        notebook.metadata["minattn"]["interrupted"] = True
     ipynb, page = out_dir / f"{lesson.stem}.ipynb", out_dir / f"{lesson.stem}.html"
-    write_notebook(notebook, ipynb)
-    export_html(notebook, page)
-    return LessonRun(lesson, ipynb, page, not error, seconds, error, misses)
+    written = save_run(notebook, ipynb, page, interrupted)
+    if written != ipynb:
+        print(f"  interrupted: what ran is in {_rel(written)}; {_rel(ipynb)} and its page are "
+              "the previous run's, kept as they were", flush=True)
+    return LessonRun(lesson, written, page, not error, seconds, error, misses)
 
 
 def approximate_misses(lesson: Path, notebook) -> tuple:
@@ -245,6 +296,37 @@ def _smoke(env: dict | None) -> bool:
     return value.strip().lower() not in ("", "0", "false", "no")
 
 
+
+
+# ============================================================================ the class's pages
+CLASS_ABOUT = ("<p><b>The class's pages.</b> Every listing of the library shows the exercises "
+               "as your copy holds them: <code>raise NotImplementedError(...)</code> between "
+               "the markers, for you to write.</p>")
+
+
+def class_pages(source: Path, dest: Path) -> Path:
+    """The build in `source` as a class may see it, in `dest` (notebooks, pages, index): see
+    the module docstring. Returns the index."""
+    import nbformat
+
+    from .pages import class_notebook, lesson_pages
+
+    notebooks = lesson_pages(source)
+    if not notebooks:
+        raise ValueError(f"no lesson notebook in {_rel(source)}: build the course first "
+                         "(make course, or make smoke and DIR=notebooks-smoke)")
+    dest.mkdir(parents=True, exist_ok=True)
+    smoke = False
+    for ipynb in notebooks:
+        notebook = nbformat.read(ipynb, as_version=4)
+        class_notebook(notebook)
+        meta = notebook.metadata.setdefault("minattn", {})
+        meta["class"] = True
+        smoke |= bool(meta.get("smoke"))
+        write_notebook(notebook, dest / ipynb.name)
+        export_html(notebook, dest / f"{ipynb.stem}.html")
+    # the claims table, without a link to the report: the folder is shared on its own
+    return write_index(dest, None, collect_claims(figure_root(smoke)), RULE, about=CLASS_ABOUT)
 
 
 # ============================================================================ main
@@ -268,6 +350,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", default=None, help="lesson numbers, e.g. 01 02")
     parser.add_argument("--out", default=None,
                         help="notebook folder (default notebooks/, notebooks-smoke/ in smoke mode)")
+    parser.add_argument("--class-pages", action="store_true",
+                        help="copy the build in the notebook folder to <folder>-class/ with every "
+                             "library listing showing the exercises as stubs (the pages to share "
+                             "with a class), and stop")
     args = parser.parse_args(argv)
 
     lessons = lesson_files()
@@ -277,6 +363,17 @@ def main(argv: list[str] | None = None) -> int:
     out_dir = Path(args.out) if args.out else REPO_ROOT / default_out
     if args.notebooks_only:
         build_notebooks(out_dir, lessons)
+        return 0
+    if args.class_pages:
+        dest = out_dir.with_name(out_dir.name + "-class")
+        try:
+            index = class_pages(out_dir, dest)
+        except ValueError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
+        print(f"the class's pages: {_rel(index)} (every listing of the library shows the "
+              f"exercises as stubs). Share {_rel(dest)}/, not {_rel(out_dir)}/: its pages show "
+              "the solutions.")
         return 0
 
     figures = figure_root(smoke)
@@ -289,8 +386,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n=== {lesson.name} (as a notebook) " + "=" * max(0, 48 - len(lesson.name)),
                   flush=True)
             run = execute_lesson(lesson, out_dir, env=env)
+            pages = _rel(run.notebook) + (f", {_rel(run.html)}" if run.notebook.parent
+                                          == run.html.parent else "")
             print(f"  {'ok' if run.ok else 'FAILED: ' + run.error} in {run.seconds:.0f} s -> "
-                  f"{_rel(run.notebook)}, {_rel(run.html)}", flush=True)
+                  f"{pages}", flush=True)
             for miss in run.prose_misses:
                 print(f"  warning: the text says about {miss.text}, which this run did not "
                       f"print (…{miss.context}…)")

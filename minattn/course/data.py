@@ -99,10 +99,33 @@ def dataset_dir(name: str, data_dir: str | Path | None = None) -> Path:
     folder = Path(data_dir if data_dir is not None else DATA_DIR) / name
     for fname in files:
         if not (folder / fname).is_file():
-            raise DatasetMissing(f"{what} not found at {folder / fname}: "
-                                 f"run `python data_scripts/{script}.py`")
+            raise DatasetMissing(f"{what} not found at {_shown(folder / fname)}: "
+                                 f"{fetch_hint(script)}")
     verify_dataset(folder, files)
     return folder
+
+
+PAPERS_ONLY = ("enwik8", "text8")  # fetched by `fetch_all.py --papers`, not by `make data`
+
+
+def fetch_hint(script: str) -> str:
+    """What to run for a missing dataset: `make data` (the README's command) for the ones it
+    fetches, the dataset's own script for the papers' originals."""
+    alone = f"run `python data_scripts/{script}.py`"
+    if script in PAPERS_ONLY:
+        return (f"{alone} (needs a network; `make data` fetches only the datasets the lessons "
+                "need, and lessons run without this one)")
+    return (f"run `make data` (it fetches every dataset the lessons use; for this one alone, "
+            f"{alone})")
+
+
+def _shown(path: Path) -> str:
+    """A data path relative to the course's folder when it lies inside (a message a page
+    prints names data/glove/..., not the builder's folders)."""
+    from . import REPO_ROOT
+
+    path = Path(path).resolve()
+    return str(path.relative_to(REPO_ROOT)) if path.is_relative_to(REPO_ROOT) else str(path)
 
 
 def available(name: str, data_dir: str | Path | None = None) -> bool:

@@ -118,7 +118,8 @@ class Lesson:
         threads = (f", {torch.get_num_threads()} torch thread(s)" if self.device.type == "cpu"
                    else "")
         seeds = f", seeds +{self.seed_offset}" if self.seed_offset else ""
-        print(f"[{name}] {mode} on {self.device}{threads}{seeds}; figures -> {self.figure_dir}")
+        print(f"[{name}] {mode} on {self.device}{threads}{seeds}; figures -> "
+              f"{shown_path(self.figure_dir)}")
 
     def size(self, full, smoke, paper=None):
         """Pick this scale's value of a size (steps, examples, seeds...): `smoke` in smoke
@@ -137,7 +138,7 @@ class Lesson:
         if in_notebook():
             plt.show()
         else:
-            print(f"  saved figure {path}")
+            print(f"  saved figure {shown_path(path)}")
         plt.close(fig)
 
 
@@ -250,8 +251,9 @@ def _finding(test, outcome: str, reason: str, reproduced: str, contradicted: str
             return f"Not tested: a smoke run decides nothing (its numbers: {test.computed})."
         if reason == "fallback":
             return f"Not tested: fallback data ({fallback}) stood in for the paper's."
-        return (f"Not tested ({reason}): {test.detail.split(' (')[0]}; the numbers alone would "
-                f"say {test.computed}.")
+        if test.test == "all_of":
+            return f"Not tested: {stats.in_words(test)}."
+        return f"Not tested ({reason}): {test.gated}; the numbers alone would say {test.computed}."
     if outcome == stats.REPRODUCED:
         return reproduced or "These runs show it."
     if outcome == stats.CONTRADICTED:
@@ -276,18 +278,31 @@ def show_table(rows: list[dict], columns: list[str]) -> None:
     display(Markdown(text))
 
 
+def shown_path(path) -> str:
+    """A path as a lesson prints it: relative to the course's folder when it lies inside
+    (`figures/01_attention`), to the Python path entry that holds it for an installed package
+    (`torch/nn/functional.py`), else as it is -- never the builder's own folders when avoidable."""
+    path = Path(path).resolve()
+    folders = [REPO_ROOT] + [Path(p).resolve() for p in sys.path if p and os.path.isdir(p)]
+    inside = [f for f in folders if path.is_relative_to(f) and f != Path("/")]
+    if not inside:
+        return str(path)
+    return str(path.relative_to(max(inside, key=lambda f: len(f.parts))))  # the innermost
+
+
 # The classroom's marker lines around a solution: not part of the code a lesson shows.
 EXERCISE_MARKER = re.compile(r"^[ \t]*# (?:BEGIN|END) EXERCISE\b.*\n?", re.M)
 
 
-def source_of(obj) -> tuple[str, str]:
-    """(where: `module.qualname  (file:line)`, the dedented source without exercise markers)."""
+def source_of(obj, rewrite=None) -> tuple[str, str]:
+    """(where: `module.qualname  (file:line)`, the dedented source without exercise markers;
+    with `rewrite`, the dedented source, markers included, passed through it instead)."""
     obj = inspect.unwrap(obj)  # a decorated function (e.g. torch.no_grad): show the function
     lines, first = inspect.getsourcelines(obj)
-    path = Path(inspect.getsourcefile(obj)).resolve()
-    path = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+    path = shown_path(inspect.getsourcefile(obj))
     where = f"{inspect.getmodule(obj).__name__}.{obj.__qualname__}  ({path}:{first})"
-    return where, EXERCISE_MARKER.sub("", textwrap.dedent("".join(lines)))
+    source = textwrap.dedent("".join(lines))
+    return where, (rewrite(source) if rewrite is not None else EXERCISE_MARKER.sub("", source))
 
 
 def _html_block(where: str, source: str) -> str:
@@ -317,12 +332,22 @@ def show(*objs) -> None:
     if in_notebook():
         from IPython.display import HTML, Markdown, display
 
-        if len(shown) == 1:
-            where, source = shown[0]
-            display(Markdown(f"`{where}`\n```python\n{source}```"))
-        else:
-            blocks = "".join(_html_block(where, source) for where, source in shown)
-            display(HTML(f'<div style="display: flex; flex-wrap: wrap; gap: 1em">{blocks}</div>'))
+        kind, text = notebook_listing(shown)
+        display(Markdown(text) if kind == "text/markdown" else HTML(text))
     else:
-        for where, source in shown:
-            print(f"{SOURCE_HEADER}{where}\n{source}{SOURCE_FOOTER}")
+        print(script_listing(shown), end="")
+
+
+def notebook_listing(shown: list[tuple[str, str]]) -> tuple[str, str]:
+    """(mime type, text) of what show() displays in a notebook for [(where, source)]: one
+    source as a Markdown code block, twins side by side in HTML."""
+    if len(shown) == 1:
+        where, source = shown[0]
+        return "text/markdown", f"`{where}`\n```python\n{source}```"
+    blocks = "".join(_html_block(where, source) for where, source in shown)
+    return "text/html", f'<div style="display: flex; flex-wrap: wrap; gap: 1em">{blocks}</div>'
+
+
+def script_listing(shown: list[tuple[str, str]]) -> str:
+    """What show() prints in a script for [(where, source)]."""
+    return "".join(f"{SOURCE_HEADER}{where}\n{source}{SOURCE_FOOTER}\n" for where, source in shown)

@@ -92,13 +92,52 @@ def _table_blocks(text: str, out) -> list:
     return pieces
 
 
-def tidy_notebook(notebook) -> None:
+def write_whole(path: Path, write) -> None:
+    """`write(temporary path)`, then the temporary file renamed to `path`: an interrupted write
+    (Ctrl-C, a full disk) leaves the file that was there."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def without_root(text: str, root: Path | None) -> str:
+    """`text` with the builder's folder `root/` left out of every path: a page says
+    `minattn/attention.py`, `figures/01_attention`, not where the course was built."""
+    if not root or not isinstance(text, str):
+        return text
+    for folder in dict.fromkeys([str(root), os.path.realpath(root)]):
+        pattern = re.escape(folder.rstrip("/")) + r"(/|(?![\w.\-/]))"
+        text = re.sub(pattern, lambda m: "" if m[1] else ".", text)
+    return text
+
+
+def _relative_outputs(outputs: list, root: Path | None) -> None:
+    for out in outputs:
+        if out.output_type == "stream":
+            out.text = without_root(out.text, root)
+        elif out.output_type == "error":
+            out.evalue = without_root(out.evalue, root)
+            out.traceback = [without_root(line, root) for line in out.traceback]
+        else:
+            for kind, value in out.get("data", {}).items():
+                if kind.startswith("text/"):
+                    out.data[kind] = (without_root(value, root) if isinstance(value, str)
+                                      else [without_root(v, root) for v in value])
+
+
+def tidy_notebook(notebook, root: Path | None = None) -> None:
     """What a browser would show, as a reader wants it: consecutive stream outputs merged,
     only the last state of each progress bar kept, progress bars moved from stderr (which
-    the pages colour as errors) to stdout, and printed Markdown tables shown as tables."""
+    the pages colour as errors) to stdout, printed Markdown tables shown as tables, and
+    (given the course's `root`) paths relative to it, never the builder's own folder."""
     for cell in notebook.cells:
         if cell.cell_type != "code":
             continue
+        _relative_outputs(cell.get("outputs", []), root)
         outputs = _merge(cell.get("outputs", []))
         for out in outputs:
             if out.output_type == "stream":
@@ -148,6 +187,109 @@ def summary_of(notebook, fallback: str) -> tuple[str, str]:
     return title.strip(), re.sub(r"[*`]", "", summary).strip()
 
 
+# ============================================================================ the class's pages
+# show()'s header line of a listing: `module.qualname  (path:line)`
+WHERE = re.compile(r"(?P<name>[\w.<>]+)  \((?P<path>[^()\n]+?\.py):(?P<line>\d+)\)")
+
+
+def _listed(where: str):
+    """The object a show() header names (None when it cannot be found)."""
+    import importlib
+
+    m = WHERE.fullmatch(where.strip())
+    if m is None:
+        return None
+    module = ".".join(Path(m["path"]).with_suffix("").parts).removesuffix(".__init__")
+    if not m["name"].startswith(module + "."):
+        return None
+    try:
+        obj = importlib.import_module(module)
+        for part in m["name"][len(module) + 1:].split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError):
+        return None
+    return obj
+
+
+def _class_listing(wheres: list[str], stub) -> list[tuple[str, str]] | None | bool:
+    """[(where, source with the exercises stubbed)] for the listings show() headed `wheres`,
+    from the library as it is now; False when none is the library's (the output stays as it
+    is); None when one cannot be found (then the output goes: it may hold a solution)."""
+    from .lesson import source_of
+
+    found = [WHERE.fullmatch(w.strip()) for w in wheres]
+    if not any(m and m["path"].startswith("minattn/") for m in found):
+        return False
+    objects = [_listed(w) for w in wheres]
+    if any(obj is None for obj in objects):
+        return None
+    return [source_of(obj, stub) for obj in objects]
+
+
+def class_notebook(notebook) -> int:
+    """The notebook as a class may see it (in place): every library listing that show()
+    displayed holds the exercises as a student's copy does (`raise NotImplementedError(...)`
+    between the markers), an error's traceback (which quotes library lines) is cut to its
+    last line, and a lesson's own lines of an exercise (its *shown* regions) give way to the
+    statement that stands in for them in a student's copy. Returns how many cells and outputs
+    changed. (The classroom's audit checks that a lesson holds no other region's lines.)"""
+    import html as html_module
+
+    import nbformat
+
+    from .classroom.regions import all_exercises, descriptions, strip_shown, strip_solutions
+    from .lesson import notebook_listing, script_listing
+    from .prose import SHOWN_SOURCE, SOURCE_HEADER
+
+    what = descriptions(all_exercises())
+
+    def stub(text):
+        return strip_solutions(text, None, what)
+
+    dropped = ("(a listing of the library is left out of the class's pages: its function was "
+               "not found to show it with the exercises stubbed)\n")
+    changed = 0
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        source = strip_shown(cell.source)  # a lesson's own lines of an exercise
+        changed += source != cell.source
+        cell.source = source
+        outputs = []
+        for out in cell.get("outputs", []):
+            if out.output_type == "error":
+                out.traceback = [f"{out.ename}: {out.evalue}"]
+                changed += 1
+            elif out.output_type == "stream" and SHOWN_SOURCE.search(out.text):
+                def again(m):
+                    where = m[0].splitlines()[0][len(SOURCE_HEADER):]
+                    shown = _class_listing([where], stub)
+                    return (m[0] if shown is False else dropped if shown is None
+                            else script_listing(shown).rstrip("\n"))
+                text = SHOWN_SOURCE.sub(again, out.text)
+                changed += text != out.text
+                out.text = text
+            elif out.output_type in ("display_data", "execute_result"):
+                data = out.get("data", {})
+                kind = next((k for k in ("text/markdown", "text/html") if k in data), None)
+                text = data.get(kind, "") if kind else ""
+                text = "".join(text) if isinstance(text, list) else text
+                wheres = ([m[0] for m in WHERE.finditer(html_module.unescape(text))]
+                          if kind else [])
+                shown = _class_listing(wheres, stub) if wheres else False
+                if shown is None:
+                    out = nbformat.v4.new_output("stream", name="stdout", text=dropped)
+                    changed += 1
+                elif shown:
+                    new_kind, new_text = notebook_listing(shown)
+                    out.data = {new_kind: new_text, "text/plain": "\n".join(
+                        where for where, _ in shown)}
+                    changed += 1
+            outputs.append(out)
+        cell.outputs = outputs
+    return changed
+
+
 # ============================================================================ HTML
 MATHJAX_CONFIG = "MathJax.js?config=TeX-AMS-MML_HTMLorMML-full,Safe"
 # The MathJax 2.7 that data_scripts/mathjax.py fetches ships the STIX-Web fonts only: asked
@@ -194,7 +336,7 @@ def export_html(notebook, path: Path) -> None:
     body = body.replace(f'<script src="{exporter.require_js_url}"></script>', "", 1)
     if mathjax:
         body = body.replace(END_OF_CONFIG, STIX_CONFIG + END_OF_CONFIG, 1)
-    path.write_text(body, encoding="utf-8")
+    write_whole(path, lambda tmp: tmp.write_text(body, encoding="utf-8"))
 
 
 # ============================================================================ the index
@@ -203,9 +345,11 @@ def lesson_pages(out_dir: Path) -> list[Path]:
     return sorted(Path(out_dir).glob("[0-9][0-9]_*.ipynb"))
 
 
-def write_index(out_dir: Path, report: Path | None, claims: list[dict], rule: str) -> Path:
+def write_index(out_dir: Path, report: Path | None, claims: list[dict], rule: str,
+                about: str = "") -> Path:
     """<out_dir>/index.html: every lesson page in the folder (title, summary, whether it ran in
-    full or smoke mode, its run time, links) and the paper claims."""
+    full or smoke mode, its run time, links) and the paper claims; `about`: a paragraph on
+    the build (HTML) under the introduction."""
     import nbformat
 
     esc = html.escape
@@ -254,6 +398,7 @@ vertical-align:top;text-align:left}}.sum{{color:#444}}.fail{{color:#b00}}.smoke{
 <code>make smoke</code>. Its page shows the code, the printed results and the figures. The
 <code>.ipynb</code> is the same notebook, to open in Jupyter (<code>make lab</code>) and run
 yourself.</p>
+{about}
 {note}
 <table><tr><th>lesson</th><th>mode</th><th>run time</th><th>notebook</th></tr>
 {chr(10).join(rows) or '<tr><td colspan="4">No lesson page here yet.</td></tr>'}
@@ -268,7 +413,7 @@ yourself.</p>
 </body></html>
 """
     path = Path(out_dir) / "index.html"
-    path.write_text(page, encoding="utf-8")
+    write_whole(path, lambda tmp: tmp.write_text(page, encoding="utf-8"))
     return path
 
 

@@ -283,7 +283,8 @@ class Test:
     """What one call of this module decided: the outcome, our number with its interval
     (`ours`), the numbers behind it, and how to decide it again (`test`, `args`).
 
-    computed: the outcome of the numbers alone (differs from `outcome` when a gate failed);
+    computed: the outcome of the numbers alone (differs from `outcome` when a gate failed,
+    whose words are in `gated`);
     reachable: the outcomes these sample sizes can reach at all (a claim whose opposite is out
     of reach can only be confirmed); parts: the named parts of an `all_of`.
     """
@@ -298,6 +299,7 @@ class Test:
     computed: str = ""
     reachable: tuple = (REPRODUCED, CONTRADICTED, INCONCLUSIVE)
     parts: dict = field(default_factory=dict)
+    gated: str = ""  # what the failed gates said
 
     def __post_init__(self):
         if self.outcome not in OUTCOMES:
@@ -356,9 +358,10 @@ def _decide(test: str, args: dict, outcome: str, ours: str, detail: str, n: str,
     failed = [g for g in gates if not g.passed]
     plain = {**args, "gates": gates} if gates else {k: v for k, v in args.items() if k != "gates"}
     if failed:
-        return Test(NOT_TESTED, ours, "; ".join(g.detail for g in failed) + f" ({detail})", n,
-                    test, plain, reason=failed[0].reason, computed=outcome,
-                    reachable=tuple(reachable))
+        gated = "; ".join(g.detail for g in failed)
+        return Test(NOT_TESTED, ours, f"{gated} ({detail})", n, test, plain,
+                    reason=failed[0].reason, computed=outcome, reachable=tuple(reachable),
+                    gated=gated)
     return Test(outcome, ours, detail, n, test, plain, computed=outcome,
                 reachable=tuple(reachable))
 
@@ -725,7 +728,7 @@ def in_words(t: Test) -> str:
     if t.test == "all_of":
         return "; ".join(f"{name}: {in_words(part)}" for name, part in t.parts.items())
     if t.outcome == NOT_TESTED:
-        return f"not tested ({t.reason}; the numbers alone: {t.computed})"
+        return f"not tested ({t.reason}: {t.gated}; the numbers alone: {t.computed})"
     return WORDS[t.outcome]
 
 

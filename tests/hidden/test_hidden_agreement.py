@@ -1,4 +1,4 @@
-"""Teacher-only probes for lesson 08's exercises (minattn/agreement/, answers)."""
+"""Teacher-only probes for lesson 08's exercises (minattn/agreement.py, answers)."""
 
 import numpy as np
 import pytest

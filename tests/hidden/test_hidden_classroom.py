@@ -34,7 +34,7 @@ from minattn.course import REPO_ROOT
 from minattn.course.classroom import grading
 from minattn.course.classroom.copies import make_student_copy, source_files
 from minattn.course.classroom.regions import BEGIN, END, all_exercises, find_exercises
-from minattn.course.classroom.sandbox import bwrap_problem
+from minattn.course.classroom.sandbox import sandbox_problem
 
 # The library file of exercises 1.1 and 1.2 (softmax, attention forward), relative to a checkout.
 LIB = next(e.path for e in all_exercises(REPO_ROOT) if e.id == "1.1")
@@ -222,8 +222,8 @@ CHEAT_EQUAL = '''    class Always:
 
 @pytest.fixture(scope="module")
 def trial(tmp_path_factory):
-    if (problem := bwrap_problem()) is not None:
-        pytest.skip(f"the sandboxed grader needs bubblewrap: {problem}")
+    if (problem := sandbox_problem()) is not None:
+        pytest.skip(f"the sandboxed grader needs its sandbox: {problem}")
     base = tmp_path_factory.mktemp("trial")
     teacher = base / "teacher"  # the teacher's checkout: a copy, in case a sandbox ever failed
     for rel in source_files(REPO_ROOT, student=False):

@@ -17,7 +17,15 @@ from pathlib import Path
 
 from .. import REPO_ROOT
 from .copies import source_files
-from .regions import all_exercises, by_id, descriptions, id_key, in_plumbing, strip_solutions
+from .regions import (
+    all_exercises,
+    by_id,
+    descriptions,
+    id_key,
+    in_plumbing,
+    strip_shown,
+    strip_solutions,
+)
 from .stubs import holders, resolve, stub_in_process
 
 # ============================================================================ give-aways
@@ -160,7 +168,10 @@ def find_copied_lines(root: Path = REPO_ROOT) -> list[str]:
     regions = [(e, _significant(root, e)) for e in all_exercises(root) if e.kind == "implement"]
     problems = []
     for rel in _student_files(root):
-        own = {_norm(x) for x in (root / rel).read_text().splitlines()}
+        text = (root / rel).read_text()
+        if rel.startswith("lessons/"):  # as a copy with every exercise handed out has it
+            text = strip_shown(text)
+        own = {_norm(x) for x in text.splitlines()}
         for e, significant in regions:
             shared = significant & own
             one_long = len(significant) == 1 and shared and len(next(iter(shared))) >= 30

@@ -4,11 +4,13 @@
     python -m minattn.course.classroom student DIR --only 1 2.1 # hand out lesson 1 and exercise 2.1
 
 A student copy holds the files git tracks, with each handed-out region's body replaced by
-`raise NotImplementedError("Exercise 1.1: ...")`, without tests/hidden/, and a manifest
-(`.student-copy`) of the files the tool wrote: building again into the same folder needs
-`--force`, and even then only the tool's own files are replaced; a file the student edited
-keeps the student's region bodies (of the exercises handed out again) and is first copied to a
-new backup folder; files the tool did not write are never touched.
+`raise NotImplementedError("Exercise 1.1: ...")`, without tests/hidden/, with the student's
+own README.md (the exercises, what to run, how to check them and hand them in; the course's
+README becomes COURSE.md), and a manifest (`.student-copy`) of the files the tool wrote:
+building again into the same folder needs `--force`, and even then only the tool's own files
+are replaced; a file the student edited keeps the student's region bodies (of the exercises
+handed out again) and is first copied to a new backup folder; files the tool did not write are
+never touched.
 """
 
 from __future__ import annotations
@@ -26,16 +28,22 @@ from .. import REPO_ROOT
 from .regions import (
     Exercise,
     all_exercises,
+    by_id,
     descriptions,
     expand_ids,
+    find_exercises,
     id_key,
+    lesson_of,
     splice,
+    strip_shown,
     strip_solutions,
+    summary,
 )
 
 # What never goes into a copy (environments, generated and fetched files).
 IGNORED = (".git", ".venv", "__pycache__", "*.egg-info", ".pytest_cache", ".hypothesis",
            ".ipynb_checkpoints", "figures", "figures-smoke", "notebooks", "notebooks-smoke",
+           "notebooks-class", "notebooks-smoke-class",
            "student", "bench_results", "data",
            "build", "*.pyc", ".student-copy", ".student-backup-*", "submissions", "grades*.csv")
 COURSE_DIRS = ("minattn", "lessons", "tests", "benchmarks", "data_scripts")
@@ -169,6 +177,82 @@ def _new_backup(dest: Path) -> Path:
     raise ValueError(f"too many backup folders in {dest}")
 
 
+STUDENT_README = """# minattn — your copy of the course
+
+This is your copy of minattn, a course on attention mechanisms in runnable Python (the course's
+own README is [COURSE.md](COURSE.md): the lessons, what each one teaches, how to run them).
+Your teacher took out the solutions of {n} exercise{s}. Each one is a stub between two marker
+lines in the library, for you to replace with your code:
+
+```python
+    # BEGIN EXERCISE 1.1 implement: stable masked softmax over the last axis (~15 min)
+    raise NotImplementedError("Exercise 1.1: stable masked softmax over the last axis")
+    # END EXERCISE
+```
+
+Write your code between the markers and keep the two marker lines: what lies between them is
+what your teacher grades, nothing else of your copy.
+
+## Your exercises
+
+| exercise | lesson | kind | time | what | where |
+|---|---|---|---|---|---|
+{rows}
+
+*implement*: write that piece of the mechanism (its tests call it). *predict*: answer the
+question in the function's docstring before you run anything, by returning your answer.
+*experiment*: run what the docstring says and return the number you measured. A predict or
+experiment answer that is given in the right form shows `answered`: your teacher's tests check
+its value.
+
+## What to run
+
+```bash
+make setup                 # once: Python's packages, into .venv/ (a few minutes)
+make exercises             # the check: one line per exercise (PASS, FAIL, answered, ...)
+make exercises EX=1.1      # one exercise (EX=1: every exercise of lesson 1)
+make exercises EX=1.1 TB=1 # ... with pytest's tracebacks
+make data                  # the lessons' datasets (without them: a synthetic task)
+.venv/bin/python lessons/01_attention.py   # a lesson, as a script
+make lab                   # the lessons as notebooks, in JupyterLab
+```
+
+A lesson that reaches an exercise you have not done yet stops with one line naming it and where
+it is. The check's row of an exercise says what is in the way: its stub, an exercise it waits
+on (attention uses the softmax), or the first failing test with the values it compared.
+
+## Asking for a check
+
+`make exercises EX=<id>` is the check, as often as you like: it runs the tests of that exercise
+that you can see. Your teacher grades the code between the markers with more tests than these
+(hidden ones, which check predict answers' values too), so a PASS is a good sign, not yet a
+grade. Stuck? Show your teacher the row and `make exercises EX=<id> TB=1`.
+
+## Handing in
+
+Hand in this whole folder, as your teacher asks (a zip of it, say). Only the code between the
+markers of the exercises handed out is read; the other files may be as you like.
+"""
+
+
+def student_readme(ids, stripped: dict[str, bytes], root: Path) -> str:
+    """The student copy's README.md: the exercises `ids` (where each is in the copy, whose
+    files `stripped` holds), what to run, how to check and hand in."""
+    groups = by_id(all_exercises(root))
+    rows = []
+    for ex_id in ids:
+        first = summary(groups[ex_id])
+        rel = str(groups[ex_id][0].path)
+        line = next((e.line for e in find_exercises(stripped[rel].decode(), Path(rel))
+                     if e.id == ex_id), groups[ex_id][0].line) if rel in stripped else first.line
+        time = f"~{first.minutes} min" if first.minutes else ""
+        what = first.what.replace("|", "\\|")
+        rows.append(f"| {ex_id} | {lesson_of(ex_id, root)} | {first.kind} | {time} | {what} | "
+                    f"`{rel}:{line}` |")
+    return STUDENT_README.format(n=len(ids), s="" if len(ids) == 1 else "s",
+                                 rows="\n".join(rows))
+
+
 def make_student_copy(dest: Path, root: Path = REPO_ROOT, only=None, force: bool = False,
                       reset: bool = False) -> list[Exercise]:
     """Copy the repository's tracked files to `dest` with the solutions removed (all, or the
@@ -190,7 +274,12 @@ def make_student_copy(dest: Path, root: Path = REPO_ROOT, only=None, force: bool
         data = (root / rel).read_bytes()
         if rel in strip_paths:
             data = strip_solutions(data.decode(), set(ids), what).encode()
+        elif rel.startswith("lessons/") and rel.endswith(".py"):
+            data = strip_shown(data.decode(), set(ids)).encode()
         new_files[rel] = data
+    if "README.md" in new_files:  # the course's README is the teacher's: the student gets one
+        new_files["COURSE.md"] = new_files["README.md"]
+    new_files["README.md"] = student_readme(ids, new_files, root).encode()
     for rel in new_files:  # a folder on the way that links out of the copy: refuse, write nothing
         folder = (dest / rel).parent
         while not folder.exists() and folder != dest:
@@ -241,7 +330,8 @@ def make_student_copy(dest: Path, root: Path = REPO_ROOT, only=None, force: bool
             shutil.move(str(path), backup / rel)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(merged.get(rel, data))
-        shutil.copymode(root / rel, path)
+        if (root / rel).is_file() and rel not in ("README.md", "COURSE.md"):
+            shutil.copymode(root / rel, path)
         written[rel] = _sha(data)  # the tool's version: a file holding kept work reads as edited
     manifest = dict(made_by=TOOL, made=datetime.datetime.now().isoformat(timespec="seconds"),
                     exercises=ids, files=written,

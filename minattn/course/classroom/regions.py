@@ -13,6 +13,18 @@ torch twin, a fast path, a helper) carries the same id, so that stripping leaves
 `strip_solutions` makes a student's file (each region's body a NotImplementedError naming the
 exercise); `splice` puts a student's region bodies back into the teacher's file (grading, and
 a rebuilt student copy that keeps the student's work).
+
+A lesson that writes an exercise's lines in the cell that explains them marks them as *shown*,
+with the one statement that stands in for them where the exercise is handed out:
+
+    # BEGIN EXERCISE 1.2 shown: out, weights = attention_np(q, k, v)
+    scores = q @ k.T / np.sqrt(q.shape[-1])
+    ...
+    # END EXERCISE
+
+`strip_shown` makes the student's lesson: the lines gone, the library's function (the
+student's own code, once written) in their place. Shown regions live in lessons only; they are
+not exercises of their own (no test reaches them, the grader never reads them).
 """
 
 from __future__ import annotations
@@ -58,6 +70,31 @@ def id_key(ex_id: str):
     return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[.]", ex_id)]
 
 
+SHOWN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN EXERCISE (?P<id>\S+) shown\s*:\s*(?P<code>.+?)\s*$")
+
+
+def strip_shown(text: str, only: set[str] | None = None) -> str:
+    """A lesson with the shown regions of the exercises in `only` (all when None) replaced by
+    the statement their BEGIN line gives (see the module's docstring)."""
+    out, inside = [], None
+    for number, line in enumerate(text.splitlines(keepends=True), start=1):
+        if inside is None and (m := SHOWN.match(line)):
+            if only is None or m["id"] in only:
+                inside = m
+                out += [f"{m['indent']}# Exercise {m['id']}: these lines are yours to write in "
+                        "the library; your function stands in for them here.\n",
+                        f"{m['indent']}{m['code']}\n"]
+                continue
+        if inside is not None:
+            if END.match(line):
+                inside = None
+            continue
+        out.append(line)
+    if inside is not None:
+        raise ValueError(f"exercise {inside['id']}: a shown region is never closed")
+    return "".join(out)
+
+
 def parse_begin(m: re.Match) -> tuple[str, str, int | None]:
     what, minutes = m["what"], None
     if t := MINUTES.search(what):
@@ -86,13 +123,20 @@ def find_exercises(text: str, path: Path = Path("?")) -> list[Exercise]:
     return found
 
 
+_FOUND: dict[tuple[str, str], list[Exercise]] = {}  # (path, text) -> its regions
+
+
 def all_exercises(root: Path = REPO_ROOT) -> list[Exercise]:
-    """Every region in root/minattn (outside PLUMBING), in file order."""
+    """Every region in root/minattn (outside PLUMBING), in file order. (Each file is read every
+    time; its regions are found once per text: a test run asks for them once per test.)"""
     exercises = []
     library = Path(root) / "minattn"
     for path in sorted(library.rglob("*.py")):
         if "__pycache__" not in path.parts and not in_plumbing(path.relative_to(library)):
-            exercises += find_exercises(path.read_text(), path.relative_to(root))
+            rel, text = path.relative_to(root), path.read_text()
+            if (str(rel), text) not in _FOUND:
+                _FOUND[str(rel), text] = find_exercises(text, rel)
+            exercises += _FOUND[str(rel), text]
     return exercises
 
 
@@ -142,8 +186,9 @@ def strip_solutions(text: str, only: set[str] | None = None,
     """Replace each marked region's body with a NotImplementedError naming the exercise
     (only the exercises whose ids are in `only`, when given). `what` describes exercises whose
     twin regions carry no description of their own. `keep_lines` keeps every line's number
-    (the stub on one line, padded with blank lines); otherwise a long stub is wrapped to the
-    project's line length."""
+    (the stub on one line, padded with blank lines: for code compiled in a process, whose
+    imports are left as they are); otherwise a long stub is wrapped to the project's line
+    length."""
     what = dict(what or {})
     regions = find_exercises(text)
     for e in regions:  # a twin without a description borrows its exercise's
@@ -172,6 +217,8 @@ def strip_solutions(text: str, only: set[str] | None = None,
             out.append(line)
         else:
             dropped += 1
+    if keep_lines:  # compiled in a process, never linted: no import to mark
+        return "".join(out)
     return mark_imports_left_unused(text, "".join(out))
 
 

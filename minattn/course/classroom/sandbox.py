@@ -1,9 +1,14 @@
 """Where a submission's code runs when the grader calls it: a bubblewrap sandbox (Linux).
 
     bwrap --unshare-all --die-with-parent --new-session --clearenv
+          --dev /dev --proc /proc --tmpfs /tmp
           --ro-bind /usr /usr --symlink usr/lib /lib ... --ro-bind /etc /etc
-          --ro-bind <the Python environment> ... --dev /dev --proc /proc --tmpfs /tmp
+          --ro-bind <the Python environment> ...
           --bind <the graded copy> /tmp/grading --chdir /tmp/grading  python -c "serve()"
+
+The empty /tmp comes first, then the binds: bwrap applies its options in order, so an
+environment that lives under /tmp (a clone in /tmp/course/.venv) is bound into the empty /tmp,
+not covered by it.
 
 An allow-list: the sandbox sees
 - the system read-only: /usr (and /bin, /lib... which point into it), /etc, /sys;
@@ -22,7 +27,10 @@ grading, `check_start` starts Python in such a sandbox once and looks for copies
 it can still see (a minattn package, say installed into the environment): the grader warns.
 
 `bwrap_problem()` says why bwrap cannot be used here (None when it can). Without it the grader
-refuses to run unless told `--unsafe-no-sandbox` (see UNSAFE).
+refuses to run unless told `--unsafe-no-sandbox` (see UNSAFE). `sandbox_problem()` also starts
+this Python in a sandbox as the grader would, and says in one line why it could not (the tests
+that need the sandbox skip with that line); `check_start` raises it as a SandboxError, which
+the command line prints as one line.
 """
 
 from __future__ import annotations
@@ -78,6 +86,10 @@ def _existing(paths) -> list[str]:
     return out
 
 
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
 def _python_dirs() -> list[str]:
     """The folders this Python needs: the environment and its base install."""
     dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
@@ -124,10 +136,27 @@ def scan_roots() -> list[str]:
     return [r for i, r in enumerate(roots) if not any(r.startswith(o + "/") for o in roots[:i])]
 
 
+class SandboxError(ValueError):
+    """The sandbox could not start Python: the message says why and what to do, in one line
+    (a ValueError, so that the command line prints it as `error: ...` without a traceback)."""
+
+
+def start_failure(returncode, stderr: str) -> str:
+    """One line: why Python did not start in the sandbox, and what the teacher can do."""
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    why = lines[-1][-300:] if lines else f"exit code {returncode}"
+    shown = ", ".join([*SYSTEM, *_python_dirs()])
+    return (f"the sandbox could not start Python ({why}). It shows only {shown} (read-only) and "
+            f"the graded copy: a Python environment or library elsewhere (a link out of them) "
+            f"is missing inside it, so install or move the environment into one of these "
+            f"folders and grade again, or grade trusted code with --unsafe-no-sandbox")
+
+
 def check_start(work: Path, hide, env: dict[str, str], unsafe: bool = False) -> list[str]:
     """Start this Python in a sandbox like a submission's (an empty copy in `work`) once;
-    RuntimeError saying why when it cannot (then every submission would fail alike). Returns
-    the copies of the course that the sandbox can still see (find_courses, run inside it)."""
+    SandboxError saying why, in one line, when it cannot (then every submission would fail
+    alike). Returns the copies of the course that the sandbox can still see (find_courses,
+    run inside it)."""
     import inspect
 
     copy = Path(work) / "probe"
@@ -141,23 +170,47 @@ def check_start(work: Path, hide, env: dict[str, str], unsafe: bool = False) -> 
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate()
+        err += b"\nno answer within 120 s"
     if proc.returncode != 0:
-        raise RuntimeError(f"the grader cannot start Python in the sandbox (exit code "
-                           f"{proc.returncode}): {err.decode(errors='replace').strip()[-500:]}")
+        raise SandboxError(start_failure(proc.returncode, err.decode(errors="replace")))
     try:
         return list(json.loads(out.decode().strip().splitlines()[-1]))
     except (ValueError, IndexError):
         return []
 
 
+@functools.lru_cache(maxsize=None)
+def sandbox_problem() -> str | None:
+    """None when this Python starts in a sandbox as the grader starts a submission's worker
+    (nothing hidden, an empty copy); else why not, in one line (bwrap_problem's reason, or
+    start_failure's). Tests that need the sandbox skip with it."""
+    import tempfile
+
+    if (problem := bwrap_problem()) is not None:
+        return problem
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONDONTWRITEBYTECODE": "1"}
+    with tempfile.TemporaryDirectory(prefix="minattn-sandbox-") as work:
+        try:
+            check_start(Path(work), [], env)
+        except SandboxError as err:
+            return str(err)
+    return None
+
+
 def bwrap_options(copy: Path, hide, env: dict[str, str]) -> list[str]:
     """bwrap's options: the system and the Python environment read-only, `copy` writable at
     INSIDE, nothing else (an allow-list; anything in `hide` that lies inside what is shown is
     covered by an empty folder), the command run in INSIDE with `env` only."""
-    args = ["--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
+    # bwrap applies these in order: the empty /tmp (and /dev, /proc) first, so that what is
+    # bound after it -- an environment in /tmp/<clone>/.venv, say -- stays visible
+    args = ["--unshare-all", "--die-with-parent", "--new-session", "--clearenv",
+            "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for dev in sorted(Path("/dev").glob("nvidia*")):  # a GPU stays usable, nothing else
+        args += ["--dev-bind", str(dev), str(dev)]
+    python = _python_dirs()
     shown = []
-    for folder in sorted(_existing([*SYSTEM, *_python_dirs()]), key=len):  # outermost first
-        if not any(folder == s or folder.startswith(s + "/") for s in shown):
+    for folder in sorted(_existing([*SYSTEM, *python]), key=len):  # outermost first
+        if not any(_inside(folder, s) for s in shown):
             shown.append(folder)
             args += ["--ro-bind", folder, folder]
     for link in TOP_LINKS:
@@ -165,12 +218,12 @@ def bwrap_options(copy: Path, hide, env: dict[str, str]) -> list[str]:
             args += ["--symlink", os.readlink(link), link]
         elif os.path.isdir(link):
             args += ["--ro-bind", link, link]
-    args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for dev in sorted(Path("/dev").glob("nvidia*")):  # a GPU stays usable, nothing else
-        args += ["--dev-bind", str(dev), str(dev)]
-    for h in _existing(hide):
-        if any(h == s or h.startswith(s + "/") for s in shown):
-            args += ["--tmpfs", h]
+    hidden = [h for h in _existing(hide) if any(_inside(h, s) for s in shown)]
+    for h in hidden:
+        args += ["--tmpfs", h]
+    for folder in python:  # an environment inside a hidden folder (the checkout's .venv under
+        if any(_inside(folder, h) for h in hidden):  # a system folder) is shown again
+            args += ["--ro-bind", folder, folder]
     args += ["--bind", str(Path(copy).resolve()), INSIDE, "--chdir", INSIDE]
     for key, value in env.items():
         args += ["--setenv", key, value]

@@ -67,7 +67,7 @@ def stub_in_process(ex_id: str, root: Path = REPO_ROOT):
     exercise's tests against its own stub.)"""
     what = descriptions(all_exercises(root))
     return _swap_code(ex_id, root, lambda text, rel: strip_solutions(text, {ex_id}, what,
-                                                                     keep_lines=True))
+                                                                     keep_lines=True), "stub")
 
 
 def trace_in_process(ex_id: str, record, root: Path = REPO_ROOT):
@@ -81,16 +81,18 @@ def trace_in_process(ex_id: str, record, root: Path = REPO_ROOT):
                 indent = BEGIN.match(lines[e.line - 1])["indent"]
                 lines[e.line - 1] = f"{indent}{RECORD}({f'{rel}:{e.line}'!r})\n"
         return "".join(lines)
-    return _swap_code(ex_id, root, rewrite, {RECORD: record})
+    return _swap_code(ex_id, root, rewrite, "trace", {RECORD: record})
 
 
 RECORD = "__minattn_region_entered__"
+_COMPILED: dict[tuple, dict] = {}  # (kind, exercise, path, text) -> its functions' new code
 
 
-def _swap_code(ex_id: str, root: Path, rewrite, names: dict | None = None):
+def _swap_code(ex_id: str, root: Path, rewrite, kind: str, names: dict | None = None):
     """Swap the code of the functions holding `ex_id`'s regions for that of `rewrite(source
-    text, relative path)` (which must keep every line's number); `names` go into the modules'
-    globals. Returns the function that undoes it."""
+    text, relative path)` (which must keep every line's number; `kind` names the rewrite: its
+    code is compiled once per file text); `names` go into the modules' globals. Returns the
+    function that undoes it."""
     undo, added = [], []
     for rel in sorted({str(e.path) for e in all_exercises(root) if e.id == ex_id}):
         path = Path(root) / rel
@@ -99,8 +101,12 @@ def _swap_code(ex_id: str, root: Path, rewrite, names: dict | None = None):
         for key, value in (names or {}).items():
             added.append((module, key))
             setattr(module, key, value)
-        new_code = compile(rewrite(path.read_text(), rel), str(path), "exec")
-        codes = {(c.co_qualname, c.co_firstlineno): c for c in _code_objects(new_code)}
+        text = path.read_text()
+        if (kind, ex_id, str(path), text) not in _COMPILED:
+            new_code = compile(rewrite(text, rel), str(path), "exec")
+            _COMPILED[kind, ex_id, str(path), text] = {
+                (c.co_qualname, c.co_firstlineno): c for c in _code_objects(new_code)}
+        codes = _COMPILED[kind, ex_id, str(path), text]
         for f in _functions_of(module):
             new = codes.get((f.__code__.co_qualname, f.__code__.co_firstlineno))
             if new is not None and new != f.__code__ and new.co_freevars == f.__code__.co_freevars:
