@@ -1,11 +1,11 @@
-"""IBM Model 1: the fast path minattn/ibm1/fast.py (NumPy, torch) against nltk.translate.IBMModel1.
+"""IBM Model 1: the fast path minattn/fast/ibm1.py (NumPy, torch) against nltk.translate.IBMModel1.
 
     .venv/bin/python benchmarks/ibm1.py              # 10,000 pairs, then the full Bible corpus
     .venv/bin/python benchmarks/ibm1.py --quick      # 1,000 pairs, seconds
     .venv/bin/python benchmarks/ibm1.py --markdown   # also write the tables to benchmarks/README.md
     .venv/bin/python benchmarks/ibm1.py --json bench_results/ibm1.json
 
-(minattn/ibm1/reference.py, the readable reference, loops over sentence pairs on dense tables: it
+(minattn/ibm1.py, the readable reference, loops over sentence pairs on dense tables: it
 is what the lesson teaches and the tests check the fast path against, not what is timed here.)
 
 Source x = English (input), target y = German (output); NLTK gets AlignedSent(words=y, mots=x).
@@ -49,20 +49,19 @@ from minattn.course.bench import (  # noqa: E402
     save_json,
     time_interleaved,
 )
-from minattn.ibm1 import (  # noqa: E402
-    MIN_PROB,
+from minattn.course.lstm_attention import dictionary_corpus  # noqa: E402
+from minattn.fast.ibm1 import (  # noqa: E402
     e_step_fast_np,
     e_step_fast_torch,
     em_fast_np,
     index_bitext,
     m_step_fast_np,
     m_step_fast_torch,
-    nltk_bitext,
     nltk_table_fast_np,
     uniform_table_fast_np,
     viterbi_fast_np,
 )
-from minattn.lstm_attention import dictionary_corpus  # noqa: E402
+from minattn.ibm1 import MIN_PROB, nltk_bitext  # noqa: E402
 
 ITERATIONS = 5
 

@@ -34,7 +34,7 @@
 # 2. derive, in two lines, why gradient descent pulls attention toward where the probe points;
 # 3. train copy models on permutations as the authors did, and watch one distribution learn and
 #    another fail (the paper's §3.3), with the two stages of training in one plot;
-# 4. try to rescue a failing model with more heads (§5.2).
+# 4. try to rescue a failing model with more heads (§5.2; at the paper's scale).
 #
 # Lesson 06 explains the failure with count tables; lesson 08 returns to this model's probe and
 # measures how well attention agrees with it on real data.
@@ -60,42 +60,43 @@ import torch
 from tqdm import tqdm
 
 from minattn.attention import softmax_torch
-from minattn.course.lesson import Lesson, show
-from minattn.course.plots import heatmap, plot_table
-from minattn.course.tables import print_table
-from minattn.course.utils import set_seed
-from minattn.ibm1 import count_table_np, make_bitext
-from minattn.lstm_attention import (
+from minattn.course.lesson import Lesson, show, show_table
+from minattn.course.lstm_attention import (
     LEARNED,
     CopyTask,
-    OfficialSeq2Seq,
-    claims,
+    alignment,
     distinct_combinations,
     draw_heads,
     head_status,
     learned,
     learned_at,
+    no_attention_ceiling,
+    sample_heads,
+    train_copy,
+    with_heads,
+)
+from minattn.course.plots import heatmap, plot_table
+from minattn.course.stats import all_of, compare, converged, rate, rates, sometimes, versus
+from minattn.course.utils import set_seed
+from minattn.ibm1 import count_table_np, make_bitext
+from minattn.lstm_attention import (
+    OfficialSeq2Seq,
     lexical_probe_np,
     lstm_cell_np,
     lstm_np,
     luong_attention_np,
     luong_attention_torch,
-    no_attention_ceiling,
     output_gradient_np,
     output_np,
     output_torch,
     projected_attention_np,
-    sample_heads,
     score_gradient_np,
-    still_climbing,
-    train_copy,
-    with_heads,
 )
 
 lesson = Lesson("05_lstm_attention")  # on a CPU: one torch thread (see Lesson)
-rng = set_seed(0)
-T0 = time.perf_counter()
-CPU0 = time.process_time()
+rng = set_seed(lesson.seed(0))  # every seed goes through lesson.seed: MINATTN_SEED=100 reruns
+T0, CPU0 = time.perf_counter(), time.process_time()
+SMALL = "a smoke run's sizes" if lesson.smoke else ""  # smoke sizes cannot contradict a claim
 
 # %% [markdown]
 # ## 1. The LSTM, written out
@@ -119,19 +120,41 @@ show(lstm_np)
 # %% [markdown]
 # ## 2. The attention step and the output network
 #
-# A tiny case by hand: one decoder state $s = (1, 0)$, two encoder states $h_1 = (1, 0)$,
-# $h_2 = (0, 1)$ and $W_a = I$. The scores are $(1, 0)$, so $\alpha = (e, 1)/(e + 1)
-# \approx (0.731, 0.269)$ and the context is that same vector. The softmax is lesson 01's
-# (`attention.softmax_np`), with its mask convention: padded source positions get weight 0. The
-# torch twin reads line for line like the reference.
+# Luong's "general" score compares the decoder state $s_t$ with every encoder state $h_i$
+# through a matrix $W_a$, the softmax turns the scores into weights, and the context is the
+# weighted average of the encoder states. For one decoder state, the three lines are:
 
 # %%
+s_t = np.array([1.0, 0.0])                       # one decoder state (H = 2)
+h = np.array([[1.0, 0.0], [0.0, 1.0]])           # encoder states h_1, h_2 (one per row)
+W_a = np.eye(2)
+e = np.array([s_t @ W_a @ h_i for h_i in h])     # e_ti = s_tᵀ W_a h_i
+alpha = np.exp(e - e.max()) / np.exp(e - e.max()).sum()   # α_t = softmax_i(e_t)
+c_t = alpha @ h                                  # c_t = Σ_i α_ti h_i
+print("scores e =", e, " α =", alpha.round(4), " c =", c_t.round(4))
+assert np.allclose(alpha, [np.e / (np.e + 1), 1 / (np.e + 1)])
+
+# %% [markdown]
+# The scores are $(1, 0)$, so $\alpha = (e, 1)/(e + 1) \approx (0.731, 0.269)$, and with these
+# two encoder states the context is that same vector. The library's `luong_attention_np` does
+# the same for a batch of sentences, all decoder positions and $K$ heads at once (the heads'
+# contexts summed), with lesson 01's masked softmax: padded source positions get weight 0. The
+# same three lines, on random states, against it:
+
+# %%
+demo = np.random.default_rng(lesson.seed(1))
+S, Hs, Wk = demo.normal(size=(3, 4)), demo.normal(size=(5, 4)), demo.normal(size=(4, 4))
+ours = []
+for s_row in S:                                  # one decoder position t at a time
+    e = np.array([s_row @ Wk @ h_i for h_i in Hs])
+    alpha = np.exp(e - e.max()) / np.exp(e - e.max()).sum()
+    ours.append(alpha @ Hs)
+context, _ = luong_attention_np(S[None], Hs[None], Wk[None])
+print(f"the three lines vs luong_attention_np: max |diff| = "
+      f"{np.abs(np.array(ours) - context[0]).max():.1e}")
+assert np.allclose(ours, context[0], atol=1e-12)
 show(luong_attention_np, luong_attention_torch)
 show(output_np)
-context, alpha = luong_attention_np(np.array([[[1.0, 0.0]]]),
-                                    np.array([[[1.0, 0.0], [0.0, 1.0]]]), np.eye(2)[None])
-print("α =", alpha[0, 0, 0].round(4), " c =", context[0, 0].round(4))
-assert np.allclose(alpha[0, 0, 0], [np.e / (np.e + 1), 1 / (np.e + 1)])
 
 # %% [markdown]
 # ### The authors' model
@@ -159,7 +182,7 @@ assert np.allclose(alpha[0, 0, 0], [np.e / (np.e + 1), 1 / (np.e + 1)])
 # `tests/test_lstm_attention_official.py` re-creates the authors' module layout (their parameter
 # names and shapes, time-major), loads its weights into ours (`seq2seq_official_to_ours`) and
 # checks logits, attention and probe in float64, and checks the whole model against the NumPy
-# pieces below.
+# pieces.
 
 # %%
 show(projected_attention_np)
@@ -195,7 +218,7 @@ show(OfficialSeq2Seq)
 show(lexical_probe_np)
 show(output_gradient_np)
 show(score_gradient_np)
-demo = np.random.default_rng(1)
+demo = np.random.default_rng(lesson.seed(1))
 s_d, h_d, W_d = demo.normal(size=(1, 3, 4)), demo.normal(size=(1, 5, 4)), demo.normal(size=(4, 4))
 g_d = [demo.normal(size=shape) for shape in [(6, 8), (6,), (7, 6), (7,)]]  # W1, b1, W2, b2
 y_d = demo.integers(0, 7, size=(1, 3))
@@ -209,6 +232,7 @@ u_d = output_gradient_np(alpha_np @ h_d, s_d, y_d, *g_d)
 formula_d = score_gradient_np(alpha_np, h_d, u_d)
 print(f"∂ log p / ∂e by the formula vs torch's autograd: max |diff| = "
       f"{np.abs(formula_d - autograd_d.numpy()).max():.1e}")
+assert np.abs(formula_d - autograd_d.numpy()).max() < 1e-12
 gain_d = np.einsum("btd,bnd->btn", u_d, h_d)[0, 0]
 print("output word 1: u·h_i − Σ_j α_j u·h_j =", (gain_d - alpha_np[0, 0] @ gain_d).round(3),
       "\n               ∂ log p / ∂e_i       =", formula_d[0, 0].round(3), "(same signs)")
@@ -232,36 +256,39 @@ print("output word 1: u·h_i − Σ_j α_j u·h_j =", (gain_d - alpha_np[0, 0] @
 # gradient clipping, a fresh batch of random pairs every step, 200 steps, token accuracy on fresh
 # pairs every 10 steps; a run has **learned** when an evaluation exceeds 0.95 (the criterion of
 # their `multihead.py`), and stops there. On a 2-core CPU full mode uses hidden size 128 and
-# batch 16 — a thirty-second of the authors' compute per step — and fewer seeds (the table
-# gives the counts); `MINATTN_SCALE=paper` runs their sizes and 20 seeds (meant for a GPU).
+# batch 8 (the table gives the rest); `MINATTN_SCALE=paper` runs their sizes (meant for a GPU).
+#
+# **How many runs.** The paper says 40-of-40 *sometimes* fails; we take "sometimes" to mean that
+# each outcome, failing and learning within the budget, happens in more than one run in ten
+# (an outcome rarer than that is "rarely"). Deciding that either way takes 36 runs: with fewer,
+# even 0 failures of $n$ leaves a failure rate of 0.1 inside the exact 95 % interval. So full
+# mode trains 36 seeds of 40-of-40.
 #
 # **Late or never?** A 40-of-40 run that has not learned by step 200 may be stuck, or merely
-# slow. So the 40-of-40 runs that have not learned go on, up to the longer budget in the table,
-# and a run that has still not learned then counts as "never" only if it is *flat*: its last
-# accuracy no more than 0.05 above its best of 100 steps earlier (`still_climbing`). A run still
-# climbing at the end leaves "late" and "never" undecided, and the claim says so.
+# slow. So the runs that have not learned go on, up to the longer budget in the table. A run
+# counts as a lasting failure only if it has still not learned then *and* its accuracy curve is
+# flat: the slope of its last 10 evaluations (100 steps) is not significantly above 0 (the
+# rule's slope test, `converged`). A run still rising at the end counts for "late". The paper's
+# "the learning fails" is shown if more than half of the runs that failed within the authors'
+# budget are lasting failures (an exact rate test against one half).
 
 # %%
-show(train_copy)
 HIDDEN = lesson.size(full=128, smoke=16, paper=256)
-BATCH = lesson.size(full=16, smoke=8, paper=128)
+BATCH = lesson.size(full=8, smoke=8, paper=128)
 STEPS = lesson.size(full=200, smoke=6, paper=200)     # the authors' budget
 LONG = lesson.size(full=300, smoke=10, paper=1000)    # 40-of-40 runs not yet learned go on
 EVAL_EVERY = lesson.size(full=10, smoke=2, paper=10)
 EVAL_PAIRS = lesson.size(full=50, smoke=8, paper=50)
 TRACK = lesson.size(full=8, smoke=2, paper=50)  # pairs on which the probe is also measured
-SEEDS = {"40-of-60": lesson.size(full=8, smoke=2, paper=20),
-         "40-of-40": lesson.size(full=10, smoke=3, paper=20)}
+SEEDS = {"40-of-60": lesson.seeds(lesson.size(full=8, smoke=2, paper=20)),
+         "40-of-40": lesson.seeds(lesson.size(full=36, smoke=3, paper=36))}
+FLAT_LAST = 10  # evaluations in the slope test of a failed run (fixed before the runs)
 COPY = {"40-of-60": CopyTask("40-of-60", 40, 60), "40-of-40": CopyTask("40-of-40", 40, 40)}
-
-print_table([
+show(train_copy)
+show_table([
     {"setting": "hidden size = embedding size", "authors' code": "256", "this run": HIDDEN},
-    {"setting": "embedding", "authors' code": "one table for input and output",
-     "this run": "the same"},
-    {"setting": "decoder start", "authors' code": "the encoder's final (h, c)",
-     "this run": "the same"},
-    {"setting": "attention", "authors' code": "query Linear(H, H) with bias; context through "
-     "Linear(H, H)", "this run": "the same"},
+    {"setting": "embedding, decoder start, attention", "authors' code": "shared; the encoder's "
+     "final (h, c); biased query, projected context", "this run": "the same"},
     {"setting": "vocabulary", "authors' code": "the words + <eos> + <sos>",
      "this run": ", ".join(f"{t.vocab} ({t})" for t in COPY.values())},
     {"setting": "data", "authors' code": "fresh random pairs every step; x <eos> -> <sos> x <eos>",
@@ -274,8 +301,8 @@ print_table([
      "every 10 steps", "this run": f"the same: {EVAL_PAIRS} pairs every {EVAL_EVERY} steps"},
     {"setting": "learned", "authors' code": f"accuracy > {LEARNED} at an evaluation",
      "this run": "the same (the run stops there)"},
-    {"setting": "seeds", "authors' code": "20",
-     "this run": ", ".join(f"{n} ({name})" for name, n in SEEDS.items())}],
+    {"setting": "seeds", "authors' code": "not given",
+     "this run": ", ".join(f"{len(s)} ({name})" for name, s in SEEDS.items())}],
     ["setting", "authors' code", "this run"])
 
 # %% [markdown]
@@ -297,7 +324,7 @@ print_table([
 # %%
 show(no_attention_ceiling)
 for task in COPY.values():
-    _, _, y = task.sample(2000, np.random.default_rng(0))
+    _, _, y = task.sample(2000, np.random.default_rng(lesson.seed(0)))
     targets = set(torch.unique(y).tolist())
     assert targets == set(range(task.vocab - 1)), f"{task}: output classes that never occur"
     print(f"{task}: {task.vocab} classes = {task.vocab - 2} words + <eos> + <sos>; "
@@ -317,32 +344,34 @@ def copy_run(task, seed, steps, uniform=False, stop=True):
     return model, hist
 
 
+def where_it_looks(model, task):
+    """alignment() on 20 fresh pairs: offset of the top position, its correlation, weight."""
+    src, tgt_in, _ = task.sample(20, np.random.default_rng(lesson.seed(98)), lesson.device)
+    return alignment(model, task, src, tgt_in)
+
+
 cpu = time.process_time()
-runs = {}
+hists, looks = {name: [] for name in COPY}, {}
 for name, task in COPY.items():
-    for seed in tqdm(range(SEEDS[name]), desc=f"{task}, {SEEDS[name]} seeds"):
-        runs[name, seed] = copy_run(task, seed, LONG if name == "40-of-40" else STEPS)
-hists = {name: [runs[name, s][1] for s in range(SEEDS[name])] for name in COPY}
+    for seed in tqdm(SEEDS[name], desc=f"{task}, {len(SEEDS[name])} seeds"):
+        model, hist = copy_run(task, seed, LONG if name == "40-of-40" else STEPS)
+        hists[name].append(hist)
+        if not learned(hist) or seed == SEEDS[name][0]:  # kept to look at below
+            looks[name, seed] = where_it_looks(model, task)
 at = {name: [learned_at(h) for h in hists[name]] for name in COPY}
 within = {name: sum(a is not None and a <= STEPS for a in at[name]) for name in COPY}
-late = sum(a is not None and a > STEPS for a in at["40-of-40"])
-climbing = [still_climbing(h) for h in hists["40-of-40"]]
 for name in COPY:
-    print(f"{name}: learned in {within[name]} of {SEEDS[name]} seeds within {STEPS} steps; step "
-          f"learned per seed: {at[name]}; best accuracy per seed: "
-          f"{[round(max(h['accuracy']), 3) for h in hists[name]]}")
-print(f"40-of-40 after {LONG} steps: {late} more learned late, "
-      f"{sum(a is None for a in at['40-of-40'])} not at all, of which {sum(climbing)} still "
-      "climbing at the end")
+    print(f"{name}: learned in {within[name]} of {len(SEEDS[name])} seeds within {STEPS} steps; "
+          f"step learned per seed: {at[name]}")
 print(f"[CPU time of the copy runs: {time.process_time() - cpu:.0f} s]")
 
 # %%
 fig, ax = plt.subplots(figsize=(8.5, 4.8))
 for name, color in [("40-of-60", "tab:blue"), ("40-of-40", "tab:red")]:
     for s, h in enumerate(hists[name]):
-        ax.plot(h["step"], h["accuracy"], color=color, alpha=0.7,
-                label=f"{name}: learned in {within[name]} of {SEEDS[name]} within {STEPS} steps"
-                if s == 0 else None)
+        ax.plot(h["step"], h["accuracy"], color=color, alpha=0.5,
+                label=f"{name}: learned in {within[name]} of {len(SEEDS[name])} within {STEPS} "
+                      "steps" if s == 0 else None)
 ax.axvline(STEPS, color="gray", lw=1, label=f"the authors' budget, {STEPS} steps")
 ax.axhline(LEARNED, color="gray", ls=":", lw=1, label=f"learned: accuracy > {LEARNED}")
 ax.axhline(CEILING, color="black", ls="--", lw=1,
@@ -355,123 +384,125 @@ ax.legend(loc="center right", fontsize=9)
 lesson.savefig(fig, "copy_curves")
 
 # %% [markdown]
-# Compare any stalled run with the dashed line: a run stuck there has learned which words to
-# write but not where to look for the next one.
-#
-# What did the two kinds of run learn to attend to? Below, the attention of the first 40-of-60
-# model and of the 40-of-40 model that ended worst, on one fresh pair, with how far each
-# model's attention sits from the right word on average (positive: *after* it). Copying needs
-# the diagonal (the last row is `<eos>`).
-#
-# A run can also fail in a subtler way than sitting at the ceiling: its accuracy climbs above
-# the ceiling while the attention on the right word stays near zero. One possible route (a
-# hypothesis, not tested here): the encoder reads left to right, so its state at position
-# $i + k$ still remembers $x_i$, $k$ words back, and attention placed after the right word can
-# still copy through the LSTM's memory — a slow detour. The lines printed under the figure say,
-# for each run that did not learn, its final accuracy, how much of its attention is on the right
-# word, how far its top position sits from it (positive: after), and whether it was still
-# climbing.
+# **What a failed run learned.** A run that did not learn might sit at the dashed line (it
+# knows which words to write, not where to look), or it might be doing something else. For
+# every 40-of-40 run that had not learned by the end of the longer budget, the lines below give
+# its final accuracy and where its attention looks on fresh pairs: the mean *offset* of the
+# attention's top position from the right word (positive: after it), the *correlation* of that
+# top position with the right one over all output words (near 1 for a diagonal, shifted or not;
+# near 0 for no order at all), the weight on the right word itself, and whether its accuracy was
+# still rising over its last 10 evaluations. An offset near $+k$ with a high correlation is a
+# **shifted alignment**: the model attends $k$ words after the word it writes. One possible
+# route (a hypothesis, not tested here): the encoder reads left to right, so its state at
+# position $i + k$ still remembers $x_i$, and attention placed $k$ words late can still copy
+# through the LSTM's memory — a slow detour that the accuracy climbs along. The heatmap shows the
+# attention of the first 40-of-60 run and of the failed run that ended lowest.
 
 # %%
-def attention_offset(model, task, n=20):
-    """Mean (top attention position − the right one) over the words of n fresh pairs, heads
-    averaged: positive when attention sits after the right word on average (and the attention
-    (B, K, T, N))."""
-    src, tgt_in, _ = task.sample(n, np.random.default_rng(98), lesson.device)
-    model.eval()
-    with torch.no_grad():
-        _, att = model(src, tgt_in)
-    right = torch.as_tensor(task.right, device=src.device)
-    return (att.mean(1).argmax(-1) - right)[:, :-1].float().mean().item(), att  # <eos> left out
-
-
-worst = min(range(SEEDS["40-of-40"]), key=lambda s: max(hists["40-of-40"][s]["accuracy"]))
+failed = {s: h for s, h in zip(SEEDS["40-of-40"], hists["40-of-40"]) if not learned(h)}
+rising = {s: not converged([h["accuracy"]], last=FLAT_LAST).passed for s, h in failed.items()}
+for s, h in failed.items():
+    look = looks["40-of-40", s]
+    print(f"40-of-40 seed {s}, not learned in {LONG} steps: accuracy {h['accuracy'][-1]:.3f} "
+          f"(ceiling {CEILING:.3f}); attention offset {look['offset']:+.1f}, correlation "
+          f"{look['corr']:.2f}, weight on the right word {look['on_right']:.3f}; "
+          f"{'still rising' if rising[s] else 'flat'} over its last {FLAT_LAST} evaluations")
+if failed:
+    diagonal = [s for s in failed if looks["40-of-40", s]["corr"] > 0.5]
+    shifted = [s for s in diagonal if abs(looks["40-of-40", s]["offset"]) >= 2]
+    others = [looks["40-of-40", s] for s in failed if s not in diagonal]
+    print(f"{len(failed)} runs not learned in {LONG} steps: {sum(rising.values())} still rising, "
+          f"{sum(h['accuracy'][-1] > CEILING for h in failed.values())} above the no-attention "
+          f"ceiling; {len(diagonal)} attend along a diagonal (correlation > 0.5), {len(shifted)} "
+          f"of them shifted by 2 positions or more; {len(others)} with no alignment yet" +
+          (f" (mean offset {np.mean([o['offset'] for o in others]):+.1f}, mean weight on the "
+           f"right word {np.mean([o['on_right'] for o in others]):.3f})" if others else ""))
 fig, axes = plt.subplots(1, 2, figsize=(12, 5), constrained_layout=True)
-for ax, (name, seed) in zip(axes, [("40-of-60", 0), ("40-of-40", worst)]):
-    model, hist = runs[name, seed]
-    offset, att = attention_offset(model, COPY[name])
-    im = heatmap(ax, att[0, 0].cpu(), vmax=1.0, title=f"{name}, seed {seed} (best accuracy "
-                 f"{max(hist['accuracy']):.2f}; attention {offset:+.1f} positions off)")
+worst = min(failed, key=lambda s: failed[s]["accuracy"][-1]) if failed else SEEDS["40-of-40"][0]
+for ax, (name, seed) in zip(axes, [("40-of-60", SEEDS["40-of-60"][0]), ("40-of-40", worst)]):
+    look = looks[name, seed]
+    im = heatmap(ax, look["attention"][0, 0].cpu(), vmax=1.0,
+                 title=f"{name}, seed {seed}: attention offset {look['offset']:+.1f}")
     ax.set(xlabel="input position i", ylabel="output position t")
 fig.colorbar(im, ax=axes, shrink=0.8, label="α_ti")
 lesson.savefig(fig, "copy_attention")
-for s, h in enumerate(hists["40-of-40"]):
-    if at["40-of-40"][s] is None:
-        before = h["accuracy"][max(0, len(h["step"]) - 1 - 100 // EVAL_EVERY)]
-        offset = attention_offset(runs["40-of-40", s][0], COPY["40-of-40"])[0]
-        print(f"40-of-40 seed {s}, not learned in {LONG} steps: final accuracy "
-              f"{h['accuracy'][-1]:.3f} (100 steps earlier {before:.3f}, "
-              f"{'still climbing' if climbing[s] else 'flat'}); attention on the right word "
-              f"{h['attention'][-1]:.3f} (chance 1/41), its top {offset:+.1f} positions from it")
-
-# %%
-steps_60 = [a or STEPS + EVAL_EVERY for a in at["40-of-60"]]  # never: the next evaluation
-steps_40 = [a or LONG + EVAL_EVERY for a in at["40-of-40"]]
-lesson.claim("copying permutations of 40 words sampled from 60 learns every time",
-             "every time (§3.3, Fig. 3 blue); perfect within 300 steps (§6.2)",
-             f"learned in {within['40-of-60']} of {SEEDS['40-of-60']} seeds within {STEPS} steps",
-             f"hidden {HIDDEN}, batch {BATCH} (the authors: 256, 128); 'every time' tested as a "
-             f"success rate above {claims.EVERY_TIME_LINE}",
-             verdict=claims.control_learns_every_time(
-                 learned=within["40-of-60"], runs=SEEDS["40-of-60"], line=claims.EVERY_TIME_LINE))
-lesson.claim("copying permutations of the same 40 words sometimes fails (and sometimes learns)",
-             "sometimes fails (§3.3, Fig. 3 red), sometimes learns (§5.2); seed count not given",
-             f"within {STEPS} steps {within['40-of-40']} of {SEEDS['40-of-40']} learned",
-             f"hidden {HIDDEN}, batch {BATCH} (the authors: 256, 128)",
-             verdict=claims.flat_table_sometimes_fails(
-                 learned=[a is not None and a <= STEPS for a in at["40-of-40"]]))
-lesson.claim("the 40-of-40 failures are failures, not late learning",
-             "the learning of the attention fails (§3.3)",
-             f"by {LONG} steps {within['40-of-40'] + late} of {SEEDS['40-of-40']} learned; of the "
-             f"rest {sum(climbing)} still climbing",
-             f"a failure: not learned in {LONG} steps and flat over the last 100",
-             verdict=claims.flat_table_failures_persist(
-                 learned_long=[a is not None for a in at["40-of-40"]], climbing=climbing))
-lesson.claim("without co-occurrence signal learning comes later: 40-of-40 learns later than "
-             "40-of-60",
-             "KTIW hard to learn, so attention is learned late or never (§3.3, Fig. 3)",
-             f"step learned {np.mean(steps_40):.0f} vs {np.mean(steps_60):.0f} on average "
-             f"(never = the evaluation after the budget)",
-             "a run that never learns counts as learning at the next evaluation: a lower bound",
-             verdict=claims.flat_table_learns_later(steps_flat=steps_40, steps_control=steps_60))
 
 # %% [markdown]
-# **At the authors' batch size.** At their batch of 128 (paper scale), a review of this lesson
-# saw failing seeds end their 200 steps at 0.30–0.34 accuracy, far above the no-attention
-# ceiling, with attention sitting 10–15 positions off the right word: a failure of the kind
-# just described, accuracy above the ceiling with attention off the right word. Neither the
-# ceiling nor the 0.95 criterion describes such a run; the per-run lines above do, at every
-# scale.
-#
+# What the failures are, in this lesson's full-mode runs (seeds 0 and 100): not runs stuck on
+# the dashed line. At the end of the longer budget every one of them was still rising; most sat
+# a little above the no-attention ceiling with almost no weight on the right word and no
+# alignment yet (their attention spread over positions after the right word, as in the
+# heatmap), and a run that had found the diagonal by then (two with seeds 0, none with seeds
+# 100) was on its way up. So at this budget a 40-of-40 failure is a late start, not a stall —
+# the claims below test exactly that.
+
+# %% [markdown]
+# The claims of this section, each decided by the rule from the numbers above. "Every time"
+# cannot be measured; a success rate above 0.6 can, and 8 of 8 runs put the exact 95 % lower
+# bound above it. A 40-of-40 run that never learned counts as learning at the evaluation after
+# its budget, a lower bound, which only makes "later" harder to show.
+
+# %%
+EVERY_TIME, MATERIAL = 0.6, 0.1  # fixed before the runs (see the text above)
+print(f"'every time': a success rate above {EVERY_TIME}; 'sometimes': each outcome at a rate "
+      f"above {MATERIAL} (40-of-40, {len(SEEDS['40-of-40'])} runs)")
+k_failed = len(SEEDS["40-of-40"]) - within["40-of-40"]
+late = {s: a is not None or rising[s]  # of the runs that failed within the authors' budget
+        for s, a in zip(SEEDS["40-of-40"], at["40-of-40"]) if a is None or a > STEPS}
+steps_60 = [a or STEPS + EVAL_EVERY for a in at["40-of-60"]]  # never: the next evaluation
+steps_40 = [a or LONG + EVAL_EVERY for a in at["40-of-40"]]
+lasting = rate(sum(not x for x in late.values()), len(late), 0.5, ">") if late else None
+few = "" if not late or "contradicted" in lasting.reachable else f"only {len(late)} runs failed"
+kw = dict(why=f"hidden {HIDDEN}, batch {BATCH} (the authors: 256, 128)", confirm_only=SMALL)
+lasts = f"lasting: not learned in {LONG} steps and flat over its last {FLAT_LAST} evaluations"
+lesson.claim("40-of-60 copying learns every time", paper="every time (§3.3, Fig. 3 blue)", **kw,
+             test=rate(within["40-of-60"], len(SEEDS["40-of-60"]), EVERY_TIME, ">"),
+             reproduced=f"Its success rate is above {EVERY_TIME}.", contradicted="It often fails.")
+lesson.claim("40-of-40 copying sometimes fails, sometimes learns", paper="sometimes fails (§3.3, "
+             "Fig. 3 red), sometimes learns (§5.2)", **kw, reproduced="Each outcome in more than "
+             "1 run in 10.", test=sometimes(k_failed, len(SEEDS["40-of-40"]), MATERIAL),
+             contradicted="One outcome is rarer than 1 run in 10.")
+if late:
+    lesson.claim("the 40-of-40 failures are lasting, not late", test=lasting, why=lasts,
+                 paper="the learning of the attention fails (§3.3)", confirm_only=SMALL or few,
+                 reproduced="Most failures stay flat.", contradicted="Most failures are late.")
+lesson.claim("40-of-40 learns later than 40-of-60", test=compare(steps_40, steps_60, ">"), **kw,
+             paper="KTIW hard to learn, so attention is learned late or never (§3.3, Fig. 3)",
+             reproduced="40-of-40 learns later (or never).", contradicted="It learns earlier.")
+
+# %% [markdown]
 # **A mixture of two disjoint sets** (§3.3, Fig. 3 right, and appendix A.3): each pair permutes
 # either words 0–39 or words 40–79, so sentences keep their length of 40. The model can tell
 # from the first word which set a sentence uses, but inside a set the count table is flat again
-# (next section). Its claim needs runs that at least learn which words to write, and those are
-# long: a decoder that knows the set but not which words remain scores $(40 \cdot \frac1{40} +
-# 1)/41$, about 0.049, and runs of this lesson's model stayed there for 800 steps at batch 16
-# and for 200 at batch 128. Full mode therefore leaves the mixture to `MINATTN_SCALE=paper`,
-# which trains 4 seeds for the long budget; its claim is *not tested* unless every run passes
-# the no-attention ceiling.
+# (next section). A decoder that knows the set but not which words remain scores
+# $(40 \cdot \frac1{40} + 1)/41$ (printed below); one that also knows which words remain reaches
+# the no-attention ceiling. Full mode trains one mixture run over the longer budget and prints
+# its accuracy curve and the first steps at which it passes those two lines (by 0.01); the line
+# under it says what the curve shows. `MINATTN_SCALE=paper` trains four runs for 1,000 steps and
+# decides the paper's claim (learned later than 40-of-60).
 
 # %%
-MIX_SEEDS = lesson.size(full=0, smoke=1, paper=4)
+MIX_SEEDS = lesson.seeds(lesson.size(full=1, smoke=1, paper=4), start=1000)
 MIX = CopyTask("two sets of 40", 40, 40, n_sets=2)
-print(f"{MIX}: a decoder that knows the set but not which words remain scores "
-      f"{(40 * (1 / 40) + 1) / 41:.3f}; the no-attention ceiling is {CEILING:.3f}")
-if MIX_SEEDS:
-    mix = [copy_run(MIX, s, LONG)[1] for s in tqdm(range(MIX_SEEDS), desc=f"{MIX}")]
-    print(f"{MIX}: step learned per seed {[learned_at(h) for h in mix]}; best accuracy per seed "
-          f"{[round(max(h['accuracy']), 3) for h in mix]}")
-    lesson.claim("a mixture of permutations of two disjoint sets is learned later than 40-of-60, "
-                 "like 40-of-40",
-                 "the same qualitative conclusion (§3.3, Fig. 3 right; appendix A.3)",
-                 f"step learned per seed {[learned_at(h) for h in mix]} vs "
-                 f"{np.mean(steps_60):.0f} for 40-of-60 on average",
-                 f"sentences of 40 words from 2 × 40 types; {MIX_SEEDS} seeds, {LONG} steps",
-                 verdict=claims.two_sets_learns_later(
-                     steps_mixture=[learned_at(h) or LONG + EVAL_EVERY for h in mix],
-                     steps_control=steps_60,
-                     learned_the_words=[max(h["accuracy"]) > CEILING for h in mix]))
+KNOWS_SET = (40 * (1 / 40) + 1) / 41
+mix = [copy_run(MIX, s, LONG)[1] for s in tqdm(MIX_SEEDS, desc=f"{MIX}")]
+for s, h in zip(MIX_SEEDS, mix):
+    every = max(1, len(h["step"]) // 10)
+    print(f"{MIX}, seed {s}: accuracy by step " + ", ".join(
+        f"{st}: {a:.3f}" for st, a in list(zip(h["step"], h["accuracy"]))[::every]) +
+        f"; learned at {learned_at(h)} (lines: knows the set {KNOWS_SET:.3f}, "
+        f"ceiling {CEILING:.3f})")
+    passed = [learned_at(h, line + 0.01) for line in (KNOWS_SET, CEILING)]
+    print(f"  first above the 'knows the set' line at step {passed[0]}, above the no-attention "
+          f"ceiling at step {passed[1]} (None: never): " + (
+              "it has not yet learned which words remain to be written, let alone where to look"
+              if passed[0] is None else "it knows which words remain, not yet where to look"
+              if passed[1] is None else "it is past the ceiling: it has begun to attend"))
+if lesson.scale == "paper":
+    lesson.claim("the two-set mixture is learned later than 40-of-60", **kw, paper="the same "
+                 "conclusion (§3.3, Fig. 3 right; A.3)", reproduced="It is, as 40-of-40 is.",
+                 test=compare([learned_at(h) or LONG + EVAL_EVERY for h in mix], steps_60, ">"),
+                 contradicted="The mixture is learned earlier than 40-of-60.")
 
 # %% [markdown]
 # ## 5. Why: the count tables, and the two stages of training
@@ -500,14 +531,14 @@ def count_table(src, tgt):
 
 n_table = lesson.size(full=2000, smoke=200)
 PERMUTED = CopyTask("permute by π (40-of-60)", 40, 60,
-                    order=np.random.default_rng(7).permutation(40))
-said = {name: f"learned in {within[name]} of {SEEDS[name]} runs within {STEPS} steps"
+                    order=np.random.default_rng(lesson.seed(7)).permutation(40))
+said = {name: f"learned in {within[name]} of {len(SEEDS[name])} runs within {STEPS} steps"
         for name in COPY}
-said.update({MIX.name: "paper scale only",
+said.update({MIX.name: f"learned at step {learned_at(mix[0])} (one run)",
              PERMUTED.name: "not trained here (§6.2: always fails)"})
 fig, axes = plt.subplots(1, 4, figsize=(19, 4.6), constrained_layout=True)
 for ax, task in zip(axes, [*COPY.values(), MIX, PERMUTED]):
-    src_ids, _, tgt_ids = task.sample(n_table, np.random.default_rng(5))
+    src_ids, _, tgt_ids = task.sample(n_table, np.random.default_rng(lesson.seed(5)))
     C = count_table([[f"w{k:02d}" for k in row] for row in src_ids[:, :-1].tolist()],
                     [[f"w{k:02d}" for k in row] for row in tgt_ids[:, :-1].tolist()])
     t1 = C / C.sum(1, keepdims=True)
@@ -534,30 +565,31 @@ lesson.savefig(fig, "count_tables")
 # setting of the paper's §3.2).
 
 # %%
-N_UNIFORM = lesson.size(full=3, smoke=2, paper=5)
+UNIFORM_SEEDS = lesson.seeds(lesson.size(full=3, smoke=2, paper=5))
 cpu = time.process_time()
 uniform_runs = {(name, s): copy_run(COPY[name], s, STEPS, uniform=True, stop=False)[1]
-                for name in COPY for s in tqdm(range(N_UNIFORM), desc=f"{name}, frozen uniform")}
+                for name in COPY for s in tqdm(UNIFORM_SEEDS, desc=f"{name}, frozen uniform")}
 print(f"[CPU time of the frozen-uniform runs: {time.process_time() - cpu:.0f} s]")
-
 fig, axes = plt.subplots(1, 2, figsize=(14, 5), sharey=True, constrained_layout=True)
 styles = {"accuracy": ("token accuracy", "black"), "attention": ("attention on the right word",
           "tab:orange"), "probe": ("probe (KTIW) on the right word", "tab:green")}
 for ax, name in zip(axes, COPY):
-    h, hu = hists[name][0], uniform_runs[name, 0]
+    h, hu = hists[name][0], uniform_runs[name, UNIFORM_SEEDS[0]]
     for key, (label, color) in styles.items():
         ax.plot(h["step"], h[key], color=color, lw=2, label=label)
     for key in ("accuracy", "probe"):
         ax.plot(hu["step"], hu[key], color=styles[key][1], lw=1.2, ls="--",
                 label=f"{styles[key][0]}, attention frozen uniform")
     ax.axhline(CEILING, color="gray", ls=":", lw=1, label=f"no-attention ceiling {CEILING:.3f}")
-    ax.set(xlabel="training step", title=f"{name}, seed 0", xlim=(0, STEPS), ylim=(0, 1.02))
+    ax.set(xlabel="training step", title=f"{name}, seed {SEEDS[name][0]}", xlim=(0, STEPS),
+           ylim=(0, 1.02))
     ax.grid(alpha=0.3)
 axes[0].set_ylabel("fraction of output tokens")
 axes[1].legend(loc="upper left", fontsize=8)
 lesson.savefig(fig, "two_stages")
 
 
+# %%
 def first_above(hist, key, level=0.5):
     """The first evaluated step where hist[key] exceeds `level` (None: never)."""
     return next((s for s, v in zip(hist["step"], hist[key]) if v > level), None)
@@ -569,31 +601,24 @@ for h in (h for name in COPY for h in hists[name]):
     if probe is not None or attention is not None:  # neither crossed: the run says nothing
         never = h["step"][-1] + EVAL_EVERY  # the evaluation after the run ended
         lead.append((attention or never) - (probe or never))
-if len(lead) < 2:  # (smoke runs are too short for either to cross)
-    lead = [0, 0]
+if lesson.smoke and len(lead) < 2:  # smoke runs are too short to cross: placeholders
+    lead = [0, 0]  # that only exercise the claim's code (a smoke run decides nothing)
 print(f"steps by which attention follows the probe, per run where either crosses 0.5: {lead}")
-probe_end = {name: [uniform_runs[name, s]["probe"][-1] for s in range(N_UNIFORM)]
-             for name in COPY}
+probe_end = {name: [uniform_runs[name, s]["probe"][-1] for s in UNIFORM_SEEDS] for name in COPY}
 for name in COPY:
-    final = [round(uniform_runs[name, s]["accuracy"][-1], 3) for s in range(N_UNIFORM)]
-    print(f"{name}, attention frozen uniform ({N_UNIFORM} seeds): probe on the right word at "
-          f"step {STEPS}: {[round(p, 3) for p in probe_end[name]]} (chance 1/41 = {1 / 41:.3f}); "
-          f"final accuracy {final}")
-lesson.claim("KTIW is learned before attention (the two stages)",
-             "early: KTIW from co-occurrence; later: attention follows it (§1, §2.2, Fig. 1)",
-             f"attention crosses 0.5 {np.mean(lead):.0f} steps after the probe on average "
-             f"({sum(x > 0 for x in lead)} of {len(lead)} runs later, "
-             f"{sum(x < 0 for x in lead)} earlier)",
-             "our measure: how often the top position holds the right word; paired within each run",
-             verdict=claims.probe_rises_before_attention(attention_after_probe=lead))
-lesson.claim("under frozen uniform attention KTIW is learned on 40-of-60, far less on 40-of-40",
-             "KTIW learns under uniform attention (§3.2); the proxy provably cannot on 40-of-40 "
-             "(§3.3)",
-             f"probe on the right word at step {STEPS}: {np.mean(probe_end['40-of-60']):.2f} vs "
-             f"{np.mean(probe_end['40-of-40']):.2f}",
-             f"{N_UNIFORM} seeds each",
-             verdict=claims.uniform_probe_needs_cooccurrence(
-                 probe_control=probe_end["40-of-60"], probe_flat=probe_end["40-of-40"]))
+    final = [round(uniform_runs[name, s]["accuracy"][-1], 3) for s in UNIFORM_SEEDS]
+    print(f"{name}, attention frozen uniform ({len(UNIFORM_SEEDS)} seeds): probe on the right "
+          f"word at step {STEPS}: {[round(p, 3) for p in probe_end[name]]} (chance 1/41 = "
+          f"{1 / 41:.3f}); final accuracy {final}")
+if len(lead) >= 2:
+    lesson.claim("KTIW is learned before attention", test=versus(lead, 0.0, ">"), **kw,
+                 paper="early KTIW from co-occurrence, then attention follows it (§1, §2.2)",
+                 reproduced="In run after run the probe finds the right word first.",
+                 contradicted="The attention finds the right word before the probe does.")
+lesson.claim("with attention frozen uniform, KTIW is learned on 40-of-60, far less on 40-of-40",
+             paper="KTIW under uniform attention (§3.2); not on 40-of-40 (§3.3)", **kw,
+             test=compare(probe_end["40-of-60"], probe_end["40-of-40"], ">"), contradicted="The "
+             "probe learns as much on 40-of-40.", reproduced="Co-occurrence teaches the probe.")
 
 # %% [markdown]
 # What to look for. On 40-of-60 (left) the probe's top position finds the right word within a
@@ -628,11 +653,12 @@ lesson.claim("under frozen uniform attention KTIW is learned on 40-of-60, far le
 #    (2) one good head and seven bad ones, (3) eight fresh random heads — 50 combinations each,
 #    each trained once — and count how many converge.
 #
-# The paper: (1) fails, (2) converges, (3) converges with high probability. That is a far
-# larger computation than the copy runs above, so full mode runs a smaller version — fewer
-# heads per model, a small pool, four combinations of each of the first two scenarios, and the
-# random scenario left to paper scale (the table below) — and `MINATTN_SCALE=paper` runs the
-# authors' numbers.
+# The paper: (1) fails, (2) converges, (3) converges with high probability. Comparing two such
+# counts by Fisher's exact test takes at least four combinations per scenario before either
+# outcome can come out (with three, not even 3 of 3 against 0 of 3 is significant), and finding
+# the bad heads they need costs a full failed run each: more than full mode's minutes on a CPU.
+# So the study runs at `MINATTN_SCALE=paper` (the authors' numbers; smoke mode runs a toy
+# version to test the code), and full mode does not test its claim.
 #
 # As the base network we take the initial network of the first seed whose single-head 40-of-40
 # run did not learn within 200 steps in section 4 (its own head is replaced), and we judge heads
@@ -646,128 +672,110 @@ lesson.claim("under frozen uniform attention KTIW is learned on 40-of-60, far le
 
 # %%
 show(head_status)
-K = lesson.size(full=3, smoke=2, paper=8)
-N_JUDGE = lesson.size(full=1, smoke=1, paper=3)  # data seeds that judge a head
-N_GOOD = lesson.size(full=1, smoke=1, paper=20)
-N_BAD = lesson.size(full=K + 1, smoke=K + 1, paper=20)  # K + 1 bad heads: K + 1 all-bad models
-MAX_CANDIDATES = lesson.size(full=8, smoke=3, paper=400)
-COMBOS = lesson.size(full=4, smoke=2, paper=50)
-RANDOM_COMBOS = lesson.size(full=0, smoke=2, paper=50)
-MH_EVAL = lesson.size(full=100, smoke=8, paper=400)
-print_table([
-    {"setting": "heads per model", "authors' code": "8", "this run": K},
-    {"setting": "data seeds to judge a head", "authors' code": "3",
-     "this run": f"{N_JUDGE}: the failing run's own first, never the combinations' seed"},
-    {"setting": "good / bad heads kept", "authors' code": "20 / 20",
-     "this run": f"{N_GOOD} / {N_BAD}"},
-    {"setting": "combinations per scenario", "authors' code": "50",
-     "this run": f"{COMBOS} (all bad, one good), {RANDOM_COMBOS} (random)"},
-    {"setting": "random heads", "authors' code": "drawn from a pool of 30",
-     "this run": "fresh draws"},
-    {"setting": "budget", "authors' code": "200 steps", "this run": f"{STEPS} steps"},
-    {"setting": "evaluation", "authors' code": "one fixed set of 400 pairs",
-     "this run": f"one fixed set of {MH_EVAL} pairs"},
-    {"setting": "base network", "authors' code": "GRU, two embedding tables",
-     "this run": f"the LSTM model of section 4, hidden {HIDDEN}"},
-    {"setting": "contexts of the heads", "authors' code": "averaged", "this run": "averaged"}],
-    ["setting", "authors' code", "this run"])
-
-task = COPY["40-of-40"]
-failed = [s for s, a in enumerate(at["40-of-40"]) if a is None or a > STEPS]
-BASE_SEED = failed[0] if failed else 0
-JUDGE_SEEDS = tuple(BASE_SEED + i for i in range(N_JUDGE))  # that run's data seed first
-COMBO_SEED = BASE_SEED + 100  # the combinations' data: none of the judges'
-torch.manual_seed(BASE_SEED)  # that run's initial network; its head is replaced below
-base = OfficialSeq2Seq(task.vocab, HIDDEN).to(lesson.device)
-print(f"base network: the initial network of 40-of-40 seed {BASE_SEED} of section 4 "
-      f"({'did not learn within the budget' if failed else 'no seed failed; the first seed'}); "
-      f"heads judged on data seed(s) {list(JUDGE_SEEDS)}, combinations trained on {COMBO_SEED}")
-mh_kw = dict(steps=STEPS, batch=BATCH, eval_every=EVAL_EVERY,
-             eval_set=task.sample(MH_EVAL, np.random.default_rng(2021), lesson.device))
-cpu = time.process_time()
-bar = tqdm(total=MAX_CANDIDATES, desc="judging candidate heads")
-good, bad, statuses = sample_heads(base, task, N_GOOD, N_BAD, MAX_CANDIDATES, seed=0,
-                                   seeds=JUDGE_SEEDS, progress=lambda *_: bar.update(1),
-                                   **mh_kw)
-bar.close()
-print(f"{len(statuses)} candidate heads judged: {statuses.count('good')} good, "
-      f"{statuses.count('bad')} bad, {statuses.count(None)} neither; kept {len(good)} good and "
-      f"{len(bad)} bad [{time.process_time() - cpu:.0f} s CPU]")
-judged = [x for x in statuses if x is not None]
-bad_share = judged.count("bad") / max(len(judged), 1)
-print(f"on this base a judged head is bad {bad_share:.2f} of the time: {K} independent heads "
-      f"are all bad with probability about {bad_share ** K:.2f}")
-if lesson.smoke and not good:  # no run learns in a few steps: a bad head stands in for a good one
-    good = [bad.pop()]
-    print("smoke mode: no head can learn in a few steps; a bad head stands in for a good one")
+MULTI = lesson.scale != "full"  # the study's sizes below are the paper's (smoke: a toy)
+K = lesson.size(full=8, smoke=2, paper=8)
+N_JUDGE = lesson.size(full=3, smoke=1, paper=3)  # data seeds that judge a head
+N_GOOD, N_BAD = lesson.size(full=20, smoke=1, paper=20), lesson.size(full=20, smoke=3, paper=20)
+MAX_CANDIDATES = lesson.size(full=400, smoke=3, paper=400)
+COMBOS = lesson.size(full=50, smoke=2, paper=50)
+MH_EVAL = lesson.size(full=400, smoke=8, paper=400)
+if MULTI:
+    show_table([
+        {"setting": "heads per model", "authors' code": "8", "this run": K},
+        {"setting": "data seeds to judge a head", "authors' code": "3",
+         "this run": f"{N_JUDGE}: the failing run's own first, never the combinations' seed"},
+        {"setting": "good / bad heads kept", "authors' code": "20 / 20",
+         "this run": f"{N_GOOD} / {N_BAD}"},
+        {"setting": "combinations per scenario", "authors' code": "50", "this run": COMBOS},
+        {"setting": "random heads", "authors' code": "drawn from a pool of 30",
+         "this run": "fresh draws"},
+        {"setting": "budget; evaluation", "authors' code": "200 steps; one fixed set of 400 pairs",
+         "this run": f"{STEPS} steps; one fixed set of {MH_EVAL} pairs"},
+        {"setting": "base network", "authors' code": "GRU, two embedding tables",
+         "this run": f"the LSTM model of section 4, hidden {HIDDEN}"}],
+        ["setting", "authors' code", "this run"])
+else:
+    print("full mode: the multi-head study runs at MINATTN_SCALE=paper only (see the text); "
+          "its claim is not tested here")
 
 # %%
-pick = np.random.default_rng(0)
-fresh = torch.Generator().manual_seed(1)
-some_bad = lambda k: [bad[i] for i in pick.choice(len(bad), k, replace=False)]  # noqa: E731
-scenarios = {  # different combinations only: the same heads in another order are the same model
-    f"{K} bad": distinct_combinations(lambda: some_bad(K), COMBOS) if len(bad) >= K else [],
-    f"1 good + {K - 1} bad": distinct_combinations(
-        lambda: [good[pick.integers(len(good))]] + some_bad(K - 1), COMBOS)
-    if good and len(bad) >= K - 1 else [],
-    f"{K} random": [draw_heads(K, HIDDEN, fresh, lesson.device) for _ in range(RANDOM_COMBOS)]}
-cpu = time.process_time()
-multi = {name: [train_copy(with_heads(base, heads), task, COMBO_SEED, stop_above=LEARNED, **mh_kw)
-                for heads in tqdm(combos, desc=name)] for name, combos in scenarios.items()}
-converged = {name: sum(learned(h) for h in hists_) for name, hists_ in multi.items()}
-for name, hists_ in multi.items():
-    print(f"{name:18s} converged in {converged[name]} of {len(hists_)} different combinations; "
-          f"step converged {[learned_at(h) for h in hists_]} (budget {STEPS}); best accuracy "
-          f"{[round(max(h['accuracy']), 3) for h in hists_]}")
-print(f"[CPU time of the multi-head models: {time.process_time() - cpu:.0f} s]")
+if MULTI:
+    task = COPY["40-of-40"]
+    failing = [s for s, a in zip(SEEDS["40-of-40"], at["40-of-40"]) if a is None or a > STEPS]
+    BASE_SEED = failing[0] if failing else SEEDS["40-of-40"][0]
+    JUDGE_SEEDS = tuple(BASE_SEED + i for i in range(N_JUDGE))  # that run's data seed first
+    COMBO_SEED = BASE_SEED + 10_000  # the combinations' data: none of the judges'
+    torch.manual_seed(BASE_SEED)  # that run's initial network; its head is replaced below
+    base = OfficialSeq2Seq(task.vocab, HIDDEN).to(lesson.device)
+    mh_kw = dict(steps=STEPS, batch=BATCH, eval_every=EVAL_EVERY, eval_set=task.sample(
+        MH_EVAL, np.random.default_rng(lesson.seed(2021)), lesson.device))
+    bar = tqdm(total=MAX_CANDIDATES, desc="judging candidate heads")
+    good, bad, statuses = sample_heads(base, task, N_GOOD, N_BAD, MAX_CANDIDATES,
+                                       seed=lesson.seed(0), seeds=JUDGE_SEEDS,
+                                       progress=lambda *_: bar.update(1), **mh_kw)
+    bar.close()
+    print(f"base network: the initial network of 40-of-40 seed {BASE_SEED}; heads judged on "
+          f"data seed(s) {list(JUDGE_SEEDS)}, combinations trained on {COMBO_SEED}. "
+          f"{len(statuses)} candidates: {statuses.count('good')} good, {statuses.count('bad')} "
+          f"bad, {statuses.count(None)} neither; kept {len(good)} good and {len(bad)} bad")
+    if lesson.smoke and not good:  # nothing learns in a few steps: a bad head stands in
+        good = [bad.pop()]
 
-fig, ax = plt.subplots(figsize=(8.5, 4.8))
-for (name, hists_), color in zip(multi.items(), ["tab:red", "tab:blue", "tab:green"]):
-    for k, h in enumerate(hists_):
-        ax.plot(h["step"], h["accuracy"], color=color, alpha=0.75,
-                label=f"{name}: {converged[name]} of {len(hists_)} converged" if k == 0 else None)
-ax.axhline(CEILING, color="gray", ls=":", lw=1, label=f"no-attention ceiling {CEILING:.3f}")
-ax.axvline(STEPS, color="gray", lw=1, label=f"budget, {STEPS} steps")
-ax.set(xlabel="training step", ylabel="token accuracy (fixed evaluation set)", ylim=(0, 1.02),
-       title=f"40-of-40 copying, {K} heads on one base network (a run stops once learned)")
-ax.grid(alpha=0.3)
-ax.legend(loc="center right", fontsize=9)
-lesson.savefig(fig, "multi_head")
+# %%
+if MULTI:
+    pick, fresh = np.random.default_rng(lesson.seed(0)), torch.Generator().manual_seed(
+        lesson.seed(1))
+    some_bad = lambda k: [bad[i] for i in pick.choice(len(bad), k, replace=False)]  # noqa: E731
+    scenarios = {  # different combinations only: the same heads in another order are one model
+        f"{K} bad": distinct_combinations(lambda: some_bad(K), COMBOS) if len(bad) >= K else [],
+        f"1 good + {K - 1} bad": distinct_combinations(
+            lambda: [good[pick.integers(len(good))]] + some_bad(K - 1), COMBOS)
+        if good and len(bad) >= K - 1 else [],
+        f"{K} random": [draw_heads(K, HIDDEN, fresh, lesson.device) for _ in range(COMBOS)]}
+    multi = {name: [train_copy(with_heads(base, heads), task, COMBO_SEED, stop_above=LEARNED,
+                               **mh_kw) for heads in tqdm(combos, desc=name)]
+             for name, combos in scenarios.items()}
+    converged_n = {name: sum(learned(h) for h in hs) for name, hs in multi.items()}
+    for name, hs in multi.items():
+        print(f"{name:18s} converged in {converged_n[name]} of {len(hs)} combinations; step "
+              f"converged {[learned_at(h) for h in hs]} (budget {STEPS})")
+    fig, ax = plt.subplots(figsize=(8.5, 4.8))
+    for (name, hs), color in zip(multi.items(), ["tab:red", "tab:blue", "tab:green"]):
+        for k, h in enumerate(hs):
+            ax.plot(h["step"], h["accuracy"], color=color, alpha=0.6,
+                    label=f"{name}: {converged_n[name]} of {len(hs)}" if k == 0 else None)
+    ax.axhline(CEILING, color="gray", ls=":", lw=1, label=f"no-attention ceiling {CEILING:.3f}")
+    ax.set(xlabel="training step", ylabel="token accuracy (fixed evaluation set)", ylim=(0, 1.02),
+           title=f"40-of-40 copying, {K} heads on one base network")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="center right", fontsize=9)
+    lesson.savefig(fig, "multi_head")
 
-bad_name, good_name, random_name = scenarios
-ours = "; ".join(f"{name}: {converged[name]} of {len(h)}" for name, h in multi.items() if h)
-why = (f"{K} heads, heads judged on data seed(s) {list(JUDGE_SEEDS)}, combinations trained on "
-       f"seed {COMBO_SEED}, budget {STEPS} steps")
-found = bool(multi[bad_name] and multi[good_name])
-lesson.claim(f"{K} averaged heads on one base network: all bad fails, one good converges",
-             "8 bad: fails; 1 good + 7 bad: converges (§5.2, Fig. 6)", ours or "no scenario built",
-             why, verdict=claims.one_good_head_rescues(
-                 bad=[converged[bad_name], len(multi[bad_name])],
-                 one_good=[converged[good_name], len(multi[good_name])], heads_found=found))
-if multi[bad_name] and multi[random_name]:
-    lesson.claim(f"{K} averaged heads drawn at random converge with high probability",
-                 "8 random: converges w.h.p. (§5.2, Fig. 6)", ours, why,
-                 verdict=claims.random_heads_converge(
-                     bad=[converged[bad_name], len(multi[bad_name])],
-                     random=[converged[random_name], len(multi[random_name])]))
+# %%
+if MULTI:
+    bad_name, good_name, random_name = scenarios
+    counts = {name: (converged_n[name], len(multi[name])) for name in multi}
+    kw["why"] = f"{K} heads on one base network, judged on data seed(s) {list(JUDGE_SEEDS)}"
+    if multi[bad_name] and multi[good_name]:
+        lesson.claim(f"{K} averaged heads: one good among bad, or {K} random, beat all bad", **kw,
+                     test=all_of({"one good converges more": rates(*counts[good_name], *counts[
+                         bad_name], ">"), "random heads converge more": rates(*counts[
+                             random_name], *counts[bad_name], ">")}), paper="8 bad fail; 1 "
+                     "good + 7 bad converge; 8 random converge w.h.p. (§5.2, Fig. 6)")
+    if not (multi[bad_name] and multi[good_name]):
+        print("not tested: the rejection sampling found too few good or bad heads")
 
 # %% [markdown]
 # Read the outcome against the design. A good head was good *on this base network*, alone, on
 # other data; the question is whether it still wins when it shares the averaged context with bad
 # heads — its read-out enters the context with weight $1/K$ — and whether a few random draws
-# usually include a good one. That second part depends on $K$: all $K$ random heads are bad with
-# the probability printed after the rejection sampling, which the paper's eight heads make small
-# and our three do not, so full mode leaves it to paper scale. The printed convergence steps,
-# beside the budget, say whether a combination converged with room to spare or at the last
-# evaluation. With four combinations per scenario, Fisher's exact test calls a difference only
-# when every rescue converges and every all-bad model fails; paper scale runs the authors' 50
-# combinations of 8 heads from pools of 20.
+# usually include a good one: all $K$ random heads are bad with probability (share of bad
+# heads)$^K$, which the paper's eight heads make small.
 
 # %% [markdown]
 # ## Summary
 #
-# What this run found, claim by claim: each sentence is the one its claim's rule chose for the
-# outcome the numbers above gave.
+# What this run found, claim by claim (each finding is printed in its cell, above):
 
 # %%
 lesson.summary()
@@ -786,9 +794,9 @@ lesson.summary()
 # * Copying a permutation looks trivial, but with a flat count table (40-of-40) co-occurrence
 #   gives the probe little to learn and attention little to follow. Before reading anything
 #   into a stalled run, size the output layer to the task, compare the run with the
-#   no-attention ceiling, and give it long enough to tell "late" from "never". Lesson 06
-#   explains *why* a flat table gives no signal; lesson 08 measures how well attention agrees
-#   with the probe on real data.
+#   no-attention ceiling, look at *where* its attention sits, and give it long enough to tell
+#   "late" from "never". Lesson 06 explains *why* a flat table gives no signal; lesson 08
+#   measures how well attention agrees with the probe on real data.
 # * The multi-head study keeps one base network and varies only the heads' initialisations:
 #   heads add no expressiveness there, only more draws of the starting attention.
 
@@ -797,9 +805,10 @@ lesson.summary()
 #
 # **5.1 — the Luong attention step (implement, ~10 min).** In a student copy
 # (`python -m minattn.course.classroom student DIR`), `luong_attention_np` and its torch twin in
-# `minattn/lstm_attention/reference.py` raise `NotImplementedError`. Compute the scores
-# $s_t^\top W^k_a h_i$ for every head $k$, the masked softmax (lesson 01's), and the summed
-# context. Check: `pytest tests/test_lstm_attention.py --exercises 5.1`.
+# `minattn/lstm_attention.py` raise `NotImplementedError`. Compute the scores
+# $s_t^\top W^k_a h_i$ for every head $k$, the masked softmax (lesson 01's `softmax_np`: if
+# exercise 1.1 is handed out too, this one waits on it), and the summed context. Check:
+# `pytest tests/test_lstm_attention.py --exercises 5.1`.
 #
 # **5.2 — the scores' gradient (implement, ~10 min).** Implement `score_gradient_np`, section
 # 3's two lines: $\alpha_{ti}(u_t\cdot h_i - \sum_j \alpha_{tj}\, u_t\cdot h_j)$, with the masked
@@ -807,7 +816,8 @@ lesson.summary()
 # the attention is one-hot, and why does that make a confidently wrong attention hard to undo?
 # Check with `--exercises 5.2`.
 #
-# **5.3 — predict, then run (predict, ~15 min).** Three copy corpora (output = input):
+# **5.3 — predict, then run (predict, ~15 min).** Three copy corpora (output = input), from
+# `minattn.course.lstm_attention`:
 # (A) `permutation_corpus(n, 30, 45, rng)` — 30 words sampled from 45, permuted;
 # (B) `two_sets_corpus(n, 15, rng)` — a permutation of words 0–14 or of words 15–29;
 # (C) `permutation_corpus(n, 15, 30, rng)` — 15 words sampled from 30, permuted.

@@ -328,10 +328,426 @@ def check_mask(mask, scores_shape: Sequence[int], name: str = "mask", like=None)
 
 # ============================================================ lstm_attention (lesson 05)
 # (the checks of minattn/lstm_attention.py go here)
+def _la_library(x):
+    """np.ndarray or torch.Tensor: the array library of x (what its companions must be)."""
+    return torch.Tensor if isinstance(x, torch.Tensor) else np.ndarray
+
+
+def check_source_mask(mask, h, mask_name: str = "mask") -> None:
+    """mask None or (B, N) bool (True = real token), h's library and device."""
+    if mask is None:
+        return
+    if not isinstance(mask, _la_library(h)) or tuple(mask.shape) != (h.shape[0], h.shape[1]) \
+            or mask.dtype not in (bool, np.bool_, torch.bool):
+        fail(f"source mask ({mask_name})", f"bool of shape {shape_str(h.shape[:2])} (True = "
+             "real token)", describe(mask))
+    check_same_device(h=h, **{mask_name: mask})
+
+
+def check_decoder_encoder_states(s, h, mask=None, mask_name: str = "mask", s_name: str = "s"):
+    """Decoder states s (B, T, H) and encoder states h (B, N, H) must fit; mask (B, N) bool.
+    One library, dtype and device; s finite, h finite on the real tokens."""
+    like = _la_library(h)
+    check_array(s_name, s, "float", like=like, hint="(B, T, H)")
+    check_array("h", h, "float", like=like, hint="(B, N, H)")
+    if s.ndim != 3 or h.ndim != 3 or s.shape[0] != h.shape[0] or s.shape[2] != h.shape[2]:
+        fail("decoder/encoder states do not fit", f"{s_name} (B, T, H) and h (B, N, H)",
+             f"{s_name} {shape_str(s.shape)}, h {shape_str(h.shape)}")
+    check_source_mask(mask, h, mask_name)
+    check_same_dtype(**{s_name: s, "h": h})
+    check_same_device(**{s_name: s, "h": h})
+    check_finite(s_name, s)
+    check_finite("h", h, where=None if mask is None else mask[..., None])
+
+
+def lstm_cell_inputs(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh) -> None:
+    """x (B, d), h and c (B, H); weight_ih (4H, d), weight_hh (4H, H), biases (4H,)."""
+    arrays = dict(x=x, h=h, c=c, weight_ih=weight_ih, weight_hh=weight_hh, bias_ih=bias_ih,
+                  bias_hh=bias_hh)
+    for name, a in arrays.items():
+        check_array(name, a, "float", like=_la_library(x))
+    B, d, H = x.shape[0], x.shape[-1], weight_hh.shape[-1]
+    want = dict(x=(B, d), h=(B, H), c=(B, H), weight_ih=(4 * H, d), weight_hh=(4 * H, H),
+                bias_ih=(4 * H,), bias_hh=(4 * H,))
+    for name, a in arrays.items():
+        if tuple(a.shape) != want[name]:
+            fail(name, f"shape {shape_str(want[name])} (x (B, d), h and c (B, H), weight_ih "
+                 "(4H, d), weight_hh (4H, H), biases (4H,))", describe(a))
+    check_same_dtype(**arrays)
+    check_same_device(**arrays)
+    for name, a in arrays.items():
+        check_finite(name, a)
+
+
+def lstm_inputs(x, weight_ih, weight_hh, bias_ih, bias_hh, state) -> None:
+    """x (B, N, d) NumPy; the weights as for one cell (each step checks them in full)."""
+    check_array("x", x, "float", ndim=3, like=np.ndarray, hint="(B, N, d)")
+    check_array("weight_hh", weight_hh, "float", ndim=2, like=np.ndarray, hint="(4H, H)")
+    if state is not None and (not isinstance(state, (tuple, list)) or len(state) != 2):
+        fail("state", "None or a pair (h, c) of (B, H) arrays", describe(state))
+
+
+def check_heads_weights(W_a, h) -> None:
+    """W_a (K, H, H): one matrix per head, h's library, dtype and device, finite."""
+    H = h.shape[-1]
+    check_array("W_a", W_a, "float", ndim=3, like=_la_library(h), hint=f"(K, {H}, {H})")
+    if W_a.shape[1:] != (H, H) or W_a.shape[0] < 1:
+        fail("W_a", f"(K, H, H) = (K, {H}, {H}), one matrix per head", describe(W_a))
+    check_same_dtype(h=h, W_a=W_a)
+    check_same_device(h=h, W_a=W_a)
+    check_finite("W_a", W_a)
+
+
+def luong_inputs(s, h, W_a, mask, uniform) -> dict | None:
+    """s (B, T, H), h (B, N, H), W_a (K, H, H), mask (B, N) bool; what the mask hides in h
+    is set to 0 (padded states may hold anything)."""
+    check_decoder_encoder_states(s, h, mask)
+    check_heads_weights(W_a, h)
+    if not isinstance(uniform, (bool, np.bool_)):
+        fail("uniform", "True or False", describe(uniform))
+    return None if mask is None else dict(h=hide(h, mask[..., None]))
+
+
+def projected_attention_inputs(s, h, A, a, P, p, mask, uniform) -> None:
+    """s (B, T, H), h (B, N, H), A and P (K, H, H), a and p (K, H), mask (B, N) bool."""
+    check_decoder_encoder_states(s, h, mask)
+    H = h.shape[-1]
+    for name, x, tail in (("A", A, (H, H)), ("a", a, (H,)), ("P", P, (H, H)), ("p", p, (H,))):
+        check_array(name, x, "float", ndim=1 + len(tail), like=_la_library(h),
+                    hint=f"(K, {', '.join(map(str, tail))})")
+        if tuple(x.shape[1:]) != tail or x.shape[0] != A.shape[0] or x.shape[0] < 1:
+            fail(name, f"shape (K, {', '.join(map(str, tail))}) with K = {A.shape[0]} heads",
+                 describe(x))
+    check_same_dtype(h=h, A=A, a=a, P=P, p=p)
+    check_same_device(h=h, A=A, a=a, P=P, p=p)
+
+
+def output_inputs(context, s, W1, b1, W2, b2) -> None:
+    """context and s (..., H); W1 (h1, 2H), b1 (h1,), W2 (V, h1), b2 (V,)."""
+    arrays = dict(context=context, s=s, W1=W1, b1=b1, W2=W2, b2=b2)
+    for name, a in arrays.items():
+        check_array(name, a, "float", like=_la_library(s))
+    H = s.shape[-1]
+    if context.shape != s.shape or W1.ndim != 2 or W1.shape[1] != 2 * H or \
+            tuple(b1.shape) != (W1.shape[0],) or W2.ndim != 2 or W2.shape[1] != W1.shape[0] or \
+            tuple(b2.shape) != (W2.shape[0],):
+        fail("W1", f"context and s of one shape (..., H = {H}), W1 (h1, 2H = {2 * H}), b1 (h1,), "
+             "W2 (V, h1), b2 (V,)",
+             ", ".join(f"{n} {shape_str(a.shape)}" for n, a in arrays.items()))
+    check_same_dtype(**arrays)
+    check_same_device(**arrays)
+    for name, a in arrays.items():
+        check_finite(name, a)
+
+
+def check_probe(h, s, targets, W2, targets_name: str = "targets") -> None:
+    """h (B, N, H), s (B, T, H), targets (B, T) ids in [0, V) with V = W2's rows."""
+    check_decoder_encoder_states(s, h)
+    check_array(targets_name, targets, "int", like=_la_library(h), hint="(B, T) ids")
+    if tuple(targets.shape) != tuple(s.shape[:2]):
+        fail(targets_name, f"shape (B, T) = {shape_str(s.shape[:2])}", describe(targets))
+    check_ids(targets_name, targets, W2.shape[0], "the output vocabulary")
+
+
+def probe_inputs(h, s, targets, W1, b1, W2, b2) -> None:
+    """h (B, N, H), s (B, T, H), targets (B, T) ids; the output network's weights."""
+    check_probe(h, s, targets, W2)
+    output_inputs(s, s, W1, b1, W2, b2)
+
+
+def output_gradient_inputs(context, s, targets, W1, b1, W2, b2) -> None:
+    """context and s (B, T, H), targets (B, T) ids; the output network's weights."""
+    output_inputs(context, s, W1, b1, W2, b2)
+    check_probe(context, s, targets, W2)
+
+
+def score_gradient_inputs(alpha, h, u, mask) -> dict | None:
+    """alpha (B, T, N) one head's weights, h (B, N, H), u (B, T, H); mask (B, N) bool. What
+    the mask hides in h is set to 0."""
+    check_decoder_encoder_states(u, h, mask, s_name="u")
+    check_array("alpha", alpha, "float", ndim=3, like=np.ndarray, hint="(B, T, N)")
+    if alpha.shape != (u.shape[0], u.shape[1], h.shape[1]):
+        fail("alpha", f"one head's weights (B, T, N) = "
+             f"{shape_str((u.shape[0], u.shape[1], h.shape[1]))}", describe(alpha))
+    check_finite("alpha", alpha)
+    return None if mask is None else dict(h=hide(h, mask[..., None]))
 
 
 # ============================================================ ibm1 (lesson 06)
 # (the checks of minattn/ibm1.py go here)
+IBM1_MODES = ("textbook", "nltk")  # minattn.ibm1.MODES
+
+
+def check_corpus(sources, targets) -> tuple[list, list]:
+    """The two sides as lists, after checking that they pair up, are not empty, and that every
+    sentence is a non-empty list of tokens."""
+    sources, targets = list(sources), list(targets)
+    if len(sources) != len(targets):
+        fail("sources and targets must pair up", "as many target sentences as source sentences",
+             f"{len(sources)} sources, {len(targets)} targets")
+    if len(sources) == 0:
+        fail("empty corpus", "at least one sentence pair", "0 pairs")
+    return sources, targets
+
+
+def check_sentences(side: str, sentences) -> None:
+    """Every sentence of one side must be a non-empty list of tokens (not a string)."""
+    for m, sent in enumerate(sentences):
+        if isinstance(sent, str) or not hasattr(sent, "__len__"):
+            fail(f"{side}s: {side} sentence {m} is not a token list",
+                 "a list of tokens, e.g. s.split()",
+                 f"{type(sent).__name__} {str(sent)[:40]!r}")
+        if len(sent) == 0:
+            fail(f"{side}s: {side} sentence {m} is empty", "at least one token per sentence", "[]")
+
+
+def corpus_inputs(sources, targets, null) -> dict:
+    """make_bitext's corpus: pairs of non-empty token lists (returned as lists)."""
+    sources, targets = check_corpus(sources, targets)
+    check_sentences("source", sources)
+    check_sentences("target", targets)
+    return dict(sources=sources, targets=targets)
+
+
+def check_bitext(bitext, indexed: bool = False) -> None:
+    """A corpus from minattn.ibm1.make_bitext (or, indexed=True, fast.ibm1.index_bitext)."""
+    kinds = ("IndexedBitext",) if indexed else ("Bitext", "IndexedBitext")
+    if type(bitext).__name__ not in kinds:
+        fail("bitext", "a corpus from " + ("index_bitext (minattn.fast.ibm1)" if indexed else
+             "make_bitext (or index_bitext for the fast path)"), describe(bitext))
+
+
+def check_nonnegative(name: str, t) -> None:
+    """Probabilities and counts are >= 0 (a negative entry makes a posterior meaningless)."""
+    empty = t.numel() == 0 if isinstance(t, torch.Tensor) else t.size == 0
+    low = 0.0 if empty else float(t.min())
+    if low < 0:
+        fail(name, "values >= 0 (probabilities or counts)", f"a minimum of {low} in {describe(t)}")
+
+
+def check_table(t, bitext, name: str = "t", like=None) -> None:
+    """t: a (V_x, V_y) float table of this corpus (NumPy, or like=torch.Tensor a tensor),
+    finite and >= 0: probabilities, or expected counts for the M-step."""
+    check_bitext(bitext)
+    check_array(name, t, "float", hint="(V_x, V_y)", like=like)
+    shape = (len(bitext.src_vocab), len(bitext.tgt_vocab))
+    if tuple(t.shape) != shape:
+        fail(f"{name}: translation table does not fit the corpus", f"shape {shape} (V_x, V_y)",
+             f"shape {tuple(t.shape)}")
+    check_finite(name, t)
+    check_nonnegative(name, t)
+
+
+def check_covered(t, loglik) -> None:
+    """After an E-step: a log-likelihood of -inf or NaN means some target token had
+    probability 0 under t from every word of its source sentence (e.g. an all-zero table):
+    its posterior 0/0 is undefined."""
+    if not np.isfinite(float(loglik)):
+        fail("t", "a table that gives every target token some probability from its source "
+             "sentence (t(y | x) > 0 for some x of the pair)", f"a table under which the "
+             f"log-likelihood is {float(loglik)} ({describe(t)}, {int((t > 0).sum())} entries > 0)")
+
+
+def check_mode(mode, bitext) -> None:
+    if mode not in IBM1_MODES:
+        fail("unknown mode", f"one of {IBM1_MODES}", repr(mode))
+    if mode == "nltk" and not bitext.null:
+        fail("NLTK mode needs the NULL word", "make_bitext(..., null=True)", "null=False")
+
+
+def bitext_inputs(bitext) -> None:
+    check_bitext(bitext)
+
+
+def e_step_inputs_np(t, bitext, mode) -> None:
+    """t (V_x, V_y) NumPy table of this corpus, a known mode."""
+    check_table(t, bitext, like=np.ndarray)
+    check_mode(mode, bitext)
+
+
+def e_step_inputs_torch(t, bitext, mode) -> None:
+    """t (V_x, V_y) tensor table of this corpus, a known mode."""
+    check_table(t, bitext, like=torch.Tensor)
+    check_mode(mode, bitext)
+
+
+def check_counts(counts, floor, like) -> None:
+    """M-step inputs: counts (V_x, V_y) finite and >= 0, floor a number in [0, 1]."""
+    check_array("counts", counts, "float", ndim=2, hint="(V_x, V_y)", like=like)
+    check_finite("counts", counts)
+    check_nonnegative("counts", counts)
+    check_number("floor", floor, low=0.0, high=1.0)
+
+
+def m_step_inputs_np(counts, floor) -> None:
+    check_counts(counts, floor, np.ndarray)
+
+
+def m_step_inputs_torch(counts, floor) -> None:
+    check_counts(counts, floor, torch.Tensor)
+
+
+def em_inputs(bitext, iterations, mode, t, **device) -> dict:
+    """A corpus, iterations >= 0 (returned as an int), a known mode; t (if given) is checked
+    by the first E-step."""
+    check_bitext(bitext)
+    iterations = check_size("iterations", iterations)
+    check_mode(mode, bitext)
+    return dict(iterations=iterations)
+
+
+def check_pair_index(m, n_pairs: int) -> int:
+    """m: the index of a sentence pair, an integer in [0, n_pairs)."""
+    m = check_size("m", m)
+    if m >= n_pairs:
+        fail("m", f"a pair index in [0, {n_pairs})", describe(m))
+    return m
+
+
+def alignment_inputs(t, bitext, m) -> dict:
+    """t (V_x, V_y) of this corpus, m a pair index whose every target token t covers."""
+    check_table(t, bitext, like=np.ndarray)
+    m = check_pair_index(m, bitext.n_pairs)
+    x, y = bitext.pair(m)
+    if not (t[np.ix_(x, y)].sum(axis=0) > 0).all():
+        check_covered(t, -np.inf)
+    return dict(m=m)
+
+
+def table_inputs(t, bitext) -> None:
+    check_table(t, bitext, like=np.ndarray)
+
+
+def top_translations_inputs(t, bitext, x, k) -> dict:
+    """t of this corpus, x a source word, k >= 0 (returned as an int)."""
+    check_table(t, bitext, like=np.ndarray)
+    k = check_size("k", k)
+    if x not in bitext.src_index:
+        fail("unknown source word", "a word of the source vocabulary", repr(x))
+    return dict(k=k)
+
+
+def token_weights_inputs(y, mode) -> None:
+    if mode not in IBM1_MODES:
+        fail("mode", f"one of {IBM1_MODES}", repr(mode))
+    check_array("y", y, "int", ndim=1, hint="(|y|,) word ids", like=np.ndarray)
+
+
+def counts_table_inputs(counts) -> None:
+    check_array("counts", counts, "float", ndim=2, hint="(V_x, V_y)", like=np.ndarray)
+
+
+def proxy_sizes(self, n_src, n_tgt, d) -> dict:
+    """BagOfWordsProxy: vocabulary sizes and embedding size, integers >= 1."""
+    return dict(n_src=check_size("n_src", n_src, 1), n_tgt=check_size("n_tgt", n_tgt, 1),
+                d=check_size("d", d, 1))
+
+
+def proxy_bag_inputs(self, xbar) -> None:
+    """xbar (B, V_x) bags of input words, the embedding's dtype and device."""
+    V = self.embed.shape[0]
+    check_array("xbar", xbar, "float", ndim=2, hint=f"(B, V_x = {V})", like=torch.Tensor)
+    if xbar.shape[1] != V or xbar.dtype != self.embed.dtype:
+        fail("xbar", f"(B, V_x = {V}) of dtype {str(self.embed.dtype).removeprefix('torch.')}",
+             describe(xbar))
+    check_same_device(xbar=xbar, embed=self.embed)
+
+
+def proxy_agreement_inputs(bitext, d, seed) -> dict:
+    """A corpus without NULL (the proxy has none), d >= 1, seed >= 0."""
+    check_bitext(bitext)
+    if bitext.null:
+        fail("the proxy has no NULL word", "make_bitext(..., null=False)", "null=True")
+    return dict(d=check_size("d", d, 1), seed=check_size("seed", seed))
+
+
+# the fast path (minattn/fast/ibm1.py): a sparse table, one value per stored (x, y) entry
+def fast_corpus_inputs(sources, targets, null) -> dict:
+    """index_bitext's corpus: sides that pair up (each sentence is checked at C speed while it
+    is indexed, and named with `check_sentences` when one is wrong)."""
+    sources, targets = check_corpus(sources, targets)
+    return dict(sources=sources, targets=targets)
+
+
+def check_sparse_table(t, indexed, name: str = "t", like=None) -> None:
+    """t holds one float value per stored entry of this corpus, finite and >= 0
+    (probabilities, or counts for the M-step)."""
+    check_bitext(indexed, indexed=True)
+    E = len(indexed.entry_src)
+    check_array(name, t, "float", hint=f"({E},)", like=like)
+    if t.ndim != 1 or t.shape[0] != E:
+        fail(f"{name}: translation table does not fit the corpus",
+             f"one value per stored entry, shape ({E},)", f"shape {tuple(t.shape)}")
+    check_finite(name, t)
+    check_nonnegative(name, t)
+
+
+def indexed_inputs(indexed) -> None:
+    check_bitext(indexed, indexed=True)
+
+
+def mode_inputs(indexed, mode) -> None:
+    check_bitext(indexed, indexed=True)
+    check_mode(mode, indexed)
+
+
+def sparse_table_inputs(t, indexed) -> None:
+    check_sparse_table(t, indexed, like=np.ndarray)
+
+
+def sparse_values_inputs(values, indexed, **rest) -> None:
+    check_sparse_table(values, indexed, "values", like=np.ndarray)
+
+
+def sparse_e_step_inputs_np(t, indexed, mode) -> None:
+    check_sparse_table(t, indexed, like=np.ndarray)
+    check_mode(mode, indexed)
+
+
+def sparse_e_step_inputs_torch(t, indexed, mode) -> None:
+    check_sparse_table(t, indexed, like=torch.Tensor)
+    check_mode(mode, indexed)
+
+
+def sparse_m_step_inputs_np(counts, indexed, floor) -> None:
+    check_sparse_table(counts, indexed, "counts", like=np.ndarray)
+    check_number("floor", floor, low=0.0, high=1.0)
+
+
+def sparse_m_step_inputs_torch(counts, indexed, floor) -> None:
+    check_sparse_table(counts, indexed, "counts", like=torch.Tensor)
+    check_number("floor", floor, low=0.0, high=1.0)
+
+
+def sparse_em_inputs(indexed, iterations, mode, **rest) -> dict:
+    check_bitext(indexed, indexed=True)
+    check_mode(mode, indexed)
+    return dict(iterations=check_size("iterations", iterations))
+
+
+def pair_entries_inputs(indexed, m) -> dict:
+    check_bitext(indexed, indexed=True)
+    return dict(m=check_pair_index(m, len(indexed.src_start) - 1))
+
+
+def sparse_alignment_inputs(t, indexed, m) -> dict:
+    check_sparse_table(t, indexed, like=np.ndarray)
+    return dict(m=check_pair_index(m, len(indexed.src_start) - 1))
+
+
+def sparse_rows_inputs(values, indexed, words) -> None:
+    check_sparse_table(values, indexed, "values", like=np.ndarray)
+    unknown = [] if isinstance(words, str) else [x for x in words if x not in indexed.src_index]
+    if isinstance(words, str) or unknown:
+        fail("words", "a list of words of the source vocabulary",
+             describe(words) if isinstance(words, str) else f"unknown words {unknown[:5]}")
+
+
+def sparse_top_inputs(t, indexed, x, k) -> dict:
+    check_sparse_table(t, indexed, like=np.ndarray)
+    if x not in indexed.src_index:
+        fail("unknown source word", "a word of the source vocabulary", repr(x))
+    return dict(k=check_size("k", k))
 
 
 # ============================================================ task_heads (lesson 07)

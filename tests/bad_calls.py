@@ -42,7 +42,9 @@ from minattn import sparse as S
 from minattn import task_heads as TH
 from minattn import xl as X
 from minattn.course import agreement as AGC
+from minattn.course import lstm_attention as LAC
 from minattn.course import train as TR  # noqa: E402
+from minattn.fast import ibm1 as ibm1_fast
 
 OUR_FORMAT = re.compile(r".+: expected .+, got .+", re.S)
 
@@ -704,8 +706,8 @@ bad("agreement", "AttentionClassifier", "n_vocab", "n_vocab = 0")(
 # ============================================================================ ibm1
 bx = ibm1.make_bitext([["a", "b"], ["a"]], [["A", "B"], ["A"]])
 t0 = ibm1.uniform_table_np(bx)
-fb = ibm1.index_bitext([["a", "b"], ["a"]], [["A", "B"], ["A"]])
-tf = ibm1.uniform_table_fast_np(fb)
+fb = ibm1_fast.index_bitext([["a", "b"], ["a"]], [["A", "B"], ["A"]])
+tf = ibm1_fast.uniform_table_fast_np(fb)
 bad("ibm1", "em_np", "iterations", "iterations = -1")(lambda: ibm1.em_np(bx, -1))
 bad("ibm1", "em_np", "iterations", "iterations = 2.5")(lambda: ibm1.em_np(bx, 2.5))
 bad("ibm1", "em_np", "t", "an all-zero table")(lambda: ibm1.em_np(bx, 1, t=np.zeros_like(t0)))
@@ -743,26 +745,27 @@ bad("ibm1", "proxy_agreement_torch", "d", "d = 0")(
 bad("ibm1", "BagOfWordsProxy", "d", "d = 0")(lambda: ibm1.BagOfWordsProxy(3, 3, 0))
 bad("ibm1", "BagOfWordsProxy.forward", "xbar", "xbar of the wrong width")(
     lambda: ibm1.BagOfWordsProxy(3, 3, 4)(torch.ones(2, 5)))
-bad("ibm1", "em_fast_np", "iterations", "iterations = -1")(lambda: ibm1.em_fast_np(fb, -1))
+bad("ibm1", "em_fast_np", "iterations", "iterations = -1")(lambda: ibm1_fast.em_fast_np(fb, -1))
 bad("ibm1", "e_step_fast_np", "t", "an all-zero table")(
-    lambda: ibm1.e_step_fast_np(np.zeros_like(tf), fb))
+    lambda: ibm1_fast.e_step_fast_np(np.zeros_like(tf), fb))
 bad("ibm1", "e_step_fast_np", "t", "NaN in the table")(
-    lambda: ibm1.e_step_fast_np(with_value(tf, NAN), fb))
-bad("ibm1", "m_step_fast_np", "floor", "NaN floor")(lambda: ibm1.m_step_fast_np(tf, fb, NAN))
+    lambda: ibm1_fast.e_step_fast_np(with_value(tf, NAN), fb))
+bad("ibm1", "m_step_fast_np", "floor", "NaN floor")(lambda: ibm1_fast.m_step_fast_np(tf, fb, NAN))
 bad("ibm1", "e_step_fast_torch", "t", "an all-zero table")(
-    lambda: ibm1.e_step_fast_torch(torch.zeros(len(tf), dtype=torch.float64), fb))
-bad("ibm1", "em_fast_torch", "iterations", "iterations = 1.5")(lambda: ibm1.em_fast_torch(fb, 1.5))
+    lambda: ibm1_fast.e_step_fast_torch(torch.zeros(len(tf), dtype=torch.float64), fb))
+bad("ibm1", "em_fast_torch", "iterations", "iterations = 1.5")(
+    lambda: ibm1_fast.em_fast_torch(fb, 1.5))
 bad("ibm1", "alignment_matrix_fast_np", "m", "pair index past the corpus")(
-    lambda: ibm1.alignment_matrix_fast_np(tf, fb, 7))
+    lambda: ibm1_fast.alignment_matrix_fast_np(tf, fb, 7))
 bad("ibm1", "position_entries_np", "m", "negative pair index")(
-    lambda: ibm1.position_entries_np(fb, -5))
-bad("ibm1", "rows_np", "words", "an unknown word")(lambda: ibm1.rows_np(tf, fb, ["zzz"]))
+    lambda: ibm1_fast.position_entries_np(fb, -5))
+bad("ibm1", "rows_np", "words", "an unknown word")(lambda: ibm1_fast.rows_np(tf, fb, ["zzz"]))
 bad("ibm1", "top_translations_fast_np", "k", "k = -2")(
-    lambda: ibm1.top_translations_fast_np(tf, fb, "a", -2))
+    lambda: ibm1_fast.top_translations_fast_np(tf, fb, "a", -2))
 bad("ibm1", "viterbi_fast_np", "t", "NaN in the table")(
-    lambda: ibm1.viterbi_fast_np(with_value(tf, NAN), fb))
+    lambda: ibm1_fast.viterbi_fast_np(with_value(tf, NAN), fb))
 bad("ibm1", "index_bitext", "targets", "an empty target sentence")(
-    lambda: ibm1.index_bitext([["a"]], [[]]))
+    lambda: ibm1_fast.index_bitext([["a"]], [[]]))
 
 # ============================================================================ tasks
 G = lambda: torch.Generator().manual_seed(0)  # noqa: E731
@@ -776,13 +779,13 @@ bad("multiscale", "effective_scale_task", "k", "k = 1.5")(
 bad("multiscale", "glove_corpus", "vectors", "1-d vectors")(
     lambda: MS.glove_corpus({"train": ["a b"]}, ["a", "b"], np.ones(2), 4))
 bad("lstm_attention", "dictionary_corpus", "n_pairs", "n_pairs = -1")(
-    lambda: LA.dictionary_corpus(-1, 5, np.random.default_rng(0)))
+    lambda: LAC.dictionary_corpus(-1, 5, np.random.default_rng(0)))
 bad("lstm_attention", "dictionary_corpus", "length", "length (5, 2)")(
-    lambda: LA.dictionary_corpus(2, 5, np.random.default_rng(0), length=(5, 2)))
+    lambda: LAC.dictionary_corpus(2, 5, np.random.default_rng(0), length=(5, 2)))
 bad("lstm_attention", "permutation_corpus", "n_types", "n_types > n_vocab")(
-    lambda: LA.permutation_corpus(2, 5, 3, np.random.default_rng(0)))
+    lambda: LAC.permutation_corpus(2, 5, 3, np.random.default_rng(0)))
 bad("lstm_attention", "two_sets_corpus", "n_pairs", "n_pairs = -2")(
-    lambda: LA.two_sets_corpus(-2, 3, np.random.default_rng(0)))
+    lambda: LAC.two_sets_corpus(-2, 3, np.random.default_rng(0)))
 bad("tools.train", "length_batches", "lengths", "negative lengths")(
     lambda: TR.length_batches(torch.tensor([2, -1]), 1, G()))
 bad("xl", "char_corpus", "texts", "an empty list")(lambda: X.char_corpus([]))

@@ -1,5 +1,5 @@
-"""IBM Model 1: the readable reference (minattn/ibm1/reference.py) by hand, against brute force
-and NLTK; its torch twin; the fast path (minattn/ibm1/fast.py) equal to the reference; the
+"""IBM Model 1: the readable reference (minattn/ibm1.py) by hand, against brute force
+and NLTK; its torch twin; the fast path (minattn/fast/ibm1.py) equal to the reference; the
 bag-of-words proxy's gradient at initialisation; bad input.
 
 Direction everywhere: source x = input (English), target y = output (German); t(y | x).
@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from minattn import ibm1
-from minattn.ibm1 import index as ibm1_index
-from minattn.lstm_attention import dictionary_corpus, permutation_corpus
+from minattn.course.lstm_attention import dictionary_corpus, permutation_corpus
+from minattn.fast import ibm1 as ibm1_fast
 
 # NLTK's documented example (nltk/translate/ibm1.py docstring): English source, German target.
 SRC = [["the", "house", "is", "small"], ["the", "house", "is", "big"],
@@ -204,10 +204,10 @@ def test_nltk_mode_reproduces_nltk_documented_example():
 def test_start_table_is_nltks(rng):
     src, tgt = random_corpus(rng, n_pairs=40)
     model, _ = nltk_model(src, tgt, 0)
-    bx, fb = ibm1.make_bitext(src, tgt), ibm1.index_bitext(src, tgt)
+    bx, fb = ibm1.make_bitext(src, tgt), ibm1_fast.index_bitext(src, tgt)
     np.testing.assert_array_equal(ibm1.uniform_table_np(bx), ibm1.nltk_table_np(model, bx))
-    np.testing.assert_array_equal(ibm1.uniform_table_fast_np(fb),
-                                  ibm1.nltk_table_fast_np(model, fb))
+    np.testing.assert_array_equal(ibm1_fast.uniform_table_fast_np(fb),
+                                  ibm1_fast.nltk_table_fast_np(model, fb))
 
 
 @pytest.mark.exercise("6.2")  # runs full EM: needs 6.1 too
@@ -251,9 +251,10 @@ def test_torch_em_on_cuda(rng):
     t_gpu, _ = ibm1.em_torch(bx, 5, mode="nltk", device="cuda")
     np.testing.assert_allclose(t_gpu.cpu().numpy(), ibm1.em_np(bx, 5, mode="nltk")[0],
                                rtol=0, atol=1e-12)
-    fb = ibm1.index_bitext(*random_corpus(rng))
-    t_fast, _ = ibm1.em_fast_torch(fb, 5, mode="nltk", device="cuda")
-    np.testing.assert_allclose(t_fast, ibm1.em_fast_np(fb, 5, mode="nltk")[0], rtol=0, atol=1e-12)
+    fb = ibm1_fast.index_bitext(*random_corpus(rng))
+    t_fast, _ = ibm1_fast.em_fast_torch(fb, 5, mode="nltk", device="cuda")
+    np.testing.assert_allclose(t_fast, ibm1_fast.em_fast_np(fb, 5, mode="nltk")[0], rtol=0,
+                               atol=1e-12)
 
 
 # ----------------------------------------------------------------------------- fast path
@@ -262,9 +263,9 @@ def test_packed_sort_and_general_path_index_the_same(rng, monkeypatch, null):
     # index_bitext packs each point into one int64 when the fields fit (PACK_BITS); with no bits
     # to spare it takes the general path (argsort + gathers). Both must give the same arrays.
     src, tgt = random_corpus(rng, n_pairs=80)
-    fast = ibm1.index_bitext(src, tgt, null=null)
-    monkeypatch.setattr(ibm1_index, "PACK_BITS", 0)
-    slow = ibm1.index_bitext(src, tgt, null=null)
+    fast = ibm1_fast.index_bitext(src, tgt, null=null)
+    monkeypatch.setattr(ibm1_fast, "PACK_BITS", 0)
+    slow = ibm1_fast.index_bitext(src, tgt, null=null)
     for name, value in vars(fast).items():
         if isinstance(value, np.ndarray):
             other = getattr(slow, name)
@@ -290,33 +291,33 @@ def test_packed_sort_and_general_path_index_the_same(rng, monkeypatch, null):
 @pytest.mark.parametrize("mode, null", [("textbook", False), ("textbook", True), ("nltk", True)])
 def test_fast_path_equals_the_reference(rng, mode, null):
     src, tgt = random_corpus(rng, n_pairs=100)
-    bx, fb = ibm1.make_bitext(src, tgt, null=null), ibm1.index_bitext(src, tgt, null=null)
+    bx, fb = ibm1.make_bitext(src, tgt, null=null), ibm1_fast.index_bitext(src, tgt, null=null)
     assert fb.src_vocab == bx.src_vocab and fb.tgt_vocab == bx.tgt_vocab   # the same word ids
-    dense = lambda v: ibm1.to_dense_np(v, fb)
-    np.testing.assert_allclose(dense(ibm1.count_table_fast_np(fb)), ibm1.count_table_np(bx),
+    dense = lambda v: ibm1_fast.to_dense_np(v, fb)
+    np.testing.assert_allclose(dense(ibm1_fast.count_table_fast_np(fb)), ibm1.count_table_np(bx),
                                rtol=0, atol=1e-13)
     t_ref, h_ref = ibm1.em_np(bx, 6, mode=mode)
-    t_fast, h_fast = ibm1.em_fast_np(fb, 6, mode=mode)
+    t_fast, h_fast = ibm1_fast.em_fast_np(fb, 6, mode=mode)
     np.testing.assert_allclose(dense(t_fast), t_ref, rtol=0, atol=1e-13)
     np.testing.assert_allclose(h_fast, h_ref, rtol=1e-13)
     for m in range(0, bx.n_pairs, 7):
-        np.testing.assert_allclose(ibm1.alignment_matrix_fast_np(t_fast, fb, m),
+        np.testing.assert_allclose(ibm1_fast.alignment_matrix_fast_np(t_fast, fb, m),
                                    ibm1.alignment_matrix_np(t_ref, bx, m), rtol=0, atol=1e-13)
-    ref_a, fast_a = ibm1.viterbi_np(t_ref, bx), ibm1.viterbi_fast_np(t_fast, fb)
+    ref_a, fast_a = ibm1.viterbi_np(t_ref, bx), ibm1_fast.viterbi_fast_np(t_fast, fb)
     np.testing.assert_array_equal(fast_a, np.concatenate(ref_a))
-    assert all(np.array_equal(a, b) for a, b in zip(ibm1.split_pairs_np(fast_a, fb), ref_a))
+    assert all(np.array_equal(a, b) for a, b in zip(ibm1_fast.split_pairs_np(fast_a, fb), ref_a))
     x = bx.src_vocab[2]
-    assert [y for y, _ in ibm1.top_translations_fast_np(t_fast, fb, x)] == [
+    assert [y for y, _ in ibm1_fast.top_translations_fast_np(t_fast, fb, x)] == [
         y for y, _ in ibm1.top_translations_np(t_ref, bx, x)]
-    np.testing.assert_allclose(ibm1.rows_np(t_fast, fb, [x]), t_ref[[bx.src_index[x]]])
+    np.testing.assert_allclose(ibm1_fast.rows_np(t_fast, fb, [x]), t_ref[[bx.src_index[x]]])
 
 
 @pytest.mark.exercise("6.2")  # runs full EM: needs 6.1 too
 @pytest.mark.parametrize("mode", ["textbook", "nltk"])
 def test_fast_torch_matches_fast_numpy(rng, mode):
-    fb = ibm1.index_bitext(*random_corpus(rng))
-    t_np, h_np = ibm1.em_fast_np(fb, 5, mode=mode)
-    t_pt, h_pt = ibm1.em_fast_torch(fb, 5, mode=mode, device="cpu")
+    fb = ibm1_fast.index_bitext(*random_corpus(rng))
+    t_np, h_np = ibm1_fast.em_fast_np(fb, 5, mode=mode)
+    t_pt, h_pt = ibm1_fast.em_fast_torch(fb, 5, mode=mode, device="cpu")
     np.testing.assert_allclose(t_pt, t_np, rtol=0, atol=1e-13)
     np.testing.assert_allclose(h_pt, h_np, rtol=1e-12)
 
@@ -326,14 +327,14 @@ def test_fast_torch_matches_fast_numpy(rng, mode):
 def test_fast_path_reproduces_nltk_on_a_random_corpus(rng, iterations):
     src, tgt = random_corpus(rng, n_pairs=120)
     model, bitext = nltk_model(src, tgt, iterations)
-    fb = ibm1.index_bitext(src, tgt)
-    t, _ = ibm1.em_fast_np(fb, iterations, mode="nltk")
+    fb = ibm1_fast.index_bitext(src, tgt)
+    t, _ = ibm1_fast.em_fast_np(fb, iterations, mode="nltk")
     # the same support: every co-occurring pair, NULL included
     nltk_support = {(x, y) for y, row in model.translation_table.items() for x in row}
     assert nltk_support == {(fb.src_vocab[x], fb.tgt_vocab[y])
                             for x, y in zip(fb.entry_src, fb.entry_tgt)}
-    np.testing.assert_allclose(t, ibm1.nltk_table_fast_np(model, fb), rtol=0, atol=1e-12)
-    ours = ibm1.split_pairs_np(ibm1.viterbi_fast_np(t, fb), fb)
+    np.testing.assert_allclose(t, ibm1_fast.nltk_table_fast_np(model, fb), rtol=0, atol=1e-12)
+    ours = ibm1_fast.split_pairs_np(ibm1_fast.viterbi_fast_np(t, fb), fb)
     assert all(np.array_equal(a, b) for a, b in zip(ours, nltk_viterbi(bitext)))
 
 
@@ -374,7 +375,7 @@ def test_proxy_prediction_is_zero_on_a_flat_table():
 
 
 # ----------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize("make", [ibm1.make_bitext, ibm1.index_bitext])
+@pytest.mark.parametrize("make", [ibm1.make_bitext, ibm1_fast.index_bitext])
 @pytest.mark.parametrize("src, tgt, message", [
     ([], [], "empty corpus"),
     ([["a"]], [["A"], ["B"]], "pair up"),
@@ -388,10 +389,10 @@ def test_bad_corpus(make, src, tgt, message):
 
 
 def test_bad_table_and_mode():
-    bx, fb = ibm1.make_bitext(SRC, TGT), ibm1.index_bitext(SRC, TGT)
+    bx, fb = ibm1.make_bitext(SRC, TGT), ibm1_fast.index_bitext(SRC, TGT)
     reference = (ibm1.e_step_np, ibm1.em_np, ibm1.top_translations_np, ibm1.uniform_table_np)
-    fast = (ibm1.e_step_fast_np, ibm1.em_fast_np, ibm1.top_translations_fast_np,
-            ibm1.uniform_table_fast_np)
+    fast = (ibm1_fast.e_step_fast_np, ibm1_fast.em_fast_np, ibm1_fast.top_translations_fast_np,
+            ibm1_fast.uniform_table_fast_np)
     for (e_step, em, top_translations, uniform_table), corpus in ((reference, bx), (fast, fb)):
         with pytest.raises(ValueError, match="does not fit"):
             e_step(np.ones(3), corpus)
@@ -400,10 +401,11 @@ def test_bad_table_and_mode():
         with pytest.raises(ValueError, match="unknown source word"):
             top_translations(uniform_table(corpus), corpus, "haus")  # a target word
     with pytest.raises(ValueError, match="does not fit"):
-        ibm1.m_step_fast_np(np.ones((2, 2)), fb)
+        ibm1_fast.m_step_fast_np(np.ones((2, 2)), fb)
     with pytest.raises(ValueError, match="does not fit"):
         ibm1.e_step_torch(torch.ones(3, 3, dtype=torch.float64), bx)
-    for em, make in ((ibm1.em_np, ibm1.make_bitext), (ibm1.em_fast_np, ibm1.index_bitext)):
+    for em, make in ((ibm1.em_np, ibm1.make_bitext),
+                     (ibm1_fast.em_fast_np, ibm1_fast.index_bitext)):
         with pytest.raises(ValueError, match="NULL"):
             em(make(SRC, TGT, null=False), 1, mode="nltk")
     with pytest.raises(ValueError, match="no NULL"):
@@ -421,16 +423,16 @@ def test_fast_path_reproduces_nltk_on_bible_verses():
     src = [data.tokenize(en) for en, _ in pairs]     # source x = English (input)
     tgt = [data.tokenize(de) for _, de in pairs]     # target y = German (output)
     model, bitext = nltk_model(src, tgt, 5)
-    fb = ibm1.index_bitext(src, tgt)
-    t, _ = ibm1.em_fast_np(fb, 5, mode="nltk")
-    np.testing.assert_allclose(t, ibm1.nltk_table_fast_np(model, fb), rtol=0, atol=1e-12)
-    ours = ibm1.viterbi_fast_np(t, fb)
+    fb = ibm1_fast.index_bitext(src, tgt)
+    t, _ = ibm1_fast.em_fast_np(fb, 5, mode="nltk")
+    np.testing.assert_allclose(t, ibm1_fast.nltk_table_fast_np(model, fb), rtol=0, atol=1e-12)
+    ours = ibm1_fast.viterbi_fast_np(t, fb)
     theirs = np.concatenate(nltk_viterbi(bitext))
     # Viterbi choices agree except where two words tie in exact arithmetic (rounding decides)
     for j in np.flatnonzero(ours != theirs):
         m = int(np.searchsorted(fb.tgt_start, j, side="right") - 1)
         y = tgt[m][j - fb.tgt_start[m]]
         pick = [None if c < 0 else src[m][c] for c in (ours[j], theirs[j])]
-        values = [t[ibm1.entry_index(fb, x, y)] for x in pick]
+        values = [t[ibm1_fast.entry_index(fb, x, y)] for x in pick]
         assert abs(values[0] - values[1]) <= 1e-12, (y, pick, values)
     assert np.mean(ours == theirs) > 0.99

@@ -35,11 +35,7 @@ PROSE_CONSTANTS: dict[str, dict[str, str]] = {
     "02_sparse": {},
     "03_multiscale": {},
     "04_xl": {},
-    "05_lstm_attention": {
-        "0.30": "the authors' batch 128: failing seeds' final accuracy, low end, from the review "
-                "of issue 34 at paper scale (this run prints its own failures' accuracies)",
-        "0.34": "the same observation, high end",
-    },
+    "05_lstm_attention": {},
     "06_ibm1": {},
     "07_task_heads": {},
     "08_agreement": {},

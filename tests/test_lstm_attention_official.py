@@ -1,5 +1,5 @@
-"""The authors' copy model (minattn/lstm_attention/official.py) and its training
-(minattn/lstm_attention/copy_task.py): NumPy vs torch in float64, the model against the NumPy pieces
+"""The authors' copy model (minattn/lstm_attention.py) and its training
+(minattn/course/lstm_attention.py): NumPy vs torch in float64, the model against the NumPy pieces
 and against a re-creation of the authors' module layout, averaged heads, the copy data, the
 no-attention ceiling, training and the head sampling, bad input."""
 
@@ -12,7 +12,8 @@ from parity import np_, t  # tests/ is on sys.path (rootdir conftest)
 from torch import nn
 
 from minattn import lstm_attention as la
-from minattn.lstm_attention import copy_ids
+from minattn.course import lstm_attention as course
+from minattn.course.lstm_attention import copy_ids
 
 
 @pytest.fixture(autouse=True)
@@ -215,7 +216,7 @@ def test_copy_ids_frames_and_vocabulary(rng):
 
 
 def test_copy_task_sample_and_right_positions(rng):
-    task = la.CopyTask("π", 4, 6, order=[2, 0, 3, 1])
+    task = course.CopyTask("π", 4, 6, order=[2, 0, 3, 1])
     src, tgt_in, tgt_out = task.sample(3, rng)
     assert src.shape == tgt_in.shape == tgt_out.shape == (3, 5)
     rows = torch.arange(3)[:, None]
@@ -232,51 +233,51 @@ def test_no_attention_ceiling_matches_a_simulated_decoder(rng):
         guess = np.where(emitted, np.inf, rng.random((trials, n))).argmin(1)
         hits += (guess == x[:, t_]).sum()
         emitted[np.arange(trials), x[:, t_]] = True
-    assert abs(hits / (trials * n) - la.no_attention_ceiling(n, eos=False)) < 0.01
-    assert abs(la.no_attention_ceiling(40, eos=False) - 0.10696) < 1e-5
-    assert la.no_attention_ceiling(40) == pytest.approx((40 * 0.106960 + 1) / 41, abs=1e-5)
+    assert abs(hits / (trials * n) - course.no_attention_ceiling(n, eos=False)) < 0.01
+    assert abs(course.no_attention_ceiling(40, eos=False) - 0.10696) < 1e-5
+    assert course.no_attention_ceiling(40) == pytest.approx((40 * 0.106960 + 1) / 41, abs=1e-5)
 
 
 # ----------------------------------------------------------------------------- training
 def test_train_copy_is_seeded_stops_when_learned_and_tracks():
-    task = la.CopyTask("3-of-4", 3, 4)
+    task = course.CopyTask("3-of-4", 3, 4)
 
     def run(**kw):
         torch.manual_seed(0)
-        return la.train_copy(la.OfficialSeq2Seq(task.vocab, hidden=8), task, seed=1, steps=4,
+        return course.train_copy(la.OfficialSeq2Seq(task.vocab, hidden=8), task, seed=1, steps=4,
                              batch=8, eval_every=2, eval_pairs=6, **kw)
 
     a, b = run(track=3), run(track=3)
     assert a == b and a["step"] == [0, 2, 4] and set(a) == {"step", "accuracy", "attention",
                                                             "probe"}
     assert run(stop_above=-1.0)["step"] == [0]  # above -1 at once: stops before training
-    assert la.learned_at({"step": [0, 10, 20], "accuracy": [0.1, 0.96, 0.97]}) == 10
-    assert not la.learned({"step": [0], "accuracy": [0.95]})  # strictly above 0.95
+    assert course.learned_at({"step": [0, 10, 20], "accuracy": [0.1, 0.96, 0.97]}) == 10
+    assert not course.learned({"step": [0], "accuracy": [0.95]})  # strictly above 0.95
 
 
 def test_head_sampling_keeps_the_base_and_the_heads_intact():
-    task = la.CopyTask("3-of-4", 3, 4)
+    task = course.CopyTask("3-of-4", 3, 4)
     torch.manual_seed(0)
     base = la.OfficialSeq2Seq(task.vocab, hidden=8)
     before = copy.deepcopy(base.state_dict())
-    good, bad, statuses = la.sample_heads(base, task, n_good=0, n_bad=2, max_candidates=3,
+    good, bad, statuses = course.sample_heads(base, task, n_good=0, n_bad=2, max_candidates=3,
                                           seeds=(0, 1), steps=1, batch=4, eval_pairs=4)
     assert statuses == ["bad", "bad"] and len(bad) == 2 and good == []  # 1 step: nothing learns
     assert all(torch.equal(v, base.state_dict()[k]) for k, v in before.items())
     head0 = copy.deepcopy(bad[0].state_dict())
-    la.train_copy(la.with_heads(base, bad), task, 0, steps=2, batch=4, eval_pairs=4)
+    course.train_copy(course.with_heads(base, bad), task, 0, steps=2, batch=4, eval_pairs=4)
     assert all(torch.equal(v, bad[0].state_dict()[k]) for k, v in head0.items())
     assert not torch.equal(bad[0].query.weight, bad[1].query.weight)  # two different draws
 
 
 def test_distinct_combinations_count_each_set_of_heads_once():
-    heads = la.draw_heads(4, 3, torch.Generator().manual_seed(0))
+    heads = course.draw_heads(4, 3, torch.Generator().manual_seed(0))
     rng = np.random.default_rng(0)
     draw = lambda: [heads[i] for i in rng.choice(4, 3, replace=False)]  # noqa: E731
-    combos = la.distinct_combinations(draw, 10)
+    combos = course.distinct_combinations(draw, 10)
     assert len(combos) == 4  # C(4, 3): no more exist
     assert len({frozenset(map(id, c)) for c in combos}) == 4
-    assert la.distinct_combinations(lambda: [heads[0], heads[0]], 2) == []  # a head twice: no
+    assert course.distinct_combinations(lambda: [heads[0], heads[0]], 2) == []  # a head twice: no
 
 
 # ----------------------------------------------------------------------------- bad input
@@ -301,6 +302,6 @@ def test_bad_input_raises_value_error(rng):
     with pytest.raises(ValueError, match="order"):
         copy_ids(4, 3, 6, rng, order=[0, 0, 1])
     with pytest.raises(ValueError, match="train_copy"):
-        la.train_copy(model, la.CopyTask("x", 2, 3), 0, steps=0)
+        course.train_copy(model, course.CopyTask("x", 2, 3), 0, steps=0)
     with pytest.raises(ValueError, match="ceiling"):
-        la.no_attention_ceiling(0)
+        course.no_attention_ceiling(0)

@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from minattn import ibm1
-from minattn.lstm_attention import dictionary_corpus, permutation_corpus
+from minattn.course.lstm_attention import dictionary_corpus, permutation_corpus
+from minattn.fast import ibm1 as ibm1_fast
 
 
 @pytest.mark.exercise("6.1")
@@ -45,13 +46,13 @@ def test_e_step_leaves_its_input_alone_and_keeps_dtype():
 def test_m_step_leaves_counts_alone_and_fast_path_agrees():
     rng = np.random.default_rng(2)
     src, tgt = dictionary_corpus(40, 8, rng)[:2]
-    bx, fb = ibm1.make_bitext(src, tgt), ibm1.index_bitext(src, tgt)
+    bx, fb = ibm1.make_bitext(src, tgt), ibm1_fast.index_bitext(src, tgt)
     counts = ibm1.e_step_np(ibm1.uniform_table_np(bx), bx)[0]
     before = counts.copy()
     t = ibm1.m_step_np(counts, floor=1e-12)
     assert np.array_equal(counts, before)
     sparse = counts[fb.entry_src, fb.entry_tgt]
-    np.testing.assert_allclose(ibm1.m_step_fast_np(sparse, fb, 1e-12),
+    np.testing.assert_allclose(ibm1_fast.m_step_fast_np(sparse, fb, 1e-12),
                                t[fb.entry_src, fb.entry_tgt],
                                rtol=1e-14)
 
@@ -60,12 +61,12 @@ def test_m_step_leaves_counts_alone_and_fast_path_agrees():
 def test_em_race_answer_matches_a_fresh_run():
     from minattn.course.answers import ibm1 as answers
 
-    bx = ibm1.index_bitext(*permutation_corpus(500, 40, 50, np.random.default_rng(5)),
+    bx = ibm1_fast.index_bitext(*permutation_corpus(500, 40, 50, np.random.default_rng(5)),
                            null=False)
-    diag = np.array([ibm1.entry_index(bx, w, w) for w in bx.src_vocab[1:]])
-    t = ibm1.uniform_table_fast_np(bx)
+    diag = np.array([ibm1_fast.entry_index(bx, w, w) for w in bx.src_vocab[1:]])
+    t = ibm1_fast.uniform_table_fast_np(bx)
     for step in range(1, 41):
-        t = ibm1.m_step_fast_np(ibm1.e_step_fast_np(t, bx)[0], bx)
+        t = ibm1_fast.m_step_fast_np(ibm1_fast.e_step_fast_np(t, bx)[0], bx)
         if t[diag].mean() > 0.5:
             break
     assert abs(answers.em_race_40_of_50() - step) <= 1

@@ -1,11 +1,11 @@
-"""Teacher-only probes for lesson 05's exercises (minattn/lstm_attention/, answers)."""
+"""Teacher-only probes for lesson 05's exercises (minattn/lstm_attention.py, answers)."""
 
 import numpy as np
 import pytest
 import torch
 
 from minattn import lstm_attention as la
-from minattn.lstm_attention import two_sets_corpus
+from minattn.course.lstm_attention import two_sets_corpus
 
 
 @pytest.mark.exercise("5.1")

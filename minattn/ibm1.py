@@ -1,4 +1,4 @@
-"""IBM Model 1 — the readable NumPy reference, then its PyTorch twin (the proxy: `proxy.py`).
+"""IBM Model 1 (Brown et al. 1993) and the bag-of-words proxy of Snell et al. (2021), lesson 06.
 
 Direction, stated once for the whole course:
     source x = the INPUT sentence (English in lesson 06),
@@ -6,17 +6,27 @@ Direction, stated once for the whole course:
     t(y | x) = probability that input word x translates to output word y,
 and the NULL source word is `None` with id 0 (NLTK's choice too).
 
-IBM Model 1 (Brown et al. 1993) on a corpus of pairs (x^m, y^m): each output word y_j picks
-an input position i uniformly (NULL included) and is translated from x_i:
+IBM Model 1 on a corpus of pairs (x^m, y^m): each output word y_j picks an input position
+uniformly (NULL included) and is translated from x_i:
 
     p(y^m | x^m) = Π_j (1/(l+1)) Σ_i t(y_j | x_i)                   i over NULL + the l input words
     E-step:  a_ji = t(y_j | x_i) / Σ_i' t(y_j | x_i')               (alignment posterior)
              count(x, y) = Σ_m Σ_j Σ_i [x_i = x][y_j = y] a_ji
     M-step:  t(y | x) = count(x, y) / Σ_y' count(x, y')
 
-Tables here are DENSE (V_x, V_y) arrays (row 0 = NULL) and the EM loops over sentence pairs:
-the code reads like the equations, for small corpora. `fast.py` computes the same
-numbers on a whole corpus with two `np.bincount`s and a sparse table (tested equal).
+One EM step from a uniform t gives the normalised co-occurrence count table
+C(x, y) = Σ_m Σ_j Σ_i [x_i = x][y_j = y] / |x^m| (Snell et al. 2021, eq. 16).
+
+The bag-of-words proxy (Snell et al. 2021, §2.3, eq. 5): uniform attention over input word
+embeddings and one linear layer, p(y | x^m) = softmax(W (1/|x^m|) Σ_i E[x_i]). Its word logits
+θ(x, y) = w_yᵀ e_x start moving at dθ/dt → 2 (C(x, y) − mean_y' C(x, y')) as the embedding
+size d grows (§4.1, eq. 15; appendix A.2).
+
+Shapes: a corpus is a `Bitext` (word ids per sentence; `make_bitext` builds it from token lists);
+tables are DENSE (V_x, V_y) arrays, row 0 = NULL. Read top down: the NumPy reference (count
+table, the EM as a loop over sentence pairs that reads like the equations, alignments), its
+batched torch twin, the corpus, then the proxy. The same EM as two bincounts over a sparse table,
+for real corpora: minattn/fast/ibm1.py (tested equal). Input checks: minattn/checks.py (ibm1).
 
 Two modes (`mode=`):
     "textbook": every output token counts once; no floor.
@@ -31,12 +41,225 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
+import torch.nn.functional as F
+from torch import nn
 
-from ..checks import check_array, check_finite, check_number, check_size, describe, fail
+from .checks import (
+    alignment_inputs,
+    bitext_inputs,
+    check_covered,
+    checked,
+    corpus_inputs,
+    counts_table_inputs,
+    e_step_inputs_np,
+    e_step_inputs_torch,
+    em_inputs,
+    m_step_inputs_np,
+    m_step_inputs_torch,
+    proxy_agreement_inputs,
+    proxy_bag_inputs,
+    proxy_sizes,
+    table_inputs,
+    token_weights_inputs,
+    top_translations_inputs,
+)
 
 NULL = None          # the NULL source word: src_vocab[0], id 0
-MODES = ("textbook", "nltk")
 MIN_PROB = 1e-12     # NLTK's M-step floor (IBMModel.MIN_PROB)
+
+
+# ============================================================================ NumPy reference
+@checked(bitext_inputs)
+def uniform_table_np(bitext: Bitext) -> np.ndarray:
+    """(V_x, V_y) the starting table t(y | x) = 1/|V_y| (NLTK's; any constant gives the same EM)."""
+    return np.full((len(bitext.src_vocab), len(bitext.tgt_vocab)), 1.0 / len(bitext.tgt_vocab))
+
+
+@checked(bitext_inputs)
+def count_table_np(bitext: Bitext) -> np.ndarray:
+    """(V_x, V_y) the co-occurrence count table C(x, y) (Snell et al. 2021, eq. 16; §4.2):
+    every output token y of a pair adds 1/|x^m| to C(x, y) for every input token x of the
+    pair (NULL is one more input token when `bitext.null`). Row 0 is NULL."""
+    C = np.zeros((len(bitext.src_vocab), len(bitext.tgt_vocab)))
+    for x, y in bitext.pairs():
+        np.add.at(C, (x[None, :], y[:, None]), 1.0 / len(x))     # (|y|, |x|) cells, +1/|x| each
+    return C
+
+
+@checked(token_weights_inputs)
+def token_weights_np(y: np.ndarray, mode: str) -> np.ndarray:
+    """(|y|,) weight of each output token: 1 (textbook), 1/k for a word seen k times in y (nltk)."""
+    if mode == "textbook":
+        return np.ones(len(y))
+    return 1.0 / (y[:, None] == y[None, :]).sum(axis=1)
+
+
+@checked(e_step_inputs_np)
+def e_step_np(t: np.ndarray, bitext: Bitext, mode: str = "textbook") -> tuple[np.ndarray, float]:
+    """Expected counts count(x, y) (V_x, V_y) under the table t, and the log-likelihood
+    Σ_m Σ_j w_j log p(y_j | x^m), p(y_j | x^m) = Σ_i t(y_j | x_i) / (|x^m| + null)."""
+    counts, loglik = np.zeros_like(t), 0.0
+    # BEGIN EXERCISE 6.1 implement: E-step: posteriors, expected counts, log-likelihood (~15 min)
+    for x, y in bitext.pairs():                       # x: (n,) ids (NULL first), y: (J,) ids
+        p = t[np.ix_(x, y)].T                     # (J, n) t(y_j | x_i)
+        Z = p.sum(axis=1)                         # (J,)   Σ_i t(y_j | x_i)
+        a = p / Z[:, None]                        # (J, n) posterior a_ji, rows sum to 1
+        w = token_weights_np(y, mode)             # (J,)
+        np.add.at(counts, (x[None, :], y[:, None]), w[:, None] * a)
+        loglik += float(w @ np.log(Z / len(x)))
+    # END EXERCISE
+    check_covered(t, loglik)   # -inf: t gave some output token probability 0 from its sentence
+    return counts, loglik
+
+
+@checked(m_step_inputs_np)
+def m_step_np(counts: np.ndarray, floor: float = 0.0) -> np.ndarray:
+    """t(y | x) = count(x, y) / Σ_y' count(x, y'), then max(., floor) where count > 0.
+
+    A pair (x, y) that never co-occurs keeps t = 0 (NLTK's floor, 1e-12, touches only pairs it
+    has counted); a row with no counts at all (NULL when unused) stays 0."""
+    # BEGIN EXERCISE 6.2 implement: M-step: normalise each source word's counts (~5 min)
+    total = counts.sum(axis=1, keepdims=True)                     # (V_x, 1)
+    t = counts / np.where(total > 0, total, 1.0)
+    return np.where(counts > 0, np.maximum(t, floor), 0.0)
+    # END EXERCISE
+
+
+@checked(em_inputs)
+def em_np(bitext: Bitext, iterations: int, mode: str = "textbook", t: np.ndarray | None = None):
+    """Run EM from t (default uniform); returns (t (V_x, V_y), log-likelihood before each step)."""
+    floor = MIN_PROB if mode == "nltk" else 0.0
+    t = uniform_table_np(bitext) if t is None else t
+    history = []
+    for _ in range(iterations):
+        counts, loglik = e_step_np(t, bitext, mode)
+        t = m_step_np(counts, floor)
+        history.append(loglik)
+    return t, history
+
+
+@checked(alignment_inputs)
+def alignment_matrix_np(t: np.ndarray, bitext: Bitext, m: int) -> np.ndarray:
+    """(|y^m|, null + |x^m|) alignment posteriors a_ji of pair m (column 0 = NULL when used)."""
+    x, y = bitext.pair(m)
+    # BEGIN EXERCISE 6.1 implement: E-step: posteriors, expected counts, log-likelihood (~15 min)
+    p = t[np.ix_(x, y)].T
+    return p / p.sum(axis=1, keepdims=True)
+    # END EXERCISE
+
+
+@checked(table_inputs)
+def viterbi_np(t: np.ndarray, bitext: Bitext) -> list[np.ndarray]:
+    """Best source position of every output token: one (|y^m|,) array per pair, 0-based in
+    x^m, -1 = NULL. Ties go to the later position and a word beats NULL (NLTK's rule)."""
+    best = []
+    for x, y in bitext.pairs():
+        p = t[np.ix_(x, y)].T                                     # (J, n)
+        last_max = p.shape[1] - 1 - np.argmax(p[:, ::-1], axis=1)  # the LAST maximum
+        best.append(last_max - int(bitext.null))                      # NULL column -> -1
+    return best
+
+
+@checked(top_translations_inputs)
+def top_translations_np(t: np.ndarray, bitext: Bitext, x, k: int = 3) -> list[tuple]:
+    """The k most probable output words y for input word x: [(y, t(y | x)), ...]."""
+    row = t[bitext.src_index[x]]
+    return [(bitext.tgt_vocab[j], float(row[j])) for j in np.argsort(-row, kind="stable")[:k]]
+
+
+def nltk_table_np(model, bitext: Bitext) -> np.ndarray:
+    """(V_x, V_y) NLTK's translation_table[y][x] as a dense table (small vocabularies)."""
+    table = model.translation_table
+    return np.array([[table[y][x] for y in bitext.tgt_vocab] for x in bitext.src_vocab])
+
+
+@checked(bitext_inputs)
+def bag_matrices_np(bitext: Bitext) -> tuple[np.ndarray, np.ndarray]:
+    """The proxy's data, per pair: xbar (M, V_x) word frequencies of x^m (rows sum to 1; column
+    0 = NULL stays 0) and ycount (M, V_y) word counts of y^m."""
+    xbar = np.zeros((bitext.n_pairs, len(bitext.src_vocab)))
+    ycount = np.zeros((bitext.n_pairs, len(bitext.tgt_vocab)))
+    for m in range(bitext.n_pairs):
+        np.add.at(xbar[m], bitext.src[m], 1.0 / len(bitext.src[m]))
+        np.add.at(ycount[m], bitext.tgt[m], 1.0)
+    return xbar, ycount
+
+
+@checked(counts_table_inputs)
+def proxy_prediction_np(counts: np.ndarray) -> np.ndarray:
+    """The paper's prediction for the proxy's dθ/dt at initialisation as d → ∞ (Snell et al.
+    2021, §4.1, eq. 15; derived in its appendix A.2):
+
+        2 · (C(x, y) − (1/|V_y|) Σ_y' C(x, y'))      counts: dense (V_x, V_y) table C
+
+    The 2 is one term from Ẇ and one from Ė; each tends to C − mean_y C because at N(0, 1/d)
+    e_x·e_x' → [x = x'], w_y·w_y' → [y = y'] and the softmax starts uniform.
+    """
+    return 2.0 * (counts - counts.mean(axis=1, keepdims=True))
+
+
+# ============================================================================ PyTorch twin
+def padded_torch(bitext: Bitext, device=None):
+    """The corpus as padded batch tensors on `device` (cached): X (M, n) source ids with NULL
+    first, x_mask (M, n), Y (M, J) target ids, y_mask (M, J); padding has id 0, mask False."""
+    key = str(torch.device(device or "cpu"))
+    if key not in bitext.cache:
+        xs, ys = zip(*bitext.pairs())
+        pad = lambda seqs: torch.nn.utils.rnn.pad_sequence(  # noqa: E731
+            [torch.as_tensor(s, dtype=torch.int64) for s in seqs], batch_first=True)
+        mask = lambda seqs: pad([np.ones(len(s), bool) for s in seqs]).bool()  # noqa: E731
+        bitext.cache[key] = tuple(a.to(device) for a in (pad(xs), mask(xs), pad(ys), mask(ys)))
+    return bitext.cache[key]
+
+
+def token_weights_torch(Y: torch.Tensor, y_mask: torch.Tensor, mode: str) -> torch.Tensor:
+    """(M, J) token_weights_np for a padded batch (float64); 0 at padding."""
+    if mode == "textbook":
+        return y_mask.double()
+    same = (Y[:, :, None] == Y[:, None, :]) & y_mask[:, None, :]   # (M, J, J)
+    return y_mask.double() / same.sum(-1).clamp_min(1)
+
+
+@checked(e_step_inputs_torch)
+def e_step_torch(t: torch.Tensor, bitext: Bitext, mode: str = "textbook"):
+    """e_step_np on the whole corpus at once (padded batch); returns (counts, loglik tensor)."""
+    X, x_mask, Y, y_mask = padded_torch(bitext, t.device)
+    counts = torch.zeros_like(t)
+    # BEGIN EXERCISE 6.1 implement: E-step: posteriors, expected counts, log-likelihood (~15 min)
+    p = t[X[:, None, :], Y[:, :, None]] * x_mask[:, None, :]     # (M, J, n) t(y_j | x_i)
+    Z = p.sum(-1).masked_fill(~y_mask, 1.0)                      # (M, J)
+    a = p / Z[..., None]                                         # (M, J, n)
+    w = token_weights_torch(Y, y_mask, mode).to(t.dtype)         # (M, J)
+    X_, Y_ = torch.broadcast_tensors(X[:, None, :], Y[:, :, None])
+    counts.index_put_((X_, Y_), w[..., None] * a, accumulate=True)
+    loglik = (w * torch.log(Z / x_mask.sum(-1, keepdim=True))).sum()
+    # END EXERCISE
+    check_covered(t, loglik)
+    return counts, loglik
+
+
+@checked(m_step_inputs_torch)
+def m_step_torch(counts: torch.Tensor, floor: float = 0.0) -> torch.Tensor:
+    """m_step_np in torch."""
+    # BEGIN EXERCISE 6.2 implement: M-step: normalise each source word's counts (~5 min)
+    total = counts.sum(dim=1, keepdim=True)
+    t = counts / torch.where(total > 0, total, torch.ones_like(total))
+    return torch.where(counts > 0, t.clamp_min(floor), torch.zeros_like(t))
+    # END EXERCISE
+
+
+@checked(em_inputs)
+def em_torch(bitext: Bitext, iterations: int, mode: str = "textbook", t: torch.Tensor | None = None,
+             device=None):
+    """em_np in torch (float64 unless t says otherwise); returns (t tensor, log-likelihoods)."""
+    floor = MIN_PROB if mode == "nltk" else 0.0
+    t = torch.as_tensor(uniform_table_np(bitext), device=device) if t is None else t
+    history = []
+    for _ in range(iterations):
+        counts, loglik = e_step_torch(t, bitext, mode)
+        t = m_step_torch(counts, floor)
+        history.append(float(loglik))
+    return t, history
 
 
 # ============================================================================ the corpus
@@ -45,7 +268,7 @@ class Bitext:
     """A parallel corpus as word ids: src[m] (|x^m|,) and tgt[m] (|y^m|,) int arrays.
 
     src_vocab[0] is NULL (id 0); `null` says whether NULL takes part in the alignments.
-    Vocabularies are in first-seen order (fast.py indexes the same corpus the same way).
+    Vocabularies are in first-seen order (fast/ibm1.py indexes the same corpus the same way).
     """
     src_vocab: list
     tgt_vocab: list
@@ -70,33 +293,9 @@ class Bitext:
         return (self.pair(m) for m in range(self.n_pairs))
 
 
-def check_corpus(sources, targets) -> tuple[list, list]:
-    """The two sides as lists, after checking that they pair up and are not empty."""
-    sources, targets = list(sources), list(targets)
-    if len(sources) != len(targets):
-        fail("sources and targets must pair up", "as many target sentences as source sentences",
-             f"{len(sources)} sources, {len(targets)} targets")
-    if len(sources) == 0:
-        fail("empty corpus", "at least one sentence pair", "0 pairs")
-    return sources, targets
-
-
-def check_sentences(side: str, sentences) -> None:
-    """Every sentence of one side must be a non-empty list of tokens (not a string)."""
-    for m, sent in enumerate(sentences):
-        if isinstance(sent, str) or not hasattr(sent, "__len__"):
-            fail(f"{side}s: {side} sentence {m} is not a token list",
-                 "a list of tokens, e.g. s.split()",
-                 f"{type(sent).__name__} {str(sent)[:40]!r}")
-        if len(sent) == 0:
-            fail(f"{side}s: {side} sentence {m} is empty", "at least one token per sentence", "[]")
-
-
+@checked(corpus_inputs)
 def make_bitext(sources, targets, null: bool = True) -> Bitext:
     """Index a corpus: sources[m] (input x^m) and targets[m] (output y^m) are token lists."""
-    sources, targets = check_corpus(sources, targets)
-    for side, sentences in (("source", sources), ("target", targets)):
-        check_sentences(side, sentences)
     src_vocab = list(dict.fromkeys([NULL] + [w for s in sources for w in s]))
     tgt_vocab = list(dict.fromkeys(w for s in targets for w in s))
     src_id = {w: i for i, w in enumerate(src_vocab)}
@@ -105,249 +304,56 @@ def make_bitext(sources, targets, null: bool = True) -> Bitext:
                   [np.array([tgt_id[w] for w in s]) for s in targets], bool(null))
 
 
-def check_table(t, bitext: Bitext, name: str = "t", like=None) -> None:
-    """Raise unless t is a (V_x, V_y) float table of this corpus (NumPy or, like=torch.Tensor,
-    a tensor), finite and >= 0: probabilities, or expected counts for the M-step."""
-    check_bitext(bitext)
-    check_array(name, t, "float", hint="(V_x, V_y)", like=like)
-    shape = (len(bitext.src_vocab), len(bitext.tgt_vocab))
-    if tuple(t.shape) != shape:
-        fail(f"{name}: translation table does not fit the corpus", f"shape {shape} (V_x, V_y)",
-             f"shape {tuple(t.shape)}")
-    check_finite(name, t)
-    check_nonnegative(name, t)
-
-
-def check_nonnegative(name: str, t) -> None:
-    """Probabilities and counts are >= 0 (a negative entry makes a posterior meaningless)."""
-    empty = t.numel() == 0 if isinstance(t, torch.Tensor) else t.size == 0
-    low = 0.0 if empty else float(t.min())
-    if low < 0:
-        fail(name, "values >= 0 (probabilities or counts)", f"a minimum of {low} in {describe(t)}")
-
-
-def check_bitext(bitext) -> None:
-    if not isinstance(bitext, Bitext) and type(bitext).__name__ != "IndexedBitext":
-        fail("bitext", "a corpus from make_bitext (or index_bitext for the fast path)",
-             describe(bitext))
-
-
-def check_covered(t, loglik) -> None:
-    """After an E-step: a log-likelihood of -inf or NaN means some target token had
-    probability 0 under t from every word of its source sentence (e.g. an all-zero table):
-    its posterior 0/0 is undefined."""
-    if not np.isfinite(float(loglik)):
-        fail("t", "a table that gives every target token some probability from its source "
-             "sentence (t(y | x) > 0 for some x of the pair)", f"a table under which the "
-             f"log-likelihood is {float(loglik)} ({describe(t)}, {int((t > 0).sum())} entries > 0)")
-
-
-def check_mode(mode: str, bitext: Bitext) -> None:
-    if mode not in MODES:
-        fail("unknown mode", f"one of {MODES}", repr(mode))
-    if mode == "nltk" and not bitext.null:
-        fail("NLTK mode needs the NULL word", "make_bitext(..., null=True)", "null=False")
-
-
-# ============================================================================ NumPy reference
-def uniform_table_np(bitext: Bitext) -> np.ndarray:
-    """(V_x, V_y) the starting table t(y | x) = 1/|V_y| (NLTK's; any constant gives the same EM)."""
-    return np.full((len(bitext.src_vocab), len(bitext.tgt_vocab)), 1.0 / len(bitext.tgt_vocab))
-
-
-def count_table_np(bitext: Bitext) -> np.ndarray:
-    """(V_x, V_y) the co-occurrence count table C(x, y) (Snell et al. 2021, eq. 16; §4.2):
-    every output token y of a pair adds 1/|x^m| to C(x, y) for every input token x of the
-    pair (NULL is one more input token when `bitext.null`). Row 0 is NULL."""
-    C = np.zeros((len(bitext.src_vocab), len(bitext.tgt_vocab)))
-    for x, y in bitext.pairs():
-        np.add.at(C, (x[None, :], y[:, None]), 1.0 / len(x))     # (|y|, |x|) cells, +1/|x| each
-    return C
-
-
-def token_weights_np(y: np.ndarray, mode: str) -> np.ndarray:
-    """(|y|,) weight of each output token: 1 (textbook), 1/k for a word seen k times in y (nltk)."""
-    if mode not in MODES:
-        fail("mode", f"one of {MODES}", repr(mode))
-    check_array("y", y, "int", ndim=1, hint="(|y|,) word ids", like=np.ndarray)
-    if mode == "textbook":
-        return np.ones(len(y))
-    return 1.0 / (y[:, None] == y[None, :]).sum(axis=1)
-
-
-def e_step_np(t: np.ndarray, bitext: Bitext, mode: str = "textbook") -> tuple[np.ndarray, float]:
-    """Expected counts count(x, y) (V_x, V_y) under the table t, and the log-likelihood
-    Σ_m Σ_j w_j log p(y_j | x^m), p(y_j | x^m) = Σ_i t(y_j | x_i) / (|x^m| + null)."""
-    check_table(t, bitext)
-    check_mode(mode, bitext)
-    counts, loglik = np.zeros_like(t), 0.0
-    # BEGIN EXERCISE 6.1 implement: E-step: posteriors, expected counts, log-likelihood (~15 min)
-    for x, y in bitext.pairs():                       # x: (n,) ids (NULL first), y: (J,) ids
-        p = t[np.ix_(x, y)].T                     # (J, n) t(y_j | x_i)
-        Z = p.sum(axis=1)                         # (J,)   Σ_i t(y_j | x_i)
-        a = p / Z[:, None]                        # (J, n) posterior a_ji, rows sum to 1
-        w = token_weights_np(y, mode)             # (J,)
-        np.add.at(counts, (x[None, :], y[:, None]), w[:, None] * a)
-        loglik += float(w @ np.log(Z / len(x)))
-    # END EXERCISE
-    check_covered(t, loglik)
-    return counts, loglik
-
-
-def m_step_np(counts: np.ndarray, floor: float = 0.0) -> np.ndarray:
-    """t(y | x) = count(x, y) / Σ_y' count(x, y'), then max(., floor) where count > 0.
-
-    A pair (x, y) that never co-occurs keeps t = 0 (NLTK's floor, 1e-12, touches only pairs it
-    has counted); a row with no counts at all (NULL when unused) stays 0."""
-    check_counts(counts, floor, np.ndarray)
-    # BEGIN EXERCISE 6.2 implement: M-step: normalise each source word's counts (~5 min)
-    total = counts.sum(axis=1, keepdims=True)                     # (V_x, 1)
-    t = counts / np.where(total > 0, total, 1.0)
-    return np.where(counts > 0, np.maximum(t, floor), 0.0)
-    # END EXERCISE
-
-
-def check_counts(counts, floor, like) -> None:
-    """M-step inputs: counts (V_x, V_y) finite and >= 0, floor a number in [0, 1]."""
-    check_array("counts", counts, "float", ndim=2, hint="(V_x, V_y)", like=like)
-    check_finite("counts", counts)
-    check_nonnegative("counts", counts)
-    check_number("floor", floor, low=0.0, high=1.0)
-
-
-def em_np(bitext: Bitext, iterations: int, mode: str = "textbook", t: np.ndarray | None = None):
-    """Run EM from t (default uniform); returns (t (V_x, V_y), log-likelihood before each step)."""
-    check_bitext(bitext)
-    iterations = check_size("iterations", iterations)
-    check_mode(mode, bitext)
-    floor = MIN_PROB if mode == "nltk" else 0.0
-    t = uniform_table_np(bitext) if t is None else t
-    history = []
-    for _ in range(iterations):
-        counts, loglik = e_step_np(t, bitext, mode)
-        t = m_step_np(counts, floor)
-        history.append(loglik)
-    return t, history
-
-
-def alignment_matrix_np(t: np.ndarray, bitext: Bitext, m: int) -> np.ndarray:
-    """(|y^m|, null + |x^m|) alignment posteriors a_ji of pair m (column 0 = NULL when used)."""
-    check_table(t, bitext)
-    m = check_pair_index(m, bitext.n_pairs)
-    x, y = bitext.pair(m)
-    if not (t[np.ix_(x, y)].sum(axis=0) > 0).all():
-        check_covered(t, -np.inf)
-    # BEGIN EXERCISE 6.1 implement: E-step: posteriors, expected counts, log-likelihood (~15 min)
-    p = t[np.ix_(x, y)].T
-    return p / p.sum(axis=1, keepdims=True)
-    # END EXERCISE
-
-
-def check_pair_index(m, n_pairs: int) -> int:
-    """m: the index of a sentence pair, an integer in [0, n_pairs)."""
-    m = check_size("m", m)
-    if m >= n_pairs:
-        fail("m", f"a pair index in [0, {n_pairs})", describe(m))
-    return m
-
-
-def viterbi_np(t: np.ndarray, bitext: Bitext) -> list[np.ndarray]:
-    """Best source position of every output token: one (|y^m|,) array per pair, 0-based in
-    x^m, -1 = NULL. Ties go to the later position and a word beats NULL (NLTK's rule)."""
-    check_table(t, bitext)
-    best = []
-    for x, y in bitext.pairs():
-        p = t[np.ix_(x, y)].T                                     # (J, n)
-        last_max = p.shape[1] - 1 - np.argmax(p[:, ::-1], axis=1)  # the LAST maximum
-        best.append(last_max - int(bitext.null))                      # NULL column -> -1
-    return best
-
-
-def top_translations_np(t: np.ndarray, bitext: Bitext, x, k: int = 3) -> list[tuple]:
-    """The k most probable output words y for input word x: [(y, t(y | x)), ...]."""
-    check_table(t, bitext)
-    k = check_size("k", k)
-    if x not in bitext.src_index:
-        fail("unknown source word", "a word of the source vocabulary", repr(x))
-    row = t[bitext.src_index[x]]
-    return [(bitext.tgt_vocab[j], float(row[j])) for j in np.argsort(-row, kind="stable")[:k]]
-
-
-# ============================================================================ NLTK bridge
 def nltk_bitext(sources, targets):
     """The same corpus for NLTK: AlignedSent(words=TARGET y, mots=SOURCE x) — note the order."""
     from nltk.translate import AlignedSent
     return [AlignedSent(list(y), list(x)) for x, y in zip(sources, targets)]
 
 
-def nltk_table_np(model, bitext: Bitext) -> np.ndarray:
-    """(V_x, V_y) NLTK's translation_table[y][x] as a dense table (small vocabularies)."""
-    table = model.translation_table
-    return np.array([[table[y][x] for y in bitext.tgt_vocab] for x in bitext.src_vocab])
+# ============================================================================ the proxy
+class BagOfWordsProxy(nn.Module):
+    """p(y | x^m) = softmax(W · (1/n) Σ_i E[x_i])  (Snell et al. 2021, §2.3, eq. 5): uniform
+    attention over input embeddings, one linear layer, no decoder state. E and W start i.i.d.
+    N(0, 1/d)."""
+
+    @checked(proxy_sizes)
+    def __init__(self, n_src: int, n_tgt: int, d: int):
+        super().__init__()
+        self.embed = nn.Parameter(torch.randn(n_src, d) / d ** 0.5)    # E: (V_x, d)
+        self.out = nn.Parameter(torch.randn(n_tgt, d) / d ** 0.5)      # W: (V_y, d)
+
+    @checked(proxy_bag_inputs)
+    def forward(self, xbar: torch.Tensor) -> torch.Tensor:
+        """xbar: (B, V_x) bag of input words (rows sum to 1) -> logits (B, V_y)."""
+        return (xbar @ self.embed) @ self.out.T
+
+    def word_logits(self) -> torch.Tensor:
+        """(V_x, V_y) θ(x, y) = w_y · e_x: the logit of y when the input is the single word x."""
+        return self.embed @ self.out.T
 
 
-# ============================================================================ PyTorch twin
-def padded_torch(bitext: Bitext, device=None):
-    """The corpus as padded batch tensors on `device` (cached): X (M, n) source ids with NULL
-    first, x_mask (M, n), Y (M, J) target ids, y_mask (M, J); padding has id 0, mask False."""
-    key = str(torch.device(device or "cpu"))
-    if key not in bitext.cache:
-        xs, ys = zip(*bitext.pairs())
-        pad = lambda seqs: torch.nn.utils.rnn.pad_sequence(
-            [torch.as_tensor(s, dtype=torch.int64) for s in seqs], batch_first=True)
-        mask = lambda seqs: pad([np.ones(len(s), bool) for s in seqs]).bool()
-        bitext.cache[key] = tuple(a.to(device) for a in (pad(xs), mask(xs), pad(ys), mask(ys)))
-    return bitext.cache[key]
+def proxy_loss_torch(model: BagOfWordsProxy, xbar, ycount) -> torch.Tensor:
+    """Torch-only (autograd needs it): -Σ_m Σ_j log p(y_j | x^m), summed as in the paper."""
+    return -(ycount * F.log_softmax(model(xbar), dim=-1)).sum()
 
 
-def token_weights_torch(Y: torch.Tensor, y_mask: torch.Tensor, mode: str) -> torch.Tensor:
-    """(M, J) token_weights_np for a padded batch (float64); 0 at padding."""
-    if mode == "textbook":
-        return y_mask.double()
-    same = (Y[:, :, None] == Y[:, None, :]) & y_mask[:, None, :]   # (M, J, J)
-    return y_mask.double() / same.sum(-1).clamp_min(1)
+def proxy_logit_velocity_torch(model: BagOfWordsProxy, xbar, ycount) -> torch.Tensor:
+    """Torch-only; its d → ∞ limit is proxy_prediction_np. (V_x, V_y) dθ/dt under gradient flow
+    (Ė = -∂L/∂E, Ẇ = -∂L/∂W): θ = E Wᵀ, so dθ/dt = -(∂L/∂E Wᵀ + E (∂L/∂W)ᵀ)."""
+    gE, gW = torch.autograd.grad(proxy_loss_torch(model, xbar, ycount), [model.embed, model.out])
+    return -(gE @ model.out.T + model.embed @ gW.T).detach()
 
 
-def e_step_torch(t: torch.Tensor, bitext: Bitext, mode: str = "textbook"):
-    """e_step_np on the whole corpus at once (padded batch); returns (counts, loglik tensor)."""
-    check_table(t, bitext, like=torch.Tensor)
-    check_mode(mode, bitext)
-    X, x_mask, Y, y_mask = padded_torch(bitext, t.device)
-    counts = torch.zeros_like(t)
-    # BEGIN EXERCISE 6.1 implement: E-step: posteriors, expected counts, log-likelihood (~15 min)
-    p = t[X[:, None, :], Y[:, :, None]] * x_mask[:, None, :]     # (M, J, n) t(y_j | x_i)
-    Z = p.sum(-1).masked_fill(~y_mask, 1.0)                      # (M, J)
-    a = p / Z[..., None]                                         # (M, J, n)
-    w = token_weights_torch(Y, y_mask, mode).to(t.dtype)         # (M, J)
-    X_, Y_ = torch.broadcast_tensors(X[:, None, :], Y[:, :, None])
-    counts.index_put_((X_, Y_), w[..., None] * a, accumulate=True)
-    loglik = (w * torch.log(Z / x_mask.sum(-1, keepdim=True))).sum()
-    # END EXERCISE
-    check_covered(t, loglik)
-    return counts, loglik
-
-
-def m_step_torch(counts: torch.Tensor, floor: float = 0.0) -> torch.Tensor:
-    """m_step_np in torch."""
-    check_counts(counts, floor, torch.Tensor)
-    # BEGIN EXERCISE 6.2 implement: M-step: normalise each source word's counts (~5 min)
-    total = counts.sum(dim=1, keepdim=True)
-    t = counts / torch.where(total > 0, total, torch.ones_like(total))
-    return torch.where(counts > 0, t.clamp_min(floor), torch.zeros_like(t))
-    # END EXERCISE
-
-
-def em_torch(bitext: Bitext, iterations: int, mode: str = "textbook", t: torch.Tensor | None = None,
-             device=None):
-    """em_np in torch (float64 unless t says otherwise); returns (t tensor, log-likelihoods)."""
-    check_bitext(bitext)
-    iterations = check_size("iterations", iterations)
-    check_mode(mode, bitext)
-    floor = MIN_PROB if mode == "nltk" else 0.0
-    t = torch.as_tensor(uniform_table_np(bitext), device=device) if t is None else t
-    history = []
-    for _ in range(iterations):
-        counts, loglik = e_step_torch(t, bitext, mode)
-        t = m_step_torch(counts, floor)
-        history.append(float(loglik))
-    return t, history
+@checked(proxy_agreement_inputs)
+def proxy_agreement_torch(bitext: Bitext, d: int, seed: int = 0):
+    """Torch-only; compares proxy_logit_velocity_torch at a fresh N(0, 1/d) start with
+    proxy_prediction_np. Returns (r, measured (V_x-1, V_y), predicted): r is the correlation
+    over all (x, y), nan when the prediction is constant (a flat count table, e.g. 40-of-40)."""
+    xbar, ycount = (torch.as_tensor(a) for a in bag_matrices_np(bitext))
+    torch.manual_seed(seed)
+    model = BagOfWordsProxy(xbar.shape[1], ycount.shape[1], d).double()
+    measured = proxy_logit_velocity_torch(model, xbar, ycount).numpy()[1:]   # drop the NULL row
+    predicted = proxy_prediction_np(count_table_np(bitext))[1:]
+    with np.errstate(invalid="ignore", divide="ignore"):   # flat table: prediction 0, r = nan
+        r = float(np.corrcoef(measured.ravel(), predicted.ravel())[0, 1])
+    return r, measured, predicted
