@@ -338,8 +338,7 @@ small_world = all_of({f"a line in ln N fits better than one in {law}": versus(
 lesson.claim("random edges make paths short: the diameter grows like log N", test=small_world,
              paper="random graphs have logarithmic shortest paths (Zaheer et al. 2020, §2)",
              reproduced="A window with random edges has a diameter that grows like log N.",
-             contradicted="The diameter with random edges grows faster than log N.",
-             why="exact graph distances on our masks; one random draw per run")
+             contradicted="The diameter with random edges grows faster than log N.")
 
 # %%
 n_layers, max_layers = lesson.size(full=256, smoke=64), 12
@@ -394,6 +393,7 @@ SEEDS = lesson.seeds(lesson.size(full=8, smoke=4, paper=16))  # per arm: global 
 WINDOW_SEEDS = SEEDS[:lesson.size(full=4, smoke=4, paper=8)]  # the control
 VOCAB, D_MODEL, HEADS, LAYERS, BB_BLOCK = 3, 32, 2, 2, 8  # tokens: CLS = 0, A = 1, B = 2
 REACHED = 0.99  # a run "learned the task" when its held-out accuracy reaches this
+TASK = f"a synthetic task only long paths solve; 2-layer d=32 models; BigBird {LONGER}× the steps"
 
 example, label = two_halves(4, 16, torch.Generator().manual_seed(lesson.seed(0)))
 for tokens, y in zip(example, label):
@@ -504,22 +504,18 @@ show_table([{"Longformer variant (WikiHop dev, Table 11)": name, "accuracy": f"{
 lesson.claim("global attention matters for long inputs", test=compare(global_acc, window_acc),
              paper="WikiHop dev 72.2 with global attention, 65.5 without (Longformer, Table 11)",
              reproduced="One global token turns a model that cannot do the task into one that can.",
-             contradicted="The window alone does better than the window with a global token.",
-             why="a synthetic task that only long-range paths solve; 2-layer d=32 models")
-lesson.claim("random blocks carry the far half: BigBird beats the window",
-             test=compare(bigbird_acc, window_acc), why=f"BigBird with {LONGER}× the steps",
-             paper="random edges make every pair a few hops apart (Zaheer et al. 2020, §2)",
-             reproduced="Window + random blocks, with no global token, learn what the window alone "
-                        "cannot: the random blocks carry the far half to position 0.",
+             contradicted="The window alone does better than with a global token.", why=TASK)
+lesson.claim("random blocks carry the far half: BigBird beats the window", why=TASK,
+             test=compare(bigbird_acc, window_acc), paper="random edges make every pair a few "
+             "hops apart (Zaheer et al. 2020, §2)", reproduced="With no global token, window + "
+             "random blocks learn what the window alone cannot: they carry the far half.",
              contradicted="BigBird without a global token does worse than the window alone.")
-lesson.claim("without global tokens, window + random blocks fall short",
-             test=rates(k_global, len(SEEDS), k_bigbird, len(SEEDS)),
-             paper="window + random alone fell short, so BigBird adds global tokens (§2)",
-             reproduced=f"Fewer BigBird runs reach {REACHED} with {LONGER}× the steps than global-"
-                        "token runs do: random paths exist but are harder to learn to use.",
-             contradicted=f"More BigBird runs reach {REACHED} than global-token runs do.",
-             why=f"runs reaching {REACHED}: the global token at {STEPS} steps, BigBird at "
-                 f"{STEPS * LONGER}")
+lesson.claim("without global tokens, window + random blocks fall short", why=TASK,
+             test=rates(k_global, len(SEEDS), k_bigbird, len(SEEDS)), paper="window + random "
+             "alone fell short, so BigBird adds global tokens (Zaheer et al. 2020, §2)",
+             reproduced=f"With {LONGER}× the steps, fewer BigBird runs reach {REACHED} than global-"
+                        "token runs: random paths exist but are harder to learn to use.",
+             contradicted=f"More BigBird runs reach {REACHED} than global-token runs do.")
 
 # %% [markdown]
 # **What holds on every run** is the graph: the window model never has the second half within
@@ -644,13 +640,12 @@ print(f"the gate: dense attention's mean exponent {dense_b:.2f} >= {DENSE_AT_LEA
       f"{dense_b >= DENSE_AT_LEAST}")
 busy = Gate(dense_b >= DENSE_AT_LEAST, "budget", f"dense attention's time grew as "
             f"N^{dense_b:.2f}, below N^{DENSE_AT_LEAST}: too small for this device")
+linear = within(exponents["window kernel"], 0.75, 1.25, gates=[busy])  # time ∝ N^b, b ≈ 1
 lesson.claim("sliding-window attention scales linearly with N", paper="memory and time linear "
-             "in sequence length (Beltagy et al. 2020, Longformer, §3 and Figure 1)",
-             test=within(exponents["window kernel"], 0.75, 1.25, gates=[busy]),
+             "in sequence length (Beltagy et al. 2020, Longformer, §3 and Figure 1)", test=linear,
              reproduced="The window kernel's time grows in proportion to N, dense attention's "
                         "like N²: a doubling of N doubles the one and quadruples the other.",
-             contradicted="The window kernel's time does not grow in proportion to N here.",
-             why=f"forward only, w = {W_COST}, on {lesson.device.type}")
+             contradicted="The window kernel's time does not grow in proportion to N here.")
 plot_cost(lesson, cost, sizes_window, W_COST)
 
 # %% [markdown]
