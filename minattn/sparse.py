@@ -63,7 +63,7 @@ def sliding_window_mask_np(n: int, w: int, causal: bool = False) -> np.ndarray:
 
     Each query sees 2w + 1 keys (w + 1 when causal), fewer near the ends of the sequence.
     """
-    i, j = np.arange(n)[:, None], np.arange(n)[None, :]  # (N, 1) queries, (1, N) keys
+    i, j = np.ogrid[:n, :n]  # query positions as a column (N, 1), key positions as a row (1, N)
     # BEGIN EXERCISE 2.1 implement: the sliding-window mask |i - j| <= w (and j <= i when causal) (~10 min)
     mask = np.abs(i - j) <= w
     if causal:
@@ -79,7 +79,7 @@ def dilated_window_mask_np(n: int, w: int, dilation: int, causal: bool = False) 
     Still 2w + 1 keys per query, spread over a span δ times wider: every δ-th token. With
     δ = 1 this is the sliding window. The keys of i all lie in i's residue class i mod δ.
     """
-    i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+    i, j = np.ogrid[:n, :n]
     # BEGIN EXERCISE 2.1 implement: the sliding-window mask |i - j| <= w (and j <= i when causal) (~10 min)
     mask = (np.abs(i - j) <= w * dilation) & ((i - j) % dilation == 0)
     if causal:
