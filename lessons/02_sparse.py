@@ -61,6 +61,10 @@ from minattn.course.sparse import (
     two_halves,
 )
 from minattn.course.stats import Gate, all_of, compare, rates, versus, within
+from minattn.fast.flex import (
+    block_sparse_attention_routed_fast_torch,
+    window_attention_routed_fast_torch,
+)
 from minattn.fast.sparse import (
     band_mask_torch,
     block_sparse_attention_fast_torch,
@@ -437,12 +441,14 @@ assert heard["window w=16"][1] == 0 and heard["window w=15 + global"][1] == N_SE
 # evaluated along the way (for the curves); every run at the end of its budget.
 
 # %%
-kernel = window_attention_fast_torch  # O(N·w); on a GPU minattn.fast.flex routes the same pattern
+# The kernels, chosen by name: on a CPU the O(N·w) kernels of minattn/fast/sparse.py, on a GPU
+# fused SDPA or FlexAttention (minattn/fast/flex.py) — the same numbers either way.
+kernel, block_kernel = window_attention_routed_fast_torch, block_sparse_attention_routed_fast_torch
 
 
 def run(pattern, seed, steps):
     if pattern.startswith("BigBird"):
-        attend = [block_sparse_attend(lay, BB_BLOCK, kernel=block_sparse_attention_fast_torch)
+        attend = [block_sparse_attend(lay, BB_BLOCK, kernel=block_kernel)
                   for lay in bigbird_layouts(seed)]
     else:
         attend = window_attend(16, kernel=kernel) if pattern == "window w=16" else \
@@ -557,8 +563,10 @@ show(blocked_window_attention_torch)
 # `window_attention_fast_torch(q, k, v, w, dilation=, causal=, global_idx=)` is that entry
 # point: the blocked kernel plus exact end blocks, dilation and global tokens; BigBird and the
 # fixed pattern, defined on blocks, run on `block_sparse_attention_fast_torch`, which computes
-# only the non-zero $b \times b$ tiles. The caller picks a kernel by name — the models above
-# were built with `window_attend(16, kernel=window_attention_fast_torch)`. Every fast kernel
+# only the non-zero $b \times b$ tiles. The caller picks a kernel by name: the models above
+# were built with `window_attend(16, kernel=window_attention_routed_fast_torch)`, which runs
+# exactly this kernel on a CPU and hands the pattern to fused SDPA or FlexAttention on a GPU
+# (`minattn/fast/flex.py`). Every fast kernel
 # must compute *exactly* what the reference of `minattn/sparse.py` computes with the mask —
 # outputs and gradients, in float64 (`tests/test_sparse.py` checks many sizes). The same check,
 # small:
@@ -704,9 +712,9 @@ assert roll_err < 1e-12
 # Language Models at a Practical Size", §2). Every other layer is a sliding window of 4096 tokens;
 # the layers between attend globally over the whole 8192-token context. Half the layers pay the
 # window's price (and keep a window-sized cache), the other half keep the one-hop path between
-# any two tokens — the trade of lesson 01's section 9, made layer by layer instead of inside one
-# mask. A stack of windows alone would need $N/W$ layers to connect the two ends; one global
-# layer connects them at once.
+# any two tokens — lesson 01's trade between cost and maximum path length, made layer by layer
+# instead of inside one mask. A stack of windows alone would need $N/W$ layers to connect the
+# two ends; one global layer connects them at once.
 #
 # **BigBird** (Zaheer et al. 2020) combines all three ideas in one mask — window, global and
 # random blocks — and proves that this sparse attention keeps what full attention can express
@@ -759,7 +767,8 @@ show(block_sparse_attention_fast_torch)
 # block's attention for the backward pass. When the core trains it goes through
 # `WindowAttentionFunction` instead: lesson 01's backward formulas applied a few blocks at a
 # time, recomputing their scores instead of storing them — the same trade FlashAttention makes
-# (lesson 01, section 4). The tests check it against autograd and against finite differences.
+# (lesson 01's section on the backward pass). The tests check it against autograd and against
+# finite differences.
 
 # %%
 show(window_attention_backward_torch)
