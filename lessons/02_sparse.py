@@ -139,7 +139,9 @@ print(f"dense attention at N = {n_big:,}: {n_big ** 2 / 1e9:.1f} billion scores 
 # %%
 n, w = 6, 1
 i, j = np.arange(n)[:, None], np.arange(n)[None, :]  # queries as a column, keys as a row
+# BEGIN EXERCISE 2.1 shown: window = sliding_window_mask_np(n, w)
 window = np.abs(i - j) <= w  # (N, N): query i sees key j
+# END EXERCISE
 print(window.astype(int), "\ncausal:\n", (window & (j <= i)).astype(int))
 assert (window == sliding_window_mask_np(n, w)).all()
 assert (window & (j <= i) == sliding_window_mask_np(n, w, causal=True)).all()
@@ -147,8 +149,10 @@ assert (window & (j <= i) == sliding_window_mask_np(n, w, causal=True)).all()
 n_chk, w_chk = 37, 3
 rng = np.random.default_rng(lesson.seed(0))
 q, k, v = rng.standard_normal((3, 2, n_chk, 8))  # (B, N, d) each
-i, j = np.arange(n_chk)[:, None], np.arange(n_chk)[None, :]
-out, _ = attention_np(q, k, v, np.abs(i - j) <= w_chk)  # lesson 01's attention, masked
+# BEGIN EXERCISE 2.1 shown: window = sliding_window_mask_np(n_chk, w_chk)
+window = np.abs(np.arange(n_chk)[:, None] - np.arange(n_chk)[None, :]) <= w_chk
+# END EXERCISE
+out, _ = attention_np(q, k, v, window)  # lesson 01's attention, the window as its mask
 err = np.abs(out - window_attention_np(q, k, v, w_chk)).max()
 print(f"attention_np with the window as its mask vs window_attention_np: max |diff| = {err:.1e}")
 assert err == 0
