@@ -49,6 +49,9 @@ from minattn.course.bench import (  # noqa: E402
     save_json,
     time_interleaved,
 )
+from minattn.fast import flex
+from minattn.fast import flex as compiled  # the compiled route and the dispatch:
+from minattn.fast import flex as dispatch  # both in minattn/fast/flex.py
 from minattn.multiscale import (
     BAND_FROM,
     DENSE_BELOW,
@@ -56,7 +59,6 @@ from minattn.multiscale import (
     multiscale_attention_fast_torch,
     scale_mask_torch,
 )
-from minattn.sparse import compiled, dispatch, flex
 
 H, D = 8, 64
 MASKED_MAX = 2048  # the (H, N, N) bool mask and its float copy: 160 MiB at N = 2,048

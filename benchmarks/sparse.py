@@ -9,13 +9,11 @@
 B = 1, H = 4 (8 on CUDA, as in the H100 yardstick), d = 64, float32 unless --dtype. Contenders,
 all computing attention over a sliding window of half-width w (|i - j| <= w):
     dense        F.scaled_dot_product_attention with the (N, N) bool mask (N² work and memory)
-    window       minattn.sparse.window_attention_torch, the readable kernel (on CUDA
-                 forced with dispatch.kernel_policy("readable"); default block: c = 32 for a
-                 forward without gradients, 64 for training)
-    dispatched   (CUDA only) window_attention_torch as shipped: dense SDPA below
-                 dispatch.FLEX_FROM, compiled FlexAttention from there on
-                 (minattn/sparse/dispatch.py)
-    block-sparse minattn.sparse.block_sparse_attention_torch (readable) on a BigBird
+    window       minattn.fast.sparse.window_attention_fast_torch, the readable kernel
+                 (default block: c = 32 for a forward without gradients, 64 for training)
+    dispatched   (CUDA only) minattn.fast.flex.window_attention_routed_fast_torch: dense SDPA
+                 below flex.FLEX_FROM, compiled FlexAttention from there on
+    block-sparse minattn.fast.sparse.block_sparse_attention_fast_torch on a BigBird
                  layout of 64-token blocks (window of max(1, w / 64) blocks, 1 global, 1 random
                  block): a different pattern with a comparable number of keys per query
     flex         torch.compile(flex_attention) with `flex.window_block_mask` (tile lists from
@@ -60,14 +58,10 @@ from minattn.course.bench import (  # noqa: E402
     save_json,
     time_interleaved,
 )
-from minattn.sparse import (
-    bigbird_layout_np,
-    block_sparse_attention_torch,
-    dispatch,
-    flex,
-    sliding_window_mask_np,
-    window_attention_torch,
-)
+from minattn.fast import flex
+from minattn.fast.flex import window_attention_routed_fast_torch
+from minattn.fast.sparse import block_sparse_attention_fast_torch, window_attention_fast_torch
+from minattn.sparse import bigbird_layout_np, sliding_window_mask_np
 
 B, D = 1, 64
 BS_BLOCK = 64  # block-sparse block size
@@ -75,14 +69,6 @@ BS_BLOCK = 64  # block-sparse block size
 
 def heads(device) -> int:
     return 8 if device.type == "cuda" else 4
-
-
-def readable(fn):
-    """fn with the readable kernels forced (no CUDA dispatch)."""
-    def run(q, k, v):
-        with dispatch.kernel_policy("readable"):
-            return fn(q, k, v)
-    return run
 
 
 @functools.lru_cache(maxsize=1)
@@ -114,7 +100,7 @@ def dense_window(n: int, w: int, device):
 def block_sparse_bigbird(n: int, w: int):
     layout = bigbird_layout_np(-(-n // BS_BLOCK), window=max(1, w // BS_BLOCK), n_global=1,
                                n_random=1, seed=0)
-    return lambda q, k, v: block_sparse_attention_torch(q, k, v, layout, BS_BLOCK)
+    return lambda q, k, v: block_sparse_attention_fast_torch(q, k, v, layout, BS_BLOCK)
 
 
 def measure(n: int, w: int, dense_max: int, with_flex: bool, repeats: int, device,
@@ -122,14 +108,14 @@ def measure(n: int, w: int, dense_max: int, with_flex: bool, repeats: int, devic
     gen = torch.Generator().manual_seed(n + w)
     q, k, v = (torch.randn(B, heads(device), n, D, generator=gen).to(device, dtype)
                .requires_grad_() for _ in range(3))
-    fns = {"window": readable(lambda q, k, v: window_attention_torch(q, k, v, w)),
-           "block-sparse": readable(block_sparse_bigbird(n, w))}
+    fns = {"window": lambda q, k, v: window_attention_fast_torch(q, k, v, w),
+           "block-sparse": block_sparse_bigbird(n, w)}
     if device.type == "cuda":
-        fns["dispatched"] = lambda q, k, v: window_attention_torch(q, k, v, w)
+        fns["dispatched"] = lambda q, k, v: window_attention_routed_fast_torch(q, k, v, w)
         fns["full-flash"] = F.scaled_dot_product_attention
     if n <= dense_max:
         fns["dense"] = dense_window(n, w, device)
-    result = {"n": n, "w": w, "route": dispatch.choose_kernel(device, n, dtype, D)}
+    result = {"n": n, "w": w, "route": flex.choose_kernel(device, n, dtype, D)}
     if with_flex:
         flex_fn = flex_window(n, w, device)
         if flex_fn is not None:
@@ -169,8 +155,8 @@ def block_sparse_scaling(n: int, repeats: int, device, dtype) -> list[dict]:
                for _ in range(3))
     layouts = {r: bigbird_layout_np(n // BS_BLOCK, window=1, n_global=0, n_random=r, seed=r)
                for r in (0, 1, 3, 7, 15)}
-    fns = {r: forward_only(readable(lambda q, k, v, lay=lay: block_sparse_attention_torch(
-        q, k, v, lay, BS_BLOCK)), q, k, v) for r, lay in layouts.items()}
+    fns = {r: forward_only(lambda q, k, v, lay=lay: block_sparse_attention_fast_torch(
+        q, k, v, lay, BS_BLOCK), q, k, v) for r, lay in layouts.items()}
     times = time_interleaved(fns, repeats, device=device)
     return [{"random": r, "P": int(lay.sum()), "fwd_s": times[r]} for r, lay in layouts.items()]
 
@@ -259,7 +245,7 @@ def measure_all(args) -> dict:
          device, dtype)
     payload = {"benchmark": "sparse", "B": B, "H": heads(device), "d": D, "quick": args.quick,
                "repeats": repeats, "flex_from": {str(t).removeprefix("torch."): n for t, n in
-                                                 dispatch.FLEX_FROM.items()},
+                                                 flex.FLEX_FROM.items()},
                "results": results, "block_sparse_n": n_bs, "block_sparse_scaling": scaling}
     save_json(args.json, payload, device, dtype)
     payload["machine"] = machine_record(device, dtype)
@@ -388,16 +374,17 @@ def cuda_markdown(payload: dict, tables: dict, source=None) -> str:
              f"{'' if dtype_name == 'float32' else ' --dtype ' + dtype_name}{quick}`", "",
              f"Measured on {measured_on(machine)}. B = {payload['B']}, H = {payload['H']}, "
              f"d = {payload['d']}, {dtype_name}, {provenance(payload, source)}. *window* is the "
-             "readable kernel, *dispatched* `window_attention_torch` as shipped then (its route "
+             "readable kernel, *dispatched* the window kernel's CUDA dispatch as shipped then "
+             "(today `window_attention_routed_fast_torch`; its route "
              f"per N: {routes}), *flex* compiled FlexAttention with our block mask at every N, "
              "*full-flash* unmasked SDPA.", ""]
     for title, text in tables.items():
         parts += [f"*{title}*", "", text, ""]
     now = [f"{r['n']:,} now {route}" for r in results if r["w"] == results[0]["w"]
-           and (route := dispatch.choose_kernel("cuda", r["n"], getattr(torch, dtype_name), D))
+           and (route := flex.choose_kernel("cuda", r["n"], getattr(torch, dtype_name), D))
            != r["route"]]
     if now:
-        parts += [f"Routes changed since this run (`dispatch.FLEX_FROM`): {', '.join(now)}.", ""]
+        parts += [f"Routes changed since this run (`flex.FLEX_FROM`): {', '.join(now)}.", ""]
     parts += ["### Goals on CUDA", "", cuda_goals(results, dtype_name)]
     return "\n".join(parts)
 
@@ -449,7 +436,8 @@ block-sparse time ∝ non-zero blocks.
 * Forward + backward: with plain autograd through the blocked kernel 18–28× over six runs, and
   its memory only 3.4× below dense (328 MiB: `unfold`'s backward receives (c + 2w) / c = 5 copies
   of ∂K and ∂V at c = 64, and SDPA keeps every block's internals). The hand-written backward
-  (`minattn/sparse/backward.py`: recompute one chunk of blocks at a time) brought it to 39×
+  (`WindowAttentionFunction`, minattn/fast/sparse.py: recompute one chunk of blocks at a time)
+  brought it to 39×
   (31× in a side-by-side run on a busier machine) and 70 MiB. Met.
 * Memory: forward 21× smaller (met). Forward + backward 15.8× (70 MiB against 1.1 GiB): it cannot
   reach 20× as measured, because the output and the three gradients alone are 64 MiB — the
@@ -476,7 +464,7 @@ def markdown(payload: dict, tables: dict, source=None) -> str:
     parts = [
         "## Sparse attention: `benchmarks/sparse.py`",
         "",
-        f"Dense masked SDPA vs `window_attention_torch` (lesson 02's window kernel) vs the "
+        f"Dense masked SDPA vs `window_attention_fast_torch` (lesson 02's window kernel) vs the "
         f"block-sparse kernel (BigBird layout, {BS_BLOCK}-token blocks) vs compiled FlexAttention "
         f"(forward only). B = {payload['B']}, H = {payload['H']}, d = {payload['d']}, float32, "
         f"measured on {measured_on(machine)}, {provenance(payload, source)}; {mode}"

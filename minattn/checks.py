@@ -316,6 +316,274 @@ def check_mask(mask, scores_shape: Sequence[int], name: str = "mask", like=None)
 
 # ============================================================ sparse (lesson 02)
 # (the checks of minattn/sparse.py go here)
+# The window half-width, block sizes and counts are integers; global positions distinct and in
+# range; a pattern is a bool (N, N) NumPy array; q, k, v of a sparse pattern are self-attention
+# (one length N for queries and keys). `pattern_args` checks whatever of these a function of
+# minattn/sparse.py (or minattn/fast/) takes, by the argument's name.
+def check_int(name: str, value, low: int) -> int:
+    """`value` must be an integer >= low (a window < 0 or a block of 0 is a typo, not a pattern)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or value < low:
+        fail(f"{name} must be an integer >= {low}", f"{name} >= {low}", repr(value))
+    return int(value)
+
+
+def check_windows(windows, num_heads: int | None = None) -> list[int]:
+    """One integer ω >= 0 per head; with num_heads, exactly that many."""
+    ws = list(as_numpy(windows).reshape(-1)) if not isinstance(windows, (list, tuple)) \
+        else list(windows)
+    if not ws:
+        fail("windows: no scales given", "one window ω >= 0 per head", repr(windows))
+    for w in ws:
+        if isinstance(w, (bool, np.bool_)) or not isinstance(w, (int, np.integer)) or w < 0:
+            fail("windows: a window ω must be an integer >= 0", "ω in {0, 1, 2, ...}",
+                 repr(windows))
+    if num_heads is not None and len(ws) != num_heads:
+        fail("windows: one window per head", f"{num_heads} windows",
+             f"{len(ws)}: {list(map(int, ws))}")
+    return [int(w) for w in ws]
+
+
+def check_global_idx(global_idx, n: int) -> np.ndarray:
+    """Global positions as a sorted int array of distinct values in [0, n)."""
+    given = as_numpy(global_idx if global_idx is not None else [])
+    if given.size and given.dtype.kind not in "iu":
+        fail("global_idx", f"integer positions in [0, {n})", describe(given))
+    idx = given.astype(np.int64).reshape(-1)
+    if idx.size and (idx.min() < 0 or idx.max() >= n):
+        fail("global_idx out of range", f"positions in [0, {n})", str(idx.tolist()))
+    if np.unique(idx).size != idx.size:
+        fail("global_idx has repeated positions", "distinct positions", str(idx.tolist()))
+    return np.sort(idx)
+
+
+def check_square_mask(mask, name: str = "mask") -> None:
+    """mask: a NumPy bool (N, N) array."""
+    check_array(name, mask, "bool", ndim=2, like=np.ndarray, hint="(N, N)")
+    if mask.shape[0] != mask.shape[1]:
+        fail(name, "a square bool (N, N) mask", describe(mask))
+
+
+def check_layout(layout, block: int, n: int) -> np.ndarray:
+    """A block layout as a contiguous (nb, nb) bool NumPy array, nb = ceil(N / block)."""
+    block = check_int("block", block, 1)
+    layout = as_numpy(layout)
+    nb = -(-n // block)
+    if layout.dtype != np.bool_ or layout.shape != (nb, nb):
+        fail("block layout does not fit", f"bool of shape ({nb}, {nb}) for N={n}, "
+             f"block={block}", f"{layout.dtype} of shape {shape_str(layout.shape)}")
+    return np.ascontiguousarray(layout)
+
+
+def check_self_attention(q, k, v, scale=None, like=None, finite: bool = True) -> None:
+    """q, k (..., N, d), v (..., N, dv) of one library, floating dtype and device, with one
+    length N for queries and keys, N, d >= 1, finite: every pattern of lesson 02 but a block
+    layout lets each query see itself, so nothing is hidden (`block_sparse_inputs` hides what
+    a layout hides)."""
+    like = like or (torch.Tensor if isinstance(q, torch.Tensor) else np.ndarray)
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        check_array(name, x, "float", min_ndim=2, hint="(..., N, d)", like=like)
+    check_same_dtype(q=q, k=k, v=v)
+    check_same_device(q=q, k=k, v=v)
+    if scale is not None:
+        check_number("scale", scale)
+    if q.shape[-1] != k.shape[-1]:
+        fail("q and k must have the same feature size d (last axis)",
+             f"k of shape (..., N, {q.shape[-1]})",
+             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}")
+    if not (q.shape[:-1] == k.shape[:-1] == v.shape[:-1]):
+        fail("sparse patterns are self-attention: q, k and v must have one length N and the "
+             "same leading axes", f"k and v of shape {shape_str(q.shape[:-1])} + (d,)",
+             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}, v {shape_str(v.shape)}")
+    if q.shape[-1] == 0 or q.shape[-2] == 0 or 0 in q.shape[:-2]:
+        fail("empty input", "at least one position, one feature and one batch element",
+             f"q {shape_str(q.shape)}")
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if finite:
+            check_finite(name, x)
+
+
+def check_window_args(q, k, v, w, scale=None) -> int:
+    """q, k, v of self-attention (`check_self_attention`) and a window w >= 0; returns w."""
+    check_self_attention(q, k, v, scale)
+    return check_int("window w", w, 0)
+
+
+PATTERN_SIZES = {  # argument: (its name in a message, its least value)
+    "n": ("n (sequence length)", 1), "w": ("window w", 0), "dilation": ("dilation", 1),
+    "r": ("random keys r", 0), "block": ("block", 1), "stride": ("stride l", 1),
+    "summary": ("summary c", 1), "n_blocks": ("n_blocks", 1), "window": ("window (blocks)", 0),
+    "n_global": ("n_global (blocks)", 0), "n_random": ("n_random (blocks)", 0),
+    "layers": ("layers", 1), "heads": ("heads", 1), "tile": ("tile", 1),
+    "w_left": ("w_left", 0), "w_right": ("w_right", 0), "c": ("c (queries per block)", 1),
+    "chunk_scores": ("chunk_scores", 1)}
+
+
+def pattern_args(**args) -> dict:
+    """Every argument of a pattern function that this knows, by name (PATTERN_SIZES; seed,
+    global_idx, layout, mask, masks, max_hops, windows), checked and returned converted;
+    None means "the default" and passes."""
+    out = {}
+    for name, value in args.items():
+        if value is None:
+            continue
+        if name in PATTERN_SIZES:
+            what, low = PATTERN_SIZES[name]
+            out[name] = check_int(what, value, low)
+        elif name in ("seed", "max_hops"):
+            out[name] = check_size(name, value)
+        elif name == "windows":
+            out[name] = check_windows(value)
+    if "summary" in out and "block" in out and out["summary"] > out["block"]:
+        fail("summary columns must fit in a block", f"c <= l = {out['block']}",
+             f"c = {out['summary']}")
+    if args.get("global_idx") is not None and "n" in out:
+        out["global_idx"] = check_global_idx(args["global_idx"], out["n"])
+    if args.get("layout") is not None and "n" in out:
+        out["layout"] = check_layout(args["layout"], out.get("block", 1), out["n"])
+    if "mask" in args:
+        check_square_mask(args["mask"])
+    if "masks" in args:
+        masks = args["masks"]
+        if not masks:
+            fail("masks: no pattern given", "at least one (N, N) mask", "none")
+        for m in masks:
+            check_square_mask(m, "masks")
+        if len({m.shape for m in masks}) > 1:
+            fail("masks of different shapes", "one (N, N) shape",
+                 str(sorted({m.shape for m in masks})))
+    return out
+
+
+def window_inputs(q, k, v, w, dilation=1, causal=False, global_idx=None, scale=None, block=None,
+                  hand_backward=True, chunk_scores=None, tile=None, compiled=None,
+                  like=None) -> dict:
+    """The window kernels' arguments (`minattn.sparse.window_attention_np` and every kernel of
+    its pattern): q, k, v of self-attention, finite; w >= 0, dilation >= 1, global positions in
+    [0, N); the fast kernels' block, chunk_scores, tile."""
+    check_self_attention(q, k, v, scale, like)
+    out = pattern_args(n=q.shape[-2], w=w, dilation=dilation, global_idx=global_idx, block=block,
+                       chunk_scores=chunk_scores, tile=tile)
+    del out["n"]
+    return out
+
+
+def window_inputs_np(**args) -> dict:
+    """`window_inputs` for NumPy arrays."""
+    return window_inputs(**args, like=np.ndarray)
+
+
+def window_inputs_torch(**args) -> dict:
+    """`window_inputs` for torch tensors."""
+    return window_inputs(**args, like=torch.Tensor)
+
+
+def block_sparse_inputs(q, k, v, layout, block, causal=False, scale=None, tile=None,
+                        compiled=None, like=None) -> dict:
+    """A block layout's arguments: q, k, v of self-attention, the layout (nb, nb) bool with
+    nb = ceil(N / block) (returned as NumPy). What the layout hides may hold anything: the
+    queries of block rows that see no block and the keys of block columns no query sees
+    (under causal, row I sees block J only when J <= I) are set to 0, the rest must be finite
+    (activations of a training graph were checked where they entered, see `in_graph`)."""
+    check_self_attention(q, k, v, scale, like, finite=False)
+    n = q.shape[-2]
+    out = pattern_args(n=n, block=block, layout=layout, tile=tile)
+    seen = np.tril(out["layout"]) if causal else out["layout"]
+    rows = np.repeat(seen.any(1), out["block"])[:n, None]  # (N, 1): the query sees some key
+    keys = np.repeat(seen.any(0), out["block"])[:n, None]  # (N, 1): some query sees the key
+    if not in_graph(q, k, v):
+        if isinstance(q, torch.Tensor):
+            rows, keys = (torch.as_tensor(x, device=q.device) for x in (rows, keys))
+        q, k, v = hide(q, rows), hide(k, keys), hide(v, keys)
+        for name, x in (("q", q), ("k", k), ("v", v)):
+            check_finite(name, x)
+    return dict(q=q, k=k, v=v, layout=out["layout"], block=out["block"])
+
+
+def block_sparse_inputs_np(**args) -> dict:
+    """`block_sparse_inputs` for NumPy arrays."""
+    return block_sparse_inputs(**args, like=np.ndarray)
+
+
+def block_sparse_inputs_torch(**args) -> dict:
+    """`block_sparse_inputs` for torch tensors."""
+    return block_sparse_inputs(**args, like=torch.Tensor)
+
+
+def blocked_inputs(q, k, v, w_left, w_right, block, scale=None) -> dict:
+    """The blocked window kernel (exercise 2.2): q, k, v of self-attention in torch, finite; the
+    band's w_left, w_right >= 0 and block >= 1."""
+    check_self_attention(q, k, v, scale, torch.Tensor)
+    return pattern_args(w_left=w_left, w_right=w_right, block=block)
+
+
+def unfold_inputs(x, block, w_left, w_right) -> dict:
+    """x: a tensor (..., M, d); the band's block >= 1, w_left, w_right >= 0."""
+    check_array("x", x, None, min_ndim=2, hint="(..., M, d)", like=torch.Tensor)
+    return pattern_args(block=block, w_left=w_left, w_right=w_right)
+
+
+def window_backward_inputs(q, k, v, grad_out, w_left, w_right, c, scale,
+                           chunk_scores=None) -> dict:
+    """The window kernel's backward: q, k, v (B, N, d) of self-attention, grad_out of the
+    output's shape (B, N, dv), same dtype and device, finite; the band's sizes."""
+    check_self_attention(q, k, v, scale, torch.Tensor)
+    for name, x in (("q", q), ("grad_out", grad_out)):
+        check_array(name, x, "float", ndim=3, hint="(B, N, d)", like=torch.Tensor)
+    if tuple(grad_out.shape) != tuple(q.shape[:-1]) + (v.shape[-1],):
+        fail("grad_out", f"the output's shape {shape_str(tuple(q.shape[:-1]) + (v.shape[-1],))}",
+             f"grad_out {shape_str(grad_out.shape)}")
+    check_same_dtype(q=q, grad_out=grad_out)
+    check_same_device(q=q, grad_out=grad_out)
+    check_finite("grad_out", grad_out)
+    return pattern_args(w_left=w_left, w_right=w_right, c=c, chunk_scores=chunk_scores)
+
+
+def attend_args(w, dilation=1, causal=False, global_idx=None, kernel=None, options=None) -> dict:
+    """`window_attend`: w >= 0, dilation >= 1, global positions a 1-d integer array (their
+    range is checked against N at each call), kernel a function or None."""
+    out = pattern_args(w=w, dilation=dilation)
+    if global_idx is not None:
+        idx = as_numpy(global_idx)
+        check_array("global_idx", idx, "int" if idx.size else None, ndim=1, hint="positions",
+                    like=np.ndarray)
+    if kernel is not None and not callable(kernel):
+        fail("kernel", "a function (q, k, v, w, ...) -> out", describe(kernel))
+    return out
+
+
+def layout_attend_args(layout, block, causal=False, kernel=None) -> dict:
+    """`block_sparse_attend`: one bool layout (nb, nb) or one per head (H, nb, nb), block >= 1."""
+    layout = as_numpy(layout)
+    check_array("layout", layout, "bool", hint="(nb, nb) or (H, nb, nb)", like=np.ndarray)
+    if layout.ndim not in (2, 3):
+        fail("layout", "bool (nb, nb) or (H, nb, nb)", f"{layout.ndim} dimensions")
+    if kernel is not None and not callable(kernel):
+        fail("kernel", "a function (q, k, v, layout, block, causal) -> out", describe(kernel))
+    return dict(layout=layout, **pattern_args(block=block))
+
+
+def classifier_tokens(self, tokens) -> None:
+    """`SparseClassifier.forward`: tokens (B, N) integer ids in the vocabulary, 0 < N <= the
+    model's max_len, on the model's device."""
+    max_len = self.position.shape[0]
+    check_array("tokens", tokens, "int", ndim=2, hint="(B, N) token ids", like=torch.Tensor)
+    if 0 in tokens.shape or tokens.shape[1] > max_len:
+        fail("tokens", f"(B, N) with 0 < N <= max_len = {max_len}", describe(tokens))
+    check_ids("tokens", tokens, self.embed.num_embeddings)
+    check_same_device(tokens=tokens, weights=self.embed.weight)
+
+
+def route_args(device, n, dtype=None, d=64, dv=None, policy=None, pattern="window") -> dict:
+    """`choose_kernel`: N >= 0, head sizes >= 1, a policy ('auto' or 'readable') and a pattern
+    ('window' or 'multiscale') it knows."""
+    if policy is not None and policy not in ("auto", "readable"):
+        fail("kernel policy", "'auto' or 'readable'", repr(policy))
+    if pattern not in ("window", "multiscale"):
+        fail("pattern of choose_kernel", "'window' or 'multiscale'", repr(pattern))
+    return dict(device=torch.device(device), n=check_size("n", n), d=check_size("d", d, 1),
+                dv=None if dv is None else check_size("dv", dv, 1))
+
 
 
 # ============================================================ multiscale (lesson 03)

@@ -43,8 +43,10 @@ from minattn import task_heads as TH
 from minattn import xl as X
 from minattn.course import agreement as AGC
 from minattn.course import lstm_attention as LAC
+from minattn.course import sparse as CS  # noqa: E402
 from minattn.course import train as TR  # noqa: E402
 from minattn.fast import ibm1 as ibm1_fast
+from minattn.fast import sparse as FS
 
 OUR_FORMAT = re.compile(r".+: expected .+, got .+", re.S)
 
@@ -478,40 +480,60 @@ bad("sparse", "hops_np", "mask", "float mask")(lambda: S.hops_np(np.eye(3)))
 bad("sparse", "diameter_np", "mask", "non-square mask")(
     lambda: S.diameter_np(np.ones((3, 4), bool)))
 qs, ks, vs = T(1, 9, 4), T(1, 9, 4), T(1, 9, 4)
-bad("sparse", "sliding_window_attention_torch", "w", "w = -1")(
-    lambda: S.sliding_window_attention_torch(qs, ks, vs, -1))
-bad("sparse", "sliding_window_attention_torch", "k", "float32 k")(
-    lambda: S.sliding_window_attention_torch(qs, ks.float(), vs, 2))
-bad("sparse", "sliding_window_attention_torch", "v", "NaN in v")(
-    lambda: S.sliding_window_attention_torch(qs, ks, with_value(vs, NAN, (0, 0, 0)), 2))
-bad("sparse", "sliding_window_attention_torch", "chunk_scores", "chunk_scores = 0")(
-    lambda: S.sliding_window_attention_torch(qs.requires_grad_(), ks, vs, 2, chunk_scores=0))
-bad("sparse", "dilated_window_attention_torch", "dilation", "dilation = 0")(
-    lambda: S.dilated_window_attention_torch(qs, ks, vs, 1, 0))
-bad("sparse", "global_window_attention_torch", "global_idx", "index past N")(
-    lambda: S.global_window_attention_torch(qs, ks, vs, 1, [12]))
+bad("sparse", "sliding_window_attention_fast_torch", "w", "w = -1")(
+    lambda: FS.sliding_window_attention_fast_torch(qs, ks, vs, -1))
+bad("sparse", "sliding_window_attention_fast_torch", "k", "float32 k")(
+    lambda: FS.sliding_window_attention_fast_torch(qs, ks.float(), vs, 2))
+bad("sparse", "sliding_window_attention_fast_torch", "v", "NaN in v")(
+    lambda: FS.sliding_window_attention_fast_torch(qs, ks, with_value(vs, NAN, (0, 0, 0)), 2))
+bad("sparse", "sliding_window_attention_fast_torch", "chunk_scores", "chunk_scores = 0")(
+    lambda: FS.sliding_window_attention_fast_torch(qs.requires_grad_(), ks, vs, 2, chunk_scores=0))
+bad("sparse", "dilated_window_attention_fast_torch", "dilation", "dilation = 0")(
+    lambda: FS.dilated_window_attention_fast_torch(qs, ks, vs, 1, 0))
+bad("sparse", "global_window_attention_fast_torch", "global_idx", "index past N")(
+    lambda: FS.global_window_attention_fast_torch(qs, ks, vs, 1, [12]))
+bad("sparse", "window_attention_fast_torch", "k", "k on another device")(
+    lambda: FS.window_attention_fast_torch(qs, ks.to(META), vs, 1))
+bad("sparse", "window_attention_fast_torch", "block", "block = 0")(
+    lambda: FS.window_attention_fast_torch(qs, ks, vs, 1, block=0))
+bad("sparse", "window_attention_np", "w", "w = 1.5")(
+    lambda: S.window_attention_np(R(1, 9, 4), R(1, 9, 4), R(1, 9, 4), 1.5))
+bad("sparse", "window_attention_np", "q", "a tensor q")(
+    lambda: S.window_attention_np(qs, R(1, 9, 4), R(1, 9, 4), 1))
 bad("sparse", "window_attention_torch", "k", "k on another device")(
     lambda: S.window_attention_torch(qs, ks.to(META), vs, 1))
-bad("sparse", "window_attention_torch", "block", "block = 0")(
-    lambda: S.window_attention_torch(qs, ks, vs, 1, block=0))
+bad("sparse", "window_attention_torch", "global_idx", "index past N")(
+    lambda: S.window_attention_torch(qs, ks, vs, 1, global_idx=[9]))
+bad("sparse", "window_attention_torch", "k", "k of another length")(
+    lambda: S.window_attention_torch(qs, ks[:, :5], vs[:, :5], 1))
+bad("sparse", "longformer_mask_np", "dilation", "dilation = 0")(
+    lambda: S.longformer_mask_np(8, 1, 0))
 bad("sparse", "blocked_window_attention_torch", "block", "block = 0")(
-    lambda: S.blocked_window_attention_torch(qs, ks, vs, 1, 1, 0))
+    lambda: FS.blocked_window_attention_torch(qs, ks, vs, 1, 1, 0))
 bad("sparse", "blocked_window_attention_torch", "w_left", "w_left = -1")(
-    lambda: S.blocked_window_attention_torch(qs, ks, vs, -1, 1, 4))
-bad("sparse", "band_mask_torch", "block", "block = -2")(lambda: S.band_mask_torch(-2, 1, 1))
+    lambda: FS.blocked_window_attention_torch(qs, ks, vs, -1, 1, 4))
+bad("sparse", "band_mask_torch", "block", "block = -2")(lambda: FS.band_mask_torch(-2, 1, 1))
 bad("sparse", "unfold_blocks_torch", "block", "block = 0")(
-    lambda: S.unfold_blocks_torch(qs, 0, 1, 1))
+    lambda: FS.unfold_blocks_torch(qs, 0, 1, 1))
 bad("sparse", "window_forward_torch", "w", "w = -1")(
-    lambda: S.window_forward_torch(qs, ks, vs, -1, False, 4, None))
+    lambda: FS.window_forward_torch(qs, ks, vs, -1, False, 4, None))
+bad("sparse", "block_sparse_attention_np", "layout", "layout of the wrong size")(
+    lambda: S.block_sparse_attention_np(R(1, 9, 4), R(1, 9, 4), R(1, 9, 4),
+                                        np.ones((2, 2), bool), 3))
+bad("sparse", "block_sparse_attention_fast_torch", "v", "NaN in v")(
+    lambda: FS.block_sparse_attention_fast_torch(qs, ks, with_value(vs, NAN, (0, 0, 0)),
+                                                 np.ones((3, 3), bool), 3))
 bad("sparse", "block_sparse_attention_torch", "layout", "int layout")(
     lambda: S.block_sparse_attention_torch(qs, ks, vs, np.ones((3, 3), int), 3))
 bad("sparse", "block_sparse_attention_torch", "v", "NaN in v")(
     lambda: S.block_sparse_attention_torch(qs, ks, with_value(vs, NAN, (0, 0, 0)),
                                             np.ones((3, 3), bool), 3))
 bad("sparse", "window_attention_backward_torch", "grad_out", "grad_out of the wrong shape")(
-    lambda: __import__("minattn.sparse.backward", fromlist=["x"]).window_attention_backward_torch(
-        qs, ks, vs, T(1, 8, 4), 1, 1, 4, None))
+    lambda: FS.window_attention_backward_torch(qs, ks, vs, T(1, 8, 4), 1, 1, 4, None))
+bad("sparse", "diameter_fast_np", "mask", "float mask")(lambda: FS.diameter_fast_np(np.eye(3)))
 bad("sparse", "window_attend", "w", "w = -1")(lambda: S.window_attend(-1))
+bad("sparse", "window_attend", "kernel", "a kernel that is not a function")(
+    lambda: S.window_attend(1, kernel="fast"))
 bad("sparse", "block_sparse_attend", "layout", "int layout")(
     lambda: S.block_sparse_attend(np.ones((2, 2), int), 2))
 torch.manual_seed(0)
@@ -773,7 +795,7 @@ bad("attention", "associative_recall", "batch_size", "batch_size = 2.5")(
     lambda: A.associative_recall(2.5, 2, 4, 4, G()))
 bad("attention", "associative_recall", "n_keys", "n_keys = -1")(
     lambda: A.associative_recall(2, 0, -1, 4, G()))
-bad("sparse", "two_halves", "n", "n = 3.5")(lambda: S.two_halves(2, 3.5, G()))
+bad("sparse", "two_halves", "n", "n = 3.5")(lambda: CS.two_halves(2, 3.5, G()))
 bad("multiscale", "effective_scale_task", "k", "k = 1.5")(
     lambda: MS.effective_scale_task(2, 6, 3, 1.5, G()))
 bad("multiscale", "glove_corpus", "vectors", "1-d vectors")(
@@ -836,8 +858,9 @@ bad("task_heads", "SentenceClassifier", "pool", "unknown pool")(
 bad("tools.train", "count_parameters", "model", "not a module")(lambda: TR.count_parameters([1, 2]))
 
 # ======================================================================== GPU dispatch (on a CPU)
-from minattn.sparse import dispatch as D  # noqa: E402
-from minattn.sparse import flex as FL  # noqa: E402
+from minattn.fast import flex as FL  # noqa: E402
+
+D = FL  # the dispatch and the flex kernels: one file
 
 qd = torch.from_numpy(R(1, 6, 4))
 bad("sparse", "choose_kernel", "n", "n = -1")(lambda: D.choose_kernel("cpu", -1))

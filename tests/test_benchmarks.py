@@ -52,7 +52,7 @@ def test_a_section_carries_numbers_of_its_file():
     row = next(r for r in payload["results"] if r["n"] == 4096)
     assert f"| {row['fwd_bwd_s']['dense'] * 1e3:.2f} ms |" in text  # 0.66 ms, dense at 4k
     assert "| dispatched / dense = 3.00 | no |" in text  # the goal it missed then
-    assert "Routes changed since this run (`dispatch.FLEX_FROM`): 4,096 now dense." in text
+    assert "Routes changed since this run (`flex.FLEX_FROM`): 4,096 now dense." in text
 
 
 def test_the_date_comes_from_the_file_or_its_folder(tmp_path):

@@ -1075,9 +1075,9 @@ def test_only_top_level_functions_are_routed_and_closures_are_stubbed():
 
     nested = []
     routed = holders({"2.1"}, REPO_ROOT, nested)
-    assert ("minattn.sparse.patterns", "sliding_window_mask_np") in routed
-    assert all(module != "minattn.sparse.flex" for module, _ in routed)
-    assert nested == (["2.1"] if any(e.id == "2.1" and str(e.path) == "minattn/sparse/flex.py"
+    assert ("minattn.sparse", "sliding_window_mask_np") in routed
+    assert all(module != "minattn.fast.flex" for module, _ in routed)
+    assert nested == (["2.1"] if any(e.id == "2.1" and str(e.path) == "minattn/fast/flex.py"
                                      for e in all_exercises()) else [])
 
 

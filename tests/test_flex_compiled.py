@@ -1,4 +1,4 @@
-"""Compiled FlexAttention without a silent fall to O(N²) (minattn/sparse/compiled.py).
+"""Compiled FlexAttention without a silent fall to O(N²) (minattn/fast/flex.py).
 
 On one H100, after float32 calls at two lengths, the bfloat16 calls that followed ran
 FlexAttention eagerly (the compiler's recompile limit was spent): 10-80x slower and O(N²)
@@ -22,15 +22,10 @@ import torch
 import torch.nn.functional as F
 
 from minattn.attention import padding_mask_torch
+from minattn.fast import flex
+from minattn.fast.flex import window_attention_routed_fast_torch
 from minattn.multiscale import multiscale_attention_fast_torch, multiscale_attention_torch
-from minattn.sparse import (
-    bigbird_layout_np,
-    block_mask_np,
-    compiled,
-    dilated_window_mask_np,
-    flex,
-    window_attention_torch,
-)
+from minattn.sparse import bigbird_layout_np, block_mask_np, dilated_window_mask_np
 
 COMPILE_TESTS = pytest.mark.skipif(
     not os.environ.get("MINATTN_COMPILE_TESTS"),
@@ -57,7 +52,7 @@ def _versions(q, k, v, block_mask) -> int:
     """How many compiled versions the copy this call runs on holds (1: one for every length)."""
     from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 
-    fn = compiled.compiled_copy(compiled.specialization(q, k, v, block_mask))
+    fn = flex.compiled_copy(flex.specialization(q, k, v, block_mask))
     return len(_debug_get_cache_entry_list(fn._torchdynamo_orig_callable.__code__))
 
 
@@ -136,16 +131,16 @@ def test_one_compiled_copy_per_specialization_and_none_per_length():
 
     def key(n=64, w=3, dtype=torch.float32, d=8, grad=False, **window):
         q, k, v = _qkv((2, 1, n, d), dtype, grad=grad)
-        return compiled.specialization(q, k, v, flex.window_block_mask(n, w, **window))
+        return flex.specialization(q, k, v, flex.window_block_mask(n, w, **window))
 
     base = key()
     assert key(n=300) == base and key(w=20) == base
     others = [key(dtype=torch.bfloat16), key(d=16), key(grad=True), key(causal=True),
               key(dilation=2)]
     assert len({base, *others}) == 6
-    names = {compiled.named_copy(k).__name__ for k in [base, *others]}
+    names = {flex.named_copy(k).__name__ for k in [base, *others]}
     assert len(names) == 6 and "flex_window_mask_mod_False_1_None_cpu_float32_d8" in names
-    assert compiled.named_copy(base).__code__ is not compiled.named_copy(others[3]).__code__
+    assert flex.named_copy(base).__code__ is not flex.named_copy(others[3]).__code__
 
 
 # ============================================================================ on the CPU (opt-in)
@@ -204,11 +199,9 @@ def test_the_sequence_that_spent_the_recompile_limit_runs_compiled_on_cuda():
 def test_window_dispatch_in_both_dtypes_never_refuses(dtype, recwarn):
     """window_attention_torch on either side of FLEX_FROM[dtype]: no refusal warning (a refused
     flex call would run dense with a RuntimeWarning)."""
-    from minattn.sparse import dispatch
-
     cuda = torch.device("cuda")
-    for n in (dispatch.FLEX_FROM[dtype] - 1, dispatch.FLEX_FROM[dtype] + 37):
+    for n in (flex.FLEX_FROM[dtype] - 1, flex.FLEX_FROM[dtype] + 37):
         q, k, v = _qkv((1, 2, n, 64), dtype, cuda, grad=True)
-        out = window_attention_torch(q, k, v, 128)
+        out = window_attention_routed_fast_torch(q, k, v, 128)
         out.backward(torch.ones_like(out))
     assert not [w for w in recwarn if "Dense SDPA" in str(w.message)]

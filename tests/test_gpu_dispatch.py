@@ -1,5 +1,5 @@
-"""The CUDA dispatch of the sparse kernels (minattn.sparse.dispatch, minattn.sparse.flex) and the
-GPU tier (make test-gpu).
+"""The CUDA routes of the sparse patterns (minattn/fast/flex.py: FlexAttention, compiled, the
+dispatch) and the GPU tier (make test-gpu).
 
 On the CPU: which kernel the dispatch picks for each device and dtype, and that those routes
 agree with the saved H100 measurements they rest on; the tile lists of every BlockMask against
@@ -24,6 +24,12 @@ import torch
 
 from minattn.attention import attention_torch, padding_mask_torch
 from minattn.course import REPO_ROOT, gpu_tier
+from minattn.fast import flex
+from minattn.fast.flex import (
+    block_sparse_attention_routed_fast_torch,
+    window_attention_routed_fast_torch,
+)
+from minattn.fast.sparse import block_sparse_attention_fast_torch, window_attention_fast_torch
 from minattn.multiscale import (
     multiscale_attention_fast_torch,
     multiscale_attention_torch,
@@ -33,14 +39,9 @@ from minattn.sparse import (
     bigbird_layout_np,
     block_layout_np,
     block_mask_np,
-    block_sparse_attention_torch,
-    compiled,
     dilated_window_mask_np,
-    dispatch,
-    flex,
     global_mask_np,
     window_attend,
-    window_attention_torch,
 )
 
 
@@ -71,7 +72,7 @@ def _qkv(shape, seed=0, dtype=torch.float64, device="cpu", grad=False):
                  for _ in range(3))
 
 
-FLEX_F32 = dispatch.FLEX_FROM[torch.float32]  # where float32 takes flex on CUDA
+FLEX_F32 = flex.FLEX_FROM[torch.float32]  # where float32 takes flex on CUDA
 WINDOW_CASES = [dict(), dict(dilation=3), dict(causal=True), dict(dilation=2, causal=True),
                 dict(global_idx=[0, 33]), dict(global_idx=[5, 36], causal=True, dilation=2)]
 
@@ -80,7 +81,7 @@ WINDOW_CASES = [dict(), dict(dilation=3), dict(causal=True), dict(dilation=2, ca
 @pytest.mark.parametrize("device, n, dtype, d, expected", [
     ("cpu", 65536, torch.float32, 64, "readable"),  # the readable kernels are the CPU's
     ("cuda", 1024, torch.float32, 64, "dense"),  # short: one fused SDPA call with the mask
-    ("cuda", dispatch.FLEX_FROM[torch.float32], torch.float32, 64, "flex"),
+    ("cuda", flex.FLEX_FROM[torch.float32], torch.float32, 64, "flex"),
     ("cuda", 4096, torch.bfloat16, 64, "dense"),  # bfloat16: dense measured faster at 4k
     ("cuda", 16384, torch.bfloat16, 64, "flex"),  # ... and flex at 16k
     ("cuda", 65536, torch.bfloat16, 128, "flex"),
@@ -90,40 +91,47 @@ WINDOW_CASES = [dict(), dict(dilation=3), dict(causal=True), dict(dilation=2, ca
     ("cuda:1", 8192, torch.float16, 32, "flex"),
 ])
 def test_choose_kernel_picks_flex_only_on_cuda(device, n, dtype, d, expected):
-    assert dispatch.choose_kernel(torch.device(device), n, dtype, d) == expected
+    assert flex.choose_kernel(torch.device(device), n, dtype, d) == expected
 
 
 def test_readable_policy_and_bad_policy():
     cuda = torch.device("cuda")
-    with dispatch.kernel_policy("readable"):
-        assert dispatch.choose_kernel(cuda, 65536, torch.float32, 64) == "readable"
-    assert dispatch.choose_kernel(cuda, 65536, torch.float32, 64) == "flex"
-    assert dispatch.choose_kernel(cuda, 65536, torch.float32, 64, policy="readable") == "readable"
+    with flex.kernel_policy("readable"):
+        assert flex.choose_kernel(cuda, 65536, torch.float32, 64) == "readable"
+    assert flex.choose_kernel(cuda, 65536, torch.float32, 64) == "flex"
+    assert flex.choose_kernel(cuda, 65536, torch.float32, 64, policy="readable") == "readable"
     with pytest.raises(ValueError, match="kernel policy: expected 'auto' or 'readable'"):
-        dispatch.choose_kernel(cuda, 100, policy="fastest")
-    with pytest.raises(ValueError, match="kernel policy"), dispatch.kernel_policy("flex"):
+        flex.choose_kernel(cuda, 100, policy="fastest")
+    with pytest.raises(ValueError, match="kernel policy"), flex.kernel_policy("flex"):
         pass
 
 
-def test_every_route_is_none_on_the_cpu():
+def test_on_the_cpu_the_routes_run_the_readable_kernels():
+    """On the CPU the routed functions run minattn.fast.sparse's kernels (the same numbers,
+    bit for bit); the multi-scale dispatch leaves the layer to its own kernels."""
     q, k, v = _qkv((2, 40, 8))
-    assert dispatch.routed_window_attention(q, k, v, 3) is None
-    assert dispatch.routed_block_sparse_attention(q, k, v, np.ones((5, 5), bool), 8) is None
+    torch.testing.assert_close(window_attention_routed_fast_torch(q, k, v, 3, global_idx=[5]),
+                               window_attention_fast_torch(q, k, v, 3, global_idx=[5]),
+                               rtol=0, atol=0)
+    layout = np.ones((5, 5), bool)
+    torch.testing.assert_close(block_sparse_attention_routed_fast_torch(q, k, v, layout, 8),
+                               block_sparse_attention_fast_torch(q, k, v, layout, 8),
+                               rtol=0, atol=0)
     q4, k4, v4 = _qkv((1, 2, 40, 8))
-    assert dispatch.routed_multiscale_attention(q4, k4, v4, [2, 39]) is None
+    assert flex.routed_multiscale_attention(q4, k4, v4, [2, 39]) is None
 
 
 def test_multiscale_routes_and_bad_pattern():
     """The multi-scale layer: one dense call below MULTISCALE_FLEX_FROM, one flex call from
     there, in every dtype flex takes; float64 and the CPU keep the readable kernels."""
-    for dtype, n in dispatch.MULTISCALE_FLEX_FROM.items():
-        assert dispatch.choose_kernel("cuda", n - 1, dtype, pattern="multiscale") == "dense"
-        assert dispatch.choose_kernel("cuda", n, dtype, pattern="multiscale") == "flex"
-    assert dispatch.choose_kernel("cuda", 8192, torch.float64, pattern="multiscale") == "readable"
-    assert dispatch.choose_kernel("cpu", 8192, pattern="multiscale") == "readable"
+    for dtype, n in flex.MULTISCALE_FLEX_FROM.items():
+        assert flex.choose_kernel("cuda", n - 1, dtype, pattern="multiscale") == "dense"
+        assert flex.choose_kernel("cuda", n, dtype, pattern="multiscale") == "flex"
+    assert flex.choose_kernel("cuda", 8192, torch.float64, pattern="multiscale") == "readable"
+    assert flex.choose_kernel("cpu", 8192, pattern="multiscale") == "readable"
     with pytest.raises(ValueError, match="pattern of choose_kernel: expected 'window' or "
                                          "'multiscale'"):
-        dispatch.choose_kernel("cuda", 100, pattern="band")
+        flex.choose_kernel("cuda", 100, pattern="band")
 
 
 RESULTS = REPO_ROOT / "benchmarks" / "results" / "h100-2026-11-26"
@@ -147,22 +155,24 @@ def _saved_window_ms() -> dict:
 
 
 def test_the_routes_stand_on_the_saved_measurements():
-    """dispatch.WINDOW_MS holds the saved measurements (to 0.01 ms), and at each of them the
-    dispatch picks the kernel measured faster; float16 routes as bfloat16. The multi-scale
-    layer's dense route at N = 1,024 (one call) was measured faster than its per-group calls."""
+    """At every (dtype, N) of the saved H100 measurements the dispatch picks the kernel measured
+    faster there (benchmarks/README.md, "The routes", quotes the same numbers); float16 routes as
+    bfloat16. The multi-scale layer's dense route at N = 1,024 (one call) was measured faster
+    than its per-group calls."""
     import json
 
     saved = _saved_window_ms()
-    assert set(saved) == set(dispatch.WINDOW_MS)
-    for (dtype, n), ms in dispatch.WINDOW_MS.items():
-        assert ms == pytest.approx(saved[dtype, n], abs=0.006)
+    assert set(saved) == {("float32", 4096), ("float32", 16384), ("bfloat16", 4096),
+                          ("bfloat16", 16384)}
+    assert saved["float32", 4096] == pytest.approx({"dense": 4.36, "flex": 2.87}, abs=0.006)
+    for (dtype, n), ms in saved.items():
         faster = min(ms, key=ms.get)
-        assert dispatch.choose_kernel("cuda", n, getattr(torch, dtype)) == faster, (dtype, n)
-    assert dispatch.FLEX_FROM[torch.float16] == dispatch.FLEX_FROM[torch.bfloat16]
+        assert flex.choose_kernel("cuda", n, getattr(torch, dtype)) == faster, (dtype, n)
+    assert flex.FLEX_FROM[torch.float16] == flex.FLEX_FROM[torch.bfloat16]
     ms = json.loads((RESULTS / "multiscale.json").read_text())["results"]
     at_1k = next(r["fwd_bwd_s"] for r in ms if r["n"] == 1024)
     assert at_1k["masked"] < at_1k["grouped"]
-    assert dispatch.choose_kernel("cuda", 1024, pattern="multiscale") == "dense"
+    assert flex.choose_kernel("cuda", 1024, pattern="multiscale") == "dense"
 
 
 # ============================================================================ tile lists
@@ -298,7 +308,7 @@ def test_dense_route_equals_dense_masked_attention(options):
     w = options.pop("w", 5)
     mask = _window_mask(n, w, options.get("dilation", 1), options.get("causal", False),
                         options.get("global_idx", ()))
-    _assert_matches_dense(lambda q, k, v: dispatch.dense_window_attention(q, k, v, w, **options),
+    _assert_matches_dense(lambda q, k, v: flex.dense_window_attention(q, k, v, w, **options),
                           mask)
 
 
@@ -306,7 +316,7 @@ def test_dense_block_sparse_route_gives_zeros_to_empty_rows():
     n, block = 70, 8
     layout = bigbird_layout_np(-(-n // block), 1, 1, 1, seed=0)
     layout[2] = False
-    _assert_matches_dense(lambda q, k, v: dispatch.dense_block_sparse_attention(q, k, v, layout,
+    _assert_matches_dense(lambda q, k, v: flex.dense_block_sparse_attention(q, k, v, layout,
                                                                             block),
                           block_mask_np(layout, block, n))
 
@@ -316,33 +326,33 @@ def test_dense_block_sparse_route_gives_zeros_to_empty_rows():
 def decide(monkeypatch):
     """Make the dispatch decide as it would on CUDA (route given), on CPU tensors."""
     def set_route(route):
-        monkeypatch.setattr(dispatch, "choose_kernel", lambda *args, **kw: route)
+        monkeypatch.setattr(flex, "choose_kernel", lambda *args, **kw: route)
     return set_route
 
 
 def test_the_kernels_dispatch_to_the_dense_route(decide, monkeypatch):
-    """window_attention_torch, block_sparse_attention_torch: the route's output, forward and
-    backward; a readable-only option (block=) keeps the readable kernel."""
+    """window_attention_routed_fast_torch, block_sparse_attention_routed_fast_torch: the
+    route's output, forward and backward; the fast kernels chosen by name never route."""
     decide("dense")
     n, w = 70, 5
     for options in WINDOW_CASES:
         mask = _window_mask(n, w, options.get("dilation", 1), options.get("causal", False),
                             options.get("global_idx", ()))
-        _assert_matches_dense(lambda q, k, v: window_attention_torch(q, k, v, w, **options),
+        _assert_matches_dense(lambda q, k, v: window_attention_routed_fast_torch(q, k, v, w,
+                                                                                 **options),
                               mask)
     layout = bigbird_layout_np(9, 1, 1, 1, seed=0)
-    _assert_matches_dense(lambda q, k, v: block_sparse_attention_torch(q, k, v, layout, 8),
-                          block_mask_np(layout, 8, n))
+    _assert_matches_dense(lambda q, k, v: block_sparse_attention_routed_fast_torch(
+        q, k, v, layout, 8), block_mask_np(layout, 8, n))
     calls = []
-    monkeypatch.setattr(dispatch, "dense_window_attention", lambda *a, **kw: calls.append(1))
+    monkeypatch.setattr(flex, "dense_window_attention", lambda *a, **kw: calls.append(1))
     q, k, v = _qkv((1, n, 4))
-    window_attention_torch(q, k, v, w, block=16)
-    window_attention_torch(q, k, v, w, hand_backward=False)
-    assert not calls  # readable kernel
-    window_attention_torch(q, k, v, w)
-    window_attention_torch(q, k, v, w, block=None)  # as window_attend passes it
-    window_attend(w)(q, k, v)
-    assert calls == [1, 1, 1]
+    window_attention_fast_torch(q, k, v, w, block=16)
+    window_attend(w, kernel=window_attention_fast_torch)(q, k, v)
+    assert not calls  # the readable kernel, as its caller chose
+    window_attention_routed_fast_torch(q, k, v, w)
+    window_attend(w, kernel=window_attention_routed_fast_torch)(q, k, v)
+    assert calls == [1, 1]
 
 
 def test_the_kernels_dispatch_to_flex(decide):
@@ -353,7 +363,8 @@ def test_the_kernels_dispatch_to_flex(decide):
     decide("flex")
     n, w = 50, 4
     q, k, v = _qkv((2, n, 8))
-    out = window_attention_torch(q, k, v, w, dilation=2, causal=True, global_idx=[7, 30])
+    out = window_attention_routed_fast_torch(q, k, v, w, dilation=2, causal=True,
+                                             global_idx=[7, 30])
     ref, _ = attention_torch(q, k, v, torch.as_tensor(_window_mask(n, w, 2, True, [7, 30])))
     torch.testing.assert_close(out, ref, rtol=1e-12, atol=1e-12)
     ws = [0, 3, 9, 49]
@@ -370,9 +381,9 @@ def test_a_call_the_compiler_would_run_eagerly_is_refused(monkeypatch):
     Here the plain copy stands in for torch.compile's output, as it would run then: the call is
     refused (FlexNotCompiledError, naming the copy and N), not run unfused."""
     pytest.importorskip("torch.nn.attention.flex_attention")
-    monkeypatch.setattr(compiled, "compiled_copy", compiled.named_copy)
+    monkeypatch.setattr(flex, "compiled_copy", flex.named_copy)
     q, k, v = _qkv((1, 1, 40, 8), dtype=torch.float32)
-    with pytest.raises(compiled.FlexNotCompiledError, match=r"flex_window_mask_mod_False_1_None"
+    with pytest.raises(flex.FlexNotCompiledError, match=r"flex_window_mask_mod_False_1_None"
                                                            r"_cpu_float32_d8, N = 40.*refused"):
         flex.run_flex(q, k, v, flex.window_block_mask(40, 3), compiled=True)
 
@@ -386,22 +397,22 @@ def test_a_refused_flex_call_runs_dense_up_to_dense_max(decide, monkeypatch):
     decide("flex")
 
     def refuse(*args, **kwargs):
-        raise compiled.FlexNotCompiledError("the compiler would have run it eagerly.")
+        raise flex.FlexNotCompiledError("the compiler would have run it eagerly.")
 
     for name in ("flex_window_attention", "flex_block_sparse_attention",
                  "flex_multiscale_attention"):
-        monkeypatch.setattr(dispatch, name, refuse)
+        monkeypatch.setattr(flex, name, refuse)
     monkeypatch.setattr(fast, "_group", refuse)
     n, w = 50, 4
     q, k, v = _qkv((2, n, 8))
     with pytest.warns(RuntimeWarning, match=r"eagerly\. Dense SDPA with the \(N, N\) mask runs "
                                             r"instead \(N = 50 <= DENSE_MAX"):
-        out = window_attention_torch(q, k, v, w, causal=True)
+        out = window_attention_routed_fast_torch(q, k, v, w, causal=True)
     ref, _ = attention_torch(q, k, v, torch.as_tensor(_window_mask(n, w, causal=True)))
     torch.testing.assert_close(out, ref, rtol=1e-12, atol=1e-12)
     layout = bigbird_layout_np(7, 1, 1, 1, seed=0)
     with pytest.warns(RuntimeWarning, match="Dense SDPA"):
-        out = block_sparse_attention_torch(q, k, v, layout, 8)
+        out = block_sparse_attention_routed_fast_torch(q, k, v, layout, 8)
     ref, _ = attention_torch(q, k, v, torch.as_tensor(block_mask_np(layout, 8, n)))
     torch.testing.assert_close(out, ref, rtol=1e-12, atol=1e-12)
     ws = [0, 3, 9, 49]
@@ -411,9 +422,9 @@ def test_a_refused_flex_call_runs_dense_up_to_dense_max(decide, monkeypatch):
         out = multiscale_attention_fast_torch(q4, k4, v4, ws, pad, dense_below=1)
     torch.testing.assert_close(out, multiscale_attention_torch(q4, k4, v4, ws, pad)[0],
                                rtol=1e-12, atol=1e-12)
-    monkeypatch.setattr(dispatch, "DENSE_MAX", n - 1)
-    with pytest.raises(compiled.FlexNotCompiledError, match="eagerly"):
-        window_attention_torch(q, k, v, w)
+    monkeypatch.setattr(flex, "DENSE_MAX", n - 1)
+    with pytest.raises(flex.FlexNotCompiledError, match="eagerly"):
+        window_attention_routed_fast_torch(q, k, v, w)
 
 
 def test_multiscale_dense_route_is_one_call(decide, monkeypatch):
@@ -532,9 +543,9 @@ def _host_helpers(device):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from minattn.checks import as_numpy
+    from minattn.checks import as_numpy, check_global_idx, check_windows
     from minattn.course.plots import heatmap
-    from minattn.sparse import block_sparse_attend, check_global_idx, check_windows
+    from minattn.sparse import block_sparse_attend
 
     weights = torch.rand(3, 4, device=device, requires_grad=True)
     fig, ax = plt.subplots()
@@ -588,12 +599,13 @@ def _assert_cuda_matches_dense(kernel, mask, shape, seed=0, dtype=torch.float32)
 @pytest.mark.parametrize("n", [1000, FLEX_F32 + 37])  # the dense route, then flex
 @pytest.mark.parametrize("options", WINDOW_CASES)
 def test_window_dispatch_on_cuda_matches_dense(n, options):
-    route = dispatch.choose_kernel(torch.device("cuda"), n, torch.float32, 64)
+    route = flex.choose_kernel(torch.device("cuda"), n, torch.float32, 64)
     assert route == ("dense" if n < FLEX_F32 else "flex")
     mask = _window_mask(n, 64, options.get("dilation", 1), options.get("causal", False),
                         options.get("global_idx", ()))
-    _assert_cuda_matches_dense(lambda q, k, v: window_attention_torch(q, k, v, 64, **options),
-                               mask, (1, 2, n, 64))
+    _assert_cuda_matches_dense(
+        lambda q, k, v: window_attention_routed_fast_torch(q, k, v, 64, **options), mask,
+        (1, 2, n, 64))
 
 
 @pytest.mark.cuda
@@ -604,20 +616,20 @@ def test_block_sparse_dispatch_on_cuda_matches_dense(n, causal):
     layout = bigbird_layout_np(-(-n // block), 1, 1, 1, seed=0)
     layout[2] = False  # empty query rows: zeros, and finite gradients
     mask = block_mask_np(layout, block, n)
-    _assert_cuda_matches_dense(lambda q, k, v: block_sparse_attention_torch(
+    _assert_cuda_matches_dense(lambda q, k, v: block_sparse_attention_routed_fast_torch(
         q, k, v, layout, block, causal), np.tril(mask) if causal else mask, (1, 2, n, 64))
 
 
 @pytest.mark.cuda
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-@pytest.mark.parametrize("n", [1000, dispatch.MULTISCALE_FLEX_FROM[torch.float32] + 37])
+@pytest.mark.parametrize("n", [1000, flex.MULTISCALE_FLEX_FROM[torch.float32] + 37])
 def test_multiscale_dispatch_on_cuda_matches_the_reference(n, dtype):
     """The dense route (one masked call) and the flex route (one call, per-head windows, per
     sequence tiles with padding), forward and backward, against the float64 reference: float32
     to CUDA_ATOL; bfloat16 within 3 % of each tensor's norm (its rounding, ~0.4 % per value)."""
     cuda = torch.device("cuda")
-    route = dispatch.choose_kernel(cuda, n, dtype, 64, pattern="multiscale")
-    assert route == ("dense" if n < dispatch.MULTISCALE_FLEX_FROM[dtype] else "flex")
+    route = flex.choose_kernel(cuda, n, dtype, 64, pattern="multiscale")
+    assert route == ("dense" if n < flex.MULTISCALE_FLEX_FROM[dtype] else "flex")
     ws = [3, 3, n // 16, n // 16, n // 8, n // 4, n // 2, n - 1]
     q, k, v = _qkv((2, 8, n, 64), dtype=torch.float32, device=cuda)
     q, k, v = (x.to(dtype).requires_grad_() for x in (q, k, v))

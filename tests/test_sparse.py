@@ -1,4 +1,5 @@
-"""Sparse patterns (minattn.sparse.patterns) and their linear-cost kernels (minattn.sparse.kernels).
+"""Sparse patterns and references (minattn/sparse.py) and their linear-cost kernels
+(minattn/fast/sparse.py).
 
 Every kernel is checked against lesson 01's dense masked attention on the NumPy mask of the
 same pattern, outputs and gradients, in float64. The masks themselves are checked against
@@ -14,33 +15,46 @@ import numpy as np
 import pytest
 import torch
 
-from minattn.attention import MultiHeadAttention, attention_torch, multi_head_attention_np
-from minattn.sparse import (
-    SparseClassifier,
+from minattn.attention import (
+    MultiHeadAttention,
+    attention_np,
+    attention_torch,
+    multi_head_attention_np,
+)
+from minattn.fast.sparse import (
+    REFERENCES,
     WindowAttentionFunction,
     band_mask_torch,
+    block_sparse_attention_fast_torch,
+    diameter_fast_np,
+    dilated_window_attention_fast_torch,
+    global_window_attention_fast_torch,
+    sliding_window_attention_fast_torch,
+    window_attention_fast_torch,
+)
+from minattn.sparse import (
+    SparseClassifier,
     bigbird_layout_np,
     bigbird_layouts_np,
     bigbird_mask_np,
     block_layout_np,
     block_mask_np,
     block_sparse_attend,
+    block_sparse_attention_np,
     block_sparse_attention_torch,
-    diameter_fast_np,
     diameter_np,
-    dilated_window_attention_torch,
     dilated_window_mask_np,
     fixed_masks_np,
     global_mask_np,
-    global_window_attention_torch,
     hops_np,
+    longformer_mask_np,
     random_mask_np,
     reach_np,
-    sliding_window_attention_torch,
     sliding_window_mask_np,
     strided_masks_np,
     union_np,
     window_attend,
+    window_attention_np,
     window_attention_torch,
 )
 
@@ -205,6 +219,77 @@ def test_patterns_reject_bad_input(bad):
         bad()
 
 
+# ============================================================================ the references
+@pytest.mark.parametrize("options", [dict(), dict(dilation=3), dict(causal=True),
+                                     dict(global_idx=[0, 20], dilation=2, causal=True)])
+def test_window_attention_is_attention_on_longformers_mask(options):
+    """The reference: lesson 01's attention on the pattern's mask, NumPy and torch twins equal
+    in float64, and the mask is the union the docstring states."""
+    n, w = 37, 3
+    rng = np.random.default_rng(0)
+    q, k, v = rng.standard_normal((3, 2, 3, n, 5))
+    mask = _window_mask(n, w, options.get("dilation", 1), options.get("causal", False),
+                        options.get("global_idx", ()))
+    np.testing.assert_array_equal(longformer_mask_np(n, w, **options), mask)
+    out = window_attention_np(q, k, v, w, **options)
+    np.testing.assert_allclose(out, attention_np(q, k, v, mask)[0], rtol=0, atol=0)
+    twin = window_attention_torch(*(torch.from_numpy(x) for x in (q, k, v)), w, **options)
+    np.testing.assert_allclose(twin.numpy(), out, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_block_sparse_attention_twins_and_empty_rows(causal):
+    n, block = 30, 4
+    layout = bigbird_layout_np(8, 1, 1, 1, seed=2)
+    layout[3] = False  # queries 12..15 see nothing: zeros
+    rng = np.random.default_rng(1)
+    q, k, v = rng.standard_normal((3, 2, n, 6))
+    mask = block_mask_np(layout, block, n) & (np.tri(n, dtype=bool) if causal else True)
+    out = block_sparse_attention_np(q, k, v, layout, block, causal)
+    np.testing.assert_allclose(out, attention_np(q, k, v, mask)[0], rtol=0, atol=0)
+    assert (out[:, 12:16] == 0).all()
+    twin = block_sparse_attention_torch(*(torch.from_numpy(x) for x in (q, k, v)), layout, block,
+                                        causal)
+    np.testing.assert_allclose(twin.numpy(), out, rtol=1e-12, atol=1e-12)
+    q[:, 12:16] = np.nan  # what the layout hides may hold anything
+    np.testing.assert_array_equal(block_sparse_attention_np(q, k, v, layout, block, causal), out)
+
+
+def test_every_fast_kernel_equals_its_reference():
+    """minattn.fast.sparse.REFERENCES: each fast function against the reference it names."""
+    q, k, v = _qkv((2, 3, 45, 6), seed=9)
+    layout = bigbird_layout_np(12, 1, 1, 1, seed=4)
+    calls = {window_attention_fast_torch: ((q, k, v, 4), dict(dilation=2, global_idx=[3, 30])),
+             block_sparse_attention_fast_torch: ((q, k, v, layout, 4), dict(causal=True)),
+             diameter_fast_np: ((union_np(*fixed_masks_np(40, 6, 2)),), {})}
+    assert set(calls) == set(REFERENCES)
+    for fast, (args, kwargs) in calls.items():
+        got, want = fast(*args, **kwargs), REFERENCES[fast](*args, **kwargs)
+        if isinstance(want, float):
+            assert got == want
+            continue
+        torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-10)
+        for g, r in zip(torch.autograd.grad(got.sum(), (q, k, v)),
+                        torch.autograd.grad(want.sum(), (q, k, v))):
+            torch.testing.assert_close(g, r, rtol=1e-9, atol=1e-10)
+
+
+def test_fixed_pattern_with_a_constant_c_grows_like_n_sqrt_n():
+    """Child et al.'s fixed pattern with l = √N and a constant c: keys per query about
+    (1 + c)·√N / 2, like the strided pair's √N (the whole layer O(N√N)); c = l/4 would give
+    O(N) keys per query."""
+    sizes = [256, 1024, 4096]
+    for c in (2, 4):
+        keys = [union_np(*fixed_masks_np(n, round(n ** 0.5), c)).sum(1).mean() for n in sizes]
+        slope = np.polyfit(np.log(sizes), np.log(keys), 1)[0]
+        assert 0.45 < slope < 0.55, (c, slope)
+        for n, kq in zip(sizes, keys):
+            assert abs(kq / n ** 0.5 - (1 + c) / 2) < 0.1, (n, kq)
+    quarter = [union_np(*fixed_masks_np(n, round(n ** 0.5), round(n ** 0.5) // 4)).sum(1).mean()
+               for n in sizes]
+    assert np.polyfit(np.log(sizes), np.log(quarter), 1)[0] > 0.85
+
+
 # ============================================================================ flex_attention
 @pytest.mark.parametrize("n", [16, 37])
 def test_flex_create_mask_equals_our_masks(n):
@@ -262,7 +347,7 @@ def test_band_mask_is_the_window_seen_from_a_block():
 @pytest.mark.parametrize("causal", [False, True])
 def test_window_kernel_matches_dense(n, w, block, causal):
     # autograd's backward here: the hand-written one (exercise 1.3's give-away) is tested below
-    _assert_matches_dense(lambda q, k, v: window_attention_torch(
+    _assert_matches_dense(lambda q, k, v: window_attention_fast_torch(
         q, k, v, w, causal=causal, block=block, hand_backward=False), _window_mask(n, w, 1, causal))
 
 
@@ -271,7 +356,7 @@ def test_window_kernel_matches_dense(n, w, block, causal):
                                                 (11, 4, 4, 8), (33, 2, 32, 4)])
 @pytest.mark.parametrize("causal", [False, True])
 def test_dilated_kernel_matches_dense(n, w, dilation, block, causal):
-    _assert_matches_dense(lambda q, k, v: window_attention_torch(
+    _assert_matches_dense(lambda q, k, v: window_attention_fast_torch(
         q, k, v, w, dilation=dilation, causal=causal, block=block, hand_backward=False),
         _window_mask(n, w, dilation, causal), seed=n)
 
@@ -281,7 +366,7 @@ def test_dilated_kernel_matches_dense(n, w, dilation, block, causal):
                                                (40, 30, 1, [39]), (5, 0, 7, [0, 2])])
 @pytest.mark.parametrize("causal", [False, True])
 def test_window_kernel_with_global_tokens_matches_dense(n, w, dilation, glob, causal):
-    _assert_matches_dense(lambda q, k, v: window_attention_torch(
+    _assert_matches_dense(lambda q, k, v: window_attention_fast_torch(
         q, k, v, w, dilation=dilation, causal=causal, global_idx=glob, block=4),
         _window_mask(n, w, dilation, causal, glob), seed=w)
 
@@ -291,26 +376,28 @@ def test_window_kernel_with_global_tokens_matches_dense(n, w, dilation, glob, ca
 @pytest.mark.parametrize("causal", [False, True])
 def test_hand_backward_matches_dense(n, w, dilation, causal):
     """The default training path (WindowAttentionFunction) against dense masked attention."""
-    _assert_matches_dense(lambda q, k, v: window_attention_torch(
+    _assert_matches_dense(lambda q, k, v: window_attention_fast_torch(
         q, k, v, w, dilation=dilation, causal=causal, block=8),
         _window_mask(n, w, dilation, causal), seed=n + w)
 
 
 def test_window_entry_point_and_its_wrappers_agree():
-    """window_attention_torch(q, k, v, w) is the contract other lessons use; the core and the
+    """window_attention_fast_torch(q, k, v, w) is the contract other lessons use; the core and the
     two wrappers it dispatches to compute the same numbers."""
     q, k, v = _qkv((2, 3, 30, 4), seed=5)
     with torch.no_grad():
-        torch.testing.assert_close(window_attention_torch(q, k, v, 3),
-                                   sliding_window_attention_torch(q, k, v, 3), rtol=0, atol=0)
-        torch.testing.assert_close(window_attention_torch(q, k, v, 3, dilation=2),
-                                   dilated_window_attention_torch(q, k, v, 3, 2), rtol=0, atol=0)
-        torch.testing.assert_close(window_attention_torch(q, k, v, 3, dilation=2, global_idx=[7]),
-                                   global_window_attention_torch(q, k, v, 3, [7], 2),
+        torch.testing.assert_close(window_attention_fast_torch(q, k, v, 3),
+                                   sliding_window_attention_fast_torch(q, k, v, 3), rtol=0, atol=0)
+        torch.testing.assert_close(window_attention_fast_torch(q, k, v, 3, dilation=2),
+                                   dilated_window_attention_fast_torch(q, k, v, 3, 2),
+                                   rtol=0, atol=0)
+        torch.testing.assert_close(window_attention_fast_torch(q, k, v, 3, dilation=2,
+                                                               global_idx=[7]),
+                                   global_window_attention_fast_torch(q, k, v, 3, [7], 2),
                                    rtol=0, atol=0)
         # an empty global set is the plain window; the global path with no window keys too
-        torch.testing.assert_close(window_attention_torch(q, k, v, 3, global_idx=[]),
-                                   window_attention_torch(q, k, v, 3), rtol=0, atol=0)
+        torch.testing.assert_close(window_attention_fast_torch(q, k, v, 3, global_idx=[]),
+                                   window_attention_fast_torch(q, k, v, 3), rtol=0, atol=0)
 
 
 def _graph_has(fn, name):
@@ -346,7 +433,7 @@ def test_window_function_matches_autograd_path(n, w, dilation, block, causal, ch
                            generator=torch.Generator().manual_seed(1))
     results = []
     for hand in (True, False):
-        out = window_attention_torch(q, k, v, w, dilation=dilation, causal=causal, block=block,
+        out = window_attention_fast_torch(q, k, v, w, dilation=dilation, causal=causal, block=block,
                                      hand_backward=hand, chunk_scores=chunk_scores)
         assert _graph_has(out.grad_fn, "WindowAttentionFunctionBackward") == hand
         results.append((out, *torch.autograd.grad(out, (q, k, v), grad_out)))
@@ -359,16 +446,16 @@ def test_strided_heads_run_on_the_window_kernel():
     """Sparse Transformer strided = causal window (w = l) and causal dilated (δ = l)."""
     n, stride = 30, 5  # the paper's l
     local, strided = strided_masks_np(n, stride)
-    _assert_matches_dense(lambda q, k, v: window_attention_torch(q, k, v, stride, causal=True,
+    _assert_matches_dense(lambda q, k, v: window_attention_fast_torch(q, k, v, stride, causal=True,
                                                                  block=4), local)
-    _assert_matches_dense(lambda q, k, v: window_attention_torch(q, k, v, n, dilation=stride,
+    _assert_matches_dense(lambda q, k, v: window_attention_fast_torch(q, k, v, n, dilation=stride,
                                                                  causal=True, block=4), strided)
 
 
 @pytest.mark.parametrize("n,block", [(16, 4), (37, 4), (37, 8), (5, 8)])
 def test_block_sparse_kernel_matches_dense_on_bigbird(n, block):
     layout = bigbird_layout_np(-(-n // block), window=1, n_global=1, n_random=1, seed=n)
-    _assert_matches_dense(lambda q, k, v: block_sparse_attention_torch(q, k, v, layout, block),
+    _assert_matches_dense(lambda q, k, v: block_sparse_attention_fast_torch(q, k, v, layout, block),
                           block_mask_np(layout, block, n))
 
 
@@ -377,7 +464,7 @@ def test_block_sparse_kernel_matches_dense_on_fixed_pattern(n):
     length, c, block = 8, 4, 4  # summary columns fill whole blocks: exact layout with causal
     mask = union_np(*fixed_masks_np(n, length, c))
     layout = block_layout_np(mask, block)
-    _assert_matches_dense(lambda q, k, v: block_sparse_attention_torch(q, k, v, layout, block,
+    _assert_matches_dense(lambda q, k, v: block_sparse_attention_fast_torch(q, k, v, layout, block,
                                                                        causal=True), mask)
 
 
@@ -386,10 +473,10 @@ def test_block_sparse_rows_with_no_key_give_zeros_not_nan():
     layout = bigbird_layout_np(5, 1, 0, 0)
     layout[2] = False  # query block 2 sees nothing
     mask = block_mask_np(layout, block, n)
-    _assert_matches_dense(lambda q, k, v: block_sparse_attention_torch(q, k, v, layout, block),
+    _assert_matches_dense(lambda q, k, v: block_sparse_attention_fast_torch(q, k, v, layout, block),
                           mask)
     q, k, v = _qkv((1, n, 3))
-    out = block_sparse_attention_torch(q, k, v, layout, block)
+    out = block_sparse_attention_fast_torch(q, k, v, layout, block)
     assert torch.all(out[0, 8:12] == 0)
     out.sum().backward()
     assert torch.isfinite(q.grad).all() and torch.isfinite(k.grad).all()
@@ -410,7 +497,7 @@ def test_block_sparse_work_is_proportional_to_nonzero_blocks():
     q, k, v = _qkv((1, n, 3))
     torch.Tensor.__matmul__ = spy
     try:
-        block_sparse_attention_torch(q, k, v, layout, block)
+        block_sparse_attention_fast_torch(q, k, v, layout, block)
     finally:
         torch.Tensor.__matmul__ = orig_matmul
     assert seen["shape"] == (1, int(layout.sum()), block, block)
@@ -423,7 +510,7 @@ def test_kernels_match_dense_in_float32_with_sdpa():
     q, k, v = (torch.randn(2, 4, n, 16, generator=gen) for _ in range(3))
     mask = torch.as_tensor(sliding_window_mask_np(n, w) | global_mask_np(n, [0, 50]))
     ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    out = window_attention_torch(q, k, v, w, global_idx=[0, 50], block=16)
+    out = window_attention_fast_torch(q, k, v, w, global_idx=[0, 50], block=16)
     torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
 
 
@@ -431,7 +518,8 @@ def test_window_attend_layer_matches_numpy_reference():
     """MultiHeadAttention(attend=window_attend(...)): lesson 01's projections, sparse heads."""
     torch.manual_seed(0)
     n, w = 23, 3
-    layer = MultiHeadAttention(8, 2, attend=window_attend(w, global_idx=[0], block=4)).double()
+    fast = window_attend(w, global_idx=[0], kernel=window_attention_fast_torch, block=4)
+    layer = MultiHeadAttention(8, 2, attend=fast).double()
     x = torch.randn(2, n, 8, dtype=torch.float64)
     mask = _window_mask(n, w, glob=[0])
     ref, _ = multi_head_attention_np(x.numpy(), x.numpy(), x.numpy(), layer.numpy_params(), 2,
@@ -440,17 +528,20 @@ def test_window_attend_layer_matches_numpy_reference():
     assert weights is None
     np.testing.assert_allclose(out.detach().numpy(), ref, rtol=1e-10, atol=1e-12)
     assert "window(w=3" in repr(layer)
+    slow = MultiHeadAttention(8, 2, attend=window_attend(w, global_idx=[0])).double()
+    slow.load_state_dict(layer.state_dict())
+    torch.testing.assert_close(slow(x)[0], out, rtol=1e-10, atol=1e-12)  # the dense reference
 
 
 @pytest.mark.parametrize("bad", [
-    lambda q: window_attention_torch(q, q, q, -1),
-    lambda q: window_attention_torch(q, q, q, 2, dilation=0),
-    lambda q: window_attention_torch(q, q, q, 2, dilation=2, global_idx=[1], block=0),
-    lambda q: window_attention_torch(q, q, q, 2, block=0),
-    lambda q: window_attention_torch(q, q[:, :5], q[:, :5], 2),
-    lambda q: window_attention_torch(q, q, q, 2, global_idx=[10]),
-    lambda q: block_sparse_attention_torch(q, q, q, np.ones((2, 2), bool), 4),
-    lambda q: block_sparse_attention_torch(q, q, q, np.ones((3, 3), int), 4),
+    lambda q: window_attention_fast_torch(q, q, q, -1),
+    lambda q: window_attention_fast_torch(q, q, q, 2, dilation=0),
+    lambda q: window_attention_fast_torch(q, q, q, 2, dilation=2, global_idx=[1], block=0),
+    lambda q: window_attention_fast_torch(q, q, q, 2, block=0),
+    lambda q: window_attention_fast_torch(q, q[:, :5], q[:, :5], 2),
+    lambda q: window_attention_fast_torch(q, q, q, 2, global_idx=[10]),
+    lambda q: block_sparse_attention_fast_torch(q, q, q, np.ones((2, 2), bool), 4),
+    lambda q: block_sparse_attention_fast_torch(q, q, q, np.ones((3, 3), int), 4),
     lambda q: MultiHeadAttention(8, 2, attend=window_attend(1))(q),  # d_model 4, not 8
     lambda q: MultiHeadAttention(4, 2, attend=window_attend(1))(q, mask=torch.ones(10, 10) > 0),
     lambda q: MultiHeadAttention(4, 2, attend=window_attend(1))(q, need_weights=True),
@@ -469,9 +560,11 @@ def test_sparse_classifier_reads_token_zero_through_the_pattern():
     x = torch.randint(0, 10, (2, n))
     far = x.clone()
     far[:, -1] = (far[:, -1] + 1) % 10  # change only the last token
-    window = SparseClassifier(10, n, 16, 2, layers, window_attend(w, block=8))
+    fast = window_attention_fast_torch
+    window = SparseClassifier(10, n, 16, 2, layers, window_attend(w, kernel=fast, block=8))
     assert torch.equal(window(x), window(far))
-    with_global = SparseClassifier(10, n, 16, 2, layers, window_attend(w, global_idx=[0], block=8))
+    with_global = SparseClassifier(10, n, 16, 2, layers,
+                                   window_attend(w, global_idx=[0], kernel=fast, block=8))
     assert not torch.allclose(with_global(x), with_global(far))
     layout = block_layout_np(sliding_window_mask_np(n, w), 8)
     model = SparseClassifier(10, n, 16, 2, layers, block_sparse_attend(layout, 8))
@@ -490,7 +583,9 @@ def test_block_sparse_attend_per_head_layouts_match_dense():
     n, block = 30, 4
     layouts = bigbird_layouts_np(-(-n // block), 1, 3, 1, 1, 1, seed=5)[0]  # (H, nb, nb)
     masks = np.stack([block_mask_np(layout, block, n) for layout in layouts])  # (H, N, N)
-    _assert_matches_dense(block_sparse_attend(layouts, block), masks, shape=(2, 3, 0, 5))
+    for kernel in (None, block_sparse_attention_fast_torch):
+        _assert_matches_dense(block_sparse_attend(layouts, block, kernel=kernel), masks,
+                              shape=(2, 3, 0, 5))
     q = torch.randn(2, 2, n, 5)
     with pytest.raises(ValueError, match="expected"):
         block_sparse_attend(layouts, block)(q, q, q)  # 2 heads, 3 layouts
@@ -507,16 +602,16 @@ def test_kernels_on_cuda_match_dense(hand_backward):
              (dict(dilation=3, causal=True), _window_mask(n, w, 3, True)),
              (dict(global_idx=[0, 33]), _window_mask(n, w, glob=[0, 33]))]
     for options, mask in cases:
-        _assert_matches_dense(lambda q, k, v: window_attention_torch(
+        _assert_matches_dense(lambda q, k, v: window_attention_fast_torch(
             q, k, v, w, block=16, hand_backward=hand_backward, **options), mask, device=cuda)
     layout = bigbird_layout_np(-(-n // 8), 1, 1, 1, seed=0)
-    _assert_matches_dense(lambda q, k, v: block_sparse_attention_torch(q, k, v, layout, 8),
+    _assert_matches_dense(lambda q, k, v: block_sparse_attention_fast_torch(q, k, v, layout, 8),
                           block_mask_np(layout, 8, n), device=cuda)
     gen = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 4, 1000, 32, generator=gen).to(cuda) for _ in range(3))
     ref = torch.nn.functional.scaled_dot_product_attention(
         q, k, v, attn_mask=torch.as_tensor(_window_mask(1000, 64), device=cuda))
-    torch.testing.assert_close(window_attention_torch(q, k, v, 64), ref, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(window_attention_fast_torch(q, k, v, 64), ref, rtol=1e-5, atol=1e-5)
 
 
 # ============================================================================ lesson 02's plots

@@ -1,7 +1,7 @@
-"""Speed, apart from the mechanisms: each module here computes the same numbers as a reference
-in minattn/<mechanism>.py, faster (blocked and banded kernels, fused or compiled routes, a
-cached decoder, IBM Model 1's EM as bincounts), imports the reference it must equal (tested
-equal in float64), and is chosen by the caller by name (`<name>_fast_<np|torch>`, or `attend=`
-on a module), never behind the reference's back. The measurements that justify each route are
-in benchmarks/README.md.
+"""The same numbers, faster: the kernels behind the mechanisms of minattn/<mechanism>.py.
+
+A mechanism's file is the readable reference; each fast function here (`<name>_fast_np`,
+`<name>_fast_torch`) imports the reference it must equal, is tested equal to it in float64,
+and is chosen by name by its caller (or passed as `attend=`/`kernel=`), never behind the
+reference's back. The measurements that justify a route live in benchmarks/README.md.
 """

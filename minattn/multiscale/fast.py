@@ -63,8 +63,9 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import attention_fast_torch, visible_inputs
-from ..checks import check_size, fail, shape_str
-from ..sparse import check_window_args, dispatch, window_attention_torch
+from ..checks import check_size, check_window_args, fail, shape_str
+from ..fast import flex as dispatch
+from ..fast.sparse import window_attention_fast_torch as window_attention_torch
 from .reference import check_multiscale_inputs, scale_mask_torch
 
 DENSE_BELOW = 512  # N below which one dense masked call beats grouping (benchmarks/multiscale.py)

@@ -15,11 +15,11 @@ from ..checks import (
     check_finite,
     check_ids,
     check_same_device,
+    check_windows,
     describe,
     fail,
     shape_str,
 )
-from ..sparse import check_windows
 from .analysis import head_statistics_torch
 from .fast import multiscale_attention_fast_torch
 from .reference import (

@@ -38,12 +38,12 @@ from ..checks import (
     check_number,
     check_same_device,
     check_size,
+    check_windows,
     describe,
     fail,
     hide,
     shape_str,
 )
-from ..sparse import check_windows
 
 
 # ============================================================================ input checks

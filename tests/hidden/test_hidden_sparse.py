@@ -5,12 +5,8 @@ import pytest
 import torch
 
 from minattn.attention import attention_torch
-from minattn.sparse import (
-    blocked_window_attention_torch,
-    dilated_window_mask_np,
-    sliding_window_mask_np,
-    window_attention_torch,
-)
+from minattn.fast.sparse import blocked_window_attention_torch, window_attention_fast_torch
+from minattn.sparse import dilated_window_mask_np, sliding_window_mask_np
 
 
 def _definition(n, w, dilation, causal):
@@ -58,7 +54,7 @@ def test_hidden_many_global_tokens_float32():  # the global path: not part of ex
     mask[glob] = True
     mask[:, glob] = True
     ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=torch.as_tensor(mask))
-    out = window_attention_torch(q, k, v, w, dilation=2, global_idx=glob)
+    out = window_attention_fast_torch(q, k, v, w, dilation=2, global_idx=glob)
     torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
 
 

@@ -38,7 +38,7 @@ from .stubs import holders, resolve, stub_in_process
 # (tests/test_exercises.py checks that every stripped region is reached; see reach.py).
 TWINS = [
     ("sliding_window_mask_np", "dilated_window_mask_np"),     # dilation 1 is the window
-    ("blocked_window_attention_torch", "global_window_attention_torch"),
+    ("blocked_window_attention_torch", "global_window_attention_fast_torch"),
 ]
 
 
