@@ -1,4 +1,4 @@
-"""Lesson 03's training runs (minattn.multiscale.train) and the lesson without its data.
+"""Lesson 03's training runs (minattn/course/multiscale.py) and the lesson without its data.
 
 The runs are seeded functions of their model and seed; the sentence classifier keeps its best
 development epoch. Without GloVe and the sentences, the lesson falls back to template
@@ -18,10 +18,7 @@ import torch
 from torch import nn
 
 from minattn.course.lesson import REPO_ROOT
-from minattn.multiscale import (
-    MultiScaleTransformer,
-    ScaleAllocation,
-    allocate_scales_np,
+from minattn.course.multiscale import (
     effective_scale_task,
     fit_effective_scale,
     fit_partner,
@@ -29,6 +26,7 @@ from minattn.multiscale import (
     partner_task,
     right_per_sentence,
 )
+from minattn.multiscale import MultiScaleTransformer, ScaleAllocation, allocate_scales_np
 
 
 def test_a_batch_without_padding_gives_what_full_lengths_give():
