@@ -252,18 +252,13 @@ lesson.savefig(fig, "scale_masks")
 # %% [markdown]
 # ### Windows see distance, not direction
 #
-# The Multi-Scale Transformer has no positional embedding: the windows are what tells it that
-# words are near each other. **Predict before you run the next cell:** a position-free model
-# reads "the acting is good but the plot is not" and the same words in reverse order. Does it
-# tell them apart?
-#
-# Look at the mask: $|i - j| \le \omega$ is symmetric. A window is a set of neighbours at
-# distances up to ω, with no left and no right. Mirror a sentence and every token keeps
-# exactly the same neighbours at exactly the same distances, so every layer's output is the
-# mirror image of the original's — a max-pool over the tokens cannot tell them apart. Only
-# something that is not mirrored can: the classification node, which sits at one end
-# (position 0), or learned positions. A *relay* node that sees and is seen by every token
-# (section 4) is not at an end, so it changes nothing. In float64, with random weights:
+# The Multi-Scale Transformer has no positional embedding. **Predict before you run the next
+# cell:** does a position-free model tell "the acting is good but the plot is not" from the
+# same words in reverse order? The mask $|i - j| \le \omega$ is symmetric: mirror a sentence
+# and every token keeps the same neighbours at the same distances, so every layer's output is
+# the mirror image of the original's, and a max-pool cannot tell them apart. Only what is not
+# mirrored can: the classification node at one end (position 0), or learned positions; a
+# *relay* node that sees and is seen by every token (section 4) changes nothing. In float64:
 
 # %%
 words = "the acting is good but the plot is not".split()
@@ -331,12 +326,10 @@ assert by_hand.tolist() == library.tolist() == [5, 2, 2, 1, 0]
 # heads toward small scales in layer 1 as α grows (exercise 3.2 writes it for all layers at
 # once; its docstring states it in full).
 #
-# **Which N?** The candidate scales are $\omega \in \{3, N/16, N/8, N/4, N/2\}$, and $N$ is the
-# length of the text at hand. Our movie-review sentences average about 21 tokens, so for them
-# $N/16$ and $N/8$ are one or two words and fall *below* 3; `scale_candidates` sorts the five so
-# that "the k-th scale" always means the k-th smallest, and a `ScaleAllocation` recomputes every
-# layer's windows from the length of each batch. (Computing the scales once for a maximum
-# length of 64 would give sentences of 21 tokens windows of 16 and 32: full attention.)
+# **Which N?** The candidates $\omega \in \{3, N/16, N/8, N/4, N/2\}$ depend on the length of
+# the text at hand: for our movie-review sentences (about 21 tokens) $N/16$ and $N/8$ fall
+# *below* 3, so `scale_candidates` sorts the five ("the k-th scale" is the k-th smallest) and a
+# `ScaleAllocation` recomputes every layer's windows from each batch's length.
 
 # %%
 counts = allocate_scales_np(5, 5, 3, 0.5)  # L = 3 layers of N' = 5 heads, α = 0.5
@@ -354,13 +347,10 @@ show_table([{"α": f"{a:+.1f}", "windows per layer": ScaleAllocation(
 # ## 4. The Multi-Scale Transformer
 #
 # The paper's model stacks multi-scale layers with a residual connection, a nonlinearity and
-# layer norm — **no position-wise FFN** and **no positional embedding** (the windows carry what
-# order there is). The slides justify the first: a head of scale $w = 1$ followed by the
-# nonlinearity plays the FFN's part. Their window is $[-w, w]$; in the course's convention
-# ($|i - j| \le \omega$) the head that sees only its own token — exactly a position-wise layer —
-# is $\omega = 0$, and $\omega = 1$ already mixes in both neighbours. A learned
-# **classification node** is prepended at position 0, and the classifier, a 2-layer MLP, reads
-# $[\text{node} ; \text{max-pool over the tokens}]$:
+# layer norm — **no position-wise FFN** (the slides: a head of scale $w = 1$ and the
+# nonlinearity play its part; in our convention the position-wise head is $\omega = 0$) and
+# **no positional embedding**. A learned **classification node** is prepended at position 0,
+# and a 2-layer MLP classifies $[\text{node} ; \text{max-pool over the tokens}]$:
 
 # %%
 show(MultiScaleTransformer.forward)
@@ -383,17 +373,12 @@ lesson.savefig(fig, "model")
 # %% [markdown]
 # ## 5. A task that needs a small scale *and* a large one
 #
-# Why would one model want both? Here is a task where the reason can be stated in one line each.
-# A sequence of filler tokens holds three tokens X, each standing right next to a partner, Y or
-# Z, on a random side. **Label: does X stand next to Y more often than next to Z?** Lone Y and Z
-# tokens fill both up to three, so the *bag* of tokens is the same for both labels; at least
-# three fillers separate any two of these units.
-#
-# * Seeing *which token stands next to which* is a **local pattern**: a window of ω ≤ 3 around
-#   an X holds its partner and nothing else. The rule is symmetric (XY and YX count alike),
-#   because windows see distance, not direction.
-# * Deciding the vote is a **global count** over the whole sequence: two of three pairs against
-#   one, anywhere.
+# A sequence of filler tokens holds three tokens X, each right next to a partner, Y or Z, on a
+# random side. **Label: does X stand next to Y more often than next to Z?** Lone Y and Z tokens
+# fill both up to three, so the *bag* of tokens is the same for both labels; at least three
+# fillers separate any two units. Seeing *which token stands next to which* is a **local
+# pattern** (a window of ω ≤ 3 around an X holds its partner and nothing else; XY and YX count
+# alike, as windows see no direction); deciding the vote is a **global count**.
 #
 # We read out from the **node alone** (`max_pool=False`), so that only attention can carry the
 # count. Five models of three layers give every head one scale, ω = 3, 8, 16 or N, or mix the
@@ -587,13 +572,11 @@ lesson.savefig(fig, "effective_scale")
 
 # %% [markdown]
 # A model first learns what $a_1$ alone can tell, which brings it down towards the 4/7 line.
-# Hier-S and deepHier-S can do nothing more, whatever their training: three times the layers buy
-# deepHier-S nothing, because 18 positions are still short of the 20 between the node and
-# $a_N$. Flex, which can reach $a_N$, has to find the one relay path first; the curves show how
-# long that takes for each seed, and the table which runs got there. The paper's own classifier
-# (no positions, max-pool) measures something murkier — the max-pool hands every token to the
-# classifier directly, and without positions a head that sees both ends cannot tell which
-# tokens *are* the ends.
+# Hier-S and deepHier-S can do nothing more: three times the layers buy deepHier-S nothing, as
+# 18 positions are still short of 20. Flex has to find the one relay path first; the curves
+# show how long that takes for each seed, the table which runs got there. (The paper's own
+# classifier, with no positions and a max-pool that hands every token to the classifier
+# directly, measures something murkier.)
 
 # %% [markdown]
 # ## 7. Movie reviews at the size of the paper's MR
@@ -800,16 +783,13 @@ if not ABLATIONS:
 # %% [markdown]
 # ## 9. What did the heads learn?
 #
-# A trained head can depart from uniform attention in two ways: it can change *how far* it
-# looks (its measured scale) and *which* words it picks (its weights). We measure both on the
-# longest test sentences, for every head of every seed of two models: the measured scale beside
-# the scale of uniform attention inside the same window, and the **departure** from that uniform
-# attention, the total-variation distance $\tfrac12\sum_j |a_{ij} - u_{ij}|$ (0 = uniform,
-# toward 1 = all weight where uniform puts almost none). The same numbers for the untrained
-# models — the same seeds, before their first step — show where they start. The Transformer's
-# heads may look anywhere, so a Transformer head well below the uniform scale would have learned
-# the locality the paper found in BERT; the paper's premise is that a Transformer trained from
-# scratch on a small dataset does not.
+# A trained head can depart from uniform attention in two ways: *how far* it looks (its
+# measured scale, beside uniform attention's in the same window) and *which* words it picks
+# (the **departure**, the total-variation distance $\tfrac12\sum_j |a_{ij} - u_{ij}|$ from
+# uniform attention: 0 = uniform). We measure both on the longest test sentences for every head
+# of every seed, and for the same seeds before their first step. The Transformer's heads may
+# look anywhere: one well below the uniform scale would have learned the locality the paper
+# found in BERT, which, the paper argues, a Transformer trained on little data does not.
 
 # %%
 ids, lens = corpus["test"]
@@ -906,17 +886,12 @@ lesson.summary()
 
 # %% [markdown]
 # And what the lesson showed along the way:
-# * The measured scale $\frac1N\sum_i\sum_j a_{ij}|i-j|$ tells how far a head looks; uniform
-#   attention over $N$ tokens has scale about $N/3$, the reference every head is read against.
-# * Multi-scale multi-head attention is multi-head attention with one window per head. Windows
-#   see distance, not direction: without positions a sentence and its mirror image differ only
-#   through the node at one end. One control factor α spreads the scales
-#   $\{3, N/16, N/8, N/4, N/2\}$ over the layers, N being each batch's length.
-# * A relay node, which sees every token, is a global scale of its own; no depth of ω = 3
-#   windows reaches what one large window in a low layer reaches — whether training finds that
-#   path is a question about runs, counted run by run.
-# * Trained heads are read against uniform attention twice: which words they pick (departure)
-#   and how far they look (distance), each against the same heads untrained.
+# * The measured scale $\frac1N\sum_i\sum_j a_{ij}|i-j|$ tells how far a head looks, read
+#   against uniform attention's (about $N/3$ over $N$ tokens).
+# * Multi-scale multi-head attention is multi-head attention with one window per head; windows
+#   see distance, not direction. One factor α spreads the scales over the layers.
+# * No depth of ω = 3 windows reaches what one large window in a low layer reaches; whether
+#   training finds that path is a question about runs, counted run by run.
 #
 # ## Exercises
 # Build a student copy (`python -m minattn.course.classroom student DIR`), then check your work
@@ -977,15 +952,13 @@ assert err_twin < 1e-12 and err_fast < 1e-10 and err_grad < 1e-10
 
 # %% [markdown]
 # **The band kernel.** A head with ω = N/4 or N/2 sees a large share of all query–key pairs
-# (printed below), so lesson 02's window kernel (blocks of 64 queries, each with a masked span
-# of 64 + 2ω keys) does nearly dense work, all of it through a mask. The band kernel cuts the
-# queries into chunks of $c \le 2\omega$. Chunk $[a, a + c)$ may see the keys
-# $[a - \omega, a + c + \omega)$, three pieces: a triangle (query $a + r$ sees key
-# $a - \omega + t$ iff $t \ge r$: the band's *left* edge), a full block that every query of the
-# chunk sees (no mask), and another triangle ($t \le r$: the *right* edge). The right-edge
-# triangle is *causal* attention, which the fused kernel runs without a mask, skipping the
-# blocks above its diagonal; the left-edge one is the same read backwards. Only where an end of
-# the sequence cuts a triangle short does a piece get an explicit mask:
+# (printed below), so lesson 02's window kernel does nearly dense work, all of it through a
+# mask. The band kernel cuts the queries into chunks of $c \le 2\omega$; chunk $[a, a + c)$
+# sees the keys $[a - \omega, a + c + \omega)$ in three pieces: a triangle (the band's *left*
+# edge, query $a + r$ sees key $a - \omega + t$ iff $t \ge r$), a full block (no mask), and
+# another triangle ($t \le r$, the *right* edge) — *causal* attention, which the fused kernel
+# runs without a mask (the left one is the same read backwards). Only where an end of the
+# sequence cuts a triangle short does a piece get an explicit mask:
 
 # %%
 show(band_pieces)
