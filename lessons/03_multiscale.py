@@ -216,7 +216,9 @@ if bert_scale is not None:
 # %%
 n, windows = 6, [0, 2, 5]
 i, j = np.ogrid[:n, :n]  # queries (N, 1), keys (1, N)
+# BEGIN EXERCISE 3.1 shown: per_head = scale_mask_np(n, windows)
 per_head = np.abs(i - j) <= np.array(windows)[:, None, None]  # (H, N, N): |i - j| <= ω_h
+# END EXERCISE
 print(per_head.astype(int))
 assert np.array_equal(per_head, scale_mask_np(n, windows))
 rng = np.random.default_rng(lesson.seed(0))
@@ -312,8 +314,10 @@ share = np.exp(z) / np.exp(z).sum()  # the softmax
 print(f"10 · softmax(z¹) = {(heads * share).round(2).tolist()} -> rounded "
       f"{np.round(heads * share).astype(int).tolist()} ({int(np.round(heads * share).sum())} "
       "heads)")
+# BEGIN EXERCISE 3.2 shown: by_hand = allocate_scales_np(heads, scales, 1, alpha)[0]
 first_scale = [int(np.argmax(np.cumsum(share) > h / heads + 1e-12)) for h in range(heads)]
 by_hand = np.bincount(first_scale, minlength=scales)  # heads per scale, smallest first
+# END EXERCISE
 library = allocate_scales_np(num_heads=heads, num_scales=scales, num_layers=1, alpha=alpha)[0]
 print(f"N' = 10, α = 0.5, layer 1: by hand {by_hand.tolist()}, allocate_scales_np "
       f"{library.tolist()} (the slides: [5, 2, 2, 1, 0])")
