@@ -15,14 +15,14 @@ B = 1 (4 on CUDA, as in the H100 yardstick), H = 8 heads, d = 64 per head, float
     masked      the multi-scale layer as one SDPA call with the (H, N, N) per-head window mask
                 (N <= 2,048; on CUDA N <= 8,192): the dense route of the CUDA dispatch
     grouped     (CPU) heads grouped by scale: window kernel (ω < BAND_FROM) / band kernel / SDPA
-    multiscale  `multiscale_attention_fast_torch` as shipped: on the CPU masked below
-                DENSE_BELOW, else grouped; on CUDA one dense masked call below
-                dispatch.MULTISCALE_FLEX_FROM, one FlexAttention call with per-head windows
-                from there on
+    multiscale  `multiscale_attention_routed_fast_torch`, what a caller names for any device:
+                on the CPU `multiscale_attention_fast_torch` (masked below DENSE_BELOW, else
+                grouped); on CUDA one dense masked call below flex.MULTISCALE_FLEX_FROM, one
+                FlexAttention call with per-head windows from there on
     flex        (CUDA) that FlexAttention call at every N; *flex, ieee* (float32) the same with
                 FlexAttention's default float32 products instead of compiled.CUDA_FLOAT32_PRECISION
-    readable    (CUDA) the layer with the readable kernels forced (dispatch.kernel_policy): what
-                a GPU ran before the dispatch
+    readable    (CUDA) `multiscale_attention_fast_torch`, the grouped kernels written for the
+                CPU: what a GPU ran before the dispatch
 Times are medians of interleaved repeats; memory is the extra peak resident memory of one call.
 A last table times the band kernel's chunk size c for one head (forward + backward, relative to
 one full head), the measurement behind its default.
@@ -52,13 +52,14 @@ from minattn.course.bench import (  # noqa: E402
 from minattn.fast import flex
 from minattn.fast import flex as compiled  # the compiled route and the dispatch:
 from minattn.fast import flex as dispatch  # both in minattn/fast/flex.py
-from minattn.multiscale import (
+from minattn.fast.multiscale import (
     BAND_FROM,
     DENSE_BELOW,
-    band_attention_cpu,
+    band_attention_fast_torch,
     multiscale_attention_fast_torch,
-    scale_mask_torch,
+    multiscale_attention_routed_fast_torch,
 )
+from minattn.multiscale import scale_mask_torch
 
 H, D = 8, 64
 MASKED_MAX = 2048  # the (H, N, N) bool mask and its float copy: 160 MiB at N = 2,048
@@ -77,15 +78,12 @@ def contenders(n: int, device, dtype) -> dict:
     ws = windows(n)
     cuda = device.type == "cuda"
     fns = {"full": lambda q, k, v: attention_fast_torch(q, k, v),
-           "multiscale": lambda q, k, v: multiscale_attention_fast_torch(q, k, v, ws)}
+           "multiscale": lambda q, k, v: multiscale_attention_routed_fast_torch(q, k, v, ws)}
     if not cuda:  # on CUDA no group runs on its own: grouping is the readable path
         fns["grouped"] = lambda q, k, v: multiscale_attention_fast_torch(q, k, v, ws,
                                                                          dense_below=0)
     if cuda:
-        def readable(q, k, v):
-            with dispatch.kernel_policy("readable"):
-                return multiscale_attention_fast_torch(q, k, v, ws)
-        fns["readable"] = readable
+        fns["readable"] = lambda q, k, v: multiscale_attention_fast_torch(q, k, v, ws)
         fns["flex"] = lambda q, k, v: flex.flex_multiscale_attention(q, k, v, ws)
         if dtype == torch.float32:
             fns["flex, ieee"] = lambda q, k, v: ieee(flex.flex_multiscale_attention, q, k, v, ws)
@@ -133,7 +131,7 @@ def measure_chunks(n: int, repeats: int) -> list[dict]:
     for w in (n // 16, n // 8, n // 4, n // 2):
         for c in (c for c in chunks if c <= 2 * w):  # the kernel needs c <= 2ω
             fns[w, c] = forward_backward(
-                lambda q, k, v, w=w, c=c: band_attention_cpu(q, k, v, w, c), q, k, v)
+                lambda q, k, v, w=w, c=c: band_attention_fast_torch(q, k, v, w, c), q, k, v)
     t = time_interleaved(fns, repeats)
     return [{"N": n, "ω": w, "window share": f"{_share(n, w):.2f}",
              **{f"c={c}": f"{t[w, c] / t['full']:.2f}" if (w, c) in t else "—"

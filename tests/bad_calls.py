@@ -43,9 +43,11 @@ from minattn import task_heads as TH
 from minattn import xl as X
 from minattn.course import agreement as AGC
 from minattn.course import lstm_attention as LAC
+from minattn.course import multiscale as CM  # noqa: E402
 from minattn.course import sparse as CS  # noqa: E402
 from minattn.course import train as TR  # noqa: E402
 from minattn.fast import ibm1 as ibm1_fast
+from minattn.fast import multiscale as FM
 from minattn.fast import sparse as FS
 
 OUR_FORMAT = re.compile(r".+: expected .+, got .+", re.S)
@@ -416,9 +418,9 @@ bad("multiscale", "multiscale_attention_np", "v", "NaN in a visible value")(
 bad("multiscale", "multiscale_attention_torch", "k", "float32 k")(
     lambda: MS.multiscale_attention_torch(qmt, kmt.float(), vmt, [1, 2]))
 bad("multiscale", "multiscale_attention_fast_torch", "k", "float32 k")(
-    lambda: MS.multiscale_attention_fast_torch(qmt, kmt.float(), vmt, [1, 2]))
+    lambda: FM.multiscale_attention_fast_torch(qmt, kmt.float(), vmt, [1, 2]))
 bad("multiscale", "multiscale_attention_fast_torch", "dense_below", "dense_below = -1")(
-    lambda: MS.multiscale_attention_fast_torch(qmt, kmt, vmt, [1, 2], dense_below=-1))
+    lambda: FM.multiscale_attention_fast_torch(qmt, kmt, vmt, [1, 2], dense_below=-1))
 bad("multiscale", "allocate_scales_np", "alpha", "alpha as a string")(
     lambda: MS.allocate_scales_np(4, 2, 2, "0.5"))
 bad("multiscale", "allocate_scales_np", "num_heads", "num_heads = 0")(
@@ -433,10 +435,20 @@ bad("multiscale", "masked_max_torch", "keep", "keep of the wrong shape")(
     lambda: MS.masked_max_torch(T(2, 3, 4), torch.ones(3, 2, dtype=torch.bool)))
 bad("multiscale", "MultiScaleKernel", "windows", "negative window")(
     lambda: MS.MultiScaleKernel([-1]))
-bad("multiscale", "band_attention_cpu", "w", "w = 0")(
-    lambda: MS.band_attention_cpu(qmt, kmt, vmt, 0))
-bad("multiscale", "band_pieces", "c", "c = 0")(lambda: MS.band_pieces(8, 2, 0))
-bad("multiscale", "band_pieces_np", "w", "w = -1")(lambda: MS.band_pieces_np(8, -1, 2))
+bad("multiscale", "band_attention_fast_torch", "w", "w = 0")(
+    lambda: FM.band_attention_fast_torch(qmt, kmt, vmt, 0))
+bad("multiscale", "band_attention_fast_torch", "chunk", "chunk > 2w")(
+    lambda: FM.band_attention_fast_torch(qmt, kmt, vmt, 2, chunk=5))
+bad("multiscale", "multiscale_attention_routed_fast_torch", "windows", "a negative window")(
+    lambda: FM.multiscale_attention_routed_fast_torch(qmt, kmt, vmt, [1, -2]))
+bad("multiscale", "multiscale_attention_torch", "n_global", "n_global > N")(
+    lambda: MS.multiscale_attention_torch(qmt, kmt, vmt, [1, 2], n_global=7))
+bad("multiscale", "MultiScaleKernel", "kernel", "a kernel that is not a function")(
+    lambda: MS.MultiScaleKernel([1, 2], kernel="fast"))
+bad("multiscale", "ScaleAllocation", "counts", "counts over 3 scales")(
+    lambda: MS.ScaleAllocation([[1, 1, 1]]))
+bad("multiscale", "band_pieces", "c", "c = 0")(lambda: FM.band_pieces(8, 2, 0))
+bad("multiscale", "band_pieces_np", "w", "w = -1")(lambda: FM.band_pieces_np(8, -1, 2))
 torch.manual_seed(0)
 mst = MS.MultiScaleTransformer(4, 8, [[1, 3]], 2, embedding=torch.nn.Embedding(7, 4)).double()
 bad("multiscale", "MultiScaleTransformer.forward", "inputs", "a token id >= vocab")(
@@ -797,9 +809,9 @@ bad("attention", "associative_recall", "n_keys", "n_keys = -1")(
     lambda: A.associative_recall(2, 0, -1, 4, G()))
 bad("sparse", "two_halves", "n", "n = 3.5")(lambda: CS.two_halves(2, 3.5, G()))
 bad("multiscale", "effective_scale_task", "k", "k = 1.5")(
-    lambda: MS.effective_scale_task(2, 6, 3, 1.5, G()))
+    lambda: CM.effective_scale_task(2, 6, 3, 1.5, G()))
 bad("multiscale", "glove_corpus", "vectors", "1-d vectors")(
-    lambda: MS.glove_corpus({"train": ["a b"]}, ["a", "b"], np.ones(2), 4))
+    lambda: CM.glove_corpus({"train": ["a b"]}, ["a", "b"], np.ones(2), 4))
 bad("lstm_attention", "dictionary_corpus", "n_pairs", "n_pairs = -1")(
     lambda: LAC.dictionary_corpus(-1, 5, np.random.default_rng(0)))
 bad("lstm_attention", "dictionary_corpus", "length", "length (5, 2)")(
@@ -843,13 +855,13 @@ bad("attention", "RecallAttention.forward", "values", "values of another shape t
 bad("attention", "RecallMeanPool.forward", "values", "a value id >= n_values")(
     lambda: A.RecallMeanPool(5, 4, 8)(torch.tensor([[1]]), torch.tensor([[1]]),
                                       torch.tensor([[4]])))
-tb = MS.TransformerBaseline(4, 8, 2, 1, 2, max_len=5, embedding=torch.nn.Embedding(6, 4))
+tb = CM.TransformerBaseline(4, 8, 2, 1, 2, max_len=5, embedding=torch.nn.Embedding(6, 4))
 bad("multiscale", "TransformerBaseline.forward", "inputs", "sequence longer than max_len")(
     lambda: tb(torch.zeros(1, 7, dtype=torch.long)))
 bad("multiscale", "TransformerBaseline.forward", "lengths", "a length longer than N")(
     lambda: tb(torch.zeros(1, 3, dtype=torch.long), torch.tensor([4])))
 bad("multiscale", "BiLSTMClassifier.forward", "lengths", "a length of 0")(
-    lambda: MS.BiLSTMClassifier(4, 3, 2)(torch.zeros(1, 3, 4), torch.tensor([0])))
+    lambda: CM.BiLSTMClassifier(4, 3, 2)(torch.zeros(1, 3, 4), torch.tensor([0])))
 vlm = X.VanillaLM(7, 8, 2, 1)
 bad("xl", "VanillaLM.forward", "tokens", "a token id >= vocab")(lambda: vlm(torch.tensor([[1, 9]])))
 bad("xl", "VanillaLM.forward", "tokens", "1-d tokens")(lambda: vlm(torch.tensor([1, 2])))

@@ -24,7 +24,8 @@ import torch.nn.functional as F
 from minattn.attention import padding_mask_torch
 from minattn.fast import flex
 from minattn.fast.flex import window_attention_routed_fast_torch
-from minattn.multiscale import multiscale_attention_fast_torch, multiscale_attention_torch
+from minattn.fast.multiscale import multiscale_attention_routed_fast_torch
+from minattn.multiscale import multiscale_attention_torch
 from minattn.sparse import bigbird_layout_np, block_mask_np, dilated_window_mask_np
 
 COMPILE_TESTS = pytest.mark.skipif(
@@ -183,11 +184,11 @@ def test_the_sequence_that_spent_the_recompile_limit_runs_compiled_on_cuda():
         q, k, v = _qkv((4, 8, n, 64), torch.bfloat16, cuda, grad=True)
         ws = [3, 3, n // 16, n // 16, n // 8, n // 4, n // 2, n // 2]
         if n == 4096:
-            multiscale_attention_fast_torch(q, k, v, ws).sum().backward()
+            multiscale_attention_routed_fast_torch(q, k, v, ws).sum().backward()
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
     base = torch.cuda.memory_allocated()
-    out = multiscale_attention_fast_torch(q, k, v, ws)
+    out = multiscale_attention_routed_fast_torch(q, k, v, ws)
     out.backward(torch.ones_like(out))
     torch.cuda.synchronize()
     peak = torch.cuda.max_memory_allocated() - base

@@ -29,12 +29,12 @@ from minattn.fast.flex import (
     block_sparse_attention_routed_fast_torch,
     window_attention_routed_fast_torch,
 )
-from minattn.fast.sparse import block_sparse_attention_fast_torch, window_attention_fast_torch
-from minattn.multiscale import (
+from minattn.fast.multiscale import (
     multiscale_attention_fast_torch,
-    multiscale_attention_torch,
-    scale_mask_np,
+    multiscale_attention_routed_fast_torch,
 )
+from minattn.fast.sparse import block_sparse_attention_fast_torch, window_attention_fast_torch
+from minattn.multiscale import multiscale_attention_torch, scale_mask_np
 from minattn.sparse import (
     bigbird_layout_np,
     block_layout_np,
@@ -119,6 +119,9 @@ def test_on_the_cpu_the_routes_run_the_readable_kernels():
                                rtol=0, atol=0)
     q4, k4, v4 = _qkv((1, 2, 40, 8))
     assert flex.routed_multiscale_attention(q4, k4, v4, [2, 39]) is None
+    torch.testing.assert_close(multiscale_attention_routed_fast_torch(q4, k4, v4, [2, 39]),
+                               multiscale_attention_fast_torch(q4, k4, v4, [2, 39]),
+                               rtol=0, atol=0)
 
 
 def test_multiscale_routes_and_bad_pattern():
@@ -371,7 +374,7 @@ def test_the_kernels_dispatch_to_flex(decide):
     q, k, v = _qkv((2, 4, n, 8), seed=1)
     pad = padding_mask_torch(torch.tensor([50, 31]), n)  # row 1: queries from 35 see no key
     ref, _ = multiscale_attention_torch(q, k, v, ws, pad)
-    out = multiscale_attention_fast_torch(q, k, v, ws, pad)
+    out = multiscale_attention_routed_fast_torch(q, k, v, ws, pad)
     torch.testing.assert_close(out, ref, rtol=1e-12, atol=1e-12)
     assert (out[1, :2, 35:] == 0).all()
 
@@ -392,7 +395,7 @@ def test_a_refused_flex_call_runs_dense_up_to_dense_max(decide, monkeypatch):
     """The dispatch turns a refused flex call into dense SDPA with the (N, N) mask, with a
     warning that says why, up to DENSE_MAX; past it, the error. The multi-scale layer then
     makes its one dense call (no per-group call)."""
-    from minattn.multiscale import fast
+    from minattn.fast import multiscale as fast
 
     decide("flex")
 
@@ -419,7 +422,7 @@ def test_a_refused_flex_call_runs_dense_up_to_dense_max(decide, monkeypatch):
     q4, k4, v4 = _qkv((2, 4, n, 8), seed=1)
     pad = padding_mask_torch(torch.tensor([50, 31]), n)
     with pytest.warns(RuntimeWarning, match="Dense SDPA"):
-        out = multiscale_attention_fast_torch(q4, k4, v4, ws, pad, dense_below=1)
+        out = multiscale_attention_routed_fast_torch(q4, k4, v4, ws, pad)
     torch.testing.assert_close(out, multiscale_attention_torch(q4, k4, v4, ws, pad)[0],
                                rtol=1e-12, atol=1e-12)
     monkeypatch.setattr(flex, "DENSE_MAX", n - 1)
@@ -430,14 +433,14 @@ def test_a_refused_flex_call_runs_dense_up_to_dense_max(decide, monkeypatch):
 def test_multiscale_dense_route_is_one_call(decide, monkeypatch):
     """On CUDA below MULTISCALE_FLEX_FROM the layer is one dense SDPA call with the (H, N, N)
     mask (measured faster than its per-group calls), with or without key padding."""
-    from minattn.multiscale import fast
+    from minattn.fast import multiscale as fast
 
     decide("dense")
     monkeypatch.setattr(fast, "_group", lambda *a: pytest.fail("a per-group call"))
     n, ws = 60, [0, 3, 9, 59]
     q, k, v = _qkv((2, 4, n, 8), seed=2)
     for mask in (None, padding_mask_torch(torch.tensor([60, 20]), n)):
-        out = multiscale_attention_fast_torch(q, k, v, ws, mask, dense_below=1)
+        out = multiscale_attention_routed_fast_torch(q, k, v, ws, mask)
         torch.testing.assert_close(out, multiscale_attention_torch(q, k, v, ws, mask)[0],
                                    rtol=1e-12, atol=1e-12)
 
@@ -643,7 +646,7 @@ def test_multiscale_dispatch_on_cuda_matches_the_reference(n, dtype):
             assert err <= 3e-2, f"{what}: relative error {err:.3g}"
 
     for mask in (None, pad):
-        out = multiscale_attention_fast_torch(q, k, v, ws, mask)
+        out = multiscale_attention_routed_fast_torch(q, k, v, ws, mask)
         q64, k64, v64 = (x.detach().double().requires_grad_() for x in (q, k, v))
         ref, _ = multiscale_attention_torch(q64, k64, v64, ws, mask)
         close(out, ref, "output")
@@ -674,7 +677,8 @@ def test_flex_at_any_length_on_cuda_with_short_last_tile():
 @pytest.mark.cuda
 def test_measured_scales_come_back_to_the_host():
     """Lesson 03's helpers that move tensors to NumPy work on CUDA models (same numbers)."""
-    from minattn.multiscale import MultiScaleTransformer, TransformerBaseline
+    from minattn.course.multiscale import TransformerBaseline
+    from minattn.multiscale import MultiScaleTransformer
 
     x = torch.randn(3, 20, 5, generator=torch.Generator().manual_seed(0))
     lengths = torch.tensor([20, 12, 7])

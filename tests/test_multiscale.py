@@ -1,4 +1,5 @@
-"""Multi-scale attention (minattn.multiscale: reference, fast) and lesson 03's models.
+"""Multi-scale attention (minattn/multiscale.py, minattn/fast/multiscale.py) and lesson 03's
+models (minattn/course/multiscale.py).
 
 The reference is checked against per-head attention written out with hand-made masks, the
 torch twin against the reference, and the grouped fast path against both (outputs and
@@ -14,42 +15,47 @@ import pytest
 import torch
 
 from minattn.attention import MultiHeadAttention, attention_np, padding_mask_torch
-from minattn.multiscale import (
+from minattn.course.multiscale import (
     PARTNER_FILLER,
     PARTNER_X,
     PARTNER_Y,
     PARTNER_Z,
-    PIECE_KINDS,
     BiLSTMClassifier,
-    MultiScaleKernel,
-    MultiScaleTransformer,
-    ScaleAllocation,
     TransformerBaseline,
-    allocate_scales_np,
     bag_of_words,
-    band_attention_cpu,
-    band_masked_attention_torch,
-    band_pieces_np,
     departure_np,
     departure_torch,
     drop_keys_np,
     drop_keys_torch,
     effective_scale_task,
     fit_logistic_regression,
-    layer_windows,
+    head_statistics,
     mean_vectors,
-    measured_scale_np,
-    measured_scale_torch,
-    multiscale_attention_fast_torch,
-    multiscale_attention_np,
-    multiscale_attention_torch,
     partner_task,
     pretrained_head_scales,
+    uniform_weights_np,
+    uniform_weights_torch,
+)
+from minattn.fast.multiscale import (
+    PIECE_KINDS,
+    band_attention_fast_torch,
+    band_masked_attention_fast_torch,
+    band_pieces_np,
+    multiscale_attention_fast_torch,
+)
+from minattn.multiscale import (
+    MultiScaleKernel,
+    MultiScaleTransformer,
+    ScaleAllocation,
+    allocate_scales_np,
+    layer_windows,
+    measured_scale_np,
+    measured_scale_torch,
+    multiscale_attention_np,
+    multiscale_attention_torch,
     scale_candidates,
     scale_mask_np,
     scale_mask_torch,
-    uniform_weights_np,
-    uniform_weights_torch,
 )
 from minattn.sparse import sliding_window_mask_np
 
@@ -155,7 +161,7 @@ def _assert_window_kernel_exact(fn, b, h, n, d, w, seed):
     (130, 64, None),  # the default chunk
 ])
 def test_band_kernel_equals_reference(n, w, chunk):
-    _assert_window_kernel_exact(lambda q, k, v: band_attention_cpu(q, k, v, w, chunk),
+    _assert_window_kernel_exact(lambda q, k, v: band_attention_fast_torch(q, k, v, w, chunk),
                                 2, 3, n, 5, w, seed=n + w)
 
 
@@ -170,7 +176,7 @@ def test_band_pieces_cover_each_window_once():
 
 def test_band_masked_path_equals_reference():
     """The kernel other devices use for ω close to N, checked here on the CPU."""
-    _assert_window_kernel_exact(lambda q, k, v: band_masked_attention_torch(q, k, v, 40),
+    _assert_window_kernel_exact(lambda q, k, v: band_masked_attention_fast_torch(q, k, v, 40),
                                 2, 2, 60, 4, 40, seed=5)
 
 
@@ -180,9 +186,9 @@ def test_band_masked_path_equals_reference():
 def test_band_kernel_bad_input(w, chunk, message):
     q, k, v = _qkv(1, 1, 20, 4)
     with pytest.raises(ValueError, match=message):
-        band_attention_cpu(q, k, v, w, chunk)
+        band_attention_fast_torch(q, k, v, w, chunk)
     with pytest.raises(ValueError, match=r"\(B, G, N, d\)"):
-        band_attention_cpu(q[0], k[0], v[0], 4)
+        band_attention_fast_torch(q[0], k[0], v[0], 4)
 
 
 @pytest.mark.cuda
@@ -232,8 +238,9 @@ def test_fast_kernel_in_the_seam_equals_the_reference_kernel():
     the grouped path (window and band kernels) must give the reference's outputs and gradients."""
     n, ws = 600, [3, 40, 150, 300]  # N >= DENSE_BELOW: grouped; ω = 150, 300 on the band kernel
     torch.manual_seed(0)
-    fast = MultiHeadAttention(16, 4, attend=MultiScaleKernel(ws)).double()
-    slow = MultiHeadAttention(16, 4, attend=MultiScaleKernel(ws, fast=False)).double()
+    fast = MultiHeadAttention(16, 4, attend=MultiScaleKernel(
+        ws, kernel=multiscale_attention_fast_torch)).double()
+    slow = MultiHeadAttention(16, 4, attend=MultiScaleKernel(ws)).double()
     slow.load_state_dict(fast.state_dict())
     x = torch.randn(2, n, 16, dtype=torch.float64)
     mask = padding_mask_torch(torch.tensor([600, 420]), n)
@@ -292,9 +299,9 @@ def test_measured_scale_by_hand_and_twin():
 def _text_models(windows):
     torch.manual_seed(0)
     emb = torch.nn.Embedding(30, 12, padding_idx=0)
-    return {"multi-scale (fast)": MultiScaleTransformer(12, 12, windows, 3, embedding=emb),
-            "multi-scale (reference)": MultiScaleTransformer(12, 12, windows, 3, embedding=emb,
-                                                             fast=False),
+    return {"multi-scale (fast)": MultiScaleTransformer(12, 12, windows, 3, embedding=emb,
+                                                        kernel=multiscale_attention_fast_torch),
+            "multi-scale (reference)": MultiScaleTransformer(12, 12, windows, 3, embedding=emb),
             "transformer": TransformerBaseline(12, 12, 3, 2, 3, max_len=40, embedding=emb),
             "bilstm": BiLSTMClassifier(12, 8, 3, embedding=emb)}
 
@@ -444,7 +451,8 @@ def test_global_positions_see_and_are_seen_by_all():
     np.testing.assert_allclose(out, ref, rtol=0, atol=1e-12)
     twin, _ = multiscale_attention_torch(q, k, v, [0, 2], pad, n_global=1)
     np.testing.assert_allclose(twin.detach().numpy(), ref, rtol=0, atol=1e-12)
-    fast = MultiScaleKernel([0, 2], n_global=1)(q, k, v, pad)  # the relay node's dense path
+    fast = MultiScaleKernel([0, 2], n_global=1, kernel=multiscale_attention_fast_torch)(
+        q, k, v, pad)  # the relay node's dense path
     np.testing.assert_allclose(fast.detach().numpy(), ref, rtol=0, atol=1e-12)
     with pytest.raises(ValueError, match="n_global"):
         scale_mask_np(4, [1], n_global=5)
@@ -503,13 +511,13 @@ def test_uniform_weights_drop_keys_and_departure_by_hand_and_twins():
 def test_head_statistics_of_the_models():
     torch.manual_seed(0)
     x, lengths = torch.randn(3, 12, 4), torch.tensor([12, 7, 9])
-    stats = MultiScaleTransformer(4, 8, [[0, 0], [2, 30]], 2).head_statistics(x, lengths)
+    stats = head_statistics(MultiScaleTransformer(4, 8, [[0, 0], [2, 30]], 2), x, lengths)
     assert set(stats) == {"scale", "uniform_scale", "departure"}
     assert stats["scale"].shape == (2, 2)
     np.testing.assert_allclose(stats["scale"][0], 0.0)  # ω = 0: itself, which is uniform
     np.testing.assert_allclose(stats["departure"][0], 0.0, atol=1e-7)
     assert (stats["uniform_scale"][1] > 0).all() and (stats["departure"][1] > 0).all()
-    base = TransformerBaseline(4, 8, 2, 2, 2, max_len=12).head_statistics(x, lengths)
+    base = head_statistics(TransformerBaseline(4, 8, 2, 2, 2, max_len=12), x, lengths)
     # every head of the baseline may see the whole sentence: one uniform reference for all
     np.testing.assert_allclose(base["uniform_scale"], base["uniform_scale"][0, 0], rtol=1e-6)
 

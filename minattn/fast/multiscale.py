@@ -1,22 +1,23 @@
-"""Multi-scale attention, fast: heads grouped by scale, each group on the cheapest kernel.
+"""Multi-scale attention, fast: the numbers of `minattn.multiscale.multiscale_attention_np`
+without an (H, N, N) mask for long sequences. The caller chooses by name:
 
-`multiscale_attention_fast_torch(q, k, v, windows, mask)` returns exactly the output of
-`reference.multiscale_attention_np` (the tests check outputs and gradients in float64), but
-never builds an (H, N, N) mask for the scales it groups:
+    multiscale_attention_fast_torch         heads grouped by scale, each group on the cheapest
+                                            kernel (written for the CPU, runs anywhere)
+    multiscale_attention_routed_fast_torch  on CUDA one call for all heads, dense SDPA with the
+                                            (H, N, N) mask or FlexAttention with per-head window
+                                            tiles, as `minattn.fast.flex.choose_kernel(...,
+                                            pattern="multiscale")` decides; elsewhere the first
 
-    the heads, sorted by ω, are cut into groups of equal ω (views), and each group runs on
-      * PyTorch's fused SDPA with no window (`attention_fast_torch`) when ω >= N − 1,
-      * the band kernel below (CPU) when ω >= BAND_FROM: chunks of queries, each against the
-        keys of its band, cut into pieces that PyTorch's fused kernel runs without a mask;
-      * lesson 02's window kernel `window_attention_torch` (O(N·ω)) for smaller ω,
-      * (not on CPU) dense SDPA with the group's band mask when ω is close to N;
-    the group outputs are put back in head order.
-For short sequences (N < DENSE_BELOW) one dense masked SDPA call over all heads is faster than
-several small calls, so everything goes there (the fallback the benchmark measured). On CUDA
-no group runs on its own (`sparse.dispatch`, pattern "multiscale"): from
-MULTISCALE_FLEX_FROM[dtype] on, all heads run in one FlexAttention call with per-head window
-tiles (`sparse.flex.flex_multiscale_attention`), below it in one dense SDPA call with the
-(H, N, N) mask — measured faster than the groups' calls there.
+Grouped by scale. The heads, sorted by ω, are cut into groups of equal ω (views), and each group
+runs on
+  * PyTorch's fused SDPA with no window when ω >= N − 1,
+  * the band kernel below (CPU) when ω >= BAND_FROM,
+  * lesson 02's window kernel `window_attention_fast_torch` (O(N·ω)) for smaller ω,
+  * (not on the CPU) dense SDPA with the group's band mask when ω is close to N;
+and the group outputs are put back in head order. For short sequences (N < DENSE_BELOW), for
+masks other than key padding and with global positions, one dense masked SDPA call over all
+heads is the whole computation. The thresholds are measured: benchmarks/README.md, section
+"Multi-scale attention (lesson 03)".
 
 The band kernel. Cut the queries into chunks of c (c <= 2ω). Chunk [a, a + c) sees the keys
 [a − ω, a + c + ω), and they fall in three pieces:
@@ -40,11 +41,10 @@ it; on other devices the groups take the window kernel or the band mask instead.
 Pieces cut off by an end of the sequence are dropped or shortened; a shortened triangle gets
 an explicit mask (at most one per end).
 
-Padding. The window and band kernels take no mask. A key-padding mask (B, 1, 1, N) — the only
-mask the fast path accepts; any other mask falls back to dense — is folded into the keys
-instead: one extra feature, 1 on every query and 0 (real key) or a huge negative number
-(padded key) on the keys, adds −∞ (in effect) to every score of a padded key and nothing to
-the others:
+Padding. The window and band kernels take no mask. A key-padding mask (B, 1, 1, N) is folded
+into the keys instead: one extra feature, 1 on every query and 0 (real key) or a huge negative
+number (padded key) on the keys, adds −∞ (in effect) to every score of a padded key and nothing
+to the others:
 
     q' = [q, 1]·s,  k' = [k, b_j],  s = √((d+1)/d)  =>  q'·k'/√(d+1) = q·k/√d + b_j/√d.
 
@@ -62,16 +62,15 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..attention import attention_fast_torch, visible_inputs
-from ..checks import check_size, check_window_args, fail, shape_str
-from ..fast import flex as dispatch
-from ..fast.sparse import window_attention_fast_torch as window_attention_torch
-from .reference import check_multiscale_inputs, scale_mask_torch
+from ..attention import attention_fast_torch
+from ..checks import band_inputs, band_plan_args, checked, multiscale_inputs
+from ..multiscale import multiscale_attention_np, scale_mask_torch  # noqa: F401  (its reference)
+from . import flex
+from .sparse import window_attention_fast_torch
 
-DENSE_BELOW = 512  # N below which one dense masked call beats grouping (benchmarks/multiscale.py)
-BAND_FROM = 128  # ω from which the band kernel beats the window kernel (CPU)
-# Off CPU the window kernel runs a group when its span 2ω + 64 is below this share of N.
-WINDOW_SPAN_SHARE = 0.75
+DENSE_BELOW = 512  # N below which one dense masked call beats grouping (benchmarks/README.md)
+BAND_FROM = 128  # ω from which the band kernel beats the window kernel on the CPU
+WINDOW_SPAN_SHARE = 0.75  # off the CPU the window kernel runs a group while 2ω + 64 < this · N
 _BLOCK = 64  # the window kernel's query block (its default in training)
 # The fused CPU kernel behind F.scaled_dot_product_attention, which also returns log-sum-exp.
 _FLASH_CPU = getattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu", None)
@@ -79,39 +78,28 @@ _FLASH_CPU_BACKWARD = getattr(torch.ops.aten,
                               "_scaled_dot_product_flash_attention_for_cpu_backward", None)
 
 
+@checked(multiscale_inputs(torch.Tensor))
 def multiscale_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, windows,
-                                    mask: torch.Tensor | None = None,
+                                    mask: torch.Tensor | None = None, n_global: int = 0,
                                     dense_below: int = DENSE_BELOW) -> torch.Tensor:
-    """Torch-only fast path of `multiscale_attention_np` (output only): (B, H, N, d).
+    """`multiscale_attention_np`'s output (B, H, N, d), heads grouped by scale.
 
-    q, k, v: (B, H, N, d); windows: H integers >= 0; mask: None or bool broadcastable to
-    (B, H, N, N). Key-padding masks (B or 1, 1, 1, N) keep the grouped path (CPU); other masks,
-    and N < dense_below, take one dense masked call.
+    q, k, v (B, H, N, d); windows: H integers >= 0; mask: None or bool broadcastable to
+    (B, H, N, N); n_global leading global positions. A key-padding mask (B or 1, 1, 1, N) keeps
+    the grouped path; N < dense_below, another mask or n_global > 0 take one dense masked call.
     """
-    ws = check_multiscale_inputs(q, k, v, windows, mask)
-    dense_below = check_size("dense_below", dense_below)
-    q, k, v = visible_inputs(q, k, v, mask)  # padding may hold garbage: set to 0, rest checked
     n = q.shape[-2]
     key_mask = _key_padding(mask, q.shape[0], n)
-    # CUDA: one FlexAttention call with per-head windows, or one dense call (sparse/dispatch.py)
-    if mask is None or key_mask is not None:
-        out = dispatch.routed_multiscale_attention(q, k, v, ws, key_mask)
-        if out is not None:
-            return out
-    if mask is None and n < dense_below:  # one call; every row sees itself, so no empty row
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=_band_bias(n, ws, q))
-    dense_route = dispatch.choose_kernel(q.device, n, q.dtype, q.shape[-1], v.shape[-1],
-                                         pattern="multiscale") != "readable"
-    if n < dense_below or dense_route or (mask is not None and key_mask is None):
-        full = scale_mask_torch(n, ws, q.device)  # (H, N, N)
-        return attention_fast_torch(q, k, v, mask=full if mask is None else full & mask)
+    if mask is None and not n_global and n < dense_below:  # every row sees itself: none empty
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=_band_bias(n, windows, q))
+    if n < dense_below or n_global or (mask is not None and key_mask is None):
+        return _dense(q, k, v, windows, mask, n_global)
     # Heads sorted by ω (one gather, none when they already are), then cut into groups of equal
-    # ω: views, whose gradients autograd joins with one cat instead of one zero-filled
-    # (B, H, N, d) tensor per group.
-    order = sorted(range(len(ws)), key=lambda h: ws[h])
-    already_sorted = order == list(range(len(ws)))
-    group_ws = sorted(set(ws))
-    sizes = [ws.count(w) for w in group_ws]
+    # ω: views, whose gradients autograd joins with one cat.
+    order = sorted(range(len(windows)), key=lambda h: windows[h])
+    already_sorted = order == list(range(len(windows)))
+    group_ws = sorted(set(windows))
+    sizes = [windows.count(w) for w in group_ws]
     if not already_sorted:
         idx = torch.tensor(order, device=q.device)
         q, k, v = (x.index_select(1, idx) for x in (q, k, v))
@@ -124,10 +112,38 @@ def multiscale_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.T
     return out.index_select(1, inverse.to(q.device))  # back in head order
 
 
+@checked(multiscale_inputs(torch.Tensor))
+def multiscale_attention_routed_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                           windows, mask: torch.Tensor | None = None,
+                                           n_global: int = 0) -> torch.Tensor:
+    """`multiscale_attention_np`'s output (B, H, N, d) on the route `flex.choose_kernel(...,
+    pattern="multiscale")` picks for the inputs' device, dtype and N: "readable",
+    `multiscale_attention_fast_torch`; "dense", one SDPA call with the (H, N, N) mask; "flex",
+    one FlexAttention call with per-head window tiles (no mask or key padding only; where the
+    compiler refuses it, the dense call with a warning)."""
+    route = flex.choose_kernel(q.device, q.shape[-2], q.dtype, q.shape[-1], v.shape[-1],
+                               pattern="multiscale")
+    if route == "readable":
+        return multiscale_attention_fast_torch(q, k, v, windows, mask, n_global)
+    key_mask = _key_padding(mask, q.shape[0], q.shape[-2])
+    if route == "flex" and not n_global and (mask is None or key_mask is not None):
+        out = flex.routed_multiscale_attention(q, k, v, windows, key_mask)
+        if out is not None:  # None: the compiler refused flex (a warning said so)
+            return out
+    return _dense(q, k, v, windows, mask, n_global)
+
+
+def _dense(q, k, v, windows, mask, n_global):
+    """One fused SDPA call over all heads with the (H, N, N) window mask ∩ mask (a query that
+    may see no key gets zeros, as in the reference)."""
+    allowed = scale_mask_torch(q.shape[-2], windows, q.device, n_global)
+    return attention_fast_torch(q, k, v, mask=allowed if mask is None else allowed & mask)
+
+
 def _band_bias(n, ws, like):
-    """(1, H, N, N) additive mask, 0 inside each head's window and −∞ outside, in like's dtype:
-    SDPA takes a float mask as it is, while a bool one is converted on every call; and a 4-d
-    mask keeps SDPA's fused CPU kernel (a 3-d one was measured 3× slower at N = 256)."""
+    """(1, H, N, N) additive mask, 0 inside each head's window and −∞ outside, in like's dtype
+    (SDPA takes a float mask as it is, a bool one is converted on every call; a 4-d mask keeps
+    its fused CPU kernel), cached per N, windows, device and dtype."""
     return _band_bias_cached(n, tuple(ws), like.device, like.dtype)
 
 
@@ -167,15 +183,15 @@ def _windowed(q, k, v, w):
     """|i − j| <= w, no mask, on the cheapest kernel for this device and w: (B, G, N, d)."""
     on_cpu = q.device.type == "cpu" and _FLASH_CPU is not None
     if on_cpu and w >= BAND_FROM:
-        return band_attention_cpu(q, k, v, w)
+        return band_attention_fast_torch(q, k, v, w)
     if on_cpu or 2 * w + _BLOCK < WINDOW_SPAN_SHARE * q.shape[-2]:
-        return window_attention_torch(q, k, v, w)
-    return band_masked_attention_torch(q, k, v, w)
+        return window_attention_fast_torch(q, k, v, w)
+    return band_masked_attention_fast_torch(q, k, v, w)
 
 
-def band_masked_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                                w: int) -> torch.Tensor:
-    """|i − j| <= w as one dense SDPA call with the (N, N) band mask: (B, G, N, d). Off CPU,
+def band_masked_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                                     w: int) -> torch.Tensor:
+    """|i − j| <= w as one dense SDPA call with the (N, N) band mask: (B, G, N, d). Off the CPU,
     for ω close to N, where the window kernel would do nearly N² work anyway."""
     return F.scaled_dot_product_attention(q, k, v, attn_mask=_band_bias(q.shape[-2], [w], q))
 
@@ -193,32 +209,23 @@ def _fold_padding(q, k, v, key_mask):
 
 
 # ============================================================================ the band kernel
-def band_attention_cpu(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: int,
-                       chunk: int | None = None) -> torch.Tensor:
-    """|i − j| <= w attention on CPU from unmasked fused pieces (see the module docstring).
+@checked(band_inputs)
+def band_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: int,
+                              chunk: int | None = None) -> torch.Tensor:
+    """|i − j| <= w attention on the CPU from unmasked fused pieces (see the module docstring).
 
     q, k, v: (B, G, N, d) -> (B, G, N, d); w >= 1. chunk: queries per chunk c, 1 .. 2w (the
-    two triangles must not overlap); default 128, or 256 from w = 1,024, at most 2w (about the
-    fastest in the chunk table of benchmarks/multiscale.py: larger chunks mean fewer calls).
+    two triangles must not overlap); default 128, or 256 from w = 1,024, at most 2w (larger
+    chunks mean fewer calls: the chunk table of benchmarks/README.md).
     """
-    w = check_window_args(q, k, v, w)
-    if q.ndim != 4:
-        fail("q, k, v of the band kernel", "(B, G, N, d)", shape_str(q.shape))
-    if _FLASH_CPU is None or q.device.type != "cpu":
-        fail("the band kernel runs PyTorch's fused CPU attention", "tensors on the CPU",
-             f"{q.device} (torch {torch.__version__})")
-    if w < 1:
-        fail("the band kernel's window", "w >= 1 (w = 0: each query sees only itself)", repr(w))
     c = min(256 if w >= 1024 else 128, 2 * w) if chunk is None else chunk
-    if isinstance(c, bool) or not isinstance(c, int) or not 1 <= c <= 2 * w:
-        fail("queries per chunk of the band kernel", f"an integer in 1 .. 2w = {2 * w}", repr(c))
     return _BandAttention.apply(q, k, v, w, c)
 
 
+@checked(band_plan_args)
 def band_pieces(n: int, w: int, c: int) -> list:
     """For each query chunk: (a, m, pieces), queries a .. a + m − 1 and their key pieces
     (start, stop, kind), kind one of "all", "lower" (t <= r), "upper" (t >= r), "mask"."""
-    n, w, c = check_size("n", n), check_size("w", w), check_size("c", c, 1)
     plan = []
     for a in range(0, n, c):
         m = min(c, n - a)
