@@ -6,17 +6,15 @@ import torch
 
 from minattn.attention import causal_mask_np
 from minattn.course.answers import xl as answers
+from minattn.course.xl import farthest_visible
+from minattn.fast.xl import rel_attention_fast_torch, rel_shift_np, rel_shift_torch
 from minattn.xl import (
     TransformerXL,
-    rel_attention_fast_torch,
     rel_attention_torch,
-    rel_shift_np,
-    rel_shift_torch,
     relative_distances_np,
     update_memory_np,
     update_memory_torch,
 )
-from minattn.xl.train import farthest_visible
 
 
 @pytest.mark.exercise("4.1")

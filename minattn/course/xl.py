@@ -1,30 +1,32 @@
-"""Train and evaluate the character LMs of lesson 04 (Transformer-XL and its vanilla baseline):
-bits per character (segment by segment, or with the paper's sliding window), sampling, how
-far back a model sees and which states one token reaches, accuracy on the synthetic tasks,
-training with or without the stop-gradient; training runs in one process, or in many with
-DistributedDataParallel.
+"""What serves lesson 04 (Transformer-XL) and is not the mechanism: the character streams and
+the synthetic tasks (the delayed copy, recall by class), evaluation in bits per character
+(segment by segment, or with the paper's sliding window), sampling, how far back a model sees
+and which states one token reaches, training with or without the stop-gradient, the
+evaluation-speed measurement, and the training command, which runs alone or under `torchrun`
+unchanged:
 
-The same command runs alone or under `torchrun`, unchanged:
-
-    python -m minattn.xl.train --data ptb --steps 2000 --out runs/xl            # one process
-    python -m minattn.xl.train --data ptb --steps 4000 --out runs/xl --resume   # continue it
-    torchrun --standalone --nproc_per_node=8 -m minattn.xl.train --data enwik8 --out runs/xl
+    python -m minattn.course.xl --data ptb --steps 2000 --out runs/xl            # one process
+    python -m minattn.course.xl --data ptb --steps 4000 --out runs/xl --resume   # continue it
+    torchrun --standalone --nproc_per_node=8 -m minattn.course.xl --data enwik8 --out runs/xl
                                                                   # one node, 8 GPUs (NCCL)
     torchrun --nnodes=2 --nproc_per_node=8 --rdzv_id=xl --rdzv_backend=c10d \
-             --rdzv_endpoint=HOST0:29500 -m minattn.xl.train --data enwik8 --out runs/xl
+             --rdzv_endpoint=HOST0:29500 -m minattn.course.xl --data enwik8 --out runs/xl
                                                     # run on every node; HOST0 = first node
-    torchrun --standalone --nproc_per_node=2 -m minattn.xl.train --device cpu ...  # CPU, gloo
+    torchrun --standalone --nproc_per_node=2 -m minattn.course.xl --device cpu ...  # CPU, gloo
 
 How the work is split. The training text is cut into `--batch` contiguous streams (the global
-batch, `data.lm_streams`); with W processes, rank r reads streams r·b … (r+1)·b − 1
-(b = batch / W), one segment of each per step, and carries *those* streams' memory from step
-to step. DDP averages the gradients over ranks, so W processes take exactly the steps that one
-process takes with the whole global batch (tests/test_xl.py checks this with 2 CPU processes).
+batch, `lm_streams`); with W processes, rank r reads streams r·b … (r+1)·b − 1 (b = batch /
+W), one segment of each per step, and carries *those* streams' memory from step to step. DDP
+averages the gradients over ranks, so W processes take exactly the steps that one process takes
+with the whole global batch (tests/test_xl.py checks this with 2 CPU processes).
 
 Checkpoints. Rank 0 writes `<out>/checkpoint.pt` every `--save-every` steps and at the end,
 atomically (a temporary file, then a rename: an interrupted write never leaves half a file).
 The memories of every rank are gathered into it, so `--resume` continues exactly where the
 run stopped — with any number of processes that divides the batch.
+
+Every model here trains with the relative-shift kernel (`minattn.fast.xl.rel_attention_fast_torch`,
+passed as `attend=`), the same numbers as the explicit reference, faster.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import math
 import os
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -42,11 +45,169 @@ import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
 
-from ..checks import fail
-from ..course.data import DatasetMissing, load_lm_text
-from .data import char_corpus, lm_segment, lm_streams, synthetic_text
-from .decoder import XLDecoder
-from .model import TransformerXL
+from ..checks import check_array, check_size, describe, fail
+from ..fast.xl import XLDecoder, rel_attention_fast_torch
+from ..xl import TransformerXL, VanillaLM
+from .bench import time_interleaved
+from .data import DatasetMissing, load_lm_text
+
+
+# ============================================================================ data
+def char_corpus(texts: list[str]) -> tuple[list[str], list[torch.Tensor]]:
+    """Character vocabulary of texts[0] (the training text) and every text as int64 ids.
+
+    Characters of later texts (validation, test) missing from the training text map to the
+    first symbol of the vocabulary; with PTB or Shakespeare there are none.
+    """
+    if isinstance(texts, str) or not texts or not all(isinstance(t, str) for t in texts) \
+            or not texts[0]:
+        fail("texts", "a non-empty list of strings, the first (training) text non-empty",
+             describe(texts))
+    chars = sorted(set(texts[0]))
+    index = {c: i for i, c in enumerate(chars)}
+    table = np.zeros(max(map(ord, "".join(set("".join(texts))))) + 1, dtype=np.int64)
+    for c, i in index.items():
+        table[ord(c)] = i
+    return chars, [torch.from_numpy(table[np.frombuffer(t.encode("utf-32-le"), np.uint32)])
+                   for t in texts]
+
+
+def lm_streams(ids: torch.Tensor, n_streams: int) -> torch.Tensor:
+    """Cut a long (N,) text into n_streams contiguous rows (n_streams, N // n_streams).
+
+    Row b is one continuous stretch of the text: segment s of row b follows segment s − 1 of
+    the same row, which is what a Transformer-XL memory needs (batch row b carries row b's
+    memory). Data-parallel training gives each process its own rows.
+    """
+    check_array("ids", ids, "int", ndim=1, hint="(N,) character ids", like=torch.Tensor)
+    n_streams = check_size("n_streams", n_streams, 1)
+    if ids.ndim != 1 or n_streams <= 0 or len(ids) < 2 * n_streams:
+        fail("lm_streams needs a long 1-D text", f"(N,) with N >= {2 * max(n_streams, 1)}",
+             f"{tuple(ids.shape)} cut into {n_streams} streams")
+    length = len(ids) // n_streams
+    return ids[: n_streams * length].view(n_streams, length)
+
+
+def lm_segment(streams: torch.Tensor, index: int,
+               seg_len: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Inputs and next-character targets of segment `index` (wrapping around the streams).
+
+    Returns x (B, seg_len) and y (B, seg_len) with y[:, t] = the character after x[:, t].
+    """
+    check_array("streams", streams, "int", ndim=2, hint="(B, L) ids", like=torch.Tensor)
+    index, seg_len = check_size("index", index), check_size("seg_len", seg_len, 1)
+    n_segments = (streams.shape[1] - 1) // seg_len
+    if n_segments <= 0:
+        fail("streams too short for one segment", f"length > {seg_len}", f"{streams.shape[1]}")
+    start = (index % n_segments) * seg_len
+    return streams[:, start:start + seg_len], streams[:, start + 1:start + seg_len + 1]
+
+
+def bigram_bpc(train_ids: torch.Tensor, streams: torch.Tensor, vocab_size: int) -> float:
+    """The trivial baseline of a character LM: bits per character of the bigram model of
+    `train_ids` (N,) (add-one smoothing) on the next-character targets of `streams` (B, T) —
+    the characters `evaluate_bpc` scores. A model that beats it learned more than which
+    character follows which."""
+    check_array("train_ids", train_ids, "int", ndim=1, hint="(N,) character ids", like=torch.Tensor)
+    check_array("streams", streams, "int", ndim=2, hint="(B, T) character ids", like=torch.Tensor)
+    vocab_size = check_size("vocab_size", vocab_size, 1)
+    counts = np.ones((vocab_size, vocab_size))  # add-one: no character pair has probability 0
+    ids = train_ids.cpu().numpy()
+    np.add.at(counts, (ids[:-1], ids[1:]), 1)
+    log_p = np.log2(counts / counts.sum(1, keepdims=True))
+    s = streams.cpu().numpy()
+    return float(-log_p[s[:, :-1], s[:, 1:]].mean())
+
+
+def synthetic_text(n_chars: int, rng: np.random.Generator) -> str:
+    """Offline fallback text: Zipf-distributed made-up words, and every sentence ends by
+    repeating its first word (a dependency a few dozen characters long)."""
+    n_chars = check_size("n_chars", n_chars)
+    syllables = ["ka", "lo", "mi", "ne", "ru", "sa", "te", "vo", "zi", "pa"]
+    words = ["".join(rng.choice(syllables, size=rng.integers(1, 4))) for _ in range(300)]
+    p = 1.0 / np.arange(1, len(words) + 1)
+    out, size = [], 0
+    while size < n_chars:
+        sentence = list(rng.choice(words, size=rng.integers(4, 12), p=p / p.sum()))
+        line = " ".join(sentence + [sentence[0]]) + " .\n"
+        out.append(line)
+        size += len(line)
+    return "".join(out)[:n_chars]
+
+
+def delayed_copy(batch_size: int, length: int, distance: int, n_symbols: int,
+                 generator: torch.Generator, device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """A stream of random symbols; the target at position t is the symbol at t − distance.
+
+    Returns tokens (B, length) and targets (B, length) int64, targets = -100 (ignored by
+    cross-entropy) where t < distance. A model that cannot see `distance` tokens back is at
+    chance, 1 / n_symbols.
+    """
+    batch_size, length = check_size("batch_size", batch_size, 1), check_size("length", length, 1)
+    distance, n_symbols = check_size("distance", distance, 1), check_size("n_symbols", n_symbols, 1)
+    if min(batch_size, length, distance, n_symbols) <= 0 or distance >= length:
+        fail("delayed_copy sizes", "positive sizes and distance < length",
+             f"batch_size={batch_size}, length={length}, distance={distance}, "
+             f"n_symbols={n_symbols}")
+    tokens = torch.randint(0, n_symbols, (batch_size, length), generator=generator)
+    targets = torch.full_like(tokens, -100)
+    targets[:, distance:] = tokens[:, :-distance]
+    return tokens.to(device), targets.to(device)
+
+
+
+class ClassRecall(NamedTuple):
+    """A batch of `recall_by_class`: int64 (B, T) each."""
+    tokens: torch.Tensor
+    targets: torch.Tensor   # the symbol to answer at a read, -100 elsewhere
+    distance: torch.Tensor  # how far back that symbol was written, at a read; 0 elsewhere
+
+
+def recall_by_class(batch_size: int, length: int, min_distance: int, max_distance: int,
+                    generator: torch.Generator, n_classes: int = 16, n_values: int = 8,
+                    n_fillers: int = 8, spacing: int = 200, device="cpu") -> ClassRecall:
+    """Copy the last symbol of a class: recall by content, at a distance we choose (lesson 04).
+
+    Vocabulary, `n_classes · (n_values + 1) + n_fillers` ids: symbol v of class c is
+    c · n_values + v; "read c" is n_classes · n_values + c; the rest are fillers. A stream is
+    fillers with events in it: a *write* (a random symbol of a class c) and, `distance`
+    positions later (uniform in [min_distance, max_distance]), a *read* of c, whose target is
+    the symbol written. Writes of one class are at least `spacing` (> max_distance) apart, so
+    a read has exactly one write of its class within `spacing` positions back: the answer is
+    found by its content (the class), wherever it sits. A model that cannot reach the write
+    can still name the class: 1 / n_values right.
+    """
+    if min(batch_size, length, min_distance, n_classes, n_values, n_fillers) <= 0 or \
+            not min_distance <= max_distance < min(spacing, length):
+        fail("recall_by_class sizes", "positive sizes and 0 < min_distance <= max_distance "
+             "< min(spacing, length)", f"batch_size={batch_size}, length={length}, distance "
+             f"{min_distance}..{max_distance}, spacing={spacing}")
+    rng = np.random.default_rng(int(torch.randint(0, 2**62, (1,), generator=generator)))
+    first_read, first_filler = n_classes * n_values, n_classes * (n_values + 1)
+    tokens = rng.integers(first_filler, first_filler + n_fillers, (batch_size, length))
+    targets = np.full((batch_size, length), -100)
+    distance = np.zeros((batch_size, length), dtype=np.int64)
+    mean_gap = max(spacing // n_classes, 1)  # about one write per class per `spacing`
+    for b in range(batch_size):
+        busy = np.zeros(length, dtype=bool)
+        last_write = np.full(n_classes, -spacing)
+        w = 0
+        while True:
+            w += int(rng.integers(1, 2 * mean_gap))
+            if w >= length:
+                break
+            free = np.flatnonzero(w - last_write >= spacing)
+            d = int(rng.integers(min_distance, max_distance + 1))
+            r = w + d
+            if len(free) == 0 or r >= length or busy[w] or busy[r]:
+                continue
+            c, v = int(rng.choice(free)), int(rng.integers(n_values))
+            tokens[b, w], tokens[b, r] = c * n_values + v, first_read + c
+            targets[b, r], distance[b, r] = c * n_values + v, d
+            busy[w] = busy[r] = True
+            last_write[c] = w
+    as_tensor = lambda a: torch.from_numpy(a).to(device)  # noqa: E731
+    return ClassRecall(as_tensor(tokens), as_tensor(targets), as_tensor(distance))
 
 
 # ============================================================================ evaluating the LMs
@@ -113,7 +274,7 @@ def generate(model, prompt, n_new: int, generator: torch.Generator, context: int
     """Sample n_new tokens after prompt (1, P) -> (1, P + n_new).
 
     A `TransformerXL` reads the prompt once and then one token per step, its memory (length
-    `context`) holding the past: the cached evaluation, through `decoder.XLDecoder`, which
+    `context`) holding the past: the cached evaluation, through `minattn.fast.xl.XLDecoder`, which
     keeps the memory's keys and values instead of projecting the memory again every step.
     A `VanillaLM` recomputes its whole window of the last `context` tokens for every new token.
     """
@@ -194,7 +355,7 @@ def dependency_cone(model, seg_len: int, n_segments: int, position: int, vocab_s
 
 
 def recurrent_lm_loss(stop_gradient: bool = True):
-    """A `loss_fn` for `tools.train.train` that carries the memory from one batch to the next:
+    """A `loss_fn` for `course.train.train` that carries the memory from one batch to the next:
     batch s must be segment s of the same streams. (A `VanillaLM` returns no memory.)
 
     stop_gradient=False (a `TransformerXL` only) is the experiment without the paper's SG for
@@ -250,6 +411,63 @@ def stream_accuracy(model, tokens, targets, seg_len: int, mem_len: int | None = 
     return hits.sum().item() / max(keep.sum().item(), 1)
 
 
+# ============================================================================ evaluation speed
+@torch.no_grad()
+def eval_speed(context: int, d_model: int = 128, num_heads: int = 4, num_layers: int = 2,
+               vocab_size: int = 50, seg_len: int = 128, repeats: int = 3, device="cpu",
+               seed: int = 0, kv_cache: bool = False, per_repeat: bool = False,
+               timer=time.perf_counter) -> dict[str, float] | dict[str, list[float]]:
+    """Tokens per second when every prediction sees (at least) `context` earlier tokens.
+
+    * 'vanilla, recompute': a `VanillaLM` predicts one token from a window of the last
+      `context` tokens, and the window slides by one for the next token — all of it recomputed.
+    * 'XL, cached': a `TransformerXL` of the same size reads `seg_len` tokens per call with a
+      memory of `context` hidden states per layer (the paper's evaluation): token i of the
+      segment sees context + i earlier tokens, and nothing is computed twice.
+    * 'XL, one token at a time': the same memory, one new token per call of the model.
+    * with kv_cache: 'XL, one token, KV cache', one new token per call of an `XLDecoder` (as
+      in sampling), and on CUDA also 'XL, one token, KV cache + CUDA graph' (its step
+      replayed as a graph).
+    Untrained weights (speed does not depend on them); batch 1; medians of interleaved repeats,
+    or with per_repeat=True every repeat's speed (a list per contender: repeat r of each was
+    timed in the same round, so their ratios pair up). timer: `time.process_time` counts one
+    CPU thread's work on a busy machine (see `course.bench.time_interleaved`).
+    """
+    for name, value, low in (("context", context, 1), ("seg_len", seg_len, 1),
+                             ("repeats", repeats, 1), ("vocab_size", vocab_size, 1)):
+        check_size(name, value, low)
+
+    torch.manual_seed(seed)
+    vanilla = VanillaLM(vocab_size, d_model, num_heads, num_layers).to(device).eval()
+    xl = TransformerXL(vocab_size, d_model, num_heads, num_layers, mem_len=context,
+                       max_len=context + seg_len, attend=rel_attention_fast_torch).to(device).eval()
+    g = torch.Generator().manual_seed(seed)
+    window = torch.randint(0, vocab_size, (1, context), generator=g).to(device)
+    segment = torch.randint(0, vocab_size, (1, seg_len), generator=g).to(device)
+    _, memories = xl(window)  # a full memory of `context` states per layer
+    contenders = {
+        "vanilla, recompute": lambda: vanilla(window),  # 1 token predicted
+        "XL, cached": lambda: xl(segment, memories),  # seg_len tokens predicted
+        "XL, one token at a time": lambda: xl(segment[:, :1], memories),  # 1 token predicted
+    }
+    decoders = {"XL, one token, KV cache": XLDecoder(xl, context)} if kv_cache else {}
+    if kv_cache and torch.device(device).type == "cuda":
+        decoders["XL, one token, KV cache + CUDA graph"] = XLDecoder(xl, context)
+    for name, decoder in decoders.items():
+        decoder.prefill(window)  # a full cache: every step attends to context + 1 positions
+        if name.endswith("CUDA graph"):
+            decoder.capture()
+        contenders[name] = lambda decoder=decoder: decoder.step(segment[:, :1])
+    tokens = {name: seg_len if name == "XL, cached" else 1 for name in contenders}
+    if not per_repeat:
+        times = time_interleaved(contenders, repeats, device=device, timer=timer)
+        return {name: tokens[name] / t for name, t in times.items()}
+    rounds = [time_interleaved(contenders, 1, warmup=int(r == 0), device=device, timer=timer)
+              for r in range(repeats)]
+    return {name: [tokens[name] / times[name] for times in rounds] for name in contenders}
+
+
+# ============================================================================ the training command
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--data", default="ptb",
@@ -276,7 +494,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def load_texts(name: str, max_chars: int | None) -> tuple[str, str]:
     """(train, valid) text; 'synthetic' (and a missing dataset, with a message) gives the
-    offline fallback of `data.synthetic_text`."""
+    offline fallback of `synthetic_text`."""
     if name != "synthetic":
         try:
             return (load_lm_text(name, "train")[:max_chars],
@@ -335,8 +553,8 @@ def main(argv=None) -> dict:
     b = args.batch // world
     rows = lm_streams(train_ids, args.batch)[rank * b:(rank + 1) * b].to(device)  # my shard
 
-    model = TransformerXL(len(chars), args.d_model, args.heads, args.layers,
-                          mem_len=args.mem).to(device, dtype)
+    model = TransformerXL(len(chars), args.d_model, args.heads, args.layers, mem_len=args.mem,
+                          attend=rel_attention_fast_torch).to(device, dtype)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
     ckpt_path, start, memories = args.out / "checkpoint.pt", 0, None
     if args.resume and ckpt_path.exists():
