@@ -50,6 +50,7 @@ from ..fast.xl import XLDecoder, rel_attention_fast_torch
 from ..xl import TransformerXL, VanillaLM
 from .bench import time_interleaved
 from .data import DatasetMissing, load_lm_text
+from .train import train
 
 
 # ============================================================================ data
@@ -210,6 +211,27 @@ def recall_by_class(batch_size: int, length: int, min_distance: int, max_distanc
     return ClassRecall(as_tensor(tokens), as_tensor(targets), as_tensor(distance))
 
 
+def reach_needed(distance, index, mem_len: int) -> np.ndarray:
+    """How many layers a read needs, given how far back its write is (`distance`) and its index
+    in its segment: 1 when the write is within one layer's reach (distance <= mem_len + index),
+    2 when only two layers reach it (<= 2·mem_len + index), 3 beyond (section 4's cone)."""
+    distance, index = np.asarray(distance), np.asarray(index)
+    return 1 + (distance > mem_len + index) + (distance > 2 * mem_len + index)
+
+
+@torch.no_grad()
+def recall_reads(model, batch: ClassRecall, seg_len: int, **forward_kwargs):
+    """Every read of a `recall_by_class` batch, answered by `model` reading its streams segment
+    by segment (`stream_predictions`; forward_kwargs such as mem_len go to it): (distance,
+    index in its segment, hit) as NumPy arrays, one entry per read in stream order."""
+    predicted = stream_predictions(model, batch.tokens, seg_len, **forward_kwargs)
+    n = predicted.shape[1]
+    read = batch.targets[:, :n] != -100
+    index = (torch.arange(n, device=read.device) % seg_len).expand_as(read)
+    hit = predicted == batch.targets[:, :n]
+    return tuple(t[read].cpu().numpy() for t in (batch.distance[:, :n], index, hit))
+
+
 # ============================================================================ evaluating the LMs
 def lm_loss(logits, targets):
     """Mean next-token cross-entropy in nats; targets of -100 are ignored."""
@@ -218,10 +240,13 @@ def lm_loss(logits, targets):
 
 @torch.no_grad()
 def evaluate_bpc(model, streams, seg_len: int, mem_len: int | None = None,
-                 max_segments: int | None = None, per_stream: bool = False, **forward_kwargs):
+                 max_segments: int | None = None, per_stream: bool = False,
+                 per_position: bool = False, **forward_kwargs):
     """Bits per character over `streams` (B, T), read segment after segment in order: a float,
     or with per_stream=True a (B,) array, one value per stream (the test items of a paired
-    comparison between models read on the same streams).
+    comparison between models read on the same streams), or with per_position=True a
+    (B, seg_len) array: stream b's bits at index i of its segments (its mean over i is the
+    stream's value).
 
     A `TransformerXL` carries its memory (of `mem_len`, default its training length) from
     one segment to the next (`forward_kwargs`, e.g. clamp_len, go to it); a `VanillaLM`
@@ -231,14 +256,16 @@ def evaluate_bpc(model, streams, seg_len: int, mem_len: int | None = None,
     n_segments = (streams.shape[1] - 1) // seg_len
     if max_segments is not None:
         n_segments = min(n_segments, max_segments)
-    total, memories = torch.zeros(streams.shape[0], dtype=torch.float64), None
+    total, memories = torch.zeros(streams.shape[0], seg_len, dtype=torch.float64), None
     for s in range(n_segments):
         x = streams[:, s * seg_len:(s + 1) * seg_len]
         y = streams[:, s * seg_len + 1:(s + 1) * seg_len + 1]
         logits, memories = model(x, memories, mem_len, **forward_kwargs)
-        total += F.cross_entropy(logits.transpose(1, 2), y, reduction="none").sum(1).double().cpu()
-    bpc = (total / (n_segments * seg_len) / math.log(2)).numpy()
-    return bpc if per_stream else float(bpc.mean())
+        total += F.cross_entropy(logits.transpose(1, 2), y, reduction="none").double().cpu()
+    bits = (total / n_segments / math.log(2)).numpy()  # (B, seg_len)
+    if per_position:
+        return bits
+    return bits.mean(1) if per_stream else float(bits.mean())
 
 
 @torch.no_grad()
@@ -352,6 +379,33 @@ def dependency_cone(model, seg_len: int, n_segments: int, position: int, vocab_s
             hook.remove()
     rows = [torch.cat(parts, dim=1) for parts in states]  # (2, T, D) per row
     return np.stack([((h[1] - h[0]).abs().amax(-1) > 1e-9).cpu().numpy() for h in rows])
+
+
+def train_on_streams(model, tokens, targets, seg_len: int, steps: int, **train_kwargs):
+    """Train on (B, T) streams of tokens and targets, segment s at step s (`recurrent_lm_loss`:
+    a `TransformerXL` carries its memory from step to step); `train_kwargs` go to
+    `course.train.train`. Returns its History."""
+    if tokens.shape[1] < steps * seg_len:
+        fail("the streams are too short for the steps", f"T >= steps · seg_len = "
+             f"{steps * seg_len}", f"T = {tokens.shape[1]}")
+    part = lambda step: slice((step - 1) * seg_len, step * seg_len)  # noqa: E731
+    return train(model, lambda step: (tokens[:, part(step)], targets[:, part(step)]),
+                 recurrent_lm_loss(), steps, **train_kwargs)
+
+
+def cosine(steps: int):
+    """The learning-rate factor of the authors' schedule (their train.py's default `--scheduler
+    cosine`, no warm-up, annealed to 0): step -> ½ (1 + cos(π (step − 1) / steps)), for
+    `course.train.train(schedule=...)`."""
+    steps = check_size("steps", steps, 1)
+    return lambda step: 0.5 * (1 + math.cos(math.pi * (step - 1) / steps))
+
+
+def windows(values, size: int) -> list[float]:
+    """Means of consecutive windows of `size` values (a training curve, checkable by
+    `stats.converged`); a last partial window is dropped."""
+    values = np.asarray(values, dtype=float)
+    return [float(values[i:i + size].mean()) for i in range(0, len(values) - size + 1, size)]
 
 
 def recurrent_lm_loss(stop_gradient: bool = True):
