@@ -9,9 +9,10 @@ Two language models of the same size (d = 128, 4 heads, 2 layers, 50 symbols, fl
 1, one torch thread on CPU): a vanilla Transformer that predicts each token from a window of
 the last C tokens, recomputing the whole window for every prediction (how a fixed-context
 model is evaluated without fragmenting the context), and a Transformer-XL that reads 128
-tokens per call with a memory of C cached hidden states per layer (`minattn.course.xl.eval_speed`; XL attends with the relative-shift kernel
-`minattn.fast.xl.rel_attention_fast_torch`).
-Both see at least C tokens of context per prediction. One token at a time (as when sampling),
+tokens per call with a memory of C cached hidden states per layer
+(`minattn.course.xl.eval_speed`; XL attends with the relative-shift kernel
+`minattn.fast.xl.rel_attention_fast_torch`). Both see at least C tokens of context per
+prediction. One token at a time (as when sampling),
 XL either calls the model with its memory (which projects the whole memory again) or steps an
 `minattn.fast.xl.XLDecoder` (keys and values cached; on CUDA also replayed as a CUDA graph). The
 contenders are interleaved and each time is a median of repeats; the ratios compare numbers

@@ -16,6 +16,7 @@ from minattn.course import REPO_ROOT
 from minattn.course.xl import (
     bigram_bpc,
     char_corpus,
+    cosine,
     delayed_copy,
     dependency_cone,
     evaluate_bpc,
@@ -24,10 +25,14 @@ from minattn.course.xl import (
     lm_loss,
     lm_segment,
     lm_streams,
+    reach_needed,
     recall_by_class,
+    recall_reads,
     recurrent_lm_loss,
     stream_accuracy,
     stream_predictions,
+    train_on_streams,
+    windows,
 )
 from minattn.fast.xl import (
     EQUALS,
@@ -384,6 +389,50 @@ def test_recall_by_class_has_one_write_of_the_class_in_reach():
     assert (batch.distance[batch.targets == -100] == 0).all()
     with pytest.raises(ValueError, match="spacing"):
         recall_by_class(2, 100, 5, 40, torch.Generator(), spacing=30)
+
+
+def test_reads_by_the_layers_they_need_match_the_measured_reach():
+    """reach_needed's one- and two-layer lines are where a change of the write's position
+    stops reaching the read's prediction in a 1- and 2-layer model (section 4's cone)."""
+    seg, mem = 4, 4
+    for n_layers in (1, 2):
+        torch.manual_seed(13)
+        model = TransformerXL(11, 8, 2, n_layers, mem_len=mem).double()
+        for index in range(seg):
+            cone = dependency_cone(model, seg, 6, 0, 11, seed=1)[-1]  # the top layer
+            # the read at index `index` of segment s sits at position s·seg + index; the write
+            # at 0 reaches it exactly when its distance is within the reach
+            reached = [bool(cone[p]) for p in range(index, 6 * seg, seg)]
+            distances = np.arange(index, 6 * seg, seg)
+            assert reached == list(reach_needed(distances, index, mem) <= n_layers)
+
+
+def test_recall_reads_and_training_on_streams():
+    torch.manual_seed(14)
+    batch = recall_by_class(2, 16 * 6, 1, 8, torch.Generator().manual_seed(0), n_classes=4,
+                            n_values=2, n_fillers=2, spacing=20)
+    model = TransformerXL(4 * 3 + 2, 8, 2, 1, mem_len=8)
+    history = train_on_streams(model, batch.tokens, batch.targets, 16, 5, lr=1e-3,
+                               progress=False, schedule=cosine(5))
+    assert len(history["loss"]) == 5 and len(windows(history["loss"], 2)) == 2
+    distance, index, hit = recall_reads(model, batch, 16)
+    read = batch.targets != -100
+    assert len(distance) == len(index) == len(hit) == int(read.sum())
+    assert (distance >= 1).all() and (index < 16).all() and hit.dtype == bool
+    predicted = stream_predictions(model, batch.tokens, 16)
+    assert hit.tolist() == (predicted == batch.targets)[read].tolist()
+    assert cosine(4)(1) == 1.0 and abs(cosine(4)(3) - 0.5) < 1e-12
+    with pytest.raises(ValueError, match="too short"):
+        train_on_streams(model, batch.tokens, batch.targets, 16, 7, progress=False)
+
+
+def test_bpc_per_position_averages_to_the_streams():
+    torch.manual_seed(15)
+    model = TransformerXL(7, 8, 2, 1, mem_len=4).double()
+    streams = torch.randint(0, 7, (3, 13))
+    table = evaluate_bpc(model, streams, 4, per_position=True)
+    assert table.shape == (3, 4)
+    np.testing.assert_allclose(table.mean(1), evaluate_bpc(model, streams, 4, per_stream=True))
 
 
 # ============================================================================ bad input
