@@ -51,6 +51,7 @@ import time
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from tqdm import tqdm
 
 from minattn.attention import causal_mask_np, softmax_np
 from minattn.course.data import DatasetMissing, load_lm_text
@@ -385,6 +386,11 @@ valid_streams = lm_streams(valid_ids, 32)[:, : VALID + 1].to(lesson.device)
 checked_streams = valid_streams[:16]  # the validation checks during training read half
 print(f"{corpus}: {len(train_ids):,} training characters, vocabulary {len(chars)}; "
       f"validation on {valid_streams.shape[0]} × {VALID:,} characters; seeds {LM_SEEDS}")
+
+# %% [markdown]
+# Our settings beside the authors' (their enwik8 scripts, base and large model):
+
+# %%
 show_table([
     dict(setting="layers, d_model, heads, d_inner", theirs="12, 512, 8, 2048",
          large="24, 1024, 8, 3072", ours=f"{N_LAYERS}, {D_MODEL}, {N_HEADS}, {4 * D_MODEL}"),
@@ -483,7 +489,7 @@ show(evaluate_bpc_sliding)  # every evaluation reads the same validation charact
 CLAMP = MEM + SEG - 1  # the largest distance XL met in training
 LONG, ALONE = 4 * MEM, "memory 0 (each segment alone)"
 bits = {}  # (model, evaluation, seed) -> (streams, SEG): bits at each index of a segment
-for seed in LM_SEEDS:
+for seed in tqdm(LM_SEEDS, desc="evaluating every model", disable=lesson.smoke):
     vanilla, relative, xl = (models[name, seed] for name in VARIANTS)
     score = lambda model, **kw: evaluate_bpc(model, valid_streams, SEG,  # noqa: E731
                                               per_position=True, **kw)
@@ -502,6 +508,12 @@ for seed in LM_SEEDS:
                                                                         clamp_len=CLAMP)
 per_stream = lambda name, how: [bits[name, how, s].mean(1) for s in LM_SEEDS]  # noqa: E731
 mean = lambda name, how: float(np.mean(per_stream(name, how)))  # noqa: E731
+
+# %% [markdown]
+# Every model on the same validation characters, beside the paper's numbers for the same
+# rows (bits per character; the paper's Table 6 is in word-level perplexity):
+
+# %%
 T6, T2 = "paper: Table 6, WikiText-103 ppl", "paper: Table 2, enwik8 bpc"
 PAPER_ROWS = {  # Table 6: 128M-parameter models; full or half loss as named
     ("vanilla", "each segment alone"): {T6: "30.97 (absolute, half loss)"},
