@@ -365,7 +365,7 @@ BATCH = lesson.size(full=32, smoke=4, paper=22)
 LR = lesson.size(full=2e-3, smoke=2e-3, paper=2.5e-4)
 LM_SEEDS = lesson.seeds(lesson.size(full=4, smoke=2))
 VALID = lesson.size(full=384, smoke=64, paper=16_384)  # characters per validation stream
-EVAL_MEMS = lesson.size(full=[0, 8, 32, 64, 128, 256], smoke=[0, 8, 16, 64],
+EVAL_MEMS = lesson.size(full=[0, 8, 32, 64, 128], smoke=[0, 8, 16, 64],
                         paper=[0, 128, 256, 512, 1024, 2048, 4096])  # XL's memory at evaluation
 NAMES = {"enwik8": "enwik8", "ptb": "Penn Treebank characters"}
 texts, fallback = None, ""
@@ -798,7 +798,7 @@ for k, (top, memory) in enumerate([(R_MEM, R_MEM), (2 * R_MEM, R_MEM), (2 * R_ME
     ax.plot(centres, [acc[which == b].mean() for b in np.unique(which)], "o-", ms=4,
             color=f"C{k}", label=f"trained on reads 1–{top}, memory {memory}")
 ax.axvspan(R_MEM, 2 * R_MEM + R_SEG - 1, color="C0", alpha=0.08,
-           label=f"beyond one layer's reach for some indices (memory {R_MEM})")
+           label=f"only two layers reach, for some indices (memory {R_MEM})")
 ax.axhline(CHANCE, color="gray", ls=":", label="chance, knowing the class")
 ax.set_xlabel("distance from the read back to its write")
 ax.set_ylabel("accuracy (mean of the seeds)")
