@@ -229,10 +229,14 @@ assert err_out < 1e-12 and err_grad < 1e-12
 
 # %%
 h_prev, h_new = rng.normal(size=(1, 5, 4)), rng.normal(size=(1, 3, 4))
+# BEGIN EXERCISE 4.2 shown: memory = update_memory_np(h_prev, h_new, 4)
 both = np.concatenate([h_prev, h_new], axis=1)  # [memory ; the segment's states]
 memory = both[:, max(both.shape[1] - 4, 0):]  # the last M = 4 of them
+# END EXERCISE
 assert np.array_equal(memory, update_memory_np(h_prev, h_new, 4))
-print("memory: the last 4 of", both.shape[1], "states; the library's update_memory_np agrees")
+assert np.array_equal(memory[:, -3:], h_new)  # the newest states are kept, the oldest go
+print(f"memory: the last 4 of {h_prev.shape[1]} + {h_new.shape[1]} states; the library's "
+      "update_memory_np agrees")
 show(TransformerXL.forward)
 
 # %% [markdown]
