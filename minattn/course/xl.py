@@ -269,14 +269,15 @@ def evaluate_bpc(model, streams, seg_len: int, mem_len: int | None = None,
 
 
 @torch.no_grad()
-def evaluate_bpc_sliding(model, streams, window: int, batch_windows: int = 2048,
+def evaluate_bpc_sliding(model, streams, window: int, batch_windows: int = 128,
                          per_stream: bool = False):
     """Bits per character over `streams` (B, T) when every character is predicted from a
     window of the `window` characters up to it, read afresh (fewer at the start of a stream):
     the evaluation of the paper's vanilla baseline (Al-Rfou et al.), whose window slides by
     one character per prediction. Same characters as `evaluate_bpc` when T − 1 is a multiple
     of its segment length (and per_stream=True: the same (B,) array per stream). Costs
-    `window` positions per character."""
+    `window` positions per character; the windows are read `batch_windows` at a time (larger
+    batches allocate more than they save on a CPU)."""
     model.eval()
     B, T = streams.shape
     if not 0 < window < T:
