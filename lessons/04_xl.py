@@ -783,7 +783,8 @@ beyond_training = distance > 2 * R_MEM  # farther than any read in either traini
 groups = {"one layer": needs == 1, "only two layers": needs == 2, "beyond two layers": needs == 3}
 hits = lambda top, memory, where: [reads[top, memory, s][2][where].astype(float)  # noqa: E731
                                    for s in R_SEEDS[top]]
-show_table([{"trained on reads": f"1–{top} ({len(R_SEEDS[top])} seeds)",
+show_table([{"trained on reads": f"1–{top} ({len(R_SEEDS[top])} seed"
+                                 f"{'s' if len(R_SEEDS[top]) > 1 else ''})",
              "memory at evaluation": memory,
              **{f"{g} ({w.sum()} reads)": f"{np.mean(hits(top, memory, w)):.3f}"
                 for g, w in groups.items()}}
