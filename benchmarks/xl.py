@@ -9,10 +9,12 @@ Two language models of the same size (d = 128, 4 heads, 2 layers, 50 symbols, fl
 1, one torch thread on CPU): a vanilla Transformer that predicts each token from a window of
 the last C tokens, recomputing the whole window for every prediction (how a fixed-context
 model is evaluated without fragmenting the context), and a Transformer-XL that reads 128
-tokens per call with a memory of C cached hidden states per layer (`minattn.xl.eval_speed`).
-Both see at least C tokens of context per prediction. One token at a time (as when sampling),
+tokens per call with a memory of C cached hidden states per layer
+(`minattn.course.xl.eval_speed`; XL attends with the relative-shift kernel
+`minattn.fast.xl.rel_attention_fast_torch`). Both see at least C tokens of context per
+prediction. One token at a time (as when sampling),
 XL either calls the model with its memory (which projects the whole memory again) or steps an
-`minattn.xl.XLDecoder` (keys and values cached; on CUDA also replayed as a CUDA graph). The
+`minattn.fast.xl.XLDecoder` (keys and values cached; on CUDA also replayed as a CUDA graph). The
 contenders are interleaved and each time is a median of repeats; the ratios compare numbers
 measured side by side.
 The paper (Dai et al. 2019, table 9) reports up to 1,874× at C = 3,800 on GPUs.
@@ -32,7 +34,9 @@ from minattn.course.bench import (
     run_benchmark,
     save_json,
 )
-from minattn.xl import TransformerXL, VanillaLM, XLDecoder, eval_speed
+from minattn.course.xl import eval_speed
+from minattn.fast.xl import XLDecoder, rel_attention_fast_torch
+from minattn.xl import TransformerXL, VanillaLM
 
 PAPER = {3800: 1874, 2800: 1409, 1800: 773, 800: 363}  # Dai et al. 2019, table 9
 
@@ -46,7 +50,8 @@ def operations_per_token(context: int, device) -> dict[str, int]:
     vanilla window recomputed, the XL model called with its memory, the XLDecoder."""
     torch.manual_seed(0)
     vanilla = VanillaLM(50, 128, 4, 2).to(device).eval()
-    xl = TransformerXL(50, 128, 4, 2, mem_len=context, max_len=context + 128).to(device).eval()
+    xl = TransformerXL(50, 128, 4, 2, mem_len=context, max_len=context + 128,
+                       attend=rel_attention_fast_torch).to(device).eval()
     window = torch.randint(0, 50, (1, context), generator=torch.Generator().manual_seed(0))
     window = window.to(device)
     _, memories = xl(window)

@@ -46,9 +46,11 @@ from minattn.course import lstm_attention as LAC
 from minattn.course import multiscale as CM  # noqa: E402
 from minattn.course import sparse as CS  # noqa: E402
 from minattn.course import train as TR  # noqa: E402
+from minattn.course import xl as XC
 from minattn.fast import ibm1 as ibm1_fast
 from minattn.fast import multiscale as FM
 from minattn.fast import sparse as FS
+from minattn.fast import xl as XF
 
 OUR_FORMAT = re.compile(r".+: expected .+, got .+", re.S)
 
@@ -346,11 +348,16 @@ bad("xl", "rel_attention_torch", "u_bias", "u_bias on another device")(
 bad("xl", "rel_attention_torch", "v", "NaN in v")(
     lambda: X.rel_attention_torch(qxt, kxt, with_value(vxt, NAN, (0, 0, 0, 0)), rxt, ubt, vbt))
 bad("xl", "rel_attention_fast_torch", "k", "float32 k with float64 q")(
-    lambda: X.rel_attention_fast_torch(qxt, kxt.float(), vxt, rxt, ubt, vbt))
+    lambda: XF.rel_attention_fast_torch(qxt, kxt.float(), vxt, rxt, ubt, vbt))
 bad("xl", "rel_attention_fast_torch", "q", "+inf in q")(
-    lambda: X.rel_attention_fast_torch(with_value(qxt, INF, (0, 0, 0, 0)), kxt, vxt, rxt, ubt, vbt))
-bad("xl", "rel_shift_np", "scores", "1-d scores")(lambda: X.rel_shift_np(R(5)))
-bad("xl", "rel_shift_torch", "scores", "1-d scores")(lambda: X.rel_shift_torch(T(5)))
+    lambda: XF.rel_attention_fast_torch(with_value(qxt, INF, (0, 0, 0, 0)), kxt, vxt, rxt, ubt,
+                                        vbt))
+bad("xl", "rel_shift_np", "scores", "1-d scores")(lambda: XF.rel_shift_np(R(5)))
+bad("xl", "rel_attention_fast_np", "k", "float32 k")(
+    lambda: XF.rel_attention_fast_np(qx, kx.astype(np.float32), vx, rx, ub, vb))
+bad("xl", "rel_attention_fast_np", "q", "a torch q")(
+    lambda: XF.rel_attention_fast_np(qxt, kx, vx, rx, ub, vb))
+bad("xl", "rel_shift_torch", "scores", "1-d scores")(lambda: XF.rel_shift_torch(T(5)))
 
 torch.manual_seed(0)
 relmha = X.RelMultiHeadAttention(8, 2).double()
@@ -368,6 +375,10 @@ bad("xl", "RelMultiHeadAttention.forward", "memory", "memory of another dtype")(
     lambda: relmha(T(1, 3, 8), T(1, 2, 8, dtype=torch.float32)))
 bad("xl", "RelMultiHeadAttention", "max_len", "max_len = 0")(
     lambda: X.RelMultiHeadAttention(8, 2, 0))
+bad("xl", "RelMultiHeadAttention", "attend", "a kernel given by name")(
+    lambda: X.RelMultiHeadAttention(8, 2, attend="fast"))
+bad("xl", "official_to_ours", "num_heads", "0 heads")(
+    lambda: X.official_to_ours({"word_emb.emb_layers.0.weight": T(5, 8)}, 0))
 torch.manual_seed(0)
 xlm = X.TransformerXL(11, 8, 2, 1, mem_len=4).double()
 bad("xl", "TransformerXL.forward", "tokens", "a token id >= vocab")(
@@ -822,15 +833,16 @@ bad("lstm_attention", "two_sets_corpus", "n_pairs", "n_pairs = -2")(
     lambda: LAC.two_sets_corpus(-2, 3, np.random.default_rng(0)))
 bad("tools.train", "length_batches", "lengths", "negative lengths")(
     lambda: TR.length_batches(torch.tensor([2, -1]), 1, G()))
-bad("xl", "char_corpus", "texts", "an empty list")(lambda: X.char_corpus([]))
-bad("xl", "lm_streams", "n_streams", "n_streams = 1.5")(lambda: X.lm_streams(torch.arange(10), 1.5))
+bad("xl", "char_corpus", "texts", "an empty list")(lambda: XC.char_corpus([]))
+bad("xl", "lm_streams", "n_streams", "n_streams = 1.5")(
+    lambda: XC.lm_streams(torch.arange(10), 1.5))
 bad("xl", "lm_segment", "seg_len", "seg_len = 0")(
-    lambda: X.lm_segment(torch.zeros(2, 10, dtype=torch.long), 0, 0))
+    lambda: XC.lm_segment(torch.zeros(2, 10, dtype=torch.long), 0, 0))
 bad("xl", "lm_segment", "index", "index = -1")(
-    lambda: X.lm_segment(torch.zeros(2, 10, dtype=torch.long), -1, 3))
+    lambda: XC.lm_segment(torch.zeros(2, 10, dtype=torch.long), -1, 3))
 bad("xl", "synthetic_text", "n_chars", "n_chars = -5")(
-    lambda: X.synthetic_text(-5, np.random.default_rng(0)))
-bad("xl", "delayed_copy", "distance", "distance = 1.5")(lambda: X.delayed_copy(2, 5, 1.5, 3, G()))
+    lambda: XC.synthetic_text(-5, np.random.default_rng(0)))
+bad("xl", "delayed_copy", "distance", "distance = 1.5")(lambda: XC.delayed_copy(2, 5, 1.5, 3, G()))
 bad("agreement", "keyword_task", "keyword", "keyword outside the vocabulary")(
     lambda: AGC.keyword_task(2, 4, 3, np.random.default_rng(0), keyword=9))
 bad("agreement", "build_vocab", "max_size", "max_size = -1")(
@@ -885,8 +897,8 @@ bad("sparse", "dense_block_sparse_attention", "layout", "a float layout")(
 bad("sparse", "window_tiles_np", "n", "n = -1")(lambda: FL.window_tiles_np(-1, 2))
 bad("multiscale", "multiscale_tiles_np", "windows", "a negative window")(
     lambda: FL.multiscale_tiles_np(8, [-1, 2]))
-bad("xl", "XLDecoder", "batch", "batch = -1")(lambda: X.XLDecoder(xlm, 4, -1))
-bad("xl", "XLDecoder", "context", "context = 0")(lambda: X.XLDecoder(xlm, 0))
+bad("xl", "XLDecoder", "batch", "batch = -1")(lambda: XF.XLDecoder(xlm, 4, -1))
+bad("xl", "XLDecoder", "context", "context = 0")(lambda: XF.XLDecoder(xlm, 0))
 
 
 def survey(entries=BAD) -> dict:

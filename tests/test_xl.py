@@ -13,39 +13,48 @@ import torch.nn.functional as F
 
 from minattn.attention import causal_mask_np
 from minattn.course import REPO_ROOT
-from minattn.xl import (
-    RelMultiHeadAttention,
-    TransformerXL,
-    VanillaLM,
-    XLLayer,
+from minattn.course.xl import (
     bigram_bpc,
     char_corpus,
+    cosine,
     delayed_copy,
-    lm_segment,
-    lm_streams,
-    official_to_ours,
-    recall_by_class,
-    rel_attention_fast_torch,
-    rel_attention_np,
-    rel_attention_torch,
-    rel_multi_head_attention_np,
-    rel_shift_np,
-    rel_shift_torch,
-    relative_distances_np,
-    sinusoid_np,
-    sinusoid_torch,
-    update_memory_np,
-    update_memory_torch,
-)
-from minattn.xl.train import (
     dependency_cone,
     evaluate_bpc,
     evaluate_bpc_sliding,
     generate,
     lm_loss,
+    lm_segment,
+    lm_streams,
+    reach_needed,
+    recall_by_class,
+    recall_reads,
     recurrent_lm_loss,
     stream_accuracy,
     stream_predictions,
+    train_on_streams,
+    windows,
+)
+from minattn.fast.xl import (
+    EQUALS,
+    rel_attention_fast_np,
+    rel_attention_fast_torch,
+    rel_shift_np,
+    rel_shift_torch,
+)
+from minattn.xl import (
+    RelMultiHeadAttention,
+    TransformerXL,
+    VanillaLM,
+    XLLayer,
+    official_to_ours,
+    rel_attention_np,
+    rel_attention_torch,
+    rel_multi_head_attention_np,
+    relative_distances_np,
+    sinusoid_np,
+    sinusoid_torch,
+    update_memory_np,
+    update_memory_torch,
 )
 
 T = lambda a: torch.tensor(a, requires_grad=True)  # noqa: E731
@@ -83,11 +92,30 @@ def test_fast_path_equals_explicit_values_and_gradients(M):
     out_e, _ = rel_attention_torch(*explicit)
     out_f = rel_attention_fast_torch(*fast)
     assert np.abs(out_f.detach().numpy() - ref).max() < 1e-12
+    out_np, w_np = rel_attention_fast_np(*arrays)
+    _, w_ref = rel_attention_np(*arrays)
+    assert np.abs(out_np - ref).max() < 1e-12 and np.abs(w_np - w_ref).max() < 1e-12
     g = torch.tensor(rng.normal(size=ref.shape))
     grads_e = torch.autograd.grad((out_e * g).sum(), explicit)
     grads_f = torch.autograd.grad((out_f * g).sum(), fast)
     for a, b in zip(grads_e, grads_f):
         assert (a - b).abs().max() < 1e-12
+
+
+def test_each_fast_path_names_the_reference_it_equals():
+    assert EQUALS == {"rel_attention_fast_np": rel_attention_np,
+                      "rel_attention_fast_torch": rel_attention_torch}
+
+
+def test_a_model_trained_with_the_fast_kernel_computes_the_reference_numbers():
+    torch.manual_seed(12)
+    fast = TransformerXL(11, 16, 2, 2, mem_len=4, attend=rel_attention_fast_torch).double()
+    explicit = TransformerXL(11, 16, 2, 2, mem_len=4).double()
+    explicit.load_state_dict(fast.state_dict())
+    x = torch.randint(0, 11, (2, 2, 5))
+    (a, ma), (b, mb) = fast(x[0]), explicit(x[0])
+    assert (fast(x[1], ma)[0] - explicit(x[1], mb)[0]).abs().max() < 1e-12
+    assert (a - b).abs().max() < 1e-12
 
 
 # ============================================================================ NumPy vs torch
@@ -122,16 +150,19 @@ def module_against_numpy_layer(seed, L, M, clamp_len=None):
     """A random float64 attention module (u, v nonzero), its fast and explicit outputs checked
     against `rel_multi_head_attention_np`; returns (module, x, memory, reference output)."""
     torch.manual_seed(seed)
-    attn = RelMultiHeadAttention(8, 2).double()
+    attn = RelMultiHeadAttention(8, 2, attend=rel_attention_fast_torch).double()
     with torch.no_grad():
         attn.u_bias.normal_(), attn.v_bias.normal_()
     x, mem = torch.randn(2, L, 8, dtype=torch.float64), torch.randn(2, M, 8, dtype=torch.float64)
     ref, w_ref = rel_multi_head_attention_np(x.numpy(), mem.numpy(), attn.numpy_params(), 2,
                                              clamp_len=clamp_len)
-    out_fast, _ = attn(x, mem, clamp_len=clamp_len)
+    out_fast, none = attn(x, mem, clamp_len=clamp_len)
     out_exp, w = attn(x, mem, need_weights=True, clamp_len=clamp_len)
-    assert np.abs(out_fast.detach().numpy() - ref).max() < 1e-12
+    assert none is None and np.abs(out_fast.detach().numpy() - ref).max() < 1e-12
     assert np.abs(out_exp.detach().numpy() - ref).max() < 1e-12
+    attn.attend = None  # the explicit reference, without weights asked for
+    out_ref, none = attn(x, mem, clamp_len=clamp_len)
+    assert none is None and np.abs(out_ref.detach().numpy() - ref).max() < 1e-12
     assert np.abs(w.detach().numpy() - w_ref).max() < 1e-12
     return attn, x, mem, ref
 
@@ -360,6 +391,50 @@ def test_recall_by_class_has_one_write_of_the_class_in_reach():
         recall_by_class(2, 100, 5, 40, torch.Generator(), spacing=30)
 
 
+def test_reads_by_the_layers_they_need_match_the_measured_reach():
+    """reach_needed's one- and two-layer lines are where a change of the write's position
+    stops reaching the read's prediction in a 1- and 2-layer model (section 4's cone)."""
+    seg, mem = 4, 4
+    for n_layers in (1, 2):
+        torch.manual_seed(13)
+        model = TransformerXL(11, 8, 2, n_layers, mem_len=mem).double()
+        for index in range(seg):
+            cone = dependency_cone(model, seg, 6, 0, 11, seed=1)[-1]  # the top layer
+            # the read at index `index` of segment s sits at position s·seg + index; the write
+            # at 0 reaches it exactly when its distance is within the reach
+            reached = [bool(cone[p]) for p in range(index, 6 * seg, seg)]
+            distances = np.arange(index, 6 * seg, seg)
+            assert reached == list(reach_needed(distances, index, mem) <= n_layers)
+
+
+def test_recall_reads_and_training_on_streams():
+    torch.manual_seed(14)
+    batch = recall_by_class(2, 16 * 6, 1, 8, torch.Generator().manual_seed(0), n_classes=4,
+                            n_values=2, n_fillers=2, spacing=20)
+    model = TransformerXL(4 * 3 + 2, 8, 2, 1, mem_len=8)
+    history = train_on_streams(model, batch.tokens, batch.targets, 16, 5, lr=1e-3,
+                               progress=False, schedule=cosine(5))
+    assert len(history["loss"]) == 5 and len(windows(history["loss"], 2)) == 2
+    distance, index, hit = recall_reads(model, batch, 16)
+    read = batch.targets != -100
+    assert len(distance) == len(index) == len(hit) == int(read.sum())
+    assert (distance >= 1).all() and (index < 16).all() and hit.dtype == bool
+    predicted = stream_predictions(model, batch.tokens, 16)
+    assert hit.tolist() == (predicted == batch.targets)[read].tolist()
+    assert cosine(4)(1) == 1.0 and abs(cosine(4)(3) - 0.5) < 1e-12
+    with pytest.raises(ValueError, match="too short"):
+        train_on_streams(model, batch.tokens, batch.targets, 16, 7, progress=False)
+
+
+def test_bpc_per_position_averages_to_the_streams():
+    torch.manual_seed(15)
+    model = TransformerXL(7, 8, 2, 1, mem_len=4).double()
+    streams = torch.randint(0, 7, (3, 13))
+    table = evaluate_bpc(model, streams, 4, per_position=True)
+    assert table.shape == (3, 4)
+    np.testing.assert_allclose(table.mean(1), evaluate_bpc(model, streams, 4, per_stream=True))
+
+
 # ============================================================================ bad input
 def test_bad_input():
     rng = np.random.default_rng(3)
@@ -513,12 +588,12 @@ TINY = ["--data", "synthetic", "--max-chars", "20000", "--batch", "4", "--seg", 
 
 @pytest.mark.slow
 def test_two_gloo_processes_equal_one_process_and_resume(tmp_path):
-    from minattn.xl.train import main
+    from minattn.course.xl import main
 
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO_ROOT))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
            "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
-           "-m", "minattn.xl.train", *TINY, "--steps", "4", "--out", str(tmp_path / "ddp")]
+           "-m", "minattn.course.xl", *TINY, "--steps", "4", "--out", str(tmp_path / "ddp")]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240,
                           cwd=REPO_ROOT)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""Transformer-XL one token at a time (minattn.xl.XLDecoder): the model's own numbers,
+"""Transformer-XL one token at a time (minattn.fast.xl.XLDecoder): the model's own numbers,
 with a key/value cache instead of projecting the memory again for every token.
 
 The decoder is checked against `TransformerXL(token, memories, context)` step by step in
@@ -14,8 +14,9 @@ import pytest
 import torch
 
 from minattn.course.bench import count_operations
-from minattn.xl import TransformerXL, VanillaLM, XLDecoder
-from minattn.xl.train import generate
+from minattn.course.xl import eval_speed, generate
+from minattn.fast.xl import XLDecoder, rel_attention_fast_torch
+from minattn.xl import TransformerXL, VanillaLM
 
 
 def _model(pre_norm=True, ctx=6, dtype=torch.float64, device="cpu"):
@@ -65,7 +66,7 @@ def test_one_token_dispatches_fewer_operations_than_the_model_and_the_vanilla_wi
     recomputing the vanilla model's window — and none grows with the context."""
     ctx = 64
     torch.manual_seed(0)
-    xl = TransformerXL(50, 32, 4, 2, mem_len=ctx).eval()
+    xl = TransformerXL(50, 32, 4, 2, mem_len=ctx, attend=rel_attention_fast_torch).eval()
     vanilla = VanillaLM(50, 32, 4, 2).eval()
     window = torch.randint(0, 50, (1, ctx), generator=torch.Generator().manual_seed(0))
     decoder = XLDecoder(xl, ctx)
@@ -113,8 +114,6 @@ def test_decoder_on_cuda_eager_and_as_a_cuda_graph(graph):
 
 
 def test_eval_speed_times_the_decoder_when_asked():
-    from minattn.xl import eval_speed
-
     plain = eval_speed(16, d_model=16, num_heads=2, num_layers=1, seg_len=8, repeats=1)
     both = eval_speed(16, d_model=16, num_heads=2, num_layers=1, seg_len=8, repeats=1,
                       kv_cache=True)
@@ -124,8 +123,6 @@ def test_eval_speed_times_the_decoder_when_asked():
 
 def test_eval_speed_per_repeat_gives_one_speed_per_round():
     import time
-
-    from minattn.xl import eval_speed
 
     speeds = eval_speed(16, d_model=16, num_heads=2, num_layers=1, seg_len=8, repeats=3,
                         per_repeat=True, timer=time.process_time)

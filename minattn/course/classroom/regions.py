@@ -82,7 +82,8 @@ def strip_shown(text: str, only: set[str] | None = None) -> str:
             if only is None or m["id"] in only:
                 inside = m
                 out += [f"{m['indent']}# Exercise {m['id']}: these lines are yours to write in "
-                        "the library; your function stands in here.\n",  # <= 100 columns
+                        "the library;\n",
+                        f"{m['indent']}# your function stands in for them here.\n",
                         f"{m['indent']}{m['code']}\n"]
                 continue
         if inside is not None:

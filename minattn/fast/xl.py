@@ -1,76 +1,103 @@
-"""Transformer-XL read fast at evaluation: the cached evaluation against recomputing (the
-paper's §3.3 speed claim, `eval_speed`) and one token at a time with a key/value cache
-(`XLDecoder`, for sampling). Both run the modules of `model.py`; nothing here is new math.
+"""Transformer-XL, fast: the relative shift (no gather) and one token at a time with a key/value
+cache. The same numbers as `minattn.xl` (tests/test_xl.py and tests/test_xl_decoder.py check
+them in float64), chosen by name: `rel_attention_fast_np`, `rel_attention_fast_torch` (the
+kernel a module takes as `attend=`), `XLDecoder`.
+
+The relative shift. The explicit reference `rel_attention_np` gathers r_{i−j} for every (i, j):
+an (H, Lq, Lk, dh) tensor. The trick of the original implementation computes the position
+scores for every query against every *distance* with one matrix product, then slides row i by
+a different amount so that column j lands on distance δ_ij = (Lk − Lq) + i − j:
+
+    BD[i, c] = (q_i + v)ᵀ r_{Lk−1−c}      columns ordered by distance Lk−1, …, 1, 0   (Lq, Lk)
+    shifted[i, j] = BD[i, j + Lq − 1 − i]                 = (q_i + v)ᵀ r_{δ_ij}
+
+Row i moves left by Lq − 1 − i. The shift is one pad and two reshapes: put a zero column in
+front (Lq, Lk + 1), read the same memory as (Lk + 1, Lq), drop the first row, read it back
+as (Lq, Lk). Entries with δ_ij < 0 (the future) come out as junk — the causal mask hides them.
 """
 
 from __future__ import annotations
 
 import math
-import time
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..attention import sinusoid_torch
-from ..checks import check_size, fail, shape_str
-from ..course.bench import time_interleaved
-from .model import TransformerXL, VanillaLM
+from ..attention import causal_mask_np, causal_mask_torch, sinusoid_torch, softmax_np
+from ..checks import (
+    checked,
+    decoder_on_cuda,
+    decoder_prompt,
+    decoder_setup,
+    decoder_token,
+    rel_attention_inputs,
+    scores_table,
+)
+from ..xl import rel_attention_np, rel_attention_torch
 
 
-# ============================================================================ cached evaluation
-@torch.no_grad()
-def eval_speed(context: int, d_model: int = 128, num_heads: int = 4, num_layers: int = 2,
-               vocab_size: int = 50, seg_len: int = 128, repeats: int = 3, device="cpu",
-               seed: int = 0, kv_cache: bool = False, per_repeat: bool = False,
-               timer=time.perf_counter) -> dict[str, float] | dict[str, list[float]]:
-    """Tokens per second when every prediction sees (at least) `context` earlier tokens.
+# ============================================================================ the relative shift
+@checked(scores_table(np.ndarray))
+def rel_shift_np(scores: np.ndarray) -> np.ndarray:
+    """(..., Lq, Lk) with columns ordered by distance Lk−1 … 0 -> (..., Lq, Lk) with column j =
+    distance (Lk − Lq) + i − j for row i (valid where that is >= 0, junk elsewhere)."""
+    # BEGIN EXERCISE 4.1 implement: the relative shift — pad a column, reshape, drop a row (~15 min)
+    *lead, Lq, Lk = scores.shape
+    padded = np.concatenate([np.zeros((*lead, Lq, 1), scores.dtype), scores], axis=-1)
+    padded = padded.reshape(*lead, Lk + 1, Lq)  # the same numbers, read with a new row length
+    return padded[..., 1:, :].reshape(*lead, Lq, Lk)
+    # END EXERCISE
 
-    * 'vanilla, recompute': a `VanillaLM` predicts one token from a window of the last
-      `context` tokens, and the window slides by one for the next token — all of it recomputed.
-    * 'XL, cached': a `TransformerXL` of the same size reads `seg_len` tokens per call with a
-      memory of `context` hidden states per layer (the paper's evaluation): token i of the
-      segment sees context + i earlier tokens, and nothing is computed twice.
-    * 'XL, one token at a time': the same memory, one new token per call of the model.
-    * with kv_cache: 'XL, one token, KV cache', one new token per call of an `XLDecoder` (as
-      in sampling), and on CUDA also 'XL, one token, KV cache + CUDA graph' (its step
-      replayed as a graph).
-    Untrained weights (speed does not depend on them); batch 1; medians of interleaved repeats,
-    or with per_repeat=True every repeat's speed (a list per contender: repeat r of each was
-    timed in the same round, so their ratios pair up). timer: `time.process_time` counts one
-    CPU thread's work on a busy machine (see `tools.bench.time_interleaved`).
+
+@checked(scores_table(torch.Tensor))
+def rel_shift_torch(scores: torch.Tensor) -> torch.Tensor:
+    """Torch twin of `rel_shift_np` (differentiable)."""
+    # BEGIN EXERCISE 4.1 implement: the relative shift — pad a column, reshape, drop a row (~15 min)
+    *lead, Lq, Lk = scores.shape
+    padded = F.pad(scores, (1, 0))  # (..., Lq, Lk + 1)
+    padded = padded.reshape(*lead, Lk + 1, Lq)
+    return padded[..., 1:, :].reshape(*lead, Lq, Lk)
+    # END EXERCISE
+
+
+@checked(rel_attention_inputs(np.ndarray))
+def rel_attention_fast_np(q, k, v, r, u_bias, v_bias, scale=None):
+    """`rel_attention_np` with the relative shift: (a) + (c) = (q + u)ᵀ k and (b) + (d) =
+    (q + v)ᵀ r, each one matrix product. Same arguments and returns (output, weights)."""
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    Lq, Lk = q.shape[2], k.shape[2]
+    content = (q + u_bias[None, :, None, :]) @ np.swapaxes(k, -1, -2)  # (a) + (c)
+    r_by_column = r[:, :Lk][:, ::-1]  # (H, Lk, dh): column c holds distance Lk − 1 − c
+    position = (q + v_bias[None, :, None, :]) @ np.swapaxes(r_by_column, -1, -2)[None]
+    scores = (content + rel_shift_np(position)) * scale  # (b) + (d), column j = distance δ_ij
+    weights = softmax_np(scores, causal_mask_np(Lq, Lk))
+    return weights @ v, weights
+
+
+@checked(rel_attention_inputs(torch.Tensor))
+def rel_attention_fast_torch(q, k, v, r, u_bias, v_bias, scale=None) -> torch.Tensor:
+    """Torch fast path of `rel_attention_torch` (same arguments; returns the output only): the
+    kernel `RelMultiHeadAttention(attend=rel_attention_fast_torch)` runs.
+
+    (a) + (c) = (q + u)ᵀ k is plain attention, so it goes to PyTorch's fused kernel; the
+    position terms (b) + (d) = (q + v)ᵀ r arrive as an additive float mask built with the
+    relative shift (future keys at −inf).
     """
-    for name, value, low in (("context", context, 1), ("seg_len", seg_len, 1),
-                             ("repeats", repeats, 1), ("vocab_size", vocab_size, 1)):
-        check_size(name, value, low)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    Lq, Lk = q.shape[2], k.shape[2]
+    r_by_column = r[:, :Lk].flip(1)  # (H, Lk, dh): column c holds distance Lk − 1 − c
+    position = (q + v_bias[None, :, None, :]) @ r_by_column.transpose(-1, -2)  # (B, H, Lq, Lk)
+    position = rel_shift_torch(position) * scale  # column j = distance δ_ij
+    future = ~causal_mask_torch(Lq, Lk, device=q.device)
+    position = position.masked_fill(future, float("-inf"))  # every row keeps key 0: no NaN
+    return F.scaled_dot_product_attention(q + u_bias[None, :, None, :], k, v,
+                                          attn_mask=position, scale=scale)
 
-    torch.manual_seed(seed)
-    vanilla = VanillaLM(vocab_size, d_model, num_heads, num_layers).to(device).eval()
-    xl = TransformerXL(vocab_size, d_model, num_heads, num_layers, mem_len=context,
-                       max_len=context + seg_len).to(device).eval()
-    g = torch.Generator().manual_seed(seed)
-    window = torch.randint(0, vocab_size, (1, context), generator=g).to(device)
-    segment = torch.randint(0, vocab_size, (1, seg_len), generator=g).to(device)
-    _, memories = xl(window)  # a full memory of `context` states per layer
-    contenders = {
-        "vanilla, recompute": lambda: vanilla(window),  # 1 token predicted
-        "XL, cached": lambda: xl(segment, memories),  # seg_len tokens predicted
-        "XL, one token at a time": lambda: xl(segment[:, :1], memories),  # 1 token predicted
-    }
-    decoders = {"XL, one token, KV cache": XLDecoder(xl, context)} if kv_cache else {}
-    if kv_cache and torch.device(device).type == "cuda":
-        decoders["XL, one token, KV cache + CUDA graph"] = XLDecoder(xl, context)
-    for name, decoder in decoders.items():
-        decoder.prefill(window)  # a full cache: every step attends to context + 1 positions
-        if name.endswith("CUDA graph"):
-            decoder.capture()
-        contenders[name] = lambda decoder=decoder: decoder.step(segment[:, :1])
-    tokens = {name: seg_len if name == "XL, cached" else 1 for name in contenders}
-    if not per_repeat:
-        times = time_interleaved(contenders, repeats, device=device, timer=timer)
-        return {name: tokens[name] / t for name, t in times.items()}
-    rounds = [time_interleaved(contenders, 1, warmup=int(r == 0), device=device, timer=timer)
-              for r in range(repeats)]
-    return {name: [tokens[name] / times[name] for times in rounds] for name in contenders}
+
+# Each fast path and the reference it must equal (tests/test_xl.py, float64).
+EQUALS = {"rel_attention_fast_np": rel_attention_np,
+          "rel_attention_fast_torch": rel_attention_torch}
 
 
 # ============================================================================ one token at a time
@@ -101,13 +128,8 @@ class XLDecoder:
     step(token (B, 1)) -> logits (B, 1, V): one new token.
     """
 
+    @checked(decoder_setup)
     def __init__(self, model, context: int, batch: int = 1):
-        if not isinstance(model, TransformerXL):
-            fail("XLDecoder reads a TransformerXL", "a minattn.xl.TransformerXL",
-                 type(model).__name__)
-        if isinstance(context, bool) or not isinstance(context, int) or context < 1:
-            fail("XLDecoder's context", "an integer >= 1", repr(context))
-        batch = check_size("batch", batch, 1)
         self.model, self.context, self.batch = model, context, batch
         weight = model.embedding.weight
         self.device, dtype = weight.device, weight.dtype
@@ -119,9 +141,6 @@ class XLDecoder:
             for layer in model.layers:
                 att = layer.attention
                 H, dh = att.num_heads, D // att.num_heads
-                if C > att.max_len:
-                    fail("more positions than the relative-position table holds",
-                         f"context + 1 <= max_len = {att.max_len}", f"context + 1 = {C}")
                 w = torch.cat([att.q_proj.weight, att.q_proj.weight, att.k_proj.weight,
                                att.v_proj.weight])  # (4D, D)
                 b = torch.cat([att.u_bias.flatten(), att.v_bias.flatten(),
@@ -137,11 +156,10 @@ class XLDecoder:
         self._graph = None
 
     @torch.no_grad()
+    @checked(decoder_prompt)
     def prefill(self, tokens: torch.Tensor) -> torch.Tensor:
         """Read a prompt (B, P): the model's own call, then the keys and values of its memory
         (the last min(P, context) positions of every layer's input) fill the cache."""
-        if tokens.ndim != 2 or tokens.shape[0] != self.batch:
-            fail("the prompt", f"(B={self.batch}, P) token ids", shape_str(tokens.shape))
         logits, memories = self.model(tokens, None, self.context)
         m = memories[0].shape[1]
         for cache, memory in zip(self.layers, memories):
@@ -156,10 +174,9 @@ class XLDecoder:
         self.t.fill_(m)
         return logits
 
+    @checked(decoder_token)
     def step(self, token: torch.Tensor) -> torch.Tensor:
         """Logits (B, 1, V) of the token after `token` (B, 1), which goes into the cache."""
-        if token.shape != (self.batch, 1):
-            fail("one new token per row", f"({self.batch}, 1) token ids", shape_str(token.shape))
         if self._graph is None:
             return self._step(token)
         self._graph_token.copy_(token)
@@ -197,12 +214,10 @@ class XLDecoder:
         t.add_(1)
         return logits
 
+    @checked(decoder_on_cuda)
     def capture(self) -> None:
         """Record one `step` as a CUDA graph; later steps replay it (one launch per token
         instead of one per operation). CUDA only; call after `prefill`."""
-        if self.device.type != "cuda":
-            fail("XLDecoder.capture records a CUDA graph", "a model on a CUDA device",
-                 str(self.device))
         token = torch.zeros(self.batch, 1, dtype=torch.long, device=self.device)
         state = [self.t] + [c[name] for c in self.layers for name in ("k", "v")]
         saved = [s.clone() for s in state]
