@@ -38,11 +38,9 @@
 # We test both settings, and add the control the poster lacked — the cross-encoder of rung 5,
 # which tells *how to pool* apart from *letting the two sentences meet*.
 #
-# You will write the read-outs in NumPy and check their PyTorch twins; count what each rung
-# adds; build a paraphrase test whose negatives words alone can barely tell from paraphrases;
-# see what U(0.9, 1) does at the start; train the rungs over a frozen MiniLM (a 6-layer BERT),
-# then fine-tune it, each run until its validation score stops rising; and measure what a head
-# costs and what it reads.
+# You will write the read-outs in NumPy and check their PyTorch twins, build a paraphrase test
+# that words alone can barely pass, train the rungs over a frozen MiniLM (a 6-layer BERT) and
+# then fine-tune it, and measure what a head costs and what it reads.
 #
 # ## The math
 #
@@ -227,8 +225,7 @@ print(f"MiniLM encoder: {n_encoder:,} parameters; one attention layer = 4D² + 4
 show_table([{"read-out": name, "parameters": f"+{n:,}",
              "of the encoder": f"{100 * n / n_encoder:.1f} %"} for name, n in LADDER.items()],
            ["read-out", "parameters", "of the encoder"])
-# The poster's Table 2 (BERT-base, D = 768): a self-attention layer 4D², its cross-attention
-# layer 5D² (a projection more than ours); its baselines had D x D layers before the classifier.
+# The poster's Table 2 (BERT-base, D = 768): a cross-attention layer 5D², a projection more
 print("poster: " + ", ".join(f"{what} {n / 768 ** 2:.2f} D²" for what, n in (
     ("sentiment, 2 self-attention layers", 4.72e6), ("paraphrase, 1 cross-attention layer",
                                                     3.54e6), ("STS, 3 cross-attention", 11.2e6))))
@@ -244,10 +241,8 @@ print("poster: " + ", ".join(f"{what} {n / 768 ** 2:.2f} D²" for what, n in (
 # English Wikipedia pairs (Coster & Kauchak, ACL 2011): rewordings in plain words, like our
 # Bible verses. The poster's BERT-base was pretrained to fill in masked words and to tell
 # whether sentence B follows sentence A (next-sentence prediction, a classifier on `[CLS]`:
-# Devlin et al. 2019, §3.1); neither makes the mean of its token states a sentence
-# embedding, and its mean-pooled vector was a poor paraphrase feature (0.386 frozen, above).
-# No BERT trained that way ships in a Python package here: expect less above mean pooling
-# than on BERT.
+# Devlin et al. 2019, §3.1); neither makes the mean of its token states a sentence embedding
+# (0.386 frozen, above). Expect less above mean pooling here than on BERT.
 #
 # * **Sentiment**: Rotten Tomatoes sentences, positive/negative (the poster's SST: 5 classes).
 # * **Paraphrase**: Bible verse pairs. A = a verse in the World English Bible (WEB).
@@ -263,13 +258,10 @@ print("poster: " + ", ".join(f"{what} {n / 768 ** 2:.2f} D²" for what, n in (
 #   1 = the next verse, 0 = the mined far verse.
 #
 # Splits hold out whole verses (training; validation, for early stopping and a probe's
-# penalty; a selection split for section 7; test); no sentence is in two. MiniLM runs once
-# over every text and its states are cached (`course.encoder.hidden_states`): the last
-# layer's, the input of the fine-tuned layers, and for the cross-encoder every pair as one
-# "[CLS] A [SEP] B [SEP]" sequence. Every text is cut at the same 256 tokens (the printout
-# counts those that reach it). Without the encoder or text files the lesson falls back to
-# random word vectors, a random encoder, template sentences and synthetic verse pairs, so
-# that it runs offline; its claims are then not tested.
+# penalty; selection, for section 7; test); no sentence is in two. MiniLM runs once over every
+# text, cut at 256 tokens, and its states are cached (`course.encoder.hidden_states`). Without
+# the encoder or the text files the lesson falls back to random word vectors, a random
+# encoder and template texts, so that it runs offline; its claims are then not tested.
 
 # %%
 n_sent_train, n_sent_test = lesson.size(full=(1000, 600), smoke=(60, 40), paper=(8000, 1000))
@@ -684,26 +676,23 @@ lesson.claim("U(0.9, 1) initialisation: about as good as the default on paraphra
 #
 # The poster's large gain is in its fine-tuned rows, so here the encoder trains too, on
 # paraphrase detection, under read-outs that start from the same encoder weights and see the
-# same batches: mean pooling, and the poster's head (one full-width cross-attention layer, 12
-# heads, A's `[CLS]` over B and B's over A, shared weights). The control — a cross-encoder:
-# MiniLM reads "[CLS] A [SEP] B [SEP]" and a linear layer reads the pair's `[CLS]` — starts
-# far lower (MiniLM was never trained to read two sentences as one sequence) and needs more
-# steps than one CPU thread has: it runs at `MINATTN_SCALE=paper` (all six layers, three seeds
-# per arm, for a GPU) and in smoke mode. On a CPU only MiniLM's top layer trains: the layers
-# below are frozen, their output cached (`encoder.TopLayers` copies the top layers).
+# same batches: mean pooling, and the poster's head (one full-width cross-attention layer, A's
+# `[CLS]` over B and B's over A, shared weights). The control — a cross-encoder: MiniLM reads
+# "[CLS] A [SEP] B [SEP]", a linear layer its `[CLS]` — starts far lower and needs more steps
+# than one CPU thread has: it runs at `MINATTN_SCALE=paper` (all six layers, for a GPU) and in
+# smoke mode. On a CPU only MiniLM's top layer trains (`encoder.TopLayers` copies it; the
+# layers below are frozen, their output cached).
 #
-# A random classifier's early, large gradients push the pretrained layers around (Kumar et
-# al., "Fine-Tuning can Distort Pretrained Features and Underperform Out-of-Distribution",
-# ICLR 2022), so each read-out trains in two stages, that paper's LP-FT: **stage 1** trains
-# the read-out alone over the frozen encoder's cached states until it stops improving
-# (section 6's paraphrase rows, early-stopped on the validation pairs); **stage 2** puts the
-# top layers under it — at the start they compute exactly the states stage 1 read — and
-# trains both, the encoder's rate below the read-out's, with a linear warm-up and decay and
-# gradient clipping. Stage 2 selects its weights on a **separate selection split**: stage 1's
-# score on its own validation pairs is the best of many checks, biased upward, and a bar no
-# honest check could clear. Stage 2 checks three times per epoch, the stage-1 weights first
-# (step 0, kept if nothing beats them), and stops after three checks without a better one —
-# counted only once the warm-up is over, so that every run trains at the peak rate.
+# A random classifier's early, large gradients push pretrained layers around (Kumar et al.,
+# "Fine-Tuning can Distort Pretrained Features and Underperform Out-of-Distribution", ICLR
+# 2022), so each read-out trains in that paper's two stages, LP-FT: **stage 1** trains the
+# read-out alone over the frozen states (section 6's paraphrase rows, early-stopped on the
+# validation pairs); **stage 2** puts the top layers under it and trains both, the encoder's
+# rate below the read-out's, with a linear warm-up and decay. Stage 2 selects its weights on a
+# **selection split** of its own — stage 1's score on its validation pairs is the best of many
+# checks, biased upward — checks three times per epoch, the stage-1 weights first (step 0,
+# kept if nothing beats them), and stops after three checks without a better one, counted
+# once the warm-up is over, so that every run trains at the peak rate.
 #
 # The poster expects its head to need data ("this mechanism can help to improve model
 # performance when finetune data is relatively large"; its Quora: 17,688 pairs). A head that
