@@ -404,6 +404,8 @@ TASKS = {"sentiment": ct.Task(SPLITS["sentiment"], sent_states.lengths(),
          "similarity": ct.Task(SPLITS["similarity"], pair_lengths,
                                torch.as_tensor(bible.level * 1.0, device=device).float(),
                                "correlate", th.pearson_loss_torch)}
+
+# %%
 verse_mean = {layer: pooled(s) for layer, s in bible_layers.items()}
 features = {"sentiment": pooled(sent_states)}
 for layer, v in verse_mean.items():
@@ -435,7 +437,7 @@ spread = features["paraphrase", LAST][SPLITS["paraphrase"]["train"]].std(0).view
 print("spread of the pair features of raw MiniLM states (mean std over features): "
       + ", ".join(f"{name} {v:.3f}" for name, v in zip(("u", "v", "|u - v|", "u ⊙ v"), spread)))
 
-
+# %%
 def training_tokens(states, texts):
     """(T, D) float32 on `device`: every token state of `texts` (indices into `states`)."""
     return torch.from_numpy(np.concatenate([states.states[states.offsets[i]:states.offsets[i + 1]]
@@ -527,7 +529,7 @@ def frozen_model(task, kw):
     return th.PairModel(d_model=width, d_in=D, out=out, num_heads=heads,
                         standardize=STANDARDIZE[task], **kw).to(device)
 
-
+# %%
 def start_of(task, kw, seed):
     """(|z| / |mean pooling|, |cos(z, 1)|, entropy ratio) of a head at initialisation, on the
     standardised (and, at width 64, mapped) states of 64 test items."""
@@ -750,7 +752,7 @@ def finetuned_io(arm, layer):
     return (lambda rows: frozen_inputs("paraphrase", rows, bible_layers[layer]),
             lambda m, *x: m(*x))
 
-
+# %%
 stage1, tuned = {}, {}
 for arm, seed in tqdm([(arm, seed) for arm in FT_ARMS
                        for seed in (CROSS_SEEDS if arm == "cross-encoder" else FT_SEEDS)],
@@ -777,6 +779,8 @@ columns = ["stage", "read-out", "test (mean ± std)", "stopped early", "best epo
 show_table([dict(row, stage=stage) for stage, results in (("1 (frozen)", stage1),
                                                           ("2 (fine-tuned)", tuned))
             for row in ct.results_rows(results, "paraphrase", FT_ARMS, LINES)], columns)
+
+# %%
 runs_of = lambda arm: [r for (_, a, _), r in tuned.items() if a == arm]
 rose = {arm: [max(v for _, v in r["curve"][1:]) > r["curve"][0][1] for r in runs_of(arm)]
         for arm in FT_ARMS}
@@ -805,6 +809,7 @@ if CROSS_SEEDS:  # the control, where it runs (paper scale, smoke)
                      ft_items["cross-encoder"], ft_items["heads"], ">",
                      gates=ft_gates("cross-encoder", "heads")), fallback=FALLBACK)
 
+# %%
 fig, ax = plt.subplots(figsize=(11, 4.4))
 colours = {"mean pooling": "#4477aa", "heads": "#ee7733", "cross-encoder": "#228833"}
 for arm in FT_ARMS:
@@ -889,6 +894,7 @@ def training_step(readout, fine_tune):
     return step
 
 
+# %%
 set_seed(lesson.seed(0))
 readouts = {"mean pooling": th.PairModel("mean", D).to(device),
             "heads": th.PairModel("cross", D, num_heads=12, read="first").to(device)}
@@ -958,6 +964,7 @@ def rarity_of(ids):
     return -np.log(np.where(seen_ids[at] == ids, counts[at], 0.5))
 
 
+# %%
 def pair_chunks(heads, mean, rows, generator):
     """B's tokens are removed, A stays: fine-tuned top layers over cached layer states."""
     for part in ct.by_length(rows, bible_states.lengths()[bible.b]):
@@ -1000,6 +1007,8 @@ lesson.claim("the head weighs the tokens that matter: removing its top token mov
              why="our check of the poster's words on MiniLM's fine-tuned top layer: mean "
              "pooling's |Δp|, paired over the test pairs and the seeds")
 
+
+# %%
 pair_test = SPLITS["paraphrase"]["test"]
 fig, axes = plt.subplots(2, 1, figsize=(13, 7))
 for ax, level in zip(axes, (2, 0)):  # the shortest paraphrase and non-paraphrase of the first 40
