@@ -96,7 +96,7 @@ from minattn.course import task_heads as ct
 from minattn.course.bench import time_interleaved
 from minattn.course.encoder import hidden_states, load_minilm
 from minattn.course.lesson import Lesson, show, show_table
-from minattn.course.stats import Gate, all_of, compare, converged, paired, versus, within
+from minattn.course.stats import Gate, all_of, compare, converged, in_words, paired, versus, within
 from minattn.course.train import count_parameters
 from minattn.course.utils import set_seed
 from minattn.encoder import BertConfig, MiniLMEncoder, TopLayers, encode_batch
@@ -555,25 +555,28 @@ for task, kw in HEAD_OF.items():
         layers = kw["num_layers"]
         rows.append({"head (configuration trained below)": f"{task}, {layers} "
                      f"{'self' if task == 'sentiment' else 'cross'}-attn layer(s), d={WIDTH[task]}",
-                     "init": init, "|z|/|mean|": f"{STARTS[task, init][:, 0].mean():.3g}",
-                     "|cos(z, 1)|": f"{STARTS[task, init][:, 1].mean():.3f}",
+                     "init": init,
+                     "length of z / of the mean": f"{STARTS[task, init][:, 0].mean():.3g}",
+                     "cos(z, 1), absolute": f"{STARTS[task, init][:, 1].mean():.3f}",
                      "entropy ratio": f"{STARTS[task, init][:, 2].mean():.4f}"})
 show_table(rows, list(rows[0]))
 starts = {init: np.concatenate([STARTS[task, init] for task in HEAD_OF]) for init in
           ("default", "u09")}
 print(f"first-step entropy ratio, all {len(starts['u09'])} heads: U(0.9, 1) "
       f"{starts['u09'][:, 2].mean():.4f}, default {starts['default'][:, 2].mean():.4f}")
+against = lambda test: f"Against the poster: {in_words(test)}."  # each part in its own words
+t = all_of({"first attention near uniform (entropy ratio > 0.9)": versus(starts["u09"][:, 2],
+                                                                        0.9, ">"),
+            "output of the mean's size (within 10x)": within(np.log10(starts["u09"][:, 0]),
+                                                             -1.0, 1.0)})
 lesson.claim("U(0.9, 1) makes the starting point close to taking a mean of the tokens",
              "poster, Approach: 'makes the starting point of optimization close to taking a mean "
-             "of the sentence's all tokens' encodes' (no number)", test=all_of({
-                 "first attention near uniform (entropy ratio > 0.9)": versus(
-                     starts["u09"][:, 2], 0.9, ">"), "output of the mean's size (within 10x)":
-                 within(np.log10(starts["u09"][:, 0]), -1.0, 1.0)}), fallback=FALLBACK,
-             reproduced="U(0.9, 1) starts the head close to a mean: near-uniform attention "
-             "and an output of the mean's size.")
+             "of the sentence's all tokens' encodes' (no number)", test=t, fallback=FALLBACK,
+             reproduced="U(0.9, 1) starts the head near a mean: near-uniform attention and an "
+             "output of the mean's size.", contradicted=against(t))
 
 # %% [markdown]
-# With U(0.9, 1) the classifier receives a vector along $\pm\mathbf{1}$ (middle column),
+# With U(0.9, 1) the classifier receives a vector along $\pm\mathbf{1}$ (the cosine column),
 # orders of magnitude longer than the mean it starts from: every sentence looks alike to it,
 # and what tells them apart is buried under one huge shared component. The poster does not say
 # what sat between its heads and its classifier. A LayerNorm there would remove the length and
@@ -584,16 +587,14 @@ lesson.claim("U(0.9, 1) makes the starting point close to taking a mean of the t
 # ## 6. Over a frozen encoder: every rung, trained until it stops improving
 #
 # Each row trains only what sits on top of the frozen MiniLM's standardised last-layer states:
-# the read-out and a classifier. On paraphrase every read-out reads all 384 features, as the
-# probe does (these runs are also stage 1 of section 7). On sentiment and similarity a trained
-# linear map $P$ from 384 to 64 features comes first, the same for every row, so that two
-# self-attention or three cross-attention layers stay cheap on a CPU. The heads are the
-# poster's configurations (its Table 2): two self-attention layers read by `[CLS]` for
+# the read-out and a classifier. On paraphrase every read-out reads all 384 features (these
+# runs are also stage 1 of section 7); on sentiment and similarity a trained linear map from
+# 384 to 64 features comes first, the same for every row, so that the heads stay cheap on a
+# CPU. The heads are the poster's (its Table 2): two self-attention layers read by `[CLS]` for
 # sentiment, one cross-attention layer for paraphrase, three for similarity, the last two also
-# with U(0.9, 1). AdamW at the poster's frozen-encoder rate, $10^{-3}$, batches of 32 from
-# `course.train.length_batches` (sorted by length with random tie-breaks, cut, shuffled: every
-# example once per epoch, little padding). Validation is checked twice per epoch; a run stops
-# when three checks in a row bring no better score, and keeps its best weights (`KeepBest`).
+# with U(0.9, 1). AdamW at the poster's frozen-encoder rate, $10^{-3}$, batches of 32 of
+# similar length (`course.train.length_batches`). Validation is checked twice per epoch; a run
+# stops when three checks in a row bring no better score, and keeps its best weights.
 # Whether the runs had stopped rising is judged on their validation curves (the slope of the
 # last four checks), inside the rule: a comparison of runs still rising is *not tested*.
 
@@ -649,14 +650,15 @@ def versus_mean(task, arm, expect):
                 expect, gates=[curves(task, arm, "mean pooling")])
 
 
+t = all_of({f"{task}: heads {'below' if e == '<' else 'above'} mean pooling": versus_mean(
+    task, "heads", e) for task, e in (("sentiment", "<"), ("paraphrase", ">"),
+                                      ("similarity", "<"))})
 lesson.claim("over a frozen encoder, task-specific heads lose to mean pooling on sentiment and STS "
              "and gain on paraphrase", "Table 3, pretrain rows (dev): sentiment 0.253 vs 0.460, "
-             "paraphrase 0.469 vs 0.386, STS 0.251 vs 0.643", test=all_of({
-                 f"{task}: heads {'below' if e == '<' else 'above'} mean pooling": versus_mean(
-                     task, "heads", e) for task, e in (("sentiment", "<"), ("paraphrase", ">"),
-                                                       ("similarity", "<"))}),
-             why="MiniLM was trained for mean pooling; 2 sentiment classes; Bible verse pairs; "
-             "the sentiment and similarity read-outs read 64 features", fallback=FALLBACK)
+             "paraphrase 0.469 vs 0.386, STS 0.251 vs 0.643", test=t, fallback=FALLBACK,
+             reproduced="Over the frozen encoder the poster's pattern holds.", contradicted=against(
+                 t), why="MiniLM was trained for mean pooling; 2 sentiment classes; Bible verse "
+             "pairs; the sentiment and similarity read-outs read 64 features")
 shifted = lambda d: [[x + d for x in run] for run in per_seed(frozen, "paraphrase",
                                                                "heads, U(0.9, 1)", "items")]
 default, gate = per_seed(frozen, "paraphrase", "heads", "items"), [
@@ -668,10 +670,13 @@ u09_parts = {"paraphrase: not more than 0.04 below the default": paired(shifted(
 u09_parts["similarity: below the default"] = compare(
     per_seed(frozen, "similarity", "heads, U(0.9, 1)"), per_seed(frozen, "similarity", "heads"),
     "<", gates=[curves("similarity", "heads", "heads, U(0.9, 1)")])
+t = all_of(u09_parts)
 lesson.claim("U(0.9, 1) initialisation: about as good as the default on paraphrase, much worse on "
              "STS", "Table 3, frozen (dev): paraphrase 0.429 vs 0.469, STS 0.148 vs 0.251",
-             test=all_of(u09_parts), fallback=FALLBACK, why="frozen encoder only; 'about as "
-             "good' = within the poster's own gap (0.04): two one-sided paired tests")
+             test=t, fallback=FALLBACK, reproduced="As in the poster: within 0.04 of the default "
+             "init on paraphrase, worse on similarity.", contradicted=against(t), why="frozen "
+             "encoder only; 'about as good' = within the poster's own gap (0.04): two one-sided "
+             "paired tests")
 
 # %% [markdown]
 # ## 7. Fine-tuned: the encoder trains with its read-out
@@ -795,19 +800,24 @@ head_gate = Gate(any(rose["heads"]), "over-fitting", f"the head's selection accu
 ft_gates = lambda *arms: [converged([r["curve"] for arm in arms for r in runs_of(arm)]),
                           head_gate]
 ft_items = {arm: per_seed(tuned, "paraphrase", arm, "items") for arm in FT_ARMS}
+t = paired(ft_items["heads"], ft_items["mean pooling"], ">", gates=ft_gates("heads",
+                                                                           "mean pooling"))
 lesson.claim("fine-tuned, one cross-attention layer read at [CLS] improves paraphrase accuracy "
              "over mean pooling", "Table 3 (and abstract): 0.551 -> 0.842 (test, BERT-base "
-             "fine-tuned, Quora)", test=paired(ft_items["heads"], ft_items["mean pooling"], ">",
-                                               gates=ft_gates("heads", "mean pooling")),
-             why=f"MiniLM's mean pooling is its designed output (the poster's was below Quora's "
-             f"majority class); {len(para_train)} Bible verse pairs, not 17,688 Quora pairs; "
-             f"the top {TOP} of {LAST} layers fine-tuned", fallback=FALLBACK)
+             "fine-tuned, Quora)", test=t, fallback=FALLBACK, reproduced="Fine-tuned, the "
+             "poster's head beats mean pooling.", contradicted="Fine-tuned, mean pooling beats "
+             "the poster's head on these verse pairs.", why=f"MiniLM's mean pooling is its "
+             f"designed output (the poster's was below Quora's majority class); "
+             f"{len(para_train)} Bible verse pairs, not 17,688 Quora pairs; the top {TOP} of "
+             f"{LAST} layers fine-tuned")
 if CROSS_SEEDS:  # the control, where it runs (paper scale, smoke)
+    t = paired(ft_items["cross-encoder"], ft_items["heads"], ">",
+               gates=ft_gates("cross-encoder", "heads"))
     lesson.claim("a cross-encoder beats the poster's head, which lets the sentences meet once",
                  "'Cross-encoders ... often perform better' than encoding the two apart "
-                 "(Humeau et al. 2020, Poly-encoders, abstract)", test=paired(
-                     ft_items["cross-encoder"], ft_items["heads"], ">",
-                     gates=ft_gates("cross-encoder", "heads")), fallback=FALLBACK)
+                 "(Humeau et al. 2020, Poly-encoders, abstract)", test=t, fallback=FALLBACK,
+                 reproduced="Meeting in every fine-tuned layer beats meeting once on top.",
+                 contradicted="The poster's head beats the cross-encoder here.")
 
 # %%
 fig, ax = plt.subplots(figsize=(11, 4.4))
@@ -917,14 +927,14 @@ show_table([{"setting": s, "counted overhead": f"{100 * c:.1f} %", "measured ste
            ["setting", "counted overhead", "measured step ratio", "poster"])
 print(f"BERT-base (the poster's encoder, 144 D² per token): counted frozen "
       f"{100 * 3 * h / 144:.1f} %, fine-tuned {100 * h / 144:.1f} %")
+t = all_of({"frozen: within 7-16 %": within(ratios["frozen"], 1.07, 1.16),
+            "fine-tuned: within 7-16 %": within(ratios["fine-tuned"], 1.07, 1.16),
+            "frozen above fine-tuned": compare(ratios["frozen"], ratios["fine-tuned"])})
 lesson.claim("task-specific heads add 7-16 % to the training time, more over a frozen encoder",
              "Discussion: 'training times increase between 7% and 16%'; Table 3: 1.159 and 1.131 "
-             "(frozen) vs 1.096 and 1.075 (fine-tuned)", test=all_of({
-                 "frozen: within 7-16 %": within(ratios["frozen"], 1.07, 1.16),
-                 "fine-tuned: within 7-16 %": within(ratios["fine-tuned"], 1.07, 1.16),
-                 "frozen above fine-tuned": compare(ratios["frozen"], ratios["fine-tuned"])}),
-             why="per training step, MiniLM (6 layers of 384) not BERT-base (12 of 768): the "
-             "head's share differs")
+             "(frozen) vs 1.096 and 1.075 (fine-tuned)", test=t, reproduced="As in the poster.",
+             contradicted=against(t), why="per training step, MiniLM (6 layers of 384) not "
+             "BERT-base (12 of 768): the head's share differs")
 
 # %% [markdown]
 # ## 9. What does a head read — and does it matter?
@@ -999,13 +1009,14 @@ show_table([{"model fed the deletions": model if model != "weight" else
             for model in ("heads", "mean pooling", "weight")],
            ["model fed the deletions", *(f"{rule} token" for rule in RULES)])
 moved = lambda rule: [e["mean pooling", rule] for e in effects.values()]
+t = all_of({f"more than B's {rule} token": paired(moved("top"), moved(rule), ">")
+            for rule in RULES[1:]})
 lesson.claim("the head weighs the tokens that matter: removing its top token moves a model that "
              "never saw the head more than head-free choices", "poster, Approach: the head "
              "'collects information from each token's output in a smarter way' (no number)",
-             test=all_of({f"more than B's {rule} token": paired(moved("top"), moved(rule), ">")
-                          for rule in RULES[1:]}), fallback=FALLBACK,
-             why="our check of the poster's words on MiniLM's fine-tuned top layer: mean "
-             "pooling's |Δp|, paired over the test pairs and the seeds")
+             test=t, fallback=FALLBACK, reproduced="The head's top token matters beyond the "
+             "head.", contradicted=against(t), why="our check of the poster's words: mean "
+             "pooling's |Δp| on MiniLM's fine-tuned top layer, paired over test pairs and seeds")
 
 
 # %%
