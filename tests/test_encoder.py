@@ -1,6 +1,7 @@
-"""The pure-torch BERT encoder (minattn.encoder): loading, padding, pooling, the token-state
-cache; parity with `transformers` when it happens to be installed, and always with reference
-outputs it computed once (tests/fixtures/encoder_reference.npz); the real MiniLM when fetched.
+"""The pure-torch BERT encoder (minattn/encoder.py) and the course's copy of it
+(minattn/course/encoder.py): loading, padding, pooling, the token-state cache; parity with
+`transformers` when it happens to be installed, and always with reference outputs it computed
+once (tests/fixtures/encoder_reference.npz); the real MiniLM when fetched.
 
 A tiny random BERT (2 layers, D = 16) with a tiny WordPiece tokenizer is written to a temporary
 folder in the same format as data/minilm/, so the loading path is tested without the real files.
@@ -15,18 +16,9 @@ import pytest
 import torch
 
 from minattn.course import data
-from minattn.encoder import (
-    BertConfig,
-    MiniLMEncoder,
-    TopLayers,
-    bert_name,
-    embed,
-    encode_batch,
-    hidden_states,
-    load_minilm,
-    mean_pool,
-    token_states,
-)
+from minattn.course.encoder import hidden_states, load_minilm, token_states
+from minattn.encoder import BertConfig, MiniLMEncoder, TopLayers, bert_name, embed, encode_batch
+from minattn.task_heads import mean_pool_torch as mean_pool
 
 TINY = dict(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
             intermediate_size=32, max_position_embeddings=32, type_vocab_size=2,
@@ -128,22 +120,24 @@ def test_bad_inputs(tiny):
 
 
 # ============================================================================ padding and pooling
-@pytest.mark.exercise("7.1")  # uses encoder.mean_pool, a lesson 07 exercise
+@pytest.mark.exercise("7.1")  # the sentence embedding is lesson 07's mean_pool_torch
 def test_mean_pool_ignores_what_is_in_padding():
     gen = torch.Generator().manual_seed(0)
     states = torch.randn(3, 6, 4, generator=gen, dtype=torch.float64)
-    mask = torch.tensor([[1, 1, 1, 0, 0, 0], [1] * 6, [0] * 6], dtype=torch.bool)
+    mask = torch.tensor([[1, 1, 1, 0, 0, 0], [1] * 6, [1] + [0] * 5], dtype=torch.bool)
     pooled = mean_pool(states, mask)
     assert torch.allclose(pooled[0], states[0, :3].mean(0), atol=1e-12)
     assert torch.allclose(pooled[1], states[1].mean(0), atol=1e-12)
-    assert torch.equal(pooled[2], torch.zeros(4, dtype=torch.float64))  # no tokens: zeros
+    assert torch.equal(pooled[2], states[2, 0])  # one token: itself
     noisy = states.masked_fill(~mask[..., None], 1e6)
     assert torch.allclose(mean_pool(noisy, mask), pooled, atol=1e-12)
-    with pytest.raises(ValueError, match="mean_pool"):
+    with pytest.raises(ValueError, match="mask"):
         mean_pool(states, mask[:, :4])
+    with pytest.raises(ValueError, match="first token"):  # a sentence of no token: refused
+        mean_pool(states, torch.zeros_like(mask))
 
 
-@pytest.mark.exercise("7.1")  # uses encoder.mean_pool, a lesson 07 exercise
+@pytest.mark.exercise("7.1")  # embed reads lesson 07's mean_pool_torch
 def test_same_sentence_vector_with_and_without_padding(tiny):
     encoder, tok = tiny
     alone = embed(encoder, tok, ["the cat sat"], normalize=False)
@@ -317,7 +311,7 @@ def test_matches_committed_transformers_reference():
 
 
 # ============================================================================ the real encoder
-@pytest.mark.exercise("7.1")  # uses encoder.mean_pool, a lesson 07 exercise
+@pytest.mark.exercise("7.1")  # embed reads lesson 07's mean_pool_torch
 @pytest.mark.realdata
 @pytest.mark.skipif(not data.available("minilm"), reason="python data_scripts/minilm.py")
 def test_related_sentences_are_closer():
@@ -333,7 +327,7 @@ def test_related_sentences_are_closer():
         assert sim[a, b] > sim[a, others].max() + 0.2 and sim[a, b] > sim[b, others].max() + 0.2
 
 
-@pytest.mark.exercise("7.1")  # uses encoder.mean_pool, a lesson 07 exercise
+@pytest.mark.exercise("7.1")  # embed reads lesson 07's mean_pool_torch
 @pytest.mark.cuda
 def test_runs_on_the_device_of_its_inputs(tiny_dir):
     cpu_encoder, tok = load_minilm(data_dir=tiny_dir)
@@ -344,7 +338,7 @@ def test_runs_on_the_device_of_its_inputs(tiny_dir):
     assert torch.allclose(on_gpu.cpu(), embed(cpu_encoder, tok, texts), atol=1e-4)
 
 
-@pytest.mark.exercise("7.1")  # uses encoder.mean_pool, a lesson 07 exercise
+@pytest.mark.exercise("7.1")  # embed reads lesson 07's mean_pool_torch
 def test_embed_batches_by_length_but_keeps_input_order(tiny):
     encoder, tok = tiny
     texts = ["a big red dog ran far away on the log .", "the cat", "the dog sat on the mat"]

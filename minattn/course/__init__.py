@@ -13,6 +13,9 @@
     pages      the executed notebooks tidied, their HTML (formulas typeset offline), the
                index, and a check of the pages in headless Chromium
     gpu_tier   `make test-gpu`
+    encoder    the course's MiniLM (`load_minilm`) and the cache of its token states
+    task_heads lesson 07: Bible verse pairs mined against words, lexical lines, baselines,
+               training until the validation curve stops rising, the deletion analysis
 
 The classroom (student copies, the check, grading, the audit) is minattn/course/classroom/: no
 lesson imports it.

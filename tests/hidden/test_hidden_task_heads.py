@@ -6,6 +6,7 @@ import torch
 from test_task_heads import offset_states
 
 from minattn import task_heads as th
+from minattn.course import task_heads as ct
 
 
 def padded(rng, lengths, d=8):
@@ -61,7 +62,7 @@ def first_step_entropy(states, mask, init, normalize, seed=0):
     head = th.AttentionPool(states.shape[-1], 4, 1, init=init, normalize=normalize)
     with torch.no_grad():
         _, w = head(states, mask, need_weights=True)
-    return th.attention_entropy_ratio(w, mask).mean().item()
+    return ct.attention_entropy_ratio(w, mask).mean().item()
 
 
 def entropy_choice(ratio: float) -> str:
@@ -74,7 +75,8 @@ def real_or_synthetic_states():
 
     if not data.available("minilm"):
         return offset_states()
-    from minattn.encoder import encode_batch, load_minilm
+    from minattn.course.encoder import load_minilm
+    from minattn.encoder import encode_batch
 
     encoder, tok = load_minilm()
     ids, mask = encode_batch(tok, ["A gripping, beautifully acted film.",

@@ -1,25 +1,27 @@
-"""A pretrained sentence encoder in pure torch: BERT (all-MiniLM-L6-v2) on lesson 01's attention.
+"""A pretrained sentence encoder in plain torch: BERT (all-MiniLM-L6-v2) on lesson 01's attention.
 
-BERT is a stack of identical post-norm layers over summed embeddings:
+BERT (Devlin et al., "BERT: Pre-training of Deep Bidirectional Transformers for Language
+Understanding", NAACL 2019) is a stack of identical post-norm layers over summed embeddings:
 
     h⁰ = LN(E_word[ids] + E_pos[0..L) + E_type[types])                     (B, L, D)
     a  = LN(hˡ + MHA(hˡ, mask))                          MHA = minattn's MultiHeadAttention
     hˡ⁺¹ = LN(a + W₂ GELU(W₁ a + b₁) + b₂)                FFN: D -> 4D -> D
 
 all-MiniLM-L6-v2 has 6 layers, D = 384, 12 heads of 32, FFN 1536; sentence-transformers
-trained it so that the *mean of the token states over real tokens* is a sentence embedding.
-Padding must not leak into that mean or into attention: the key mask comes from
-`minattn.attention.padding_mask_torch` and `mean_pool` divides by the number of real tokens.
+trained it so that the *mean of the token states over real tokens* is a sentence embedding
+(`embed`). Padding must not leak into that mean or into attention: the key mask comes from
+`minattn.attention.padding_mask_torch`, and the mean (lesson 07's `mean_pool_torch`) selects
+the real tokens.
 
 A pair of sentences goes in as one sequence, "[CLS] A [SEP] B [SEP]", with token type 0 on
 A's part and 1 on B's (a *cross-encoder*: every layer lets A's tokens attend to B's).
 
-The weights load from `model.safetensors` (fetched by `python data_scripts/minilm.py`), the
-tokenizer from `tokenizer.json` with the `tokenizers` package; no `transformers` needed.
-Tokenising, batching and the token-state cache are in `tokens.py`: `token_states` caches a
-dataset's token states under data/cache/ so that heads trained on the
-frozen encoder do not run it every epoch; `hidden_states` caches any layer's, so that
-fine-tuning only the top layers (`TopLayers`) never runs the frozen bottom ones again.
+Read top down: the configuration, one layer, the encoder, its top layers as a trainable copy
+(`TopLayers`, for fine-tuning the top of a frozen encoder), loading a Hugging Face checkpoint
+from a folder (`load_bert`: config.json, model.safetensors, tokenizer.json, read with the
+`tokenizers` package; no `transformers` needed), tokenising and batching, sentence embeddings.
+Where the course keeps the files, and the cache of token states a lesson trains on, are the
+course's business (`minattn.course.encoder`: `load_minilm`, `token_states`, `hidden_states`).
 """
 
 from __future__ import annotations
@@ -29,21 +31,24 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..attention import MultiHeadAttention, padding_mask_torch
-from ..checks import (
-    check_array,
-    check_ids,
-    check_same_device,
+from .attention import MultiHeadAttention, padding_mask_torch
+from .checks import (
+    batches_inputs,
     check_size,
-    describe,
+    checked,
+    embed_inputs,
+    encoder_inputs,
     fail,
     shape_str,
+    texts_inputs,
+    top_layers_inputs,
 )
-from ..course import data
+from .task_heads import mean_pool_torch
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,19 @@ class EncoderLayer(nn.Module):
         return x, weights
 
 
+def run_layers(layers, x: torch.Tensor, keys_mask: torch.Tensor, states: list | None = None,
+               need_weights: bool = False) -> list:
+    """Run encoder `layers` in turn on x (B, L, D) with keys_mask (B, 1, 1, L); each layer's
+    output is appended to `states` (when given). Returns the per-layer attention weights."""
+    weights = []
+    for layer in layers:
+        x, w = layer(x, keys_mask, need_weights)
+        if states is not None:
+            states.append(x)
+        weights.append(w)
+    return weights
+
+
 class MiniLMEncoder(nn.Module):
     """A BERT encoder (MiniLM-sized by default) built on `minattn.attention.MultiHeadAttention`.
 
@@ -111,35 +129,7 @@ class MiniLMEncoder(nn.Module):
         self.embedding_norm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
         self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
 
-    def check_inputs(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-        """Validate ids and mask; returns the lengths (B,) of the right-padded rows.
-
-        attention_mask: bool, or integers 0/1 as Hugging Face tokenizers give it."""
-        check_array("input_ids", input_ids, "int", like=torch.Tensor, hint="(B, L) int64")
-        if input_ids.ndim != 2 or input_ids.dtype != torch.long:
-            fail("input_ids have the wrong shape or dtype", "(B, L) int64",
-                 f"{shape_str(input_ids.shape)} {input_ids.dtype}")
-        check_array("attention_mask", attention_mask, None, like=torch.Tensor)
-        if attention_mask.shape != input_ids.shape:
-            fail("attention_mask does not match input_ids", shape_str(input_ids.shape),
-                 shape_str(attention_mask.shape))
-        check_same_device(input_ids=input_ids, attention_mask=attention_mask,
-                          weights=self.word_embeddings.weight)
-        if attention_mask.is_floating_point() or attention_mask.dtype != torch.bool and \
-                bool(((attention_mask != 0) & (attention_mask != 1)).any()):
-            fail("attention_mask", "bool, or integers 0/1 (1 = real token)",
-                 describe(attention_mask))
-        check_ids("input_ids", input_ids, self.config.vocab_size)
-        if input_ids.shape[1] > self.config.max_position_embeddings:
-            fail("sequence too long", f"L <= {self.config.max_position_embeddings}",
-                 f"L = {input_ids.shape[1]}")
-        mask = attention_mask.bool()
-        lengths = mask.sum(dim=1)
-        if not torch.equal(mask, padding_mask_torch(lengths, mask.shape[1])[:, 0, 0]):
-            fail("attention_mask is not right-padded", "each row 1…1 0…0 (real tokens first)",
-                 "a row with a 0 before a 1")
-        return lengths
-
+    @checked(encoder_inputs)
     def run(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
             need_weights: bool = False, token_type_ids: torch.Tensor | None = None,
             last_layer: int | None = None
@@ -149,19 +139,14 @@ class MiniLMEncoder(nn.Module):
         token_type_ids (B, L): 0 on the first sentence, 1 on the second of a pair (default 0).
         last_layer: stop after this layer (the lists are then shorter); default N.
         """
-        lengths = self.check_inputs(input_ids, attention_mask)
-        if token_type_ids is None:
-            token_type_ids = torch.zeros_like(input_ids)
-        elif token_type_ids.shape != input_ids.shape:
-            fail("token_type_ids do not match input_ids", shape_str(input_ids.shape),
-                 shape_str(token_type_ids.shape))
         L = input_ids.shape[1]
         positions = torch.arange(L, device=input_ids.device)
         x = (self.word_embeddings(input_ids) + self.position_embeddings(positions)[None]
-             + self.token_type_embeddings(token_type_ids))
+             + self.token_type_embeddings(token_type_ids))  # (B, L, D)
         states = [self.embedding_norm(x)]
-        weights = run_layers(self.layers[:last_layer], states[-1], padding_mask_torch(lengths, L),
-                             states, need_weights)
+        keys_mask = padding_mask_torch(attention_mask.sum(dim=1), L)  # (B, 1, 1, L)
+        weights = run_layers(self.layers[:last_layer], states[-1], keys_mask, states,
+                             need_weights)
         return states, weights
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
@@ -207,24 +192,11 @@ def bert_name(ours: str) -> str:
     return f"encoder.layer.{i}.{per_layer[sub]}.{param[-1]}"
 
 
-def run_layers(layers, x: torch.Tensor, keys_mask: torch.Tensor, states: list | None = None,
-               need_weights: bool = False) -> list:
-    """Run encoder `layers` in turn on x (B, L, D) with keys_mask (B, 1, 1, L); each layer's
-    output is appended to `states` (when given). Returns the per-layer attention weights."""
-    weights = []
-    for layer in layers:
-        x, w = layer(x, keys_mask, need_weights)
-        if states is not None:
-            states.append(x)
-        weights.append(w)
-    return weights
-
-
 class TopLayers(nn.Module):
     """Trainable copies of an encoder's last `n` layers, run on hidden states of layer N − n.
 
     Fine-tuning only the top of a frozen encoder: the bottom layers' output is computed once
-    (`hidden_states`) and these layers start from the pretrained weights.
+    (`minattn.course.encoder.hidden_states`) and these layers start from the pretrained weights.
     forward(states (B, L, D) of layer N − n, mask (B, L) bool right-padded) -> (B, L, D).
     """
 
@@ -238,32 +210,74 @@ class TopLayers(nn.Module):
         for p in self.parameters():
             p.requires_grad_(True)
 
+    @checked(top_layers_inputs)
     def forward(self, states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        if states.ndim != 3 or mask.shape != states.shape[:2]:
-            fail("TopLayers inputs do not fit", "states (B, L, D) and mask (B, L)",
-                 f"states {shape_str(states.shape)}, mask {shape_str(mask.shape)}")
         out = [states]
         run_layers(self.layers, states, padding_mask_torch(mask.sum(dim=1), mask.shape[1]), out)
         return out[-1]
 
 
 # ============================================================================ loading
-def load_minilm(device: str | torch.device = "cpu", data_dir: str | Path | None = None,
-                max_len: int = 256):
-    """(encoder in eval mode on `device`, tokenizer) from data/minilm/ (see data_scripts).
+def load_bert(folder: str | Path, device: str | torch.device = "cpu", max_len: int = 256):
+    """(encoder in eval mode on `device`, tokenizer) from a folder holding a Hugging Face BERT
+    checkpoint: config.json, model.safetensors and tokenizer.json.
 
-    The shipped tokenizer.json pads every input to a fixed 128 tokens and truncates at 128;
-    we pad to the longest sentence of each batch instead and truncate at `max_len` (256, the
-    length sentence-transformers uses for this model).
+    all-MiniLM-L6-v2's tokenizer.json pads every input to a fixed 128 tokens and truncates at
+    128; we pad to the longest sentence of each batch instead and truncate at `max_len` (256,
+    the length sentence-transformers uses for this model).
     """
     from safetensors.torch import load_file
     from tokenizers import Tokenizer
 
     max_len = check_size("max_len", max_len, 1)
-    folder = data.dataset_dir("minilm", data_dir)
+    folder = Path(folder)
     encoder = MiniLMEncoder(BertConfig.from_json(folder / "config.json"))
     encoder.load_bert_state_dict(load_file(str(folder / "model.safetensors")))
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]"), pad_token="[PAD]")
     tokenizer.enable_truncation(max_length=max_len)
     return encoder.to(device).eval(), tokenizer
+
+
+# ============================================================================ tokens
+@checked(texts_inputs)
+def encode_batch(tokenizer, texts: list, device=None, with_types: bool = False):
+    """Tokenize `texts` (sentences, or (a, b) pairs) -> input_ids (B, L) int64 and
+    attention_mask (B, L) bool, and token_type_ids (B, L) int64 when `with_types`."""
+    encodings = tokenizer.encode_batch(list(texts))
+    ids = torch.tensor([e.ids for e in encodings], dtype=torch.long, device=device)
+    mask = torch.tensor([e.attention_mask for e in encodings], dtype=torch.bool, device=device)
+    if with_types:
+        types = torch.tensor([e.type_ids for e in encodings], dtype=torch.long, device=device)
+        return ids, mask, types
+    return ids, mask
+
+
+@checked(batches_inputs)
+def length_sorted_batches(tokenizer, texts: list, batch_size: int) -> list[np.ndarray]:
+    """Indices of `texts` in batches of similar token count, shortest first.
+
+    A batch is padded to its longest text, so grouping texts of similar length wastes
+    little compute on padding (on the sentiment sentences: 2× fewer token positions).
+    """
+    n_tokens = [sum(e.attention_mask) for e in tokenizer.encode_batch(list(texts))]
+    order = np.argsort(n_tokens, kind="stable")
+    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+@torch.no_grad()
+@checked(embed_inputs)
+def embed(encoder: MiniLMEncoder, tokenizer, texts: list[str], batch_size: int = 64,
+          normalize: bool = True, progress: bool = False) -> torch.Tensor:
+    """Sentence embeddings (N, D): masked mean of the last layer, L2-normalised by default
+    (as sentence-transformers does for all-MiniLM-L6-v2, so a dot product is a cosine)."""
+    device = next(encoder.parameters()).device
+    pooled = torch.empty(len(texts), encoder.config.hidden_size, device=device)
+    batches = length_sorted_batches(tokenizer, texts, batch_size)
+    if progress:
+        from tqdm import tqdm
+        batches = tqdm(batches, desc="embed")
+    for batch in batches:
+        ids, mask = encode_batch(tokenizer, [texts[i] for i in batch], device)
+        pooled[torch.as_tensor(batch, device=device)] = mean_pool_torch(encoder(ids, mask), mask)
+    return F.normalize(pooled, dim=-1) if normalize else pooled

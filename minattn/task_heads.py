@@ -1,59 +1,227 @@
-"""The trainable heads of lesson 07 and the models built on them.
+"""Task-specific attention heads over a frozen encoder's token states (Jia, "Task-specific
+attention", Stanford CS224N poster, 2024), lesson 07 — NumPy, then PyTorch, then the modules.
 
-    AttentionPool, CrossAttentionPool   the attention heads (twins of `attention_pool_np` and
-                                        `cross_attention_pool_np` in `reference.py`)
-    u09_init_, attention_layers         the poster's U(0.9, 1) initialisation, the heads' layers
-    attention_entropy_ratio, ...        how far from uniform a head's first attention is
-    Standardize                         fixed per-feature (h − μ) / σ of token states
-    SentenceClassifier, PairModel       token states -> a class / a paraphrase or similarity score
+A pretrained encoder (lesson 07 uses MiniLM, `minattn.encoder`) turns a sentence into token
+states H = (h_0 = [CLS], h_1, ..., h_{n-1}), shape (B, L, D), right-padded (mask (B, L), True on
+real tokens, the first token always real). A task needs one vector per sentence:
+
+    first token   z = h_0
+    mean pooling  z = Σ_i m_i h_i / Σ_i m_i                       (padding excluded)
+    attention     z = W_o Σ_i a_i W_v h_i + b,  a = softmax_i(q · k_i / √d_h)   per head,
+                  the query from the first token (q = W_q LN(h_0)) or learned (q = W_q w)
+
+The attention head is lesson 01's `MultiHeadAttention`, trained for the task over a frozen
+encoder (or with its top layers: `encoder.TopLayers`, passed as `encoder=` to the models). Its
+queries and keys read standardised states, LN(h) = (h − mean(h)) / std(h) over the features
+(no affine), its values the raw states. So with uniform weights a_i = 1/n the single-sentence
+head is exactly a linear map of mean pooling, z = W_o W_v mean(H) + b. The pair head read at
+A's [CLS] (the poster's) is not: with uniform weights it gives a_0 + W_o W_v mean(B) + b,
+A's first token and a linear map of the mean of B — never the mean of A's tokens.
+
+    attention_pool        single sentences: 1-2 self-attention layers (residual, pre-norm),
+                          then the first token's query (or a learned one) reads all tokens
+    cross_attention_pool  pairs: A's tokens attend to B's (residual, one or more layers),
+                          then the mean over A's tokens, or A's first token alone
+    pearson_loss          −corr(pred, target) over a batch, for similarity regression
+    pair_features_torch   [u, v, |u − v|, u ⊙ v], what a pair classifier reads
+
+U(0.9, 1) initialisation (`init="u09"`): every weight of the q/k/v/out projections drawn from
+U(0.9, 1). Such a matrix is 0.95·11ᵀ plus U(−0.05, 0.05) noise — for D = 384 the noise is as
+large as PyTorch's default init (±1/√D = ±0.051). The rank-one part maps a token h to
+0.95·(Σ_j h_j)·1: it sees only the sum of the token's features. After LN that sum is 0, so the
+rank-one part drops out of q and k and the scores are no larger than with the default init:
+the first step's attention is close to uniform, as with the default init. The values and the
+output projection read raw states and keep the rank-one part, so the head's output starts
+along ±1 and far longer than a mean-pooled vector (more so with every layer). Feed raw states
+to q and k (their feature sums differ from token to token) and the same init gives scores of
+size 0.9·√d_h·s_q·s_k: attention collapses onto the token with the most extreme sum. See
+`attention_pool_np(..., normalize=False)` and lesson 07's exercise 7.3.
+
+Input checks: `minattn.checks`, section "task_heads". The fast single-query read-out:
+`minattn.fast.task_heads`. Data, baselines and training: `minattn.course.task_heads`.
 """
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import torch
 from torch import nn
 
-from ..attention import MultiHeadAttention, padding_mask_torch
-from ..checks import check_array, check_finite, check_same_device, check_size, describe, fail, hide
-from .baselines import pair_features
-from .reference import (
-    check_module_input,
-    check_pair,
+from .attention import MultiHeadAttention, multi_head_attention_np, padding_mask_torch
+from .checks import (
+    attention_pool_forward,
+    attention_pool_inputs,
     check_read,
-    check_token_states,
-    cls_pool_torch,
-    layer_norm_torch,
-    mean_pool_torch,
+    checked,
+    cross_attention_pool_forward,
+    cross_attention_pool_inputs,
+    fail,
+    head_layers,
+    layer_norm_inputs,
+    model_pair,
+    model_states,
+    pair_feature_inputs,
+    pearson_inputs,
+    pool_np,
+    pool_torch,
+    u09_inputs,
 )
+
+LN_EPS = 1e-5
+
+
+# ============================================================================ NumPy reference
+@checked(pool_np)
+def cls_pool_np(states: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """First-token pooling: (B, L, D), (B, L) -> (B, D), the state of [CLS]."""
+    return states[:, 0]
+
+
+@checked(pool_np)
+def mean_pool_np(states: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Masked mean pooling: (B, L, D), (B, L) bool -> (B, D), z_b = Σ_i m_bi h_bi / Σ_i m_bi.
+
+    Padding is selected away, not multiplied by 0: padded states may be garbage (even NaN)."""
+    # BEGIN EXERCISE 7.1 implement: masked mean over the real tokens (not the padding) (~10 min)
+    real = mask[..., None]  # (B, L, 1): True on real tokens
+    total = np.where(real, states, 0.0).sum(axis=1)  # (B, D): padding never enters the sum
+    return total / real.sum(axis=1).astype(states.dtype)  # float32 in, float32 out
+    # END EXERCISE
+
+
+@checked(layer_norm_inputs)
+def layer_norm_np(x: np.ndarray, eps: float = LN_EPS) -> np.ndarray:
+    """Standardise each token's features: (x − mean) / √(var + eps) over the last axis."""
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps)
+
+
+@checked(attention_pool_inputs)
+def attention_pool_np(states: np.ndarray, mask: np.ndarray, layers: list[dict], num_heads: int,
+                      normalize: bool = True, query: np.ndarray | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Self-attention pooling: layers[:-1] mix the tokens, the last one reads them all.
+
+        x ← x + MHA(LN(x), LN(x), x)      for each layer but the last      (B, L, D)
+        z = MHA(LN(x)_0, LN(x), x)        the first token's query only     (B, D)
+        z = MHA(w, LN(x), x)              or a learned query vector w (D,), the same for
+                                          every sentence (attention pooling)
+
+    layers: one `MultiHeadAttention.numpy_params()` dict per layer. Padding keys are masked.
+    normalize=False feeds raw states to queries and keys (to see what LN is for).
+    Returns z (B, D) and the read-out attention (B, H, L) over the tokens.
+    """
+    keys_mask = mask[:, None, None, :]  # (B, 1, 1, L)
+    norm = layer_norm_np if normalize else (lambda x: x)
+    x = states
+    for params in layers[:-1]:
+        n = norm(x)
+        x = x + multi_head_attention_np(n, n, x, params, num_heads, keys_mask)[0]
+    n = norm(x)
+    q = n[:, :1] if query is None else np.broadcast_to(query, (len(x), 1, x.shape[-1]))
+    z, weights = multi_head_attention_np(q, n, x, layers[-1], num_heads, keys_mask)
+    return z[:, 0], weights[:, :, 0]
+
+
+@checked(cross_attention_pool_inputs)
+def cross_attention_pool_np(a: np.ndarray, a_mask: np.ndarray, b: np.ndarray,
+                            b_mask: np.ndarray, layers: list[dict], num_heads: int,
+                            read: str = "mean") -> tuple[np.ndarray, np.ndarray]:
+    """Sentence A attends to sentence B, layer by layer, then A is read out.
+
+        x ← x + MHA(LN(x), LN(b), b)      x starts at a; queries from A, keys/values from B
+        z = mean over A's real tokens of x            read="mean"            (B, D)
+        z = x_0, A's first ([CLS]) token              read="first" (the poster's read-out)
+
+    With uniform attention one layer gives z = mean(A) + W_o W_v mean(B) + b_o + W_o b_v:
+    the mean of A plus a linear map of the mean of B (read="first": a_0 instead of mean(A)).
+    A's tokens never attend to each other here, so read="first" needs A's first token only.
+    Returns z (B, D) and the last layer's attention (B, H, La, Lb) (La = 1 when read="first").
+    """
+    if read == "first":
+        a, a_mask = a[:, :1], a_mask[:, :1]
+    # BEGIN EXERCISE 7.2 implement: the cross-attention head (A attends to B, pool A) (~20 min)
+    b_keys = layer_norm_np(b)
+    x, weights = a, None
+    for params in layers:
+        out, weights = multi_head_attention_np(layer_norm_np(x), b_keys, b, params, num_heads,
+                                               b_mask[:, None, None, :])
+        x = x + out
+    return mean_pool_np(x, a_mask), weights
+    # END EXERCISE
+
+
+@checked(pearson_inputs)
+def pearson_loss_np(pred: np.ndarray, target: np.ndarray, eps: float = 1e-12) -> float:
+    """Negative Pearson correlation: −Σ p̃ t̃ / √(Σ p̃² Σ t̃²), p̃ = pred − mean(pred), same for t.
+
+    It ignores the scale and offset of `pred`: only how well its ordering and spacing match
+    the target's counts. eps keeps a constant vector from dividing by zero.
+    """
+    p, t = pred - pred.mean(), target - target.mean()
+    return float(-(p * t).sum() / np.sqrt((p * p).sum() * (t * t).sum() + eps))
+
+
+# ============================================================================ PyTorch
+@checked(pool_torch)
+def cls_pool_torch(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Torch twin of `cls_pool_np`."""
+    return states[:, 0]
+
+
+@checked(pool_torch)
+def mean_pool_torch(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Torch twin of `mean_pool_np`."""
+    # BEGIN EXERCISE 7.1 implement: masked mean over the real tokens (not the padding) (~10 min)
+    real = mask.unsqueeze(-1)  # (B, L, 1)
+    total = torch.where(real, states, torch.zeros_like(states)).sum(dim=1)
+    return total / real.sum(dim=1).to(states.dtype)
+    # END EXERCISE
+
+
+@checked(layer_norm_inputs)
+def layer_norm_torch(x: torch.Tensor, eps: float = LN_EPS) -> torch.Tensor:
+    """Torch twin of `layer_norm_np` (= F.layer_norm without weight and bias)."""
+    mu = x.mean(dim=-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)
+    return (x - mu) / torch.sqrt(var + eps)
+
+
+@checked(pearson_inputs)
+def pearson_loss_torch(pred: torch.Tensor, target: torch.Tensor, eps: float = 1e-12
+                       ) -> torch.Tensor:
+    """Torch twin of `pearson_loss_np` (a differentiable scalar)."""
+    p, t = pred - pred.mean(), target - target.mean()
+    return -(p * t).sum() / torch.sqrt((p * p).sum() * (t * t).sum() + eps)
+
+
+@checked(pair_feature_inputs)
+def pair_features_torch(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Torch only (a NumPy twin would be one line): what a pair classifier reads,
+    [u, v, |u − v|, u ⊙ v], (B, D) x 2 -> (B, 4D) (Sentence-BERT's (u, v, |u − v|) plus the
+    element-wise product)."""
+    return torch.cat([u, v, (u - v).abs(), u * v], dim=-1)
 
 
 # ============================================================================ the heads
 @torch.no_grad()
+@checked(u09_inputs)
 def u09_init_(mha: MultiHeadAttention, generator: torch.Generator | None = None) -> None:
     """The poster's optional initialisation: every projection weight ~ U(0.9, 1), in place.
 
     Biases keep their default init. What it does to the first step's attention (after LN and
     on raw states) and to the head's output: see this module's docstring.
     """
-    if not isinstance(mha, MultiHeadAttention):
-        fail("mha", "a minattn MultiHeadAttention", describe(mha))
     for layer in (mha.q_proj, mha.k_proj, mha.v_proj, mha.out_proj):
         layer.weight.uniform_(0.9, 1.0, generator=generator)
 
 
+@checked(head_layers)
 def attention_layers(owner: str, d_model: int, num_heads: int, num_layers: int,
                      init: str) -> nn.ModuleList:
     """`num_layers` of lesson 01's MultiHeadAttention for a head, initialised "default"
     (PyTorch's) or "u09" (every projection weight ~ U(0.9, 1))."""
-    if isinstance(num_layers, (int, np.integer)) and not isinstance(num_layers, bool) \
-            and num_layers < 1:
-        fail(f"{owner} needs at least one layer", "num_layers >= 1", f"{num_layers}")
-    num_layers = check_size("num_layers", num_layers, 1)
-    if init not in ("default", "u09"):
-        fail("unknown init", "'default' or 'u09'", repr(init))
     layers = nn.ModuleList(MultiHeadAttention(d_model, num_heads) for _ in range(num_layers))
     if init == "u09":
         for layer in layers:
@@ -75,16 +243,14 @@ class AttentionPool(nn.Module):
                  init: str = "default", normalize: bool = True, query: str = "first"):
         super().__init__()
         if query not in ("first", "learned"):
-            fail("unknown query of AttentionPool", "'first' or 'learned'", repr(query))
+            fail("query: unknown query of AttentionPool", "'first' or 'learned'", repr(query))
         self.layers = attention_layers("AttentionPool", d_model, num_heads, num_layers, init)
         self.init, self.normalize = init, normalize
         # a learned query starts like a standardised token state: N(0, 1) features
         self.query = nn.Parameter(torch.randn(d_model)) if query == "learned" else None
 
+    @checked(attention_pool_forward)
     def forward(self, states: torch.Tensor, mask: torch.Tensor, need_weights: bool = False):
-        check_token_states(states, mask, like=torch.Tensor)
-        check_module_input("states", states, self)
-        states = hide(states, mask[..., None])  # padding may be garbage; LN would spread it
         keys_mask = padding_mask_torch(mask.sum(dim=1), mask.shape[1])  # (B, 1, 1, L)
         norm = layer_norm_torch if self.normalize else (lambda x: x)
         x = states
@@ -119,11 +285,9 @@ class CrossAttentionPool(nn.Module):
         self.layers = attention_layers("CrossAttentionPool", d_model, num_heads, num_layers, init)
         self.init, self.read = init, read
 
+    @checked(cross_attention_pool_forward)
     def forward(self, a: torch.Tensor, a_mask: torch.Tensor, b: torch.Tensor,
                 b_mask: torch.Tensor, need_weights: bool = False):
-        check_pair(a, a_mask, b, b_mask)
-        check_module_input("a", a, self)
-        a, b = hide(a, a_mask[..., None]), hide(b, b_mask[..., None])  # garbage in padding: gone
         if self.read == "first":  # A's tokens never attend to each other: only the first counts
             a, a_mask = a[:, :1], a_mask[:, :1]
         # BEGIN EXERCISE 7.2 implement: the cross-attention head (A attends to B, pool A) (~20 min)
@@ -141,45 +305,10 @@ class CrossAttentionPool(nn.Module):
         return [layer.numpy_params() for layer in self.layers]
 
 
-def attention_entropy_ratio(weights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Torch-only diagnostic: entropy of each read-out row / log(number of real tokens).
-
-    weights (B, H, L), mask (B, L) -> (B, H) in [0, 1]: 1 = uniform (mean pooling), 0 = one
-    token. Sentences of one token have no choice to make and count as 1.
-    """
-    check_array("weights", weights, "float", ndim=3, hint="(B, H, L)", like=torch.Tensor)
-    check_array("mask", mask, "bool", ndim=2, hint="(B, L)", like=torch.Tensor)
-    if mask.shape[0] != weights.shape[0] or mask.shape[1] != weights.shape[2]:
-        fail("mask", f"shape (B, L) = ({weights.shape[0]}, {weights.shape[2]})", describe(mask))
-    check_same_device(weights=weights, mask=mask)
-    real = mask[:, None, :]
-    check_finite("weights", weights, where=real)
-    if bool(((weights < 0) & real).any()):
-        fail("weights", "attention weights >= 0 (rows of a softmax)", "negative values")
-    weights = hide(weights, real)
-    plogp = torch.where(weights > 0, weights * torch.log(weights.clamp_min(1e-30)),
-                        torch.zeros_like(weights))
-    n = mask.sum(dim=1).to(weights.dtype)[:, None]  # (B, 1)
-    return torch.where(n > 1, -plogp.sum(dim=-1) / torch.log(n.clamp_min(2)), torch.ones_like(n))
-
-
-def mean_entropy_ratio(weights: torch.Tensor, mask: torch.Tensor) -> float:
-    """`attention_entropy_ratio` averaged over sentences and heads, as a Python float (on the
-    host, whatever device the weights are on)."""
-    return float(attention_entropy_ratio(weights, mask).mean().item())
-
-
-def uniform_scale_note(d_model: int) -> str:
-    """One line comparing U(0.9, 1)'s noise half-width with PyTorch's default init bound."""
-    d_model = check_size("d_model", d_model, 1)
-    return (f"U(0.9, 1) = 0.95 + U(-0.05, 0.05); PyTorch's default nn.Linear init for "
-            f"D = {d_model} is U(-{1 / math.sqrt(d_model):.3f}, {1 / math.sqrt(d_model):.3f})")
-
-
 # ============================================================================ the models
 class Standardize(nn.Module):
     """Fixed per-feature standardisation of token states, (h − μ) / σ, with μ and σ measured on
-    training tokens: the preprocessing `LinearProbe` gives its features, given to a trained
+    training tokens: the preprocessing a linear probe gives its features, given to a trained
     read-out. Without it, features whose scale is small (a pair's u ⊙ v of raw MiniLM states
     is ~10× smaller than u) move the output slowly under Adam, whose steps are the same size
     for every weight. μ, σ are buffers (saved and moved with the model, never trained).
@@ -190,11 +319,10 @@ class Standardize(nn.Module):
 
     def __init__(self, tokens: torch.Tensor, min_std: float = 1e-3):
         super().__init__()
-        check_array("tokens", tokens, "float", ndim=2, hint="(T, D) token states",
-                    like=torch.Tensor)
-        if len(tokens) < 2:
-            fail("Standardize needs token states to measure", "at least 2 tokens",
-                 f"{len(tokens)}")
+        if not isinstance(tokens, torch.Tensor) or not tokens.is_floating_point() or \
+                tokens.ndim != 2 or len(tokens) < 2:
+            fail("tokens: Standardize needs token states to measure",
+                 "a float tensor (T, D) of at least 2 tokens", f"{tokens!r}"[:80])
         tokens = tokens.double()
         self.register_buffer("mean", tokens.mean(0).float())
         self.register_buffer("std", tokens.std(0).clamp_min(min_std).float())
@@ -202,7 +330,7 @@ class Standardize(nn.Module):
     def forward(self, states: torch.Tensor) -> torch.Tensor:
         if states.shape[-1] != len(self.mean):
             fail("states", f"(..., {len(self.mean)}) token states, the measured width",
-                 describe(states))
+                 f"{tuple(states.shape)}")
         return (states - self.mean) / self.std
 
 
@@ -229,7 +357,7 @@ class SentenceClassifier(nn.Module):
                  encoder: nn.Module | None = None, standardize: Standardize | None = None):
         super().__init__()
         if pool not in ("cls", "mean", "query", "attention"):
-            fail("unknown pool", "'cls', 'mean', 'query' or 'attention'", repr(pool))
+            fail("pool: unknown pool", "'cls', 'mean', 'query' or 'attention'", repr(pool))
         self.pool, self.encoder, self.standardize = pool, encoder, standardize
         self.project = nn.Identity() if d_in in (None, d_model) else nn.Linear(d_in, d_model)
         self.head = None
@@ -239,13 +367,8 @@ class SentenceClassifier(nn.Module):
             self.head = AttentionPool(d_model, num_heads, num_layers, init)
         self.classifier = nn.Linear(d_model, n_classes)
 
+    @checked(model_states)
     def forward(self, states, mask, need_weights: bool = False):
-        check_token_states(states, mask)
-        weight = next(self.parameters()).dtype
-        if states.dtype != weight:
-            fail("states", f"dtype {str(weight).removeprefix('torch.')}, the model's",
-                 describe(states))
-
         if self.encoder is not None:
             states = self.encoder(states, mask)
         if self.standardize is not None:
@@ -280,8 +403,8 @@ class PairModel(nn.Module):
                  standardize: Standardize | None = None):
         super().__init__()
         if pool not in ("cls", "mean", "cross") or out not in ("classify", "similarity"):
-            fail("unknown PairModel setting", "pool in ('cls', 'mean', 'cross'), out in "
-                 "('classify', 'similarity')", f"pool={pool!r}, out={out!r}")
+            fail("pool, out: unknown PairModel setting", "pool in ('cls', 'mean', 'cross'), "
+                 "out in ('classify', 'similarity')", f"pool={pool!r}, out={out!r}")
         self.pool, self.out, self.encoder, self.standardize = pool, out, encoder, standardize
         self.project = nn.Identity() if d_in in (None, d_model) else nn.Linear(d_in, d_model)
         self.head = CrossAttentionPool(d_model, num_heads, num_layers, init, read) \
@@ -292,11 +415,11 @@ class PairModel(nn.Module):
             self.top = nn.Linear(d_model, d_model, bias=False)
             nn.init.eye_(self.top.weight)
 
+    @checked(model_pair)
     def embed_pair(self, a, a_mask, b, b_mask, need_weights: bool = False):
         """(u, v), each (B, d_model), and with need_weights the heads' read-out attention
         (A over B's tokens, B over A's): (B, H, La or 1, Lb) and (B, H, Lb or 1, La), None
         without a head."""
-        check_pair(a, a_mask, b, b_mask)
         if self.encoder is not None:
             a, b = self.encoder(a, a_mask), self.encoder(b, b_mask)
         if self.standardize is not None:
@@ -312,11 +435,12 @@ class PairModel(nn.Module):
             weights = (a_reads_b, b_reads_a)
         return (u, v, weights) if need_weights else (u, v)
 
+    @checked(model_pair)
     def forward(self, a, a_mask, b, b_mask, need_weights: bool = False):
         """(B,) logits or similarity scores; with need_weights also `embed_pair`'s weights."""
         u, v, *weights = self.embed_pair(a, a_mask, b, b_mask, need_weights)
         if self.out == "classify":
-            out = self.top(pair_features(u, v))[:, 0]
+            out = self.top(pair_features_torch(u, v))[:, 0]
         else:
             out = nn.functional.cosine_similarity(self.top(u), self.top(v), dim=-1)
         return (out, weights[0]) if need_weights else out

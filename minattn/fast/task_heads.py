@@ -1,4 +1,4 @@
-"""A fast path for `model.AttentionPool` with one layer: the same numbers, less work.
+"""A fast path for `task_heads.AttentionPool` with one layer: the same numbers, less work.
 
 A single read-out layer has one query, the first token's. It never needs the key
 k_i = W_k ñ_i + b_k or the value v_i = W_v h_i of every token (ñ = LN(h)). Per head h:
@@ -10,7 +10,7 @@ k_i = W_k ñ_i + b_k or the value v_i = W_v h_i of every token (ñ = LN(h)). Per
 So each sentence needs H vectors u_h = W_k^hᵀ q_h, the scores u_h · ñ_i, a weighted mean of the
 raw states per head, and one value projection per head: O(L·D·H) work per sentence instead of
 the O(L·D²) of projecting every token. Tested equal to the reference (float64) in
-tests/test_task_heads.py; measured in benchmarks/task_heads.py.
+tests/test_task_heads.py; measured in benchmarks/task_heads.py (benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -20,25 +20,16 @@ import math
 import torch
 
 from ..attention import MultiHeadAttention
-from ..checks import check_same_device, describe, fail, hide
-from .reference import check_token_states, layer_norm_torch
+from ..checks import checked, fast_pool_inputs
+from ..task_heads import attention_pool_np, layer_norm_torch  # noqa: F401 (the reference)
 
 
+@checked(fast_pool_inputs)
 def attention_pool_fast_torch(states: torch.Tensor, mask: torch.Tensor, mha: MultiHeadAttention,
                               normalize: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
-    """Torch-only fast path of `reference.attention_pool_np` with one layer (`mha`).
-
-    states (B, L, D), mask (B, L) bool -> z (B, D), read-out attention (B, H, L).
-    """
-    check_token_states(states, mask, like=torch.Tensor)
-    if not isinstance(mha, MultiHeadAttention):
-        fail("mha", "a minattn MultiHeadAttention", describe(mha))
-    weight = mha.q_proj.weight
-    if states.shape[-1] != mha.d_model or states.dtype != weight.dtype:
-        fail("states", f"(B, L, {mha.d_model}) {str(weight.dtype).removeprefix('torch.')} states, "
-             "the layer's width and dtype", describe(states))
-    check_same_device(states=states, weights=weight)
-    states = hide(states, mask[..., None])  # padding may be garbage: selected away
+    """Torch-only fast path of `task_heads.attention_pool_np` with one layer (`mha`), the
+    first token's query: states (B, L, D), mask (B, L) bool -> z (B, D), read-out attention
+    (B, H, L)."""
     B, L, D = states.shape
     H, dh = mha.num_heads, D // mha.num_heads
     n = layer_norm_torch(states) if normalize else states  # (B, L, D)

@@ -1,7 +1,12 @@
-"""Sentences -> token ids -> token states for the encoder of `model.py`: tokenising and
-batching (`encode_batch`, `length_sorted_batches`), sentence embeddings (`mean_pool`,
-`embed`), and the token-state cache under data/cache/ (`token_states`, `hidden_states`), so
-that heads trained on a frozen encoder do not run it every epoch.
+"""The course's copy of MiniLM and the cache of its token states (lessons 01, 03 and 07).
+
+    load_minilm     `minattn.encoder.load_bert` on data/minilm/ (fetched by
+                    `python data_scripts/minilm.py`)
+    TokenStates     token states of N texts, packed without padding, batched on demand
+    hidden_states   the token states of any layers, computed once and then read from
+                    data/cache/ (so that heads trained on a frozen encoder do not run it every
+                    epoch, and fine-tuning its top layers never runs the frozen bottom ones)
+    token_states    the last layer's
 """
 
 from __future__ import annotations
@@ -12,103 +17,22 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from ..checks import (
-    check_array,
-    check_finite,
-    check_same_device,
-    check_size,
-    describe,
-    fail,
-    shape_str,
-)
-from ..course import data
-from ..course.fetch import atomic_write
-from .model import MiniLMEncoder
+from ..checks import check_array, check_size, check_texts, describe, fail
+from ..encoder import MiniLMEncoder, encode_batch, length_sorted_batches, load_bert
+from . import data
+from .fetch import atomic_write
 
 
-# ============================================================================ tokens
-def is_text(t) -> bool:
-    """A sentence (str) or a pair of sentences (a, b), encoded "[CLS] a [SEP] b [SEP]"."""
-    return isinstance(t, str) or (isinstance(t, tuple) and len(t) == 2
-                                  and all(isinstance(s, str) for s in t))
+def load_minilm(device: str | torch.device = "cpu", data_dir: str | Path | None = None,
+                max_len: int = 256):
+    """(encoder in eval mode on `device`, tokenizer) from data/minilm/ (or `data_dir`/minilm);
+    raises `data.DatasetMissing` naming the script to run when the files are absent."""
+    return load_bert(data.dataset_dir("minilm", data_dir), device, max_len)
 
 
-def check_texts(texts) -> None:
-    if isinstance(texts, (str, tuple)) or not texts or not all(is_text(t) for t in texts):
-        fail("texts must be a non-empty list of strings or of (a, b) pairs of strings",
-             "list[str] or list[tuple[str, str]]",
-             repr(texts)[:60] if not isinstance(texts, list) else f"list of {len(texts)}")
-
-
-def encode_batch(tokenizer, texts: list, device=None, with_types: bool = False):
-    """Tokenize `texts` (sentences, or (a, b) pairs) -> input_ids (B, L) int64 and
-    attention_mask (B, L) bool, and token_type_ids (B, L) int64 when `with_types`."""
-    check_texts(texts)
-    encodings = tokenizer.encode_batch(list(texts))
-    ids = torch.tensor([e.ids for e in encodings], dtype=torch.long, device=device)
-    mask = torch.tensor([e.attention_mask for e in encodings], dtype=torch.bool, device=device)
-    if with_types:
-        types = torch.tensor([e.type_ids for e in encodings], dtype=torch.long, device=device)
-        return ids, mask, types
-    return ids, mask
-
-
-def length_sorted_batches(tokenizer, texts: list, batch_size: int) -> list[np.ndarray]:
-    """Indices of `texts` in batches of similar token count, shortest first.
-
-    A batch is padded to its longest text, so grouping texts of similar length wastes
-    little compute on padding (on the sentiment sentences: 2× fewer token positions).
-    """
-    check_texts(texts)
-    batch_size = check_size("batch_size", batch_size, 1)
-    n_tokens = [sum(e.attention_mask) for e in tokenizer.encode_batch(list(texts))]
-    order = np.argsort(n_tokens, kind="stable")
-    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
-
-
-def mean_pool(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Masked mean over tokens: (B, L, D), (B, L) bool -> (B, D).
-
-        pooled_b = Σ_i m_bi h_bi / Σ_i m_bi        (a row with no real token pools to 0)
-
-    Padding contributes nothing, so a sentence gets the same vector whatever it is padded to,
-    and whatever its padded states hold (even NaN: they are selected away, not multiplied by 0).
-    """
-    check_array("states", states, "float", like=torch.Tensor, hint="(B, L, D)")
-    check_array("mask", mask, "bool", like=torch.Tensor, hint="(B, L), True on real tokens")
-    if states.ndim != 3 or mask.shape != states.shape[:2]:
-        fail("mean_pool inputs do not fit", "states (B, L, D) and mask (B, L)",
-             f"states {shape_str(states.shape)}, mask {shape_str(mask.shape)}")
-    check_same_device(states=states, mask=mask)
-    check_finite("states", states, where=mask[..., None])
-    # BEGIN EXERCISE 7.1 implement: masked mean over the real tokens (not the padding) (~10 min)
-    real = mask.unsqueeze(-1)  # (B, L, 1)
-    total = torch.where(real, states, torch.zeros_like(states)).sum(dim=1)
-    return total / real.sum(dim=1).clamp(min=1).to(states.dtype)
-    # END EXERCISE
-
-
-@torch.no_grad()
-def embed(encoder: MiniLMEncoder, tokenizer, texts: list[str], batch_size: int = 64,
-          normalize: bool = True, progress: bool = False) -> torch.Tensor:
-    """Sentence embeddings (N, D): masked mean of the last layer, L2-normalised by default
-    (as sentence-transformers does for all-MiniLM-L6-v2, so a dot product is a cosine)."""
-    check_texts(texts)
-    batch_size = check_size("batch_size", batch_size, 1)
-    device = next(encoder.parameters()).device
-    pooled = torch.empty(len(texts), encoder.config.hidden_size, device=device)
-    for batch in tqdm(length_sorted_batches(tokenizer, texts, batch_size), desc="embed",
-                      disable=not progress):
-        ids, mask = encode_batch(tokenizer, [texts[i] for i in batch], device)
-        pooled[torch.as_tensor(batch, device=device)] = mean_pool(encoder(ids, mask), mask)
-    return F.normalize(pooled, dim=-1) if normalize else pooled
-
-
-# ============================================================================ token-state cache
 class TokenStates:
     """Last-layer token states of N texts, packed without padding: `states[offsets[i]:
     offsets[i+1]]` are text i's tokens ([CLS] … [SEP]). Stored as float16 to halve the disk."""
