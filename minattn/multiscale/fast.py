@@ -62,8 +62,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..attention import attention_fast_torch, visible_inputs
+from ..attention import visible_inputs
 from ..checks import check_size, fail, shape_str
+from ..fast.attention import attention_fast_torch
 from ..sparse import check_window_args, dispatch, window_attention_torch
 from .reference import check_multiscale_inputs, scale_mask_torch
 

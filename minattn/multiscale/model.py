@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..attention import MultiHeadAttention, attention_fast_torch
+from ..attention import MultiHeadAttention
 from ..checks import (
     check_array,
     check_finite,
@@ -19,6 +19,7 @@ from ..checks import (
     fail,
     shape_str,
 )
+from ..fast.attention import attention_fast_torch
 from ..sparse import check_windows
 from .analysis import head_statistics_torch
 from .fast import multiscale_attention_fast_torch

@@ -38,8 +38,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..attention import attention_fast_torch
 from ..checks import check_size, fail
+from ..fast.attention import attention_fast_torch
 from .compiled import FlexNotCompiledError
 from .flex import (
     FLEX_DTYPES,
