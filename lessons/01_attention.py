@@ -292,15 +292,13 @@ if bert_w is not None:
 
 # %% [markdown]
 # Heads divide the work: some read by position — the token before, the token after — and some
-# park their weight on `[CLS]` when they have nothing to read (an *attention sink*, lesson 03).
-# The printout says how sharply each does its job against the median head. The head with the
-# largest weight from "it" to "cat" is a column: the other tokens look at "cat" about as much
-# as "it" does (the last line). The head found by contrast links "it" to "cat" more than it
-# links the other tokens to "cat" — the word "it" stands for. Content or coincidence, one
-# sentence cannot tell; the best of 72 heads on one sentence always shows *something*, and that
-# a head does a job in general takes many sentences to show (lesson 03 measures MiniLM's heads
-# over hundreds). Positional heads exist only because BERT adds positions to its inputs:
-# attention itself cannot see order, the subject of the next section.
+# park their weight on `[CLS]` when they have nothing to read (an *attention sink*, lesson 03);
+# the printout compares each with the median head. The head with the largest weight from "it"
+# to "cat" is a column: the other tokens look at "cat" about as much (the last line). The head
+# found by contrast links "it", more than the other tokens, to "cat" — the word "it" stands for.
+# Content or coincidence, one sentence cannot tell: the best of 72 heads always shows
+# *something* (lesson 03 measures MiniLM's heads over hundreds of sentences). Positional heads
+# exist only because BERT adds positions to its inputs: attention itself cannot see order.
 
 # %% [markdown]
 # ## 3. What attention does not know: order
@@ -492,18 +490,17 @@ lesson.savefig(fig, "reversal")
 # where a symbol stood. A model that reverses must put each output's largest weight on input
 # $N - 1 - i$, the anti-diagonal (the share of outputs that do is printed under the figure).
 #
-# What the speed table says is about the initialisation, not about learned positions as such.
-# Started at std 0.02, the learned table is fifty times smaller than the token embeddings it is
-# added to: the scores hardly see it, and training must first grow it. A random table does not
-# have to "find" a geometry: reversal only asks that each position be told apart from the
-# others, so that $W_Q$ and $W_K$ can pair position $i$ with $N - 1 - i$, and random vectors
-# in 64 dimensions are nearly orthogonal from the start (the cosines printed above) — at the
-# sinusoids' scale they are ready at once. The sinusoids' neighbouring rows are nearly parallel
-# instead: most of their dimensions turn too slowly to tell nearby positions apart, and the
-# projections must learn to read the few fast ones. Other ways to add position: a term inside
-# the score (lesson 04's relative positions); lesson 03's model deliberately uses none. The next
-# task is a *set* lookup, where order carries no information, so one attention layer without
-# positions suits it.
+# The speed table is about the initialisation, not about learned positions as such. At std
+# 0.02 the learned table is fifty times smaller than the token embeddings it is added to: the
+# scores hardly see it until training has grown it. Nor does a random table have to "find" a
+# geometry: reversal only needs each position told apart from the others, so that $W_Q$ and
+# $W_K$ can pair position $i$ with $N - 1 - i$, and random vectors in 64 dimensions are nearly
+# orthogonal from the start (the cosines above). The sinusoids' neighbouring rows are nearly
+# parallel instead: most of their dimensions turn too slowly to tell nearby positions apart,
+# and the projections must learn to read the few fast ones (compare the table's first and last
+# rows). Other ways to add position: a term inside the score (lesson 04's relative positions);
+# lesson 03's model deliberately uses none. The next task is a *set* lookup, where order
+# carries no information, so one attention layer without positions suits it.
 
 # %% [markdown]
 # ## 4. A task that needs content lookup: associative recall
@@ -748,7 +745,8 @@ row_sum_o = (grad_out * out_np).sum(-1)  # rowsum(G ⊙ O): no P needed
 identity_err = np.abs(row_sum_p - row_sum_o).max()
 print(f"max |rowsum(∂P ⊙ P) - rowsum(∂O ⊙ O)| over {row_sum_o.size} masked query rows: "
       f"{identity_err:.1e} (float64 rounding)")
-assert identity_err < 1e-12
+assert identity_err < 1e-12, ("Exercise 1.2: the identity needs attention_np's output to be its "
+                               f"weights @ v; got a difference of {identity_err:.1e}")
 
 # %% [markdown]
 # **The forward half: the online softmax.** The forward pass seems to need a whole row of scores
@@ -899,11 +897,8 @@ for n in sizes:
     memory[n] = {name: extra_memory(fn, lesson.device) for name, fn in fns.items()}
     rows.append({"N": n, "ours, time": fmt_time(time_[n]["ours"]),
                  "SDPA, time": fmt_time(time_[n]["SDPA"]),
-                 "ours, memory": fmt_bytes(memory[n]["ours"]),
                  "ours, bytes / N²": f"{memory[n]['ours'] / n ** 2:.1f}",
-                 "SDPA default": fmt_bytes(memory[n]["SDPA"]),
-                 "SDPA fused only": fmt_bytes(memory[n]["SDPA fused"]),
-                 "SDPA math only": fmt_bytes(memory[n]["SDPA math"]),
+                 **{f"{name}, memory": fmt_bytes(memory[n][name]) for name in fns},
                  "one N×N array": fmt_bytes(4 * n ** 2)})
 show_table(rows, list(rows[0]))
 n1, n2 = sizes[-2], sizes[-1]
@@ -931,14 +926,12 @@ lesson.claim("exact attention with extra memory linear in N, never storing the N
 
 # %% [markdown]
 # The explicit path's bytes / N² settle on a constant: several float32 $N \times N$ arrays per
-# head are alive at its peak (scores, exponentials, weights), so its memory grows like $N^2$.
-# A fused kernel walks over blocks of keys with section 6's online softmax; beyond its inputs it
-# needs mostly its output, $N \cdot H \cdot d$ numbers, at large $N$ far less than one
-# $N \times N$ array. That is a property of the *kernel*, not of SDPA: its math backend stores
-# $N^2$ numbers too. And even a fused kernel *computes* all $N^2$ scores, so its time grows
-# faster than $N$. Full tables (forward and backward, longer sequences) are written by
-# `python benchmarks/attention.py --markdown` to
-# [`benchmarks/README.md`](../benchmarks/README.md).
+# head are alive at its peak (scores, exponentials, weights). A fused kernel walks over blocks of
+# keys with section 6's online softmax and needs mostly its output, $N \cdot H \cdot d$ numbers.
+# That is a property of the *kernel*, not of SDPA: its math backend stores $N^2$ numbers too.
+# And even a fused kernel *computes* all $N^2$ scores, so its time grows faster than $N$. Full
+# tables (forward and backward, longer sequences): `python benchmarks/attention.py --markdown`,
+# in [`benchmarks/README.md`](../benchmarks/README.md).
 
 # %% [markdown]
 # ## 8. Attention, recurrence, convolution: the maximum path length
@@ -975,7 +968,9 @@ rows = [{"layer": name, "work per layer": work, "sequential ops": steps,
         for name, (work, steps, path, exact) in paper.items()]
 show_table(rows, list(rows[0]))  # the convolution row is not measured: its cells stay empty
 for name, (_, exact) in graphs.items():
-    assert paths[name] == [exact(n) for n in path_sizes], (name, paths[name])
+    assert paths[name] == [exact(n) for n in path_sizes], (
+        f"{name}: diameters {paths[name]}, expected {[exact(n) for n in path_sizes]} (exercise "
+        "2.1: sliding_window_mask_np(n, w) is True where |i - j| <= w, and j <= i if causal)")
 print("every measured diameter equals its exact formula")
 
 # %% [markdown]
@@ -994,14 +989,12 @@ lesson.summary()
 
 # %% [markdown]
 # And what holds on every run: attention is scores, a stable masked softmax and a weighted sum
-# of values, and multi-head attention the same on $H$ projections, split into heads and merged
-# back. It ignores order until positions are added (sinusoids, whose shifts are linear maps, or
-# a learned table, whose speed depends on how it starts). A model that averages (key, value)
-# pairs is held to the most-frequent-value floor; lookup by content needs the scores.
-# $1/\sqrt d$ keeps the scores at unit variance. The backward's row sum is
-# $\mathrm{rowsum}(\partial O \odot O)$ and the forward can normalise block by block —
-# FlashAttention's two halves, which spare the $N^2$ weights but not the $N^2$ work. And
-# self-attention's path length is 1 at $O(n^2)$ work: lesson 02 trades between the two.
+# of values; multi-head attention is the same on $H$ projections, split into heads and merged
+# back. It ignores order until positions are added. $1/\sqrt d$ keeps the scores at unit
+# variance. The backward's row sum is $\mathrm{rowsum}(\partial O \odot O)$ and the forward can
+# normalise block by block — FlashAttention's two halves, which spare the $N^2$ weights but not
+# the $N^2$ work. Self-attention's path length is 1 at $O(n^2)$ work: lesson 02 trades between
+# the two.
 #
 # ## Exercises
 # Build a student copy (`make student`, or `python -m minattn.course.classroom student DIR`),
