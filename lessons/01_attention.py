@@ -452,7 +452,7 @@ base = np.mean([s for s in next(iter(steps.values())) if s is not None] or [np.n
 rows = []
 for arm, s in steps.items():
     got = [x for x in s if x is not None]
-    rows.append({"positions": arm, f"steps to {TARGET}, per run (—: not within {REV_STEPS})":
+    rows.append({"positions": arm, f"training steps to {TARGET}, per run (—: not by {REV_STEPS})":
                  ", ".join("—" if x is None else str(x) for x in s),
                  "mean of the runs that got there": f"{np.mean(got):.1f}" if got else "—",
                  "× the sinusoids'": f"{np.mean(got) / base:.2f}" if got else "—"})

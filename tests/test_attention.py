@@ -133,11 +133,11 @@ def test_attention_matches_pytorchs_sdpa_float64(rng, use_mask):
         *map(torch.tensor, (q, k, v)), attn_mask=None if mask is None else torch.tensor(mask))
     out_np, _ = attention_np(q, k, v, mask)
     np.testing.assert_allclose(out_np, expected.numpy(), rtol=0, atol=1e-12,
-                               err_msg="attention_np differs from F.scaled_dot_product_attention")
+                               err_msg="attention_np differs from F.sdpa")
     out_t, _ = attention_torch(*map(torch.tensor, (q, k, v)),
                                None if mask is None else torch.tensor(mask))
     np.testing.assert_allclose(out_t.numpy(), expected.numpy(), rtol=0, atol=1e-12,
-                               err_msg="attention_torch differs from F.scaled_dot_product_attention")
+                               err_msg="attention_torch differs from F.sdpa")
 
 
 # ----------------------------------------------------------------------------- backward
