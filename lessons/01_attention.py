@@ -283,9 +283,11 @@ if bert_w is not None:
                         title=f"{job}: layer {layer + 1}, head {head + 1}")
     for what, key in (("by contrast", "contrast"), ("by weight", "pair")):
         layer, head = np.unravel_index(it_cat[key].argmax(), it_cat[key].shape)
+        on_cat = bert_w[layer, head, :, words.index("cat")]  # what each token puts on "cat"
+        most = ", ".join(f"{words[i]} {on_cat[i]:.2f}" for i in np.argsort(-on_cat)[:3])
         print(f"'it' → 'cat', the head {what} (layer {layer + 1}, head {head + 1}): 'it' puts "
               f"{it_cat['pair'][layer, head]:.2f} on 'cat', the other tokens "
-              f"{it_cat['others'][layer, head]:.2f} on average")
+              f"{it_cat['others'][layer, head]:.2f} on average; the most: {most}")
     fig.colorbar(image, ax=axes, label="attention weight", shrink=0.9)
     fig.suptitle(f"MiniLM on “{sentence}”: four of its 72 heads")
     lesson.savefig(fig, "minilm_heads")
@@ -294,8 +296,9 @@ if bert_w is not None:
 # Heads divide the work: some read by position — the token before, the token after — and some
 # park their weight on `[CLS]` when they have nothing to read (an *attention sink*, lesson 03);
 # the printout compares each with the median head. The head with the largest weight from "it"
-# to "cat" is a column: the other tokens look at "cat" about as much (the last line). The head
-# found by contrast links "it", more than the other tokens, to "cat" — the word "it" stands for.
+# to "cat" is a column: every token looks at "cat" about as much (the last line). In the head
+# found by contrast only a few tokens look at "cat", "it" and the "the" in front of "cat" among
+# the most (the line before): the words that refer to the cat, on this sentence at least.
 # Content or coincidence, one sentence cannot tell: the best of 72 heads always shows
 # *something* (lesson 03 measures MiniLM's heads over hundreds of sentences). Positional heads
 # exist only because BERT adds positions to its inputs: attention itself cannot see order.
