@@ -33,7 +33,6 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from minattn.attention import attention_fast_torch
 from minattn.course.bench import (  # noqa: E402
     bench_args,
     fmt_bytes,

@@ -42,6 +42,7 @@ from minattn import sparse as S
 from minattn import task_heads as TH
 from minattn import xl as X
 from minattn.course import agreement as AGC
+from minattn.course import attention as CA  # noqa: E402
 from minattn.course import encoder as CE
 from minattn.course import lstm_attention as LAC
 from minattn.course import multiscale as CM  # noqa: E402
@@ -49,6 +50,7 @@ from minattn.course import sparse as CS  # noqa: E402
 from minattn.course import task_heads as CT
 from minattn.course import train as TR  # noqa: E402
 from minattn.course import xl as XC
+from minattn.fast import attention as FA  # noqa: E402
 from minattn.fast import ibm1 as ibm1_fast
 from minattn.fast import multiscale as FM
 from minattn.fast import sparse as FS
@@ -183,7 +185,7 @@ bad("attention", "attention_np", "q", "integer queries")(
     lambda: A.attention_np(np.ones((3, 4), np.int64), k[0], v[0]))
 bad("attention", "attention_np", "q", "a list")(lambda: A.attention_np(q.tolist(), k, v))
 bad("attention", "softmax_rows_np", "rng", "a seed instead of a Generator")(
-    lambda: A.softmax_rows_np(4, 0))
+    lambda: CA.softmax_rows_np(4, 0))
 bad("attention", "online_attention_np", "block", "block of 0 keys")(
     lambda: A.online_attention_np(q, k, v, block=0))
 bad("attention", "online_attention_np", "mask", "additive float mask")(
@@ -207,7 +209,7 @@ bad("attention", "attention_torch", "q", "integer tensors")(
 bad("attention", "attention_torch", "q", "NumPy arrays (the twin takes tensors)")(
     lambda: A.attention_torch(q, k, v))
 bad("attention", "attention_fast_torch", "q", "NumPy arrays")(
-    lambda: A.attention_fast_torch(q, k, v))
+    lambda: FA.attention_fast_torch(q, k, v))
 bad("attention", "attention_torch", "scale", "inf scale")(
     lambda: A.attention_torch(qt, kt, vt, scale=INF))
 bad("attention", "attention_backward_np", "grad_out", "grad_out of the wrong shape")(
@@ -282,13 +284,13 @@ bad("attention", "multi_head_attention_np", "num_heads", "heads that do not divi
 bad("attention", "multi_head_attention_np", "query", "NaN in the query")(
     lambda: A.multi_head_attention_np(with_value(xb, NAN, (0, 0, 0)), xb, xb, params, 2))
 bad("attention", "attention_fast_torch", "k", "float32 q with float64 k")(
-    lambda: A.attention_fast_torch(qt.float(), kt, vt))
+    lambda: FA.attention_fast_torch(qt.float(), kt, vt))
 bad("attention", "attention_fast_torch", "mask", "additive float mask")(
-    lambda: A.attention_fast_torch(qt, kt, vt, torch.from_numpy(additive)))
+    lambda: FA.attention_fast_torch(qt, kt, vt, torch.from_numpy(additive)))
 bad("attention", "attention_fast_torch", "v", "NaN in a visible value")(
-    lambda: A.attention_fast_torch(qt, kt, with_value(vt, NAN, (0, 0, 0))))
+    lambda: FA.attention_fast_torch(qt, kt, with_value(vt, NAN, (0, 0, 0))))
 bad("attention", "attention_fast_torch", "is_causal", "is_causal and a mask")(
-    lambda: A.attention_fast_torch(qt, kt, vt, mask_t, is_causal=True))
+    lambda: FA.attention_fast_torch(qt, kt, vt, mask_t, is_causal=True))
 bad("attention", "causal_mask_np", "n_queries", "negative size")(lambda: A.causal_mask_np(-1))
 bad("attention", "causal_mask_np", "n_queries", "size 2.5")(lambda: A.causal_mask_np(2.5))
 bad("attention", "causal_mask_np", "n_keys", "negative n_keys")(lambda: A.causal_mask_np(3, -2))
@@ -831,9 +833,9 @@ bad("ibm1", "index_bitext", "targets", "an empty target sentence")(
 # ============================================================================ tasks
 G = lambda: torch.Generator().manual_seed(0)  # noqa: E731
 bad("attention", "associative_recall", "batch_size", "batch_size = 2.5")(
-    lambda: A.associative_recall(2.5, 2, 4, 4, G()))
+    lambda: CA.associative_recall(2.5, 2, 4, 4, G()))
 bad("attention", "associative_recall", "n_keys", "n_keys = -1")(
-    lambda: A.associative_recall(2, 0, -1, 4, G()))
+    lambda: CA.associative_recall(2, 0, -1, 4, G()))
 bad("sparse", "two_halves", "n", "n = 3.5")(lambda: CS.two_halves(2, 3.5, G()))
 bad("multiscale", "effective_scale_task", "k", "k = 1.5")(
     lambda: CM.effective_scale_task(2, 6, 3, 1.5, G()))
@@ -883,6 +885,13 @@ bad("attention", "RecallAttention.forward", "values", "values of another shape t
 bad("attention", "RecallMeanPool.forward", "values", "a value id >= n_values")(
     lambda: A.RecallMeanPool(5, 4, 8)(torch.tensor([[1]]), torch.tensor([[1]]),
                                       torch.tensor([[4]])))
+bad("attention", "PositionReader", "positions", "an unknown kind of positions")(
+    lambda: A.PositionReader(5, 4, "rotary"))
+bad("attention", "PositionReader", "init_std", "a learned table of init std 0")(
+    lambda: A.PositionReader(5, 4, "learned", init_std=0.0))
+bad("attention", "PositionReader.forward", "tokens", "a sequence longer than max_len")(
+    lambda: A.PositionReader(5, 4, "sinusoid", d_model=8)(torch.zeros(1, 6, dtype=torch.long)))
+bad("attention", "reversal", "n", "n > n_symbols")(lambda: CA.reversal(2, 6, 4, G()))
 tb = CM.TransformerBaseline(4, 8, 2, 1, 2, max_len=5, embedding=torch.nn.Embedding(6, 4))
 bad("multiscale", "TransformerBaseline.forward", "inputs", "sequence longer than max_len")(
     lambda: tb(torch.zeros(1, 7, dtype=torch.long)))

@@ -16,7 +16,6 @@ from minattn.attention import (
     additive_scores_np,
     additive_scores_torch,
     attention_backward_np,
-    attention_fast_torch,
     attention_np,
     attention_torch,
     causal_mask_np,
@@ -26,6 +25,7 @@ from minattn.attention import (
     softmax_np,
     softmax_torch,
 )
+from minattn.fast.attention import attention_fast_torch
 
 
 def random_qkv(rng, batch=(2, 3), lq=5, lk=7, d=4, dv=6):
@@ -117,6 +117,27 @@ def test_scale_argument(rng):
     out_default, _ = attention_np(q, k, v)
     out_explicit, _ = attention_np(q * 2, k, v, scale=0.5 / np.sqrt(4))
     np.testing.assert_allclose(out_default, out_explicit, atol=1e-12)
+
+
+@pytest.mark.exercise("1.2")
+@pytest.mark.parametrize("use_mask", [False, True])
+def test_attention_matches_pytorchs_sdpa_float64(rng, use_mask):
+    """PyTorch's own scaled dot-product attention is the oracle: the 1/√d scale, the mask's
+    polarity (True = may attend) and the weighted sum, on inputs with d != 1 (forgetting the
+    scale passes the other visible tests of 1.2 where d = 1 or the scale is given)."""
+    q, k, v = random_qkv(rng, d=16)
+    mask = rng.random((2, 3, 5, 7)) < 0.6 if use_mask else None
+    if mask is not None:
+        mask[..., 0] = True  # every row sees a key (SDPA gives NaN or 0 on an empty row)
+    expected = F.scaled_dot_product_attention(
+        *map(torch.tensor, (q, k, v)), attn_mask=None if mask is None else torch.tensor(mask))
+    out_np, _ = attention_np(q, k, v, mask)
+    np.testing.assert_allclose(out_np, expected.numpy(), rtol=0, atol=1e-12,
+                               err_msg="attention_np differs from F.sdpa")
+    out_t, _ = attention_torch(*map(torch.tensor, (q, k, v)),
+                               None if mask is None else torch.tensor(mask))
+    np.testing.assert_allclose(out_t.numpy(), expected.numpy(), rtol=0, atol=1e-12,
+                               err_msg="attention_torch differs from F.sdpa")
 
 
 # ----------------------------------------------------------------------------- backward
@@ -248,6 +269,27 @@ def test_multihead_matches_torch_module(self_attention):
     fast, none = ours(x, kv, kv, mask=allowed[:, None])
     assert none is None
     torch.testing.assert_close(fast, expected, rtol=0, atol=1e-5)
+
+
+def test_the_three_kernels_of_the_module_agree(rng):
+    """flash (fused SDPA), the explicit path (flash=False or need_weights) and a kernel passed
+    as attend= give one output, masks with empty rows included (zeros there, not NaN)."""
+    torch.manual_seed(0)
+    fused = MultiHeadAttention(12, 3).double()
+    explicit = MultiHeadAttention(12, 3, flash=False).double()
+    seamed = MultiHeadAttention(12, 3, attend=attention_fast_torch).double()
+    explicit.load_state_dict(fused.state_dict())
+    seamed.load_state_dict(fused.state_dict())
+    x = torch.tensor(rng.standard_normal((2, 5, 12)))
+    mask = torch.tensor(rng.random((2, 1, 5, 5)) < 0.5)
+    mask[0, 0, 2] = False  # a query that sees no key
+    out, weights = explicit(x, mask=mask)
+    assert weights is not None and torch.all(weights[0, :, 2] == 0)
+    for module in (fused, seamed):
+        got, none = module(x, mask=mask)
+        assert none is None
+        torch.testing.assert_close(got, out, rtol=0, atol=1e-12)
+    assert "attend=explicit" in repr(explicit) and "attend=sdpa" in repr(fused)
 
 
 def test_load_from_torch_raises_on_bias_mismatch():
@@ -447,7 +489,7 @@ def test_sinusoid_offset_is_one_rotation_for_every_position():
 
 
 def test_reversal_task_targets_and_sizes():
-    from minattn.attention import reversal
+    from minattn.course.attention import reversal
 
     tokens, targets = reversal(5, 6, 9, torch.Generator().manual_seed(0))
     assert tokens.shape == targets.shape == (5, 6) and tokens.dtype == torch.int64
@@ -479,6 +521,48 @@ def test_position_reader_without_positions_is_blind_to_order():
         assert blind == (positions == "none"), positions
     with pytest.raises(ValueError, match="expected"):
         PositionReader(12, 7, "rotary")
+
+
+def test_learned_positions_start_at_the_init_std_they_are_given():
+    from minattn.attention import PositionReader
+
+    torch.manual_seed(0)
+    for std in (0.02, 0.2, 0.71):
+        table = PositionReader(12, 64, "learned", init_std=std).table
+        assert abs(table.std().item() - std) < 0.05 * std
+    with pytest.raises(ValueError, match="init_std"):
+        PositionReader(12, 7, "learned", init_std=0.0)
+    with pytest.raises(ValueError, match="d_model"):
+        PositionReader(12, 7, "sinusoid", d_model=7)  # a sine and a cosine per frequency
+    model = PositionReader(12, 7, "sinusoid", d_model=8)
+    with pytest.raises(ValueError, match="tokens"):
+        model(torch.zeros(1, 8, dtype=torch.long))  # longer than max_len
+    with pytest.raises(ValueError, match="tokens"):
+        model(torch.full((1, 3), 12))  # outside the vocabulary
+
+
+def test_train_reversal_stops_at_its_target():
+    from minattn.course.attention import reversal, steps_to, train_reversal
+
+    held_out = reversal(64, 4, 6, torch.Generator().manual_seed(1))
+    _, history = train_reversal("sinusoid", 0, held_out, n_symbols=6, steps=400, eval_every=5,
+                                stop_at=0.5)
+    reached = steps_to(history, 0.5)
+    assert reached is not None and history["accuracy_step"][-1] == reached
+
+
+def test_heads_by_contrast_tells_a_column_from_a_link():
+    from minattn.course.attention import heads_by_contrast
+
+    w = np.full((1, 2, 4, 4), 0.25)
+    w[0, 0, :, 1] = 0.7  # head 1: every query looks at token 1 (a column)
+    w[0, 1, 3, 1] = 0.7  # head 2: only query 3 does
+    found = heads_by_contrast(w, query=3, key=1)
+    np.testing.assert_allclose(found["pair"], [[0.7, 0.7]])
+    np.testing.assert_allclose(found["others"], [[0.7, 0.25]])
+    np.testing.assert_allclose(found["contrast"], [[0.0, 0.45]], atol=1e-12)
+    with pytest.raises(ValueError, match="weights"):
+        heads_by_contrast(w[0], 3, 1)
 
 
 # ------------------------------------------------------------ lesson 01: the online softmax
@@ -539,7 +623,7 @@ def test_online_attention_float32_matches_sdpa_and_refuses_bad_blocks(rng):
 def test_softmax_rows_closed_forms_equal_the_explicit_jacobians():
     """‖diag(P) − PPᵀ‖ and ‖∂P/∂q‖ = ‖J K c‖ in closed form equal the explicit matrices, and the
     gradient norm matches autograd's Jacobian of softmax(c q·k) with respect to q."""
-    from minattn.attention import softmax_rows_np
+    from minattn.course.attention import softmax_rows_np
 
     d, n_keys = 6, 5
     rows = softmax_rows_np(d, np.random.default_rng(0), n_queries=3, n_keys=n_keys)
@@ -559,7 +643,7 @@ def test_softmax_rows_closed_forms_equal_the_explicit_jacobians():
 
 
 def test_steps_to_and_the_most_frequent_value_floor():
-    from minattn.attention import most_frequent_value_accuracy, steps_to
+    from minattn.course.attention import most_frequent_value_accuracy, steps_to
     from minattn.course.train import History
 
     history = History(step=[])

@@ -43,7 +43,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..attention import attention_fast_torch
+from .attention import attention_fast_torch
 from ..checks import (
     block_sparse_inputs_torch,
     check_global_idx,

@@ -62,7 +62,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..attention import attention_fast_torch
+from .attention import attention_fast_torch
 from ..checks import band_inputs, band_plan_args, checked, multiscale_inputs
 from ..multiscale import multiscale_attention_np, scale_mask_torch  # noqa: F401  (its reference)
 from . import flex

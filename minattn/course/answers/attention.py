@@ -14,7 +14,7 @@ def duplicate_token_weight() -> float:
 
 def jacobian_norm_with_4096_keys() -> float:
     """Exercise 1.5. Section 5 of lesson 01 measures the softmax over 64 keys. Run
-    `rows = softmax_rows_np(64, rng, n_queries=200, n_keys=4096)` (`minattn.attention`;
+    `rows = softmax_rows_np(64, rng, n_queries=200, n_keys=4096)` (`minattn.course.attention`;
     d = 64, 4096 keys) and report the mean Jacobian norm ‖∂softmax/∂scores‖ of the scaled
     scores, `rows[True]["jacobian"].mean()` (three decimals). Compare it with 64 keys: what does a
     longer context do to the learning signal of each score?"""
