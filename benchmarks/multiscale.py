@@ -51,6 +51,7 @@ from minattn.course.bench import (  # noqa: E402
 from minattn.fast import flex
 from minattn.fast import flex as compiled  # the compiled route and the dispatch:
 from minattn.fast import flex as dispatch  # both in minattn/fast/flex.py
+from minattn.fast.attention import attention_fast_torch
 from minattn.fast.multiscale import (
     BAND_FROM,
     DENSE_BELOW,

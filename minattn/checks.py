@@ -1080,7 +1080,7 @@ def allocation_args(num_heads, num_scales, num_layers, alpha) -> dict:
     return dict(alpha=check_number("alpha", alpha))
 
 
-def check_counts(counts, scales: int | None = None) -> np.ndarray:
+def check_head_counts(counts, scales: int | None = None) -> np.ndarray:
     """Head counts per layer and scale: an (L, K) integer array >= 0 (K = scales if given)."""
     counts = as_numpy(counts)
     if counts.ndim != 2 or scales is not None and counts.shape[1] != scales:
@@ -1094,7 +1094,7 @@ def check_counts(counts, scales: int | None = None) -> np.ndarray:
 def layer_windows_args(counts, scales) -> dict:
     """layer_windows: K windows ω >= 0 and (L, K) integer counts >= 0."""
     scales = check_windows(scales)
-    return dict(counts=check_counts(counts, len(scales)), scales=scales)
+    return dict(counts=check_head_counts(counts, len(scales)), scales=scales)
 
 
 def allocation_counts(self, counts) -> dict:
@@ -1104,7 +1104,7 @@ def allocation_counts(self, counts) -> dict:
     if counts.ndim != 2 or counts.shape[1] != 5:
         fail("counts: head counts per layer over the 5 candidate scales", "an (L, 5) array",
              describe(counts))
-    counts = check_counts(counts, 5)
+    counts = check_head_counts(counts, 5)
     if len(set(counts.sum(1).tolist())) != 1 or counts.sum(1)[0] < 1:
         fail("counts: every layer the same number of heads", "(L, 5) counts whose rows have "
              "one sum >= 1", f"{counts.tolist()}")
@@ -1744,7 +1744,7 @@ def e_step_inputs_torch(t, bitext, mode) -> None:
     check_mode(mode, bitext)
 
 
-def check_counts(counts, floor, like) -> None:
+def check_em_counts(counts, floor, like) -> None:
     """M-step inputs: counts (V_x, V_y) finite and >= 0, floor a number in [0, 1]."""
     check_array("counts", counts, "float", ndim=2, hint="(V_x, V_y)", like=like)
     check_finite("counts", counts)
@@ -1753,11 +1753,11 @@ def check_counts(counts, floor, like) -> None:
 
 
 def m_step_inputs_np(counts, floor) -> None:
-    check_counts(counts, floor, np.ndarray)
+    check_em_counts(counts, floor, np.ndarray)
 
 
 def m_step_inputs_torch(counts, floor) -> None:
-    check_counts(counts, floor, torch.Tensor)
+    check_em_counts(counts, floor, torch.Tensor)
 
 
 def em_inputs(bitext, iterations, mode, t, **device) -> dict:

@@ -43,7 +43,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .attention import attention_fast_torch
 from ..checks import (
     block_sparse_inputs_torch,
     check_global_idx,
@@ -58,6 +57,7 @@ from ..checks import (
     window_inputs_torch,
 )
 from ..sparse import block_mask_np, longformer_mask_np
+from .attention import attention_fast_torch
 from .sparse import block_sparse_attention_fast_torch, window_attention_fast_torch
 
 TILE = 128  # FlexAttention's tile T on the GPU (its default block size)

@@ -62,10 +62,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from .attention import attention_fast_torch
 from ..checks import band_inputs, band_plan_args, checked, multiscale_inputs
 from ..multiscale import multiscale_attention_np, scale_mask_torch  # noqa: F401  (its reference)
 from . import flex
+from .attention import attention_fast_torch
 from .sparse import window_attention_fast_torch
 
 DENSE_BELOW = 512  # N below which one dense masked call beats grouping (benchmarks/README.md)
