@@ -254,7 +254,8 @@ show(MultiHeadAttention.forward)
 # %%
 from minattn.course.attention import heads_by_contrast
 from minattn.course.data import DatasetMissing
-from minattn.encoder import encode_batch, load_minilm
+from minattn.course.encoder import load_minilm
+from minattn.encoder import encode_batch
 
 sentence = "The cat sat on the mat because it was tired."
 try:

@@ -136,7 +136,7 @@ print(f"uniform head over N = {n}: measured scale {scale_here:.2f} (N/3 = {n / 3
 show(drop_keys_torch)
 N_BERT = lesson.size(full=128, smoke=12, paper=1024)
 try:
-    from minattn.encoder import load_minilm
+    from minattn.course.encoder import load_minilm
 
     encoder, tokenizer = load_minilm(lesson.device, max_len=128)
     rt_test = load_sentiment("test").texts
@@ -610,7 +610,7 @@ try:
 except DatasetMissing as err:
     print(f"{err}\n-> falling back to template sentences and random 'word vectors'")
     from minattn.course.data import Sentiment
-    from minattn.task_heads import template_sentiment
+    from minattn.course.task_heads import template_sentiment
 
     texts = {}
     for i, (s, size) in enumerate({"train": 1400, "valid": 200, "test": 1000}.items()):

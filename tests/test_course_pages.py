@@ -184,7 +184,7 @@ def test_a_smoke_build_writes_its_own_folders_and_erases_nothing(tiny_course, mo
     notebooks/ and the index; the kernel warned about TCP and tqdm's missing widgets. (And the
     pages once named the folder the course was built in.)"""
     root, lesson = tiny_course
-    lesson.write_text(lesson.read_text().replace("{outcome}", "verdict='reproduced'"))
+    lesson.write_text(lesson.read_text().replace("{outcome}", "outcome='reproduced'"))
     assert course.main([]) == 0  # full mode
     full = (root / "figures" / "97_tiny" / "claims.json").read_text()
     notebook = root / "notebooks" / "97_tiny.ipynb"
@@ -197,17 +197,17 @@ def test_a_smoke_build_writes_its_own_folders_and_erases_nothing(tiny_course, mo
     out = capfd.readouterr()
     assert "TCP" not in out.err + out.out and "IProgress" not in out.err + out.out
 
-    lesson.write_text(lesson.read_text().replace("verdict='reproduced'",
-                                                 "verdict='not tested', reason='smoke'"))
+    lesson.write_text(lesson.read_text().replace("outcome='reproduced'",
+                                                 "outcome='not tested', reason='smoke'"))
     monkeypatch.setenv("MINATTN_SMOKE", "1")
     assert course.main([]) == 0
     assert (root / "figures" / "97_tiny" / "claims.json").read_text() == full
     smoke = json.loads((root / "figures-smoke" / "97_tiny" / "claims.json").read_text())
-    assert (smoke[0]["verdict"], smoke[0]["reason"]) == ("not tested", "smoke")
+    assert (smoke[0]["outcome"], smoke[0]["reason"]) == ("not tested", "smoke")
     assert "my note" in nbformat.read(notebook, as_version=4).cells[-1].source
     index = (root / "notebooks-smoke" / "index.html").read_text()
     assert "not tested (smoke)" in index and '<td class="smoke">smoke</td>' in index
-    assert "their verdicts test nothing" in index
+    assert "their outcomes test nothing" in index
     assert "not tested (smoke)" in (root / "figures-smoke" / "REPORT.md").read_text()
 
     # Written over with --out: the edited notebook is kept aside, and said so.

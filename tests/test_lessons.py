@@ -4,7 +4,6 @@ a real Jupyter kernel, kept with its outputs and exported to HTML — and the co
 checked on fake claims."""
 
 import ast
-import importlib
 import json
 import os
 import re
@@ -17,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from minattn.course.claims import RULES
 from minattn.course.course import execute_lesson, lesson_files
 from minattn.course.fetch import data_root
 from minattn.course.lesson import REPO_ROOT
@@ -139,11 +137,6 @@ def test_every_claim_is_decided_again_from_its_recorded_numbers(lesson):
     for c in claims:
         assert c["outcome"] == NOT_TESTED and c["reason"] == "smoke", c["claim"]
         assert c["finding"], f"{lesson.name}: {c['claim']!r} states no finding"
-        if "test" not in c:  # the registered-rule form, until every lesson decides in its cells
-            importlib.import_module("minattn." + c["rule"].rsplit(".", 1)[0])
-            again = RULES[c["rule"]](**c["raw"])
-            assert again.outcome == c["computed"] and again.detail == c["detail"], c["claim"]
-            continue
         again = redecide(c["test"])
         assert (again.outcome, again.computed, again.detail) == (
             c["test"]["outcome"], c["test"]["computed"], c["test"]["detail"]), c["claim"]
@@ -166,8 +159,6 @@ def test_claims_take_little_of_a_lesson(lesson):
                 and node.func.attr in ("claim", "summary")
                 and isinstance(node.func.value, ast.Name) and node.func.value.id == "lesson"):
             plumbing.update(range(node.lineno, node.end_lineno + 1))
-    if "verdict=" in source:
-        pytest.xfail("this lesson still records claims through registered rules")
     share = len(plumbing & set(code)) / len(code)
     assert share <= 0.08, f"{lesson.name}: lesson.claim lines are {share:.0%} of its code"
     returncode, output, _ = SMOKE_RUNS.get(lesson)
@@ -279,11 +270,11 @@ def test_course_report_collects_every_lessons_claims(tmp_path):
     (tmp_path / "02_sparse").mkdir()
     (tmp_path / "01_attention" / "claims.json").write_text(json.dumps([
         dict(lesson="01_attention", claim="q·k has variance d", paper="d (Vaswani et al. 2017)",
-             ours="63.8 at d = 64", why="finite sample", smoke=False, verdict="reproduced",
+             ours="63.8 at d = 64", why="finite sample", smoke=False, outcome="reproduced",
              n="4 vs exact", finding="The variance is d.", detail="63.8 vs 64")]))
     (tmp_path / "02_sparse" / "claims.json").write_text(json.dumps([
         dict(lesson="02_sparse", claim="a | in the text", paper="0.93", ours="0.5", why="",
-             smoke=True, verdict="not tested", reason="smoke", n="2 vs 2"),
+             smoke=True, outcome="not tested", reason="smoke", n="2 vs 2"),
         dict(lesson="02_sparse", claim="second", paper="1", ours="2", why="scale", smoke=False)]))
     (tmp_path / "03_empty").mkdir()
     (tmp_path / "03_empty" / "claims.json").write_text("[]")

@@ -1,21 +1,22 @@
-"""The plumbing the lessons and benchmarks use — nothing here is an attention mechanism.
+"""The course around the mechanisms: nothing here is an attention mechanism.
 
-    lesson     smoke mode, figures, `show(fn)` / `show(fn_np, fn_torch)`, paper claims
+The machinery every lesson shares:
+    lesson     smoke/full/paper scale, seeds (MINATTN_SEED), figures, `show(fn)`, and
+               `lesson.claim(...)`: one printed row per paper claim, decided where it is measured
+    stats      the outcome rule: estimates, the tests a claim calls, gates on training curves
+    train      the training loop (tqdm bar, History)
+    utils      seeding, device choice;  plots, tables: figure and table helpers
     checkout   a lesson runs with its own checkout's minattn; an unimplemented exercise
                stops it in one line
-    train      the training loop (tqdm bar, History)
-    utils      seeding, device choice, `fail()` and the input checks every mechanism uses
-    bench      benchmark timing and memory; tables (`fmt_*`, `print_table`) are torch-free
-    fetch      checksummed, atomic downloads (imports no torch: data scripts stay light)
-    data       loaders for the fetched datasets
-    course     `make course`: notebooks, executed lessons, the report; prose and verdict
-               check its numbers and the claims' verdicts
-    pages      the executed notebooks tidied, their HTML (formulas typeset offline), the
-               index, and a check of the pages in headless Chromium
+    bench      benchmark timing and memory
+    fetch, data  checksummed downloads and the loaders of the fetched datasets
+    course, pages, prose, report  `make course`: executed notebooks, their HTML, the index,
+               the check that the prose states only numbers the run printed, REPORT.md
     gpu_tier   `make test-gpu`
-    encoder    the course's MiniLM (`load_minilm`) and the cache of its token states
-    task_heads lesson 07: Bible verse pairs mined against words, lexical lines, baselines,
-               training until the validation curve stops rising, the deletion analysis
+
+One module per lesson with what its experiments need beyond the mechanism (tasks, data,
+training runs, read-outs, figures): attention (01), sparse (02), multiscale (03), xl (04),
+lstm_attention (05, 06), task_heads and encoder (07), agreement (08).
 
 The classroom (student copies, the check, grading, the audit) is minattn/course/classroom/: no
 lesson imports it.

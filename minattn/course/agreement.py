@@ -175,7 +175,7 @@ def parallel_data(max_len: int, n_read: int | None = None, seed: int = 0):
                    load_parallel("en-de", split, seed=seed, english="bbe")[:n_read]]
                   for split in ("train", "valid")]
     except DatasetMissing as err:
-        from ..lstm_attention import dictionary_corpus
+        from .lstm_attention import dictionary_corpus
 
         fallback = f"a synthetic dictionary corpus (real parallel data missing: {err})"
         src, tgt, _ = dictionary_corpus(4000, 300, np.random.default_rng(seed + 9),

@@ -407,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"report: {_rel(report)}    course: {_rel(index)}")
     if smoke:
         print("smoke mode: tiny sizes, so the numbers are not the lessons' results and the "
-              "verdicts test nothing; `make course` runs the lessons in full")
+              "outcomes test nothing; `make course` runs the lessons in full")
     print("\n| lesson | result | time |\n|---|---|---|")
     for run in runs:
         print(f"| {run.lesson.name} | {'ok' if run.ok else 'FAILED: ' + run.error} | "

@@ -23,7 +23,6 @@ Environment switches (the same for every lesson):
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import html
 import inspect
 import io
@@ -40,7 +39,6 @@ from . import REPO_ROOT, stats
 from .checkout import guard_lesson
 from .prose import SOURCE_FOOTER, SOURCE_HEADER
 from .utils import pick_device
-from .verdict import NOT_TESTED, Verdict
 
 
 def in_notebook() -> bool:
@@ -151,9 +149,9 @@ class Lesson:
         """n consecutive seeds from `start`, shifted by MINATTN_SEED."""
         return [self.seed(start + i) for i in range(n)]
 
-    def claim(self, claim: str, paper: str, ours=None, why: str = "", *, test=None,
+    def claim(self, claim: str, paper: str, *, test, why: str = "",
               reproduced: str = "", contradicted: str = "", fallback: str = "",
-              confirm_only: str = "", verdict=None) -> None:
+              confirm_only: str = "") -> None:
         """Decide one claim of a cited paper in the cell that measured it: print one row and
         record it for figures/REPORT.md.
 
@@ -170,10 +168,7 @@ class Lesson:
 
         A smoke run decides nothing, and a run on fallback data did not test the paper's
         setting: both are recorded as *not tested*, the numbers' own outcome kept beside it.
-        (`ours=`/`verdict=` are the registered-rule form some lessons still use.)
         """
-        if verdict is not None:
-            return self._claim_rule(claim, paper, ours, why, verdict=verdict, fallback=fallback)
         if not isinstance(test, stats.Test):
             raise TypeError("test: expected the result of one minattn.course.stats call "
                             f"(compare, versus, paired, ...), got {type(test).__name__}")
@@ -197,33 +192,6 @@ class Lesson:
         label = outcome + (f" ({reason})" if reason else "")
         print(f"[{label.upper()}] {claim} | paper: {paper} | ours: {test.ours} ({test.n}) | "
               f"{finding}")
-
-    def _claim_rule(self, claim, paper, ours, why, *, verdict, fallback) -> None:
-        if not isinstance(verdict, Verdict):
-            raise TypeError("verdict: expected a minattn.course.verdict.Verdict from a "
-                            f"registered claim function, got {type(verdict).__name__}")
-        if not verdict.rule:
-            raise ValueError(f"claim {claim!r}: its verdict must come from a registered claim "
-                             "function (@claim_rule in minattn/<package>/claims.py), so the "
-                             "tests can feed it numbers that contradict it")
-        computed = verdict.outcome
-        if self.smoke or fallback:
-            reason = "smoke" if self.smoke else "fallback"
-            verdict = dataclasses.replace(
-                verdict, verdict=NOT_TESTED, reason=reason,
-                finding=(f"Not tested: a smoke run is too small to decide this (the rule on its "
-                         f"numbers: {computed})." if self.smoke else
-                         f"Not tested: this run used fallback data ({fallback}), not the "
-                         "paper's."))
-        record = dict(lesson=self.name, claim=claim, paper=paper, ours=ours, why=why,
-                      verdict=verdict.verdict, outcome=verdict.verdict, reason=verdict.reason,
-                      computed=computed, n=verdict.n, detail=verdict.detail,
-                      finding=verdict.finding, rule=verdict.rule, raw=verdict.raw,
-                      fallback=fallback, smoke=self.smoke, scale=self.scale)
-        self.claims.append(record)
-        self._write_claims()
-        print(f"  claim: {claim} — paper: {paper}; ours: {ours}" + (f" ({why})" if why else "")
-              + f"\n    {verdict.outcome.upper()}: {verdict.finding}\n    ({verdict.detail})")
 
     def summary(self) -> None:
         """The claims this run decided, one line each (their findings are in their cells)."""

@@ -374,7 +374,7 @@ def write_index(out_dir: Path, report: Path | None, claims: list[dict], rule: st
                     f'<td class="{mode.replace(" ", "-")}">{mode}</td><td>{seconds}</td>'
                     f'<td><a href="{esc(ipynb.name)}">.ipynb</a></td></tr>')
     note = ("<p><b>Smoke</b> rows ran at tiny sizes, in seconds: their numbers are not the "
-            "lessons' results, and their verdicts test nothing. <code>make course</code> "
+            "lessons' results, and their outcomes test nothing. <code>make course</code> "
             "runs them in full.</p>" if "smoke" in modes else "")
     claim_rows = "".join(
         "<tr>" + "".join(f"<td>{esc(c[k])}</td>" for k in ("lesson", "claim", "paper")) +

@@ -28,11 +28,10 @@ def collect_claims(figure_root: Path, lessons: list[str] | None = None) -> list[
             print(f"warning: skipping unreadable {path}: {exc}")
             continue
         for entry in entries:
-            entry = dict(entry, outcome=entry.get("outcome") or entry.get("verdict", ""))
             c = {k: str(entry.get(k) or "") for k in FIELDS}
             label = c["outcome"] + (f" ({c['reason']})" if c["reason"] else "")
             claims.append({"lesson": entry.get("lesson", path.parent.name), **c,
-                           "verdict": c["outcome"], "label": label,
+                           "label": label,
                            "smoke": bool(entry.get("smoke", False))})
     return claims
 
