@@ -25,7 +25,8 @@ from .tables import fmt_bytes, fmt_time, markdown_table, print_table
 __all__ = ["DTYPES", "bench_args", "count_operations", "device_name", "fmt_bytes", "fmt_time",
            "forward_backward", "forward_only", "load_json", "machine_record", "markdown_table",
            "measured_on", "peak_memory", "print_table", "provenance", "run_benchmark",
-           "save_json", "sync", "time_interleaved", "write_markdown"]
+           "save_json", "sync", "time_interleaved", "time_repeats",
+           "write_markdown"]
 
 DTYPES = ("float32", "float16", "bfloat16", "float64")
 
@@ -110,10 +111,12 @@ def sync(device) -> None:
         torch.cuda.synchronize()
 
 
-def time_interleaved(fns: dict[str, Callable[[], object]], repeats: int,
-                     warmup: int = 1, device="cpu",
-                     timer: Callable[[], float] = time.perf_counter) -> dict[str, float]:
-    """Median wall time (seconds) of each callable, run round-robin `repeats` times.
+def time_repeats(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1,
+                 device="cpu", timer: Callable[[], float] = time.perf_counter
+                 ) -> dict[str, list[float]]:
+    """{name: [seconds, one per repeat]}: each callable run `warmup` times outside the clock
+    (a GPU compiles, caches warm), then all run round-robin `repeats` times, each timed
+    between two synchronisations of the device.
 
     timer: time.process_time measures one-thread CPU work robustly on a busy machine (the
     wall clock also counts the time spent waiting for a core); on a GPU keep the wall clock.
@@ -129,7 +132,15 @@ def time_interleaved(fns: dict[str, Callable[[], object]], repeats: int,
             fn()
             sync(device)
             times[name].append(timer() - t0)
-    return {name: statistics.median(ts) for name, ts in times.items()}
+    return times
+
+
+def time_interleaved(fns: dict[str, Callable[[], object]], repeats: int,
+                     warmup: int = 1, device="cpu",
+                     timer: Callable[[], float] = time.perf_counter) -> dict[str, float]:
+    """Median time (seconds) of each callable over `time_repeats`' round-robin repeats."""
+    return {name: statistics.median(ts)
+            for name, ts in time_repeats(fns, repeats, warmup, device, timer).items()}
 
 
 def forward_only(fn: Callable, q, k, v) -> Callable[[], None]:

@@ -22,7 +22,7 @@ from matplotlib.patches import Rectangle
 
 from ..checks import check_size, fail
 from ..sparse import SparseClassifier, reach_np, sliding_window_mask_np
-from .bench import sync
+from .bench import time_repeats
 from .plots import heatmap, plot_curves
 from .train import train
 from .utils import set_seed
@@ -103,18 +103,8 @@ def time_forward(fns: dict, repeats: int, device) -> dict:
     CPU the one thread's CPU time (robust when the machine is shared), on a GPU the wall clock
     between two synchronisations."""
     clock = time.perf_counter if torch.device(device).type == "cuda" else time.process_time
-    times = {name: [] for name in fns}
     with torch.no_grad():
-        for fn in fns.values():
-            fn()
-        for _ in range(repeats):
-            for name, fn in fns.items():
-                sync(device)
-                start = clock()
-                fn()
-                sync(device)
-                times[name].append(clock() - start)
-    return times
+        return time_repeats(fns, repeats, warmup=1, device=device, timer=clock)
 
 
 def growth_exponents(times: dict) -> list[float]:
