@@ -273,7 +273,12 @@ def pytest_collection_finish(session):
         module = getattr(item, "module", None)
         if module is not None and module.__name__.endswith("test_lessons") and "lesson" in params:
             by_module.setdefault(module, []).append(params["lesson"])
+    worker = getattr(session.config, "workerinput", None)  # a pytest-xdist worker
     for module, lessons in by_module.items():
+        if worker is not None:  # the workers share the runs: the first to need one runs it
+            shared = session.config._tmp_path_factory.getbasetemp().parent / "smoke-runs"
+            module.SMOKE_RUNS.share(shared / worker["testrunuid"])
+            continue
         order = sorted(set(lessons), key=lambda p: p.name)
         module.SMOKE_RUNS.start(order)
     session.config.stash[_SMOKE_MODULES] = list(by_module)

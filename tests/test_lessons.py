@@ -56,35 +56,44 @@ def test_there_are_lessons():
 
 
 class SmokeRuns:
-    """Each lesson run once as a script in smoke mode, shared by the three checks below.
+    """Each lesson run once as a script in smoke mode, shared by the checks below.
 
-    `start(lessons)` (called by tests/conftest.py once the tests are collected) runs them one
-    after another in a background thread, beside the rest of the suite: a lesson is a
-    subprocess, so the suite's own process keeps the other core busy. `get` waits for a
-    lesson's run, or runs it here if nobody started it."""
+    In one pytest process, `start(lessons)` (called by tests/conftest.py once the tests are
+    collected) runs them one after another in a background thread, beside the rest of the
+    suite: a lesson is a subprocess, so the suite's own process keeps the other core busy.
+    Under pytest-xdist (`make test` runs `pytest -n 2`) the workers share one folder instead
+    (`share(folder)`): the first worker to need a lesson runs it under a file lock, the others
+    read its result. `get` waits for a lesson's run, or runs it here if nobody started it."""
 
     def __init__(self):
         self.results, self.done, self.root = {}, {}, None
-        self.proc, self.stopped = None, False
+        self.proc, self.stopped, self.shared = None, False, None
 
     def _folder(self, lesson):
         if self.root is None:
             self.root = Path(tempfile.mkdtemp(prefix="minattn-smoke-"))
         return self.root / lesson.stem
 
+    def _execute(self, lesson, folder):
+        """(returncode, output) of one smoke run writing its figures under `folder`."""
+        if self.stopped:
+            raise RuntimeError("the test session ended first")
+        self.proc = subprocess.Popen([sys.executable, str(lesson)], cwd=REPO_ROOT,
+                                     env=smoke_env(folder), stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+        try:
+            output, _ = self.proc.communicate(timeout=300)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise
+        return self.proc.returncode, output
+
     def _run(self, lesson):
         tmp = self._folder(lesson)
         try:
-            if self.stopped:
-                raise RuntimeError("the test session ended first")
-            self.proc = subprocess.Popen([sys.executable, str(lesson)], cwd=REPO_ROOT,
-                                         env=smoke_env(tmp), stdout=subprocess.PIPE,
-                                         stderr=subprocess.STDOUT, text=True)
-            output, _ = self.proc.communicate(timeout=300)
-            self.results[lesson] = (self.proc.returncode, output, tmp / "figures" / lesson.stem)
+            code, output = self._execute(lesson, tmp)
+            self.results[lesson] = (code, output, tmp / "figures" / lesson.stem)
         except (subprocess.TimeoutExpired, RuntimeError) as err:
-            if self.proc is not None:
-                self.proc.kill()
             self.results[lesson] = (-1, f"{lesson.name} did not finish: {err}", tmp / "figures")
         finally:
             self.done[lesson].set()
@@ -97,8 +106,29 @@ class SmokeRuns:
                                   daemon=True, name="lesson smoke runs")
         thread.start()
 
+    def share(self, folder: Path):
+        """Runs kept in `folder`, which every worker of this session sees."""
+        self.shared = folder
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def _get_shared(self, lesson):
+        import fcntl
+
+        folder, record = self.shared / lesson.stem, self.shared / f"{lesson.stem}.json"
+        with open(self.shared / f"{lesson.stem}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            if not record.exists():
+                try:
+                    code, output = self._execute(lesson, folder)
+                except (subprocess.TimeoutExpired, RuntimeError) as err:
+                    code, output = -1, f"{lesson.name} did not finish: {err}"
+                record.write_text(json.dumps([code, output]))
+        code, output = json.loads(record.read_text())
+        return code, output, folder / "figures" / lesson.stem
+
     def stop(self):
-        """At the end of the session: no new run, the current one killed, the folder removed."""
+        """At the end of the session: no new run, the current one killed, the folder removed
+        (a shared folder is left to pytest, which keeps its last three sessions' folders)."""
         self.stopped = True
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
@@ -107,6 +137,8 @@ class SmokeRuns:
 
     def get(self, lesson):
         """(returncode, stdout + stderr, its figure folder)."""
+        if self.shared is not None:
+            return self._get_shared(lesson)
         if lesson not in self.done:
             self.done[lesson] = threading.Event()
             self._run(lesson)
