@@ -2,7 +2,7 @@
 #   make course   install into .venv, fetch the data, run every lesson once as a notebook:
 #                 notebooks/*.ipynb with outputs, notebooks/*.html, notebooks/index.html,
 #                 figures/<lesson>/, and the paper-claims report figures/REPORT.md
-#                 (make course LESSONS=01: lesson 01 alone, about a minute)
+#                 (make course LESSONS=01: lesson 01 alone, under two minutes)
 #   make test     install into .venv, lint (ruff check), run the test suite
 #   make check    (contributors) lint and the mechanisms' and statistics' tests, about a minute
 # Other targets: setup, data, notebooks (unexecuted, beside any you ran), smoke (the course in

@@ -12,13 +12,21 @@ teacher-only: student copies do not have them.
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import minattn
+
+# Bytecode caching as on a learner's machine: where the environment turns it off
+# (PYTHONDONTWRITEBYTECODE=1, common in containers), every process the suite starts (lesson
+# runs, student copies' checks, sandboxed graders) would compile the library again.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+sys.dont_write_bytecode = False
 
 # conftest.py at the root puts this checkout first on sys.path; refuse anything else.
 _HERE = Path(__file__).resolve().parents[1]

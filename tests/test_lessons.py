@@ -229,6 +229,7 @@ def test_the_prose_check_catches_a_typed_number(tmp_path):
     assert unsupported(lesson, "0.8431", allow={"0.842", "85.9"}) == []
 
 
+@pytest.mark.slow
 def test_lesson_01_runs_as_notebook_with_outputs_and_html(tmp_path):
     """What `make smoke` does for one lesson: execute it once through a Jupyter kernel, keep the
     outputs, export HTML with the figures embedded."""

@@ -256,6 +256,7 @@ def trial(tmp_path_factory):
                 rows={(r["submission"], r["exercise"]): r for r in rows})
 
 
+@pytest.mark.slow
 def test_the_gradebook_has_the_teachers_exercises_and_totals_for_everyone(trial):
     rows = trial["rows"]
     assert [r["submission"] for r in csv.DictReader(trial["out"].open())] == \
