@@ -633,7 +633,7 @@ print(f"{DATA}: " + ", ".join(f"{s} {len(d[2])}" for s, d in data.items())
       + f"; {matrix.shape[0]} embedding rows; sentence length mean {lengths_train.mean():.1f}, "
       f"90th percentile {lengths_train.quantile(0.9):.0f} tokens")
 
-EPOCHS = lesson.size(full=8, smoke=2, paper=20)
+EPOCHS = lesson.size(full=8, smoke=3, paper=20)
 SEEDS = lesson.seeds(lesson.size(full=4, smoke=2, paper=5))
 D_TEXT = 50
 show_table([dict(setting=s, paper=p, ours=o) for s, p, o in (
