@@ -61,9 +61,9 @@ class SmokeRuns:
     In one pytest process, `start(lessons)` (called by tests/conftest.py once the tests are
     collected) runs them one after another in a background thread, beside the rest of the
     suite: a lesson is a subprocess, so the suite's own process keeps the other core busy.
-    Under pytest-xdist (`make test` runs `pytest -n 2`) the workers share one folder instead
-    (`share(folder)`): the first worker to need a lesson runs it under a file lock, the others
-    read its result. `get` waits for a lesson's run, or runs it here if nobody started it."""
+    Under pytest-xdist (`make test` runs `pytest -n 2 --dist loadfile`: this file on one
+    worker) the runs go to one folder every worker sees (`share(folder)`), each under a file
+    lock, so that any distribution runs each lesson once. `get` waits for a lesson's run, or runs it here if nobody started it."""
 
     def __init__(self):
         self.results, self.done, self.root = {}, {}, None
