@@ -63,7 +63,8 @@ class SmokeRuns:
     suite: a lesson is a subprocess, so the suite's own process keeps the other core busy.
     Under pytest-xdist (`make test` runs `pytest -n 2 --dist loadfile`: this file on one
     worker) the runs go to one folder every worker sees (`share(folder)`), each under a file
-    lock, so that any distribution runs each lesson once. `get` waits for a lesson's run, or runs it here if nobody started it."""
+    lock, so that any distribution runs each lesson once. `get` waits for a lesson's run, or
+    runs it here if nobody started it."""
 
     def __init__(self):
         self.results, self.done, self.root = {}, {}, None
