@@ -19,17 +19,12 @@
 # Transformer-XL's memory, the LSTM decoder's attention — is this one operation with a different
 # choice of *who may look at whom*.
 #
-# In this lesson you will:
-# 1. compute attention in three lines on three tokens, by hand and against the library;
-# 2. meet the PyTorch version and multi-head attention, and look at a pretrained model's heads;
-# 3. see what attention cannot know on its own — order — and give it positions;
-# 4. train a model on **associative recall**, a task that needs lookup by content;
-# 5. see why the scores are divided by $\sqrt{d}$ — row by row, not only on average;
-# 6. derive the backward pass, and the two ideas that let FlashAttention never store the
-#    weights: a row-sum identity for the backward and the online softmax for the forward;
-# 7. measure what attention costs: dot-product against additive scores, time and memory as
-#    sequences grow;
-# 8. compare attention with recurrence by the maximum path length, lesson 02's starting point.
+# In this lesson you will compute attention in three lines, by hand and against the library;
+# meet multi-head attention in PyTorch and a pretrained model's heads; give attention the
+# order it cannot know; train **associative recall**, lookup by content; see why scores are
+# divided by $\sqrt{d}$; derive the backward pass and FlashAttention's two ideas (a row-sum
+# identity and the online softmax); measure what attention costs; and compare it with
+# recurrence by the maximum path length.
 #
 # Every function is written twice, in `minattn/attention.py`: a NumPy reference (`*_np`) that
 # states the math, and a PyTorch twin (`*_torch`, or an `nn.Module`) that runs on a GPU. Where
@@ -131,19 +126,15 @@ fig.suptitle("Who attends to whom: rows are queries, columns keys")
 lesson.savefig(fig, "three_tokens")
 
 # %% [markdown]
-# Query "the" scores the keys $(1, 0, 1)/\sqrt 2 = (0.707, 0, 0.707)$: it matches itself and
-# "sat" equally well and "cat" not at all. The softmax exponentiates and normalises —
-# $e^{0.707} : e^0 : e^{0.707} = 2.03 : 1 : 2.03$ — so "the" splits its weight evenly between
-# itself and "sat" and still gives "cat" about half as much as either: a softmax never gives
-# exactly zero. Since the values are one-hot, the output row *is* the weight row. Query "sat"
-# scores $(1, 1, 2)/\sqrt 2$ and puts the most weight on itself. With the causal mask (right)
-# the masked weights are exactly zero and each row still sums to one.
+# Query "the" scores the keys $(1, 0, 1)/\sqrt 2 = (0.707, 0, 0.707)$. The softmax gives
+# $e^{0.707} : e^0 : e^{0.707} = 2.03 : 1 : 2.03$: "the" splits its weight between itself and
+# "sat" and still gives "cat" about half as much — a softmax never gives exactly zero. The
+# values are one-hot, so the output row *is* the weight row. With the causal mask (right) the
+# masked weights are exactly zero and each row still sums to one.
 #
-# The library's versions hold the same lines for any number of leading (batch, head) axes and
-# a scale you may choose. Its softmax must never overflow: $e^{1000}$ is `inf` in float64.
-# Subtracting the row maximum $m$ first changes nothing mathematically
-# ($e^{s_j - m}/\sum e^{s_{j'} - m}$ — the $e^{-m}$ cancels) and keeps every exponent $\le 0$;
-# a row with *no* allowed key returns zeros rather than $0/0 = $ NaN. (The `@checked` line
+# The library's versions hold the same lines for any leading (batch, head) axes. Its softmax
+# subtracts the row maximum first — the $e^{-m}$ cancels, and no exponent overflows ($e^{1000}$
+# is `inf` in float64) — and a row with *no* allowed key returns zeros, not NaN. (`@checked`
 # applies the input checks of `minattn/checks.py`, so the body starts with the math.)
 
 # %%
@@ -382,13 +373,10 @@ lesson.savefig(fig, "sinusoids")
 # others: accuracy exactly $1/(N-1)$. With sinusoids added to the embeddings, query $i$ can find
 # key $N - 1 - i$ — reflecting $p \mapsto N - 1 - p$ is, like the shift above, a linear map of
 # the table. A third model learns its own table of positions, as the paper also tried: Table 3,
-# row (E), "positional embedding instead of sinusoids", with "nearly identical results" (§3.5).
-# That is a statement about final *quality* (the BLEU and perplexity of the trained models), so
-# we test it on quality: held-out accuracy after the same budget, learned table against
-# sinusoids, by an equivalence test whose tolerance — one point of accuracy — is fixed here,
-# before the run. An accuracy over the held-out set moves in steps of one prediction in all of
-# them (its *resolution*): runs that all end at the same accuracy tie only to that resolution,
-# not exactly.
+# row (E), with "nearly identical results" (§3.5) — a statement about final *quality*, so we
+# test it on held-out accuracy after the same budget, by an equivalence test whose tolerance,
+# one point of accuracy, is fixed here, before the run. Runs that end at the same accuracy tie
+# only to its resolution (one prediction in all of them), not exactly.
 
 # %%
 from minattn.attention import PositionReader
@@ -494,37 +482,29 @@ lesson.savefig(fig, "reversal")
 # where a symbol stood. A model that reverses must put each output's largest weight on input
 # $N - 1 - i$, the anti-diagonal (the share of outputs that do is printed under the figure).
 #
-# The speed table is about the initialisation, not about learned positions as such. At std
-# 0.02 the learned table is fifty times smaller than the token embeddings it is added to: the
-# scores hardly see it until training has grown it. Nor does a random table have to "find" a
-# geometry: reversal only needs each position told apart from the others, so that $W_Q$ and
-# $W_K$ can pair position $i$ with $N - 1 - i$, and random vectors in 64 dimensions are nearly
-# orthogonal from the start (the cosines above). The sinusoids' neighbouring rows are nearly
-# parallel instead: most of their dimensions turn too slowly to tell nearby positions apart,
-# and the projections must learn to read the few fast ones (compare the table's first and last
-# rows). Other ways to add position: a term inside the score (lesson 04's relative positions);
-# lesson 03's model deliberately uses none. The next task is a *set* lookup, where order
-# carries no information, so one attention layer without positions suits it.
+# The speed table is about the initialisation. At std 0.02 the learned table is fifty times
+# smaller than the token embeddings it is added to: the scores hardly see it until training
+# grows it. Reversal only needs each position told apart, and random vectors in 64 dimensions
+# are nearly orthogonal from the start (the cosines above); the sinusoids' neighbouring rows
+# are nearly parallel, and the projections must learn to read their few fast dimensions.
+# (Lesson 04 adds position inside the score instead.) The next task is a *set* lookup, where
+# order carries no information, so one attention layer without positions suits it.
 
 # %% [markdown]
 # ## 4. A task that needs content lookup: associative recall
 #
-# The model sees a set of **(key, value) pairs** — "c→7, q→2, a→7, …" — and then every key again
-# as a question: "what was stored under q?". Keys are distinct in an example, values may repeat,
-# and the questions come in a random order, so neither position nor frequency gives the answer
-# away. To answer, a model must **find the pair whose key matches the question and read its
-# value**: content-based lookup, which is what attention does in one step.
+# The model sees a set of **(key, value) pairs** — "c→7, q→2, a→7, …" — then every key again,
+# in random order, as a question: "what was stored under q?". To answer, a model must **find
+# the pair whose key matches the question and read its value**: content-based lookup, which
+# attention does in one step.
 #
 # Each pair is one token, $e_{\text{key}} + e_{\text{value}}$; each question is $e_{\text{key}}$.
-# The attention model is one attention layer with a single head (`MultiHeadAttention` with
-# $H = 1$) from the questions to the pairs, and a linear read-out. The baseline has the same
-# embeddings and a larger MLP, but sees the pairs only through their **mean** — which keeps
-# *which* keys and values occur and loses *which value sat next to which key*. Without that
-# binding the best it can do is to guess the value that occurs most often among the pairs; we
-# compute that floor on the held-out set. (This tests *averaging*, not every model without
-# attention: a recurrent network or a deep enough MLP over the concatenated pairs could in
-# principle learn the binding, at a much higher cost.) This is the lesson's demonstration, not
-# a paper's claim: the table shows every run.
+# The attention model is one single-head `MultiHeadAttention` layer from the questions to the
+# pairs and a linear read-out. The baseline has the same embeddings and a larger MLP but sees
+# the pairs only through their **mean**, which loses *which value sat next to which key*: its
+# best is to guess the most frequent value (that floor is computed on the held-out set). This
+# tests *averaging*, not every model without attention; it is the lesson's demonstration, not
+# a paper's claim.
 
 # %%
 from minattn.attention import RecallAttention, RecallMeanPool
@@ -607,10 +587,8 @@ print(f"share of questions whose largest weight is on the right pair: {found:.2f
 #
 # If the entries of $q$ and $k$ are independent with mean 0 and variance 1, then
 # $q \cdot k = \sum_{m=1}^{d} q_m k_m$ is a sum of $d$ terms of variance 1: its variance is $d$
-# (Vaswani et al. 2017, §3.2.1 and its footnote 4). Dividing by $\sqrt d$ brings the scores back
-# to unit variance for every $d$. First the variance itself, measured on independent batches of
-# random pairs (they play the part of seeds: their spread is the sampling error the test
-# weighs):
+# (Vaswani et al. 2017, §3.2.1, footnote 4); dividing by $\sqrt d$ restores unit variance.
+# Measured on independent batches of random pairs (their spread is the test's sampling error):
 
 # %%
 rng = set_seed(lesson.seed(0))
@@ -708,8 +686,7 @@ lesson.savefig(plot_row_sensitivity(summary, dims), "why_sqrt_d")
 #   The row sum is one number per query: the backward pass never needs an $L_k \times L_k$ matrix.
 # * $S = cQK^\top$ gives $\partial Q = c\, \partial S\, K$ and $\partial K = c\, \partial S^\top Q$.
 #
-# A masked entry has $P_{il} = 0$, so $\partial S_{il} = 0$: no gradient flows through an edge
-# the mask removed.
+# A masked entry has $P_{il} = 0$, so $\partial S_{il} = 0$: no gradient crosses a masked edge.
 
 # %%
 show(attention_backward_np)
@@ -734,14 +711,11 @@ for name, g_ours, g_torch in zip("qkv", grads, (q_t.grad, k_t.grad, v_t.grad)):
 #
 # $$\sum_j \partial P_{ij}\, P_{ij} = G_i \cdot \sum_j P_{ij} V_j = G_i \cdot O_i ,$$
 #
-# one dot product of two vectors of size $d_v$ that the forward pass already has. Dao et al.
-# derive it ("FlashAttention: Fast and Memory-Efficient Exact Attention with IO-Awareness",
-# 2022, Appendix B) and compute $D_i = \mathrm{rowsum}(\partial O_i \odot O_i)$ inside the loop
-# of their backward pass; FlashAttention-2 (Dao 2023, Algorithm 2) computes all of $D$ once, in
-# a pass before the loop. The backward then walks over blocks of keys, recomputing each block of
-# $P$ from $Q$, $K$ and statistics the forward saved per row: the $L_q \times L_k$ matrix is
-# never stored. (`attention_backward_np` recomputes $P$ too, but whole.) An identity, checked on
-# the example above with an `assert`:
+# one dot product of two vectors the forward pass already has (Dao et al., "FlashAttention",
+# 2022, Appendix B; FlashAttention-2, Algorithm 2, computes all of $D$ once before its loop).
+# The backward then walks over blocks of keys, recomputing each block of $P$ from $Q$, $K$ and
+# per-row statistics: the $L_q \times L_k$ matrix is never stored (`attention_backward_np`
+# recomputes $P$ whole). An identity, checked on the example above with an `assert`:
 
 # %%
 row_sum_p = ((grad_out @ np.swapaxes(v, -1, -2)) * weights_np).sum(-1)  # rowsum(∂P ⊙ P), ∂P = G Vᵀ
@@ -764,12 +738,10 @@ assert identity_err < 1e-12, ("Exercise 1.2: the identity needs attention_np's o
 # O \leftarrow O\, e^{m - m'} + e^{S_b - m'} V_b ,$$
 #
 # then $m \leftarrow m'$; at the end, $O/\ell$. The factor $e^{m - m'}$ rescales everything summed
-# so far against the new maximum, so the result is exactly the softmax-weighted sum, not an
-# approximation (Milakov and Gimelshein 2018, "Online normalizer calculation for softmax";
-# FlashAttention's Algorithm 1 divides by $\ell$ at every block, FlashAttention-2, §3.1, once at
-# the end as here). Only one block of scores exists at a time. The row keeps
-# $m + \log \ell$, the log of the softmax's denominator: the statistic FlashAttention-2's
-# backward uses to recompute a block of $P$ as $e^{S_b - (m + \log \ell)}$.
+# so far against the new maximum, so the result is exact (Milakov and Gimelshein 2018, "Online
+# normalizer calculation for softmax"; FlashAttention-2, §3.1, divides once at the end as
+# here). Only one block of scores exists at a time; the row keeps $m + \log \ell$, which
+# FlashAttention-2's backward uses to recompute a block of $P$.
 
 # %%
 show(online_attention_np)
@@ -941,12 +913,10 @@ lesson.claim("exact attention with extra memory linear in N, never storing the N
 # %% [markdown]
 # ## 8. Attention, recurrence, convolution: the maximum path length
 #
-# The Transformer paper argued for self-attention with three numbers per layer type (Vaswani et
-# al., Table 1): the work per layer, the operations that must run one after another, and the
-# **maximum path length** — how many layers a signal needs to travel between the two most
-# distant positions. Short paths make long-range dependencies easier to learn. Treat a layer as
-# a graph, an edge $j \to i$ wherever position $i$ reads position $j$; the maximum path length is
-# that graph's diameter (lesson 02, section 2, computes it for every sparse pattern). On the
+# The Transformer paper argued for self-attention by the **maximum path length** (Vaswani et
+# al., Table 1): how many layers a signal needs between the two most distant positions; short
+# paths make long-range dependencies easier to learn. It is the diameter of the graph with an
+# edge $j \to i$ wherever position $i$ reads position $j$ (lesson 02 computes it). On the
 # graphs of three layers — dense self-attention, self-attention restricted to a window of
 # $r = 2w + 1$ positions ($|i - j| \le w$), and a recurrent layer, whose step $i$ reads step
 # $i - 1$ — the diameters are exact: 1, $\lceil (n - 1)/w \rceil$ and $n - 1$. Measured and

@@ -446,11 +446,9 @@ ax.legend(loc="upper left")
 lesson.savefig(fig, "partner_task")
 
 # %% [markdown]
-# The claim compares the multi-scale model with each single scale over the seeds, one part per
-# single scale, each part said in its own words; read the size of its lead from the dots, not
-# from one run. The relay node shows why the node's design matters: it turns the small-window
-# model into one that can count, because a node that sees every token *is* a large scale,
-# whatever the windows say.
+# The claim has one part per single scale; read the size of the lead from the dots, not from
+# one run. A relay node that sees every token *is* a large scale, whatever the windows say: it
+# lets the small-window model count.
 #
 # ## 6. The effective-scale task: is a large scale low in the network better than depth?
 #
@@ -892,8 +890,8 @@ lesson.summary()
 # And what the lesson showed along the way:
 # * The measured scale $\frac1N\sum_i\sum_j a_{ij}|i-j|$ tells how far a head looks, read
 #   against uniform attention's (about $N/3$ over $N$ tokens).
-# * Multi-scale multi-head attention is multi-head attention with one window per head; windows
-#   see distance, not direction. One factor α spreads the scales over the layers.
+# * Multi-scale attention is multi-head attention with one window per head (distance, not
+#   direction); one factor α spreads the scales over the layers.
 # * No depth of ω = 3 windows reaches what one large window in a low layer reaches; whether
 #   training finds that path is a question about runs, counted run by run.
 #
@@ -903,14 +901,11 @@ lesson.summary()
 #
 # * **3.1** (implement, ~10 min) `scale_mask_np` and its twin `scale_mask_torch`
 #   (`minattn/multiscale.py`): the $(H, N, N)$ mask $|i - j| \le \omega_h$.
-# * **3.2** (implement, ~15 min) `allocate_scales_np` (`minattn/multiscale.py`): the
-#   scores, the softmax shares and the counts from the cumulative shares, as stated in its
-#   docstring. The tests check the slides' worked example, that every layer gets exactly N' heads,
-#   and that layer 1 gains small scales as α grows.
+# * **3.2** (implement, ~15 min) `allocate_scales_np` (`minattn/multiscale.py`), as stated in
+#   its docstring; the tests check the slides' worked example and N' heads in every layer.
 # * **3.3** (predict, ~5 min) `uniform_window_scale` (`minattn/course/answers/multiscale.py`): the
-#   measured scale of a head with ω = 3 that attends uniformly to every key it may see, for a
-#   query far from both ends. Work it out on paper, then let the test check it with
-#   `measured_scale_np`. (It is the lowest point of the diagonal in the figure of section 9.)
+#   measured scale of an ω = 3 head attending uniformly to every key it may see, for a query
+#   far from both ends (the lowest point of the diagonal in section 9's figure).
 #
 # To think about:
 # 1. With our rule, which α makes layer 1 of a 3-layer model give *all* its heads to the
@@ -918,22 +913,18 @@ lesson.summary()
 # 2. In the partner task, switch the read-out back to the paper's `max_pool=True` and train
 #    all-ω = 3 again. Its node still hears only the start of the sequence — how far above chance
 #    does the max over every token's local view take it, and why can a max count at all?
-# 3. Invent a rule these position-free models cannot learn because of "distance, not direction",
-#    and one that the relay node makes easy.
-# 4. The reach test needs one relay position (10) between $a_N$ and the node. What would a
+# 3. The reach test needs one relay position (10) between $a_N$ and the node. What would a
 #    third layer change — for Flex, and for Hier-S?
 #
 # ## Appendix: going faster
 #
-# The models above have sequences shorter than 65 tokens, where one dense masked call is the
-# fastest thing there is. For long documents, though, a head of window ω needs only
-# $O(N\omega)$ of the $N^2$ scores. `multiscale_attention_fast_torch` groups the heads by ω and
-# sends each group to the cheapest kernel — lesson 02's window kernel for small ω, PyTorch's
-# fused attention for ω ≥ N − 1, and a **band kernel** for the large scales in between; padded
-# keys are removed through one extra feature that adds (in effect) $-\infty$ to their scores
-# (the docstring of `minattn/fast/multiscale.py`). It is chosen by name: the models above ran
-# `multiscale_attention_routed_fast_torch`, which on a CPU is this grouped path and on a GPU one
-# call for all heads. All three agree to float64 rounding, with and without padding:
+# Below 65 tokens one dense masked call is fastest; for long documents a head of window ω
+# needs only $O(N\omega)$ of the $N^2$ scores. `multiscale_attention_fast_torch` groups the
+# heads by ω and sends each group to the cheapest kernel — lesson 02's window kernel for small
+# ω, fused attention for ω ≥ N − 1, a **band kernel** in between (`minattn/fast/multiscale.py`).
+# The models above ran `multiscale_attention_routed_fast_torch` (on a CPU this grouped path,
+# on a GPU one call for all heads). All three agree to float64 rounding, with and without
+# padding:
 
 # %%
 n, windows = 300, [3, 3, 18, 18, 37, 75, 150, 299]  # {3, 3, N/16, N/16, N/8, N/4, N/2, N − 1}

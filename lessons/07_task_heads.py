@@ -20,27 +20,18 @@
 #
 # 1. **first token**: the state of the `[CLS]` token BERT prepends;
 # 2. **mean pooling**: the average of the real tokens' states;
-# 3. **one learned query** (attention pooling): a trained vector asks every token how
-#    relevant it is, and the answer is the softmax-weighted mean;
-# 4. **the `[CLS]` token asks** through attention layers of its own, trained for the task —
-#    for pairs, A's `[CLS]` attends to B's tokens (and B's to A's): *task-specific heads*;
-# 5. **cross-encoder**: A and B go through the encoder *together*, "[CLS] A [SEP] B [SEP]",
-#    so every layer lets A's tokens attend to B's.
+# 3. **one learned query** asks every token how relevant it is (attention pooling);
+# 4. **the `[CLS]` token asks** through attention layers of its own — for pairs, A's `[CLS]`
+#    attends to B's tokens and B's to A's: *task-specific heads*;
+# 5. **cross-encoder**: "[CLS] A [SEP] B [SEP]" through the encoder together.
 #
 # Jia's poster "Task-specific attention" (Stanford CS224N, 2024) proposes rung 4 on top of BERT
 # and reports, in its Table 3, paraphrase accuracy going from 0.551 (mean pooling) to 0.842
-# with one cross-attention layer. It ran every setting with BERT **frozen** ("pretrain": only
-# what sits on top trains) and **fine-tuned** (BERT trains too); the large gain is in the
-# fine-tuned rows, and over frozen BERT its heads lose to mean pooling on two tasks of three.
-# Mind the baseline: on Quora about 0.63 of the pairs are not duplicates, so answering "not a
-# duplicate" every time beats the poster's mean pooling, frozen (0.386) and fine-tuned
-# (0.551) — its gain repairs a baseline below the majority class as much as it adds a head.
-# We test both settings, and add the control the poster lacked — the cross-encoder of rung 5,
-# which tells *how to pool* apart from *letting the two sentences meet*.
-#
-# You will write the read-outs in NumPy and check their PyTorch twins, build a paraphrase test
-# that words alone can barely pass, train the rungs over a frozen MiniLM (a 6-layer BERT) and
-# then fine-tune it, and measure what a head costs and what it reads.
+# with one cross-attention layer, in its **fine-tuned** rows (BERT trains too); over **frozen**
+# BERT its heads lose to mean pooling on two tasks of three. Mind the baseline: about 0.63 of
+# Quora's pairs are not duplicates, so "not a duplicate" every time beats the poster's mean
+# pooling, frozen (0.386) and fine-tuned (0.551). We test both settings and the control the
+# poster lacked, rung 5, which tells *how to pool* apart from *letting the sentences meet*.
 #
 # ## The math
 #
@@ -55,13 +46,11 @@
 # $$a_i = \operatorname{softmax}_i\Big(\frac{(W_q q)^\top W_k \tilde h_i}{\sqrt{d_h}}\Big),
 # \qquad z = W_o \sum_i a_i\, W_v h_i + b .$$
 #
-# Rung 3 learns $q = w$, one vector for every sentence; rung 4 asks with the sentence's own
-# first token, $q = \tilde h_0$, after optional layers that mix the tokens
-# ($x \leftarrow x + \mathrm{MHA}(\mathrm{LN}(x), \mathrm{LN}(x), x)$). $\mathrm{LN}$
-# standardises each token's features (mean 0, variance 1, no affine). Queries and keys read
-# $\tilde h$, values the raw $h$: so if the weights are uniform, $a_i = 1/n$, the
-# single-sentence head is **exactly a linear map of mean pooling**,
-# $z = W_o W_v z_{\text{mean}} + b$.
+# Rung 3 learns $q = w$; rung 4 asks with the sentence's own first token, $q = \tilde h_0$,
+# after optional layers $x \leftarrow x + \mathrm{MHA}(\mathrm{LN}(x), \mathrm{LN}(x), x)$
+# ($\mathrm{LN}$: each token's features standardised, no affine). Queries and keys read
+# $\tilde h$, values the raw $h$: with uniform weights, $a_i = 1/n$, the head is **exactly a
+# linear map of mean pooling**, $z = W_o W_v z_{\text{mean}} + b$.
 #
 # **Cross-attention** (pairs). A's first token asks B's tokens, layer after layer:
 # $x \leftarrow x + \mathrm{MHA}(\mathrm{LN}(x), \mathrm{LN}(B), B)$ from $x = a_0$, and
@@ -76,8 +65,8 @@
 # $$\mathcal{L} = -\frac{\sum_k \tilde p_k \tilde t_k}
 # {\sqrt{\sum_k \tilde p_k^2 \sum_k \tilde t_k^2}} .$$
 #
-# It cares about the *ordering and spacing* of the predictions, not their scale or offset —
-# the right loss when the target's units are arbitrary (levels 0, 1, 2).
+# It ignores the predictions' scale and offset: the right loss when the target's units are
+# arbitrary (levels 0, 1, 2).
 
 # %%
 import copy
@@ -171,11 +160,9 @@ show(th.attention_pool_np)
 # %% [markdown]
 # ## 2. The PyTorch heads, checked against the reference
 #
-# `AttentionPool` and `CrossAttentionPool` stack lesson 01's `MultiHeadAttention` (queries
-# from LN(x), keys LN(·), values raw, padding masked); `numpy_params()` hands their weights to
-# the NumPy functions, and in float64 the two agree to rounding error. The cross head reads
-# A's first token, as the poster does: A's tokens never attend to each other there, so only
-# the first one is computed.
+# `AttentionPool` and `CrossAttentionPool` stack lesson 01's `MultiHeadAttention`;
+# `numpy_params()` hands their weights to the NumPy functions, which agree in float64. The
+# cross head reads A's first token, as the poster does, so only that token is computed.
 
 # %%
 show(th.CrossAttentionPool.forward)
@@ -205,11 +192,9 @@ assert max(errors.values()) < 1e-10
 # %% [markdown]
 # ## 3. The ladder, and what each rung adds
 #
-# Parameters of each read-out at MiniLM's width ($D = 384$, 12 heads), counted on the modules,
-# beside the encoder's. A full-width attention layer owns four $D \times D$ projections,
-# $4D^2 + 4D$ parameters. The cross-encoder adds none but pays otherwise: nothing can be
-# computed once per sentence and reused (to compare one sentence with a thousand others, the
-# encoder runs a thousand times).
+# Parameters of each read-out at MiniLM's width, counted on the modules. A full-width
+# attention layer owns $4D^2 + 4D$. The cross-encoder adds none but pays otherwise: nothing is
+# computed once per sentence and reused.
 
 # %%
 D_ENC, H_ENC = 384, 12
@@ -233,35 +218,25 @@ print("poster: " + ", ".join(f"{what} {n / 768 ** 2:.2f} D²" for what, n in (
 # %% [markdown]
 # ## 4. The encoder, three tasks, and the lines a read-out must beat
 #
-# The encoder is all-MiniLM-L6-v2 (6 layers, $D = 384$, 12 heads; a small BERT), *trained
-# with mean pooling*: sentence-transformers trained it contrastively on over a billion
-# sentence pairs so that the mean of its token states is a sentence embedding. Its model card
-# (huggingface.co/sentence-transformers/all-MiniLM-L6-v2) lists among them 103,663 Quora
-# duplicate-question triplets — the poster's paraphrase data — and 102,225 English / Simple
-# English Wikipedia pairs (Coster & Kauchak, ACL 2011): rewordings in plain words, like our
-# Bible verses. The poster's BERT-base was pretrained to fill in masked words and to tell
-# whether sentence B follows sentence A (next-sentence prediction, a classifier on `[CLS]`:
-# Devlin et al. 2019, §3.1); neither makes the mean of its token states a sentence embedding
-# (0.386 frozen, above). Expect less above mean pooling here than on BERT.
+# The encoder is all-MiniLM-L6-v2 (6 layers, $D = 384$, 12 heads), *trained with mean
+# pooling*: contrastively, on over a billion sentence pairs (its model card lists Quora's
+# duplicate questions — the poster's data — and Simple English Wikipedia rewordings), so that
+# the mean of its token states is a sentence embedding. The poster's BERT-base was pretrained
+# on masked words and next-sentence prediction (Devlin et al. 2019, §3.1), which make no such
+# embedding (0.386 frozen, above). Expect less above mean pooling here than on BERT.
 #
 # * **Sentiment**: Rotten Tomatoes sentences, positive/negative (the poster's SST: 5 classes).
-# * **Paraphrase**: Bible verse pairs. A = a verse in the World English Bible (WEB).
-#   Positive: the same verse in the Bible in Basic English (BBE), which rewords almost
-#   everything. Negative: a far BBE verse that *words alone rate as paraphrase-like as the
-#   positive*: a logistic regression on ten lexical features (overlaps of words, word pairs,
-#   names and character 3-5-grams, lengths) is fitted to tell paraphrases from random far
-#   verses, and each verse takes the far verse it scores closest to its own paraphrase
-#   (`course.task_heads.bible_pairs`). A verse that repeats A's saying elsewhere ("The word
-#   of Yahweh came to me, saying," occurs dozens of times) is a *parallel*, not a negative: a
-#   candidate sharing more than a quarter of A's content words is never used.
+# * **Paraphrase**: A = a verse of the World English Bible; positive: the same verse in the
+#   Bible in Basic English, which rewords almost everything; negative: a far verse that
+#   *words alone rate as paraphrase-like as the positive* (a logistic regression on ten
+#   lexical features picks it: `course.task_heads.bible_pairs`). A verse repeating A's saying
+#   elsewhere (sharing over a quarter of its content words) is never a negative.
 # * **Similarity**: the same verses with a third pair each, graded 2 = same verse reworded,
 #   1 = the next verse, 0 = the mined far verse.
 #
-# Splits hold out whole verses (training; validation, for early stopping and a probe's
-# penalty; selection, for section 7; test); no sentence is in two. MiniLM runs once over every
-# text, cut at 256 tokens, and its states are cached (`course.encoder.hidden_states`). Without
-# the encoder or the text files the lesson falls back to random word vectors, a random
-# encoder and template texts, so that it runs offline; its claims are then not tested.
+# Splits hold out whole verses (training, validation, selection for section 7, test). MiniLM
+# runs once over every text (cut at 256 tokens; states cached by `course.encoder`). Offline,
+# the lesson falls back to template texts and a random encoder; its claims are then not tested.
 
 # %%
 n_sent_train, n_sent_test = lesson.size(full=(1000, 600), smoke=(60, 40), paper=(8000, 1000))
@@ -376,16 +351,12 @@ print(f"sentiment: {sent_labels[:n_sent_train].mean():.2f} positive; " + "; ".jo
 
 # %% [markdown]
 # **Reference lines with the encoder**: **zero-shot** (the cosine of the two mean-pooled
-# last-layer vectors, thresholded where best on the training pairs, or correlated with the
-# levels) and **a linear probe** (logistic regression on the mean-pooled vector, for pairs on
-# $[u, v, |u - v|, u \odot v]$, or ridge regression on the levels; L-BFGS to convergence,
-# penalty chosen on validation), reading the last layer, and on paraphrase also the layer
-# below. A trained read-out below these lines has not learned what the frozen states offer.
-#
-# The probe standardises its features; the read-outs we train get the same for every token
-# feature (`Standardize`, fixed): Adam moves every weight by steps of about the same size, so
-# a feature with a small spread moves the output slowly — and $u \odot v$, the very feature a
-# cosine is built from, spreads several times less than $u$ (printed below).
+# vectors, thresholded on the training pairs) and **a linear probe** (logistic or ridge
+# regression on the mean-pooled vector, for pairs on $[u, v, |u - v|, u \odot v]$, penalty
+# chosen on validation). A trained read-out below these lines has not learned what the frozen
+# states offer. The read-outs we train standardise every token feature (`Standardize`), as
+# the probe does: $u \odot v$, the feature a cosine is built from, spreads several times less
+# than $u$ (printed below), and Adam would move it slowly.
 
 # %%
 def pooled(states, chunk=512):
@@ -455,18 +426,13 @@ STANDARDIZE["similarity"] = STANDARDIZE["paraphrase"]  # the same verses' tokens
 # %% [markdown]
 # ## 5. What U(0.9, 1) does at the start
 #
-# The poster offers an option: "initializing attention layer weights with
-# $\mathcal{U}(0.9,1)$ makes the starting point of optimization close to taking a mean of the
-# sentence's all tokens' encodes from previous layer". Before running anything, predict
-# (exercise 7.3): with every weight of $W_q, W_k, W_v, W_o$ in $[0.9, 1]$, is the first
-# step's attention close to uniform, concentrated on one token, or in between — on raw
-# states, and after LN?
-#
-# Hint: such a matrix is $0.95\,\mathbf{1}\mathbf{1}^\top + E$ with $E \sim \mathcal{U}(-0.05,
-# 0.05)$, so $W h = 0.95\,(\textstyle\sum_j h_j)\,\mathbf{1} + E h$. We measure the *entropy
-# ratio* of the read-out row, $-\sum_i a_i \log a_i / \log n$: 1 for uniform weights, 0 for one
-# token. The head below is one full-width layer (12 heads over $D = 384$), the shape of the
-# poster's paraphrase head.
+# The poster: "initializing attention layer weights with $\mathcal{U}(0.9,1)$ makes the
+# starting point of optimization close to taking a mean of the sentence's all tokens' encodes
+# from previous layer". Predict first (exercise 7.3): with every weight of $W_q, W_k, W_v, W_o$
+# in $[0.9, 1]$, is the first attention uniform, on one token, or in between — on raw states,
+# and after LN? Hint: such a matrix is $0.95\,\mathbf{1}\mathbf{1}^\top + E$, so
+# $W h = 0.95\,(\textstyle\sum_j h_j)\,\mathbf{1} + E h$. We measure the *entropy ratio*
+# $-\sum_i a_i \log a_i / \log n$ (1: uniform, 0: one token) of one full-width layer.
 
 # %%
 probe_x, probe_mask = sent_states.batch(SPLITS["sentiment"]["test"][:200], device)
@@ -498,10 +464,9 @@ print(f"U(0.9, 1) = 0.95 + U(-0.05, 0.05); PyTorch's default nn.Linear init for 
 # default init, so near-uniform first weights are LayerNorm's doing, not U(0.9, 1)'s. But the
 # values and the output projection keep the rank-one part (they read raw states), so the
 # head's *output* starts along $\pm\mathbf{1}$, and layers compound. Measured at
-# initialisation on each head trained below, on the standardised states it reads, as $|z|$
-# over the length of the mean-pooled vector it starts from. The claim has two parts, decided
-# on the 3 configurations × 3 seeds: the first attention is near uniform (entropy ratio above
-# 0.9, exercise 7.3's line), and the output is of the mean's size (within a factor of 10).
+# initialisation on each head trained below, as $|z|$ over the length of the mean-pooled
+# vector. Two parts, on 3 configurations × 3 seeds: the first attention is near uniform
+# (entropy ratio above 0.9) and the output of the mean's size (within a factor of 10).
 
 # %%
 D_HEAD, N_HEADS = 64, 4  # sentiment and similarity heads: 4 heads of 16 after a 384 -> 64 map
@@ -587,17 +552,13 @@ lesson.claim("U(0.9, 1) makes the starting point close to taking a mean of the t
 # %% [markdown]
 # ## 6. Over a frozen encoder: every rung, trained until it stops improving
 #
-# Each row trains only what sits on top of the frozen MiniLM's standardised last-layer states:
-# the read-out and a classifier. On paraphrase every read-out reads all 384 features (these
-# runs are also stage 1 of section 7); on sentiment and similarity a trained linear map from
-# 384 to 64 features comes first, the same for every row, so that the heads stay cheap on a
-# CPU. The heads are the poster's (its Table 2): two self-attention layers read by `[CLS]` for
-# sentiment, one cross-attention layer for paraphrase, three for similarity, the last two also
-# with U(0.9, 1). AdamW at the poster's frozen-encoder rate, $10^{-3}$, batches of 32 of
-# similar length (`course.train.length_batches`). Validation is checked twice per epoch; a run
-# stops when three checks in a row bring no better score, and keeps its best weights.
-# Whether the runs had stopped rising is judged on their validation curves (the slope of the
-# last four checks), inside the rule: a comparison of runs still rising is *not tested*.
+# Each row trains a read-out and a classifier on the frozen MiniLM's standardised last-layer
+# states (on sentiment and similarity after a shared 384 -> 64 map, to stay cheap on a CPU;
+# the paraphrase runs are also section 7's stage 1). The heads are the poster's (Table 2):
+# two self-attention layers for sentiment, one cross-attention layer for paraphrase, three
+# for similarity, the last two also with U(0.9, 1); AdamW at $10^{-3}$, batches of 32. A run
+# checks validation twice per epoch, stops after three checks without a better score and
+# keeps its best weights; a comparison of runs whose curves still rise is *not tested*.
 
 # %%
 FROZEN_SEEDS = lesson.size(full=lesson.seeds(4), smoke=lesson.seeds(2), paper=lesson.seeds(4))
@@ -624,13 +585,11 @@ show_table([row for task, arms in FROZEN.items() for row in ct.results_rows(
      "vs zero-shot cosine", f"vs {PROBE}"])
 
 # %% [markdown]
-# **Reading the frozen table.** A row below the zero-shot cosine or the probe has not learned
-# what the frozen states already offer; if its curve had stopped rising, what holds it back is
-# what it reads (or over-fitting a small training set), not the budget. Mind what the poster's
-# paraphrase head reads: its $u$ is A's `[CLS]` state plus what that token reads of B — never
-# the mean of A's tokens, the vector MiniLM was trained to produce (compare the first-token
-# row). Every rung of a task reads the same states: the claims below pair heads and mean
-# pooling on the test items (similarity over seeds only: a correlation is no mean over items).
+# **Reading the frozen table.** A row below the zero-shot cosine or the probe, with a curve
+# that had stopped rising, is held back by what it reads, not the budget: the poster's
+# paraphrase head reads A's `[CLS]` plus what it reads of B — never the mean of A's tokens,
+# the vector MiniLM was trained to produce. The claims below pair heads and mean pooling on
+# the test items (similarity over seeds only: a correlation is no mean over items).
 
 # %%
 show_table([{"read-out": arm, **{f"{t} (ours)": cell(frozen, t, arm) for t in FROZEN},
@@ -683,30 +642,19 @@ lesson.claim("U(0.9, 1) initialisation: about as good as the default on paraphra
 # ## 7. Fine-tuned: the encoder trains with its read-out
 #
 # The poster's large gain is in its fine-tuned rows, so here the encoder trains too, on
-# paraphrase detection, under read-outs that start from the same encoder weights and see the
-# same batches: mean pooling, and the poster's head (one full-width cross-attention layer, A's
-# `[CLS]` over B and B's over A, shared weights). The control — a cross-encoder: MiniLM reads
-# "[CLS] A [SEP] B [SEP]", a linear layer its `[CLS]` — starts far lower and needs more steps
-# than one CPU thread has: it runs at `MINATTN_SCALE=paper` (all six layers, for a GPU) and in
-# smoke mode. On a CPU only MiniLM's top layer trains (`encoder.TopLayers` copies it; the
-# layers below are frozen, their output cached).
+# paraphrase detection, under mean pooling and under the poster's head (one full-width
+# cross-attention layer, each `[CLS]` over the other sentence), from the same weights on the
+# same batches. The cross-encoder control needs more steps than one CPU thread has: it runs
+# at `MINATTN_SCALE=paper`. On a CPU only MiniLM's top layer trains (`encoder.TopLayers`).
 #
-# A random classifier's early, large gradients push pretrained layers around (Kumar et al.,
-# "Fine-Tuning can Distort Pretrained Features and Underperform Out-of-Distribution", ICLR
-# 2022), so each read-out trains in that paper's two stages, LP-FT: **stage 1** trains the
-# read-out alone over the frozen states (section 6's paraphrase rows, early-stopped on the
-# validation pairs); **stage 2** puts the top layers under it and trains both, the encoder's
-# rate below the read-out's, with a linear warm-up and decay. Stage 2 selects its weights on a
-# **selection split** of its own — stage 1's score on its validation pairs is the best of many
-# checks, biased upward — checks three times per epoch, the stage-1 weights first (step 0,
-# kept if nothing beats them), and stops after three checks without a better one, counted
-# once the warm-up is over, so that every run trains at the peak rate.
-#
-# The poster expects its head to need data ("this mechanism can help to improve model
-# performance when finetune data is relatively large"; its Quora: 17,688 pairs). A head that
-# over-fits our few hundred pairs — its selection score never rises above its start in any
-# run — was never fine-tuned to any benefit: the comparison is then *not tested*, for that
-# reason, with what its numbers would say beside it.
+# Each read-out trains in two stages, LP-FT (Kumar et al., ICLR 2022: a random classifier's
+# early gradients distort pretrained layers): **stage 1** trains the read-out alone over the
+# frozen states (section 6's rows); **stage 2** trains it with the top layers, the encoder's
+# rate lower, warm-up then decay, selecting weights on a **selection split** of its own (stage
+# 1's validation score is a biased maximum), the stage-1 weights first, and stopping after
+# three checks without a better one once the warm-up is over. A head whose selection score
+# never rises above its start in any run was never fine-tuned to any benefit (the poster
+# expects its head to need data): the comparison is then *not tested*, for that reason.
 #
 # | | the poster | here (full mode; paper scale in the printout) |
 # |---|---|---|
@@ -860,18 +808,14 @@ if SAVED.exists():  # shipped with the course
 # %% [markdown]
 # ## 8. What a head costs, counted and measured
 #
-# Count multiply-adds per token, in units of $D^2$. A BERT layer projects every token four
-# times in attention ($4D^2$) and twice in its feed-forward block ($8D^2$): $12D^2$, so
-# MiniLM's six layers cost $72D^2$ per token (BERT-base's twelve, $144D^2$), plus attention
-# scores, small at these lengths. The poster's head, read at `[CLS]` both ways, projects every
-# token as a key and a value for the other sentence's `[CLS]` ($2D^2$), plus one query and one
+# Count multiply-adds per token, in units of $D^2$. A BERT layer costs $12D^2$ ($4D^2$ in
+# attention's projections, $8D^2$ in the feed-forward block): $72D^2$ for MiniLM's six. The
+# poster's head projects every token as a key and a value ($2D^2$), plus one query and one
 # output per sentence ($2D^2$ over its $\bar L$ tokens): $h$ per token. A backward pass costs
-# about twice a forward one, so over a **frozen encoder** (forward only) the head adds
-# $3h / 72D^2$, over a **fine-tuned** one only $h / 72D^2$: the count expects the poster's
-# larger frozen overheads (1.159 and 1.131 against 1.096 and 1.075). The poster's times sum
-# each row's training over its three tasks; ours time the training step alone — the same
-# batch of verse pairs through MiniLM and each read-out, forward, backward and an AdamW step,
-# interleaved and repeated — beside the count.
+# about twice a forward one, so over a **frozen encoder** the head adds $3h / 72D^2$, over a
+# **fine-tuned** one $h / 72D^2$: the count expects the poster's larger frozen overheads
+# (1.159 and 1.131 against 1.096 and 1.075). We time one training step (forward, backward,
+# AdamW) of each read-out on the same batch, interleaved and repeated, beside the count.
 
 # %%
 timing_encoder = copy.deepcopy(encoder if encoder is not None else
@@ -940,22 +884,18 @@ lesson.claim("task-specific heads add 7-16 % to the training time, more over a f
 # %% [markdown]
 # ## 9. What does a head read — and does it matter?
 #
-# The poster's head is to collect "information from each token's output in a smarter way"
-# than a mean. An attention map shows where a head puts its weight, not that the prediction
-# depends on it. So section 7's paraphrase head (as stage 2 left it) comes with an
-# intervention: remove from B the token A's `[CLS]` weighs most (`course.task_heads.drop_token`)
-# and see how far the predicted probability moves. That alone proves little: for a read-out
-# $z = \sum_i a_i v_i$, dropping token $k$ gives $z' = (z - a_k v_k)/(1 - a_k)$, so
+# An attention map shows where a head puts its weight, not that the prediction depends on
+# it. So we remove from B the token A's `[CLS]` weighs most (`course.task_heads.drop_token`,
+# below the fine-tuned layer) and see how far section 7's predicted probability moves. That
+# alone proves little: for $z = \sum_i a_i v_i$, dropping token $k$ gives
+# $z' = (z - a_k v_k)/(1 - a_k)$, so
 #
 # $$|z' - z| = \frac{a_k}{1 - a_k}\,|v_k - z| :$$
 #
-# the token with the largest weight moves $z$ the most for *any* uneven weights, whether or
-# not it matters for the task. The test that can fail gives the same deletions to a model that
-# never saw the head's weights — mean pooling, through the same two stages — and compares the
-# head's choice with a random token and with two rules that need no head at all: B's rarest
-# token (by its frequency among the training verses' tokens) and B's token farthest from B's
-# mean state. A head that weighs what matters must beat them. The removal happens below the
-# fine-tuned layer, which then runs without the token.
+# the largest weight moves $z$ the most for *any* uneven weights. The test that can fail
+# gives the same deletions to a model that never saw the head (mean pooling, same two stages)
+# and compares the head's choice with a random token and two head-free rules: B's rarest
+# token and B's token farthest from B's mean state. A head that weighs what matters beats them.
 
 # %%
 def token_labels(states, i):
@@ -1049,22 +989,13 @@ lesson.summary()
 
 # %% [markdown]
 # And what holds on every run:
-# * Each rung of the ladder — first token, mean, a learned query, the sentence's own `[CLS]`
-#   asking through layers of its own, a cross-encoder — reads the tokens more flexibly than
-#   the one below. With LN'd queries and keys and raw values, a single-sentence head with
-#   uniform weights *is* a linear map of mean pooling; the poster's pair head, read at A's
-#   `[CLS]`, is not: it keeps A's first token and maps B's mean.
-# * A test must be one the trivial answer cannot pass: here the negatives are mined so that
-#   what words alone decide is printed as a line to beat, and before read-outs are compared
-#   each must be trained until its validation curve stops rising, and selected on pairs it
-#   was not early-stopped on; otherwise the comparison measures the training budget or the
-#   selection.
-# * The encoder matters: MiniLM was trained so that its mean-pooled states are sentence
-#   embeddings, on rewordings much like ours; the poster's BERT was not, and its mean-pooling
-#   baseline scored below Quora's majority class.
-# * An attention map's largest weight always moves the head's read-out most when removed;
-#   only a model that ignores the map, and rules that need no head, tell whether the token
-#   matters.
+# * With LN'd queries and keys and raw values, a single-sentence head with uniform weights *is*
+#   a linear map of mean pooling; the poster's pair head, read at A's `[CLS]`, is not.
+# * A fair comparison prints the line words alone reach, trains each read-out until its
+#   validation curve stops rising, and selects on pairs it was not early-stopped on.
+# * The encoder matters: MiniLM's mean-pooled states are sentence embeddings; BERT's are not.
+# * Removing an attention map's largest weight always moves that head most; only a model that
+#   ignores the map, and rules that need no head, tell whether the token matters.
 #
 # ## Exercises
 #
