@@ -799,12 +799,6 @@ def check_self_attention(q, k, v, scale=None, like=None, finite: bool = True) ->
             check_finite(name, x)
 
 
-def check_window_args(q, k, v, w, scale=None) -> int:
-    """q, k, v of self-attention (`check_self_attention`) and a window w >= 0; returns w."""
-    check_self_attention(q, k, v, scale)
-    return check_int("window w", w, 0)
-
-
 PATTERN_SIZES = {  # argument: (its name in a message, its least value)
     "n": ("n (sequence length)", 1), "w": ("window w", 0), "dilation": ("dilation", 1),
     "r": ("random keys r", 0), "block": ("block", 1), "stride": ("stride l", 1),
