@@ -446,7 +446,23 @@ for name, make in VARIANTS.items():
 print(f"uniform guessing: log2({len(chars)}) = {math.log2(len(chars)):.2f} bits per character")
 
 # %% [markdown]
-# Training first unlearns that echo, which is why the curves below start so high. Now the
+# Training first unlearns that echo, which is why the curves below start so high.
+#
+# **The segment loop.** Each step reads the next segment of every stream (`lm_segment`: its
+# characters and the ones after them) with the memory the step before left,
+# `logits, memories = model(x, memories)`, and keeps the new memory for the next step. The
+# memory comes back detached (`update_memory_torch`, section 3), so the backward pass of a step
+# ends at the start of its segment: the stop-gradient, which makes a step cost the same at the
+# thousandth segment as at the first. A `VanillaLM` returns no memory and reads each segment
+# alone. The loss function that carries the memory from one step to the next:
+
+# %%
+show(recurrent_lm_loss)
+
+# %% [markdown]
+# Around it, the course's loop (`course.train.train`): per step, the schedule's factor on the
+# learning rate, this loss, gradients clipped to norm 1, one AdamW step. Nothing stops a run
+# early: every run takes its steps. Now the
 # training runs, one per model and seed. The learning rate follows the authors' schedule (the
 # default of their `train.py`): a cosine from its peak down to 0 over the run, no warm-up.
 # Every 50 steps of the second half of its run, each model reads half of the validation text;
@@ -489,15 +505,33 @@ ax.grid(alpha=0.3)
 ax.legend(fontsize=8)
 lesson.savefig(fig, "lm_curves")
 
+# %% [markdown]
+# The evaluation reads the validation streams the same way, segment after segment in order,
+# each segment with the memory of the ones before it (of `mem_len`, which may differ from the
+# training length; `clamp_len` is section 6's), the bits kept per index of a segment;
+# under `torch.no_grad`, there is no gradient to stop:
+
+# %%
+show(evaluate_bpc)
+
+# %% [markdown]
+# The paper evaluates its vanilla baseline another way: a window of $L$ characters read afresh
+# for every character, sliding by one. Then every evaluation, on the same validation
+# characters:
+
 # %%
 show(evaluate_bpc_sliding)  # every evaluation reads the same validation characters
 CLAMP = MEM + SEG - 1  # the largest distance XL met in training
 LONG, ALONE = 4 * MEM, "memory 0 (each segment alone)"
+
+
+def score(model, **forward_kwargs):  # (streams, SEG): the bits at each index of a segment
+    return evaluate_bpc(model, valid_streams, SEG, per_position=True, **forward_kwargs)
+
+
 bits = {}  # (model, evaluation, seed) -> (streams, SEG): bits at each index of a segment
 for seed in tqdm(LM_SEEDS, desc="evaluating every model", disable=lesson.smoke):
     vanilla, relative, xl = (models[name, seed] for name in VARIANTS)
-    score = lambda model, **kw: evaluate_bpc(model, valid_streams, SEG,  # noqa: E731
-                                              per_position=True, **kw)
     bits["vanilla", "each segment alone", seed] = score(vanilla)
     sliding = evaluate_bpc_sliding(vanilla, valid_streams, SEG, per_stream=True)
     bits["vanilla", "window sliding by one", seed] = sliding[:, None]  # (streams, 1)
@@ -511,8 +545,15 @@ for seed in tqdm(LM_SEEDS, desc="evaluating every model", disable=lesson.smoke):
         if m > MEM:
             bits["XL", f"memory {m}, clamp_len {CLAMP}", seed] = score(xl, mem_len=m,
                                                                         clamp_len=CLAMP)
-per_stream = lambda name, how: [bits[name, how, s].mean(1) for s in LM_SEEDS]  # noqa: E731
-mean = lambda name, how: float(np.mean(per_stream(name, how)))  # noqa: E731
+
+
+def per_stream(name, how):  # per seed: the (streams,) bits of one model read one way
+    return [bits[name, how, s].mean(1) for s in LM_SEEDS]
+
+
+def mean(name, how):  # over the seeds and streams
+    return float(np.mean(per_stream(name, how)))
+
 
 # %% [markdown]
 # Every model on the same validation characters, beside the paper's numbers for the same
@@ -549,6 +590,12 @@ print(f"bits per character, lower is better. On the same characters: uniform gue
 # $L-1$); XL with no memory, its own, and a longer one. Under it, two baselines on the same
 # characters: uniform guessing, and the bigram model of the training text, which knows only
 # which character follows which.
+#
+# Compare the first two rows. In the full run the vanilla model reads *worse* with its window
+# sliding by one, every character seeing $L - 1$ before it, than reading each segment alone, on
+# every seed: at this budget it does not turn a longer context into better predictions. It is
+# a weak baseline, and both the relative positions' share of XL's gain (below) and XL's win
+# over the sliding window (Table 2's claim, further down) are measured against it.
 #
 # Now XL's gain over the vanilla model, split into three steps: the relative positions by
 # themselves, a memory at evaluation given to a model never trained with one, and *training*
@@ -604,8 +651,12 @@ print(f"XL with a memory of {LONG} (4 × its training memory): {xl_long:.4f} bpc
 
 # %%
 REL, WHY = "relative, no memory", "2 layers of 128, minutes of training on characters"
-gate = lambda *names: [converged([checks[n, s] for n in names for s in LM_SEEDS],  # noqa: E731
-                                 lower_is_better=True)]
+
+
+def gate(*names):  # a claim counts only runs that had stopped improving
+    return [converged([checks[n, s] for n in names for s in LM_SEEDS], lower_is_better=True)]
+
+
 arm = {"vanilla": per_stream("vanilla", "each segment alone"), "relative": per_stream(REL, ALONE),
        "sliding": per_stream("vanilla", "window sliding by one"),
        "XL": per_stream("XL", f"memory {MEM}"), "XL long": per_stream("XL", f"memory {LONG}")}
@@ -632,8 +683,10 @@ lesson.claim("the recurrence improves on the same model without it", fallback=fa
 share = (relative_mem - xl_mem) / (relative_alone - xl_mem)
 left = [r - a / 2 for r, a in zip(per_stream(REL, f"memory {MEM}"), arm["relative"])]
 right = [x / 2 for x in arm["XL"]]
-cause = (f"A model trained without memory, given one, reads {relative_mem:.3f} bpc against XL's "
-         f"{xl_mem:.3f}: what the memory repairs is the start of a segment (XL saves "
+trained = (f"Training with the memory changes the bits by {xl_mem - relative_mem:+.3f} bpc "
+           f"({xl_mem:.3f} for XL against {relative_mem:.3f} for the model trained without "
+           f"memory and given one): {share:.0%} of the recurrence's gain (paper: 79 %).")
+cause = (f" What the memory repairs is the start of a segment (XL saves "
          f"{saved_xl[:quarter].mean():.3f} bpc on its first {quarter} characters, "
          f"{saved_xl[-quarter:].mean():.3f} on its last {quarter}), context any model uses when "
          f"given it; beyond its training memory XL reads {xl_long:.4f} at memory {LONG} against "
@@ -641,8 +694,7 @@ cause = (f"A model trained without memory, given one, reads {relative_mem:.3f} b
 lesson.claim("most of the recurrence's gain comes from training with the memory", why=WHY,
              paper="Table 6: 29.59 alone, 29.02 with memory at evaluation, 27.02 trained with it",
              test=paired(left, right, ">", gates=gate("XL", REL)), fallback=fallback,
-             reproduced=f"Training with the memory gives {share:.0%} of the gain (paper: 79 %).",
-             contradicted=f"Training gives {share:.0%} of the gain (paper: 79 %). " + cause)
+             reproduced=trained, contradicted=trained + cause)
 lesson.claim("XL beats a vanilla Transformer evaluated with a sliding window", fallback=fallback,
              paper="Table 2 (enwik8, 12 layers): XL 1.06 vs Al-Rfou et al. 1.11 bpc", why=WHY,
              test=paired(arm["XL long"], arm["sliding"], "<", gates=gate("XL", "vanilla")),
@@ -654,8 +706,11 @@ lesson.claim("XL beats a vanilla Transformer evaluated with a sliding window", f
 # memory of 256; the vanilla model recomputes a window of its segment length per character.
 
 # %%
+def decode(ids):
+    return "".join(chars[i] for i in ids)
+
+
 prompt = valid_ids[:SEG][None].to(lesson.device)
-decode = lambda ids: "".join(chars[i] for i in ids)  # noqa: E731
 print("prompt:", repr(decode(prompt[0].tolist())))
 for name in ("vanilla", "XL"):
     g = torch.Generator().manual_seed(lesson.seed(1))
@@ -689,7 +744,10 @@ print("distances 0..5 clamped at 3 (first sine column):",
 # ($M + L - 1$), and on the right the bits the memory saves at each index of a segment:
 
 # %%
-at = lambda name, m: mean(name, ALONE if m == 0 else f"memory {m}")  # noqa: E731
+def at(name, m):  # mean bits of a model read with a memory of m
+    return mean(name, ALONE if m == 0 else f"memory {m}")
+
+
 long_mems = [m for m in EVAL_MEMS if m > MEM]
 fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw=dict(width_ratios=[3, 2]))
 ax.plot(EVAL_MEMS, [at("XL", m) for m in EVAL_MEMS], "o-", color="C2", label="Transformer-XL")
@@ -781,8 +839,12 @@ distance, index, _ = reads[R_MEM, R_MEM, R_SEEDS[R_MEM][0]]  # the same reads fo
 needs = reach_needed(distance, index, R_MEM)
 beyond_training = distance > 2 * R_MEM  # farther than any read in either training set
 groups = {"one layer": needs == 1, "only two layers": needs == 2, "beyond two layers": needs == 3}
-hits = lambda top, memory, where: [reads[top, memory, s][2][where].astype(float)  # noqa: E731
-                                   for s in R_SEEDS[top]]
+
+
+def hits(top, memory, where):  # per seed: 1.0 for each read of `where` answered right
+    return [reads[top, memory, s][2][where].astype(float) for s in R_SEEDS[top]]
+
+
 show_table([{"trained on reads": f"1–{top} ({len(R_SEEDS[top])} seed"
                                  f"{'s' if len(R_SEEDS[top]) > 1 else ''})",
              "memory at evaluation": memory,
@@ -897,32 +959,37 @@ lesson.claim("evaluation with a memory is much faster than recomputing, more so 
 #
 # ## 8. Training on many processes: DDP
 #
-# `python -m minattn.course.xl` trains this language model on a real corpus (PTB,
-# Shakespeare, or enwik8 once fetched) and runs unchanged under `torchrun`. The global batch
-# of streams is split across processes: each rank reads its own rows of the text and carries
-# those rows' memory, DDP averages the gradients, so W processes take the same steps as one
-# process with the whole batch (the tests check this with two CPU processes). Rank 0 writes
-# the checkpoint atomically, with every rank's memory, so `--resume` continues exactly.
+# `python -m minattn.course.xl_ddp`, a program of its own, trains this language model on a
+# real corpus (PTB, Shakespeare, or enwik8 once fetched) and runs unchanged under `torchrun`.
+# The global batch of streams is split across processes: each rank reads its own rows of the
+# text and carries those rows' memory, DDP averages the gradients, so W processes take the same
+# steps as one process with the whole batch (the tests check this with two CPU processes).
+# Rank 0 writes the checkpoint atomically, with every rank's memory, so `--resume` continues
+# exactly.
 #
 # ```bash
-# python -m minattn.course.xl --data ptb --steps 2000 --out runs/xl             # one process
-# torchrun --standalone --nproc_per_node=8 -m minattn.course.xl --data enwik8 --out runs/xl
+# python -m minattn.course.xl_ddp --data ptb --steps 2000 --out runs/xl             # one process
+# torchrun --standalone --nproc_per_node=8 -m minattn.course.xl_ddp --data enwik8 --out runs/xl
 # ```
 # (several machines: the module's docstring gives the `torchrun --nnodes` line.)
-# A tiny run, here in this process (its checkpoint goes to a temporary folder):
+# A tiny run, in one process started from here (its checkpoint goes to a temporary folder):
 
 # %%
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
 import tempfile  # noqa: E402
 
-from minattn.course.xl import main as xl_train_main  # noqa: E402
-
-run_dir = tempfile.TemporaryDirectory()
-result = xl_train_main(["--data", "synthetic", "--max-chars", "20000", "--steps", "20",
-                        "--batch", "4", "--seg", "16", "--mem", "16", "--d-model", "32",
-                        "--heads", "2", "--log-every", "10", "--eval-segments", "5",
-                        "--device", "cpu", "--out", run_dir.name,
-                        "--seed", str(lesson.seed(0))])
-run_dir.cleanup()
+with tempfile.TemporaryDirectory() as run_dir:
+    run = subprocess.run([sys.executable, "-m", "minattn.course.xl_ddp", "--data", "synthetic",
+                          "--max-chars", "20000", "--steps", "20", "--batch", "4", "--seg", "16",
+                          "--mem", "16", "--d-model", "32", "--heads", "2", "--log-every", "10",
+                          "--eval-segments", "5", "--device", "cpu", "--out", run_dir,
+                          "--seed", str(lesson.seed(0))],
+                         env=os.environ | {"OMP_NUM_THREADS": "1"},  # one thread, as this lesson
+                         capture_output=True, text=True)
+print(run.stdout, end="")
+assert run.returncode == 0, run.stderr
 
 # %% [markdown]
 # ## Summary

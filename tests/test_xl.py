@@ -588,12 +588,12 @@ TINY = ["--data", "synthetic", "--max-chars", "20000", "--batch", "4", "--seg", 
 
 @pytest.mark.slow
 def test_two_gloo_processes_equal_one_process_and_resume(tmp_path):
-    from minattn.course.xl import main
+    from minattn.course.xl_ddp import main
 
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO_ROOT))
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
            "--master_addr", "127.0.0.1", "--master_port", str(free_port()),
-           "-m", "minattn.course.xl", *TINY, "--steps", "4", "--out", str(tmp_path / "ddp")]
+           "-m", "minattn.course.xl_ddp", *TINY, "--steps", "4", "--out", str(tmp_path / "ddp")]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=240,
                           cwd=REPO_ROOT)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
