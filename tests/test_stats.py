@@ -61,8 +61,12 @@ def test_a_part_that_cannot_be_decided_is_not_shown_never_did_not():
     assert undecided.outcome == PARTLY
     assert "b: is not shown by these runs" in undecided.detail
     assert "did not" not in undecided.detail
+    one_against = all_of({"a": compare([0.1, 0.11, 0.12], [0.5, 0.51, 0.52]),
+                          "b": compare([1, 2], [1.5, 1.6])})
+    assert one_against.outcome == INCONCLUSIVE  # contradicted only when every part is
+    assert "a: the opposite was shown" in one_against.detail
     assert all_of({"a": compare([0.1, 0.11, 0.12], [0.5, 0.51, 0.52]),
-                   "b": compare([1, 2], [1.5, 1.6])}).outcome == CONTRADICTED
+                   "b": versus([0.1, 0.12], 0.5)}).outcome == CONTRADICTED
 
 
 def test_one_run_decides_nothing_and_says_so():
@@ -76,15 +80,29 @@ def test_one_run_decides_nothing_and_says_so():
 def test_ties_are_never_exact():
     """Runs that all come out equal measured no spread. Two tied arms, or a tie against a line,
     decide nothing; a tied arm borrows the other arm's spread; the measurement's resolution
-    floors the spread when the caller knows it."""
-    assert compare([1.0, 1.0, 1.0], [1.0, 1.0, 1.0]).outcome == INCONCLUSIVE  # was contradicted
+    floors the spread of runs that differ, never a tie's."""
+    assert compare([1.0, 1.0, 1.0], [1.0, 1.0, 1.0]).outcome == INCONCLUSIVE
     assert compare([1.0, 1.0], [0.5, 0.5]).outcome == INCONCLUSIVE  # 2 of 2 vs 0 of 2 runs
     assert "tie" in compare([0.8, 0.8], 0.5).detail
     assert versus([1.0, 1.0, 1.0], 0.99).outcome == INCONCLUSIVE
-    assert versus([1.0, 1.0, 1.0], 0.99, resolution=1 / 1024).outcome == REPRODUCED
+    assert versus([1.0, 1.0, 1.0], 0.99, resolution=1 / 1024).outcome == INCONCLUSIVE
+    assert same([1.0] * 16, [1.0] * 16, 0.01, resolution=1 / 16384).outcome == INCONCLUSIVE
+    assert versus([1.0, 1.0, 0.999], 0.99, resolution=1 / 1024).outcome == REPRODUCED
     borrowed = compare([1.0] * 8, [0.5, 0.6, 0.55, 0.52, 0.58, 0.51, 0.57, 0.53])
     assert borrowed.outcome == REPRODUCED
-    assert estimate([2.0, 2.0], resolution=0.5).se == pytest.approx(0.5 / math.sqrt(2))
+    assert estimate([2.0, 2.1], resolution=0.5).se == pytest.approx(0.5 / math.sqrt(2))
+    assert estimate([2.0, 2.0], resolution=0.5).tied
+
+
+def test_float_ties_are_ties():
+    """Identical runs whose float std comes out ~1e-17 are a tie, not a measured spread."""
+    assert np.std([0.95] * 3, ddof=1) > 0  # the float arithmetic this guards against
+    assert estimate([0.95] * 3).tied
+    assert versus([0.95] * 3, 0.94).outcome == INCONCLUSIVE
+    assert compare([0.531] * 36, [0.531] * 8).outcome == INCONCLUSIVE
+    assert paired(np.full((3, 5), 0.95), np.full((3, 5), 0.94)).outcome == INCONCLUSIVE
+    tied = compare([0.95] * 3, [0.5, 0.6, 0.55, 0.52, 0.58, 0.51, 0.57, 0.53])
+    assert tied.measured.df == 2  # a tied arm of <= 3 runs keeps the small arm's df
 
 
 def test_noisier_data_is_harder_to_call_the_same():
