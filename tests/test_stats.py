@@ -335,3 +335,124 @@ def test_power_at_the_lessons_sizes(capsys):
         print("\npower of the rule (effect in run-to-run SDs: 1, 2, 4):")
         for (na, nb), row in zip(SIZES, rows):
             print(f"  {na} vs {nb}: " + ", ".join(f"{p:.2f}" for p in row))
+
+
+def _slack(sims):
+    """Three Monte Carlo standard errors: a test exactly at its level stays under it."""
+    return 3 * math.sqrt(LIMIT * (1 - LIMIT) / sims)
+
+
+@pytest.mark.parametrize("na,nb", [(2, 3), (3, 3), (3, 8), (8, 3)])
+def test_float_ties_with_no_effect(na, nb):
+    """Runs that often come out identical (all at a value whose float std is ~1e-17, 0.531 or
+    0.95) and otherwise spread, the same in both arms: a tie is a tie, never a tiny spread."""
+    rng = np.random.default_rng(na * 10 + nb)
+    sims = 1500
+
+    def draw(r):
+        arms = [np.where(r.random(n) < 0.7, 0.531, 0.531 + r.normal(0, 0.05, n))
+                for n in (na, nb)]
+        return compare(*[a.tolist() for a in arms])
+
+    up, down = _false_rates(draw, sims, rng)
+    assert up <= LIMIT + _slack(sims) and down <= LIMIT + _slack(sims), (na, nb, up, down)
+
+
+@pytest.mark.parametrize("na,nb", [(2, 5), (3, 8), (8, 3)])
+def test_a_tied_arm_borrowing_the_other_arms_spread_with_no_effect(na, nb):
+    """Arm a is exact in truth (every run at the same value); b spreads around that value."""
+    rng = np.random.default_rng(100 + na * 10 + nb)
+    sims = 1500
+    up, down = _false_rates(lambda r: compare([0.95] * na, (0.95 + r.normal(0, 0.02, nb))
+                                              .tolist()), sims, rng)
+    assert up <= LIMIT + _slack(sims) and down <= LIMIT + _slack(sims), (na, nb, up, down)
+
+
+@pytest.mark.parametrize("na,nb", [(3, 3), (5, 5), (8, 8), (3, 8)])
+def test_same_two_arms_at_the_tolerance(na, nb):
+    """The true gap sits on the tolerance: 'the same' comes out at most 2.5 % of the time."""
+    rng = np.random.default_rng(200 + na * 10 + nb)
+    sims = 1500
+    up, _ = _false_rates(lambda r: same(r.normal(1.0, 1, na), r.normal(0, 1, nb), 1.0), sims,
+                         rng)
+    assert up <= LIMIT + _slack(sims), (na, nb, up)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8])
+def test_within_at_an_edge_of_the_range(n):
+    rng = np.random.default_rng(300 + n)
+    sims = 1500
+    for true in (1.0, 2.0):  # on the low edge, on the high edge
+        up, _ = _false_rates(lambda r: within(r.normal(true, 0.3, n), 1.0, 2.0), sims, rng)
+        assert up <= LIMIT + _slack(sims), (n, true, up)
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_all_of_contradicted_at_most_2_5_percent(k):
+    """k parts, each on its line: "contradicted" is held at 2.5 % for the whole claim (a
+    contradicted part alone would be a union of k tests: 4.9, 7.1, 8.6 %)."""
+    rng = np.random.default_rng(400 + k)
+    sims = 1000
+    up, down = _false_rates(lambda r: all_of({str(i): versus(r.normal(0, 1, 4), 0.0)
+                                              for i in range(k)}), sims, rng)
+    assert up <= LIMIT + _slack(sims) and down <= LIMIT + _slack(sims), (k, up, down)
+
+
+@pytest.mark.parametrize("fail", [0.01, 0.05, 0.2, 0.5])
+def test_resolution_at_a_ceiling_never_decides_a_tie(fail):
+    """Lesson 01's case: 16 runs of each arm; one arm always at 1.0, the other's runs fail
+    with chance `fail` to the accuracy that makes the true gap exactly the tolerance, 0.01.
+    Summed exactly over the number of failed runs: 'the same' at most 2.5 %."""
+    runs, tolerance, res = 16, 0.01, 1 / 16384
+    low = round((1 - tolerance / fail) / res) * res  # a failed run's accuracy, on the grid
+    p = 0.0
+    for failed in range(runs + 1):
+        learned = [low] * failed + [1.0] * (runs - failed)
+        if same(learned, [1.0] * runs, tolerance, resolution=res).outcome == REPRODUCED:
+            p += scipy_stats.binom.pmf(failed, runs, fail)
+    assert p <= LIMIT, (fail, p)
+
+
+@pytest.mark.parametrize("na,nb", [(36, 8), (8, 36), (5, 5)])
+def test_skewed_runs_on_the_log_scale(na, nb):
+    """Steps-to-threshold-like numbers (lognormal, sigma 0.8) with no effect: compared with
+    log=True, each false outcome at most 2.5 %."""
+    rng = np.random.default_rng(500 + na + nb)
+    sims = 1500
+    up, down = _false_rates(lambda r: compare(r.lognormal(5, 0.8, na), r.lognormal(5, 0.8, nb),
+                                              log=True), sims, rng)
+    assert up <= LIMIT + _slack(sims) and down <= LIMIT + _slack(sims), (na, nb, up, down)
+
+
+@pytest.mark.parametrize("n", [5, 7])
+def test_skewed_ratios_against_one_on_the_log_scale(n):
+    """Speed ratios (lognormal around a true ratio of 1) against the line 1."""
+    rng = np.random.default_rng(600 + n)
+    sims = 2000
+    up, down = _false_rates(lambda r: versus(r.lognormal(0, 0.5, n), 1.0, log=True), sims, rng)
+    assert up <= LIMIT + _slack(sims) and down <= LIMIT + _slack(sims), (n, up, down)
+
+
+def test_log_scale_reports_ratios():
+    t = compare([100, 200, 150, 400], [50, 60, 55, 70], log=True)
+    assert t.outcome == REPRODUCED and "ratio" in t.ours
+    lo, hi = (float(x) for x in t.ours.split("[")[1].rstrip("]").split(","))
+    assert lo > 1 and hi > lo  # the interval of the ratio, not of its log
+    assert redecide(t.record()).ours == t.ours
+    with pytest.raises(ValueError):
+        compare([1.0, -1.0], [1.0, 2.0], log=True)
+
+
+@pytest.mark.parametrize("runs,slope", [(1, 0.0), (4, 0.0), (4, 0.5), (4, 1.0), (2, 1.0)])
+def test_the_gates_power_is_what_converged_does(runs, slope):
+    """`converged_power` against `converged` on simulated curves rising by `slope` noise SDs per
+    check over the last 4 checks; a flat curve (slope 0) fires at most 2.5 %."""
+    rng = np.random.default_rng(700 + runs)
+    sims = 1000
+    fired = sum(not converged([slope * np.arange(6) + r.normal(0, 1, 6) for _ in range(runs)])
+                .passed for r in [rng] * sims) / sims
+    expected = stats.converged_power(slope, 1.0, runs)
+    assert abs(fired - expected) <= 3 * math.sqrt(expected * (1 - expected) / sims) + 0.005
+    if slope == 0:
+        assert fired <= LIMIT + _slack(sims)
+    assert stats.converged_power(1.0, 1.0, 4) > 0.9  # lesson-sized: four runs, 1 SD per check
