@@ -579,7 +579,7 @@ def same(a, b, tolerance: float, *, resolution: float | None = None, gates=()) -
     return _decide("same", dict(a=a, b=b, tolerance=tolerance, resolution=resolution,
                                 gates=gates), outcome,
                    f"{ea} vs {eb}: {d.mean:+.4g} {_span(lo, hi)} (±{tolerance:.3g} allowed)",
-                   detail, f"{_count(ea)} vs {_count(eb)}", reach)
+                   detail, f"{_count(ea)} vs {_count(eb)}", reach, d)
 
 
 def within(values, low: float, high: float, *, resolution: float | None = None,
@@ -599,7 +599,7 @@ def within(values, low: float, high: float, *, resolution: float | None = None,
     reach = (REPRODUCED, CONTRADICTED, INCONCLUSIVE) if _decidable(e) else (INCONCLUSIVE,)
     return _decide("within", dict(values=values, low=low, high=high, resolution=resolution,
                                   gates=gates), outcome, f"{e} {_span(lo, hi)}", detail,
-                   _count(e), reach)
+                   _count(e), reach, e)
 
 
 def paired(a, b, expect: str = ">", *, gates=()) -> Test:
@@ -647,7 +647,7 @@ def paired(a, b, expect: str = ">", *, gates=()) -> Test:
     reach = ((REPRODUCED, CONTRADICTED, INCONCLUSIVE) if min(A.shape[0], B.shape[0]) >= 2
              else (INCONCLUSIVE,))
     return _decide("paired", dict(a=A, b=float(b) if line else B, expect=expect, gates=gates),
-                   outcome, ours, detail, n, reach)
+                   outcome, ours, detail, n, reach, d)
 
 
 def _table(x, name: str) -> np.ndarray:
@@ -814,10 +814,20 @@ def in_words(t: Test) -> str:
     return WORDS[t.outcome]
 
 
+def not_run(why: str = "paper scale") -> Test:
+    """A claim the lesson states but its run does not decide (it needs the paper's scale, a
+    dataset or a model the course does not train): recorded as not tested (`why`)."""
+    if not why:
+        raise ValueError("not_run: expected why the claim is not run")
+    return Test(NOT_TESTED, "not run", f"not run: {why}", "no runs", "not_run",
+                dict(why=why), reason=why, computed=NOT_TESTED, reachable=(NOT_TESTED,),
+                gated=f"not run at this scale ({why})")
+
+
 # ================================================================ deciding a record again
 TESTS: dict[str, Callable[..., Test]] = dict(
     compare=compare, versus=versus, same=same, within=within, paired=paired, rate=rate,
-    rates=rates, sometimes=sometimes)
+    rates=rates, sometimes=sometimes, not_run=not_run)
 
 
 def redecide(record: dict) -> Test:
@@ -870,3 +880,208 @@ def _moved(values, move):
     if isinstance(values, numbers.Real):
         return float(move(float(values)))
     return [float(x) for x in move(np.asarray(values, dtype=float))]
+
+
+# ================================================================ power: how each claim could fail
+POWERED = 0.8  # below this chance of "reproduced" at the paper's effect a claim is underpowered
+SIMS = 20000  # draws of (difference, standard error) behind a simulated power
+
+
+@dataclass(frozen=True)
+class Power:
+    """A claim's chance of each decided outcome at the lesson's runs and measured spread:
+    `reproduced` at `effect` (the paper's effect, or what the runs measured: `source`) and
+    `contradicted` at `opposite` (the effect the other way); None where it cannot be computed
+    (runs that tie, one run: `note` says why). `note` also says what the quantity itself rules
+    out (a band narrower than the interval can be, a line at the measure's bound)."""
+
+    reproduced: float | None
+    contradicted: float | None
+    effect: str
+    opposite: str
+    source: str  # 'paper', 'measured' or 'claim' (the claim's own: no difference, a range)
+    note: str = ""
+
+    @property
+    def underpowered(self) -> bool:
+        return self.reproduced is None or self.reproduced < POWERED
+
+    @property
+    def label(self) -> str:
+        """'underpowered (power 0.17)', 'power 0.93' or 'power unknown'."""
+        if self.reproduced is None:
+            return "underpowered (power unknown)"
+        p = f"power {self.reproduced:.2f}"
+        return f"underpowered ({p})" if self.underpowered else p
+
+    def __str__(self) -> str:
+        if self.reproduced is None:
+            return f"{self.label}: {self.note}"
+        source = {"paper": "the paper's effect", "measured": "the effect these runs measured",
+                  "claim": "the claim's own value"}[self.source]
+        text = (f"{self.label} at {self.effect} ({source}); contradicted with chance "
+                f"{self.contradicted:.2f} at {self.opposite}")
+        return text + (f"; {self.note}" if self.note else "")
+
+    def record(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def power(test: Test | dict, effect=None) -> Power:
+    """The chance that `test`'s claim comes out reproduced at `effect` and contradicted at the
+    opposite effect, at the same runs and the spread they measured. `test`: a Test or its
+    record (claims.json's "test"). `effect` (None: what the runs measured, or for `same` no
+    difference and for `within` the range's centre) is in the claim's units: a difference
+    a - b (compare, paired), a value (versus: its distance to the line; within: the value), a
+    ratio (log=True), a rate (rate, sometimes), a pair of rates (rates; two-valued runs), a
+    dict of part name -> effect (all_of).
+
+    Differences decided by a t interval are simulated from the test's own standard error and
+    degrees of freedom (a normal difference, a chi-square spread); rates are summed exactly
+    over the binomial distribution; an all_of multiplies its parts' chances (parts taken as
+    independent: reproduced when every part is, contradicted when every part is)."""
+    if isinstance(test, dict):
+        test = redecide(test)
+    if test.test == "not_run":
+        return Power(None, None, "", "", "claim", f"not run ({test.args['why']})")
+    if test.test == "all_of":
+        effects = effect if isinstance(effect, dict) else {}
+        parts = {k: power(p, effects.get(k)) for k, p in test.parts.items()}
+        rep = [p.reproduced for p in parts.values()]
+        con = [p.contradicted for p in parts.values()]
+        notes = "; ".join(f"{k}: {p.note}" for k, p in parts.items() if p.note)
+        sources = {p.source for p in parts.values()}
+        return Power(None if None in rep else float(np.prod(rep)),
+                     None if None in con else float(np.prod(con)),
+                     "; ".join(f"{k}: {p.effect}" for k, p in parts.items()),
+                     "; ".join(f"{k}: {p.opposite}" for k, p in parts.items()),
+                     sources.pop() if len(sources) == 1 else "measured", notes)
+    if test.test in ("rate", "rates", "sometimes") or test.measured is None:
+        return _rate_power(test, effect)
+    return _interval_power(test, effect)
+
+
+def _interval_power(test: Test, effect) -> Power:
+    d, args = test.measured, test.args
+    log = bool(args.get("log"))
+    if d.df == 0:
+        why = "the runs tie: no spread measured" if d.tied else "one run: no spread measured"
+        return Power(None, None, "", "", "measured", why)
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal(SIMS)
+    chi = np.sqrt(rng.chisquare(d.df, SIMS) / d.df) if not d.exact else np.ones(SIMS)
+    half = t_quantile(d.df) * d.se * chi if not d.exact else np.zeros(SIMS)
+
+    def chance(true, decides):
+        centre = true + d.se * z if not d.exact else np.full(SIMS, float(true))
+        return float(np.mean(decides(centre - half, centre + half)))
+
+    fmt = (lambda x: f"ratio {math.exp(x):.4g}") if log else (lambda x: f"{x:+.4g}")
+    if test.test == "same":
+        tol = float(args["tolerance"])
+        true = abs(float(effect)) if effect is not None else 0.0
+        opposite = 2 * tol - true
+        rep = chance(true, lambda lo, hi: (lo >= -tol) & (hi <= tol))
+        con = chance(opposite, lambda lo, hi: (hi < -tol) | (lo > tol))
+        note = _too_narrow(d, 2 * tol, "the ±tolerance", args.get("resolution"), tol)
+        return Power(rep, con, f"a gap of {true:.4g}", f"a gap of {opposite:.4g}",
+                     "paper" if effect is not None else "claim", note)
+    if test.test == "within":
+        low, high = float(args["low"]), float(args["high"])
+        true = float(effect) if effect is not None else (low + high) / 2
+        edge = low if abs(true - low) < abs(true - high) else high
+        opposite = 2 * edge - true
+        rep = chance(true, lambda lo, hi: (lo >= low) & (hi <= high))
+        con = chance(opposite, lambda lo, hi: (hi < low) | (lo > high))
+        note = _too_narrow(d, high - low, "the range", args.get("resolution"), None)
+        return Power(rep, con, f"{true:.4g}", f"{opposite:.4g}",
+                     "paper" if effect is not None else "claim", note)
+    sign = _sign(args.get("expect", ">"))
+    if effect is None:
+        true, source = abs(d.mean), "measured"
+    else:
+        true = abs(math.log(effect)) if log else abs(float(effect))
+        source = "paper"
+    rep = chance(sign * true, lambda lo, hi: (sign * lo > 0) & (sign * hi > 0))
+    con = chance(-sign * true, lambda lo, hi: (sign * lo < 0) & (sign * hi < 0))
+    return Power(rep, con, fmt(sign * true), fmt(-sign * true), source,
+                 _at_a_bound(test) if test.test == "versus" else "")
+
+
+def _too_narrow(d: Estimate, width: float, what: str, resolution, tol) -> str:
+    """What the band itself rules out: an interval at these runs wider than the band."""
+    notes = []
+    wide = 2 * t_quantile(d.df) * d.se if not d.exact else 0.0
+    if wide > width:
+        notes.append(f"reproduced is out of reach: the interval at these runs ({wide:.3g} wide) "
+                     f"is wider than {what} ({width:.3g})")
+    if resolution is not None and tol is not None and tol < resolution:
+        notes.append(f"the tolerance {tol:.3g} is finer than the resolution {resolution:.3g}")
+    return "; ".join(notes)
+
+
+def _at_a_bound(test: Test) -> str:
+    """A line at or beyond the bound of a measure that lies in [0, 1] (an accuracy, a rate)."""
+    args = test.args
+    values = args["values"]
+    xs = np.atleast_1d(np.asarray(values, dtype=float))
+    line, sign = float(args["line"]), _sign(args.get("expect", ">"))
+    if ((xs >= 0) & (xs <= 1)).all() and (sign > 0 and line >= 1 or sign < 0 and line <= 0):
+        return f"reproduced is out of reach: the line {line:g} is at the measure's bound"
+    return ""
+
+
+def _binomial(n: int, p: float) -> np.ndarray:
+    return stats.binom.pmf(np.arange(n + 1), n, min(max(p, 0.0), 1.0))
+
+
+def _rate_power(test: Test, effect) -> Power:
+    """Exact chances for rate, rates, sometimes and two-valued compare / versus."""
+    args, kind = test.args, test.test
+    if kind in ("compare", "versus"):  # two-valued runs: counts of runs at the upper value
+        arms = [args["a"], args["b"]] if kind == "compare" else [args["values"]]
+        xs = [_floats(a, "runs") for a in arms]
+        top = float(np.max(np.concatenate(xs)))
+        low = float(np.min(np.concatenate(xs)))
+        counts = [(int((x == top).sum()), len(x)) for x in xs]
+        if kind == "compare":
+            kind, args = "rates", dict(k_a=counts[0][0], n_a=counts[0][1], k_b=counts[1][0],
+                                       n_b=counts[1][1], expect=args["expect"])
+        else:
+            share = (float(args["line"]) - low) / (top - low)
+            kind, args = "rate", dict(k=counts[0][0], n=counts[0][1], line=share,
+                                      expect=args["expect"])
+    if kind == "rates":
+        sign = _sign(args["expect"])
+        n_a, n_b = args["n_a"], args["n_b"]
+        source = "paper" if effect is not None else "measured"
+        pa, pb = effect if effect is not None else (args["k_a"] / n_a, args["k_b"] / n_b)
+        if sign * (pa - pb) < 0:
+            pa, pb = pb, pa
+
+        def chance(qa, qb, outcome):
+            wa, wb = _binomial(n_a, qa), _binomial(n_b, qb)
+            return float(sum(wa[i] * wb[j] for i in range(n_a + 1) for j in range(n_b + 1)
+                             if _fisher(i, n_a, j, n_b, sign) == outcome))
+
+        return Power(chance(pa, pb, REPRODUCED), chance(pb, pa, CONTRADICTED),
+                     f"rates {pa:.2f} vs {pb:.2f}", f"rates {pb:.2f} vs {pa:.2f}", source)
+    n = args["n"]
+    if kind == "rate":
+        line, sign = float(args["line"]), _sign(args["expect"])
+        p = float(effect) if effect is not None else args["k"] / n
+        if sign * (p - line) < 0:
+            p = 2 * line - p
+        p, opposite = min(max(p, 0.0), 1.0), min(max(2 * line - p, 0.0), 1.0)
+        decided = [_side(sign, *(x - line for x in rate_interval(k, n))) for k in range(n + 1)]
+    else:  # sometimes: at the measured rate, and at a rate of 0 (the other outcome never)
+        material = float(args.get("material", 0.1))
+        p = (float(effect) if effect is not None else
+             args["k"] / n if 0 < args["k"] < n else 0.5)
+        opposite = 0.0
+        decided = [sometimes(k, n, material).computed for k in range(n + 1)]
+    source = "paper" if effect is not None else "measured"
+    rep = float(_binomial(n, p) @ np.array([o == REPRODUCED for o in decided], dtype=float))
+    con = float(_binomial(n, opposite) @ np.array([o == CONTRADICTED for o in decided],
+                                                  dtype=float))
+    return Power(rep, con, f"a rate of {p:.2f}", f"a rate of {opposite:.2f}", source)
