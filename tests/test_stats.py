@@ -26,7 +26,6 @@ from minattn.course.stats import (
     rate_interval,
     rates,
     redecide,
-    reversed_effect,
     runs_needed,
     same,
     sometimes,
@@ -193,19 +192,52 @@ def test_bad_numbers_are_refused(bad):
         estimate(bad)
 
 
-def test_a_record_is_decided_again_and_its_reversal_fails():
-    """What claims.json keeps decides the same outcome again, and the same numbers with the
-    effect reversed (same sizes and spreads) come out the other way."""
+def test_a_record_is_decided_again():
+    """What claims.json keeps decides the same outcome and numbers again."""
     tests = [compare([0.84, 0.85, 0.83], [0.55, 0.56, 0.54]),
              versus([0.9, 0.92, 0.91], 0.5), same([63.8, 64.3, 63.9], 64.0, tolerance=1.0),
              within([1.09, 1.095, 1.10], 1.07, 1.16), rate(10, 10, 0.5), rates(8, 8, 0, 8),
              paired(np.ones((3, 20)) * 0.9 + np.linspace(0, 0.05, 20), 0.5),
+             versus([1.5, 2.1, 1.8], 1.0, log=True), stats.not_run("paper scale"),
              all_of({"x": versus([0.9, 0.92], 0.5), "y": compare([3, 3.1, 2.9], [1, 1.1, 0.9])})]
     for t in tests:
         again = redecide(t.record())
-        assert again.outcome == t.outcome == REPRODUCED, t.test
-        flipped = redecide(reversed_effect(t.record()))
-        assert flipped.outcome == CONTRADICTED, (t.test, flipped.detail)
+        assert (again.outcome, again.ours, again.detail) == (t.outcome, t.ours, t.detail)
+
+
+def test_power_is_the_noncentral_t_chance_at_the_tests_own_spread():
+    t = compare([1.0, 1.4, 0.8, 1.2, 1.1], [0.9, 0.7, 1.0, 0.6, 0.8])
+    d = t.measured
+    for effect in (0.1, 0.3, 0.6):
+        p = stats.power(t, effect)
+        exact = scipy_stats.nct.sf(scipy_stats.t.ppf(0.975, d.df), d.df, effect / d.se)
+        assert p.reproduced == pytest.approx(exact, abs=0.01) and p.source == "paper"
+        assert p.contradicted == pytest.approx(exact, abs=0.01)  # the t interval is symmetric
+    assert stats.power(t).source == "measured"
+    assert stats.power(t, 0.05).underpowered and not stats.power(t, 0.6).underpowered
+    assert stats.power(compare([1.0] * 4, [1.0] * 4)).reproduced is None  # a tie: unknown
+    assert stats.power(stats.not_run()).reproduced is None
+
+
+def test_power_of_rates_is_summed_exactly():
+    p = stats.power(rate(5, 6, 0.5))
+    chance = sum(scipy_stats.binom.pmf(k, 6, 5 / 6) for k in range(7)
+                 if rate(k, 6, 0.5).outcome == REPRODUCED)
+    assert p.reproduced == pytest.approx(chance)
+    assert stats.power(rates(6, 6, 0, 6), effect=(0.5, 0.5)).reproduced <= LIMIT
+    two_valued = stats.power(compare([1.0, 1.0, 0.5, 1.0], [0.5, 0.5, 0.5, 1.0]))
+    assert 0 < two_valued.reproduced < 1 and "rates" in two_valued.effect
+
+
+def test_power_sees_what_the_quantity_rules_out():
+    """Lesson 07's timing: an interval wider than the band can never fit inside it."""
+    t = within([1.05, 1.12, 1.18, 1.09, 1.16], 1.07, 1.16)
+    p = stats.power(t)
+    assert "wider than the range" in p.note and p.reproduced < 0.2 and p.source == "claim"
+    assert "bound" in stats.power(versus([0.9, 0.95, 0.97], 1.0)).note
+    both = all_of({"a": versus([0.9, 0.92, 0.91], 0.5), "b": t})
+    assert stats.power(both).reproduced == pytest.approx(
+        stats.power(both.parts["a"]).reproduced * p.reproduced)
 
 
 # ------------------------------------------------------------------ calibration by simulation

@@ -840,48 +840,6 @@ def redecide(record: dict) -> Test:
     return TESTS[record["test"]](**record["args"])
 
 
-def reversed_effect(record: dict) -> dict:
-    """The record with its effect reversed at the same sample sizes and spreads: arms swapped,
-    values reflected about the line, moved beyond the tolerance or the range, or a rate turned
-    to the other extreme. A claim that came out reproduced must come out contradicted on it
-    (unless the lesson says the claim can only be confirmed at its size): that is what shows a
-    test could have failed on the lesson's own numbers."""
-    test, args = record["test"], dict(record["args"])
-    if test == "all_of":
-        args = {name: reversed_effect(part) for name, part in args.items()}
-    elif test in ("compare", "paired", "rates"):
-        if test == "paired" and isinstance(args["b"], numbers.Real):
-            args["a"] = (2 * args["b"] - np.asarray(args["a"])).tolist()
-        elif test == "rates":
-            args.update(k_a=args["k_b"], n_a=args["n_b"], k_b=args["k_a"], n_b=args["n_a"])
-        else:
-            args["a"], args["b"] = args["b"], args["a"]
-    elif test == "versus":
-        args["values"] = _moved(args["values"], lambda v: 2 * args["line"] - v)
-    elif test == "same":
-        gap = estimate(args["a"]).mean - estimate(args["b"]).mean
-        shift = 2 * args["tolerance"] + 2 * abs(gap) + 1e-9 * (1 + abs(gap))
-        args["a"] = _moved(args["a"], lambda v: v + shift)
-    elif test == "within":
-        e = estimate(args["values"], args.get("resolution"))
-        lo, hi = interval(e)
-        half = (hi - lo) / 2 if math.isfinite(hi - lo) else 0.0
-        edge, side = ((args["high"], 1) if e.mean >= (args["low"] + args["high"]) / 2
-                      else (args["low"], -1))
-        args["values"] = _moved(args["values"],
-                                lambda v: v - e.mean + edge + side * (half + 1e-9 * (1 + half)))
-    elif test in ("rate", "sometimes"):
-        args["k"] = 0 if test == "sometimes" or args["expect"] == ">" else args["n"]
-    return dict(record, args=args)
-
-
-def _moved(values, move):
-    """`move` applied to a float or to every per-run value."""
-    if isinstance(values, numbers.Real):
-        return float(move(float(values)))
-    return [float(x) for x in move(np.asarray(values, dtype=float))]
-
-
 # ================================================================ power: how each claim could fail
 POWERED = 0.8  # below this chance of "reproduced" at the paper's effect a claim is underpowered
 SIMS = 20000  # draws of (difference, standard error) behind a simulated power
@@ -1013,8 +971,9 @@ def _too_narrow(d: Estimate, width: float, what: str, resolution, tol) -> str:
     notes = []
     wide = 2 * t_quantile(d.df) * d.se if not d.exact else 0.0
     if wide > width:
-        notes.append(f"reproduced is out of reach: the interval at these runs ({wide:.3g} wide) "
-                     f"is wider than {what} ({width:.3g})")
+        notes.append(f"the interval at the measured spread ({wide:.3g} wide) is wider than "
+                     f"{what} ({width:.3g}): reproduced only when a run's spread comes out "
+                     "smaller by chance")
     if resolution is not None and tol is not None and tol < resolution:
         notes.append(f"the tolerance {tol:.3g} is finer than the resolution {resolution:.3g}")
     return "; ".join(notes)
