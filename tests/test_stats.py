@@ -1,7 +1,10 @@
-"""The course's rule (minattn/course/stats.py): outcomes on numbers whose answer is known, and
-its calibration. With no real effect a claim may come out "reproduced" (or "contradicted") at
-most 2.5 % of the time — simulated at the sizes the lessons use, with ties, seed effects, one
-arm against a line, 2 runs against 8 — and the rate tests are summed exactly."""
+"""The course's rule (minattn/course/stats.py): outcomes on numbers whose answer is known, its
+calibration and its power. With no real effect a claim may come out "reproduced" (or
+"contradicted") at most 2.5 % of the time — simulated at the sizes the lessons use: two arms,
+one arm against a line, same, within, paired with seed effects, float ties and a tied arm
+borrowing, resolution at a ceiling, lognormal runs on the log scale, all_of of 2-4 parts — the
+rate tests and all-or-nothing runs summed exactly; the convergence gate's power is checked
+against simulated curves, and a claim's power against the noncentral t."""
 
 import math
 

@@ -15,31 +15,43 @@ The outcomes (RULE below says the same in the report):
                    runs would, at the measured effect and spread);
     not tested     a gate failed: the runs had not converged (judged on their curves), both
                    arms sit at a ceiling or floor, or the data was a fallback (a smoke run is
-                   never a test); the numbers' own outcome is kept beside it;
-    partly         a claim of several parts (`all_of`) whose parts came out differently; each
-                   part's words follow its own outcome.
+                   never a test); the numbers' own outcome is kept beside it; or the run does
+                   not decide the claim at all (`not_run`: paper scale);
+    partly         a claim of several parts (`all_of`) of which some parts were reproduced and
+                   others not; each part's words follow its own outcome.
 
 A 95 % interval on one side of the line is a one-sided test at 2.5 %: with no real effect a
-claim comes out "reproduced" at most 2.5 % of the time (tests/test_stats.py simulates every
-case below). Among fifty claims that were all false, about one would still come out
-"reproduced": a count of outcomes is not a score.
+claim comes out "reproduced" at most 2.5 % of the time. tests/test_stats.py simulates it at the
+lessons' sizes: two arms (equal and 3x unequal spreads, 2 to 10 runs), one arm against a line,
+`same` with one and two arms, `within` at either edge, `paired` with one and two arms and a seed
+effect, runs that tie (identical floats included) and a tied arm borrowing the other's spread,
+`resolution=` at a ceiling, lognormal runs with log=True, `all_of` of 2, 3 and 4 parts, and the
+gate's power; the rate tests and all-or-nothing runs are summed exactly over the binomial.
+Among fifty claims that were all false, about one would still come out "reproduced": a count
+of outcomes is not a score.
 
 Numbers come in three kinds:
     a float       a deterministic quantity (a closed-form line such as 4/7, a count): exact;
     a sequence    one value per run (seed): mean ± standard error, n - 1 degrees of freedom.
                   One run has no spread, so nothing is decided on one run. Runs that all came
-                  out equal (a tie: all at the ceiling, say) have no measured spread either:
+                  out equal (a tie: every value the same float) have no measured spread either:
                   a tied arm borrows the other arm's spread, and a tie against a fixed line or
-                  against another tie is inconclusive unless the caller gives the measurement's
-                  `resolution` (1/items for an accuracy, the evaluation interval for a step
-                  count), which floors the spread of every run. Give it only where runs differ
-                  by measurement noise: runs that either learn or not are all-or-nothing, and a
-                  rate test (`rate`, `rates`) decides them;
+                  against another tie is inconclusive. The measurement's `resolution` (1/items
+                  for an accuracy, the evaluation interval for a step count) floors the spread
+                  of runs that differ, by measurement noise; it never stands in for the spread
+                  of a tie (runs at a ceiling: gate them with `off_ceiling`). Runs that together
+                  take exactly two values (all-or-nothing) are counts: see `compare`, `versus`.
+                  Skewed positive numbers (steps to a threshold, speed ratios): log=True;
     counts        k successes of n runs, for the rate tests.
 
 Degrees of freedom: Welch-Satterthwaite, except that an arm of at most 3 runs makes the test
 use the smallest arm's n - 1 (Satterthwaite's df jumps when a small arm's spread comes out
-small by chance, and the test then says "reproduced" too often).
+small by chance, and the test then says "reproduced" too often); a tied arm keeps its own
+n - 1 under that rule.
+
+`power` gives each claim, before or after its run, its chance of "reproduced" at the paper's
+effect and of "contradicted" at the opposite one, at the lesson's runs and measured spread: a
+claim below 0.8 is printed as underpowered.
 """
 
 from __future__ import annotations
@@ -63,21 +75,37 @@ SMALL_ARM = 3  # an arm of at most this many runs: the conservative degrees of f
 
 RULE = (
     "Each claim is decided by the 95 % interval of its measured difference (a one-sided test at "
-    "2.5 % either way): Student-t over runs (seeds), Welch's for two arms, with the smallest "
-    "arm's n - 1 degrees of freedom when an arm has at most 3 runs; paired over test items where "
-    "both arms were scored on the same items (runs' and items' variance components, counted "
-    "once each); exact Clopper-Pearson intervals for a rate of k in n runs, Fisher's exact test "
-    "for two rates; an equivalence test for 'the same' (the whole interval inside the stated "
-    "tolerance). One run, or runs that all tie, measure no spread: a tied arm borrows the other "
-    "arm's spread, and otherwise nothing is decided unless the measurement's resolution floors "
-    "the spread. Reproduced: the interval lies on the paper's side. Contradicted: it lies wholly "
-    "on the other side. Inconclusive: it straddles the line. Not tested: a gate failed — runs "
-    "still rising on their curves (a slope test over the last checks), arms at a ceiling or "
-    "floor, fallback data, or a smoke run; what the numbers alone say is shown beside it. "
-    "Partly: a claim of several parts that came out differently, each part said in its own "
-    "words. A claim whose opposite outcome cannot be reached at the lesson's sample size says "
-    "so. With no real effect about one claim in forty comes out 'reproduced' by chance: the "
-    "count of outcomes is not a score.")
+    "2.5 % either way). Per-run values: Student-t over runs (seeds), Welch's for two arms, with "
+    "the smallest arm's n - 1 degrees of freedom when an arm has at most 3 runs. Skewed positive "
+    "numbers (steps, speed ratios) are decided on their logarithm and reported as a ratio. "
+    "Runs that together take exactly two values (any two: learned or not, at a ceiling or not) "
+    "are counts: Fisher's exact test (one-sided p below 2.5 %) for two arms, the exact "
+    "Clopper-Pearson interval of the share at the upper value against the share the line "
+    "stands for for one arm; a resolution plays no part there, and 'the same' and 'within a "
+    "range' have no such path. Paired over test items where both arms (or one arm against a "
+    "fixed line) were scored on the same items: runs' and items' variance components counted "
+    "once each, with the runs' degrees of freedom, the smallest arm's n - 1. A rate of k in n "
+    "runs: its exact Clopper-Pearson interval against the line (no p-value); 'sometimes': "
+    "each outcome's rate above a material rate (0.1 unless stated), by the same interval. 'The "
+    "same': the whole interval inside the stated tolerance; 'within': inside the range. One "
+    "run, or runs that tie (all values equal), measure no spread: a tied arm borrows the other "
+    "arm's spread, and otherwise nothing is decided; a measurement's resolution floors the "
+    "spread of runs that differ, never a tie's, so runs tied at a ceiling decide nothing. "
+    "Reproduced: the interval lies on the paper's side. Contradicted: it lies wholly on the "
+    "other side. Inconclusive: it straddles the line. Not tested: a gate failed — runs still "
+    "rising (the common slope of the runs' last checks above 0 at 2.5 %), arms at a ceiling or "
+    "floor, fallback data, a smoke run, a gate the lesson names (a busy device's budget, "
+    "over-fitting), or a claim the run does not decide at all (paper scale); what the numbers "
+    "alone say is shown beside it. A claim of several parts: reproduced when every part is, "
+    "contradicted only when every part is (so that 'contradicted' stays at 2.5 % however many "
+    "parts), partly when some parts are reproduced and others not, else inconclusive (a "
+    "contradicted part is said in its own words), or not tested when every part is. Each claim "
+    "shows its power: the chance of 'reproduced' at the paper's effect (or, where the lesson "
+    "gives none, the effect measured) and of 'contradicted' at the opposite effect, at the "
+    "lesson's runs and measured spread; below 0.8 it is marked underpowered. A claim whose "
+    "opposite outcome cannot be reached at the lesson's runs per arm (for several parts: unless "
+    "every part can be contradicted) says so. With no real effect about one claim in forty "
+    "comes out 'reproduced' by chance: the count of outcomes is not a score.")
 
 
 # ================================================================ estimates and intervals
