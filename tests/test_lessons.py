@@ -317,11 +317,12 @@ def test_course_report_collects_every_lessons_claims(tmp_path):
     path, text = write_report(tmp_path)
     assert path == tmp_path / "REPORT.md" and path.read_text() == text
     rows = [line for line in text.splitlines() if line.startswith("| ")]
-    assert rows[0] == ("| lesson | claim | paper | ours | outcome | runs per arm | what the run "
-                       "found | from the numbers | why they differ |")
+    assert rows[0] == ("| lesson | claim | paper | ours | outcome | power | its way to "
+                       "contradiction | runs per arm | what the run found | from the numbers | "
+                       "why they differ |")
     assert len(rows) == 1 + 3
     assert ("| 01_attention | q·k has variance d | d (Vaswani et al. 2017) | 63.8 at d = 64 | "
-            "**reproduced** | 4 vs exact | The variance is d. | 63.8 vs 64 | finite sample |"
+            "**reproduced** |  |  | 4 vs exact | The variance is d. | 63.8 vs 64 | finite sample |"
             ) in rows
     assert "**not tested (smoke)**" in rows[2]
     assert "(none)" in rows[3]
@@ -331,6 +332,45 @@ def test_course_report_collects_every_lessons_claims(tmp_path):
     assert "(smoke)" not in rows[3] and "smoke-mode run" in text
     _, empty = write_report(tmp_path / "nothing")
     assert "No lesson recorded a claim." in empty
+
+
+def test_course_report_shows_power_and_counts_our_findings_apart(tmp_path, monkeypatch):
+    """A claim's power and way to contradiction beside it; the papers' claims and the course's
+    own findings in two tables; a claim not run, and a change made after a run, said so."""
+    import numpy as np
+
+    from minattn.course.lesson import Lesson
+    from minattn.course.report import write_report
+    from minattn.course.stats import compare, not_run, paired
+
+    monkeypatch.setenv("MINATTN_FIGURES", str(tmp_path))
+    monkeypatch.delenv("MINATTN_SMOKE", raising=False)
+    monkeypatch.delenv("MINATTN_SCALE", raising=False)
+    lesson = Lesson("99_power")
+    rng = np.random.default_rng(0)
+    lesson.claim("strong", "+1", test=compare([3.0, 3.1, 2.9, 3.05], [1.0, 1.1, 0.9, 1.02]))
+    lesson.claim("weak", "+2 points", test=compare(*(rng.normal(0, 1, (2, 4)).tolist())),
+                 effect=0.1)
+    lesson.claim("our construct", "ours", kind="ours",
+                 test=paired(rng.random((3, 50)) + 0.5, 0.5))
+    lesson.claim("needs the paper's scale", "Table 3", test=not_run("paper scale"),
+                 changed_after_run="the line moved from 0.5 to 0.6 (earlier: contradicted)")
+    with pytest.raises(ValueError):
+        lesson.claim("bad kind", "x", test=not_run(), kind="mine")
+    records = json.loads((tmp_path / "99_power" / "claims.json").read_text())
+    assert records[0]["power"]["reproduced"] > 0.99 and records[0]["power"]["source"] == "measured"
+    assert records[1]["power"]["reproduced"] < 0.8 and records[1]["power"]["source"] == "paper"
+    assert records[3]["outcome"] == NOT_TESTED and records[3]["reason"] == "paper scale"
+    _, text = write_report(tmp_path)
+    assert "## The papers' claims" in text and "## Our own findings" in text
+    papers, ours = text.split("## Our own findings")
+    assert "| strong |" in papers and "| our construct |" in ours
+    assert "| our construct |" not in papers
+    assert "Outcomes: 1 reproduced" in ours
+    assert "(of which 1 not run: paper scale)" in papers
+    weak = next(line for line in papers.splitlines() if line.startswith("| 99_power | weak"))
+    assert "underpowered (power 0." in weak and "the paper's effect" in weak
+    assert "changed after a run was seen: the line moved" in papers
 
 
 @pytest.mark.realdata

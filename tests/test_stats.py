@@ -1,7 +1,10 @@
-"""The course's rule (minattn/course/stats.py): outcomes on numbers whose answer is known, and
-its calibration. With no real effect a claim may come out "reproduced" (or "contradicted") at
-most 2.5 % of the time — simulated at the sizes the lessons use, with ties, seed effects, one
-arm against a line, 2 runs against 8 — and the rate tests are summed exactly."""
+"""The course's rule (minattn/course/stats.py): outcomes on numbers whose answer is known, its
+calibration and its power. With no real effect a claim may come out "reproduced" (or
+"contradicted") at most 2.5 % of the time — simulated at the sizes the lessons use: two arms,
+one arm against a line, same, within, paired with seed effects, float ties and a tied arm
+borrowing, resolution at a ceiling, lognormal runs on the log scale, all_of of 2-4 parts — the
+rate tests and all-or-nothing runs summed exactly; the convergence gate's power is checked
+against simulated curves, and a claim's power against the noncentral t."""
 
 import math
 
@@ -26,7 +29,6 @@ from minattn.course.stats import (
     rate_interval,
     rates,
     redecide,
-    reversed_effect,
     runs_needed,
     same,
     sometimes,
@@ -61,8 +63,12 @@ def test_a_part_that_cannot_be_decided_is_not_shown_never_did_not():
     assert undecided.outcome == PARTLY
     assert "b: is not shown by these runs" in undecided.detail
     assert "did not" not in undecided.detail
+    one_against = all_of({"a": compare([0.1, 0.11, 0.12], [0.5, 0.51, 0.52]),
+                          "b": compare([1, 2], [1.5, 1.6])})
+    assert one_against.outcome == INCONCLUSIVE  # contradicted only when every part is
+    assert "a: the opposite was shown" in one_against.detail
     assert all_of({"a": compare([0.1, 0.11, 0.12], [0.5, 0.51, 0.52]),
-                   "b": compare([1, 2], [1.5, 1.6])}).outcome == CONTRADICTED
+                   "b": versus([0.1, 0.12], 0.5)}).outcome == CONTRADICTED
 
 
 def test_one_run_decides_nothing_and_says_so():
@@ -76,15 +82,29 @@ def test_one_run_decides_nothing_and_says_so():
 def test_ties_are_never_exact():
     """Runs that all come out equal measured no spread. Two tied arms, or a tie against a line,
     decide nothing; a tied arm borrows the other arm's spread; the measurement's resolution
-    floors the spread when the caller knows it."""
-    assert compare([1.0, 1.0, 1.0], [1.0, 1.0, 1.0]).outcome == INCONCLUSIVE  # was contradicted
+    floors the spread of runs that differ, never a tie's."""
+    assert compare([1.0, 1.0, 1.0], [1.0, 1.0, 1.0]).outcome == INCONCLUSIVE
     assert compare([1.0, 1.0], [0.5, 0.5]).outcome == INCONCLUSIVE  # 2 of 2 vs 0 of 2 runs
     assert "tie" in compare([0.8, 0.8], 0.5).detail
     assert versus([1.0, 1.0, 1.0], 0.99).outcome == INCONCLUSIVE
-    assert versus([1.0, 1.0, 1.0], 0.99, resolution=1 / 1024).outcome == REPRODUCED
+    assert versus([1.0, 1.0, 1.0], 0.99, resolution=1 / 1024).outcome == INCONCLUSIVE
+    assert same([1.0] * 16, [1.0] * 16, 0.01, resolution=1 / 16384).outcome == INCONCLUSIVE
+    assert versus([1.0, 1.0, 0.999], 0.99, resolution=1 / 1024).outcome == REPRODUCED
     borrowed = compare([1.0] * 8, [0.5, 0.6, 0.55, 0.52, 0.58, 0.51, 0.57, 0.53])
     assert borrowed.outcome == REPRODUCED
-    assert estimate([2.0, 2.0], resolution=0.5).se == pytest.approx(0.5 / math.sqrt(2))
+    assert estimate([2.0, 2.1], resolution=0.5).se == pytest.approx(0.5 / math.sqrt(2))
+    assert estimate([2.0, 2.0], resolution=0.5).tied
+
+
+def test_float_ties_are_ties():
+    """Identical runs whose float std comes out ~1e-17 are a tie, not a measured spread."""
+    assert np.std([0.95] * 3, ddof=1) > 0  # the float arithmetic this guards against
+    assert estimate([0.95] * 3).tied
+    assert versus([0.95] * 3, 0.94).outcome == INCONCLUSIVE
+    assert compare([0.531] * 36, [0.531] * 8).outcome == INCONCLUSIVE
+    assert paired(np.full((3, 5), 0.95), np.full((3, 5), 0.94)).outcome == INCONCLUSIVE
+    tied = compare([0.95] * 3, [0.5, 0.6, 0.55, 0.52, 0.58, 0.51, 0.57, 0.53])
+    assert tied.measured.df == 2  # a tied arm of <= 3 runs keeps the small arm's df
 
 
 def test_noisier_data_is_harder_to_call_the_same():
@@ -175,19 +195,52 @@ def test_bad_numbers_are_refused(bad):
         estimate(bad)
 
 
-def test_a_record_is_decided_again_and_its_reversal_fails():
-    """What claims.json keeps decides the same outcome again, and the same numbers with the
-    effect reversed (same sizes and spreads) come out the other way."""
+def test_a_record_is_decided_again():
+    """What claims.json keeps decides the same outcome and numbers again."""
     tests = [compare([0.84, 0.85, 0.83], [0.55, 0.56, 0.54]),
              versus([0.9, 0.92, 0.91], 0.5), same([63.8, 64.3, 63.9], 64.0, tolerance=1.0),
              within([1.09, 1.095, 1.10], 1.07, 1.16), rate(10, 10, 0.5), rates(8, 8, 0, 8),
              paired(np.ones((3, 20)) * 0.9 + np.linspace(0, 0.05, 20), 0.5),
+             versus([1.5, 2.1, 1.8], 1.0, log=True), stats.not_run("paper scale"),
              all_of({"x": versus([0.9, 0.92], 0.5), "y": compare([3, 3.1, 2.9], [1, 1.1, 0.9])})]
     for t in tests:
         again = redecide(t.record())
-        assert again.outcome == t.outcome == REPRODUCED, t.test
-        flipped = redecide(reversed_effect(t.record()))
-        assert flipped.outcome == CONTRADICTED, (t.test, flipped.detail)
+        assert (again.outcome, again.ours, again.detail) == (t.outcome, t.ours, t.detail)
+
+
+def test_power_is_the_noncentral_t_chance_at_the_tests_own_spread():
+    t = compare([1.0, 1.4, 0.8, 1.2, 1.1], [0.9, 0.7, 1.0, 0.6, 0.8])
+    d = t.measured
+    for effect in (0.1, 0.3, 0.6):
+        p = stats.power(t, effect)
+        exact = scipy_stats.nct.sf(scipy_stats.t.ppf(0.975, d.df), d.df, effect / d.se)
+        assert p.reproduced == pytest.approx(exact, abs=0.01) and p.source == "paper"
+        assert p.contradicted == pytest.approx(exact, abs=0.01)  # the t interval is symmetric
+    assert stats.power(t).source == "measured"
+    assert stats.power(t, 0.05).underpowered and not stats.power(t, 0.6).underpowered
+    assert stats.power(compare([1.0] * 4, [1.0] * 4)).reproduced is None  # a tie: unknown
+    assert stats.power(stats.not_run()).reproduced is None
+
+
+def test_power_of_rates_is_summed_exactly():
+    p = stats.power(rate(5, 6, 0.5))
+    chance = sum(scipy_stats.binom.pmf(k, 6, 5 / 6) for k in range(7)
+                 if rate(k, 6, 0.5).outcome == REPRODUCED)
+    assert p.reproduced == pytest.approx(chance)
+    assert stats.power(rates(6, 6, 0, 6), effect=(0.5, 0.5)).reproduced <= LIMIT
+    two_valued = stats.power(compare([1.0, 1.0, 0.5, 1.0], [0.5, 0.5, 0.5, 1.0]))
+    assert 0 < two_valued.reproduced < 1 and "rates" in two_valued.effect
+
+
+def test_power_sees_what_the_quantity_rules_out():
+    """Lesson 07's timing: an interval wider than the band can never fit inside it."""
+    t = within([1.05, 1.12, 1.18, 1.09, 1.16], 1.07, 1.16)
+    p = stats.power(t)
+    assert "wider than the range" in p.note and p.reproduced < 0.2 and p.source == "claim"
+    assert "bound" in stats.power(versus([0.9, 0.95, 0.97], 1.0)).note
+    both = all_of({"a": versus([0.9, 0.92, 0.91], 0.5), "b": t})
+    assert stats.power(both).reproduced == pytest.approx(
+        stats.power(both.parts["a"]).reproduced * p.reproduced)
 
 
 # ------------------------------------------------------------------ calibration by simulation
@@ -317,3 +370,124 @@ def test_power_at_the_lessons_sizes(capsys):
         print("\npower of the rule (effect in run-to-run SDs: 1, 2, 4):")
         for (na, nb), row in zip(SIZES, rows):
             print(f"  {na} vs {nb}: " + ", ".join(f"{p:.2f}" for p in row))
+
+
+def _slack(sims):
+    """Three Monte Carlo standard errors: a test exactly at its level stays under it."""
+    return 3 * math.sqrt(LIMIT * (1 - LIMIT) / sims)
+
+
+@pytest.mark.parametrize("na,nb", [(2, 3), (3, 3), (3, 8), (8, 3)])
+def test_float_ties_with_no_effect(na, nb):
+    """Runs that often come out identical (all at a value whose float std is ~1e-17, 0.531 or
+    0.95) and otherwise spread, the same in both arms: a tie is a tie, never a tiny spread."""
+    rng = np.random.default_rng(na * 10 + nb)
+    sims = 1500
+
+    def draw(r):
+        arms = [np.where(r.random(n) < 0.7, 0.531, 0.531 + r.normal(0, 0.05, n))
+                for n in (na, nb)]
+        return compare(*[a.tolist() for a in arms])
+
+    up, down = _false_rates(draw, sims, rng)
+    assert up <= LIMIT + _slack(sims) and down <= LIMIT + _slack(sims), (na, nb, up, down)
+
+
+@pytest.mark.parametrize("na,nb", [(2, 5), (3, 8), (8, 3)])
+def test_a_tied_arm_borrowing_the_other_arms_spread_with_no_effect(na, nb):
+    """Arm a is exact in truth (every run at the same value); b spreads around that value."""
+    rng = np.random.default_rng(100 + na * 10 + nb)
+    sims = 1500
+    up, down = _false_rates(lambda r: compare([0.95] * na, (0.95 + r.normal(0, 0.02, nb))
+                                              .tolist()), sims, rng)
+    assert up <= LIMIT + _slack(sims) and down <= LIMIT + _slack(sims), (na, nb, up, down)
+
+
+@pytest.mark.parametrize("na,nb", [(3, 3), (5, 5), (8, 8), (3, 8)])
+def test_same_two_arms_at_the_tolerance(na, nb):
+    """The true gap sits on the tolerance: 'the same' comes out at most 2.5 % of the time."""
+    rng = np.random.default_rng(200 + na * 10 + nb)
+    sims = 1500
+    up, _ = _false_rates(lambda r: same(r.normal(1.0, 1, na), r.normal(0, 1, nb), 1.0), sims,
+                         rng)
+    assert up <= LIMIT + _slack(sims), (na, nb, up)
+
+
+@pytest.mark.parametrize("n", [2, 3, 5, 8])
+def test_within_at_an_edge_of_the_range(n):
+    rng = np.random.default_rng(300 + n)
+    sims = 1500
+    for true in (1.0, 2.0):  # on the low edge, on the high edge
+        up, _ = _false_rates(lambda r: within(r.normal(true, 0.3, n), 1.0, 2.0), sims, rng)
+        assert up <= LIMIT + _slack(sims), (n, true, up)
+
+
+@pytest.mark.parametrize("k", [2, 3, 4])
+def test_all_of_contradicted_at_most_2_5_percent(k):
+    """k parts, each on its line: "contradicted" is held at 2.5 % for the whole claim (a
+    contradicted part alone would be a union of k tests: 4.9, 7.1, 8.6 %)."""
+    rng = np.random.default_rng(400 + k)
+    sims = 1000
+    up, down = _false_rates(lambda r: all_of({str(i): versus(r.normal(0, 1, 4), 0.0)
+                                              for i in range(k)}), sims, rng)
+    assert up <= LIMIT + _slack(sims) and down <= LIMIT + _slack(sims), (k, up, down)
+
+
+@pytest.mark.parametrize("fail", [0.01, 0.05, 0.2, 0.5])
+def test_resolution_at_a_ceiling_never_decides_a_tie(fail):
+    """Lesson 01's case: 16 runs of each arm; one arm always at 1.0, the other's runs fail
+    with chance `fail` to the accuracy that makes the true gap exactly the tolerance, 0.01.
+    Summed exactly over the number of failed runs: 'the same' at most 2.5 %."""
+    runs, tolerance, res = 16, 0.01, 1 / 16384
+    low = round((1 - tolerance / fail) / res) * res  # a failed run's accuracy, on the grid
+    p = 0.0
+    for failed in range(runs + 1):
+        learned = [low] * failed + [1.0] * (runs - failed)
+        if same(learned, [1.0] * runs, tolerance, resolution=res).outcome == REPRODUCED:
+            p += scipy_stats.binom.pmf(failed, runs, fail)
+    assert p <= LIMIT, (fail, p)
+
+
+@pytest.mark.parametrize("na,nb", [(36, 8), (8, 36), (5, 5)])
+def test_skewed_runs_on_the_log_scale(na, nb):
+    """Steps-to-threshold-like numbers (lognormal, sigma 0.8) with no effect: compared with
+    log=True, each false outcome at most 2.5 %."""
+    rng = np.random.default_rng(500 + na + nb)
+    sims = 1500
+    up, down = _false_rates(lambda r: compare(r.lognormal(5, 0.8, na), r.lognormal(5, 0.8, nb),
+                                              log=True), sims, rng)
+    assert up <= LIMIT + _slack(sims) and down <= LIMIT + _slack(sims), (na, nb, up, down)
+
+
+@pytest.mark.parametrize("n", [5, 7])
+def test_skewed_ratios_against_one_on_the_log_scale(n):
+    """Speed ratios (lognormal around a true ratio of 1) against the line 1."""
+    rng = np.random.default_rng(600 + n)
+    sims = 2000
+    up, down = _false_rates(lambda r: versus(r.lognormal(0, 0.5, n), 1.0, log=True), sims, rng)
+    assert up <= LIMIT + _slack(sims) and down <= LIMIT + _slack(sims), (n, up, down)
+
+
+def test_log_scale_reports_ratios():
+    t = compare([100, 200, 150, 400], [50, 60, 55, 70], log=True)
+    assert t.outcome == REPRODUCED and "ratio" in t.ours
+    lo, hi = (float(x) for x in t.ours.split("[")[1].rstrip("]").split(","))
+    assert lo > 1 and hi > lo  # the interval of the ratio, not of its log
+    assert redecide(t.record()).ours == t.ours
+    with pytest.raises(ValueError):
+        compare([1.0, -1.0], [1.0, 2.0], log=True)
+
+
+@pytest.mark.parametrize("runs,slope", [(1, 0.0), (4, 0.0), (4, 0.5), (4, 1.0), (2, 1.0)])
+def test_the_gates_power_is_what_converged_does(runs, slope):
+    """`converged_power` against `converged` on simulated curves rising by `slope` noise SDs per
+    check over the last 4 checks; a flat curve (slope 0) fires at most 2.5 %."""
+    rng = np.random.default_rng(700 + runs)
+    sims = 1000
+    fired = sum(not converged([slope * np.arange(6) + r.normal(0, 1, 6) for _ in range(runs)])
+                .passed for r in [rng] * sims) / sims
+    expected = stats.converged_power(slope, 1.0, runs)
+    assert abs(fired - expected) <= 3 * math.sqrt(expected * (1 - expected) / sims) + 0.005
+    if slope == 0:
+        assert fired <= LIMIT + _slack(sims)
+    assert stats.converged_power(1.0, 1.0, 4) > 0.9  # lesson-sized: four runs, 1 SD per check

@@ -52,6 +52,7 @@ def is_smoke() -> bool:
 
 
 SCALES = ("smoke", "full", "paper")
+KINDS = ("paper", "ours", "reading")  # a paper's claim, the course's own, our reading of one
 
 
 def seed_offset() -> int:
@@ -151,7 +152,8 @@ class Lesson:
 
     def claim(self, claim: str, paper: str, *, test, why: str = "",
               reproduced: str = "", contradicted: str = "", fallback: str = "",
-              confirm_only: str = "") -> None:
+              confirm_only: str = "", effect=None, kind: str = "paper",
+              changed_after_run: str = "") -> None:
         """Decide one claim of a cited paper in the cell that measured it: print one row and
         record it for figures/REPORT.md.
 
@@ -164,34 +166,56 @@ class Lesson:
         fallback: what stood in for the real data ('' when the data was real);
         confirm_only: why this claim can only be confirmed at the lesson's size, when its
             opposite outcome is out of reach (`test.reachable`); a claim that cannot fail
-            without saying so is refused.
+            without saying so is refused;
+        effect: the paper's effect in the test's units (`stats.power`: a difference, a value,
+            a ratio with log=True, a rate, a pair of rates, a dict per part of an all_of);
+            the claim's power is computed at it, or at the effect the runs measured when None
+            (the row says which). Below 0.8 the row says *underpowered (power 0.xx)*;
+        kind: "paper" (a paper's claim), "ours" (the course's own construct or finding) or
+            "reading" (our reading of the paper's words: our line, our rows); REPORT.md
+            counts the papers' claims apart from the others;
+        changed_after_run: what was changed (a rule, a line, a seed count, a budget) after a
+            run's outcome was seen, with that earlier outcome; shown beside the claim.
 
         A smoke run decides nothing, and a run on fallback data did not test the paper's
         setting: both are recorded as *not tested*, the numbers' own outcome kept beside it.
+        A claim the run does not decide at all is recorded with `test=stats.not_run("paper
+        scale")`: not tested (paper scale).
         """
         if not isinstance(test, stats.Test):
             raise TypeError("test: expected the result of one minattn.course.stats call "
                             f"(compare, versus, paired, ...), got {type(test).__name__}")
-        if stats.CONTRADICTED not in test.reachable and not confirm_only:
+        if kind not in KINDS:
+            raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
+        not_run = test.test == "not_run"
+        if stats.CONTRADICTED not in test.reachable and not confirm_only and not not_run:
             raise ValueError(f"claim {claim!r}: at these sample sizes ({test.n}) it can never "
                              "come out contradicted; run more, or pass confirm_only='why'")
         outcome, reason = test.outcome, test.reason
-        if self.smoke or fallback:
+        if self.smoke or fallback and not not_run:
             outcome, reason = stats.NOT_TESTED, "smoke" if self.smoke else "fallback"
-        finding = _finding(test, outcome, reason, reproduced, contradicted, fallback)
+        finding = (f"Not tested ({reason}): this run does not decide it."
+                   if not_run and not self.smoke else
+                   _finding(test, outcome, reason, reproduced, contradicted, fallback))
         if confirm_only:
             finding += f" (At this size the claim can only be confirmed: {confirm_only}.)"
+        power = stats.power(test, effect)
         record = dict(lesson=self.name, claim=claim, paper=paper, ours=test.ours, n=test.n,
                       outcome=outcome, reason=reason, computed=test.computed or test.outcome,
                       finding=finding, detail=test.detail, why=why, fallback=fallback,
                       confirm_only=confirm_only, reproduced=reproduced,
                       contradicted=contradicted, test=test.record(), smoke=self.smoke,
-                      scale=self.scale, seed_offset=self.seed_offset)
+                      scale=self.scale, seed_offset=self.seed_offset, kind=kind,
+                      effect=stats._plain(effect), power=power.record(),
+                      changed_after_run=changed_after_run)
         self.claims.append(record)
         self._write_claims()
         label = outcome + (f" ({reason})" if reason else "")
-        print(f"[{label.upper()}] {claim} | paper: {paper} | ours: {test.ours} ({test.n}) | "
-              f"{finding}")
+        tag = {"paper": "", "ours": " (our own finding)", "reading": " (our reading)"}[kind]
+        changed = (f" | changed after a run was seen: {changed_after_run}"
+                   if changed_after_run else "")
+        print(f"[{label.upper()}]{tag} {claim} | paper: {paper} | ours: {test.ours} ({test.n}) "
+              f"| {'not run' if not_run else power}{changed} | {finding}")
 
     def summary(self) -> None:
         """The claims this run decided, one line each (their findings are in their cells)."""

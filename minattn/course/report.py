@@ -1,8 +1,10 @@
 """The course report: every paper claim the lessons decided, in one table.
 
 Each lesson writes its claims to figures/<lesson>/claims.json (`Lesson.claim`); `make course`
-collects them into figures/REPORT.md: the paper's number beside ours, the outcome, the runs per
-arm, the finding in words and, for a claim not tested, what its numbers alone would have said.
+collects them into figures/REPORT.md: the paper's number beside ours, the outcome, the claim's
+power and its way to contradiction, the runs per arm, the finding in words and, for a claim not
+tested, what its numbers alone would have said. The papers' claims are counted in one table,
+the course's own findings and its readings of a paper's words in another.
 """
 
 from __future__ import annotations
@@ -10,10 +12,23 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from .stats import OUTCOMES, RULE
+from . import stats
+from .stats import NOT_TESTED, OUTCOMES, RULE
 
 FIELDS = ("claim", "paper", "ours", "outcome", "reason", "computed", "n", "finding", "detail",
-          "why")
+          "why", "changed_after_run")
+TABLES = (("paper", "The papers' claims"),
+          ("own", "Our own findings and our readings of the papers' words"))
+
+
+def _power(entry: dict) -> stats.Power | None:
+    """The claim's recorded power, or (a record saved before power was recorded) its power
+    computed again from its test at the effect the runs measured; None without a test."""
+    if isinstance(entry.get("power"), dict):
+        return stats.Power(**entry["power"])
+    if isinstance(entry.get("test"), dict):
+        return stats.power(entry["test"], entry.get("effect"))
+    return None
 
 
 def collect_claims(figure_root: Path, lessons: list[str] | None = None) -> list[dict]:
@@ -31,7 +46,9 @@ def collect_claims(figure_root: Path, lessons: list[str] | None = None) -> list[
             c = {k: str(entry.get(k) or "") for k in FIELDS}
             label = c["outcome"] + (f" ({c['reason']})" if c["reason"] else "")
             claims.append({"lesson": entry.get("lesson", path.parent.name), **c,
-                           "label": label,
+                           "label": label, "kind": entry.get("kind") or "paper",
+                           "not_run": (entry.get("test") or {}).get("test") == "not_run",
+                           "power": _power(entry),
                            "smoke": bool(entry.get("smoke", False))})
     return claims
 
@@ -40,35 +57,73 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _power_cells(p: stats.Power | None, not_run: bool) -> tuple[str, str]:
+    """(power at the paper's effect, the way to contradiction) as two cells."""
+    if not_run or p is None:
+        return ("not run" if not_run else "", "")
+    if p.reproduced is None:
+        return p.label, p.note
+    at = {"paper": "the paper's effect", "measured": "the measured effect",
+          "claim": "the claim's value"}[p.source]
+    way = f"contradicted with chance {p.contradicted:.2f} at {p.opposite}"
+    return f"{p.label} at {at}", way + (f"; {p.note}" if p.note else "")
+
+
+def _table(claims: list[dict]) -> list[str]:
+    counts = {o: sum(c["outcome"] == o for c in claims) for o in OUTCOMES}
+    missing = len(claims) - sum(counts.values())
+    not_run = sum(c["not_run"] for c in claims)
+    weak = sum(c["power"] is not None and c["power"].underpowered and not c["not_run"]
+               for c in claims)
+    lines = ["Outcomes: " + ", ".join(f"{n} {o}" for o, n in counts.items())
+             + (f" (of which {not_run} not run: paper scale)" if not_run else "")
+             + (f", {missing} without one" if missing else "")
+             + f"; {weak} of {len(claims)} underpowered (below {stats.POWERED:g} at the "
+             "effect given).", ""]
+    lines += ["| lesson | claim | paper | ours | outcome | power | its way to contradiction | "
+              "runs per arm | what the run found | from the numbers | why they differ |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in claims:
+        ours = c["ours"] + (" (smoke)" if c["smoke"] else "")
+        outcome = f"**{c['label']}**" if c["outcome"] else "(none)"
+        if c["kind"] == "reading":
+            outcome = "our reading: " + outcome
+        if (c["outcome"] == NOT_TESTED and c["computed"] and c["computed"] != NOT_TESTED
+                and not c["not_run"]):
+            outcome += f" (the numbers alone: {c['computed']})"
+        if c["changed_after_run"]:
+            outcome += f" (changed after a run was seen: {c['changed_after_run']})"
+        power, way = _power_cells(c["power"], c["not_run"])
+        lines.append("| " + " | ".join(_cell(x) for x in (
+            c["lesson"], c["claim"], c["paper"], ours, outcome, power, way, c["n"],
+            c["finding"], c["detail"], c["why"])) + " |")
+    return lines + [""]
+
+
 def report_markdown(claims: list[dict]) -> str:
-    """The report: a row per claim — lesson, claim, the paper's number, ours, the outcome (and
-    for a claim not tested, what the numbers alone said), the finding, the numbers behind it."""
+    """The report: the papers' claims in one table, the course's own findings and readings in
+    another; a row per claim — lesson, claim, the paper's number, ours, the outcome (and for a
+    claim not tested, what the numbers alone said), its power and way to contradiction, the
+    finding, the numbers behind it."""
     lines = ["# Paper claims tested by the course", "",
              "Each row is a claim from a paper the course builds on, tested by a lesson at "
              "small scale: the paper's number beside the one the lesson measured and the "
-             "outcome computed from the run's per-run numbers. Written by `make course` "
-             "(`python -m minattn.course.course`) from `figures/<lesson>/claims.json`.", "",
-             f"**The rule for every outcome.** {RULE}", ""]
+             "outcome computed from the run's per-run numbers. Beside it, the claim's power: "
+             "the chance these runs, at the spread they measured, come out reproduced at the "
+             "paper's effect (or, where the lesson gives none, at the effect measured), and "
+             "the chance they come out contradicted at the opposite effect. Written by `make "
+             "course` (`python -m minattn.course.course`) from `figures/<lesson>/claims.json`.",
+             "", f"**The rule for every outcome.** {RULE}", ""]
     if any(c["smoke"] for c in claims):
         lines += ["**Rows marked (smoke) come from a smoke-mode run (tiny sizes, few steps): "
                   "their numbers and outcomes are not the lesson's results.**", ""]
     if not claims:
         return "\n".join(lines + ["No lesson recorded a claim.", ""])
-    counts = {o: sum(c["outcome"] == o for c in claims) for o in OUTCOMES}
-    missing = len(claims) - sum(counts.values())
-    lines += ["Outcomes: " + ", ".join(f"{n} {o}" for o, n in counts.items())
-              + (f", {missing} without one" if missing else "") + ".", ""]
-    lines += ["| lesson | claim | paper | ours | outcome | runs per arm | what the run found | "
-              "from the numbers | why they differ |", "|---|---|---|---|---|---|---|---|---|"]
-    for c in claims:
-        ours = c["ours"] + (" (smoke)" if c["smoke"] else "")
-        outcome = f"**{c['label']}**" if c["outcome"] else "(none)"
-        if c["outcome"] == "not tested" and c["computed"] and c["computed"] != "not tested":
-            outcome += f" (the numbers alone: {c['computed']})"
-        lines.append("| " + " | ".join(_cell(x) for x in (
-            c["lesson"], c["claim"], c["paper"], ours, outcome, c["n"], c["finding"],
-            c["detail"], c["why"])) + " |")
-    return "\n".join(lines) + "\n"
+    for key, title in TABLES:
+        rows = [c for c in claims if (c["kind"] == "paper") == (key == "paper")]
+        if rows or key == "paper":
+            lines += [f"## {title}", ""] + _table(rows)
+    return "\n".join(lines)
 
 
 def write_report(figure_root: Path, lessons: list[str] | None = None) -> tuple[Path, str]:

@@ -15,31 +15,43 @@ The outcomes (RULE below says the same in the report):
                    runs would, at the measured effect and spread);
     not tested     a gate failed: the runs had not converged (judged on their curves), both
                    arms sit at a ceiling or floor, or the data was a fallback (a smoke run is
-                   never a test); the numbers' own outcome is kept beside it;
-    partly         a claim of several parts (`all_of`) whose parts came out differently; each
-                   part's words follow its own outcome.
+                   never a test); the numbers' own outcome is kept beside it; or the run does
+                   not decide the claim at all (`not_run`: paper scale);
+    partly         a claim of several parts (`all_of`) of which some parts were reproduced and
+                   others not; each part's words follow its own outcome.
 
 A 95 % interval on one side of the line is a one-sided test at 2.5 %: with no real effect a
-claim comes out "reproduced" at most 2.5 % of the time (tests/test_stats.py simulates every
-case below). Among fifty claims that were all false, about one would still come out
-"reproduced": a count of outcomes is not a score.
+claim comes out "reproduced" at most 2.5 % of the time. tests/test_stats.py simulates it at the
+lessons' sizes: two arms (equal and 3x unequal spreads, 2 to 10 runs), one arm against a line,
+`same` with one and two arms, `within` at either edge, `paired` with one and two arms and a seed
+effect, runs that tie (identical floats included) and a tied arm borrowing the other's spread,
+`resolution=` at a ceiling, lognormal runs with log=True, `all_of` of 2, 3 and 4 parts, and the
+gate's power; the rate tests and all-or-nothing runs are summed exactly over the binomial.
+Among fifty claims that were all false, about one would still come out "reproduced": a count
+of outcomes is not a score.
 
 Numbers come in three kinds:
     a float       a deterministic quantity (a closed-form line such as 4/7, a count): exact;
     a sequence    one value per run (seed): mean ± standard error, n - 1 degrees of freedom.
                   One run has no spread, so nothing is decided on one run. Runs that all came
-                  out equal (a tie: all at the ceiling, say) have no measured spread either:
+                  out equal (a tie: every value the same float) have no measured spread either:
                   a tied arm borrows the other arm's spread, and a tie against a fixed line or
-                  against another tie is inconclusive unless the caller gives the measurement's
-                  `resolution` (1/items for an accuracy, the evaluation interval for a step
-                  count), which floors the spread of every run. Give it only where runs differ
-                  by measurement noise: runs that either learn or not are all-or-nothing, and a
-                  rate test (`rate`, `rates`) decides them;
+                  against another tie is inconclusive. The measurement's `resolution` (1/items
+                  for an accuracy, the evaluation interval for a step count) floors the spread
+                  of runs that differ, by measurement noise; it never stands in for the spread
+                  of a tie (runs at a ceiling: gate them with `off_ceiling`). Runs that together
+                  take exactly two values (all-or-nothing) are counts: see `compare`, `versus`.
+                  Skewed positive numbers (steps to a threshold, speed ratios): log=True;
     counts        k successes of n runs, for the rate tests.
 
 Degrees of freedom: Welch-Satterthwaite, except that an arm of at most 3 runs makes the test
 use the smallest arm's n - 1 (Satterthwaite's df jumps when a small arm's spread comes out
-small by chance, and the test then says "reproduced" too often).
+small by chance, and the test then says "reproduced" too often); a tied arm keeps its own
+n - 1 under that rule.
+
+`power` gives each claim, before or after its run, its chance of "reproduced" at the paper's
+effect and of "contradicted" at the opposite one, at the lesson's runs and measured spread: a
+claim below 0.8 is printed as underpowered.
 """
 
 from __future__ import annotations
@@ -63,21 +75,37 @@ SMALL_ARM = 3  # an arm of at most this many runs: the conservative degrees of f
 
 RULE = (
     "Each claim is decided by the 95 % interval of its measured difference (a one-sided test at "
-    "2.5 % either way): Student-t over runs (seeds), Welch's for two arms, with the smallest "
-    "arm's n - 1 degrees of freedom when an arm has at most 3 runs; paired over test items where "
-    "both arms were scored on the same items (runs' and items' variance components, counted "
-    "once each); exact Clopper-Pearson intervals for a rate of k in n runs, Fisher's exact test "
-    "for two rates; an equivalence test for 'the same' (the whole interval inside the stated "
-    "tolerance). One run, or runs that all tie, measure no spread: a tied arm borrows the other "
-    "arm's spread, and otherwise nothing is decided unless the measurement's resolution floors "
-    "the spread. Reproduced: the interval lies on the paper's side. Contradicted: it lies wholly "
-    "on the other side. Inconclusive: it straddles the line. Not tested: a gate failed — runs "
-    "still rising on their curves (a slope test over the last checks), arms at a ceiling or "
-    "floor, fallback data, or a smoke run; what the numbers alone say is shown beside it. "
-    "Partly: a claim of several parts that came out differently, each part said in its own "
-    "words. A claim whose opposite outcome cannot be reached at the lesson's sample size says "
-    "so. With no real effect about one claim in forty comes out 'reproduced' by chance: the "
-    "count of outcomes is not a score.")
+    "2.5 % either way). Per-run values: Student-t over runs (seeds), Welch's for two arms, with "
+    "the smallest arm's n - 1 degrees of freedom when an arm has at most 3 runs. Skewed positive "
+    "numbers (steps, speed ratios) are decided on their logarithm and reported as a ratio. "
+    "Runs that together take exactly two values (any two: learned or not, at a ceiling or not) "
+    "are counts: Fisher's exact test (one-sided p below 2.5 %) for two arms, the exact "
+    "Clopper-Pearson interval of the share at the upper value against the share the line "
+    "stands for for one arm; a resolution plays no part there, and 'the same' and 'within a "
+    "range' have no such path. Paired over test items where both arms (or one arm against a "
+    "fixed line) were scored on the same items: runs' and items' variance components counted "
+    "once each, with the runs' degrees of freedom, the smallest arm's n - 1. A rate of k in n "
+    "runs: its exact Clopper-Pearson interval against the line (no p-value); 'sometimes': "
+    "each outcome's rate above a material rate (0.1 unless stated), by the same interval. 'The "
+    "same': the whole interval inside the stated tolerance; 'within': inside the range. One "
+    "run, or runs that tie (all values equal), measure no spread: a tied arm borrows the other "
+    "arm's spread, and otherwise nothing is decided; a measurement's resolution floors the "
+    "spread of runs that differ, never a tie's, so runs tied at a ceiling decide nothing. "
+    "Reproduced: the interval lies on the paper's side. Contradicted: it lies wholly on the "
+    "other side. Inconclusive: it straddles the line. Not tested: a gate failed — runs still "
+    "rising (the common slope of the runs' last checks above 0 at 2.5 %), arms at a ceiling or "
+    "floor, fallback data, a smoke run, a gate the lesson names (a busy device's budget, "
+    "over-fitting), or a claim the run does not decide at all (paper scale); what the numbers "
+    "alone say is shown beside it. A claim of several parts: reproduced when every part is, "
+    "contradicted only when every part is (so that 'contradicted' stays at 2.5 % however many "
+    "parts), partly when some parts are reproduced and others not, else inconclusive (a "
+    "contradicted part is said in its own words), or not tested when every part is. Each claim "
+    "shows its power: the chance of 'reproduced' at the paper's effect (or, where the lesson "
+    "gives none, the effect measured) and of 'contradicted' at the opposite effect, at the "
+    "lesson's runs and measured spread; below 0.8 it is marked underpowered. A claim whose "
+    "opposite outcome cannot be reached at the lesson's runs per arm (for several parts: unless "
+    "every part can be contradicted) says so. With no real effect about one claim in forty "
+    "comes out 'reproduced' by chance: the count of outcomes is not a score.")
 
 
 # ================================================================ estimates and intervals
@@ -137,13 +165,13 @@ def estimate(values, resolution: float | None = None, name: str = "values") -> E
     n = len(xs)
     if n == 1:
         return Estimate(float(xs[0]), math.inf, 1, 0.0)
+    if resolution is not None and not resolution > 0:
+        raise ValueError(f"resolution: expected a number > 0, got {resolution}")
+    if np.ptp(xs) == 0:  # all equal: their float std may still come out ~1e-17
+        return Estimate(float(xs[0]), 0.0, n, 0.0, tied=True)
     sd = float(xs.std(ddof=1))
-    if resolution is not None:
-        if not resolution > 0:
-            raise ValueError(f"resolution: expected a number > 0, got {resolution}")
+    if resolution is not None:  # floors measurement noise; never stands in for a tie's spread
         sd = max(sd, float(resolution))
-    if sd == 0:
-        return Estimate(float(xs.mean()), 0.0, n, 0.0, tied=True)
     return Estimate(float(xs.mean()), sd / math.sqrt(n), n, float(n - 1))
 
 
@@ -173,14 +201,21 @@ def difference(a: Estimate, b: Estimate) -> Estimate:
     if a.tied and b.tied or a.tied and b.exact or a.exact and b.tied:
         return Estimate(a.mean - b.mean, 0.0, min(a.n, b.n), 0.0, tied=True)
     if a.tied:  # borrow b's per-run spread for a's runs
-        a = Estimate(a.mean, b.se * math.sqrt(b.n / a.n), a.n, b.df)
+        a = _borrowed(a, b)
     elif b.tied:
-        b = Estimate(b.mean, a.se * math.sqrt(a.n / b.n), b.n, a.df)
+        b = _borrowed(b, a)
     arms = [e for e in (a, b) if not e.exact]
     se = math.sqrt(sum(e.se ** 2 for e in arms))
     if not arms:
         return Estimate(a.mean - b.mean, 0.0, 1, math.inf)
     return Estimate(a.mean - b.mean, se, min(e.n for e in arms), _df(arms))
+
+
+def _borrowed(tied: Estimate, other: Estimate) -> Estimate:
+    """A tied arm with the other arm's per-run spread; a tied arm of at most SMALL_ARM runs
+    keeps its own n - 1 degrees of freedom (the small-arm rule), a larger one the other's."""
+    df = tied.n - 1 if tied.n <= SMALL_ARM else other.df
+    return Estimate(tied.mean, other.se * math.sqrt(other.n / tied.n), tied.n, float(df))
 
 
 def _df(parts: Sequence[Estimate], smallest: bool = False) -> float:
@@ -236,12 +271,16 @@ class Gate:
 
 
 def converged(curves, last: int = 4, what: str = "runs", lower_is_better: bool = False) -> Gate:
-    """Every run's curve has stopped rising: over its last `last` checks, the least-squares
-    slope is not above 0 at the rule's level (one-sided, Bonferroni over the runs). `curves`:
-    one sequence of checks per run, each a value or a (step, value) pair. A run whose last
-    checks still climb significantly had not converged, and a comparison of where the runs
-    ended would be one of unfinished runs."""
-    rising = []
+    """The runs' curves have stopped rising: over each run's last `last` checks, their common
+    least-squares slope (one slope shared by the runs, each run its own level) is not above 0
+    at the rule's level (one-sided, 2.5 %). `curves`: one sequence of checks per run, each a
+    value or a (step, value) pair. Pooling the runs gives the slope's test sum(last - 2) degrees
+    of freedom (12 for four runs of four checks) where one run alone has 2 and needs a Bonferroni
+    over runs: four runs rising by one noise SD per check are caught 97 % of the time, not 25 %
+    (`converged_power` computes it). Runs still rising had not converged, and a comparison of
+    where they ended would be one of unfinished runs."""
+    sxy = sxx = ss = 0.0
+    df = 0
     for curve in curves:
         points = [(i, c) if isinstance(c, numbers.Real) else tuple(c) for i, c in
                   enumerate(curve)][-last:]
@@ -249,15 +288,34 @@ def converged(curves, last: int = 4, what: str = "runs", lower_is_better: bool =
             raise ValueError(f"converged: expected at least 3 checks per run, got {len(points)}")
         x, y = (np.asarray(v, dtype=float) for v in zip(*points))
         y = -y if lower_is_better else y
-        x = x - x.mean()
-        slope = float((x * (y - y.mean())).sum() / (x * x).sum())
-        resid = y - y.mean() - slope * x
-        se = math.sqrt(float((resid ** 2).sum()) / (len(x) - 2) / float((x * x).sum()))
-        crit = float(special.stdtrit(len(x) - 2, 1 - ALPHA / len(curves)))
-        rising.append(slope - crit * se > 0 if se > 0 else slope > 0)
-    n = len(rising)
-    return Gate(not any(rising), "budget",
-                f"{n - sum(rising)} of {n} {what} had stopped rising over their last {last} checks")
+        x, y = x - x.mean(), y - y.mean()
+        sxy, sxx = sxy + float((x * y).sum()), sxx + float((x * x).sum())
+        ss += float((y * y).sum()) - float((x * y).sum()) ** 2 / float((x * x).sum())
+        df += len(x) - 2
+    if df == 0:
+        raise ValueError("converged: expected at least one curve")
+    slope = sxy / sxx
+    se = math.sqrt(max(ss, 0.0) / df / sxx)
+    rising = slope - t_quantile(df) * se > 0 if se > 0 else slope > 0
+    word = "still falling" if lower_is_better else "still rising"
+    return Gate(not rising, "budget",
+                f"{what} {word if rising else 'had stopped'} over their last {last} checks "
+                f"(common slope {slope * (-1 if lower_is_better else 1):+.3g} per step, "
+                f"± {se:.2g}, df {df})")
+
+
+def converged_power(slope: float, noise: float, runs: int, last: int = 4,
+                    spacing: float = 1.0) -> float:
+    """The chance that `converged` sees runs still rising: `runs` curves, each rising by
+    `slope` per step over its last `last` checks `spacing` steps apart, each check off its
+    curve by independent normal noise of SD `noise`. Exact: the common slope's t statistic
+    is noncentral t with runs * (last - 2) degrees of freedom."""
+    if runs < 1 or last < 3 or not noise > 0:
+        raise ValueError("converged_power: expected runs >= 1, last >= 3 and noise > 0")
+    x = (np.arange(last) - (last - 1) / 2) * spacing
+    sxx = runs * float((x * x).sum())
+    df = runs * (last - 2)
+    return float(1 - special.nctdtr(df, slope / (noise / math.sqrt(sxx)), t_quantile(df)))
 
 
 def off_ceiling(*arms, top: float, margin: float) -> Gate:
@@ -300,6 +358,7 @@ class Test:
     reachable: tuple = (REPRODUCED, CONTRADICTED, INCONCLUSIVE)
     parts: dict = field(default_factory=dict)
     gated: str = ""  # what the failed gates said
+    measured: Estimate | None = None  # the estimated difference (log scale with log=True)
 
     def __post_init__(self):
         if self.outcome not in OUTCOMES:
@@ -352,7 +411,7 @@ def _gates(gates) -> list[Gate]:
 
 
 def _decide(test: str, args: dict, outcome: str, ours: str, detail: str, n: str,
-            reachable=(REPRODUCED, CONTRADICTED, INCONCLUSIVE)) -> Test:
+            reachable=(REPRODUCED, CONTRADICTED, INCONCLUSIVE), measured=None) -> Test:
     """A Test, not tested when a gate in args['gates'] failed (the numbers' outcome kept)."""
     gates = _gates(args.get("gates", ()))
     failed = [g for g in gates if not g.passed]
@@ -361,9 +420,9 @@ def _decide(test: str, args: dict, outcome: str, ours: str, detail: str, n: str,
         gated = "; ".join(g.detail for g in failed)
         return Test(NOT_TESTED, ours, f"{gated} ({detail})", n, test, plain,
                     reason=failed[0].reason, computed=outcome, reachable=tuple(reachable),
-                    gated=gated)
+                    gated=gated, measured=measured)
     return Test(outcome, ours, detail, n, test, plain, computed=outcome,
-                reachable=tuple(reachable))
+                reachable=tuple(reachable), measured=measured)
 
 
 def _sign(expect: str) -> int:
@@ -393,7 +452,8 @@ def _count(e: Estimate) -> str:
 
 def _why_undecided(d: Estimate, a: Estimate, b: Estimate) -> str:
     if d.df == 0 and d.tied:
-        return "; the runs tie (no spread measured): more runs, or the measurement's resolution"
+        return ("; the runs tie (no spread measured; a resolution does not stand in for it): "
+                "runs at a ceiling cannot show a difference (gate them with off_ceiling)")
     if d.df == 0:
         return "; one run has no spread: at least two runs per arm are needed"
     sds = [e.se * math.sqrt(e.n) for e in (a, b) if not e.exact and e.se > 0]
@@ -403,9 +463,18 @@ def _why_undecided(d: Estimate, a: Estimate, b: Estimate) -> str:
 
 
 # ================================================================ the tests
-def compare(a, b, expect: str = ">", *, resolution: float | None = None, gates=()) -> Test:
+def compare(a, b, expect: str = ">", *, resolution: float | None = None, log: bool = False,
+            gates=()) -> Test:
     """The paper says a > b (expect='>') or a < b: the 95 % interval of a - b decides. a and b:
-    per-run values (or a float for an exact line)."""
+    per-run values (or a float for an exact line). Runs that together take exactly two values
+    are all-or-nothing: Fisher's exact test on how many runs reached the upper one decides,
+    and `resolution` is not used.
+
+    log=True: for positive, skewed per-run numbers (steps to a threshold, speed ratios) the
+    t interval holds on their logarithm: log a - log b decides, and the interval is reported
+    back as the ratio of geometric means a / b (the line is a ratio of 1)."""
+    if log:
+        return _on_log_scale(compare, a, b, expect, resolution, gates)
     sign = _sign(expect)
     ea, eb = estimate(a, resolution, "a"), estimate(b, resolution, "b")
     if (two := _two_valued(a, b)) is not None:
@@ -419,7 +488,41 @@ def compare(a, b, expect: str = ">", *, resolution: float | None = None, gates=(
         detail += _why_undecided(d, ea, eb)
     reach = (REPRODUCED, CONTRADICTED, INCONCLUSIVE) if _decidable(ea, eb) else (INCONCLUSIVE,)
     return _decide("compare", dict(a=a, b=b, expect=expect, resolution=resolution, gates=gates),
-                   outcome, ours, detail, f"{_count(ea)} vs {_count(eb)}", reach)
+                   outcome, ours, detail, f"{_count(ea)} vs {_count(eb)}", reach, d)
+
+
+def _logs(x, name: str):
+    """The natural log of a positive float or of every positive per-run value."""
+    if isinstance(x, numbers.Real) or getattr(x, "ndim", 1) == 0:
+        x = float(x)
+        if not x > 0:
+            raise ValueError(f"{name}: log=True needs positive numbers, got {x}")
+        return math.log(x)
+    xs = _floats(x, name)
+    if not (xs > 0).all():
+        raise ValueError(f"{name}: log=True needs positive numbers, got {xs.tolist()}")
+    return np.log(xs).tolist()
+
+
+def _on_log_scale(test, a, b, expect, resolution, gates) -> Test:
+    """`test` (compare) decided on log a and log b; the numbers reported as ratios."""
+    if resolution is not None:
+        raise ValueError("log=True: a resolution is in the values' units, not the log's")
+    t = test(_logs(a, "a"), _logs(b, "b"), expect, gates=gates)
+    if t.measured is None:  # two-valued runs: Fisher's counts do not depend on the scale
+        ours, detail = t.ours, t.detail
+    else:
+        d = t.measured
+        lo, hi = interval(d)
+        ga, gb = (math.exp(estimate(x).mean) for x in (_logs(a, "a"), _logs(b, "b")))
+        span = (f"{math.exp(lo):.4g} exactly" if lo == hi else
+                f"[{math.exp(lo):.4g}, {math.exp(hi):.4g}]")
+        ours = f"{ga:.4g} vs {gb:.4g} (geometric means): ratio {math.exp(d.mean):.4g} {span}"
+        rest = t.detail.split("; ", 1)[1:]
+        detail = (f"on the log scale: ratio of geometric means {math.exp(d.mean):.4g} "
+                  f"{expect} 1? 95 % interval {span}" + "".join("; " + r for r in rest))
+    return dataclasses.replace(t, ours=ours, detail=detail, args={
+        **t.args, "a": a, "b": b, "log": True})
 
 
 def _two_valued(*arms) -> tuple[float, float] | None:
@@ -460,12 +563,14 @@ def _decidable(*arms: Estimate) -> bool:
 
 
 def versus(values, line: float, expect: str = ">", *, resolution: float | None = None,
-           gates=()) -> Test:
+           log: bool = False, gates=()) -> Test:
     """A measured quantity against a fixed line (chance, a closed-form value, a paper's
     threshold): the one-sample 95 % interval decides. Runs that take two values on either
-    side of the line (all-or-nothing) are a rate: the exact interval of the share of runs at
-    the upper value decides against the share the line stands for."""
-    two = _two_valued(values)
+    side of the line (any two values: all-or-nothing) are a rate: the exact interval of the
+    share of runs at the upper value decides against the share the line stands for, and
+    `resolution` is not used. log=True: decided on the log of the values and of the line
+    (skewed positive numbers, see `compare`), reported as the ratio to the line."""
+    two = None if log else _two_valued(values)
     if two is not None and two[0] < line < two[1]:
         xs = _floats(values, "values")
         k, share = int((xs == two[1]).sum()), (line - two[0]) / (two[1] - two[0])
@@ -477,10 +582,10 @@ def versus(values, line: float, expect: str = ">", *, resolution: float | None =
             ours=f"{xs.mean():.4g} vs {line:.4g} ({k}/{len(xs)} runs at {two[1]:.4g}, "
                  f"{share:.3g} needed) {t.ours.split(' ', 1)[1]}",
             detail=f"runs take two values ({two[0]:.4g} or {two[1]:.4g}): {t.detail}")
-    t = compare(values, float(line), expect, resolution=resolution, gates=gates)
+    t = compare(values, float(line), expect, resolution=resolution, log=log, gates=gates)
     return dataclasses.replace(t, test="versus", args=dict(
         values=values, line=float(line), expect=expect, resolution=resolution,
-        **({"gates": _gates(gates)} if gates else {})))
+        **({"log": True} if log else {}), **({"gates": _gates(gates)} if gates else {})))
 
 
 def same(a, b, tolerance: float, *, resolution: float | None = None, gates=()) -> Test:
@@ -502,7 +607,7 @@ def same(a, b, tolerance: float, *, resolution: float | None = None, gates=()) -
     return _decide("same", dict(a=a, b=b, tolerance=tolerance, resolution=resolution,
                                 gates=gates), outcome,
                    f"{ea} vs {eb}: {d.mean:+.4g} {_span(lo, hi)} (±{tolerance:.3g} allowed)",
-                   detail, f"{_count(ea)} vs {_count(eb)}", reach)
+                   detail, f"{_count(ea)} vs {_count(eb)}", reach, d)
 
 
 def within(values, low: float, high: float, *, resolution: float | None = None,
@@ -522,7 +627,7 @@ def within(values, low: float, high: float, *, resolution: float | None = None,
     reach = (REPRODUCED, CONTRADICTED, INCONCLUSIVE) if _decidable(e) else (INCONCLUSIVE,)
     return _decide("within", dict(values=values, low=low, high=high, resolution=resolution,
                                   gates=gates), outcome, f"{e} {_span(lo, hi)}", detail,
-                   _count(e), reach)
+                   _count(e), reach, e)
 
 
 def paired(a, b, expect: str = ">", *, gates=()) -> Test:
@@ -552,8 +657,10 @@ def paired(a, b, expect: str = ">", *, gates=()) -> Test:
     else:
         parts = [item_part, *runs]
         se = math.sqrt(sum(p.se ** 2 for p in parts))
-        d = (Estimate(mean, se, A.shape[0], _df(parts, smallest=True)) if se > 0 else
-             Estimate(mean, 0.0, A.shape[0], 0.0, tied=True))  # every run and item alike
+        alike = np.ptp(d_items) == 0 and all(np.ptp(X.mean(1)) == 0
+                                              for X in ((A,) if line else (A, B)))
+        d = (Estimate(mean, 0.0, A.shape[0], 0.0, tied=True) if alike or se == 0 else
+             Estimate(mean, se, A.shape[0], _df(parts, smallest=True)))
     lo, hi = interval(d)
     outcome = _side(sign, lo, hi)
     label_b = f"{float(b):.4g}" if line else f"{B.mean():.4g}"
@@ -568,7 +675,7 @@ def paired(a, b, expect: str = ">", *, gates=()) -> Test:
     reach = ((REPRODUCED, CONTRADICTED, INCONCLUSIVE) if min(A.shape[0], B.shape[0]) >= 2
              else (INCONCLUSIVE,))
     return _decide("paired", dict(a=A, b=float(b) if line else B, expect=expect, gates=gates),
-                   outcome, ours, detail, n, reach)
+                   outcome, ours, detail, n, reach, d)
 
 
 def _table(x, name: str) -> np.ndarray:
@@ -692,8 +799,11 @@ WORDS = {REPRODUCED: "shown", CONTRADICTED: "the opposite was shown",
 def all_of(parts: dict[str, Test]) -> Test:
     """A claim of several named parts, all of which the paper says hold. One outcome shared by
     every part is the claim's; some parts reproduced and others not: partly; none reproduced:
-    contradicted if a part is, else inconclusive if a part is, else not tested. The detail
-    says each part in its own words ("is not shown by these runs" for an inconclusive one)."""
+    inconclusive if a part is contradicted or inconclusive, else not tested. The claim is
+    contradicted only when every part is: k parts each contradicted at 2.5 % would make "a
+    part is contradicted" a union of k tests (4.9, 7.1, 8.6 % with 2, 3, 4 parts on their
+    lines), while all k at once is at most as likely as any one, 2.5 %. The detail says each
+    part in its own words ("the opposite was shown" for a contradicted one)."""
     if not parts or not all(isinstance(p, Test) for p in parts.values()):
         raise ValueError("all_of: expected a dict of named Tests")
     outcome = _combined([p.outcome for p in parts.values()])
@@ -715,7 +825,7 @@ def _combined(outcomes: list[str]) -> str:
         return kinds.pop()
     if REPRODUCED in kinds or PARTLY in kinds:
         return PARTLY
-    return next(k for k in (CONTRADICTED, INCONCLUSIVE, NOT_TESTED) if k in kinds)
+    return INCONCLUSIVE if kinds & {CONTRADICTED, INCONCLUSIVE} else NOT_TESTED
 
 
 def _words(t: Test) -> str:
@@ -732,10 +842,20 @@ def in_words(t: Test) -> str:
     return WORDS[t.outcome]
 
 
+def not_run(why: str = "paper scale") -> Test:
+    """A claim the lesson states but its run does not decide (it needs the paper's scale, a
+    dataset or a model the course does not train): recorded as not tested (`why`)."""
+    if not why:
+        raise ValueError("not_run: expected why the claim is not run")
+    return Test(NOT_TESTED, "not run", f"not run: {why}", "no runs", "not_run",
+                dict(why=why), reason=why, computed=NOT_TESTED, reachable=(NOT_TESTED,),
+                gated=f"not run at this scale ({why})")
+
+
 # ================================================================ deciding a record again
 TESTS: dict[str, Callable[..., Test]] = dict(
     compare=compare, versus=versus, same=same, within=within, paired=paired, rate=rate,
-    rates=rates, sometimes=sometimes)
+    rates=rates, sometimes=sometimes, not_run=not_run)
 
 
 def redecide(record: dict) -> Test:
@@ -748,43 +868,207 @@ def redecide(record: dict) -> Test:
     return TESTS[record["test"]](**record["args"])
 
 
-def reversed_effect(record: dict) -> dict:
-    """The record with its effect reversed at the same sample sizes and spreads: arms swapped,
-    values reflected about the line, moved beyond the tolerance or the range, or a rate turned
-    to the other extreme. A claim that came out reproduced must come out contradicted on it
-    (unless the lesson says the claim can only be confirmed at its size): that is what shows a
-    test could have failed on the lesson's own numbers."""
-    test, args = record["test"], dict(record["args"])
-    if test == "all_of":
-        args = {name: reversed_effect(part) for name, part in args.items()}
-    elif test in ("compare", "paired", "rates"):
-        if test == "paired" and isinstance(args["b"], numbers.Real):
-            args["a"] = (2 * args["b"] - np.asarray(args["a"])).tolist()
-        elif test == "rates":
-            args.update(k_a=args["k_b"], n_a=args["n_b"], k_b=args["k_a"], n_b=args["n_a"])
+# ================================================================ power: how each claim could fail
+POWERED = 0.8  # below this chance of "reproduced" at the paper's effect a claim is underpowered
+SIMS = 20000  # draws of (difference, standard error) behind a simulated power
+
+
+@dataclass(frozen=True)
+class Power:
+    """A claim's chance of each decided outcome at the lesson's runs and measured spread:
+    `reproduced` at `effect` (the paper's effect, or what the runs measured: `source`) and
+    `contradicted` at `opposite` (the effect the other way); None where it cannot be computed
+    (runs that tie, one run: `note` says why). `note` also says what the quantity itself rules
+    out (a band narrower than the interval can be, a line at the measure's bound)."""
+
+    reproduced: float | None
+    contradicted: float | None
+    effect: str
+    opposite: str
+    source: str  # 'paper', 'measured' or 'claim' (the claim's own: no difference, a range)
+    note: str = ""
+
+    @property
+    def underpowered(self) -> bool:
+        return self.reproduced is None or self.reproduced < POWERED
+
+    @property
+    def label(self) -> str:
+        """'underpowered (power 0.17)', 'power 0.93' or 'power unknown'."""
+        if self.reproduced is None:
+            return "underpowered (power unknown)"
+        p = f"power {self.reproduced:.2f}"
+        return f"underpowered ({p})" if self.underpowered else p
+
+    def __str__(self) -> str:
+        if self.reproduced is None:
+            return f"{self.label}: {self.note}"
+        source = {"paper": "the paper's effect", "measured": "the effect these runs measured",
+                  "claim": "the claim's own value"}[self.source]
+        text = (f"{self.label} at {self.effect} ({source}); contradicted with chance "
+                f"{self.contradicted:.2f} at {self.opposite}")
+        return text + (f"; {self.note}" if self.note else "")
+
+    def record(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def power(test: Test | dict, effect=None) -> Power:
+    """The chance that `test`'s claim comes out reproduced at `effect` and contradicted at the
+    opposite effect, at the same runs and the spread they measured. `test`: a Test or its
+    record (claims.json's "test"). `effect` (None: what the runs measured, or for `same` no
+    difference and for `within` the range's centre) is in the claim's units: a difference
+    a - b (compare, paired), a value (versus: its distance to the line; within: the value), a
+    ratio (log=True), a rate (rate, sometimes), a pair of rates (rates; two-valued runs), a
+    dict of part name -> effect (all_of).
+
+    Differences decided by a t interval are simulated from the test's own standard error and
+    degrees of freedom (a normal difference, a chi-square spread); rates are summed exactly
+    over the binomial distribution; an all_of multiplies its parts' chances (parts taken as
+    independent: reproduced when every part is, contradicted when every part is)."""
+    if isinstance(test, dict):
+        test = redecide(test)
+    if test.test == "not_run":
+        return Power(None, None, "", "", "claim", f"not run ({test.args['why']})")
+    if test.test == "all_of":
+        effects = effect if isinstance(effect, dict) else {}
+        parts = {k: power(p, effects.get(k)) for k, p in test.parts.items()}
+        rep = [p.reproduced for p in parts.values()]
+        con = [p.contradicted for p in parts.values()]
+        notes = "; ".join(f"{k}: {p.note}" for k, p in parts.items() if p.note)
+        sources = {p.source for p in parts.values()}
+        return Power(None if None in rep else float(np.prod(rep)),
+                     None if None in con else float(np.prod(con)),
+                     "; ".join(f"{k}: {p.effect}" for k, p in parts.items()),
+                     "; ".join(f"{k}: {p.opposite}" for k, p in parts.items()),
+                     sources.pop() if len(sources) == 1 else "measured", notes)
+    if test.test in ("rate", "rates", "sometimes") or test.measured is None:
+        return _rate_power(test, effect)
+    return _interval_power(test, effect)
+
+
+def _interval_power(test: Test, effect) -> Power:
+    d, args = test.measured, test.args
+    log = bool(args.get("log"))
+    if d.df == 0:
+        why = "the runs tie: no spread measured" if d.tied else "one run: no spread measured"
+        return Power(None, None, "", "", "measured", why)
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal(SIMS)
+    chi = np.sqrt(rng.chisquare(d.df, SIMS) / d.df) if not d.exact else np.ones(SIMS)
+    half = t_quantile(d.df) * d.se * chi if not d.exact else np.zeros(SIMS)
+
+    def chance(true, decides):
+        centre = true + d.se * z if not d.exact else np.full(SIMS, float(true))
+        return float(np.mean(decides(centre - half, centre + half)))
+
+    fmt = (lambda x: f"ratio {math.exp(x):.4g}") if log else (lambda x: f"{x:+.4g}")
+    if test.test == "same":
+        tol = float(args["tolerance"])
+        true = abs(float(effect)) if effect is not None else 0.0
+        opposite = 2 * tol - true
+        rep = chance(true, lambda lo, hi: (lo >= -tol) & (hi <= tol))
+        con = chance(opposite, lambda lo, hi: (hi < -tol) | (lo > tol))
+        note = _too_narrow(d, 2 * tol, "the ±tolerance", args.get("resolution"), tol)
+        return Power(rep, con, f"a gap of {true:.4g}", f"a gap of {opposite:.4g}",
+                     "paper" if effect is not None else "claim", note)
+    if test.test == "within":
+        low, high = float(args["low"]), float(args["high"])
+        true = float(effect) if effect is not None else (low + high) / 2
+        edge = low if abs(true - low) < abs(true - high) else high
+        opposite = 2 * edge - true
+        rep = chance(true, lambda lo, hi: (lo >= low) & (hi <= high))
+        con = chance(opposite, lambda lo, hi: (hi < low) | (lo > high))
+        note = _too_narrow(d, high - low, "the range", args.get("resolution"), None)
+        return Power(rep, con, f"{true:.4g}", f"{opposite:.4g}",
+                     "paper" if effect is not None else "claim", note)
+    sign = _sign(args.get("expect", ">"))
+    if effect is None:
+        true, source = abs(d.mean), "measured"
+    else:
+        true = abs(math.log(effect)) if log else abs(float(effect))
+        source = "paper"
+    rep = chance(sign * true, lambda lo, hi: (sign * lo > 0) & (sign * hi > 0))
+    con = chance(-sign * true, lambda lo, hi: (sign * lo < 0) & (sign * hi < 0))
+    return Power(rep, con, fmt(sign * true), fmt(-sign * true), source,
+                 _at_a_bound(test) if test.test == "versus" else "")
+
+
+def _too_narrow(d: Estimate, width: float, what: str, resolution, tol) -> str:
+    """What the band itself rules out: an interval at these runs wider than the band."""
+    notes = []
+    wide = 2 * t_quantile(d.df) * d.se if not d.exact else 0.0
+    if wide > width:
+        notes.append(f"the interval at the measured spread ({wide:.3g} wide) is wider than "
+                     f"{what} ({width:.3g}): reproduced only when a run's spread comes out "
+                     "smaller by chance")
+    if resolution is not None and tol is not None and tol < resolution:
+        notes.append(f"the tolerance {tol:.3g} is finer than the resolution {resolution:.3g}")
+    return "; ".join(notes)
+
+
+def _at_a_bound(test: Test) -> str:
+    """A line at or beyond the bound of a measure that lies in [0, 1] (an accuracy, a rate)."""
+    args = test.args
+    values = args["values"]
+    xs = np.atleast_1d(np.asarray(values, dtype=float))
+    line, sign = float(args["line"]), _sign(args.get("expect", ">"))
+    if ((xs >= 0) & (xs <= 1)).all() and (sign > 0 and line >= 1 or sign < 0 and line <= 0):
+        return f"reproduced is out of reach: the line {line:g} is at the measure's bound"
+    return ""
+
+
+def _binomial(n: int, p: float) -> np.ndarray:
+    return stats.binom.pmf(np.arange(n + 1), n, min(max(p, 0.0), 1.0))
+
+
+def _rate_power(test: Test, effect) -> Power:
+    """Exact chances for rate, rates, sometimes and two-valued compare / versus."""
+    args, kind = test.args, test.test
+    if kind in ("compare", "versus"):  # two-valued runs: counts of runs at the upper value
+        arms = [args["a"], args["b"]] if kind == "compare" else [args["values"]]
+        xs = [_floats(a, "runs") for a in arms]
+        top = float(np.max(np.concatenate(xs)))
+        low = float(np.min(np.concatenate(xs)))
+        counts = [(int((x == top).sum()), len(x)) for x in xs]
+        if kind == "compare":
+            kind, args = "rates", dict(k_a=counts[0][0], n_a=counts[0][1], k_b=counts[1][0],
+                                       n_b=counts[1][1], expect=args["expect"])
         else:
-            args["a"], args["b"] = args["b"], args["a"]
-    elif test == "versus":
-        args["values"] = _moved(args["values"], lambda v: 2 * args["line"] - v)
-    elif test == "same":
-        gap = estimate(args["a"]).mean - estimate(args["b"]).mean
-        shift = 2 * args["tolerance"] + 2 * abs(gap) + 1e-9 * (1 + abs(gap))
-        args["a"] = _moved(args["a"], lambda v: v + shift)
-    elif test == "within":
-        e = estimate(args["values"], args.get("resolution"))
-        lo, hi = interval(e)
-        half = (hi - lo) / 2 if math.isfinite(hi - lo) else 0.0
-        edge, side = ((args["high"], 1) if e.mean >= (args["low"] + args["high"]) / 2
-                      else (args["low"], -1))
-        args["values"] = _moved(args["values"],
-                                lambda v: v - e.mean + edge + side * (half + 1e-9 * (1 + half)))
-    elif test in ("rate", "sometimes"):
-        args["k"] = 0 if test == "sometimes" or args["expect"] == ">" else args["n"]
-    return dict(record, args=args)
+            share = (float(args["line"]) - low) / (top - low)
+            kind, args = "rate", dict(k=counts[0][0], n=counts[0][1], line=share,
+                                      expect=args["expect"])
+    if kind == "rates":
+        sign = _sign(args["expect"])
+        n_a, n_b = args["n_a"], args["n_b"]
+        source = "paper" if effect is not None else "measured"
+        pa, pb = effect if effect is not None else (args["k_a"] / n_a, args["k_b"] / n_b)
+        if sign * (pa - pb) < 0:
+            pa, pb = pb, pa
 
+        def chance(qa, qb, outcome):
+            wa, wb = _binomial(n_a, qa), _binomial(n_b, qb)
+            return float(sum(wa[i] * wb[j] for i in range(n_a + 1) for j in range(n_b + 1)
+                             if _fisher(i, n_a, j, n_b, sign) == outcome))
 
-def _moved(values, move):
-    """`move` applied to a float or to every per-run value."""
-    if isinstance(values, numbers.Real):
-        return float(move(float(values)))
-    return [float(x) for x in move(np.asarray(values, dtype=float))]
+        return Power(chance(pa, pb, REPRODUCED), chance(pb, pa, CONTRADICTED),
+                     f"rates {pa:.2f} vs {pb:.2f}", f"rates {pb:.2f} vs {pa:.2f}", source)
+    n = args["n"]
+    if kind == "rate":
+        line, sign = float(args["line"]), _sign(args["expect"])
+        p = float(effect) if effect is not None else args["k"] / n
+        if sign * (p - line) < 0:
+            p = 2 * line - p
+        p, opposite = min(max(p, 0.0), 1.0), min(max(2 * line - p, 0.0), 1.0)
+        decided = [_side(sign, *(x - line for x in rate_interval(k, n))) for k in range(n + 1)]
+    else:  # sometimes: at the measured rate, and at a rate of 0 (the other outcome never)
+        material = float(args.get("material", 0.1))
+        p = (float(effect) if effect is not None else
+             args["k"] / n if 0 < args["k"] < n else 0.5)
+        opposite = 0.0
+        decided = [sometimes(k, n, material).computed for k in range(n + 1)]
+    source = "paper" if effect is not None else "measured"
+    rep = float(_binomial(n, p) @ np.array([o == REPRODUCED for o in decided], dtype=float))
+    con = float(_binomial(n, opposite) @ np.array([o == CONTRADICTED for o in decided],
+                                                  dtype=float))
+    return Power(rep, con, f"a rate of {p:.2f}", f"a rate of {opposite:.2f}", source)
