@@ -361,9 +361,9 @@ def test_table2_replicates_are_independent_and_rows_follow_the_recipe(rng):
         return {"alpha": r.random((C, M, 1, N)), "beta": r.random((C, M, 1, N)),
                 "perf": r.random(C)}
 
-    task = agc.Table2Task("toy", run, [0, 1, 2], np.ones((M, N), bool), None, "", "")
+    task = agc.Table2Task("toy", (N,), None, (), [0, 1, 2], np.ones((M, N), bool), None, "", "")
     seeds = [(0, 1, 2), (3, 4, 5)]
-    reps = agc.table2_replicates(task, seeds)
+    reps = agc.table2_replicates(run, task, seeds)
     assert calls == [(0, False), (1, False), (2, True), (3, False), (4, False), (5, True)]
     for rep, (g, o, u) in zip(reps, seeds):
         expected = ag.agreement_row_np(run(g, False), [run(o, False)], run(u, True))
