@@ -477,6 +477,8 @@ show_table([
 
 # %%
 show(Seq2SeqAttention)
+show(sentiment_task)
+show(translation_task)
 tasks = {"sentiment": sentiment_task(SENT, lesson.seed(0), lesson.device),
          "translation": translation_task(MT, lesson.seed(0), lesson.device)}
 
@@ -487,8 +489,9 @@ tasks = {"sentiment": sentiment_task(SENT, lesson.seed(0), lesson.device),
 # of every counted output word for the translator. At each checkpoint it reads three things
 # from the model on the validation set: the attention $\alpha$ of a forward pass, the probe
 # $\beta$ — for the classifier $\sigma(\pm z_i)$ of section 1, for the translator lesson 05's
-# $p_t(y_t)$ with the context replaced by $h_i$ — and the performance. The agreements of
-# Table 2 are then `agreement_row_np` on these records.
+# $p_t(y_t)$ with the context replaced by $h_i$ — and the performance. `table2_replicates`
+# runs the three models of each replicate and reads its Table-2 row with `agreement_row_np`
+# from their records.
 
 
 # %%
@@ -537,6 +540,7 @@ def translation_run(seed: int, uniform: bool) -> dict:
 
 
 # %%
+show(table2_replicates)
 replicates = {}
 for (name, task), run in zip(tasks.items(), (sentiment_run, translation_run)):
     print(task.summary + (f"\nfallback: {task.fallback}" if task.fallback else ""))

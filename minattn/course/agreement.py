@@ -189,26 +189,23 @@ def sentiment_task(sizes: dict, seed: int, device) -> Table2Task:
     (s_sents, s_labels), (v_sents, v_labels), fallback = sentiment_data(
         sizes["n_train"], sizes["n_valid"], seed)
     vocab = build_vocab(s_sents, min_count=3)
+    pad = vocab[PAD]
     sx, s_len = encode_sentences(s_sents, vocab)
     vx, v_len = encode_sentences(v_sents, vocab)
     sx, vx = torch.tensor(sx, device=device), torch.tensor(vx, device=device)
-    s_mask, v_mask = (torch.arange(ids.shape[1], device=device)[None]
-                      < torch.tensor(lengths, device=device)[:, None]
-                      for ids, lengths in ((sx, s_len), (vx, v_len)))
-    sy = torch.tensor(s_labels, device=device).float()
+    sy, vy = torch.tensor(s_labels, device=device).float(), torch.tensor(v_labels, device=device)
 
-    def batches(run_seed):
+    def batches(run_seed):  # sentences of similar lengths, cut to the longest of the batch
         for i in length_batches_forever(s_len, sizes["batch"], run_seed):
             i = i.to(device)
             n = int(s_len[i.cpu()].max())
-            yield sx[i, :n], s_mask[i, :n], sy[i]
+            yield sx[i, :n], sx[i, :n] != pad, sy[i]
 
     summary = (f"sentiment: {len(sx)} training / {len(vx)} validation sentences, vocabulary "
                f"{len(vocab)}, median length {int(np.median(v_len))} positions (with <bos>, "
                "<eos>)")
-    return Table2Task("sentiment", (len(vocab),), batches,
-                      (vx, v_mask, torch.tensor(v_labels, device=device)), sizes["at"],
-                      v_mask.cpu().numpy(), None, fallback, summary)
+    return Table2Task("sentiment", (len(vocab),), batches, (vx, vx != pad, vy), sizes["at"],
+                      (vx != pad).cpu().numpy(), None, fallback, summary)
 
 
 def translation_task(sizes: dict, seed: int, device) -> Table2Task:
@@ -236,7 +233,7 @@ def translation_task(sizes: dict, seed: int, device) -> Table2Task:
     my_out = my.masked_fill((my == pad) | (my == unk), -100)  # not in the loss
     v_rows = (vmy != pad) & (vmy != unk)  # the output words that count
 
-    def batches(run_seed):
+    def batches(run_seed):  # verses of similar lengths, cut to the longest of the batch
         for i in length_batches_forever(m_len, sizes["batch"], run_seed):
             i = i.to(device)
             n, t = int(m_len[i.cpu()].max()), int((my[i] != pad).sum(1).max())
