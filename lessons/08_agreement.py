@@ -224,7 +224,6 @@ show_table([
     {"": "evaluations", "authors (A.8)": "steps 0, 10, 50, 100, 150, 200, 250, then every 250",
      "ours": ", ".join(map(str, KW_AT))}], ["", "authors (A.8)", "ours"])
 
-
 # %% [markdown]
 # The data: a batch is drawn by rejection, sequence by sequence, until half of it holds the
 # keyword once and half not at all. The held-out sequences are drawn once; every training step
@@ -247,8 +246,8 @@ x_held = torch.tensor(held_out[0], device=lesson.device)
 # %%
 def keyword_views(model, x, y, where):
     """The views of the log-odds z_i on the held-out positives with a right neighbour: z̃_i
-    at k, k+1, the first and the last position, the share of sequences each leads, their raw
-    means; the accuracy on every held-out sequence and the attention α at k."""
+    at k, k+1, the first and the last position and the share of sequences each leads; the
+    accuracy on every held-out sequence and the attention α at k."""
     z_all, alpha = model(x)
     rows = np.flatnonzero((y == 1) & (where < x.shape[1] - 1))
     z = model.position_logits(x)[rows].cpu().numpy()  # (P, N)
@@ -256,11 +255,9 @@ def keyword_views(model, x, y, where):
     standardised = (z - z.mean(1, keepdims=True)) / z.std(1, keepdims=True)
     top = z.argmax(1)
     out = {"accuracy": float(((z_all > 0).cpu().numpy() == y).mean()),
-           "α at keyword": float(alpha.cpu().numpy()[rows][r, k].mean()),
-           "uniform raw": float(z.mean())}
+           "α at keyword": float(alpha.cpu().numpy()[rows][r, k].mean())}
     for name, i in {"keyword k": k, "next k+1": k + 1, "first": 0, "last": x.shape[1] - 1}.items():
         out[name] = float(standardised[r, i].mean())
-        out[f"{name} raw"] = float(z[r, i].mean())
         out[f"{name} top"] = float((top == i).mean())
     out["ends top"] = out["first top"] + out["last top"]
     return out
