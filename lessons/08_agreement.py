@@ -495,7 +495,6 @@ tasks = {"sentiment": sentiment_task(SENT, lesson.seed(0), lesson.device),
 def sentiment_run(seed: int, uniform: bool) -> dict:
     """One classifier on the sentences; per checkpoint α and β (M, 1, N) and the accuracy."""
     task = tasks["sentiment"]
-    x, mask, labels = task.valid
     torch.manual_seed(seed)
     model = AttentionClassifier(*task.vocab, hidden=SENT["hidden"], embed=SENT["embed"],
                                 uniform=uniform).to(lesson.device)
@@ -503,7 +502,8 @@ def sentiment_run(seed: int, uniform: bool) -> dict:
     def loss_fn(model, x, mask, y):  # the log-odds z against the label
         return F.binary_cross_entropy_with_logits(model(x, mask)[0], y)
 
-    def measure(model):
+    def measure(model):  # on the validation sentences
+        x, mask, labels = task.valid
         z, alpha = model(x, mask)
         beta = model.probe(x, labels, mask)  # σ(±z_i)
         accuracy = ((z > 0).long() == labels).float().mean().item()
@@ -517,7 +517,6 @@ def translation_run(seed: int, uniform: bool) -> dict:
     """One translator on the verses; per checkpoint α and β (M, T, N) and the token accuracy
     on the counted output words."""
     task = tasks["translation"]
-    src, mask, tgt_in, tgt, counted = task.valid
     torch.manual_seed(seed)
     model = Seq2SeqAttention(*task.vocab, hidden=MT["hidden"], embed=MT["hidden"],
                              uniform=uniform).to(lesson.device)
@@ -526,7 +525,8 @@ def translation_run(seed: int, uniform: bool) -> dict:
         logits, _ = model(src, tgt_in, mask)
         return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=-100)
 
-    def measure(model):
+    def measure(model):  # on the validation verses
+        src, mask, tgt_in, tgt, counted = task.valid
         logits, alpha = model(src, tgt_in, mask)
         beta = model.probe(src, tgt_in, tgt)  # p_t(y_t) with c_t := h_i
         hits = ((logits.argmax(-1) == tgt) & counted).sum().item()
