@@ -65,6 +65,7 @@ from minattn.course.lstm_attention import (
     LEARNED,
     CopyTask,
     alignment,
+    copy_metrics,
     distinct_combinations,
     draw_heads,
     head_status,
@@ -560,11 +561,14 @@ lesson.savefig(fig, "count_tables")
 # The paper's story is about *order*: the lexical probe (KTIW) is learned first, attention
 # follows it, and the output gets right last. Every run above also recorded, every 10 steps, how
 # often the attention's top position and the probe's top position hold the word to output (the
-# "right word"; chance is 1 in 41). Below, the first seed of each distribution, with the same
-# model and seeds with attention **frozen uniform** (nothing but KTIW can be learned there, the
-# setting of the paper's §3.2).
+# "right word"; chance is 1 in 41): `copy_metrics`, where the probe is section 3's
+# $\beta_{ti}$, the probability of the right word if attention put all its weight on input
+# position $i$ (on a few pairs: it runs the output network once per position). Below, the
+# first seed of each distribution, with the same model and seeds with attention **frozen
+# uniform** (nothing but KTIW can be learned there, the setting of the paper's §3.2).
 
 # %%
+show(copy_metrics)
 UNIFORM_SEEDS = lesson.seeds(lesson.size(full=3, smoke=2, paper=5))
 cpu = time.process_time()
 uniform_runs = {(name, s): copy_run(COPY[name], s, STEPS, uniform=True, stop=False)[1]
@@ -725,7 +729,11 @@ if MULTI:
 if MULTI:
     pick, fresh = np.random.default_rng(lesson.seed(0)), torch.Generator().manual_seed(
         lesson.seed(1))
-    some_bad = lambda k: [bad[i] for i in pick.choice(len(bad), k, replace=False)]  # noqa: E731
+
+    def some_bad(k):
+        """k different bad heads, drawn at random."""
+        return [bad[i] for i in pick.choice(len(bad), k, replace=False)]
+
     scenarios = {  # different combinations only: the same heads in another order are one model
         f"{K} bad": distinct_combinations(lambda: some_bad(K), COMBOS) if len(bad) >= K else [],
         f"1 good + {K - 1} bad": distinct_combinations(

@@ -41,6 +41,9 @@ import math
 import time
 
 import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
 
 from minattn.agreement import (
     AttentionClassifier,
@@ -55,7 +58,6 @@ from minattn.agreement import (
 )
 from minattn.course.agreement import (
     checkpoints,
-    keyword_run,
     keyword_task,
     plot_keyword,
     plot_table2,
@@ -222,13 +224,85 @@ show_table([
     {"": "evaluations", "authors (A.8)": "steps 0, 10, 50, 100, 150, 200, 250, then every 250",
      "ours": ", ".join(map(str, KW_AT))}], ["", "authors (A.8)", "ours"])
 
+# %% [markdown]
+# The data: a batch is drawn by rejection, sequence by sequence, until half of it holds the
+# keyword once and half not at all. The held-out sequences are drawn once; every training step
+# draws a fresh batch.
+
+# %%
+show(keyword_task)
 held_out = keyword_task(lesson.size(full=512, smoke=128), KW["length"], KW["vocab"],
                         np.random.default_rng(lesson.seed(4)))
+x_held = torch.tensor(held_out[0], device=lesson.device)
+
+# %% [markdown]
+# What we read from a model on the held-out positives whose keyword has a right neighbour:
+# the probe's log-odds $z_i = w^\top h_i + b_0$ at every position (`position_logits`: the
+# read-out of section 1 applied to $h_i$ alone), standardised within each sequence, and which
+# position has the largest one; beside them the model's accuracy and its attention at the
+# keyword.
+
+
+# %%
+def keyword_views(model, x, y, where):
+    """The views of the log-odds z_i on the held-out positives with a right neighbour: z̃_i
+    at k, k+1, the first and the last position and the share of sequences each leads; the
+    accuracy on every held-out sequence and the attention α at k."""
+    z_all, alpha = model(x)
+    rows = np.flatnonzero((y == 1) & (where < x.shape[1] - 1))
+    z = model.position_logits(x)[rows].cpu().numpy()  # (P, N)
+    r, k = np.arange(len(rows)), where[rows]
+    standardised = (z - z.mean(1, keepdims=True)) / z.std(1, keepdims=True)
+    top = z.argmax(1)
+    out = {"accuracy": float(((z_all > 0).cpu().numpy() == y).mean()),
+           "α at keyword": float(alpha.cpu().numpy()[rows][r, k].mean())}
+    for name, i in {"keyword k": k, "next k+1": k + 1, "first": 0, "last": x.shape[1] - 1}.items():
+        out[name] = float(standardised[r, i].mean())
+        out[f"{name} top"] = float((top == i).mean())
+    out["ends top"] = out["first top"] + out["last top"]
+    return out
+
+
+# %% [markdown]
+# The training step: the binary cross-entropy of the log-odds $z$ against the label, then one
+# Adam step without gradient clipping (the settings above). A run's batches come from a seed of
+# their own (the model's seed + 100), so the uniform and the learned model of a seed see the
+# same sequences.
+
+
+# %%
+def keyword_run(seed: int, uniform: bool, steps: int) -> dict:
+    """Train one classifier for `steps` steps on fresh batches; `keyword_views` at the steps of
+    KW_AT up to `steps`, as lists under their names, the steps under "step"."""
+    torch.manual_seed(seed)
+    model = AttentionClassifier(KW["vocab"] + 1, hidden=KW["hidden"], embed=KW["embed"],
+                                uniform=uniform).to(lesson.device)
+    opt = torch.optim.Adam(model.parameters(), lr=KW["lr"])
+    data_rng = np.random.default_rng(seed + 100)
+    record = {"step": [s for s in KW_AT if s <= steps]}
+    desc = f"keyword seed {seed}, {'uniform' if uniform else 'learned'} attention"
+    for step in tqdm(range(steps + 1), desc=desc, mininterval=0.5):
+        if step in record["step"]:  # the views after `step` updates
+            model.eval()
+            with torch.no_grad():
+                for key, value in keyword_views(model, x_held, *held_out[1:]).items():
+                    record.setdefault(key, []).append(value)
+            model.train()
+        if step == steps:
+            break
+        x, y, _ = keyword_task(KW["batch"], KW["length"], KW["vocab"], data_rng)
+        z, _ = model(torch.tensor(x, device=lesson.device))
+        loss = F.binary_cross_entropy_with_logits(z, torch.tensor(y, device=lesson.device).float())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    return record
+
+
+# %%
 cpu = time.process_time()
-kw_uniform = [keyword_run(s, s + 100, True, KW_STEPS, KW_AT,
-                          held_out, KW, lesson.device) for s in KW_SEEDS]
-kw_learned = [keyword_run(s, s + 100, False, KW_STEPS_LEARNED,
-                          KW_AT, held_out, KW, lesson.device) for s in KW_SEEDS]
+kw_uniform = [keyword_run(s, True, KW_STEPS) for s in KW_SEEDS]
+kw_learned = [keyword_run(s, False, KW_STEPS_LEARNED) for s in KW_SEEDS]
 print(f"[CPU time of the keyword runs: {time.process_time() - cpu:.0f} s]")
 # "early": the first evaluation at which the uniform model's held-out accuracy reaches 75%
 kw_early = [next((i for i, acc in enumerate(r["accuracy"]) if acc >= 0.75),
@@ -400,14 +474,76 @@ show_table([
 
 # %%
 show(Seq2SeqAttention)
+show(sentiment_task)
+show(translation_task)
 tasks = {"sentiment": sentiment_task(SENT, lesson.seed(0), lesson.device),
          "translation": translation_task(MT, lesson.seed(0), lesson.device)}
+
+# %% [markdown]
+# **One run, and what it records.** A run seeds torch, builds the model (frozen uniform or
+# not) and trains it with `recorded_run` (shown above) on batches of sentences of similar
+# length. Its training step is the loss of section 1 for the classifier and the cross-entropy
+# of every counted output word for the translator. At each checkpoint it reads three things
+# from the model on the validation set: the attention $\alpha$ of a forward pass, the probe
+# $\beta$ — for the classifier $\sigma(\pm z_i)$ of section 1, for the translator lesson 05's
+# $p_t(y_t)$ with the context replaced by $h_i$ — and the performance. `table2_replicates`
+# runs the three models of each replicate and reads its Table-2 row with `agreement_row_np`
+# from their records.
+
+
+# %%
+def sentiment_run(seed: int, uniform: bool) -> dict:
+    """One classifier on the sentences; per checkpoint α and β (M, 1, N) and the accuracy."""
+    task = tasks["sentiment"]
+    torch.manual_seed(seed)
+    model = AttentionClassifier(*task.vocab, hidden=SENT["hidden"], embed=SENT["embed"],
+                                uniform=uniform).to(lesson.device)
+
+    def loss_fn(model, x, mask, y):  # the log-odds z against the label
+        return F.binary_cross_entropy_with_logits(model(x, mask)[0], y)
+
+    def measure(model):  # on the validation sentences
+        x, mask, labels = task.valid
+        z, alpha = model(x, mask)
+        beta = model.probe(x, labels, mask)  # σ(±z_i)
+        accuracy = ((z > 0).long() == labels).float().mean().item()
+        return alpha[:, None].cpu().numpy(), beta[:, None].cpu().numpy(), accuracy  # T = 1
+
+    return recorded_run(model, task.batches(seed), loss_fn, SENT["steps"], task.at, measure,
+                        SENT["lr"], f"sentiment seed {seed}" + (" (uniform)" if uniform else ""))
+
+
+def translation_run(seed: int, uniform: bool) -> dict:
+    """One translator on the verses; per checkpoint α and β (M, T, N) and the token accuracy
+    on the counted output words."""
+    task = tasks["translation"]
+    torch.manual_seed(seed)
+    model = Seq2SeqAttention(*task.vocab, hidden=MT["hidden"], embed=MT["hidden"],
+                             uniform=uniform).to(lesson.device)
+
+    def loss_fn(model, src, mask, tgt_in, tgt_out):  # tgt_out: -100 where a word does not count
+        logits, _ = model(src, tgt_in, mask)
+        return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=-100)
+
+    def measure(model):  # on the validation verses
+        src, mask, tgt_in, tgt, counted = task.valid
+        logits, alpha = model(src, tgt_in, mask)
+        beta = model.probe(src, tgt_in, tgt)  # p_t(y_t) with c_t := h_i
+        hits = ((logits.argmax(-1) == tgt) & counted).sum().item()
+        return alpha[:, 0].cpu().numpy(), beta.cpu().numpy(), hits / counted.sum().item()
+
+    return recorded_run(model, task.batches(seed), loss_fn, MT["steps"], task.at, measure,
+                        MT["lr"], f"translation seed {seed}" + (" (uniform)" if uniform else ""))
+
+
+# %%
+show(table2_replicates)
 replicates = {}
-for name, task in tasks.items():
+for (name, task), run in zip(tasks.items(), (sentiment_run, translation_run)):
     print(task.summary + (f"\nfallback: {task.fallback}" if task.fallback else ""))
     cpu = time.process_time()
     seeds = [tuple(lesson.seeds(3, start=3 * r)) for r in range(REPLICATES[name])]
-    replicates[name] = table2_replicates(task, seeds)  # (gold, other, uniform) seeds
+    replicates[name] = table2_replicates(run, task, seeds)  # (gold, other, uniform) seeds
     print(f"[CPU time of the {name} runs: {time.process_time() - cpu:.0f} s]")
 
 # %% [markdown]
@@ -546,8 +682,8 @@ lesson.summary()
 # steps. In most positive sequences, where does the largest log-odds $z_i$ sit: "before" the
 # keyword, "at" it, or "after" it? Write your answer in `one_way_keyword_leader` of
 # `minattn/course/answers/agreement.py` before you run anything (`make exercises EX=8.3` says
-# whether it is answered; the teacher's tests check it). Then run it: `keyword_run` of
-# `minattn/course/agreement.py` with a model that keeps only `forward_lstm` (a few lines of
+# whether it is answered; the teacher's tests check it). Then run it: the lesson's
+# `keyword_run` with a model that keeps only `forward_lstm` (a few lines of
 # `nn.Module`), and look at the share of sequences led by each position.
 
 # %%

@@ -295,6 +295,37 @@ def test_the_real_data_loaders_fall_back_offline_and_say_so(monkeypatch):
     assert all(3 <= len(a) <= 12 and 3 <= len(b) <= 12 for a, b in pairs + held_out)
 
 
+def test_table2_batches_are_cut_to_their_longest_row_and_read_behind_bos(monkeypatch):
+    """Offline data: a batch holds `batch` rows cut to its longest one, its mask is what is
+    not padding; the decoder reads the targets shifted right behind <bos>, and only <unk> and
+    padding leave the loss (-100); a run's seed fixes its batches."""
+    from minattn.course.data import DatasetMissing
+
+    def missing(*args, **kwargs):
+        raise DatasetMissing("not fetched")
+
+    monkeypatch.setattr(agc, "load_sentiment", missing)
+    monkeypatch.setattr(agc, "load_parallel", missing)
+    task = agc.sentiment_task(dict(batch=8, at=[0], n_train=40, n_valid=10), 0, "cpu")
+    x, mask, y = next(task.batches(0))
+    assert x.shape[0] == 8 and mask[:, -1].any() and torch.equal(mask, x != 0)
+    assert y.dtype == torch.float32 and set(y.tolist()) <= {0.0, 1.0}
+    vx, v_mask, vy = task.valid
+    assert np.array_equal(task.key_mask, v_mask.numpy()) and task.vocab[0] > vx.max()
+    assert torch.equal(next(task.batches(3))[0], next(task.batches(3))[0])
+    sizes = dict(batch=8, at=[0], n_valid=10, max_len=12, tgt_words=50, n_read=None)
+    task = agc.translation_task(sizes, 0, "cpu")
+    src, mask, tgt_in, tgt_out = next(task.batches(0))
+    assert src.shape[0] == 8 and mask[:, -1].any() and torch.equal(mask, src != 0)
+    bos = 2  # build_vocab: <pad>, <unk>, <bos> first
+    assert (tgt_in[:, 0] == bos).all() and tgt_in.shape == tgt_out.shape
+    kept = tgt_out[:, :-1] != -100
+    assert torch.equal(tgt_in[:, 1:][kept], tgt_out[:, :-1][kept])
+    v_src, v_mask, v_in, v_tgt, counted = task.valid
+    assert torch.equal(counted, (v_tgt > 1)) and np.array_equal(task.row_mask, counted.numpy())
+    assert (v_in[:, 0] == bos).all() and torch.equal(v_in[:, 1:], v_tgt[:, :-1])
+
+
 # ----------------------------------------------------------------------------- bad input
 def test_bad_input_raises_value_error():
     with pytest.raises(ValueError, match="one shape"):
@@ -361,9 +392,9 @@ def test_table2_replicates_are_independent_and_rows_follow_the_recipe(rng):
         return {"alpha": r.random((C, M, 1, N)), "beta": r.random((C, M, 1, N)),
                 "perf": r.random(C)}
 
-    task = agc.Table2Task("toy", run, [0, 1, 2], np.ones((M, N), bool), None, "", "")
+    task = agc.Table2Task("toy", (N,), None, (), [0, 1, 2], np.ones((M, N), bool), None, "", "")
     seeds = [(0, 1, 2), (3, 4, 5)]
-    reps = agc.table2_replicates(task, seeds)
+    reps = agc.table2_replicates(run, task, seeds)
     assert calls == [(0, False), (1, False), (2, True), (3, False), (4, False), (5, True)]
     for rep, (g, o, u) in zip(reps, seeds):
         expected = ag.agreement_row_np(run(g, False), [run(o, False)], run(u, True))

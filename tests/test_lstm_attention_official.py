@@ -273,7 +273,10 @@ def test_head_sampling_keeps_the_base_and_the_heads_intact():
 def test_distinct_combinations_count_each_set_of_heads_once():
     heads = course.draw_heads(4, 3, torch.Generator().manual_seed(0))
     rng = np.random.default_rng(0)
-    draw = lambda: [heads[i] for i in rng.choice(4, 3, replace=False)]  # noqa: E731
+
+    def draw():
+        return [heads[i] for i in rng.choice(4, 3, replace=False)]
+
     combos = course.distinct_combinations(draw, 10)
     assert len(combos) == 4  # C(4, 3): no more exist
     assert len({frozenset(map(id, c)) for c in combos}) == 4

@@ -1,6 +1,7 @@
-"""What lesson 08 runs, beside the mechanism (`minattn.agreement`): the keyword task of §6.1
-and its runs, the two real data sets of Table 2, the runs that record attention and probe at
-the authors' checkpoints, the table's replicates, and the lesson's figures.
+"""What lesson 08 runs, beside the mechanism (`minattn.agreement`): the keyword task's data
+(§6.1), the two real data sets of Table 2 as batches, the loop that records attention and
+probe at the authors' checkpoints, the table's replicates, and the lesson's figures. The
+training steps, the probes and the agreement read from a trained model are in the lesson.
 
 Snell et al. (2021) train on SST and Multi30k; this course has, offline, Rotten Tomatoes
 sentences for sentiment (the sentences SST was built from) and Bible verses German -> English
@@ -18,15 +19,8 @@ from typing import Callable, Iterator
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
-from ..agreement import (
-    AttentionClassifier,
-    Seq2SeqAttention,
-    agreement_row_np,
-    classifier_probe_torch,
-    classifier_torch,
-)
+from ..agreement import agreement_row_np
 from ..checks import check_size, describe, fail
 from .data import DatasetMissing, load_parallel, load_sentiment, tokenize
 from .train import length_batches, train
@@ -58,59 +52,6 @@ def keyword_task(batch_size: int, length: int, n_vocab: int, rng: np.random.Gene
     tokens, labels = tokens[order], labels[order]
     where = np.where(labels == 1, (tokens == keyword).argmax(1), -1)
     return tokens, labels, where
-
-
-def keyword_views(model, x, y, where) -> dict:
-    """Scale-free views of the log-odds z_i = wᵀh_i + b₀ on held-out positive sequences whose
-    keyword k has a right neighbour: the standardised z̃_i = (z_i - z̄)/sd(z) at k, k+1, the
-    first and the last position (z̃ of uniform attention is 0), the share of sequences each
-    leads (largest z_i), their raw means, the accuracy and the attention α at k."""
-    z_all, alpha = model(x)
-    rows = np.flatnonzero((y == 1) & (where < x.shape[1] - 1))
-    z = model.position_logits(x)[rows].cpu().numpy()  # (P, N)
-    r, k = np.arange(len(rows)), where[rows]
-    standardised = (z - z.mean(1, keepdims=True)) / z.std(1, keepdims=True)
-    top = z.argmax(1)
-    out = {"accuracy": float(((z_all > 0).cpu().numpy() == y).mean()),
-           "α at keyword": float(alpha.cpu().numpy()[rows][r, k].mean()),
-           "uniform raw": float(z.mean())}
-    for name, i in {"keyword k": k, "next k+1": k + 1, "first": 0, "last": x.shape[1] - 1}.items():
-        out[name] = float(standardised[r, i].mean())
-        out[f"{name} raw"] = float(z[r, i].mean())
-        out[f"{name} top"] = float((top == i).mean())
-    out["ends top"] = out["first top"] + out["last top"]
-    return out
-
-
-def keyword_run(seed: int, data_seed: int, uniform: bool, steps: int, at: list[int],
-                held_out: tuple, sizes: dict, device) -> dict:
-    """Train one classifier on fresh keyword batches (Adam, no clipping); returns every
-    `keyword_views` quantity at the steps `at` (lists), with the steps under "step".
-    sizes: length, vocab, hidden, embed, batch, lr."""
-    torch.manual_seed(seed)
-    model = AttentionClassifier(sizes["vocab"] + 1, hidden=sizes["hidden"],
-                                embed=sizes["embed"], uniform=uniform).to(device)
-    data_rng = np.random.default_rng(data_seed)
-    x_held = torch.tensor(held_out[0], device=device)
-
-    def batch(step):
-        x, y, _ = keyword_task(sizes["batch"], sizes["length"], sizes["vocab"], data_rng)
-        return torch.tensor(x, device=device), torch.tensor(y, device=device).float()
-
-    def loss_fn(model, x, y):
-        return F.binary_cross_entropy_with_logits(model(x)[0], y)
-
-    record = {"step": [s for s in at if s <= steps]}
-
-    def evaluate():
-        for key, value in keyword_views(model, x_held, held_out[1], held_out[2]).items():
-            record.setdefault(key, []).append(value)
-        return {"accuracy": record["accuracy"][-1]}
-
-    train(model, batch, loss_fn, steps, lr=sizes["lr"], clip=None, evaluate=evaluate,
-          eval_at=record["step"],
-          desc=f"keyword seed {seed}, {'uniform' if uniform else 'learned'} attention")
-    return record
 
 
 # ============================================================================ vocabularies
@@ -202,8 +143,8 @@ def length_batches_forever(lengths, size: int, seed: int) -> Iterator[torch.Tens
         yield from length_batches(torch.as_tensor(lengths), size, generator)
 
 
-def recorded_run(model: torch.nn.Module, batch_fn: Callable, loss_fn: Callable, steps: int,
-                 at: list[int], measure: Callable, lr: float, desc: str) -> dict:
+def recorded_run(model: torch.nn.Module, batches: Iterator[tuple], loss_fn: Callable,
+                 steps: int, at: list[int], measure: Callable, lr: float, desc: str) -> dict:
     """Train (Adam, no clipping, as the authors) and keep, at every checkpoint in `at`, what
     `measure(model)` returns: the attention α and probe β (M, T, N) on the validation set and
     the performance. Returns {"alpha": (C, M, T, N), "beta": (C, M, T, N), "perf": (C,)}."""
@@ -214,20 +155,26 @@ def recorded_run(model: torch.nn.Module, batch_fn: Callable, loss_fn: Callable, 
             record[key].append(value)
         return {"perf": record["perf"][-1]}
 
+    def batch(step):
+        return next(batches)
+
     # `train`'s AdamW without weight decay is Adam
-    train(model, batch_fn, loss_fn, steps, lr=lr, clip=None, evaluate=evaluate, eval_at=at,
+    train(model, batch, loss_fn, steps, lr=lr, clip=None, evaluate=evaluate, eval_at=at,
           desc=desc)
     return {key: np.stack(values) for key, values in record.items()}
 
 
 @dataclass
 class Table2Task:
-    """One data set of Table 2, ready to train on: `run(seed, uniform)` trains one model and
-    returns its record (`recorded_run`); the masks say which input positions are real
-    (key_mask (M, N)) and which output words count (row_mask (M, T), None: all)."""
+    """One data set of Table 2 on the device: `batches(seed)` yields training batches (indices
+    of similar lengths, reshuffled every epoch, cut to their longest row); `valid`: the
+    validation tensors; `vocab`: the vocabulary sizes; which validation input positions are
+    real (key_mask (M, N)) and which output words count (row_mask (M, T), None: all)."""
 
     name: str
-    run: Callable[[int, bool], dict]
+    vocab: tuple[int, ...]
+    batches: Callable[[int], Iterator[tuple]]
+    valid: tuple
     at: list[int]
     key_mask: np.ndarray
     row_mask: np.ndarray | None
@@ -236,61 +183,39 @@ class Table2Task:
 
 
 def sentiment_task(sizes: dict, seed: int, device) -> Table2Task:
-    """The attention classifier on Rotten Tomatoes sentences; words seen fewer than 3 times
-    in training become <unk> (as the authors'); performance = validation accuracy.
-    sizes: hidden, embed, steps, batch, lr, at, n_train, n_valid."""
+    """Rotten Tomatoes sentences as ids; words seen fewer than 3 times in training become <unk>
+    (as the authors'). Batches and `valid`: (ids (B, N), mask (B, N), labels (B,)), training
+    labels as floats. sizes: batch, at, n_train, n_valid."""
     (s_sents, s_labels), (v_sents, v_labels), fallback = sentiment_data(
         sizes["n_train"], sizes["n_valid"], seed)
     vocab = build_vocab(s_sents, min_count=3)
+    pad = vocab[PAD]
     sx, s_len = encode_sentences(s_sents, vocab)
     vx, v_len = encode_sentences(v_sents, vocab)
     sx, vx = torch.tensor(sx, device=device), torch.tensor(vx, device=device)
-    s_mask, v_mask = (torch.arange(ids.shape[1], device=device)[None]
-                      < torch.tensor(lengths, device=device)[:, None]
-                      for ids, lengths in ((sx, s_len), (vx, v_len)))
-    sy = torch.tensor(s_labels, device=device).float()
-    vy = torch.tensor(v_labels, device=device)
+    sy, vy = torch.tensor(s_labels, device=device).float(), torch.tensor(v_labels, device=device)
 
-    def measure(model):  # the states once, then the classifier and its probe on them
-        h = model.states(vx, v_mask)
-        w, b0 = model.readout.weight[0], model.readout.bias[0]
-        z, alpha = classifier_torch(h, model.attn.weight, model.attn.bias, model.v.weight[0], w,
-                                    b0, v_mask, model.uniform)
-        beta = classifier_probe_torch(h, w, b0, vy)
-        accuracy = ((z > 0).long() == vy).float().mean().item()
-        return alpha[:, None].cpu().numpy(), beta[:, None].cpu().numpy(), accuracy  # T = 1
-
-    def run(run_seed, uniform):
-        torch.manual_seed(run_seed)
-        model = AttentionClassifier(len(vocab), hidden=sizes["hidden"], embed=sizes["embed"],
-                                    uniform=uniform).to(device)
-        order = length_batches_forever(s_len, sizes["batch"], run_seed)
-
-        def batch(step):
-            i = next(order).to(device)
+    def batches(run_seed):  # sentences of similar lengths, cut to the longest of the batch
+        for i in length_batches_forever(s_len, sizes["batch"], run_seed):
+            i = i.to(device)
             n = int(s_len[i.cpu()].max())
-            return sx[i, :n], s_mask[i, :n], sy[i]
-
-        def loss_fn(model, x, mask, y):
-            return F.binary_cross_entropy_with_logits(model(x, mask)[0], y)
-
-        return recorded_run(model, batch, loss_fn, sizes["steps"], sizes["at"], measure,
-                            sizes["lr"], f"sentiment seed {run_seed}"
-                            + (" (uniform)" if uniform else ""))
+            yield sx[i, :n], sx[i, :n] != pad, sy[i]
 
     summary = (f"sentiment: {len(sx)} training / {len(vx)} validation sentences, vocabulary "
                f"{len(vocab)}, median length {int(np.median(v_len))} positions (with <bos>, "
                "<eos>)")
-    return Table2Task("sentiment", run, sizes["at"], v_mask.cpu().numpy(), None, fallback,
-                      summary)
+    return Table2Task("sentiment", (len(vocab),), batches, (vx, vx != pad, vy), sizes["at"],
+                      (vx != pad).cpu().numpy(), None, fallback, summary)
 
 
 def translation_task(sizes: dict, seed: int, device) -> Table2Task:
-    """Luong's translator on Bible verses German -> Basic English: the `tgt_words` most
-    frequent English words (the rest <unk>, left out of the loss, the accuracy and the
-    agreement), German words seen at least twice; sources <bos> … <eos>, targets end with
-    <eos>; performance = token accuracy under teacher forcing on the first `n_valid` verses.
-    sizes: hidden, steps, batch, lr, at, n_valid, max_len, tgt_words, n_read."""
+    """Bible verses German -> Basic English as ids: the `tgt_words` most frequent English words
+    (the rest <unk>), German words seen at least twice; sources <bos> … <eos>, targets end with
+    <eos>, and the decoder reads them shifted right behind <bos> (teacher forcing). Batches:
+    (source (B, N), its mask, decoder input (B, T), targets (B, T) with -100 where a word is
+    <unk> or padding: out of the loss); `valid`: (source, mask, decoder input, targets, which
+    targets count (M, T)) on the first `n_valid` verses.
+    sizes: batch, at, n_valid, max_len, tgt_words, n_read."""
     train_pairs, valid, fallback = parallel_data(sizes["max_len"], sizes["n_read"], seed)
     valid = valid[:sizes["n_valid"]]
     src = [[BOS, *a, "<eos>"] for a, _ in train_pairs]
@@ -303,55 +228,37 @@ def translation_task(sizes: dict, seed: int, device) -> Table2Task:
     vmx, _ = encode_sentences([[BOS, *a, "<eos>"] for a, _ in valid], src_vocab)
     vmy, _ = encode_sentences([[*b, "<eos>"] for _, b in valid], tgt_vocab)
     mx, my, vmx, vmy = (torch.tensor(a, device=device) for a in (mx, my, vmx, vmy))
+    my_in, vmy_in = (torch.cat([torch.full_like(y[:, :1], bos), y[:, :-1]], dim=1)
+                     for y in (my, vmy))
     my_out = my.masked_fill((my == pad) | (my == unk), -100)  # not in the loss
     v_rows = (vmy != pad) & (vmy != unk)  # the output words that count
 
-    def shift(y):
-        return torch.cat([torch.full_like(y[:, :1], bos), y[:, :-1]], dim=1)
-
-    def measure(model):
-        logits, alpha = model(vmx, shift(vmy), vmx != pad)
-        beta = model.probe(vmx, shift(vmy), vmy)
-        hits = ((logits.argmax(-1) == vmy) & v_rows).sum().item()
-        return alpha[:, 0].cpu().numpy(), beta.cpu().numpy(), hits / v_rows.sum().item()
-
-    def run(run_seed, uniform):
-        torch.manual_seed(run_seed)
-        model = Seq2SeqAttention(len(src_vocab), len(tgt_vocab), hidden=sizes["hidden"],
-                                 embed=sizes["hidden"], uniform=uniform).to(device)
-        order = length_batches_forever(m_len, sizes["batch"], run_seed)
-
-        def batch(step):
-            i = next(order).to(device)
+    def batches(run_seed):  # verses of similar lengths, cut to the longest of the batch
+        for i in length_batches_forever(m_len, sizes["batch"], run_seed):
+            i = i.to(device)
             n, t = int(m_len[i.cpu()].max()), int((my[i] != pad).sum(1).max())
-            return mx[i, :n], my[i, :t], my_out[i, :t]
-
-        def loss_fn(model, x, y, y_out):
-            logits, _ = model(x, shift(y), x != pad)
-            return F.cross_entropy(logits.flatten(0, 1), y_out.flatten(), ignore_index=-100)
-
-        return recorded_run(model, batch, loss_fn, sizes["steps"], sizes["at"], measure,
-                            sizes["lr"], f"translation seed {run_seed}"
-                            + (" (uniform)" if uniform else ""))
+            yield mx[i, :n], mx[i, :n] != pad, my_in[i, :t], my_out[i, :t]
 
     summary = (f"translation: {len(mx)} training / {len(vmx)} validation verse pairs, "
                f"{int(v_rows.sum())} counted output words; vocabularies {len(src_vocab)} "
                f"(German) / {len(tgt_vocab)} (English); <unk> is "
                f"{(my == unk).sum().item() / (my != pad).sum().item():.1%} of the English "
                "training words")
-    return Table2Task("translation", run, sizes["at"], (vmx != pad).cpu().numpy(),
-                      v_rows.cpu().numpy(), fallback, summary)
+    return Table2Task("translation", (len(src_vocab), len(tgt_vocab)), batches,
+                      (vmx, vmx != pad, vmy_in, vmy, v_rows), sizes["at"],
+                      (vmx != pad).cpu().numpy(), v_rows.cpu().numpy(), fallback, summary)
 
 
-def table2_replicates(task: Table2Task, seeds: list[tuple[int, int, int]]) -> list[dict]:
+def table2_replicates(run: Callable[[int, bool], dict], task: Table2Task,
+                      seeds: list[tuple[int, int, int]]) -> list[dict]:
     """Independent replicates of one Table-2 row: for each (gold, other, uniform) seed triple,
-    a gold standard model, a re-seeded standard model and a frozen-uniform model of its own
-    (the authors' translation recipe, repeated). Returns per replicate its "row"
-    (`agreement_row_np`) and the three runs' records."""
+    `run(seed, uniform)` trains a gold standard model, a re-seeded standard model and a
+    frozen-uniform model of its own (the authors' translation recipe, repeated). Returns per
+    replicate its "row" (`agreement_row_np` with the task's masks) and the three runs' records."""
     out = []
     for gold_seed, other_seed, uniform_seed in seeds:
-        gold, other = task.run(gold_seed, False), task.run(other_seed, False)
-        uniform = task.run(uniform_seed, True)
+        gold, other = run(gold_seed, False), run(other_seed, False)
+        uniform = run(uniform_seed, True)
         out.append(dict(row=agreement_row_np(gold, [other], uniform, task.key_mask,
                                              task.row_mask),
                         gold=gold, other=other, uniform=uniform))

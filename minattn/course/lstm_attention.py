@@ -109,9 +109,8 @@ def copy_ids(n_pairs: int, n_types: int, n_words: int, rng: np.random.Generator,
         if sorted(order.tolist()) != list(range(n_types)):
             fail("copy_ids order", f"a permutation of 0..{n_types - 1}", repr(order))
         out = words[:, order]
-    column = lambda v: np.full((n_pairs, 1), v)  # noqa: E731
-    src = np.concatenate([words, column(eos)], axis=1)
-    tgt = np.concatenate([column(sos), out, column(eos)], axis=1)
+    src = np.concatenate([words, np.full((n_pairs, 1), eos)], axis=1)
+    tgt = np.concatenate([np.full((n_pairs, 1), sos), out, np.full((n_pairs, 1), eos)], axis=1)
     return src, tgt, n_sets * n_words + 2
 
 
@@ -148,12 +147,6 @@ def no_attention_ceiling(n: int, eos: bool = True) -> float:
 
 
 # ============================================================================ training
-def copy_loss(model, src, tgt_in, tgt_out):
-    """Mean cross-entropy over every output token (their NLLLoss on log-softmax)."""
-    logits, _ = model(src, tgt_in)
-    return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten())
-
-
 @torch.no_grad()
 def copy_metrics(model, task: CopyTask, src, tgt_in, tgt_out, track: int = 0) -> dict:
     """Token accuracy; with track=k > 0 also how often the attention (averaged over heads) and
@@ -201,7 +194,10 @@ def train_copy(model, task: CopyTask, seed: int, steps: int = 200, batch: int = 
         return hist
     model.train()
     for step in range(1, steps + 1):
-        loss = copy_loss(model, *task.sample(batch, data_rng, device))
+        src, tgt_in, tgt_out = task.sample(batch, data_rng, device)
+        logits, _ = model(src, tgt_in)  # teacher forcing: the decoder reads <sos> + x
+        # the mean cross-entropy over every output token (their NLLLoss on log-softmax)
+        loss = F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten())
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
