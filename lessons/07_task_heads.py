@@ -504,15 +504,25 @@ def frozen_inputs(task, rows, states=None):
 
 
 def frozen_model(task, kw):
-    """A read-out over frozen states: WIDTH[task] features (12 heads at full width)."""
-    width = WIDTH[task]
+    """The read-out `kw` and its classifier over frozen states (or fine-tuned top layers,
+    kw["encoder"]). kw["pool"]: "cls", "mean", "attention" (the first token asks through
+    num_layers self-attention layers) or "cross" (each sentence's first token asks the other's
+    tokens); the rest goes to the head (num_layers, init, read). WIDTH[task] features: mapped
+    from 384 first where that is 64, read by N_HEADS heads (12 at full width)."""
+    kw = dict(kw)
+    pool, encoder, width = kw.pop("pool"), kw.pop("encoder", None), WIDTH[task]
     heads = N_HEADS if width < D else 12
-    if task == "sentiment":
-        return th.SentenceClassifier(d_model=width, d_in=D, num_heads=heads,
-                                     standardize=STANDARDIZE[task], **kw).to(device)
-    out = "classify" if task == "paraphrase" else "similarity"
-    return th.PairModel(d_model=width, d_in=D, out=out, num_heads=heads,
-                        standardize=STANDARDIZE[task], **kw).to(device)
+    project = torch.nn.Linear(D, width) if width != D else None
+    if pool in ("cls", "mean"):
+        readout = th.cls_pool_torch if pool == "cls" else th.mean_pool_torch
+    elif pool == "attention":
+        readout = th.AttentionPool(width, heads, **kw)
+    else:
+        readout = th.CrossAttentionPool(width, heads, **kw)
+    model = {"sentiment": th.SentenceClassifier, "paraphrase": th.PairModel,
+             "similarity": th.PairSimilarity}[task]
+    return model(readout, width, project=project, encoder=encoder,
+                 standardize=STANDARDIZE[task]).to(device)
 
 # %%
 def start_of(task, kw, seed):
@@ -523,7 +533,7 @@ def start_of(task, kw, seed):
     x = frozen_inputs(task, SPLITS[task]["test"][:64])
     with torch.no_grad():
         x = [model.project(model.standardize(v)) if k % 2 == 0 else v for k, v in enumerate(x)]
-        z, w = model.head(*x, need_weights=True)
+        z, w = model.readout(*x, need_weights=True)
         base = th.mean_pool_torch(x[0], x[1])
     ratio = ct.mean_entropy_ratio(w, x[1]) if task == "sentiment" else \
         ct.mean_entropy_ratio(w[:, :, 0], x[3])  # A's first token over B's tokens
@@ -726,7 +736,7 @@ def finetuned_model(arm, seed, top=None):
     of trainable top layers `top` (stage 2); the pair read-outs are section 6's."""
     set_seed(seed)
     if arm == "cross-encoder":
-        return th.SentenceClassifier("cls", D, n_classes=1, encoder=top,
+        return th.SentenceClassifier(th.cls_pool_torch, D, n_classes=1, encoder=top,
                                      standardize=pair_standardize).to(device)
     return frozen_model("paraphrase", dict(FT_ARMS[arm], encoder=top))
 
@@ -893,8 +903,8 @@ def training_step(readout, fine_tune):
 
 # %%
 set_seed(lesson.seed(0))
-readouts = {"mean pooling": th.PairModel("mean", D).to(device),
-            "heads": th.PairModel("cross", D, num_heads=12, read="first").to(device)}
+readouts = {"mean pooling": th.PairModel(th.mean_pool_torch, D).to(device),
+            "heads": th.PairModel(th.CrossAttentionPool(D, 12, read="first"), D).to(device)}
 rounds = {"frozen": lesson.size(full=30, smoke=2), "fine-tuned": lesson.size(full=16, smoke=2)}
 ratios = {}
 for setting, fine_tune in (("frozen", False), ("fine-tuned", True)):
