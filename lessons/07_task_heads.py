@@ -629,7 +629,8 @@ show_table([row for task, arms in FROZEN.items() for row in ct.results_rows(
 # the test items (similarity over seeds only: a correlation is no mean over items).
 
 # %%
-show_table([{"read-out": arm, **{f"{t} (ours)": ct.mean_std(per_seed(frozen, t, arm)) for t in FROZEN},
+show_table([{"read-out": arm,
+             **{f"{t} (ours)": ct.mean_std(per_seed(frozen, t, arm)) for t in FROZEN},
              **{f"{t} (poster)": as_text(POSTER["frozen", arm][col]) or "-"
                 for col, t in enumerate(FROZEN)}}
             for arm in dict.fromkeys(a for arms in FROZEN.values() for a in arms)],
