@@ -512,9 +512,10 @@ def fit(model: torch.nn.Module, task: Task, inputs: Callable, forward: Callable,
         warmup: int = 0, check_start: bool = False, clock: Callable = time.process_time) -> dict:
     """Train `model` on the task's training rows until its validation score stops rising; test
     the best weights. inputs(rows) -> the model's inputs; forward(model, *inputs) -> predictions.
-    Returns test, items (per test row), val (the best validation score), curve [(step, val)],
-    best_step, steps, stopped (by patience, before the cap), per_epoch, seconds (of training
-    steps, validation apart) and the model."""
+    Returns test, items (per test row), train (the best weights' score on the training rows),
+    val (the best validation score), curve [(step, val)], best_step, steps, stopped (by
+    patience, before the cap), per_epoch, seconds (of training steps, validation apart) and
+    the model."""
     rows, val = task.splits["train"], task.splits["val"]
     per_epoch = int(np.ceil(len(rows) / batch_size))
     generator = torch.Generator().manual_seed(seed)  # the same batches for every model of a seed
@@ -560,6 +561,7 @@ def fit(model: torch.nn.Module, task: Task, inputs: Callable, forward: Callable,
         model.load_state_dict(run.pop("best"))
     pred = predictions(task.splits["test"])
     return dict(run, test=task.score(pred, task.splits["test"]), steps=step, model=model,
+                train=task.score(predictions(rows), rows),
                 items=task.items(pred, task.splits["test"]), stopped=step < len(batches))
 
 
@@ -596,19 +598,21 @@ def mean_std(values) -> str:
 
 def results_rows(results: dict, task: str, arms, lines: dict) -> list[dict]:
     """One row per arm of `task` in `results` {(task, arm, seed): fit's dict}: test score (mean
-    ± std over seeds), runs stopped by patience (the others hit the cap), epochs to the best
-    validation score, CPU seconds of training per run, and the distance to each reference
-    line {name: score}."""
+    ± std over seeds), the score on the training rows (mean), runs stopped by patience (the
+    others hit the cap), epochs to the best validation score, CPU seconds of training per run,
+    and the distance to each reference line {name: score}."""
     rows = []
     for arm in arms:
         runs = [r for (t, a, _), r in results.items() if (t, a) == (task, arm)]
         score = np.mean([r["test"] for r in runs])
-        rows.append({"task": task, "read-out": arm, "test (mean ± std)": mean_std(
-            [r["test"] for r in runs]), "stopped early": f"{sum(r['stopped'] for r in runs)} "
-            f"of {len(runs)}",
-            "best epoch": f"{np.mean([r['best_step'] / r['per_epoch'] for r in runs]):.1f}",
-            "s/run": f"{np.mean([r['seconds'] for r in runs]):.0f}",
-            **{f"vs {k}": f"{score - v:+.3f}" for k, v in lines.items()}})
+        epochs = [r["best_step"] / r["per_epoch"] for r in runs]
+        rows.append({"task": task, "read-out": arm,
+                     "test (mean ± std)": mean_std([r["test"] for r in runs]),
+                     "train (mean)": f"{np.mean([r['train'] for r in runs]):.3f}",
+                     "stopped early": f"{sum(r['stopped'] for r in runs)} of {len(runs)}",
+                     "best epoch": f"{np.mean(epochs):.1f}",
+                     "s/run": f"{np.mean([r['seconds'] for r in runs]):.0f}",
+                     **{f"vs {k}": f"{score - v:+.3f}" for k, v in lines.items()}})
     return rows
 
 
