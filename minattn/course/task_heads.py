@@ -512,6 +512,10 @@ def fit(model: torch.nn.Module, task: Task, inputs: Callable, forward: Callable,
         warmup: int = 0, check_start: bool = False, clock: Callable = time.process_time) -> dict:
     """Train `model` on the task's training rows until its validation score stops rising; test
     the best weights. inputs(rows) -> the model's inputs; forward(model, *inputs) -> predictions.
+    At most `epochs` of batches of similar length; validation `checks` times per epoch; stop
+    after `patience` checks in a row without a better score, counting only checks after step
+    `warmup`; with `check_start` the starting weights are checked too (step 0) and kept when
+    no later check beats them. AdamW at 1e-3 unless an `optimizer` (and `schedule`) is given.
     Returns test, items (per test row), train (the best weights' score on the training rows),
     val (the best validation score), curve [(step, val)], best_step, steps, stopped (by
     patience, before the cap), per_epoch, seconds (of training steps, validation apart) and
