@@ -254,9 +254,9 @@ class BiblePairs(NamedTuple):
     similarity levels, all in the Bible in Basic English (BBE):
         2  the same verse: a paraphrase that rewords almost everything
         1  the next verse: same passage, other content
-        0  a far verse that is no parallel of verse i and that a lexical scorer (logistic
-           regression on `LEXICAL_FEATURES`) rates as paraphrase-like as level 2, within
-           `tolerance` in logit: not a paraphrase, and words cannot tell it from one
+        0  a far verse that is no parallel of verse i and whose lexical score (logistic
+           regression on `LEXICAL_FEATURES`) is the closest to level 2's, within `tolerance`
+           logits: not a paraphrase, and words can hardly tell it from one
     Levels 2 and 0 are the paraphrase task (one positive, one negative per anchor); all three
     the similarity task. Every row of an anchor is in the anchor's split, and no verse appears
     in two anchors' rows, so no sentence is in two splits.
