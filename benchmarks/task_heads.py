@@ -44,7 +44,14 @@ from minattn.course.encoder import load_minilm, token_states  # noqa: E402
 from minattn.course.task_heads import random_token_states  # noqa: E402
 from minattn.encoder import encode_batch, length_sorted_batches  # noqa: E402
 from minattn.fast.task_heads import attention_pool_fast_torch  # noqa: E402
-from minattn.task_heads import PairModel, SentenceClassifier  # noqa: E402
+from minattn.task_heads import (  # noqa: E402
+    AttentionPool,
+    CrossAttentionPool,
+    PairModel,
+    SentenceClassifier,
+    cls_pool_torch,
+    mean_pool_torch,
+)
 
 B = 32
 HEADERS = ["training step", "time", "vs mean pooling", "compute only", "with MiniLM forward"]
@@ -59,7 +66,7 @@ class FastPool(torch.nn.Module):
         self.ref = reference
 
     def forward(self, states, mask):
-        z, _ = attention_pool_fast_torch(states, mask, self.ref.head.layers[0])
+        z, _ = attention_pool_fast_torch(states, mask, self.ref.readout.layers[0])
         return self.ref.classifier(z)
 
 
@@ -104,20 +111,21 @@ def measure_heads(states, repeats, n):
     bce = torch.nn.functional.binary_cross_entropy_with_logits
     pre_single = [(*states.batch(b), y[b]) for b in batches]
     pre_pair = [(*states.batch(b), *states.batch(partner[b]), y[b].float()) for b in batches]
-    single = {"mean pooling": SentenceClassifier("mean", 384),
-              "first token": SentenceClassifier("cls", 384),
-              "attention, 1 layer": SentenceClassifier("attention", 384),
-              "attention, 2 layers": SentenceClassifier("attention", 384, num_layers=2),
-              "attention, 1 layer, d = 64": SentenceClassifier("attention", 64, d_in=384,
-                                                               num_heads=4)}
+    single = {"mean pooling": SentenceClassifier(mean_pool_torch, 384),
+              "first token": SentenceClassifier(cls_pool_torch, 384),
+              "attention, 1 layer": SentenceClassifier(AttentionPool(384, 12), 384),
+              "attention, 2 layers": SentenceClassifier(AttentionPool(384, 12, 2), 384),
+              "attention, 1 layer, d = 64": SentenceClassifier(AttentionPool(64, 4), 64,
+                                                               project=torch.nn.Linear(384, 64))}
     torch.manual_seed(0)
-    fast = FastPool(SentenceClassifier("attention", 384))
-    pair = {"mean pooling (pairs)": PairModel("mean", 384),
-            "cross-attention, 1 layer": PairModel("cross", 384),
+    fast = FastPool(SentenceClassifier(AttentionPool(384, 12), 384))
+    pair = {"mean pooling (pairs)": PairModel(mean_pool_torch, 384),
+            "cross-attention, 1 layer": PairModel(CrossAttentionPool(384, 12), 384),
             "cross-attention, 1 layer, read at [CLS] (the poster's)": PairModel(
-                "cross", 384, read="first"),
-            "cross-attention, 2 layers": PairModel("cross", 384, num_layers=2),
-            "cross-attention, 1 layer, d = 64": PairModel("cross", 64, d_in=384, num_heads=4)}
+                CrossAttentionPool(384, 12, read="first"), 384),
+            "cross-attention, 2 layers": PairModel(CrossAttentionPool(384, 12, 2), 384),
+            "cross-attention, 1 layer, d = 64": PairModel(CrossAttentionPool(64, 4), 64,
+                                                          project=torch.nn.Linear(384, 64))}
     fns_full, fns_compute = {}, {}
     for name, model in list(single.items()) + [("attention, 1 layer, fast path", fast)]:
         loss = lambda m, x, mk, t: ce(m(x, mk), t)

@@ -25,17 +25,13 @@ A's first token and a linear map of the mean of B — never the mean of A's toke
     pearson_loss          −corr(pred, target) over a batch, for similarity regression
     pair_features_torch   [u, v, |u − v|, u ⊙ v], what a pair classifier reads
 
-U(0.9, 1) initialisation (`init="u09"`): every weight of the q/k/v/out projections drawn from
-U(0.9, 1). Such a matrix is 0.95·11ᵀ plus U(−0.05, 0.05) noise — for D = 384 the noise is as
-large as PyTorch's default init (±1/√D = ±0.051). The rank-one part maps a token h to
-0.95·(Σ_j h_j)·1: it sees only the sum of the token's features. After LN that sum is 0, so the
-rank-one part drops out of q and k and the scores are no larger than with the default init:
-the first step's attention is close to uniform, as with the default init. The values and the
-output projection read raw states and keep the rank-one part, so the head's output starts
-along ±1 and far longer than a mean-pooled vector (more so with every layer). Feed raw states
-to q and k (their feature sums differ from token to token) and the same init gives scores of
-size 0.9·√d_h·s_q·s_k: attention collapses onto the token with the most extreme sum. See
-`attention_pool_np(..., normalize=False)` and lesson 07's exercise 7.3.
+    SentenceClassifier    a read-out of one sentence's tokens, then a linear classifier
+    PairModel             a read-out of each sentence of a pair, then a linear classifier of
+                          [u, v, |u − v|, u ⊙ v] (PairSimilarity: the cosine of u and v)
+
+The poster's optional initialisation, every projection weight ~ U(0.9, 1) (`init="u09"`,
+`u09_init_`), and what it does to the first attention and to the head's output: lesson 07,
+section 5 (and `attention_pool_np(..., normalize=False)`: queries and keys without LN).
 
 Input checks: `minattn.checks`, section "task_heads". The fast single-query read-out:
 `minattn.fast.task_heads`. Data, baselines and training: `minattn.course.task_heads`.
@@ -337,34 +333,27 @@ class Standardize(nn.Module):
 class SentenceClassifier(nn.Module):
     """Token states -> one vector per sentence -> class logits.
 
-    pool: "cls" (first token), "mean" (masked mean), "query" (`AttentionPool`, one
-    layer read by a learned query) or "attention" (`AttentionPool` with `num_layers`
-    self-attention layers read by the first token's query, `init` "default" or "u09").
-    d_in: the states' width; when it differs from d_model, a trainable linear map P
-    (d_in -> d_model) narrows the states, for every pool alike: the heads apply it to every
-    token first (a narrower head is cheaper), the baselines to the pooled vector (the same
-    thing, since P(mean h) = mean(P h) and P(h_0) = (P h)_0, at a fraction of the cost).
+    readout: how the sentence is read, either a pooling function (states, mask) -> z, such as
+    `cls_pool_torch` or `mean_pool_torch`, or a head module (states, mask, need_weights) ->
+    (z, weights), such as `AttentionPool`.
+    d_model: the width of z (the classifier's input).
+    project: a linear map of the states to d_model (default: none). A head reads the mapped
+    tokens (a narrower head is cheaper); a pooling function's vector is mapped after pooling
+    (the same thing, since P(mean h) = mean(P h) and P(h_0) = (P h)_0, at a fraction of the cost).
     encoder: a trainable module (states, mask) -> states run first (e.g. `encoder.TopLayers`:
-    fine-tuning; a "[CLS] A [SEP] B" pair read at "cls" is a cross-encoder). None: the states
-    are frozen features.
+    fine-tuning; a "[CLS] A [SEP] B" pair read by `cls_pool_torch` is a cross-encoder). None:
+    the states are frozen features.
     standardize: a `Standardize` applied to the states (after the encoder), or None.
     forward(states (B, L, d_in), mask (B, L) bool, need_weights=False) -> logits (B, n_classes)
-    (and the read-out attention (B, H, L) when need_weights).
+    (and the read-out attention (B, H, L), None for a pooling function, when need_weights).
     """
 
-    def __init__(self, pool: str, d_model: int, n_classes: int = 2, num_heads: int = 12,
-                 num_layers: int = 1, init: str = "default", d_in: int | None = None,
+    def __init__(self, readout, d_model: int, n_classes: int = 2, project: nn.Module | None = None,
                  encoder: nn.Module | None = None, standardize: Standardize | None = None):
         super().__init__()
-        if pool not in ("cls", "mean", "query", "attention"):
-            fail("pool: unknown pool", "'cls', 'mean', 'query' or 'attention'", repr(pool))
-        self.pool, self.encoder, self.standardize = pool, encoder, standardize
-        self.project = nn.Identity() if d_in in (None, d_model) else nn.Linear(d_in, d_model)
-        self.head = None
-        if pool == "query":
-            self.head = AttentionPool(d_model, num_heads, 1, init, query="learned")
-        elif pool == "attention":
-            self.head = AttentionPool(d_model, num_heads, num_layers, init)
+        self.encoder, self.standardize = encoder, standardize
+        self.project = nn.Identity() if project is None else project
+        self.readout = readout
         self.classifier = nn.Linear(d_model, n_classes)
 
     @checked(model_states)
@@ -373,65 +362,55 @@ class SentenceClassifier(nn.Module):
             states = self.encoder(states, mask)
         if self.standardize is not None:
             states = self.standardize(states)
-        weights = None
-        if self.pool == "cls":
-            z = self.project(cls_pool_torch(states, mask))
-        elif self.pool == "mean":
-            z = self.project(mean_pool_torch(states, mask))
-        else:
-            z, weights = self.head(self.project(states), mask, need_weights=need_weights)
+        if isinstance(self.readout, nn.Module):  # a head reads the mapped tokens
+            z, weights = self.readout(self.project(states), mask, need_weights=need_weights)
+        else:  # pool, then map the pooled vector
+            z, weights = self.project(self.readout(states, mask)), None
         logits = self.classifier(z)
         return (logits, weights) if need_weights else logits
 
 
 class PairModel(nn.Module):
-    """Two sentences' token states -> a paraphrase logit or a similarity score.
+    """Two sentences' token states -> a paraphrase logit, w · [u, v, |u − v|, u ⊙ v] + b  (B,).
 
-    pool: "cls", "mean", or "cross" (`CrossAttentionPool` with `num_layers` layers
-    and read-out `read` ("mean" of A's tokens, or "first": A's [CLS], the poster's), applied
-    both ways with shared weights: u = A attends to B, v = B attends to A).
-    out: "classify" -> logit = w · [u, v, |u − v|, u ⊙ v] + b            (B,)
-         "similarity" -> cos(P u, P v), P a trainable D×D map starting at the identity (B,)
-    d_in: as in `SentenceClassifier` (a shared linear map of every token state first).
-    encoder: as in `SentenceClassifier`, run on A and on B (shared weights) before pooling.
-    standardize: as in `SentenceClassifier`, on A's and B's states.
+    readout: a pooling function (states, mask) -> z, applied to each sentence alone, or a
+    `CrossAttentionPool`, applied both ways with shared weights: u = A attends to B, v = B
+    attends to A.
+    d_model, project, encoder, standardize: as in `SentenceClassifier` (the encoder and the
+    map shared by A and B).
     """
 
-    def __init__(self, pool: str, d_model: int, out: str = "classify", num_heads: int = 12,
-                 num_layers: int = 1, init: str = "default", d_in: int | None = None,
-                 read: str = "mean", encoder: nn.Module | None = None,
-                 standardize: Standardize | None = None):
+    def __init__(self, readout, d_model: int, project: nn.Module | None = None,
+                 encoder: nn.Module | None = None, standardize: Standardize | None = None):
         super().__init__()
-        if pool not in ("cls", "mean", "cross") or out not in ("classify", "similarity"):
-            fail("pool, out: unknown PairModel setting", "pool in ('cls', 'mean', 'cross'), "
-                 "out in ('classify', 'similarity')", f"pool={pool!r}, out={out!r}")
-        self.pool, self.out, self.encoder, self.standardize = pool, out, encoder, standardize
-        self.project = nn.Identity() if d_in in (None, d_model) else nn.Linear(d_in, d_model)
-        self.head = CrossAttentionPool(d_model, num_heads, num_layers, init, read) \
-            if pool == "cross" else None
-        if out == "classify":
-            self.top = nn.Linear(4 * d_model, 1)
-        else:
-            self.top = nn.Linear(d_model, d_model, bias=False)
-            nn.init.eye_(self.top.weight)
+        self.encoder, self.standardize = encoder, standardize
+        self.project = nn.Identity() if project is None else project
+        self.readout = readout
+        self.top = self.make_top(d_model)
+
+    @staticmethod
+    def make_top(d_model: int) -> nn.Module:
+        return nn.Linear(4 * d_model, 1)
+
+    def score(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return self.top(pair_features_torch(u, v))[:, 0]
 
     @checked(model_pair)
     def embed_pair(self, a, a_mask, b, b_mask, need_weights: bool = False):
         """(u, v), each (B, d_model), and with need_weights the heads' read-out attention
         (A over B's tokens, B over A's): (B, H, La or 1, Lb) and (B, H, Lb or 1, La), None
-        without a head."""
+        for a pooling function."""
         if self.encoder is not None:
             a, b = self.encoder(a, a_mask), self.encoder(b, b_mask)
         if self.standardize is not None:
             a, b = self.standardize(a), self.standardize(b)
         weights = (None, None)
-        if self.pool in ("cls", "mean"):
-            pool = cls_pool_torch if self.pool == "cls" else mean_pool_torch
-            u, v = self.project(pool(a, a_mask)), self.project(pool(b, b_mask))
+        if not isinstance(self.readout, nn.Module):  # pool each sentence, then map it
+            u, v = self.project(self.readout(a, a_mask)), self.project(self.readout(b, b_mask))
         else:
             a, b = self.project(a), self.project(b)
-            (u, a_reads_b), (v, b_reads_a) = (self.head(a, a_mask, b, b_mask, need_weights),
-                                              self.head(b, b_mask, a, a_mask, need_weights))
+            (u, a_reads_b), (v, b_reads_a) = (self.readout(a, a_mask, b, b_mask, need_weights),
+                                              self.readout(b, b_mask, a, a_mask, need_weights))
             weights = (a_reads_b, b_reads_a)
         return (u, v, weights) if need_weights else (u, v)
 
@@ -439,8 +418,19 @@ class PairModel(nn.Module):
     def forward(self, a, a_mask, b, b_mask, need_weights: bool = False):
         """(B,) logits or similarity scores; with need_weights also `embed_pair`'s weights."""
         u, v, *weights = self.embed_pair(a, a_mask, b, b_mask, need_weights)
-        if self.out == "classify":
-            out = self.top(pair_features_torch(u, v))[:, 0]
-        else:
-            out = nn.functional.cosine_similarity(self.top(u), self.top(v), dim=-1)
+        out = self.score(u, v)
         return (out, weights[0]) if need_weights else out
+
+
+class PairSimilarity(PairModel):
+    """A `PairModel` that scores a pair's similarity: cos(P u, P v) (B,), P a trainable
+    d_model × d_model map starting at the identity."""
+
+    @staticmethod
+    def make_top(d_model: int) -> nn.Module:
+        top = nn.Linear(d_model, d_model, bias=False)
+        nn.init.eye_(top.weight)
+        return top
+
+    def score(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        return nn.functional.cosine_similarity(self.top(u), self.top(v), dim=-1)

@@ -644,11 +644,11 @@ bad("task_heads", "drop_token", "index", "dropping the first token")(
 bad("task_heads", "bible_pairs", "fractions", "three shares for four splits")(
     lambda: CT.bible_pairs(CT.template_verses(80, rng), 4, rng, fractions=(0.6, 0.2, 0.2)))
 torch.manual_seed(0)
-scls = TH.SentenceClassifier("mean", 6)
+scls = TH.SentenceClassifier(TH.mean_pool_torch, 6)
 bad("task_heads", "SentenceClassifier.forward", "states", "float64 states into a float32 model")(
     lambda: scls(stt, smt))
 bad("task_heads", "PairModel.forward", "a_mask", "float mask")(
-    lambda: TH.PairModel("mean", 6).double()(stt, smt.double(), stt, smt))
+    lambda: TH.PairModel(TH.mean_pool_torch, 6).double()(stt, smt.double(), stt, smt))
 
 # ============================================================================ encoder
 cfg = E.BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
@@ -902,8 +902,6 @@ bad("multiscale", "BiLSTMClassifier.forward", "lengths", "a length of 0")(
 vlm = X.VanillaLM(7, 8, 2, 1)
 bad("xl", "VanillaLM.forward", "tokens", "a token id >= vocab")(lambda: vlm(torch.tensor([[1, 9]])))
 bad("xl", "VanillaLM.forward", "tokens", "1-d tokens")(lambda: vlm(torch.tensor([1, 2])))
-bad("task_heads", "SentenceClassifier", "pool", "unknown pool")(
-    lambda: TH.SentenceClassifier("max", 6))
 bad("tools.train", "count_parameters", "model", "not a module")(lambda: TR.count_parameters([1, 2]))
 
 # ======================================================================== GPU dispatch (on a CPU)

@@ -26,6 +26,13 @@ def padded(rng, lengths, d=D, fill=0.0):
     return x, mask
 
 
+def pool_of(name, **kw):
+    """A read-out by name: a pooling function, or a head of width D with H heads."""
+    if name in ("cls", "mean"):
+        return th.cls_pool_torch if name == "cls" else th.mean_pool_torch
+    return (th.AttentionPool if name == "attention" else th.CrossAttentionPool)(D, H, **kw)
+
+
 def t64(*arrays):
     return [torch.from_numpy(np.asarray(a)) for a in arrays]
 
@@ -229,7 +236,7 @@ def test_pearson_loss_matches_numpy_corrcoef_and_torch(rng):
 def test_sentence_classifier_shapes(rng, pool):
     x, mask = padded(rng, [5, 2, 3])
     torch.manual_seed(0)
-    model = SentenceClassifier(pool, D, n_classes=3, num_heads=H)
+    model = SentenceClassifier(pool_of(pool), D, n_classes=3)
     xt, mt = torch.from_numpy(x).float(), torch.from_numpy(mask)
     assert model(xt, mt).shape == (3, 3)
     logits, w = model(xt, mt, need_weights=True)
@@ -243,7 +250,7 @@ def test_pair_model_is_symmetric_in_its_features(rng, pool, out):  # cross: exer
     a, am = padded(rng, [5, 2, 3])
     b, bm = padded(rng, [2, 6, 4])
     torch.manual_seed(0)
-    model = PairModel(pool, D, out=out, num_heads=H).double()
+    model = (PairModel if out == "classify" else th.PairSimilarity)(pool_of(pool), D).double()
     ab = model(*t64(a, am, b, bm))
     assert ab.shape == (3,)
     if out == "similarity":  # cos(Pu, Pv) with the same head both ways: symmetric
@@ -251,11 +258,27 @@ def test_pair_model_is_symmetric_in_its_features(rng, pool, out):  # cross: exer
         assert torch.all(ab.abs() <= 1 + 1e-12)
 
 
+@pytest.mark.exercise("7.1")  # mean pooling
+def test_a_narrowing_map_reads_the_pooled_vector_or_every_token(rng):
+    """`project` maps a pooling function's vector after pooling (the cheap order: for mean and
+    first-token pooling it is the same as mapping every token first) and a head's tokens."""
+    x, mask = padded(rng, [5, 2, 3])
+    xt, mt = t64(x, mask)
+    for pool in (th.mean_pool_torch, th.cls_pool_torch):
+        torch.manual_seed(0)
+        model = SentenceClassifier(pool, 3, project=torch.nn.Linear(D, 3)).double()
+        tokens_first = model.classifier(pool(model.project(xt), mt))
+        assert torch.allclose(model(xt, mt), tokens_first, atol=1e-12)
+    head = th.AttentionPool(3, 1).double()
+    model = SentenceClassifier(head, 3, project=torch.nn.Linear(D, 3)).double()
+    torch.testing.assert_close(model(xt, mt), model.classifier(head(model.project(xt), mt)[0]))
+
+
 @pytest.mark.exercise("7.1")  # needs exercise 7.1
 def test_similarity_baseline_starts_at_the_cosine_of_mean_pools(rng):
     a, am = padded(rng, [5, 2])
     b, bm = padded(rng, [2, 6])
-    model = PairModel("mean", D, out="similarity").double()
+    model = th.PairSimilarity(th.mean_pool_torch, D).double()
     u, v = th.mean_pool_np(a, am), th.mean_pool_np(b, bm)
     cos = (u * v).sum(-1) / np.linalg.norm(u, axis=-1) / np.linalg.norm(v, axis=-1)
     np.testing.assert_allclose(model(*t64(a, am, b, bm)).detach().numpy(), cos, atol=1e-12)
@@ -360,8 +383,6 @@ def test_bible_pairs_refuses_what_it_cannot_build():
         ct.bible_pairs(verses, 50, np.random.default_rng(0), min_distance=10, tolerance=0.0)
     with pytest.raises(ValueError, match="fractions"):
         ct.bible_pairs(verses, 20, np.random.default_rng(0), fractions=(0.5, 0.5, 0.5, 0.5))
-    with pytest.raises(ValueError, match="split"):
-        ct.pair_rows(ct.bible_pairs(verses, 12, np.random.default_rng(0), min_distance=10), "dev")
 
 
 def test_length_batches_visit_every_example_once_per_epoch():
@@ -413,8 +434,6 @@ def test_bad_input_raises_value_error(rng):
         th.AttentionPool(D, H, init="uniform")
     with pytest.raises(ValueError, match="at least one layer"):
         th.CrossAttentionPool(D, H, num_layers=0)
-    with pytest.raises(ValueError, match="pool"):
-        SentenceClassifier("max", D)
 
 
 # ============================================================================ fast path
@@ -512,8 +531,8 @@ def test_pair_features_and_the_pair_model_read_outs(rng):
     a, am = padded(rng, [5, 2, 3])
     b, bm = padded(rng, [2, 6, 4])
     torch.manual_seed(0)
-    model = PairModel("cross", D, num_heads=H, read="first").double()
-    assert model.head.read == "first" and model(*t64(a, am, b, bm)).shape == (3,)
+    model = PairModel(pool_of("cross", read="first"), D).double()
+    assert model.readout.read == "first" and model(*t64(a, am, b, bm)).shape == (3,)
     with pytest.raises(ValueError, match="same shape"):
         th.pair_features_torch(u, v[:, :1])
     with pytest.raises(ValueError, match="read-out"):
@@ -529,16 +548,16 @@ def test_the_pair_model_returns_what_its_head_read(rng):
     a, am = padded(rng, [5, 2, 3])
     b, bm = padded(rng, [2, 6, 4])
     torch.manual_seed(0)
-    model = PairModel("cross", D, num_heads=H, read="first").double()
+    model = PairModel(pool_of("cross", read="first"), D).double()
     x = t64(a, am, b, bm)
     out, (a_reads_b, b_reads_a) = model(*x, need_weights=True)
     torch.testing.assert_close(out, model(*x), rtol=0, atol=1e-12)  # another kernel: 1 ulp
     assert a_reads_b.shape == (3, H, 1, b.shape[1]) and b_reads_a.shape == (3, H, 1, a.shape[1])
-    torch.testing.assert_close(a_reads_b, model.head(*x, need_weights=True)[1])
+    torch.testing.assert_close(a_reads_b, model.readout(*x, need_weights=True)[1])
     for w, m in ((a_reads_b, x[3]), (b_reads_a, x[1])):
         torch.testing.assert_close(w.sum(-1), torch.ones_like(w.sum(-1)))
         assert bool((w.masked_select(~m[:, None, None, :]) == 0).all())
-    assert PairModel("mean", D).double()(*x, need_weights=True)[1] == (None, None)
+    assert PairModel(th.mean_pool_torch, D).double()(*x, need_weights=True)[1] == (None, None)
 
 
 def test_models_run_a_trainable_encoder_first(rng):
@@ -555,9 +574,9 @@ def test_models_run_a_trainable_encoder_first(rng):
             return states + self.bias
 
     torch.manual_seed(0)
-    plain = SentenceClassifier("mean", D, n_classes=1).double()
+    plain = SentenceClassifier(th.mean_pool_torch, D, n_classes=1).double()
     torch.manual_seed(0)
-    tuned = SentenceClassifier("mean", D, n_classes=1, encoder=Shift()).double()
+    tuned = SentenceClassifier(th.mean_pool_torch, D, n_classes=1, encoder=Shift()).double()
     xt, mt = t64(x, mask)
     shifted = torch.from_numpy(x + 0.5)
     assert torch.allclose(tuned(xt, mt), plain(shifted, mt), atol=1e-12)
@@ -565,13 +584,13 @@ def test_models_run_a_trainable_encoder_first(rng):
     assert tuned.encoder.bias.grad is not None and tuned.encoder.bias.grad.abs().sum() > 0
     b, bm = padded(rng, [2, 6, 4])
     torch.manual_seed(0)
-    pair = PairModel("mean", D, encoder=Shift()).double()
+    pair = PairModel(th.mean_pool_torch, D, encoder=Shift()).double()
     torch.manual_seed(0)
-    ref = PairModel("mean", D).double()
+    ref = PairModel(th.mean_pool_torch, D).double()
     assert torch.allclose(pair(xt, mt, *t64(b, bm)), ref(shifted, mt, *t64(b + 0.5, bm)),
                           atol=1e-12)  # the encoder runs on A and on B
-    query = SentenceClassifier("query", D, num_heads=H).double()
-    assert query.head.query is not None and query(xt, mt).shape == (3, 2)
+    query = SentenceClassifier(pool_of("attention", query="learned"), D).double()
+    assert query.readout.query is not None and query(xt, mt).shape == (3, 2)
 
 
 def test_standardize_uses_the_measured_statistics_and_runs_after_the_encoder(rng):
@@ -591,15 +610,15 @@ def test_standardize_uses_the_measured_statistics_and_runs_after_the_encoder(rng
     std = std.double()
     for pool in ("mean", "cross"):
         torch.manual_seed(0)
-        model = PairModel(pool, D, num_heads=H, standardize=std).double()
+        model = PairModel(pool_of(pool), D, standardize=std).double()
         torch.manual_seed(0)
-        plain = PairModel(pool, D, num_heads=H).double()
+        plain = PairModel(pool_of(pool), D).double()
         assert torch.allclose(model(xt, mt, bt, bmt), plain(std(xt), mt, std(bt), bmt),
                               atol=1e-12)
     torch.manual_seed(0)
-    sent = SentenceClassifier("attention", D, num_heads=H, standardize=std).double()
+    sent = SentenceClassifier(pool_of("attention"), D, standardize=std).double()
     torch.manual_seed(0)
-    plain = SentenceClassifier("attention", D, num_heads=H).double()
+    plain = SentenceClassifier(pool_of("attention"), D).double()
     assert torch.allclose(sent(xt, mt), plain(std(xt), mt), atol=1e-12)
     with pytest.raises(ValueError, match="tokens"):
         th.Standardize(tokens[:1])
@@ -615,8 +634,6 @@ def test_best_threshold_by_hand():
     assert 0.1 < t < 0.35  # 0.35, 0.8, 0.9 above, 0.1 below: 4 of 5 right, the best possible
     assert ((np.array(scores) > t) == np.array(labels, bool)).mean() == 0.8
     assert ct.best_threshold([0.0, 1.0], [0, 1]) == 0.5
-    with pytest.raises(ValueError, match="same length"):
-        ct.best_threshold([0.1, 0.2], [1])
 
 
 def test_logistic_probe_reaches_the_optimum(rng):
@@ -648,8 +665,6 @@ def test_least_squares_probe_is_ridge_regression(rng):
                                np.hstack([xs, np.ones((50, 1))]) @ wb, atol=1e-9)
     with pytest.raises(ValueError, match="kind"):
         ct.LinearProbe("svm")
-    with pytest.raises(ValueError, match=r"\(N, F\)"):
-        ct.LinearProbe().fit(torch.ones(3), torch.ones(3))
 
 
 def test_diagnostics_come_back_as_host_floats():
@@ -726,18 +741,18 @@ def _toy_task(n=100, seed=0):
 def test_fit_trains_until_the_validation_score_stops_rising():
     task, inputs = _toy_task()
     torch.manual_seed(0)
-    model = SentenceClassifier("mean", D)
+    model = SentenceClassifier(th.mean_pool_torch, D)
     out = ct.fit(model, task, inputs, lambda m, *x: m(*x), seed=0, batch_size=16, epochs=40,
                  checks=1, patience=3, optimizer=torch.optim.Adam(model.parameters(), 0.05))
     assert out["stopped"] and out["steps"] < 40 * out["per_epoch"]  # stopped on the plateau
-    assert out["curve"] == list(zip(out["history"]["val_step"], out["history"]["val"]))
-    assert out["test"] > 0.8 and out["val"] == max(out["history"]["val"])
+    assert [s for s, _ in out["curve"]] == list(range(out["per_epoch"], out["steps"] + 1,
+                                                       out["per_epoch"]))  # once per epoch
+    assert out["test"] > 0.8 and out["val"] == max(v for _, v in out["curve"])
+    assert out["curve"][-1][0] - out["best_step"] == 3 * out["per_epoch"]  # patience 3
     assert len(out["items"]) == 20 and np.mean(out["items"]) == out["test"]
-    capped = ct.fit(SentenceClassifier("mean", D), task, inputs, lambda m, *x: m(*x), seed=0,
-                    batch_size=16, epochs=1, checks=1, patience=3)
+    capped = ct.fit(SentenceClassifier(th.mean_pool_torch, D), task, inputs, lambda m, *x: m(*x),
+                    seed=0, batch_size=16, epochs=1, checks=1, patience=3)
     assert not capped["stopped"] and capped["steps"] == capped["per_epoch"]  # hit the cap
-    with pytest.raises(ValueError, match="kind"):
-        ct.Task(task.splits, task.lengths, task.targets, "regress", task.loss)
 
 
 def test_predict_returns_the_rows_in_the_order_asked():
@@ -778,20 +793,19 @@ def test_finetune_keeps_stage_one_when_it_finds_nothing_better():
     """Rates of 0 change nothing: the step-0 check is the best, and the run reports it."""
     task, inputs = _toy_task()
     torch.manual_seed(0)
-    readout = SentenceClassifier("mean", D)
+    readout = SentenceClassifier(th.mean_pool_torch, D)
     stage1 = ct.fit(readout, task, inputs, lambda m, *x: m(*x), seed=0, batch_size=16,
                     epochs=40, checks=1, patience=3)
-    model = SentenceClassifier("mean", D, encoder=_Shift())
+    model = SentenceClassifier(th.mean_pool_torch, D, encoder=_Shift())
     out = ct.finetune(model, readout, task, inputs, lambda m, *x: m(*x), seed=0, batch_size=16,
                       epochs=10, encoder_lr=0.0, head_lr=0.0, checks=1, patience=2)
-    history = out["history"]
-    assert history["val_step"][:3] == [0, out["per_epoch"], 2 * out["per_epoch"]]
-    assert history["val"][0] == stage1["val"] == out["val"]  # step 0 is stage 1's weights
+    assert [s for s, _ in out["curve"][:3]] == [0, out["per_epoch"], 2 * out["per_epoch"]]
+    assert out["curve"][0][1] == stage1["val"] == out["val"]  # step 0 is stage 1's weights
     assert out["best_step"] == 0 and out["stopped"] and out["test"] == stage1["test"]
-    moved = ct.finetune(SentenceClassifier("mean", D, encoder=_Shift()), readout, task, inputs,
-                        lambda m, *x: m(*x), seed=0, batch_size=16, epochs=10, encoder_lr=0.0,
-                        head_lr=0.5, checks=1, patience=2)
-    assert moved["history"]["val"][0] == stage1["val"] and len(moved["history"]["val"]) >= 3
+    moved = ct.finetune(SentenceClassifier(th.mean_pool_torch, D, encoder=_Shift()), readout, task,
+                        inputs, lambda m, *x: m(*x), seed=0, batch_size=16, epochs=10,
+                        encoder_lr=0.0, head_lr=0.5, checks=1, patience=2)
+    assert moved["curve"][0][1] == stage1["val"] and len(moved["curve"]) >= 3
 
 
 class _Shift(torch.nn.Module):
@@ -808,10 +822,10 @@ class _Shift(torch.nn.Module):
 def test_finetune_starts_from_stage_one_and_trains_the_encoder_at_its_rate():
     task, inputs = _toy_task()
     torch.manual_seed(0)
-    readout = SentenceClassifier("mean", D)
+    readout = SentenceClassifier(th.mean_pool_torch, D)
     stage1 = ct.fit(readout, task, inputs, lambda m, *x: m(*x), seed=0, batch_size=16,
                     epochs=40, checks=1, patience=3)
-    model = SentenceClassifier("mean", D, encoder=_Shift())
+    model = SentenceClassifier(th.mean_pool_torch, D, encoder=_Shift())
     with torch.no_grad():  # before training, the same predictions as stage 1
         model.load_state_dict(readout.state_dict(), strict=False)
         x, m = inputs(task.splits["test"])
@@ -821,8 +835,9 @@ def test_finetune_starts_from_stage_one_and_trains_the_encoder_at_its_rate():
     assert not model.encoder.bias.abs().any()  # the encoder's own rate (0 here) applies
     assert out["test"] >= stage1["test"] - 0.1 and out["steps"] <= 3 * out["per_epoch"]
     with pytest.raises(ValueError, match="read-out"):
-        ct.finetune(SentenceClassifier("mean", D, encoder=_Shift()), PairModel("mean", D), task,
-                    inputs, lambda m, *x: m(*x), 0, 16, 1, 1e-4, 1e-3)
+        ct.finetune(SentenceClassifier(th.mean_pool_torch, D, encoder=_Shift()),
+                    PairModel(th.mean_pool_torch, D), task, inputs, lambda m, *x: m(*x), 0, 16, 1,
+                    1e-4, 1e-3)
     results = {("t", "a", 0): stage1, ("t", "a", 1): out, ("t", "b", 0): out}
     assert ct.per_run(results, "t", "a") == [stage1["test"], out["test"]]
     assert ct.mean_std([0.5, 0.7]) == "0.600 ± 0.100" and ct.mean_std([]) == "-"

@@ -35,12 +35,11 @@ from ..checks import (
     describe,
     fail,
     hide,
-    shape_str,
 )
 from ..task_heads import pearson_loss_torch
 from .data import DatasetMissing, load_parallel, load_sentiment, tokenize
 from .encoder import TokenStates
-from .train import KeepBest, length_batches, train, warmup_linear
+from .train import length_batches, warmup_linear
 
 SPLIT_NAMES = ("train", "val", "select", "test")
 
@@ -179,9 +178,6 @@ def best_threshold(scores, labels) -> float:
     (training) labels: a zero-shot score (e.g. a cosine) turned into a classifier.
     Candidates are the midpoints between consecutive sorted scores (and both ends)."""
     scores, labels = np.asarray(scores, float), np.asarray(labels).astype(bool)
-    if scores.ndim != 1 or scores.shape != labels.shape or len(scores) < 2:
-        fail("best_threshold needs two vectors of the same length >= 2 (scores, labels)",
-             "scores (N,), labels (N,)", f"{shape_str(scores.shape)}, {shape_str(labels.shape)}")
     s = np.sort(scores)
     candidates = np.concatenate([[s[0] - 1], (s[1:] + s[:-1]) / 2, [s[-1] + 1]])
     accuracy = [((scores > t) == labels).mean() for t in candidates]
@@ -200,19 +196,13 @@ class LinearProbe:
     def __init__(self, kind: str = "logistic", l2: float = 1e-3, max_iter: int = 500):
         if kind not in ("logistic", "least_squares"):
             fail("kind: unknown LinearProbe kind", "'logistic' or 'least_squares'", repr(kind))
-        if not l2 > 0:
-            fail("l2: LinearProbe needs a positive penalty", "l2 > 0", f"l2 = {l2}")
         self.kind, self.l2, self.max_iter = kind, l2, max_iter
 
     def _standardise(self, x) -> torch.Tensor:
         return (torch.as_tensor(x).to(self.mu.device).double() - self.mu) / self.sd
 
     def fit(self, x, y) -> "LinearProbe":
-        x, y = torch.as_tensor(x), torch.as_tensor(y)
-        if x.ndim != 2 or y.shape != x.shape[:1]:
-            fail("x, y: LinearProbe.fit needs features (N, F) and targets (N,)",
-                 "x (N, F), y (N,)", f"x {shape_str(x.shape)}, y {shape_str(y.shape)}")
-        x = x.double()
+        x, y = torch.as_tensor(x).double(), torch.as_tensor(y)
         self.mu, self.sd = x.mean(0), x.std(0).clamp_min(1e-8)
         xs, y = self._standardise(x), y.to(x.device).double()
         n, f = xs.shape
@@ -264,9 +254,9 @@ class BiblePairs(NamedTuple):
     similarity levels, all in the Bible in Basic English (BBE):
         2  the same verse: a paraphrase that rewords almost everything
         1  the next verse: same passage, other content
-        0  a far verse that is no parallel of verse i and that a lexical scorer (logistic
-           regression on `LEXICAL_FEATURES`) rates as paraphrase-like as level 2, within
-           `tolerance` in logit: not a paraphrase, and words cannot tell it from one
+        0  a far verse that is no parallel of verse i and whose lexical score (logistic
+           regression on `LEXICAL_FEATURES`) is the closest to level 2's, within `tolerance`
+           logits: not a paraphrase, and words can hardly tell it from one
     Levels 2 and 0 are the paraphrase task (one positive, one negative per anchor); all three
     the similarity task. Every row of an anchor is in the anchor's split, and no verse appears
     in two anchors' rows, so no sentence is in two splits.
@@ -284,82 +274,53 @@ def bible_pairs(verses: list, n_anchors: int, rng: np.random.Generator,
                 fractions: tuple = (0.6, 0.1, 0.1, 0.2), min_distance: int = 50,
                 tolerance: float = 3.0, parallel: float = 0.25, n_scorer: int = 500,
                 chunk: int = 128) -> BiblePairs:
-    """Build `BiblePairs` from verses [(web, bbe), ...] in Bible order (`load_parallel("web-bbe")`).
-
-    Verse roles are fixed by position, so no verse plays two: anchors at 4k (with their next
-    verse 4k + 1), negatives from 4k + 2 and 4k + 3. First a lexical scorer is fitted: a
-    logistic regression on the `LEXICAL_FEATURES` of `n_scorer` anchors' paraphrases against
-    random far verses (words alone tell them apart almost always). Then anchors are visited in
-    random order; each takes the unused candidate more than `min_distance` verses away whose
-    score is closest to its paraphrase's, and is dropped when none is within `tolerance` (in
-    logit). A candidate j is a *parallel* of verse i (the same saying elsewhere: "The word of
-    Yahweh came to me, saying,") when the two verses' WEB wordings or their BBE wordings share
-    more than `parallel` of their content words (Jaccard); parallels are never negatives, and
-    an anchor whose next verse is a parallel is dropped. A text that occurs twice in `verses`
-    is used once only, so no pair can be in two splits. `fractions`: the shares of anchors in
-    the splits SPLIT_NAMES (train, val, select, test).
-    """
-    n_anchors = check_size("n_anchors", n_anchors)
-    min_distance = check_size("min_distance", min_distance)
+    """`BiblePairs` from verses [(web, bbe), ...] in Bible order (`load_parallel("web-bbe")`):
+    `n_anchors` anchors, their splits drawn with the shares `fractions` (train, val, select,
+    test). A negative is more than `min_distance` verses away, within `tolerance` logits of the
+    paraphrase's lexical score, and no *parallel*: a verse sharing more than `parallel` of the
+    anchor's content words (Jaccard) in WEB or in BBE, the same saying elsewhere ("The word of
+    Yahweh came to me, saying,")."""
     tolerance = check_number("tolerance", tolerance, low=0.0)
-    parallel = check_number("parallel", parallel, low=0.0, high=1.0)
     fractions = np.asarray(fractions, float)
-    if fractions.shape != (len(SPLIT_NAMES),) or (fractions <= 0).any() or \
-            not np.isclose(fractions.sum(), 1):
-        fail("fractions", f"{len(SPLIT_NAMES)} positive shares ({', '.join(SPLIT_NAMES)}) "
-             "summing to 1", f"{fractions}")
-    n = len(verses)
-    if n_anchors < len(SPLIT_NAMES) or n_anchors > n // 8:
-        fail("n_anchors: bible_pairs needs", f"{len(SPLIT_NAMES)} <= n_anchors <= {n // 8} "
-             "(len(verses) / 8)", f"{n_anchors}")
-    anchors = rng.permutation(np.arange(0, n - 1, 4))
-    others = np.sort(np.concatenate([np.arange(2, n, 4), np.arange(3, n, 4)]))
+    if fractions.shape != (len(SPLIT_NAMES),) or not np.isclose(fractions.sum(), 1):
+        fail("fractions", f"{len(SPLIT_NAMES)} shares ({', '.join(SPLIT_NAMES)}) summing to 1",
+             f"{fractions}")
+    # roles by position, so no verse plays two: anchor 4k (its next verse 4k + 1), candidate
+    # negatives 4k + 2 and 4k + 3; anchors visited in random order
+    anchors = rng.permutation(np.arange(0, len(verses) - 1, 4))
+    others = np.sort(np.concatenate([np.arange(2, len(verses), 4), np.arange(3, len(verses), 4)]))
     A, C = len(anchors), len(others)
     # texts 0..C-1: the candidates' BBE; C..C+A-1: the anchors' WEB; then the anchors' BBE
     views = LexicalViews([verses[j][1] for j in others] + [verses[i][0] for i in anchors]
                          + [verses[i][1] for i in anchors])
     web, bbe = C + np.arange(A), C + A + np.arange(A)
-    vocab: dict = {}  # content words of both wordings of anchors and candidates, for parallels
-    content = {(who, side): _rows([content_words(verses[i][side]) for i in where], vocab)
-               for who, where in (("anchor", anchors), ("other", others)) for side in (0, 1)}
-    content = {k: sparse.csr_matrix((x.data, x.indices, x.indptr), shape=(x.shape[0], len(vocab)))
-               for k, x in content.items()}
-    sizes = {k: np.asarray(x.sum(1)).ravel() for k, x in content.items()}
+    # the lexical scorer: logistic regression, paraphrases against random far verses
     fit_rows = np.arange(min(n_scorer, A))
     far = rng.integers(0, C, len(fit_rows))
     x = np.concatenate([views.pairs(web[fit_rows], bbe[fit_rows]), views.pairs(web[fit_rows], far)])
     y = np.r_[np.ones(len(fit_rows)), np.zeros(len(fit_rows))]
     scorer = LinearProbe("logistic", 1e-2).fit(torch.from_numpy(x), torch.from_numpy(y)).as_line()
-    positive = views.pairs(web, bbe) @ scorer[0] + scorer[1]  # (A,)
-    used = np.zeros(C, bool)
-    seen: set = set()
-    chosen = []  # (anchor i, the negative j, the score gap)
-    for start in range(0, A, chunk):
+    positive = views.pairs(web, bbe) @ scorer[0] + scorer[1]  # (A,) each paraphrase's score
+    is_parallel = _parallels(verses, anchors, others, parallel)
+    used, seen, chosen = np.zeros(C, bool), set(), []  # chosen: (anchor, negative, score gap)
+    for start in range(0, A, chunk):  # anchors `chunk` at a time, against every candidate
         rows = np.arange(start, min(start + chunk, A))
-        is_parallel = np.abs(anchors[rows][:, None] - others[None, :]) <= min_distance
-        for side in (0, 1):  # WEB against WEB, BBE against BBE
-            mine, theirs = content["anchor", side][rows], content["other", side]
-            shared = (mine @ theirs.T).toarray()
-            union = sizes["anchor", side][rows][:, None] + sizes["other", side][None] - shared
-            is_parallel |= shared / np.maximum(union, 1) > parallel
         gaps = np.abs(views.score(web[rows], np.arange(C), scorer) - positive[rows][:, None])
-        gaps[is_parallel] = np.inf
+        gaps[is_parallel(rows) | (np.abs(anchors[rows][:, None] - others) <= min_distance)] = np.inf
         for k, r in enumerate(rows):
             i = anchors[r]
             own = {verses[i][0], verses[i][1], verses[i + 1][1]}
-            if (jaccard(content_words(verses[i][0]), content_words(verses[i + 1][0])) > parallel
-                    or jaccard(content_words(verses[i][1]), content_words(verses[i + 1][1]))
-                    > parallel or len(own) < 3 or own & seen):
-                continue  # a refrain (the next verse says the same again) or a repeated text
+            if any(jaccard(content_words(x), content_words(y)) > parallel
+                   for x, y in zip(verses[i], verses[i + 1])) or len(own) < 3 or own & seen:
+                continue  # the next verse says the same again (a refrain), or a text is used
             gap = np.where(used, np.inf, gaps[k])
             near = np.flatnonzero(gap <= tolerance)
             near = near[np.lexsort((rng.random(len(near)), gap[near]))]  # closest, ties at random
             j = next((j for j in near if verses[others[j]][1] not in seen | own), None)
-            if j is None:
-                continue
-            used[j] = True
-            seen.update(own | {verses[others[j]][1]})
-            chosen.append((i, others[j], gap[j]))
+            if j is not None:
+                used[j] = True
+                seen.update(own | {verses[others[j]][1]})
+                chosen.append((i, others[j], gap[j]))
             if len(chosen) == n_anchors:
                 break
         if len(chosen) == n_anchors:
@@ -371,7 +332,7 @@ def bible_pairs(verses: list, n_anchors: int, rng: np.random.Generator,
     counts[0] += n_anchors - counts.sum()
     split_of = rng.permutation(np.repeat(np.arange(len(SPLIT_NAMES)), counts))
     texts, a, b, level, split, gap = [], [], [], [], [], []
-    for k, (i, j, g) in enumerate(chosen):
+    for k, (i, j, g) in enumerate(chosen):  # A, then B: its paraphrase, next verse, negative
         first = len(texts)
         texts += [verses[i][0], verses[i][1], verses[i + 1][1], verses[j][1]]
         for other, lev in ((first + 1, 2), (first + 2, 1), (first + 3, 0)):
@@ -381,12 +342,30 @@ def bible_pairs(verses: list, n_anchors: int, rng: np.random.Generator,
                       np.array(gap, float), scorer)
 
 
+def _parallels(verses: list, anchors: np.ndarray, others: np.ndarray, parallel: float):
+    """rows -> (len(rows), len(others)) bool: candidate j shares more than `parallel` of the
+    content words of anchor anchors[row] (Jaccard), in their WEB or their BBE wordings."""
+    vocab: dict = {}
+    content = {(who, side): _rows([content_words(verses[i][side]) for i in where], vocab)
+               for who, where in (("anchor", anchors), ("other", others)) for side in (0, 1)}
+    content = {k: sparse.csr_matrix((x.data, x.indices, x.indptr), shape=(x.shape[0], len(vocab)))
+               for k, x in content.items()}
+    sizes = {k: np.asarray(x.sum(1)).ravel() for k, x in content.items()}
+
+    def of(rows):
+        out = np.zeros((len(rows), len(others)), bool)
+        for side in (0, 1):  # WEB against WEB, BBE against BBE
+            shared = (content["anchor", side][rows] @ content["other", side].T).toarray()
+            union = sizes["anchor", side][rows][:, None] + sizes["other", side][None] - shared
+            out |= shared / np.maximum(union, 1) > parallel
+        return out
+    return of
+
+
+
 def pair_rows(pairs: BiblePairs, split: str, task: str = "paraphrase") -> np.ndarray:
     """Rows of one split (one of SPLIT_NAMES) for a task: 'paraphrase' (levels 2 and 0, one
     positive and one negative per anchor) or 'similarity' (all three levels)."""
-    if split not in SPLIT_NAMES or task not in ("paraphrase", "similarity"):
-        fail("split, task: unknown pair_rows", f"split in {SPLIT_NAMES}, task 'paraphrase' or "
-             "'similarity'", f"split={split!r}, task={task!r}")
     keep = pairs.split == SPLIT_NAMES.index(split)
     if task == "paraphrase":
         keep &= pairs.level != 1
@@ -490,12 +469,6 @@ class Task:
     kind: str
     loss: Callable
 
-    def __post_init__(self):
-        if not {"train", "val", "test"} <= set(self.splits) or self.kind not in ("classify",
-                                                                                  "correlate"):
-            fail("splits, kind: a Task needs", "splits train/val/test and kind 'classify' or "
-                 "'correlate'", f"splits {sorted(self.splits)}, kind {self.kind!r}")
-
     def decide(self, pred: torch.Tensor) -> torch.Tensor:
         return pred.argmax(-1) if pred.ndim == 2 else (pred > 0).long()
 
@@ -536,97 +509,85 @@ def predict(forward: Callable, inputs: Callable, rows, lengths, chunk: int = 64)
 def fit(model: torch.nn.Module, task: Task, inputs: Callable, forward: Callable, seed: int,
         batch_size: int, epochs: float, checks: int = 2, patience: int = 3,
         optimizer: torch.optim.Optimizer | None = None, schedule: Callable | None = None,
-        chunk: int = 64, clock: Callable[[], float] = time.process_time,
-        check_start: bool = False, patience_after: int = 0) -> dict:
-    """Train `model` on the task's training rows until its validation score stops rising, and
-    test it.
-
-    Batches of `batch_size` rows of similar length (`length_batches`, the same for every model
-    of this `seed`); AdamW at 1e-3 unless an `optimizer` (and `schedule`) is given. The
-    validation score is checked `checks` times per epoch; the run stops when `patience` checks
-    in a row after step `patience_after` (the end of a warm-up, say) bring no better one, or at
-    `epochs`. The best weights are kept; with `check_start` the starting weights are validated
-    too (step 0), so a run that finds nothing better keeps them and reports best_step 0.
-    inputs(rows) -> the model's inputs; forward(model, *inputs) -> predictions. Returns test
-    (the score), items (per test row), val (the best validation score), stopped (early, by
-    patience), curve ([(step, validation score)]), steps, best_step, per_epoch, seconds (the
-    training steps alone, validation apart), history and the model.
-    """
-    train_rows = task.splits["train"]
-    generator = torch.Generator().manual_seed(seed)
-    per_epoch = int(np.ceil(len(train_rows) / check_size("batch_size", batch_size, 1)))
-    lengths = torch.as_tensor(task.lengths[train_rows])
-    batches = [train_rows[b.numpy()] for _ in range(int(np.ceil(epochs)))
-               for b in length_batches(lengths, batch_size, generator)]
+        warmup: int = 0, check_start: bool = False, clock: Callable = time.process_time) -> dict:
+    """Train `model` on the task's training rows until its validation score stops rising; test
+    the best weights. inputs(rows) -> the model's inputs; forward(model, *inputs) -> predictions.
+    At most `epochs` of batches of similar length; validation `checks` times per epoch; stop
+    after `patience` checks in a row without a better score, counting only checks after step
+    `warmup`; with `check_start` the starting weights are checked too (step 0) and kept when
+    no later check beats them. AdamW at 1e-3 unless an `optimizer` (and `schedule`) is given.
+    Returns test, items (per test row), train (the best weights' score on the training rows),
+    val (the best validation score), curve [(step, val)], best_step, steps, stopped (by
+    patience, before the cap), per_epoch, seconds (of training steps, validation apart) and
+    the model."""
+    rows, val = task.splits["train"], task.splits["val"]
+    per_epoch = int(np.ceil(len(rows) / batch_size))
+    generator = torch.Generator().manual_seed(seed)  # the same batches for every model of a seed
+    batches = [rows[b.numpy()] for _ in range(int(np.ceil(epochs)))
+               for b in length_batches(torch.as_tensor(task.lengths[rows]), batch_size, generator)]
     batches = batches[:max(1, int(epochs * per_epoch))]
-    spent = [0.0]
+    optimizer = optimizer or torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.0)
+    base_lrs = [group["lr"] for group in optimizer.param_groups]
+    run = dict(curve=[], val=-np.inf, best_step=0, misses=0, seconds=0.0, per_epoch=per_epoch)
 
-    def evaluate(rows):
+    def predictions(rows):
+        model.eval()
         with torch.no_grad():
-            return predict(lambda *x: forward(model, *x), inputs, rows, task.lengths, chunk)
+            return predict(lambda *x: forward(model, *x), inputs, rows, task.lengths)
 
-    def validate():
-        t = clock()
-        value = task.score(evaluate(task.splits["val"]), task.splits["val"])
-        spent[0] += clock() - t
-        return {"val": value}
+    def check(step):  # validate; keep the best weights; count checks without one after warm-up
+        score = task.score(predictions(val), val)
+        run["curve"].append((step, score))
+        if score > run["val"]:
+            run.update(val=score, best_step=step, misses=0,
+                       best={k: v.detach().clone() for k, v in model.state_dict().items()})
+        elif step > warmup:
+            run["misses"] += 1
 
-    keep = KeepBest(model, "val", patience)
-
-    def stop(history) -> bool:  # misses count only after `patience_after`
-        done = keep(history)
-        if history["val_step"][-1] <= patience_after:
-            keep.misses = 0
-            return False
-        return done
-
-    every = max(1, per_epoch // checks)
-    t0 = clock()
-    history = train(model, lambda step: (*inputs(batches[step - 1]),
-                                         task.targets[batches[step - 1]]),
-                    lambda m, *batch: task.loss(forward(m, *batch[:-1]), batch[-1]),
-                    len(batches), lr=1e-3, optimizer=optimizer, schedule=schedule,
-                    evaluate=validate, eval_every=every, stop=stop, progress=False,
-                    eval_at=[*range(0, len(batches), every), len(batches)] if check_start
-                    else None)
-    seconds = clock() - t0 - spent[0]
-    keep.restore()
-    model.eval()
-    pred = evaluate(task.splits["test"])
-    return dict(test=task.score(pred, task.splits["test"]),
-                items=task.items(pred, task.splits["test"]), val=keep.best,
-                stopped=history["step"][-1] < len(batches),
-                curve=list(zip(history["val_step"], history["val"])), steps=history["step"][-1],
-                best_step=keep.best_step, per_epoch=per_epoch, seconds=seconds,
-                history=history, model=model)
+    if check_start:  # the starting weights compete too: a run may find none better
+        check(0)
+    every, step = max(1, per_epoch // checks), 0
+    while step < len(batches) and run["misses"] < patience:
+        step, batch, t = step + 1, batches[step], clock()
+        model.train()
+        if schedule is not None:  # warm-up and decay: a factor on every group's rate
+            for group, lr in zip(optimizer.param_groups, base_lrs):
+                group["lr"] = lr * schedule(step)
+        loss = task.loss(forward(model, *inputs(batch)), task.targets[batch])
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        run["seconds"] += clock() - t
+        if step % every == 0 or step == len(batches):
+            check(step)
+    if "best" in run:  # the best weights back (none when every check was NaN)
+        model.load_state_dict(run.pop("best"))
+    pred = predictions(task.splits["test"])
+    return dict(run, test=task.score(pred, task.splits["test"]), steps=step, model=model,
+                train=task.score(predictions(rows), rows),
+                items=task.items(pred, task.splits["test"]), stopped=step < len(batches))
 
 
 def finetune(model: torch.nn.Module, readout: torch.nn.Module, task: Task, inputs: Callable,
              forward: Callable, seed: int, batch_size: int, epochs: float, encoder_lr: float,
              head_lr: float, checks: int = 3, patience: int = 3, **kw) -> dict:
-    """Stage 2 of LP-FT: `model` (a read-out over trainable top layers `model.encoder`) starts
-    from the trained `readout` of stage 1 (every weight but the encoder's is copied), and both
-    train with AdamW (the encoder at `encoder_lr`, the rest at `head_lr`, weight decay 0.01),
-    a linear warm-up over the first 10 % of the cap and linear decay to it, gradients clipped
-    at 1, until the validation score stops rising (`fit`: patience counted after the warm-up).
-    The stage-1 weights are validated too (step 0) on the task's validation rows — give it a
-    task whose validation rows stage 1 never selected on (`Task.selecting_on`), or step 0
-    carries stage 1's upward selection. Returns fit's dict."""
-    loaded = model.load_state_dict(readout.state_dict(), strict=False)
+    """Stage 2 of LP-FT: `model` (`readout` over trainable top layers `model.encoder`) starts
+    from stage 1's `readout` and trains with its encoder until the validation score stops rising
+    (`fit`, the stage-1 weights validated first: give it validation rows stage 1 never selected
+    on, `Task.selecting_on`). Returns fit's dict."""
+    loaded = model.load_state_dict(readout.state_dict(), strict=False)  # all but the encoder
     if loaded.unexpected_keys or any(not k.startswith("encoder.") for k in loaded.missing_keys):
         fail("readout: finetune's stage-1 read-out does not match the model",
              "the same read-out, with model.encoder the only new part",
              f"missing {loaded.missing_keys[:3]}, unexpected {loaded.unexpected_keys[:3]}")
-    tuned = {id(p) for p in model.encoder.parameters()}
-    optimizer = torch.optim.AdamW(
-        [{"params": list(model.encoder.parameters()), "lr": encoder_lr},
-         {"params": [p for p in model.parameters() if id(p) not in tuned], "lr": head_lr}],
-        weight_decay=0.01)
+    rest = [p for name, p in model.named_parameters() if not name.startswith("encoder.")]
+    optimizer = torch.optim.AdamW([{"params": list(model.encoder.parameters()), "lr": encoder_lr},
+                                   {"params": rest, "lr": head_lr}], weight_decay=0.01)
     steps = max(1, int(epochs * np.ceil(len(task.splits["train"]) / batch_size)))
-    warmup = max(1, steps // 10)
+    warmup = max(1, steps // 10)  # linear warm-up over 10 % of the cap, then linear decay
     return fit(model, task, inputs, forward, seed, batch_size, epochs, checks, patience,
-               optimizer=optimizer, schedule=warmup_linear(warmup, steps), check_start=True,
-               patience_after=warmup, **kw)
+               optimizer, warmup_linear(warmup, steps), warmup, check_start=True, **kw)
 
 
 def per_run(results: dict, task: str, arm: str, key: str = "test") -> list:
@@ -641,19 +602,21 @@ def mean_std(values) -> str:
 
 def results_rows(results: dict, task: str, arms, lines: dict) -> list[dict]:
     """One row per arm of `task` in `results` {(task, arm, seed): fit's dict}: test score (mean
-    ± std over seeds), runs stopped by patience (the others hit the cap), epochs to the best
-    validation score, CPU seconds of training per run, and the distance to each reference
-    line {name: score}."""
+    ± std over seeds), the score on the training rows (mean), runs stopped by patience (the
+    others hit the cap), epochs to the best validation score, CPU seconds of training per run,
+    and the distance to each reference line {name: score}."""
     rows = []
     for arm in arms:
         runs = [r for (t, a, _), r in results.items() if (t, a) == (task, arm)]
         score = np.mean([r["test"] for r in runs])
-        rows.append({"task": task, "read-out": arm, "test (mean ± std)": mean_std(
-            [r["test"] for r in runs]), "stopped early": f"{sum(r['stopped'] for r in runs)} "
-            f"of {len(runs)}",
-            "best epoch": f"{np.mean([r['best_step'] / r['per_epoch'] for r in runs]):.1f}",
-            "s/run": f"{np.mean([r['seconds'] for r in runs]):.0f}",
-            **{f"vs {k}": f"{score - v:+.3f}" for k, v in lines.items()}})
+        epochs = [r["best_step"] / r["per_epoch"] for r in runs]
+        rows.append({"task": task, "read-out": arm,
+                     "test (mean ± std)": mean_std([r["test"] for r in runs]),
+                     "train (mean)": f"{np.mean([r['train'] for r in runs]):.3f}",
+                     "stopped early": f"{sum(r['stopped'] for r in runs)} of {len(runs)}",
+                     "best epoch": f"{np.mean(epochs):.1f}",
+                     "s/run": f"{np.mean([r['seconds'] for r in runs]):.0f}",
+                     **{f"vs {k}": f"{score - v:+.3f}" for k, v in lines.items()}})
     return rows
 
 
