@@ -55,7 +55,6 @@ from minattn.course.multiscale import (
     draw_model,
     drop_keys_torch,
     effective_scale_task,
-    fit,
     fit_effective_scale,
     fit_logistic_regression,
     fit_partner,
@@ -66,6 +65,7 @@ from minattn.course.multiscale import (
     mean_vectors,
     partner_task,
     pretrained_head_scales,
+    train_loop,
 )
 from minattn.course.plots import heatmap
 from minattn.course.stats import (
@@ -399,12 +399,12 @@ lesson.savefig(fig, "model")
 show(partner_task)
 
 # %% [markdown]
-# Every model of this lesson trains in one loop, `fit`: a fresh batch each step, AdamW, the
+# Every model of this lesson trains in one loop, `train_loop`: a fresh batch each step, AdamW, the
 # gradient clipped, and every `eval_every` steps a look at held-out data, after which `stop`
 # may end the run. Here the look comes once, after the last step: the test accuracy.
 
 # %%
-show(fit)
+show(train_loop)
 show(fit_partner)
 
 # %%

@@ -10,7 +10,7 @@ minattn/fast/multiscale.py).
     pretrained_head_scales   the scale of every head of a pretrained encoder
     TransformerBaseline, BiLSTMClassifier, bag_of_words, mean_vectors, fit_logistic_regression
                              the baselines the Multi-Scale Transformer is compared with
-    fit                      the training loop of every run of the lesson
+    train_loop               the training loop of every run of the lesson
     fit_partner, fit_effective_scale, fit_sentences, right_per_sentence
                              the lesson's training runs (seeded: the same seed, the same numbers)
     draw_*                   the lesson's figures
@@ -408,7 +408,7 @@ def fit_logistic_regression(x: torch.Tensor, y: torch.Tensor, x_valid: torch.Ten
 
 
 # ============================================================================ training runs
-def fit(model, batch, loss_fn, steps: int, evaluate, eval_every: int, stop=None,
+def train_loop(model, batch, loss_fn, steps: int, evaluate, eval_every: int, stop=None,
         lr: float = 3e-3, desc: str = "train", progress: bool = True) -> History:
     """The training loop of every run in lesson 03.
 
@@ -457,8 +457,8 @@ def fit_partner(model, seed: int, steps: int, test: tuple[torch.Tensor, torch.Te
     def evaluate():
         return {"acc": (model(x_test).argmax(-1) == y_test).float().mean().item()}
 
-    history = fit(model, batch, F.cross_entropy, steps, evaluate, eval_every=steps, lr=lr,
-                  desc=desc, progress=progress)
+    history = train_loop(model, batch, F.cross_entropy, steps, evaluate, eval_every=steps,
+                         lr=lr, desc=desc, progress=progress)
     return history.last("acc")
 
 
@@ -482,8 +482,8 @@ def fit_effective_scale(model, seed: int, steps: int, valid: tuple[torch.Tensor,
     def evaluate():
         return {"nmse": F.mse_loss(model(x_valid), y_valid).item() / variance}
 
-    return fit(model, batch, F.mse_loss, steps, evaluate, eval_every, stop, lr=lr, desc=desc,
-               progress=progress)
+    return train_loop(model, batch, F.mse_loss, steps, evaluate, eval_every, stop, lr=lr,
+                      desc=desc, progress=progress)
 
 
 def _batch(split, idx, device):
@@ -534,8 +534,8 @@ def fit_sentences(model, data: dict, epochs: int, seed: int, batch_size: int = 6
     def batch(step):
         return _batch(data["train"], batches[step - 1], device)
 
-    fit(model, batch, F.cross_entropy, len(batches), evaluate, len(batches) // epochs, lr=lr,
-        desc=desc, progress=progress)
+    train_loop(model, batch, F.cross_entropy, len(batches), evaluate, len(batches) // epochs,
+               lr=lr, desc=desc, progress=progress)
     model.load_state_dict(best["state"])
     return best["epoch"], right_per_sentence(model, data["test"]), valid
 
