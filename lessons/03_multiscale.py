@@ -399,9 +399,9 @@ lesson.savefig(fig, "model")
 show(partner_task)
 
 # %% [markdown]
-# Every model of this lesson trains in one loop, `train_loop`: a fresh batch each step, AdamW, the
-# gradient clipped, and every `eval_every` steps a look at held-out data, after which `stop`
-# may end the run. Here the look comes once, after the last step: the test accuracy.
+# Every model of this lesson trains in one loop, `train_loop`: a fresh batch each step, AdamW,
+# the gradient clipped, and every `eval_every` steps a look at held-out data, after which
+# `stop` may end the run. Here the look comes once, after the last step: the test accuracy.
 
 # %%
 show(train_loop)
@@ -512,12 +512,12 @@ assert heard["Hier-S"] < heard["deepHier-S"] < N_SEQ == heard["Flex"]
 # they stop.
 
 # %%
+show(effective_scale_task)
+show(fit_effective_scale)
 FLEX_STEPS = lesson.size(full=2500, smoke=6, paper=20_000)
 SMALL_STEPS = lesson.size(full=150, smoke=3, paper=5000)  # Hier-S / deepHier-S: bounded anyway
 FLEX_SEEDS = lesson.seeds(lesson.size(full=10, smoke=6, paper=16))  # 6: either outcome
 BATCH, LINE, STOP, MOST = 32, 4 / 7, 0.5, 0.5
-show(effective_scale_task)
-show(fit_effective_scale)
 show_table([dict(setting=s, paper=p, ours=o) for s, p, o in (
     ("task", "N, d, K not in the slides", f"N = {N_SEQ}, d = {D_VEC}, K = 1"),
     ("training data", "about 200,000 examples", f"<= {FLEX_STEPS} steps × {BATCH}"),
