@@ -26,17 +26,6 @@ RUNTIME = {"lesson", "stats", "report", "plots", "tables", "utils", "data", "fet
 SHOWN = re.compile(r"show\(\s*(?:\w+\.)?(\w+)")  # show(fn), show(module.fn): the first name
 
 
-def docstring_lines(tree: ast.AST) -> set[int]:
-    out = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            first = node.body[0] if node.body else None
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) \
-                    and isinstance(first.value.value, str):
-                out.update(range(first.lineno, first.end_lineno + 1))
-    return out
-
-
 def is_code(line: str) -> bool:
     return bool(line.strip()) and not line.strip().startswith("#")
 
@@ -47,12 +36,21 @@ class Helper:
     def __init__(self, path: Path):
         self.lines = path.read_text(encoding="utf-8").splitlines()
         tree = ast.parse("\n".join(self.lines))
-        self.doc = docstring_lines(tree)
         self.defs = {n.name: n for n in tree.body
                      if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
-        self.uses = {name: {x.id for x in ast.walk(node) if isinstance(x, ast.Name)}
-                     | {x.attr for x in ast.walk(node) if isinstance(x, ast.Attribute)}
-                     for name, node in self.defs.items()}
+        self.uses, self.doc = {}, set()  # name -> the names it uses; docstring line numbers
+        for name, node in self.defs.items():
+            used = self.uses[name] = set()
+            for x in ast.walk(node):  # one pass per definition: what it uses, its docstrings
+                if isinstance(x, ast.Name):
+                    used.add(x.id)
+                elif isinstance(x, ast.Attribute):
+                    used.add(x.attr)
+                elif isinstance(x, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                        and x.body and isinstance(x.body[0], ast.Expr) \
+                        and isinstance(x.body[0].value, ast.Constant) \
+                        and isinstance(x.body[0].value.value, str):
+                    self.doc.update(range(x.body[0].lineno, x.body[0].end_lineno + 1))
 
     def reach(self, names: set[str]) -> set[str]:
         """The definitions `names` need, through the module's own calls."""
@@ -84,7 +82,7 @@ def lesson_code_lines(source: str) -> int:
 def helper_names(tree: ast.AST, helpers: dict[str, Path]) -> dict[str, set[str]]:
     """{helper stem: the names a lesson takes from it}, by `from minattn.course.x import a` or
     `import minattn.course.x as m` / `from minattn.course import x` then `m.a`."""
-    used, aliases = {}, {}
+    used, aliases, attributes = {}, {}, []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("minattn.course."):
             stem = node.module.split(".")[2]
@@ -96,10 +94,11 @@ def helper_names(tree: ast.AST, helpers: dict[str, Path]) -> dict[str, set[str]]
             for a in node.names:
                 if a.name.startswith("minattn.course.") and a.name.split(".")[2] in helpers:
                     aliases[a.asname or a.name] = a.name.split(".")[2]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
-                and node.value.id in aliases:
-            used.setdefault(aliases[node.value.id], set()).add(node.attr)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            attributes.append((node.value.id, node.attr))
+    for module, attr in attributes:
+        if module in aliases:
+            used.setdefault(aliases[module], set()).add(attr)
     return used
 
 
@@ -107,13 +106,16 @@ def shares(root: Path = ROOT) -> dict[str, tuple[int, int]]:
     """{lesson file name: (its own code lines, helper code lines it reaches but never shows)}."""
     helpers = {p.stem: p for p in (root / "minattn" / "course").glob("*.py")
                if p.stem not in RUNTIME}
+    parsed: dict[str, Helper] = {}  # each helper module parsed once
     out = {}
     for lesson in sorted((root / "lessons").glob("[0-9][0-9]_*.py")):
         source = lesson.read_text(encoding="utf-8")
         shown = set(SHOWN.findall(source))
         hidden = 0
         for stem, names in helper_names(ast.parse(source), helpers).items():
-            helper = Helper(helpers[stem])
+            if stem not in parsed:
+                parsed[stem] = Helper(helpers[stem])
+            helper = parsed[stem]
             hidden += sum(helper.code(n) for n in helper.reach(names) if n not in shown)
         out[lesson.name] = (lesson_code_lines(source), hidden)
     return out
