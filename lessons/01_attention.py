@@ -26,13 +26,13 @@
 # identity and the online softmax); measure what attention costs; and compare it with
 # recurrence by the maximum path length.
 #
-# Every function is written twice, in `minattn/attention.py`: a NumPy reference (`*_np`) that
-# states the math, and a PyTorch twin (`*_torch`, or an `nn.Module`) that runs on a GPU. Where
-# the lesson tests a statement of a paper, one call of `minattn.course.stats` decides it in the
-# cell that measured it and prints one row: the paper's number, ours with its 95 % interval, and
-# the outcome. Facts about our own code (an identity, an exact path length) are checked with
-# `assert`, their numbers printed. `MINATTN_SCALE=paper` spends more: 16 seeds per arm on
-# reversal, 5 on recall, sequences up to 4096 in the cost table.
+# Every function is written twice, in `minattn/attention.py` (imported as `att`): a NumPy reference
+# (`*_np`) that states the math, and a PyTorch twin (`*_torch`, or an `nn.Module`) that runs on a
+# GPU. Where the lesson tests a statement of a paper, one call of `minattn.course.stats` decides it
+# in the cell that measured it and prints one row: the paper's number, ours with its 95 % interval,
+# and the outcome. Facts about our own code (an identity, an exact path length) are checked with
+# `assert`, their numbers printed. `MINATTN_SCALE=paper` spends more: 16 seeds per arm on reversal,
+# 5 on recall, sequences up to 4096 in the cost table.
 
 # %%
 import matplotlib.pyplot as plt
