@@ -65,7 +65,6 @@ from minattn.course.multiscale import (
     mean_vectors,
     partner_task,
     pretrained_head_scales,
-    train_loop,
 )
 from minattn.course.plots import heatmap
 from minattn.course.stats import (
@@ -79,6 +78,7 @@ from minattn.course.stats import (
     same,
     versus,
 )
+from minattn.course.train import train
 from minattn.fast.multiscale import (
     DENSE_BELOW,
     band_pieces,
@@ -399,12 +399,12 @@ lesson.savefig(fig, "model")
 show(partner_task)
 
 # %% [markdown]
-# Every model of this lesson trains in one loop, `train_loop`: a fresh batch each step, AdamW,
-# the gradient clipped, and every `eval_every` steps a look at held-out data, after which
+# Every model of this lesson trains in the course's one loop, `train`: a fresh batch each step,
+# AdamW, the gradient clipped, and every `eval_every` steps a look at held-out data, after which
 # `stop` may end the run. Here the look comes once, after the last step: the test accuracy.
 
 # %%
-show(train_loop)
+show(train)
 show(fit_partner)
 
 # %%

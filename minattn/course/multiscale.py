@@ -10,7 +10,6 @@ minattn/fast/multiscale.py).
     pretrained_head_scales   the scale of every head of a pretrained encoder
     TransformerBaseline, BiLSTMClassifier, bag_of_words, mean_vectors, fit_logistic_regression
                              the baselines the Multi-Scale Transformer is compared with
-    train_loop               the training loop of every run of the lesson
     fit_partner, fit_effective_scale, fit_sentences, right_per_sentence
                              the lesson's training runs (seeded: the same seed, the same numbers)
     draw_*                   the lesson's figures
@@ -27,7 +26,6 @@ import torch.nn.functional as F
 from matplotlib.colors import ListedColormap
 from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 from torch import nn
-from tqdm import tqdm
 
 from ..attention import MultiHeadAttention
 from ..checks import (
@@ -43,7 +41,7 @@ from ..fast.multiscale import PIECE_KINDS
 from ..multiscale import NodeReadout, masked_max_torch, measured_scale_torch
 from .data import tokenize
 from .plots import heatmap
-from .train import History, length_batches
+from .train import History, length_batches, train
 
 
 # ============================================================================ tasks and data
@@ -408,38 +406,10 @@ def fit_logistic_regression(x: torch.Tensor, y: torch.Tensor, x_valid: torch.Ten
 
 
 # ============================================================================ training runs
-def train_loop(model, batch, loss_fn, steps: int, evaluate, eval_every: int, stop=None,
-        lr: float = 3e-3, desc: str = "train", progress: bool = True) -> History:
-    """The training loop of every run in lesson 03.
-
-    batch(step) -> (inputs..., target), a fresh batch for step 1, 2, ..., `steps`;
-    loss_fn(model(*inputs), target) -> the scalar loss. AdamW, each gradient clipped to norm 1.
-    Every `eval_every` steps and after the last, evaluate() -> {metric: value} is run in eval
-    mode without gradients and logged (history[metric], history[metric + "_step"]); when
-    stop(history) then says True, training ends there.
-    """
-    # foreach: one update for all tensors (on a CPU, one per tensor costs a few % of a step)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, foreach=True)
-    history = History()
-    bar = tqdm(range(1, steps + 1), desc=desc, disable=not progress, mininterval=0.5)
-    for step in bar:
-        model.train()
-        *inputs, target = batch(step)
-        loss = loss_fn(model(*inputs), target)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        if step % eval_every == 0 or step == steps:
-            model.eval()
-            with torch.no_grad():
-                metrics = evaluate()
-            history.log(step, **metrics)
-            bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False,
-                            **{k: f"{v:.3f}" for k, v in metrics.items()})
-            if stop is not None and stop(history):
-                break
-    return history
+def _adamw(model, lr):
+    """AdamW with its multi-tensor update: on a CPU the default updates one tensor at a time,
+    which costs these small models a few percent of every step."""
+    return torch.optim.AdamW(model.parameters(), lr=lr, foreach=True)
 
 
 def fit_partner(model, seed: int, steps: int, test: tuple[torch.Tensor, torch.Tensor],
@@ -451,14 +421,13 @@ def fit_partner(model, seed: int, steps: int, test: tuple[torch.Tensor, torch.Te
     rng = np.random.default_rng(10 + seed)
     x_test, y_test = (t.to(device) for t in test)
 
-    def batch(step):
-        return [t.to(device) for t in partner_task(batch_size, n, pairs, rng)]
-
     def evaluate():
         return {"acc": (model(x_test).argmax(-1) == y_test).float().mean().item()}
 
-    history = train_loop(model, batch, F.cross_entropy, steps, evaluate, eval_every=steps,
-                         lr=lr, desc=desc, progress=progress)
+    history = train(model, lambda step: tuple(t.to(device) for t in partner_task(
+        batch_size, n, pairs, rng)), lambda m, x, y: F.cross_entropy(m(x), y), steps=steps,
+        optimizer=_adamw(model, lr), evaluate=evaluate, eval_every=steps, desc=desc,
+        progress=progress)
     return history.last("acc")
 
 
@@ -476,14 +445,14 @@ def fit_effective_scale(model, seed: int, steps: int, valid: tuple[torch.Tensor,
     gen = torch.Generator().manual_seed(1 + seed)
     variance = y_valid.var().item()
 
-    def batch(step):
-        return effective_scale_task(batch_size, n, d, k, gen, x_valid.device)
-
     def evaluate():
         return {"nmse": F.mse_loss(model(x_valid), y_valid).item() / variance}
 
-    return train_loop(model, batch, F.mse_loss, steps, evaluate, eval_every, stop, lr=lr,
-                      desc=desc, progress=progress)
+    return train(model, lambda step: effective_scale_task(batch_size, n, d, k, gen,
+                                                          x_valid.device),
+                 lambda m, x, y: F.mse_loss(m(x), y), steps=steps, optimizer=_adamw(model, lr),
+                 evaluate=evaluate, eval_every=eval_every, stop=stop, desc=desc,
+                 progress=progress)
 
 
 def _batch(split, idx, device):
@@ -531,11 +500,10 @@ def fit_sentences(model, data: dict, epochs: int, seed: int, batch_size: int = 6
         valid.append(acc)
         return {"valid": acc}
 
-    def batch(step):
-        return _batch(data["train"], batches[step - 1], device)
-
-    train_loop(model, batch, F.cross_entropy, len(batches), evaluate, len(batches) // epochs,
-               lr=lr, desc=desc, progress=progress)
+    train(model, lambda step: _batch(data["train"], batches[step - 1], device),
+          lambda m, x, length, y: F.cross_entropy(m(x, length), y), steps=len(batches),
+          optimizer=_adamw(model, lr), eval_every=len(batches) // epochs, evaluate=evaluate,
+          desc=desc, progress=progress)
     model.load_state_dict(best["state"])
     return best["epoch"], right_per_sentence(model, data["test"]), valid
 
