@@ -26,13 +26,13 @@
 # identity and the online softmax); measure what attention costs; and compare it with
 # recurrence by the maximum path length.
 #
-# Every function is written twice, in `minattn/attention.py`: a NumPy reference (`*_np`) that
-# states the math, and a PyTorch twin (`*_torch`, or an `nn.Module`) that runs on a GPU. Where
-# the lesson tests a statement of a paper, one call of `minattn.course.stats` decides it in the
-# cell that measured it and prints one row: the paper's number, ours with its 95 % interval, and
-# the outcome. Facts about our own code (an identity, an exact path length) are checked with
-# `assert`, their numbers printed. `MINATTN_SCALE=paper` spends more: 16 seeds per arm on
-# reversal, 5 on recall, sequences up to 4096 in the cost table.
+# Every function is written twice, in `minattn/attention.py` (imported as `att`): a NumPy reference
+# (`*_np`) that states the math, and a PyTorch twin (`*_torch`, or an `nn.Module`) that runs on a
+# GPU. Where the lesson tests a statement of a paper, one call of `minattn.course.stats` decides it
+# in the cell that measured it and prints one row: the paper's number, ours with its 95 % interval,
+# and the outcome. Facts about our own code (an identity, an exact path length) are checked with
+# `assert`, their numbers printed. `MINATTN_SCALE=paper` spends more: 16 seeds per arm on reversal,
+# 5 on recall, sequences up to 4096 in the cost table.
 
 # %%
 import matplotlib.pyplot as plt
@@ -40,22 +40,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from minattn.attention import (
-    MultiHeadAttention,
-    additive_scores_np,
-    additive_scores_torch,
-    attention_backward_np,
-    attention_np,
-    attention_torch,
-    causal_mask_np,
-    causal_mask_torch,
-    merge_heads_np,
-    multi_head_attention_np,
-    online_attention_np,
-    online_attention_torch,
-    softmax_np,
-    split_heads_np,
-)
+import minattn.attention as att
 from minattn.course.lesson import Lesson, show, show_table
 from minattn.course.plots import heatmap, plot_runs
 from minattn.course.stats import all_of, compare, converged, same, versus
@@ -96,11 +81,11 @@ tokens = ["the", "cat", "sat"]
 q = k = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # (3 tokens, d = 2)
 v = np.eye(3)  # one-hot values: each output row shows its weights
 weights = {}
-for name, allowed in (("no mask", np.ones((3, 3), dtype=bool)), ("causal", causal_mask_np(3))):
+for name, allowed in (("no mask", np.ones((3, 3), dtype=bool)), ("causal", att.causal_mask_np(3))):
     s = q @ k.T / np.sqrt(q.shape[-1])  # scores (Lq, Lk): query i against key j
-    p = softmax_np(s, mask=allowed)  # masked softmax: rows >= 0 that sum to 1, masked ones 0
+    p = att.softmax_np(s, mask=allowed)  # masked softmax: rows >= 0 that sum to 1, masked ones 0
     o = p @ v  # each query's weighted sum of the values (Lq, dv)
-    lib_o, lib_p = attention_np(q, k, v, mask=allowed)
+    lib_o, lib_p = att.attention_np(q, k, v, mask=allowed)
     err = max(np.abs(p - lib_p).max(), np.abs(o - lib_o).max())
     print(f"{name}: the three lines vs attention_np, largest difference {err:.1e}")
     assert err < 1e-12, (f"Exercise 1.2: attention_np(q, k, v, mask) should give the weights "
@@ -138,12 +123,13 @@ lesson.savefig(fig, "three_tokens")
 # applies the input checks of `minattn/checks.py`, so the body starts with the math.)
 
 # %%
-show(softmax_np)
-show(attention_np)
+show(att.softmax_np)
+show(att.attention_np)
 
 # %%
-huge = softmax_np(np.array([1e4, 0.0, -1e4]))
-empty_row = attention_np(q, k, v, mask=np.array([[False, False, False]] + [[True] * 3] * 2))[0][0]
+huge = att.softmax_np(np.array([1e4, 0.0, -1e4]))
+empty_row = att.attention_np(q, k, v,
+                             mask=np.array([[False, False, False]] + [[True] * 3] * 2))[0][0]
 print("softmax of (1e4, 0, -1e4):", huge, "— finite")
 print("output of a query that may see no key:", empty_row, "— zeros, not NaN")
 assert np.allclose(huge, [1.0, 0.0, 0.0]), (
@@ -160,18 +146,18 @@ assert np.all(empty_row == 0), (
 # fused kernel where one accepts the inputs (section 7 measures what that saves).
 
 # %%
-show(attention_torch)
+show(att.attention_torch)
 
 # %%
 rng = set_seed(lesson.seed(1))
 q, k, v = (rng.standard_normal((2, 4, 5, 8)), rng.standard_normal((2, 4, 7, 8)),
            rng.standard_normal((2, 4, 7, 6)))
 mask = rng.random((2, 4, 5, 7)) < 0.7
-out_np, weights_np = attention_np(q, k, v, mask)
-err64 = np.abs(out_np - attention_torch(*map(torch.tensor, (q, k, v, mask)))[0].numpy()).max()
+out_np, weights_np = att.attention_np(q, k, v, mask)
+err64 = np.abs(out_np - att.attention_torch(*map(torch.tensor, (q, k, v, mask)))[0].numpy()).max()
 q32, k32, v32 = (torch.tensor(a, dtype=torch.float32) for a in (q, k, v))
 sdpa = F.scaled_dot_product_attention(q32, k32, v32, attn_mask=torch.tensor(mask))
-err32 = (attention_torch(q32, k32, v32, torch.tensor(mask))[0] - sdpa).abs().max().item()
+err32 = (att.attention_torch(q32, k32, v32, torch.tensor(mask))[0] - sdpa).abs().max().item()
 print(f"NumPy vs torch (float64): {err64:.1e}\nours vs F.scaled_dot_product_attention (float32): "
       f"{err32:.1e}")
 assert err64 < 1e-12, ("Exercise 1.2 (with 1.1's softmax_torch): attention_torch should equal "
@@ -198,13 +184,13 @@ assert err32 < 1e-5, ("Exercise 1.2: attention_torch should equal PyTorch's "
 torch.manual_seed(lesson.seed(0))
 B, N, D, H = 2, 10, 32, 4
 theirs = torch.nn.MultiheadAttention(D, H, batch_first=True)
-ours = MultiHeadAttention(d_model=D, num_heads=H).load_from_torch(theirs)  # same weights
+ours = att.MultiHeadAttention(d_model=D, num_heads=H).load_from_torch(theirs)  # same weights
 x = torch.randn(B, N, D)
-allowed = causal_mask_torch(N)
+allowed = att.causal_mask_torch(N)
 w, x_np = ours.numpy_params(), x.double().numpy()  # float64 copies: w_q, b_q, ..., w_o, b_o
 heads_in = [(x_np @ w[f"w_{n}"].T + w[f"b_{n}"]).reshape(B, N, H, D // H).transpose(0, 2, 1, 3)
             for n in "qkv"]  # split: (B, N, D) -> (B, N, H, dh) -> (B, H, N, dh)
-heads, head_weights = attention_np(*heads_in, allowed.numpy())  # (B, H, N, dh): all heads
+heads, head_weights = att.attention_np(*heads_in, allowed.numpy())  # (B, H, N, dh): all heads
 merged = heads.transpose(0, 2, 1, 3).reshape(B, N, D)  # merge: (B, H, N, dh) -> (B, N, D)
 by_hand = merged @ w["w_o"].T + w["b_o"]  # W_O mixes the heads
 expected, expected_w = theirs(x, x, x, attn_mask=~allowed)  # their mask: True = blocked
@@ -212,9 +198,9 @@ got, got_w = ours(x, mask=allowed, need_weights=True)
 errors = {"split/merge by hand vs nn.MultiheadAttention": np.abs(by_hand - expected.double()
                                                                  .detach().numpy()).max(),
           "split_heads_np, merge_heads_np vs the lines above": max(
-              np.abs(split_heads_np(x_np @ w["w_q"].T + w["b_q"], H) - heads_in[0]).max(),
-              np.abs(merge_heads_np(heads) - merged).max()),
-          "multi_head_attention_np vs by hand": np.abs(multi_head_attention_np(
+              np.abs(att.split_heads_np(x_np @ w["w_q"].T + w["b_q"], H) - heads_in[0]).max(),
+              np.abs(att.merge_heads_np(heads) - merged).max()),
+          "multi_head_attention_np vs by hand": np.abs(att.multi_head_attention_np(
               x_np, x_np, x_np, w, H, allowed.numpy())[0] - by_hand).max(),
           "our module vs nn.MultiheadAttention": (got - expected).abs().max().item(),
           "head-averaged weights vs theirs": (got_w.mean(1) - expected_w).abs().max().item()}
@@ -230,7 +216,7 @@ assert max(errors.values()) < 1e-5, ("Exercise 1.2 (attention_np / attention_tor
 # another lesson passed as `attend=` (lesson 02's windows, lesson 03's per-head scales).
 
 # %%
-show(MultiHeadAttention.forward)
+show(att.MultiHeadAttention.forward)
 
 # %% [markdown]
 # **What trained heads look like.** The course ships a small pretrained encoder, MiniLM
@@ -306,7 +292,7 @@ if bert_w is not None:
 
 # %%
 torch.manual_seed(lesson.seed(1))
-mha = MultiHeadAttention(d_model=32, num_heads=4).double()
+mha = att.MultiHeadAttention(d_model=32, num_heads=4).double()
 x = torch.randn(2, 10, 32, dtype=torch.float64)
 perm = torch.randperm(10)
 with torch.no_grad():
@@ -332,12 +318,11 @@ assert err_equi < 1e-12 and err_inv < 1e-12
 # once: lesson 04 uses the same table for *distances*.
 
 # %%
-from minattn.attention import sinusoid_np, sinusoid_torch
 
-show(sinusoid_np)
+show(att.sinusoid_np)
 n_pos, d_pe = 64, 32
-pe = sinusoid_np(n_pos, d_pe)
-pe_err = np.abs(pe - sinusoid_torch(n_pos, d_pe, dtype=torch.float64).numpy()).max()
+pe = att.sinusoid_np(n_pos, d_pe)
+pe_err = np.abs(pe - att.sinusoid_torch(n_pos, d_pe, dtype=torch.float64).numpy()).max()
 print(f"sinusoid table ({n_pos} positions × {d_pe}): NumPy vs torch (float64) {pe_err:.1e}")
 assert pe_err < 1e-12
 
@@ -379,10 +364,9 @@ lesson.savefig(fig, "sinusoids")
 # only to its resolution (one prediction in all of them), not exactly.
 
 # %%
-from minattn.attention import PositionReader
 from minattn.course.attention import reversal, steps_to, train_reversal
 
-show(PositionReader)
+show(att.PositionReader)
 N_REV, N_SYMBOLS, TARGET = lesson.size(full=16, smoke=8), 32, 0.99
 REV_STEPS, EVAL_EVERY = lesson.size(full=200, smoke=6, paper=300), lesson.size(full=5, smoke=2)
 REV_SEEDS = lesson.seeds(lesson.size(full=8, smoke=2, paper=16))
@@ -435,7 +419,7 @@ speed_runs = {std: [train_reversal("learned", seed, rev_held_out, n_symbols=N_SY
                                    steps=REV_STEPS, eval_every=EVAL_EVERY, init_std=std,
                                    stop_at=TARGET, device=lesson.device)[1] for seed in REV_SEEDS]
               for std in SPEED_STDS}
-rms = float(np.sqrt((sinusoid_np(N_REV, 64) ** 2).mean()))
+rms = float(np.sqrt((att.sinusoid_np(N_REV, 64) ** 2).mean()))
 speed = {f"sinusoids (entries of RMS {rms:.2f})": [h for _, h in rev_runs["sinusoid"]],
          "learned, init std 0.02": [h for _, h in rev_runs["learned"]],
          **{f"learned, init std {std:g}": runs for std, runs in speed_runs.items()}}
@@ -449,7 +433,7 @@ for arm, s in steps.items():
                  "mean of the runs that got there": f"{np.mean(got):.1f}" if got else "—",
                  "× the sinusoids'": f"{np.mean(got) / base:.2f}" if got else "—"})
 show_table(rows, list(rows[0]))
-tables = {"the sinusoids": sinusoid_np(N_REV, 64),
+tables = {"the sinusoids": att.sinusoid_np(N_REV, 64),
           "a random table of std 0.71": np.random.default_rng(lesson.seed(0)).normal(
               0, 0.71, (N_REV, 64))}
 for name, table in tables.items():
@@ -507,12 +491,11 @@ lesson.savefig(fig, "reversal")
 # a paper's claim.
 
 # %%
-from minattn.attention import RecallAttention, RecallMeanPool
 from minattn.course.attention import associative_recall, most_frequent_value_accuracy, train_recall
 from minattn.course.train import count_parameters
 
 show(associative_recall)
-show(RecallAttention)
+show(att.RecallAttention)
 
 # %%
 N_PAIRS, N_KEYS, N_VALUES = (lesson.size(full=16, smoke=8), lesson.size(full=64, smoke=16),
@@ -531,7 +514,8 @@ held_out = associative_recall(lesson.size(full=1024, smoke=128), N_PAIRS, N_KEYS
 recall_runs = {name: [train_recall(cls, seed, held_out, n_keys=N_KEYS, n_values=N_VALUES,
                                    steps=STEPS, eval_every=max(STEPS // 30, 5), batch_size=BATCH,
                                    device=lesson.device) for seed in RECALL_SEEDS]
-               for name, cls in (("attention", RecallAttention), ("mean pooling", RecallMeanPool))}
+               for name, cls in (("attention", att.RecallAttention),
+                                 ("mean pooling", att.RecallMeanPool))}
 recall_acc = {name: [h.last("accuracy") for _, h in runs] for name, runs in recall_runs.items()}
 floor = most_frequent_value_accuracy(held_out, N_VALUES)
 show_table([{"model": name, "parameters": f"{count_parameters(runs[0][0]):,}",
@@ -689,14 +673,14 @@ lesson.savefig(plot_row_sensitivity(summary, dims), "why_sqrt_d")
 # A masked entry has $P_{il} = 0$, so $\partial S_{il} = 0$: no gradient crosses a masked edge.
 
 # %%
-show(attention_backward_np)
+show(att.attention_backward_np)
 
 # %%
 grad_out = np.random.default_rng(lesson.seed(3)).standard_normal((2, 4, 5, 6))  # q, k, v: §2
 q_t, k_t, v_t = (torch.tensor(a, requires_grad=True) for a in (q, k, v))  # float64
-out_t, _ = attention_torch(q_t, k_t, v_t, torch.tensor(mask))
+out_t, _ = att.attention_torch(q_t, k_t, v_t, torch.tensor(mask))
 out_t.backward(torch.tensor(grad_out))
-grads = attention_backward_np(grad_out, q, k, v, mask)
+grads = att.attention_backward_np(grad_out, q, k, v, mask)
 for name, g_ours, g_torch in zip("qkv", grads, (q_t.grad, k_t.grad, v_t.grad)):
     err = np.abs(g_ours - g_torch.numpy()).max()
     print(f"max |d{name} ours - d{name} autograd| = {err:.1e}")
@@ -744,14 +728,14 @@ assert identity_err < 1e-12, ("Exercise 1.2: the identity needs attention_np's o
 # FlashAttention-2's backward uses to recompute a block of $P$.
 
 # %%
-show(online_attention_np)
+show(att.online_attention_np)
 
 # %%
-online, lse = online_attention_np(q, k, v, mask, block=3)  # 7 keys: blocks of 3, 3 and 1
+online, lse = att.online_attention_np(q, k, v, mask, block=3)  # 7 keys: blocks of 3, 3 and 1
 online_err = np.abs(online - out_np).max()
 scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
 p_err = np.abs(np.where(mask, np.exp(scores - lse[..., None]), 0.0) - weights_np).max()
-online_t, _ = online_attention_torch(*(torch.tensor(a) for a in (q, k, v, mask)), block=3)
+online_t, _ = att.online_attention_torch(*(torch.tensor(a) for a in (q, k, v, mask)), block=3)
 twin_err = np.abs(online_t.numpy() - online).max()
 print(f"online softmax, blocks of 3 keys, vs attention_np (float64): {online_err:.1e}")
 print(f"P recomputed from lse = m + log ℓ vs attention_np's weights: {p_err:.1e}; torch twin vs "
@@ -784,15 +768,16 @@ assert max(online_err, p_err, twin_err) < 1e-12, (
 # an $L_q \times L_k \times h$ tensor before reducing it.
 
 # %%
-show(additive_scores_np)
+show(att.additive_scores_np)
 
 # %%
 three = [np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])] * 2  # section 1's tokens: q = k
 weights_a = [set_seed(lesson.seed(2)).standard_normal(shape) for shape in ((4, 2), (4, 2), (4,))]
-scores = additive_scores_np(*three, *weights_a)  # h = 4
-err = np.abs(scores - additive_scores_torch(*map(torch.tensor, three + weights_a)).numpy()).max()
+scores = att.additive_scores_np(*three, *weights_a)  # h = 4
+twin = att.additive_scores_torch(*map(torch.tensor, three + weights_a)).numpy()
+err = np.abs(scores - twin).max()
 print(f"additive weights of the three tokens (random W_q, W_k, v_a):\n"
-      f"{softmax_np(scores).round(3)}\nNumPy vs torch additive scores (float64): {err:.1e}")
+      f"{att.softmax_np(scores).round(3)}\nNumPy vs torch additive scores (float64): {err:.1e}")
 assert err < 1e-12
 
 # %% [markdown]
@@ -814,7 +799,7 @@ qs, ks = (torch.randn(n, 64, generator=gen).to(lesson.device) for _ in range(2))
 w_q, w_k = (torch.randn(64, 64, generator=gen).to(lesson.device) / 8 for _ in range(2))
 v_a = torch.randn(64, generator=gen).to(lesson.device)
 score_fns = {"dot": lambda: (qs @ w_q.T) @ (ks @ w_k.T).T / 8,
-             "additive": lambda: additive_scores_torch(qs, ks, w_q, w_k, v_a)}
+             "additive": lambda: att.additive_scores_torch(qs, ks, w_q, w_k, v_a)}
 timer = time.process_time if lesson.device.type == "cpu" else time.perf_counter  # CPU: CPU time
 repeats, score_memory = [], []
 for r in range(lesson.size(full=5, smoke=3)):

@@ -61,6 +61,7 @@ from minattn.course.multiscale import (
     fit_sentences,
     glove_corpus,
     head_statistics,
+    head_statistics_torch,
     mean_vectors,
     partner_task,
     pretrained_head_scales,
@@ -77,6 +78,7 @@ from minattn.course.stats import (
     same,
     versus,
 )
+from minattn.course.train import train
 from minattn.fast.multiscale import (
     DENSE_BELOW,
     band_pieces,
@@ -134,6 +136,7 @@ print(f"uniform head over N = {n}: measured scale {scale_here:.2f} (N/3 = {n / 3
 
 # %%
 show(drop_keys_torch)
+show(pretrained_head_scales)
 N_BERT = lesson.size(full=128, smoke=12, paper=1024)
 try:
     from minattn.course.encoder import load_minilm
@@ -393,6 +396,18 @@ lesson.savefig(fig, "model")
 # and count them higher up.
 
 # %%
+show(partner_task)
+
+# %% [markdown]
+# Every model of this lesson trains in the course's one loop, `train`: a fresh batch each step,
+# AdamW, the gradient clipped, and every `eval_every` steps a look at held-out data, after which
+# `stop` may end the run. Here the look comes once, after the last step: the test accuracy.
+
+# %%
+show(train)
+show(fit_partner)
+
+# %%
 N_PAIR, PAIRS, D_PAIR, H_PAIR, L_PAIR = 32, 3, 40, 5, 3
 PAIR_STEPS = lesson.size(full=400, smoke=4, paper=2000)
 PAIR_SEEDS = lesson.seeds(lesson.size(full=3, smoke=2, paper=8))
@@ -497,6 +512,8 @@ assert heard["Hier-S"] < heard["deepHier-S"] < N_SEQ == heard["Flex"]
 # they stop.
 
 # %%
+show(effective_scale_task)
+show(fit_effective_scale)
 FLEX_STEPS = lesson.size(full=2500, smoke=6, paper=20_000)
 SMALL_STEPS = lesson.size(full=150, smoke=3, paper=5000)  # Hier-S / deepHier-S: bounded anyway
 FLEX_SEEDS = lesson.seeds(lesson.size(full=10, smoke=6, paper=16))  # 6: either outcome
@@ -688,8 +705,15 @@ PAPER_MR = {"Multi-Scale Transformer": 79.25, "Transformer": 77.25, "BiLSTM": 75
 runs = {kind: [run_text(kind, seed) for seed in SEEDS] for kind in MAIN.values()}
 print(f"trained {len(MAIN) * len(SEEDS)} models in {time.process_time() - start:.0f} s of CPU")
 
-right = lambda kind: [r["right"] for r in runs[kind]]  # per seed: 1 where a sentence is right
-accs = lambda kind: [100 * r["right"].mean() for r in runs[kind]]  # per seed, in %
+
+def right(kind):  # per seed: 1 where a sentence is right
+    return [r["right"] for r in runs[kind]]
+
+
+def accs(kind):  # per seed, in %
+    return [100 * r["right"].mean() for r in runs[kind]]
+
+
 print(f"test accuracy (%) on {len(data['test'][2])} sentences, seeds {SEEDS}")
 show_table([{"model": name, "paper (MR)": f"{PAPER_MR[name]:.2f}",
              "ours: mean": f"{np.mean(accs(kind)):.1f}",
@@ -758,8 +782,12 @@ ABLATIONS = lesson.size(full=[], smoke=[("alpha", 1.0), ("alpha", -1.0), ("singl
                                         ("single", 3)], paper=[k for k in PAPER if k != ms_kind])
 for kind in ABLATIONS:
     runs[kind] = [run_text(kind, seed) for seed in SEEDS]
-label = lambda kind: f"α = {kind[1]:+.1f}" if kind[0] == "alpha" else f"one scale, rank " \
-                                                                      f"{kind[1] + 1}"
+
+
+def label(kind):
+    return f"α = {kind[1]:+.1f}" if kind[0] == "alpha" else f"one scale, rank {kind[1] + 1}"
+
+
 print(f"single scales by rank at N = 21: {scale_candidates(21)[:4]}")
 show_table([{"setting": label(kind), "paper (SNLI)": f"{PAPER[kind]:.1f}",
              "ours: mean": f"{np.mean(accs(kind)):.1f}",
@@ -794,6 +822,7 @@ if not ABLATIONS:
 # found in BERT, which, the paper argues, a Transformer trained on little data does not.
 
 # %%
+show(head_statistics_torch)
 ids, lens = corpus["test"]
 sample = torch.argsort(lens, descending=True)[:min(lesson.size(full=256, smoke=32), len(lens))]
 x = ids[sample, :int(lens[sample].max())].to(lesson.device)  # the longest sentences

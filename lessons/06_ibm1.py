@@ -113,7 +113,12 @@ print("C(x, y) on the 6-pair example (rows x, columns y):")
 print("          " + " ".join(f"{y:>6}" for y in ex0.tgt_vocab))
 for x, row in zip(ex0.src_vocab[1:], C_ex[1:]):                 # row 0 is NULL (unused here)
     print(f"{x:>8}  " + " ".join(f"{v:6.2f}" for v in row))
-C_at = lambda x, y: C_ex[ex0.src_index[x], ex0.tgt_index[y]]
+
+
+def C_at(x, y):  # C(x, y) by word
+    return C_ex[ex0.src_index[x], ex0.tgt_index[y]]
+
+
 assert C_at("book", "buch") == 1 / 4 + 1 / 2 + 1 / 2 and C_at("book", "das") == 1 / 4 + 1 / 2
 assert C_at("house", "das") == C_at("house", "haus") == 1 / 4 + 1 / 4 + 1 / 2
 assert np.isclose(C_ex.sum(), sum(map(len, EX_TGT)))            # one unit per output token

@@ -186,3 +186,16 @@ def test_a_lesson_line_runs_past_100_columns_only_in_a_markdown_table():
             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
             if len(line) > 100 and not line.startswith("# |")]
     assert not long, "\n".join(long)
+
+
+def test_a_lessons_experiment_reads_on_its_page():
+    """The helper code a lesson reaches but never `show()`s is at most half of the lesson's own
+    code: its loop, test-data rule and stopping rule are written or shown where the text
+    explains them (tests/lesson_helper_share.py: the same measurement, as a script)."""
+    from lesson_helper_share import MAX_SHARE, shares
+
+    measured = shares(ROOT)
+    assert len(measured) == len(list((ROOT / "lessons").glob("[0-9][0-9]_*.py"))) > 0
+    above = [f"{name}: {hidden} hidden helper lines for {own} own ({hidden / own:.0%})"
+             for name, (own, hidden) in measured.items() if hidden > MAX_SHARE * own]
+    assert not above, "\n".join(above)

@@ -55,11 +55,10 @@ def effective_scale_task(batch_size: int, n: int, d: int, k: int, generator: tor
 
     Returns x (B, N, d) float32 and y (B, d).
     """
-    batch_size, n = check_size("batch_size", batch_size, 1), check_size("n", n, 1)
-    d, k = check_size("d", d, 1), check_size("k", k, 1)
-    if batch_size <= 0 or d <= 0 or n < 2 or not 1 <= k <= n // 2:
-        fail("effective_scale_task sizes", "batch_size, d >= 1, n >= 2 and 1 <= k <= n // 2",
-             f"batch_size={batch_size}, n={n}, d={d}, k={k}")
+    batch_size, d = check_size("batch_size", batch_size, 1), check_size("d", d, 1)
+    n, k = check_size("n", n, 2), check_size("k", k, 1)
+    if k > n // 2:
+        fail("k", "1 <= k <= n // 2", f"k={k}, n={n}")
     x = torch.rand(batch_size, n, d, generator=generator)
     y = (x[:, :k] * x.flip(1)[:, :k]).sum(1)  # a_i ⊙ a_{N-i+1}, i = 1..K
     return x.to(device), y.to(device)
@@ -127,8 +126,6 @@ def glove_corpus(splits: dict[str, list[str]], vocab: list[str], vectors: np.nda
     if len(vocab) != vectors.shape[0]:
         fail("vectors", f"one row per word of vocab ({len(vocab)})", describe(vectors))
     max_len = check_size("max_len", max_len, 1)
-    if max_len < 1:
-        fail("max_len", "an int >= 1", repr(max_len))
     index = {w: i for i, w in enumerate(vocab)}
     tokens = {name: [tokenize(s)[:max_len] for s in texts] for name, texts in splits.items()}
     used = sorted({index[w] for sents in tokens.values() for s in sents for w in s if w in index})
