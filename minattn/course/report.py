@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from .pages import write_whole
 from .stats import OUTCOMES, RULE
 
 FIELDS = ("claim", "paper", "ours", "outcome", "reason", "computed", "n", "finding", "detail",
@@ -77,5 +78,5 @@ def write_report(figure_root: Path, lessons: list[str] | None = None) -> tuple[P
     figure_root = Path(figure_root)
     figure_root.mkdir(parents=True, exist_ok=True)
     path = figure_root / "REPORT.md"
-    path.write_text(text, encoding="utf-8")
+    write_whole(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))  # Ctrl-C: the old one
     return path, text
