@@ -313,9 +313,6 @@ def execute_lesson(lesson: Path, out_dir: Path, env: dict | None = None,
     claims = Path(env.get("MINATTN_FIGURES") or figure_root(smoke)) / lesson.stem / "claims.json"
     written = save_run(notebook, ipynb, page, interrupted, claims)
     interrupted = notebook.metadata["minattn"].get("interrupted", False)
-    if written != ipynb:
-        print(f"  interrupted: what ran is in {_rel(written)}; {_rel(ipynb)} and its page are "
-              "the previous run's, kept as they were", flush=True)
     error = notebook.metadata["minattn"]["error"]
     return LessonRun(lesson, written, page, not error, seconds, error, misses, interrupted)
 
@@ -382,8 +379,7 @@ def _on_signal(signum, frame=None) -> None:
     _STOP["signal"] = _STOP["signal"] or signum
     name = signal.Signals(signum).name
     pid = _STOP["kernel"]
-    print(f"\n{name}: " + ("stopping now" if again else "stopping the course; the lesson "
-          f"running is replaced by nothing ({name} again to stop at once)"),
+    print(f"\n{name}: " + ("stopping now" if again else f"stopping ({name} again: at once)"),
           file=sys.stderr, flush=True)
     if pid:
         with contextlib.suppress(OSError):
