@@ -102,11 +102,11 @@ class Lesson:
     """
 
     def __init__(self, name: str, cpu_threads: int | None = 1):
-        import torch
-
         if not in_notebook() and not hasattr(sys.excepthook, "settings_error"):
             sys.excepthook = _one_line_settings_error(sys.excepthook)
         config = settings()  # every MINATTN_* value, checked before anything is written
+        import torch
+
         guard_lesson()  # refuse another checkout's minattn; unimplemented exercise -> one line
         self.name = name
         self.scale = config.scale
