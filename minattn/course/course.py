@@ -13,7 +13,8 @@ its printed results and inline figures; notebooks/NN_x.html is a static copy wit
 embedded (pages.py); notebooks/index.html lists every lesson page in the folder. Figures go to
 figures/<lesson>/. Every paper claim a lesson records (`Lesson.claim`) is collected into one
 table, printed and written to figures/REPORT.md. A failing lesson is kept (with its error
-shown in the notebook) and makes the run exit non-zero; the other lessons still run.
+shown in the notebook; its claims stay those of its last run that finished) and makes the run
+exit non-zero; the other lessons still run.
 
 The pages to share with a class (--class-pages; `make class-pages`): a copy of a build
 (notebooks/, or --out DIR) in <folder>-class/, where every listing of the library that a lesson
@@ -26,10 +27,16 @@ and figures-smoke/ (unless --out or MINATTN_FIGURES name others), so it never re
 run's notebooks or claims. A blank build (--notebooks-only) keeps every notebook that holds
 outputs or edits. A run that replaces a notebook its reader edited or ran (or a full run's
 notebook with a smoke one, or a finished run's with a failed one) first copies it to
-<folder>/backups/, and says so. A run interrupted by Ctrl-C replaces nothing: what it ran goes
-to <folder>/backups/<lesson>-interrupted-<time>.ipynb, and the previous notebook, its page and
-the index stay as they were. Every file is written whole (a temporary file, then renamed):
-Ctrl-C during a write leaves the previous file.
+<folder>/backups/, and says so. Ctrl-C (SIGINT) or SIGTERM, at any moment (a kernel
+starting, a cell, the export, between lessons), stops the whole run: the running cell is
+interrupted, what ran goes to <folder>/backups/<lesson>-interrupted-<time>.ipynb, and that
+lesson's notebook, page and claims stay as they were; no later lesson starts, one line says
+what finished and what was kept, and the exit status is 128 + the signal (130, 143). A
+lesson's claims (figures/<lesson>/claims.json.partial while it runs) are moved into place only
+when its run finished. Every file is written whole (a temporary file, then renamed).
+
+Every MINATTN_* setting is checked before anything is written (settings.py); a bad one is
+refused in one line, exit status 2.
 """
 
 from __future__ import annotations
