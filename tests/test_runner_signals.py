@@ -114,7 +114,7 @@ def run_course(root, moment, sig, timeout=120):
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def run_without_kernel(root, moment, sig, monkeypatch, capsys):
+def run_without_kernel(root, moment, sig, monkeypatch, capsys, error=""):
     """The same run in this process, each kernel's run made up on the spot (with its claims),
     this process signalled at `moment` ("export", "between lessons" or None)."""
     monkeypatch.setattr(course, "REPO_ROOT", root)
@@ -130,7 +130,7 @@ def run_without_kernel(root, moment, sig, monkeypatch, capsys):
         notebook = course.lesson_notebook(lesson)
         notebook.cells[-1].outputs = [nbformat.v4.new_output("stream", name="stdout",
                                                              text="ran\n")]
-        return notebook, ""
+        return notebook, error if lesson.stem == "97_first" else ""
     monkeypatch.setattr(course, "run_notebook", run_notebook)
     if moment == "export":
         export = course.export_html
@@ -207,6 +207,20 @@ def test_without_a_signal_the_run_moves_its_claims_into_place(tmp_path, monkeypa
     assert after["figures/97_first/claims.json"].decode() == NEW_CLAIMS
     assert not (tmp_path / "figures" / "97_first" / "claims.json.partial").exists()
     assert (tmp_path / "notebooks" / "98_second.ipynb").exists()
+
+
+def test_a_failing_lesson_is_failed_keeps_the_previous_claims_and_the_next_one_runs(
+        tmp_path, monkeypatch, capsys):
+    """What a signal is not: a cell that raised (KeyboardInterrupt included) is a failure."""
+    previous_build(tmp_path)
+    code, out, err = run_without_kernel(tmp_path, None, signal.SIGINT, monkeypatch, capsys,
+                                        error="KeyboardInterrupt: raised by the cell")
+    assert code == 1 and "FAILED: KeyboardInterrupt: raised by the cell" in out, out + err
+    assert "interrupted" not in out + err
+    assert (tmp_path / "figures" / "97_first" / "claims.json").read_text() == OLD_CLAIMS
+    assert (tmp_path / "notebooks" / "98_second.ipynb").exists()
+    (backup,) = (tmp_path / "notebooks" / "backups").glob("97_first-*.ipynb")  # the finished run
+    assert "interrupted" not in backup.name
 
 
 @pytest.mark.slow
