@@ -55,22 +55,6 @@ def in_notebook() -> bool:
     return "ipykernel" in sys.modules and "IPython" in sys.modules
 
 
-def is_smoke() -> bool:
-    """Smoke mode: MINATTN_SMOKE is on (1, true, yes, on) or MINATTN_SCALE=smoke."""
-    return settings().smoke
-
-
-def seed_offset() -> int:
-    """MINATTN_SEED: an integer added to every seed a lesson uses (default 0)."""
-    return settings().seed
-
-
-def run_scale() -> str:
-    """'smoke' (MINATTN_SMOKE=1 or MINATTN_SCALE=smoke), 'paper' (MINATTN_SCALE=paper) or
-    'full' (the default)."""
-    return settings().scale
-
-
 def _one_line_settings_error(previous):
     """A script's excepthook that prints a refused setting as its one line, not a traceback."""
     def hook(etype, value, tb):
