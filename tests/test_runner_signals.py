@@ -114,7 +114,7 @@ def run_course(root, moment, sig, timeout=120):
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def run_without_kernel(root, moment, sig, monkeypatch, capsys, error=""):
+def run_without_kernel(root, moment, sig, monkeypatch, capsys, error="", times=1):
     """The same run in this process, each kernel's run made up on the spot (with its claims),
     this process signalled at `moment` ("export", "between lessons" or None)."""
     monkeypatch.setattr(course, "REPO_ROOT", root)
@@ -136,7 +136,8 @@ def run_without_kernel(root, moment, sig, monkeypatch, capsys, error=""):
         export = course.export_html
 
         def export_html(notebook, path):
-            os.kill(os.getpid(), sig)
+            for _ in range(times):
+                os.kill(os.getpid(), sig)
             export(notebook, path)
         monkeypatch.setattr(course, "export_html", export_html)
     elif moment == "between lessons":
@@ -176,6 +177,19 @@ def test_a_signal_during_the_export_replaces_nothing(tmp_path, sig, monkeypatch,
     code, out, err = run_without_kernel(tmp_path, "export", sig, monkeypatch, capsys)
     partial = assert_stopped(tmp_path, before, code, out, err, sig)
     assert nbformat.read(partial, as_version=4).cells[-1].outputs[0].text == "ran\n"
+
+
+def test_a_second_signal_outside_a_kernel_stops_at_once_replacing_nothing(tmp_path,
+                                                                          monkeypatch, capsys):
+    previous_build(tmp_path)
+    before = state(tmp_path)
+    code, out, err = run_without_kernel(tmp_path, "export", signal.SIGINT, monkeypatch, capsys,
+                                        times=2)
+    assert code == 130 and "Traceback" not in err, (code, out, err)
+    assert err.strip().splitlines()[-2:] == ["SIGINT: stopping now", "interrupted (SIGINT): 0 "
+                                             "of 2 lessons finished (none)"], err
+    assert state(tmp_path) == before
+    assert not list((tmp_path / "notebooks").glob(".*"))
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])

@@ -482,14 +482,15 @@ def main(argv: list[str] | None = None) -> int:
             report, text = write_report(figures)
             index = write_index(out_dir, report, collect_claims(figures), RULE)
     except KeyboardInterrupt:  # a second signal between two kernels: at once
-        pass
+        _STOP["signal"] = _STOP["signal"] or signal.SIGINT
     finally:
         _STOP["catching"] = False
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if _STOP["signal"]:
         print(stopped_line(runs, lessons), file=sys.stderr)
-        return 128 + _STOP["signal"]
+        code, _STOP["signal"] = 128 + _STOP["signal"], None
+        return code
 
     print("\n" + text)
     print(f"report: {_rel(report)}    course: {_rel(index)}")
