@@ -239,6 +239,7 @@ def test_a_failing_lesson_is_failed_keeps_the_previous_claims_and_the_next_one_r
 
 @pytest.mark.slow
 @pytest.mark.parametrize("moment,sig", [("kernel start", signal.SIGINT),
+                                        ("kernel start", signal.SIGTERM),
                                         ("cell", signal.SIGINT), ("cell", signal.SIGTERM)])
 def test_a_signal_while_the_kernel_starts_or_a_cell_runs_replaces_nothing(tmp_path, moment,
                                                                           sig):
