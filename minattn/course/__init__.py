@@ -3,6 +3,7 @@
 The machinery every lesson shares:
     lesson     smoke/full/paper scale, seeds (MINATTN_SEED), figures, `show(fn)`, and
                `lesson.claim(...)`: one printed row per paper claim, decided where it is measured
+    settings   every MINATTN_* variable, checked in one place (a bad value: one line)
     stats      the outcome rule: estimates, the tests a claim calls, gates on training curves
     train      the training loop (tqdm bar, History)
     utils      seeding, device choice;  plots, tables: figure and table helpers

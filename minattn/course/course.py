@@ -13,7 +13,8 @@ its printed results and inline figures; notebooks/NN_x.html is a static copy wit
 embedded (pages.py); notebooks/index.html lists every lesson page in the folder. Figures go to
 figures/<lesson>/. Every paper claim a lesson records (`Lesson.claim`) is collected into one
 table, printed and written to figures/REPORT.md. A failing lesson is kept (with its error
-shown in the notebook) and makes the run exit non-zero; the other lessons still run.
+shown in the notebook; its claims stay those of its last run that finished) and makes the run
+exit non-zero; the other lessons still run.
 
 The pages to share with a class (--class-pages; `make class-pages`): a copy of a build
 (notebooks/, or --out DIR) in <folder>-class/, where every listing of the library that a lesson
@@ -26,10 +27,16 @@ and figures-smoke/ (unless --out or MINATTN_FIGURES name others), so it never re
 run's notebooks or claims. A blank build (--notebooks-only) keeps every notebook that holds
 outputs or edits. A run that replaces a notebook its reader edited or ran (or a full run's
 notebook with a smoke one, or a finished run's with a failed one) first copies it to
-<folder>/backups/, and says so. A run interrupted by Ctrl-C replaces nothing: what it ran goes
-to <folder>/backups/<lesson>-interrupted-<time>.ipynb, and the previous notebook, its page and
-the index stay as they were. Every file is written whole (a temporary file, then renamed):
-Ctrl-C during a write leaves the previous file.
+<folder>/backups/, and says so. Ctrl-C (SIGINT) or SIGTERM, at any moment (a kernel
+starting, a cell, the export, between lessons), stops the whole run: the running cell is
+interrupted, what ran goes to <folder>/backups/<lesson>-interrupted-<time>.ipynb, and that
+lesson's notebook, page and claims stay as they were; no later lesson starts, one line says
+what finished and what was kept, and the exit status is 128 + the signal (130, 143). A
+lesson's claims (figures/<lesson>/claims.json.partial while it runs) are moved into place only
+when its run finished. Every file is written whole (a temporary file, then renamed).
+
+Every MINATTN_* setting is checked before anything is written (settings.py); a bad one is
+refused in one line, exit status 2.
 """
 
 from __future__ import annotations
@@ -58,6 +65,7 @@ from .pages import (
     write_whole,
 )
 from .report import collect_claims, write_report
+from .settings import SettingsError, settings
 from .stats import RULE
 
 CELL_TIMEOUT = 1800  # seconds one cell may run (full-mode training cells take minutes on CPU)
@@ -139,17 +147,36 @@ def write_notebook(notebook, path: Path) -> Path | None:
     return backup
 
 
-def save_run(notebook, ipynb: Path, page: Path, interrupted: bool) -> Path:
-    """Write a lesson's executed notebook and its page; returns where the notebook went. An
-    interrupted run never replaces a notebook already there: it goes to
-    backups/<stem>-interrupted-<time>.ipynb (without a page), and the previous notebook and
-    page stay as they were -- as does the index, which lists them."""
-    if interrupted and ipynb.exists():
-        backup = backup_path(ipynb, "interrupted")
-        write_notebook(notebook, backup)
-        return backup
-    write_notebook(notebook, ipynb)
-    export_html(notebook, page)
+def save_run(notebook, ipynb: Path, page: Path, interrupted: bool,
+             claims: Path | None = None) -> Path:
+    """Write a lesson's executed notebook and its page, and move the claims its run recorded
+    (<claims>.partial, written by `Lesson`) to `claims`; returns where the notebook went.
+
+    The page is made first, beside the old one; a signal that came meanwhile (or before:
+    `interrupted`) makes it an interrupted run, which replaces nothing already there: the
+    notebook goes to backups/<stem>-interrupted-<time>.ipynb (without a page), and the previous
+    notebook, page and claims stay as they were -- as does the index, which lists them. Only a
+    run that finished moves its claims into place."""
+    staged = page.with_name(f".{page.name}.staged")
+    try:
+        if not interrupted:
+            export_html(notebook, staged)  # seconds for a long lesson: a signal may come
+            interrupted = _STOP["signal"] is not None
+        if interrupted:
+            notebook.metadata["minattn"].update(ok=False, interrupted=True,
+                                                error=f"interrupted ({_stop_name()})")
+            if ipynb.exists():
+                backup = backup_path(ipynb, "interrupted")
+                write_notebook(notebook, backup)
+                return backup
+            export_html(notebook, staged)  # no previous run: this one is the page
+        write_notebook(notebook, ipynb)
+        os.replace(staged, page)
+    finally:
+        staged.unlink(missing_ok=True)
+    partial = None if claims is None else claims.with_name(claims.name + ".partial")
+    if partial is not None and notebook.metadata["minattn"].get("ok") and partial.exists():
+        os.replace(partial, claims)
     return ipynb
 
 
@@ -181,29 +208,37 @@ class LessonRun:
     seconds: float
     error: str = ""
     prose_misses: tuple = ()  # approximate numbers in the markdown that this run did not print
+    interrupted: bool = False  # by a SIGINT or SIGTERM: nothing of this lesson was replaced
 
 
-def execute_lesson(lesson: Path, out_dir: Path, env: dict | None = None,
-                   timeout: int = CELL_TIMEOUT, progress: bool = True) -> LessonRun:
-    """Execute `lesson` once as a notebook; write <out_dir>/<stem>.ipynb and .html.
-
-    The kernel runs from the repository root with `env` (default: this process's environment),
-    over IPC (no TCP port). On a failing cell the notebook is still written, with the error in
-    it, and ok is False. With `progress`, the kernel's printed text and progress bars are
-    echoed to the terminal as they come, and a line marks each finished cell.
+def run_notebook(lesson: Path, env: dict, timeout: int = CELL_TIMEOUT,
+                 progress: bool = True) -> tuple:
+    """(the executed notebook, '' or the error that stopped it): `lesson` run once through a
+    Jupyter kernel, from the repository root, with `env` (MINATTN_RUNNER=1 added: the kernel's
+    Lesson leaves its claims for `save_run` to move into place), over IPC (no TCP port). With
+    `progress`, the kernel's printed text and progress bars are echoed to the terminal as they
+    come, and a line marks each finished cell.
     """
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
     from traitlets.config import Config
 
-    out_dir.mkdir(parents=True, exist_ok=True)
     notebook = lesson_notebook(lesson)
     n_code = sum(c.cell_type == "code" for c in notebook.cells)
     start = time.perf_counter()
     done = 0
 
     class EchoingClient(NotebookClient):
-        """Echoes the kernel's printed text (and its progress bars) to the terminal live."""
+        """Echoes the kernel's printed text (and its progress bars) to the terminal live; a
+        SIGINT or SIGTERM stops the course (nbclient's own handler would kill the kernel,
+        losing the cell's output, and the course would go on to the next lesson)."""
+
+        async def async_start_new_kernel(self, **kwargs):
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):  # in place of nbclient's
+                with contextlib.suppress(RuntimeError, NotImplementedError):
+                    loop.add_signal_handler(sig, _on_signal, sig)
+            return await super().async_start_new_kernel(**kwargs)
 
         def process_message(self, msg, cell, cell_index):
             if progress and msg["msg_type"] == "stream":
@@ -213,21 +248,12 @@ def execute_lesson(lesson: Path, out_dir: Path, env: dict | None = None,
             return super().process_message(msg, cell, cell_index)
 
     def on_notebook_start(notebook):
-        """Ctrl-C interrupts the running cell (nbclient's own handler would kill the kernel
-        and lose the notebook): the notebook is written with what ran, and main stops."""
-        pid = getattr(client.km.provisioner, "pid", None)  # its own session: no Ctrl-C of ours
+        """The kernel is ready: a signal from now on interrupts its running cell."""
+        _STOP["kernel"] = getattr(client.km.provisioner, "pid", None)  # in its own session
 
-        def on_ctrl_c():
-            again = _CTRL_C["pressed"]
-            _CTRL_C["pressed"] = True
-            print("\ninterrupted: " + ("stopping now" if again else "the notebook so far is "
-                  "written, then the course stops (Ctrl-C again to stop at once)"),
-                  file=sys.stderr, flush=True)
-            if pid:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL if again else signal.SIGINT)
-        with contextlib.suppress(RuntimeError, NotImplementedError):
-            asyncio.get_event_loop().add_signal_handler(signal.SIGINT, on_ctrl_c)
+    def on_cell_start(cell, cell_index):
+        if _STOP["signal"]:  # came while the kernel started, or between two cells
+            raise Stopped(_stop_name())
 
     def on_cell_executed(cell, cell_index, execute_reply):
         nonlocal done
@@ -246,40 +272,56 @@ def execute_lesson(lesson: Path, out_dir: Path, env: dict | None = None,
     client = EchoingClient(notebook, timeout=timeout, kernel_name="python3",
                            resources={"metadata": {"path": str(REPO_ROOT)}},
                            on_cell_executed=on_cell_executed,
-                           on_notebook_start=on_notebook_start,
+                           on_notebook_start=on_notebook_start, on_cell_start=on_cell_start,
                            config=Config(KernelManager={"transport": "ipc",
                                                         "ip": f"{sockets}/kernel"}))
     error = ""
     try:
-        kernel_env = dict(os.environ if env is None else env)
+        kernel_env = dict(os.environ if env is None else env, MINATTN_RUNNER="1")
         kernel_env.pop("MPLBACKEND", None)  # e.g. Agg would hide the figures: use the inline one
         kernel_env["PYTHONWARNINGS"] = ",".join(
             w for w in (kernel_env.get("PYTHONWARNINGS"), KERNEL_WARNINGS) if w)
         client.execute(env=kernel_env)
     except CellExecutionError as exc:
         error = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
-    except Exception as exc:  # a dead kernel, a timeout: still write what ran
+    except Exception as exc:  # a dead kernel, a timeout, Stopped: still write what ran
         error = f"{type(exc).__name__}: {exc}"
     finally:
+        _STOP["kernel"] = None
         shutil.rmtree(sockets, ignore_errors=True)
-    error = ANSI.sub("", error)
-    interrupted = _CTRL_C["pressed"]
-    if interrupted:
-        error = "interrupted (Ctrl-C)"
+        if _STOP["catching"]:
+            _catch_signals()  # nbclient put back the default handlers
+    return notebook, ANSI.sub("", error)
+
+
+def execute_lesson(lesson: Path, out_dir: Path, env: dict | None = None,
+                   timeout: int = CELL_TIMEOUT, progress: bool = True) -> LessonRun:
+    """Execute `lesson` once as a notebook; write <out_dir>/<stem>.ipynb and .html, and move
+    the claims the run recorded into place.
+
+    The kernel runs from the repository root with `env` (default: this process's environment),
+    over IPC (no TCP port). On a failing cell the notebook is still written, with the error in
+    it, and ok is False (the claims stay those of the last run that finished). A SIGINT or
+    SIGTERM at any moment interrupts the running cell and replaces nothing (`save_run`).
+    """
+    env = dict(os.environ if env is None else env)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    notebook, error = run_notebook(lesson, env, timeout, progress)
+    interrupted = _STOP["signal"] is not None
     seconds = time.perf_counter() - start
     tidy_notebook(notebook, REPO_ROOT)
-    misses = () if _smoke(env) or interrupted else approximate_misses(lesson, notebook)
+    smoke = settings(env).smoke
+    misses = () if smoke or interrupted else approximate_misses(lesson, notebook)
     notebook.metadata["minattn"] = {"seconds": round(seconds, 1), "ok": not error,
-                                    "smoke": _smoke(env), "error": error,
+                                    "smoke": smoke, "error": error,
                                     "prose_misses": [m.text for m in misses]}
-    if interrupted:
-        notebook.metadata["minattn"]["interrupted"] = True
     ipynb, page = out_dir / f"{lesson.stem}.ipynb", out_dir / f"{lesson.stem}.html"
-    written = save_run(notebook, ipynb, page, interrupted)
-    if written != ipynb:
-        print(f"  interrupted: what ran is in {_rel(written)}; {_rel(ipynb)} and its page are "
-              "the previous run's, kept as they were", flush=True)
-    return LessonRun(lesson, written, page, not error, seconds, error, misses)
+    claims = Path(env.get("MINATTN_FIGURES") or figure_root(smoke)) / lesson.stem / "claims.json"
+    written = save_run(notebook, ipynb, page, interrupted, claims)
+    interrupted = notebook.metadata["minattn"].get("interrupted", False)
+    error = notebook.metadata["minattn"]["error"]
+    return LessonRun(lesson, written, page, not error, seconds, error, misses, interrupted)
 
 
 def approximate_misses(lesson: Path, notebook) -> tuple:
@@ -289,13 +331,6 @@ def approximate_misses(lesson: Path, notebook) -> tuple:
 
     return tuple(s for s in unsupported(lesson, printed_text(notebook), check_approx=True)
                  if s.approx)
-
-
-def _smoke(env: dict | None) -> bool:
-    value = (os.environ if env is None else env).get("MINATTN_SMOKE", "")
-    return value.strip().lower() not in ("", "0", "false", "no")
-
-
 
 
 # ============================================================================ the class's pages
@@ -330,19 +365,77 @@ def class_pages(source: Path, dest: Path) -> Path:
 
 
 # ============================================================================ main
-_CTRL_C = {"pressed": False}  # set by a Ctrl-C while a lesson's kernel runs (execute_lesson)
+# The first SIGINT or SIGTERM of a run (a number), the running kernel's pid (None between two
+# lessons' kernels), whether main's handlers are in place.
+_STOP = {"signal": None, "kernel": None, "catching": False}
+
+
+class Stopped(Exception):
+    """A signal came while a lesson's kernel started or between two of its cells."""
+
+
+def _stop_name() -> str:
+    return signal.Signals(_STOP["signal"]).name if _STOP["signal"] else ""
+
+
+def _on_signal(signum, frame=None) -> None:
+    """SIGINT or SIGTERM, at any moment of a run: the running cell is interrupted (its output
+    kept), nothing of the lesson is replaced, and the course stops. A second one kills the
+    kernel (a cell in C code may not see the interrupt), or stops at once between kernels."""
+    again = _STOP["signal"] is not None
+    _STOP["signal"] = _STOP["signal"] or signum
+    name = signal.Signals(signum).name
+    pid = _STOP["kernel"]
+    print(f"\n{name}: " + ("stopping now" if again else f"stopping ({name} again: at once)"),
+          file=sys.stderr, flush=True)
+    if pid:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL if again else signal.SIGINT)
+    elif again:
+        raise KeyboardInterrupt
+
+
+def _catch_signals() -> None:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _on_signal)
 
 
 def figure_root(smoke: bool | None = None) -> Path:
     """Where the lessons' figures and claims go: MINATTN_FIGURES, else figures/ (figures-smoke/
     for a smoke run, so that it never replaces a full run's claims)."""
-    smoke = _smoke(None) if smoke is None else smoke
+    smoke = settings().smoke if smoke is None else smoke
     default = REPO_ROOT / ("figures-smoke" if smoke else "figures")
     return Path(os.environ.get("MINATTN_FIGURES") or default)
 
 
+def run_lessons(lessons: list[Path], out_dir: Path, env: dict) -> list[LessonRun]:
+    """Execute the lessons one after another until they are done or a signal came."""
+    runs = []
+    for lesson in lessons:
+        if _STOP["signal"]:
+            break
+        print(f"\n=== {lesson.name} (as a notebook) " + "=" * max(0, 48 - len(lesson.name)),
+              flush=True)
+        run = execute_lesson(lesson, out_dir, env=env)
+        runs.append(run)
+        if run.interrupted:
+            break
+        pages = _rel(run.notebook) + (f", {_rel(run.html)}" if run.notebook.parent
+                                      == run.html.parent else "")
+        print(f"  {'ok' if run.ok else 'FAILED: ' + run.error} in {run.seconds:.0f} s -> "
+              f"{pages}", flush=True)
+        for miss in run.prose_misses:
+            print(f"  warning: the text says about {miss.text}, which this run did not "
+                  f"print (…{miss.context}…)")
+    return runs
+
+
 def main(argv: list[str] | None = None) -> int:
-    smoke = _smoke(None)
+    try:
+        smoke = settings().smoke  # every MINATTN_* value, checked before anything is written
+    except SettingsError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notebooks-only", action="store_true",
                         help="write unexecuted notebooks (never over one that holds outputs or "
@@ -378,31 +471,27 @@ def main(argv: list[str] | None = None) -> int:
 
     figures = figure_root(smoke)
     env = dict(os.environ, MINATTN_FIGURES=str(figures))
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    _STOP.update(signal=None, kernel=None, catching=True)
+    _catch_signals()
     runs = []
     try:
-        for lesson in lessons:
-            if _CTRL_C["pressed"]:
-                break
-            print(f"\n=== {lesson.name} (as a notebook) " + "=" * max(0, 48 - len(lesson.name)),
-                  flush=True)
-            run = execute_lesson(lesson, out_dir, env=env)
-            pages = _rel(run.notebook) + (f", {_rel(run.html)}" if run.notebook.parent
-                                          == run.html.parent else "")
-            print(f"  {'ok' if run.ok else 'FAILED: ' + run.error} in {run.seconds:.0f} s -> "
-                  f"{pages}", flush=True)
-            for miss in run.prose_misses:
-                print(f"  warning: the text says about {miss.text}, which this run did not "
-                      f"print (…{miss.context}…)")
-            runs.append(run)
-    except KeyboardInterrupt:  # between two lessons' kernels
-        _CTRL_C["pressed"] = True
-    if _CTRL_C["pressed"]:
-        print(f"interrupted: {len(runs)} of {len(lessons)} lessons ran "
-              f"({' '.join(r.lesson.stem for r in runs) or 'none'})", file=sys.stderr)
-        return 130
+        runs = run_lessons(lessons, out_dir, env)
+        if not _STOP["signal"] or any(not r.interrupted for r in runs):
+            # the index and report of what is there now (every lesson's latest claims)
+            report, text = write_report(figures)
+            index = write_index(out_dir, report, collect_claims(figures), RULE)
+    except KeyboardInterrupt:  # a second signal between two kernels: at once
+        _STOP["signal"] = _STOP["signal"] or signal.SIGINT
+    finally:
+        _STOP["catching"] = False
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if _STOP["signal"]:
+        print(stopped_line(runs, lessons), file=sys.stderr)
+        code, _STOP["signal"] = 128 + _STOP["signal"], None
+        return code
 
-    report, text = write_report(figures)  # every lesson's latest claims, not just these
-    index = write_index(out_dir, report, collect_claims(figures), RULE)
     print("\n" + text)
     print(f"report: {_rel(report)}    course: {_rel(index)}")
     if smoke:
@@ -413,6 +502,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {run.lesson.name} | {'ok' if run.ok else 'FAILED: ' + run.error} | "
               f"{run.seconds:.0f} s |")
     return 0 if all(run.ok for run in runs) else 1
+
+
+def stopped_line(runs: list[LessonRun], lessons: list[Path]) -> str:
+    """The one line a run stopped by a signal ends with: which lessons finished, what was kept."""
+    finished = [r.lesson.stem for r in runs if not r.interrupted]
+    line = (f"interrupted ({_stop_name()}): {len(finished)} of {len(lessons)} lessons finished "
+            f"({' '.join(finished) or 'none'})")
+    for run in runs:
+        if run.interrupted and run.notebook.parent.name == "backups":
+            line += (f"; what ran of {run.lesson.stem} is in {_rel(run.notebook)}, its "
+                     "previous notebook, page and claims are kept")
+        elif run.interrupted:
+            line += f"; what ran of {run.lesson.stem} is its page (it had none before)"
+    return line
 
 
 if __name__ == "__main__":

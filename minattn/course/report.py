@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from . import stats
+from .pages import write_whole
 from .stats import NOT_TESTED, OUTCOMES, RULE
 
 FIELDS = ("claim", "paper", "ours", "outcome", "reason", "computed", "n", "finding", "detail",
@@ -132,5 +133,5 @@ def write_report(figure_root: Path, lessons: list[str] | None = None) -> tuple[P
     figure_root = Path(figure_root)
     figure_root.mkdir(parents=True, exist_ok=True)
     path = figure_root / "REPORT.md"
-    path.write_text(text, encoding="utf-8")
+    write_whole(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))  # Ctrl-C: the old one
     return path, text
