@@ -357,6 +357,7 @@ def test_course_report_shows_power_and_counts_our_findings_apart(tmp_path, monke
                  changed_after_run="the line moved from 0.5 to 0.6 (earlier: contradicted)")
     with pytest.raises(ValueError):
         lesson.claim("bad kind", "x", test=not_run(), kind="mine")
+    lesson.finish()  # the run is over: its claims become claims.json
     records = json.loads((tmp_path / "99_power" / "claims.json").read_text())
     assert records[0]["power"]["reproduced"] > 0.99 and records[0]["power"]["source"] == "measured"
     assert records[1]["power"]["reproduced"] < 0.8 and records[1]["power"]["source"] == "paper"
