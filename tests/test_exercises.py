@@ -541,7 +541,9 @@ def test_the_audit_finds_answers_outside_the_library(tmp_path):
     assert "exercise 9.3: tests/test_m.py:10 checks the value of a predict exercise" in text
     assert "exercise 9.3: tests/test_m.py:13 writes its answer (1.7142857142857142)" in text
     assert "tests/hidden_2024/test_old.py: teacher-only tests outside tests/hidden/" in text
-    assert len(text.splitlines()) == 5, text  # and the library's own twin (find_giveaways)
+    assert ("exercise 9.1: tests/test_m.py:7 computes what its region minattn/m.py:5 "
+            "returns") in text
+    assert len(text.splitlines()) == 6, text  # and the library's own twin (find_giveaways)
 
     # A test helper that computes a mask exercise's answer; one that calls the exercise is fine.
     (tmp_path / "test_helpers.py").write_text(
@@ -552,6 +554,75 @@ def test_the_audit_finds_answers_outside_the_library(tmp_path):
     found = find_helper_twins(REPO_ROOT, files=[tmp_path / "test_helpers.py"])
     assert len(found) == 1
     assert "test_helpers.py::by_hand computes what sliding_window_mask_np does" in found[0]
+
+
+MASKED_MEAN = (
+    "import numpy as np\n\n\ndef pool_np(states, mask):\n"
+    "    # BEGIN EXERCISE 9.5 implement: masked mean\n"
+    "    real = mask[..., None]\n"
+    "    total = np.where(real, states, 0.0).sum(axis=1)\n"
+    "    return total / real.sum(axis=1).astype(states.dtype)\n"
+    "    # END EXERCISE\n")
+
+
+@pytest.mark.parametrize("lesson, flagged", [
+    # the answer under other names, across two lines, with the cast left out
+    ("import numpy as np\nh = np.ones((2, 3, 4))\nkeep = np.ones((2, 3), bool)\n"
+     "sel = keep[..., None]\nz = np.where(sel, h, 0).sum(axis=1) / sel.sum(axis=1)\n", 5),
+    # inside a print, in a function of the lesson, torch's spelling
+    ("import torch\n\n\ndef pooled(a, m):\n"
+     "    print(torch.where(m[..., None], a, 0.0).sum(dim=1) / m[..., None].sum(dim=1))\n", 5),
+    # what is not the answer: the library's call, a mean over every token, the sum alone,
+    # a count of other tokens than the ones summed
+    ("import numpy as np\nimport minattn.m as mm\nh = np.ones((2, 3, 4))\n"
+     "keep = np.ones((2, 3), bool)\nz = mm.pool_np(h, keep)\nw = h.mean(axis=1)\n"
+     "s = np.where(keep[..., None], h, 0.0).sum(axis=1)\n"
+     "t = np.where(keep[..., None], h, 0.0).sum(axis=1) / (~keep)[..., None].sum(axis=1)\n",
+     None),
+])
+def test_the_audit_finds_a_lesson_that_computes_an_answer(tmp_path, lesson, flagged):
+    """Lesson 07 once computed exercise 7.1's masked mean in a cell (issue 45): the audit
+    matches what a region returns against every expression of a lesson or visible test."""
+    from minattn.course.classroom.audit import audit, find_computed_answers
+
+    root = fake_course(tmp_path / "course")
+    (root / "minattn" / "m.py").write_text(MASKED_MEAN)
+    (root / "lessons").mkdir()
+    (root / "lessons" / "01_m.py").write_text(lesson)
+    found = find_computed_answers(root)
+    if flagged is None:
+        assert found == []
+    else:
+        assert found == [f"exercise 9.5: lessons/01_m.py:{flagged} computes what its region "
+                         "minattn/m.py:5 returns: call the library or mark the lines as a "
+                         "shown region"]
+        assert found[0] in audit(root)
+        if "z = np.where" in lesson:  # the same lines as a shown region: a copy calls the library
+            shown = lesson.replace("z = np.where", "# BEGIN EXERCISE 9.5 shown: z = "
+                                   "mm.pool_np(h, keep)\nz = np.where") + "# END EXERCISE\n"
+            (root / "lessons" / "01_m.py").write_text(shown)
+            assert find_computed_answers(root) == []
+
+
+def test_the_class_pages_leave_out_a_cell_that_answers_an_experiment():
+    """Experiment 4.4's answer is two rows of a table lesson 04 prints (issue 45): its cell
+    says `# EXERCISE 4.4 answered here`, and the class's pages drop its output; the lesson
+    itself (a student's run) still prints it."""
+    import nbformat
+
+    from minattn.course.pages import class_notebook
+
+    answer = nbformat.v4.new_code_cell("# EXERCISE 4.4 answered here: the table\nprint(2.545)")
+    answer.outputs = [nbformat.v4.new_output("stream", name="stdout", text="2.545\n")]
+    other = nbformat.v4.new_code_cell("print(1)")
+    other.outputs = [nbformat.v4.new_output("stream", name="stdout", text="1\n")]
+    notebook = nbformat.v4.new_notebook(cells=[answer, other])
+    assert class_notebook(notebook) == 1
+    assert "2.545" not in answer.outputs[0].text
+    assert "answers exercise 4.4; run the lesson" in answer.outputs[0].text
+    assert other.outputs[0].text == "1\n"
+    lesson = (REPO_ROOT / "lessons" / "04_xl.py").read_text()
+    assert "# EXERCISE 4.4 answered here" in lesson.split('"XL", ALONE')[0].rsplit("# %%", 1)[1]
 
 
 def test_nothing_in_a_student_copy_gives_an_answer_away():
