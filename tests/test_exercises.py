@@ -1221,6 +1221,51 @@ def test_grading_survives_submissions_that_hang_crash_break_or_share_a_name(tmp_
 
 
 @pytest.mark.slow
+def test_an_interrupted_grading_keeps_who_was_graded_and_resumes_with_the_rest(tmp_path):
+    """Ctrl-C once lost the whole gradebook (issue 45): each submission's rows go into it as
+    soon as it is graded; the interruption names who was not graded, and --resume grades
+    only them, keeping the rows already there."""
+    root = grading_course(tmp_path)
+    subs = tmp_path / "class"
+    for name in ("ann", "bob"):
+        make_student_copy(subs / name, root)
+    for ex_id, body in (("9.1", "return x + 2"), ("9.1", "return x + 2"), ("9.2", "return 2 * x")):
+        solve(subs / "ann", ex_id, body)
+    solve(subs / "bob", "9.1", "import time\n    time.sleep(3600)")  # still running at Ctrl-C
+    book = tmp_path / "marks" / "g.csv"
+    book.parent.mkdir()
+    unsafe = ["--unsafe-no-sandbox"] if sandbox_problem() is not None else []
+    cmd = [sys.executable, "-m", "minattn.course.classroom", "grade", str(subs / "ann"),
+           str(subs / "bob"), "--only", "9", "--out", str(book), "--timeout", "300", *unsafe]
+    proc = subprocess.Popen(cmd, cwd=root, env=env_for(root), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    for _ in range(1200):
+        if book.exists() and "ann,9.2" in book.read_text() or proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    assert ("grading interrupted: 1 of 2 submissions graded in " in err
+            and "; not graded: bob (grade them with the same command and --resume)" in err), err
+    rows = list(csv.DictReader(book.open()))
+    assert [(r["submission"], r["exercise"], r["passed"]) for r in rows] == [
+        ("ann", "9.1", "4"), ("ann", "9.2", "2")]
+
+    lib = subs / "bob" / "minattn" / "lib.py"  # bob finishes 9.1; 9.2 is still a stub
+    lib.write_text(lib.read_text().replace("import time\n    time.sleep(3600)", "return x + 2"))
+    (subs / "ann" / "minattn" / "lib.py").write_text("broken")  # kept, never graded again
+    proc = subprocess.run([*cmd[:-1 - len(unsafe)], "60", *unsafe, "--resume"], cwd=root,
+                          env=env_for(root), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 submissions graded already, 1 to grade" in proc.stdout
+    rows = list(csv.DictReader(book.open()))
+    assert [(r["submission"], r["exercise"]) for r in rows] == [
+        ("ann", "9.1"), ("ann", "9.2"), ("bob", "9.1"), ("bob", "9.2")]
+    assert rows[1]["passed"] == "2" and rows[2]["passed"] == "4" and rows[3]["passed"] == "0"
+
+
+@pytest.mark.slow
 def test_the_check_ends_everything_it_started_on_ctrl_c_and_on_its_time_limit(tmp_path):
     root = fake_course(tmp_path / "course")
     shutil.copytree(REPO_ROOT / "minattn" / "course", root / "minattn" / "course",

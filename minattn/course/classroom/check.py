@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from .. import REPO_ROOT
@@ -24,11 +25,13 @@ from .regions import all_exercises, by_id, expand_ids, summary
 
 
 def run_pytest(root: Path, args: list[str], report: Path, capture: bool, timeout=None,
-            env: dict | None = None):
+            env: dict | None = None, poll=None):
     """Run pytest on the copy at `root` in a fresh process group (its own minattn), at most
     `timeout` seconds. The group is killed on a timeout, and on Ctrl-C or any other exit of
-    this process before it ends: nothing it started keeps running. Returns (exit code, output,
-    the exercise report -- with "read": True when pytest wrote one -- , timed out)."""
+    this process before it ends: nothing it started keeps running. `poll()`, if given, is
+    called about twice a second while pytest runs (the grader records each finished
+    submission). Returns (exit code, output, the exercise report -- with "read": True when
+    pytest wrote one -- , timed out)."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     full_env["PYTHONPATH"] = str(root) + os.pathsep + full_env.get("PYTHONPATH", "")
     full_env.setdefault("OMP_NUM_THREADS", "1")
@@ -39,8 +42,17 @@ def run_pytest(root: Path, args: list[str], report: Path, capture: bool, timeout
                             stdout=subprocess.PIPE if capture else None,
                             stderr=subprocess.STDOUT if capture else None)
     timed_out = False
+    deadline = None if timeout is None else time.monotonic() + timeout
     try:
-        out, _ = proc.communicate(timeout=timeout)
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                out, _ = proc.communicate(timeout=left if poll is None else min(left or 0.5, 0.5))
+                break
+            except subprocess.TimeoutExpired:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+                poll()
     except subprocess.TimeoutExpired:
         timed_out = True
         _kill_group(proc)
