@@ -29,7 +29,7 @@ from minattn.course import REPO_ROOT
 from minattn.course.checkout import exercise_stop
 from minattn.course.classroom import grading
 from minattn.course.classroom.audit import find_giveaways
-from minattn.course.classroom.check import n_run, run_pytest
+from minattn.course.classroom.check import answer_form_problem, answer_problem, n_run, run_pytest
 from minattn.course.classroom.cli import main
 from minattn.course.classroom.copies import make_student_copy
 from minattn.course.classroom.regions import (
@@ -160,30 +160,6 @@ def _answers():
             for module, name in holders({ex_id}, REPO_ROOT)]
 
 
-def answer_form_problem(ex_id: str, where: str, form: str, value, choices=None) -> str | None:
-    """What is wrong with the form of an answer, said to the student: the exercise, the
-    function, what the question asks for and what it got (None when the form is right)."""
-    import math
-
-    def wrong(expected):
-        return f"exercise {ex_id}: {where}() returned {value!r}; it should return {expected}"
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if form == "float" and not (number and math.isfinite(value)):
-        return wrong("a number (a float, e.g. 0.25)")
-    if form == "int" and not (isinstance(value, int) and not isinstance(value, bool)):
-        return wrong("a whole number (an int, e.g. 3)")
-    if form == "str" and not (isinstance(value, str) and value and (
-            choices is None or value in choices)):
-        return wrong("one of " + ", ".join(map(repr, choices)) if choices
-                     else "a word or a phrase (a non-empty str)")
-    if form.startswith("set") and not (isinstance(value, set) and all(
-            isinstance(v, str) for v in value)):
-        return wrong("a set of names (a set of str, e.g. {'a', 'b'})")
-    if value is None:
-        return wrong("your answer")
-    return None
-
-
 @pytest.mark.parametrize("ex_id, module, name", _answers())
 def test_each_answer_is_there_and_well_formed(ex_id, module, name, answer):
     """All that a visible test may say of a predict or experiment answer: it is given, in the
@@ -191,17 +167,10 @@ def test_each_answer_is_there_and_well_formed(ex_id, module, name, answer):
     Its value is checked by tests/hidden/ only (`make exercises` says "answered"). A wrong form
     once read `AssertionError: assert (False)`: the failure names the exercise, what the
     question asks for and what the function returned."""
-    import importlib
-    import inspect
-
     from minattn.course.classroom.stubs import resolve
 
     fn = resolve(module, name)
-    value = answer(fn)
-    form = inspect.signature(fn).return_annotation
-    form = form if isinstance(form, str) else getattr(form, "__name__", str(form))
-    choices = getattr(importlib.import_module(module), "CHOICES", None)
-    problem = answer_form_problem(ex_id, name, form, value, choices)
+    problem = answer_problem(ex_id, fn, answer(fn))
     if problem:
         pytest.fail(problem, pytrace=False)
 
@@ -1218,6 +1187,34 @@ def test_grading_survives_submissions_that_hang_crash_break_or_share_a_name(tmp_
     assert row["passed"] == 0 and row["first_failure"].startswith(
         "exercise 9.1: END marker missing in minattn/lib.py (BEGIN at line 4")
     assert got["b/alice", "9.2"]["passed"] == 2
+
+
+@pytest.mark.slow
+def test_the_gradebook_says_what_form_a_predict_answer_should_have(tmp_path):
+    """A str for a float once reached grades.csv as `UFuncTypeError ... dtype('<U10')` (issue
+    45): the row says what the question asks for, in the student's check's words."""
+    root = grading_course(tmp_path)
+    (root / "minattn" / "answers.py").write_text(
+        "def weight() -> float:\n    # BEGIN EXERCISE 9.3 predict: a weight\n    return 0.5\n"
+        "    # END EXERCISE\n")
+    (root / "tests" / "hidden" / "test_hidden_answers.py").write_text(
+        "import numpy as np\nimport pytest\n\n\n@pytest.mark.exercise('9.3')\n"
+        "def test_weight():\n    from minattn.answers import weight\n"
+        "    assert np.isclose(weight(), 0.5, atol=0.01)\n")
+    subs = tmp_path / "class"
+    for name, value in (("ann", "'0.5'"), ("bob", "0.5")):
+        make_student_copy(subs / name, root)
+        path = subs / name / "minattn" / "answers.py"
+        path.write_text(path.read_text().replace(
+            'raise NotImplementedError("Exercise 9.3: a weight")', f"return {value}"))
+    rows = grading.grade([subs / "ann", subs / "bob"], tmp_path / "g.csv", only=["9.3"],
+                         timeout=60, root=root, unsafe=sandbox_problem() is not None)
+    ann, bob = rows
+    assert (ann["passed"], bob["passed"], bob["total"]) == (0, 1, 1), rows
+    assert ann["first_failure"] == (
+        "test_weight: AnswerFormError: " + answer_form_problem(
+            "9.3", "weight", "float", "0.5")), ann
+    assert "it should return a number (a float, e.g. 0.25)" in ann["first_failure"]
 
 
 @pytest.mark.slow

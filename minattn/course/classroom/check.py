@@ -125,6 +125,44 @@ def collection_state(errors: list[dict], ex_id: str) -> tuple[str, str]:
     return "FAIL", f"error collecting {errors[0]['where']}: {errors[0]['message']}"
 
 
+# ============================================================================ answers' forms
+def answer_form_problem(ex_id: str, where: str, form: str, value, choices=None) -> str | None:
+    """What is wrong with the form of a predict or experiment answer, said to the student: the
+    exercise, the function, what the question asks for and what it got (None when the form is
+    right). The visible test of every answer and the grader (plugin.py) both say it."""
+    import math
+
+    def wrong(expected):
+        return f"exercise {ex_id}: {where}() returned {value!r}; it should return {expected}"
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if form == "float" and not (number and math.isfinite(value)):
+        return wrong("a number (a float, e.g. 0.25)")
+    if form == "int" and not (isinstance(value, int) and not isinstance(value, bool)):
+        return wrong("a whole number (an int, e.g. 3)")
+    if form == "str" and not (isinstance(value, str) and value and (
+            choices is None or value in choices)):
+        return wrong("one of " + ", ".join(map(repr, choices)) if choices
+                     else "a word or a phrase (a non-empty str)")
+    if form.startswith("set") and not (isinstance(value, set) and all(
+            isinstance(v, str) for v in value)):
+        return wrong("a set of names (a set of str, e.g. {'a', 'b'})")
+    if value is None:
+        return wrong("your answer")
+    return None
+
+
+def answer_problem(ex_id: str, fn, value) -> str | None:
+    """answer_form_problem for the value an answer function returned: the form is its return
+    annotation, the choices its module's CHOICES (where the module lists them)."""
+    import importlib
+    import inspect
+
+    form = inspect.signature(fn).return_annotation
+    form = form if isinstance(form, str) else getattr(form, "__name__", str(form))
+    choices = getattr(importlib.import_module(fn.__module__), "CHOICES", None)
+    return answer_form_problem(ex_id, fn.__name__, form, value, choices)
+
+
 def check(ids=None, verbose: bool = False, root: Path = REPO_ROOT,
           timeout: float | None = 900, report: Path | None = None) -> int:
     """Run the exercise tests of this copy (at most `timeout` seconds) and print one line per

@@ -2,7 +2,7 @@
 
     python -m minattn.course.classroom grade SUB... --only 1.1 1.2 --out grades.csv
     python -m minattn.course.classroom grade SUB... --roster roster.txt [--name NAME...] \
-        [--timeout S]
+        [--timeout S] [--resume]
 
 What is graded comes from the teacher: `--only` ids (or lesson numbers), or a roster file (the
 ids, or lesson numbers, separated by spaces or lines; `#` starts a comment). A submission's own
@@ -20,6 +20,12 @@ For each submission, one at a time:
    model). The worker sees only that copy; not the teacher's checkout, the other
    submissions, the gradebook, the network, or the grader's processes.
 3. a time limit for the whole run, after which its process group is killed.
+
+Each submission's rows go into the gradebook as soon as it is graded: Ctrl-C (or SIGTERM)
+keeps everyone graded before it, names who was not, and the same command with `--resume`
+grades only those (the rows already there are kept). A predict or experiment answer of the
+wrong form fails its tests with what the question asks for (check.answer_problem, the
+student's check's words), not with the error the teacher's comparison would raise.
 
 Pass or fail is what pytest observed in the teacher's process. `total` is the teacher's count
 of tests for that exercise (collected from the teacher's tests, before any student code ran);
