@@ -34,13 +34,16 @@ def returns_array(out, fn: str):
 
 
 def close(actual, desired, rtol: float = 1e-7, atol: float = 0.0, what: str = "",
-          mistakes=()) -> None:
-    """np.testing.assert_allclose, saying first what differs in kind: the shapes, then, where
-    the values differ, the typical mistake whose values they are. `mistakes`: (message, the
-    values that mistake would give) pairs. `what` starts each message ("softmax_np: ")."""
+          mistakes=(), nonfinite: str | None = None) -> None:
+    """np.testing.assert_allclose, saying first what differs in kind: the shapes, then NaN or
+    inf where `desired` is finite (`nonfinite` says why), then, where the values differ, the
+    typical mistake whose values they are. `mistakes`: (message, the values that mistake would
+    give) pairs. `what` starts each message ("softmax_np: ")."""
     a, d = _array(actual), _array(desired)
     if a.shape != d.shape:
         raise AssertionError(f"{what}the shapes differ: {a.shape} vs {d.shape}")
+    if nonfinite and not np.isfinite(a[np.isfinite(d)]).all():
+        raise AssertionError(f"{what}{nonfinite}")
     if not np.allclose(a, d, rtol=rtol, atol=atol, equal_nan=True):
         for message, value in mistakes:
             wrong = _array(value)
