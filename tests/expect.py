@@ -51,3 +51,27 @@ def close(actual, desired, rtol: float = 1e-7, atol: float = 0.0, what: str = ""
                                                       equal_nan=True):
                 raise AssertionError(f"{what}{message}")
     np.testing.assert_allclose(a, d, rtol=rtol, atol=atol, err_msg=what)
+
+
+def same_mask(got, want, w: int, what: str = "") -> None:
+    """Two (..., N, N) boolean masks of a window |i - j| <= w (and j <= i when causal) equal,
+    else a failure that names the usual slip: the edge |i - j| = w left out, a causal query
+    that sees later keys instead of earlier ones, or the shapes."""
+    got, want = _array(got), _array(want)
+    if got.shape != want.shape:
+        raise AssertionError(f"{what}the shapes differ: {got.shape} vs {want.shape}")
+    if (got == want).all():
+        return
+    i, j = np.indices(want.shape[-2:])
+    distance = np.broadcast_to(np.abs(i - j), want.shape)
+    later = np.broadcast_to(j > i, want.shape)
+    missing, extra = want & ~got, got & ~want
+    if missing.any() and not extra.any() and (distance[missing] == w).all():
+        raise AssertionError(f"{what}|i - j| = w is inside the window (w = {w}): a query sees "
+                             "its w neighbours on each side, |i - j| <= w, not < w")
+    if extra.any() and later[extra].all():
+        raise AssertionError(f"{what}a causal query sees the keys before it (j <= i), never "
+                             "after: the mask lets a query see later keys")
+    first = tuple(int(x) for x in np.argwhere(got != want)[0])
+    raise AssertionError(f"{what}mask{list(first)} is {bool(got[first])}, should be "
+                         f"{bool(want[first])} (w = {w})")
