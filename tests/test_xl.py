@@ -92,10 +92,12 @@ def _shift_slip(shifted, delta, causal):
     if valid.any() and np.mean(shifted[valid] == delta[valid] - 1) > 0.5:
         return ("most distances come out one short (δ − 1): the zero column goes on the left of "
                 "the scores (before column 0), not on the right")
-    both = valid[1:] & valid[:-1]
-    if both.any() and np.array_equal(shifted[1:][both], delta[:-1][both]):
-        return ("row i holds row i − 1's distances: drop the first row of the reshaped table, "
-                "not the last")
+    # read in order, the result holds each distance Lq places late: the rows of the reshaped
+    # (Lk + 1, Lq) table it kept are one too early
+    n = shifted.shape[-2]
+    flat, want, ok = shifted.ravel(), delta.ravel(), valid.ravel()[:-n]
+    if ok.any() and np.array_equal(flat[n:][ok], want[:-n][ok]):
+        return "drop the first row of the reshaped table, not the last"
     return None
 
 
