@@ -170,26 +170,29 @@ def read_gradebook(path: Path) -> list[dict]:
 
 
 class Gradebook:
-    """grades.csv written as grading goes: the header and any rows kept from an earlier run
-    first, then each submission's rows appended (and flushed) as soon as it is graded, so that
-    an interrupted grading keeps everyone graded before it."""
+    """grades.csv written as grading goes: with the first submission graded, the header and any
+    rows kept from an earlier run; then each submission's rows appended (and flushed) as soon
+    as it is graded, so that an interrupted grading keeps everyone graded before it (and one
+    that stops before grading anyone leaves the file as it was)."""
 
     def __init__(self, out: Path | None, kept: list[dict]):
-        self.out = out
-        if out is not None:
-            tmp = out.with_name(out.name + ".tmp")
+        self.out, self.kept, self.started = out, kept, False
+
+    def add(self, rows: list[dict]) -> None:
+        if self.out is None:
+            return
+        if not self.started:
+            tmp = self.out.with_name(self.out.name + ".tmp")
             with open(tmp, "w", newline="") as f:
                 writer = csv.DictWriter(f, fieldnames=FIELDS)
                 writer.writeheader()
-                writer.writerows(kept)
-            tmp.replace(out)
-
-    def add(self, rows: list[dict]) -> None:
-        if self.out is not None:
-            with open(self.out, "a", newline="") as f:
-                csv.DictWriter(f, fieldnames=FIELDS).writerows(rows)
-                f.flush()
-                os.fsync(f.fileno())
+                writer.writerows(self.kept)
+            tmp.replace(self.out)
+            self.started = True
+        with open(self.out, "a", newline="") as f:
+            csv.DictWriter(f, fieldnames=FIELDS).writerows(rows)
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def grade(submissions, out: Path | None = None, only=None, timeout: float = 600,
