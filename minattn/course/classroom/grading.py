@@ -37,11 +37,13 @@ Gradebook rows are named by the submission's path relative to the submissions' c
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -292,9 +294,10 @@ def grade(submissions, out: Path | None = None, only=None, timeout: float = 600,
                 status = status or {"rc": None, "timed_out": False}
                 mine = _rows(name, ids, notes, totals, status["rc"], _read_json(spec["report"]),
                              status["timed_out"], timeout)
-                gradebook.add(mine)
-                rows.extend(mine)
-                graded.add(i)
+                with _signals_held():  # a Ctrl-C now waits: the rows are written once, whole
+                    gradebook.add(mine)
+                    rows.extend(mine)
+                    graded.add(i)
 
         # One pytest: it collects the teacher's tests once (its report: the teacher's counts),
         # then runs them once per submission, each in a forked process with its own time limit.
@@ -322,6 +325,17 @@ def grade(submissions, out: Path | None = None, only=None, timeout: float = 600,
     if out is not None:
         print(f"gradebook: {out}")
     return rows
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """Ctrl-C, SIGTERM and SIGHUP wait until the block ends (then they act as usual)."""
+    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def worker_env(copy: Path) -> dict[str, str]:
