@@ -5,7 +5,7 @@
     python -m minattn.course.classroom student DIR --only 1 2.1 # hand out lesson 1 and exercise 2.1
     python -m minattn.course.classroom check [ID...] [-v]       # in a copy: which exercises pass
     python -m minattn.course.classroom grade SUB... --only 1.1
-        # teacher: the gradebook (grades.csv)
+        # teacher: the gradebook (grades.csv; after a Ctrl-C, --resume grades the rest)
     python -m minattn.course.classroom audit                    # does a copy give an answer away?
 
 Student copies: copies.py. The check: check.py. Grading (grading.py) splices each
