@@ -133,7 +133,9 @@ states = np.array([[[1.0, 2.0], [3.0, 4.0], [5.0, 0.0]],
                    [[5.0, 6.0], [-5.0, 0.0], [100.0, 100.0]]])
 mask = np.array([[True, True, True], [True, True, False]])
 real = mask[..., None]  # (B, L, 1)
+# BEGIN EXERCISE 7.1 shown: mean_here = th.mean_pool_np(states, mask)
 mean_here = np.where(real, states, 0.0).sum(axis=1) / real.sum(axis=1)  # (B, D)
+# END EXERCISE
 print("first token :", th.cls_pool_np(states, mask).tolist())
 print("mean pooling:", mean_here.tolist())
 assert np.allclose(mean_here, th.mean_pool_np(states, mask))

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from expect import close, returns_array, returns_tensor  # tests/ is on sys.path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -44,17 +45,19 @@ def t64(x):
 def test_softmax_matches_definition(rng):
     x = rng.standard_normal((3, 4, 5))
     expected = np.exp(x) / np.exp(x).sum(-1, keepdims=True)
-    np.testing.assert_allclose(softmax_np(x), expected, rtol=1e-12, atol=1e-15)
+    close(returns_array(softmax_np(x), "softmax_np"), expected, rtol=1e-12, atol=1e-15,
+          what="softmax_np: ")
 
 
 @pytest.mark.exercise("1.1")
 def test_softmax_is_stable_for_huge_logits():
     x = np.array([[1e4, 0.0, -1e4], [1e4, 1e4, 1e4]])
+    overflow = "exp overflowed for scores of 10000: subtract the row maximum"
     w = softmax_np(x)
-    assert np.all(np.isfinite(w))
-    np.testing.assert_allclose(w, [[1, 0, 0], [1 / 3, 1 / 3, 1 / 3]], atol=1e-12)
-    wt = softmax_torch(torch.tensor(x))
-    np.testing.assert_allclose(wt.numpy(), w, atol=1e-12)
+    close(w, [[1, 0, 0], [1 / 3, 1 / 3, 1 / 3]], atol=1e-12, what="softmax_np: ",
+          nonfinite=overflow)
+    wt = returns_tensor(softmax_torch(torch.tensor(x)), "softmax_torch")
+    close(wt, w, atol=1e-12, what="softmax_torch: ", nonfinite=overflow)
 
 
 @pytest.mark.exercise("1.1")
@@ -64,8 +67,12 @@ def test_softmax_uses_a_max_per_row():
     x = np.array([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -1002.0], [0.5, -0.5, 0.0]])
     expected = np.exp(x - x.max(-1, keepdims=True))
     expected /= expected.sum(-1, keepdims=True)
-    np.testing.assert_allclose(softmax_np(x), expected, rtol=1e-12)
-    np.testing.assert_allclose(softmax_torch(torch.tensor(x)).numpy(), expected, rtol=1e-12)
+    why = ("NaN or inf for rows near 1000 and -1000: subtract each row's own maximum (exp(1000) "
+           "overflows; one maximum for every row underflows the low rows to 0/0)")
+    for name, got in (("softmax_np", softmax_np(x)),
+                      ("softmax_torch", returns_tensor(softmax_torch(torch.tensor(x)),
+                                                       "softmax_torch"))):
+        close(got, expected, rtol=1e-12, what=f"{name}: ", nonfinite=why)
 
 
 @pytest.mark.exercise("1.1")
@@ -97,8 +104,12 @@ def test_numpy_matches_torch_float64(rng, use_mask):
     out_np, w_np = attention_np(q, k, v, mask)
     out_t, w_t = attention_torch(*map(torch.tensor, (q, k, v)),
                                  None if mask is None else torch.tensor(mask))
-    np.testing.assert_allclose(out_np, out_t.numpy(), rtol=0, atol=1e-10)
-    np.testing.assert_allclose(w_np, w_t.numpy(), rtol=0, atol=1e-10)
+    for name, out in (("attention_np", out_np), ("attention_np", w_np)):
+        returns_array(out, name)
+    for name, out in (("attention_torch", out_t), ("attention_torch", w_t)):
+        returns_tensor(out, name)
+    close(out_np, out_t, rtol=0, atol=1e-10, what="output, NumPy vs torch: ")
+    close(w_np, w_t, rtol=0, atol=1e-10, what="weights, NumPy vs torch: ")
 
 
 @pytest.mark.exercise("1.2")
@@ -129,15 +140,18 @@ def test_attention_matches_pytorchs_sdpa_float64(rng, use_mask):
     mask = rng.random((2, 3, 5, 7)) < 0.6 if use_mask else None
     if mask is not None:
         mask[..., 0] = True  # every row sees a key (SDPA gives NaN or 0 on an empty row)
-    expected = F.scaled_dot_product_attention(
-        *map(torch.tensor, (q, k, v)), attn_mask=None if mask is None else torch.tensor(mask))
+    inputs = dict(attn_mask=None if mask is None else torch.tensor(mask))
+    expected = F.scaled_dot_product_attention(*map(torch.tensor, (q, k, v)), **inputs)
+    unscaled = F.scaled_dot_product_attention(*map(torch.tensor, (q, k, v)), **inputs, scale=1.0)
+    mistakes = [("the scores are not divided by √d (d = 16): your weights are those of scale 1",
+                 unscaled)]
     out_np, _ = attention_np(q, k, v, mask)
-    np.testing.assert_allclose(out_np, expected.numpy(), rtol=0, atol=1e-12,
-                               err_msg="attention_np differs from F.sdpa")
+    close(returns_array(out_np, "attention_np"), expected, rtol=0, atol=1e-12,
+          what="attention_np differs from F.sdpa: ", mistakes=mistakes)
     out_t, _ = attention_torch(*map(torch.tensor, (q, k, v)),
                                None if mask is None else torch.tensor(mask))
-    np.testing.assert_allclose(out_t.numpy(), expected.numpy(), rtol=0, atol=1e-12,
-                               err_msg="attention_torch differs from F.sdpa")
+    close(returns_tensor(out_t, "attention_torch"), expected, rtol=0, atol=1e-12,
+          what="attention_torch differs from F.sdpa: ", mistakes=mistakes)
 
 
 # ----------------------------------------------------------------------------- backward

@@ -29,7 +29,7 @@ from minattn.course import REPO_ROOT
 from minattn.course.checkout import exercise_stop
 from minattn.course.classroom import grading
 from minattn.course.classroom.audit import find_giveaways
-from minattn.course.classroom.check import n_run, run_pytest
+from minattn.course.classroom.check import answer_form_problem, answer_problem, n_run, run_pytest
 from minattn.course.classroom.cli import main
 from minattn.course.classroom.copies import make_student_copy
 from minattn.course.classroom.regions import (
@@ -160,30 +160,6 @@ def _answers():
             for module, name in holders({ex_id}, REPO_ROOT)]
 
 
-def answer_form_problem(ex_id: str, where: str, form: str, value, choices=None) -> str | None:
-    """What is wrong with the form of an answer, said to the student: the exercise, the
-    function, what the question asks for and what it got (None when the form is right)."""
-    import math
-
-    def wrong(expected):
-        return f"exercise {ex_id}: {where}() returned {value!r}; it should return {expected}"
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if form == "float" and not (number and math.isfinite(value)):
-        return wrong("a number (a float, e.g. 0.25)")
-    if form == "int" and not (isinstance(value, int) and not isinstance(value, bool)):
-        return wrong("a whole number (an int, e.g. 3)")
-    if form == "str" and not (isinstance(value, str) and value and (
-            choices is None or value in choices)):
-        return wrong("one of " + ", ".join(map(repr, choices)) if choices
-                     else "a word or a phrase (a non-empty str)")
-    if form.startswith("set") and not (isinstance(value, set) and all(
-            isinstance(v, str) for v in value)):
-        return wrong("a set of names (a set of str, e.g. {'a', 'b'})")
-    if value is None:
-        return wrong("your answer")
-    return None
-
-
 @pytest.mark.parametrize("ex_id, module, name", _answers())
 def test_each_answer_is_there_and_well_formed(ex_id, module, name, answer):
     """All that a visible test may say of a predict or experiment answer: it is given, in the
@@ -191,17 +167,10 @@ def test_each_answer_is_there_and_well_formed(ex_id, module, name, answer):
     Its value is checked by tests/hidden/ only (`make exercises` says "answered"). A wrong form
     once read `AssertionError: assert (False)`: the failure names the exercise, what the
     question asks for and what the function returned."""
-    import importlib
-    import inspect
-
     from minattn.course.classroom.stubs import resolve
 
     fn = resolve(module, name)
-    value = answer(fn)
-    form = inspect.signature(fn).return_annotation
-    form = form if isinstance(form, str) else getattr(form, "__name__", str(form))
-    choices = getattr(importlib.import_module(module), "CHOICES", None)
-    problem = answer_form_problem(ex_id, name, form, value, choices)
+    problem = answer_problem(ex_id, fn, answer(fn))
     if problem:
         pytest.fail(problem, pytrace=False)
 
@@ -541,7 +510,9 @@ def test_the_audit_finds_answers_outside_the_library(tmp_path):
     assert "exercise 9.3: tests/test_m.py:10 checks the value of a predict exercise" in text
     assert "exercise 9.3: tests/test_m.py:13 writes its answer (1.7142857142857142)" in text
     assert "tests/hidden_2024/test_old.py: teacher-only tests outside tests/hidden/" in text
-    assert len(text.splitlines()) == 5, text  # and the library's own twin (find_giveaways)
+    assert ("exercise 9.1: tests/test_m.py:7 computes what its region minattn/m.py:5 "
+            "returns") in text
+    assert len(text.splitlines()) == 6, text  # and the library's own twin (find_giveaways)
 
     # A test helper that computes a mask exercise's answer; one that calls the exercise is fine.
     (tmp_path / "test_helpers.py").write_text(
@@ -552,6 +523,75 @@ def test_the_audit_finds_answers_outside_the_library(tmp_path):
     found = find_helper_twins(REPO_ROOT, files=[tmp_path / "test_helpers.py"])
     assert len(found) == 1
     assert "test_helpers.py::by_hand computes what sliding_window_mask_np does" in found[0]
+
+
+MASKED_MEAN = (
+    "import numpy as np\n\n\ndef pool_np(states, mask):\n"
+    "    # BEGIN EXERCISE 9.5 implement: masked mean\n"
+    "    real = mask[..., None]\n"
+    "    total = np.where(real, states, 0.0).sum(axis=1)\n"
+    "    return total / real.sum(axis=1).astype(states.dtype)\n"
+    "    # END EXERCISE\n")
+
+
+@pytest.mark.parametrize("lesson, flagged", [
+    # the answer under other names, across two lines, with the cast left out
+    ("import numpy as np\nh = np.ones((2, 3, 4))\nkeep = np.ones((2, 3), bool)\n"
+     "sel = keep[..., None]\nz = np.where(sel, h, 0).sum(axis=1) / sel.sum(axis=1)\n", 5),
+    # inside a print, in a function of the lesson, torch's spelling
+    ("import torch\n\n\ndef pooled(a, m):\n"
+     "    print(torch.where(m[..., None], a, 0.0).sum(dim=1) / m[..., None].sum(dim=1))\n", 5),
+    # what is not the answer: the library's call, a mean over every token, the sum alone,
+    # a count of other tokens than the ones summed
+    ("import numpy as np\nimport minattn.m as mm\nh = np.ones((2, 3, 4))\n"
+     "keep = np.ones((2, 3), bool)\nz = mm.pool_np(h, keep)\nw = h.mean(axis=1)\n"
+     "s = np.where(keep[..., None], h, 0.0).sum(axis=1)\n"
+     "t = np.where(keep[..., None], h, 0.0).sum(axis=1) / (~keep)[..., None].sum(axis=1)\n",
+     None),
+])
+def test_the_audit_finds_a_lesson_that_computes_an_answer(tmp_path, lesson, flagged):
+    """Lesson 07 once computed exercise 7.1's masked mean in a cell (issue 45): the audit
+    matches what a region returns against every expression of a lesson or visible test."""
+    from minattn.course.classroom.audit import audit, find_computed_answers
+
+    root = fake_course(tmp_path / "course")
+    (root / "minattn" / "m.py").write_text(MASKED_MEAN)
+    (root / "lessons").mkdir()
+    (root / "lessons" / "01_m.py").write_text(lesson)
+    found = find_computed_answers(root)
+    if flagged is None:
+        assert found == []
+    else:
+        assert found == [f"exercise 9.5: lessons/01_m.py:{flagged} computes what its region "
+                         "minattn/m.py:5 returns: call the library or mark the lines as a "
+                         "shown region"]
+        assert found[0] in audit(root)
+        if "z = np.where" in lesson:  # the same lines as a shown region: a copy calls the library
+            shown = lesson.replace("z = np.where", "# BEGIN EXERCISE 9.5 shown: z = "
+                                   "mm.pool_np(h, keep)\nz = np.where") + "# END EXERCISE\n"
+            (root / "lessons" / "01_m.py").write_text(shown)
+            assert find_computed_answers(root) == []
+
+
+def test_the_class_pages_leave_out_a_cell_that_answers_an_experiment():
+    """Experiment 4.4's answer is two rows of a table lesson 04 prints (issue 45): its cell
+    says `# EXERCISE 4.4 answered here`, and the class's pages drop its output; the lesson
+    itself (a student's run) still prints it."""
+    import nbformat
+
+    from minattn.course.pages import class_notebook
+
+    answer = nbformat.v4.new_code_cell("# EXERCISE 4.4 answered here: the table\nprint(2.545)")
+    answer.outputs = [nbformat.v4.new_output("stream", name="stdout", text="2.545\n")]
+    other = nbformat.v4.new_code_cell("print(1)")
+    other.outputs = [nbformat.v4.new_output("stream", name="stdout", text="1\n")]
+    notebook = nbformat.v4.new_notebook(cells=[answer, other])
+    assert class_notebook(notebook) == 1
+    assert "2.545" not in answer.outputs[0].text
+    assert "answers exercise 4.4; run the lesson" in answer.outputs[0].text
+    assert other.outputs[0].text == "1\n"
+    lesson = (REPO_ROOT / "lessons" / "04_xl.py").read_text()
+    assert "# EXERCISE 4.4 answered here" in lesson.split('"XL", ALONE')[0].rsplit("# %%", 1)[1]
 
 
 def test_nothing_in_a_student_copy_gives_an_answer_away():
@@ -1147,6 +1187,79 @@ def test_grading_survives_submissions_that_hang_crash_break_or_share_a_name(tmp_
     assert row["passed"] == 0 and row["first_failure"].startswith(
         "exercise 9.1: END marker missing in minattn/lib.py (BEGIN at line 4")
     assert got["b/alice", "9.2"]["passed"] == 2
+
+
+@pytest.mark.slow
+def test_the_gradebook_says_what_form_a_predict_answer_should_have(tmp_path):
+    """A str for a float once reached grades.csv as `UFuncTypeError ... dtype('<U10')` (issue
+    45): the row says what the question asks for, in the student's check's words."""
+    root = grading_course(tmp_path)
+    (root / "minattn" / "answers.py").write_text(
+        "def weight() -> float:\n    # BEGIN EXERCISE 9.3 predict: a weight\n    return 0.5\n"
+        "    # END EXERCISE\n")
+    (root / "tests" / "hidden" / "test_hidden_answers.py").write_text(
+        "import numpy as np\nimport pytest\n\n\n@pytest.mark.exercise('9.3')\n"
+        "def test_weight():\n    from minattn.answers import weight\n"
+        "    assert np.isclose(weight(), 0.5, atol=0.01)\n")
+    subs = tmp_path / "class"
+    for name, value in (("ann", "'0.5'"), ("bob", "0.5")):
+        make_student_copy(subs / name, root)
+        path = subs / name / "minattn" / "answers.py"
+        path.write_text(path.read_text().replace(
+            'raise NotImplementedError("Exercise 9.3: a weight")', f"return {value}"))
+    rows = grading.grade([subs / "ann", subs / "bob"], tmp_path / "g.csv", only=["9.3"],
+                         timeout=60, root=root, unsafe=sandbox_problem() is not None)
+    ann, bob = rows
+    assert (ann["passed"], bob["passed"], bob["total"]) == (0, 1, 1), rows
+    assert ann["first_failure"] == (
+        "test_weight: AnswerFormError: " + answer_form_problem(
+            "9.3", "weight", "float", "0.5")), ann
+    assert "it should return a number (a float, e.g. 0.25)" in ann["first_failure"]
+
+
+@pytest.mark.slow
+def test_an_interrupted_grading_keeps_who_was_graded_and_resumes_with_the_rest(tmp_path):
+    """Ctrl-C once lost the whole gradebook (issue 45): each submission's rows go into it as
+    soon as it is graded; the interruption names who was not graded, and --resume grades
+    only them, keeping the rows already there."""
+    root = grading_course(tmp_path)
+    subs = tmp_path / "class"
+    for name in ("ann", "bob"):
+        make_student_copy(subs / name, root)
+    for ex_id, body in (("9.1", "return x + 2"), ("9.1", "return x + 2"), ("9.2", "return 2 * x")):
+        solve(subs / "ann", ex_id, body)
+    solve(subs / "bob", "9.1", "import time\n    time.sleep(3600)")  # still running at Ctrl-C
+    book = tmp_path / "marks" / "g.csv"
+    book.parent.mkdir()
+    unsafe = ["--unsafe-no-sandbox"] if sandbox_problem() is not None else []
+    cmd = [sys.executable, "-m", "minattn.course.classroom", "grade", str(subs / "ann"),
+           str(subs / "bob"), "--only", "9", "--out", str(book), "--timeout", "300", *unsafe]
+    proc = subprocess.Popen(cmd, cwd=root, env=env_for(root), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    for _ in range(1200):
+        if book.exists() and "ann,9.2" in book.read_text() or proc.poll() is not None:
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    assert ("grading interrupted: 1 of 2 submissions graded in " in err
+            and "; not graded: bob (grade them with the same command and --resume)" in err), err
+    rows = list(csv.DictReader(book.open()))
+    assert [(r["submission"], r["exercise"], r["passed"]) for r in rows] == [
+        ("ann", "9.1", "4"), ("ann", "9.2", "2")]
+
+    lib = subs / "bob" / "minattn" / "lib.py"  # bob finishes 9.1; 9.2 is still a stub
+    lib.write_text(lib.read_text().replace("import time\n    time.sleep(3600)", "return x + 2"))
+    (subs / "ann" / "minattn" / "lib.py").write_text("broken")  # kept, never graded again
+    proc = subprocess.run([*cmd[:-1 - len(unsafe)], "60", *unsafe, "--resume"], cwd=root,
+                          env=env_for(root), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 submissions graded already, 1 to grade" in proc.stdout
+    rows = list(csv.DictReader(book.open()))
+    assert [(r["submission"], r["exercise"]) for r in rows] == [
+        ("ann", "9.1"), ("ann", "9.2"), ("bob", "9.1"), ("bob", "9.2")]
+    assert rows[1]["passed"] == "2" and rows[2]["passed"] == "4" and rows[3]["passed"] == "0"
 
 
 @pytest.mark.slow

@@ -91,6 +91,7 @@ def test_e_step_against_brute_force_over_alignments(rng, mode):
     src, tgt = random_corpus(rng, n_pairs=6, max_len=4)
     bx = ibm1.make_bitext(src, tgt)
     t = rng.uniform(0.1, 1.0, (len(bx.src_vocab), len(bx.tgt_vocab)))
+    _check_count_mass(t, bx, mode)
     counts, loglik = ibm1.e_step_np(t, bx, mode)
     expected, ll = np.zeros_like(t), 0.0
     for x, y in bx.pairs():
@@ -109,6 +110,27 @@ def test_e_step_against_brute_force_over_alignments(rng, mode):
     assert counts.sum() == pytest.approx(sum(ibm1.token_weights_np(y, mode).sum() for y in bx.tgt))
 
 
+def _check_count_mass(t, bx, mode):
+    """Each output word y_j hands out its weight w_j over the source words: the counts of one
+    pair add up to Σ_j w_j. A pair off by that measure says which slip it is: with no cell
+    named twice, the posteriors' normalisation; with one, the additions that did not land."""
+    off = []
+    for m in range(bx.n_pairs):
+        x, y = bx.pair(m)
+        alone = ibm1.Bitext(bx.src_vocab, bx.tgt_vocab, [bx.src[m]], [bx.tgt[m]], bx.null)
+        mass = ibm1.e_step_np(t, alone, mode)[0].sum()
+        want = ibm1.token_weights_np(y, mode).sum()
+        if not np.isclose(mass, want, rtol=1e-12):
+            twice = len(set(x)) < len(x) or len(set(y)) < len(y)
+            off.append((twice, f"pair {m}'s counts add up to {mass:.4f}, not Σ_j w_j = {want:.4f}"))
+    for twice, where in sorted(off):
+        assert twice, (f"{where}: the posteriors a_ji of each output word y_j must sum to 1 over "
+                       "the source words x_i (NULL included)")
+        raise AssertionError(f"{where}; a word repeated in the pair names a cell twice, and "
+                             "counts[x, y] += ... keeps one of its additions: np.add.at adds "
+                             "them all")
+
+
 @pytest.mark.exercise("6.1")
 def test_alignment_matrix_is_the_e_step_posterior(rng):
     bx = ibm1.make_bitext(*random_corpus(rng, n_pairs=5))
@@ -116,7 +138,11 @@ def test_alignment_matrix_is_the_e_step_posterior(rng):
     for m in range(bx.n_pairs):
         a = ibm1.alignment_matrix_np(t, bx, m)
         x, y = bx.pair(m)
-        assert a.shape == (len(y), len(x)) and np.allclose(a.sum(axis=1), 1.0)
+        assert a.shape == (len(y), len(x)), (
+            f"the shapes differ: {a.shape} vs {(len(y), len(x))}: (output words, source words)")
+        assert np.allclose(a.sum(axis=1), 1.0), (
+            "the posteriors a_ji of each output word y_j must sum to 1 over the source words x_i "
+            "(NULL included): normalise each row of the (J, n) table")
         # the counts e_step_np adds for pair m alone are exactly these posteriors
         alone = ibm1.Bitext(bx.src_vocab, bx.tgt_vocab, [bx.src[m]], [bx.tgt[m]], True)
         counts, _ = ibm1.e_step_np(t, alone)

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from expect import close
 from parity import np_, t  # tests/ is on sys.path (rootdir conftest)
 from torch import nn
 
@@ -61,11 +62,17 @@ def test_luong_attention_uses_the_course_softmax_and_sums_heads(rng):
     mask = np.ones((2, 5), bool)
     mask[1, 3:] = False
     context, alpha = la.luong_attention_np(s, h, W, mask)
+    assert alpha.shape == (2, 2, 3, 5), (
+        f"the shapes differ: {alpha.shape} vs (2, 2, 3, 5): α is (B, K, T, N)")
+    assert np.all(alpha[1, ..., 3:] == 0), ("padded source positions get weight: give the mask "
+                                            "(B, N) to the softmax, as (B, 1, 1, N)")
     for k in range(2):
         scores = s @ W[k] @ h.transpose(0, 2, 1)  # (B, T, N)
-        assert np.allclose(alpha[:, k], softmax_np(scores, mask[:, None, :]), atol=1e-12)
+        close(alpha[:, k], softmax_np(scores, mask[:, None, :]), atol=1e-12,
+              what=f"the weights α of head {k}: ")
     expected = sum(alpha[:, k] @ h for k in range(2))  # c_t = Σ_h Σ_i α^h_ti h_i
-    assert np.allclose(context, expected, atol=1e-12)
+    close(context, expected, atol=1e-12, what="the context: ", mistakes=[(
+        "the heads' contexts are averaged: c_t sums them (Σ_k Σ_i α^k_ti h_i)", expected / 2)])
 
 
 @pytest.mark.exercise("5.1")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from expect import same_mask  # tests/ is on sys.path
 
 from minattn.attention import MultiHeadAttention, attention_np, padding_mask_torch
 from minattn.course.multiscale import (
@@ -75,10 +76,12 @@ def _hand_mask(n, w):
 @pytest.mark.exercise("3.1")
 def test_scale_mask_small_example():
     mask = scale_mask_np(4, [0, 1, 5])
-    np.testing.assert_array_equal(mask[0], np.eye(4, dtype=bool))
-    np.testing.assert_array_equal(mask[1], np.array([[1, 1, 0, 0], [1, 1, 1, 0],
-                                                     [0, 1, 1, 1], [0, 0, 1, 1]], dtype=bool))
-    assert mask[2].all() and mask.shape == (3, 4, 4) and mask.dtype == bool
+    assert mask.shape == (3, 4, 4), (f"the shapes differ: {mask.shape} vs (3, 4, 4): one (N, N) "
+                                     "mask per head, heads first")
+    same_mask(mask[0], np.eye(4, dtype=bool), 0, what="head 0 (ω = 0): ")
+    same_mask(mask[1], np.array([[1, 1, 0, 0], [1, 1, 1, 0], [0, 1, 1, 1], [0, 0, 1, 1]], bool),
+              1, what="head 1 (ω = 1): ")
+    assert mask[2].all() and mask.dtype == bool
 
 
 @pytest.mark.exercise("3.1")
@@ -86,9 +89,11 @@ def test_scale_mask_small_example():
 def test_scale_mask_matches_definition_and_torch(n):
     ws = [0, 2, 3, 9]
     mask = scale_mask_np(n, ws)
+    assert mask.shape == (len(ws), n, n), (f"the shapes differ: {mask.shape} vs "
+                                           f"{(len(ws), n, n)}: heads first")
     for h, w in enumerate(ws):
-        np.testing.assert_array_equal(mask[h], _hand_mask(n, w))
-    np.testing.assert_array_equal(scale_mask_torch(n, ws).numpy(), mask)
+        same_mask(mask[h], _hand_mask(n, w), w, what=f"head {h} (ω = {w}): ")
+    same_mask(scale_mask_torch(n, ws), mask, -1, what="scale_mask_torch vs scale_mask_np: ")
 
 
 # ============================================================================ reference and twin

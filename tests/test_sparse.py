@@ -14,6 +14,7 @@ import itertools
 import numpy as np
 import pytest
 import torch
+from expect import same_mask  # tests/ is on sys.path
 
 from minattn.attention import (
     MultiHeadAttention,
@@ -108,9 +109,11 @@ def test_sliding_window_mask_small_example():
 @pytest.mark.parametrize("causal", [False, True])
 def test_sliding_window_mask_matches_definition(n, w, causal):
     mask = sliding_window_mask_np(n, w, causal)
-    assert mask.dtype == np.bool_ and mask.shape == (n, n)
+    assert mask.dtype == np.bool_, f"sliding_window_mask_np returned {mask.dtype}, not bool"
+    want = np.zeros((n, n), bool)
     for i, j in itertools.product(range(n), range(n)):
-        assert mask[i, j] == (abs(i - j) <= w and (j <= i or not causal)), (i, j)
+        want[i, j] = abs(i - j) <= w and (j <= i or not causal)
+    same_mask(mask, want, w, what=f"sliding_window_mask_np({n}, {w}, causal={causal}): ")
     # 2w + 1 keys per query away from the ends (w + 1 when causal)
     if n > 2 * w:
         assert mask[w].sum() == (w + 1 if causal else 2 * w + 1)
@@ -119,9 +122,12 @@ def test_sliding_window_mask_matches_definition(n, w, causal):
 @pytest.mark.exercise("2.1")
 def test_dilated_window_is_window_of_every_delta_th_token():
     mask = dilated_window_mask_np(20, 2, 3)
-    assert np.flatnonzero(mask[10]).tolist() == [4, 7, 10, 13, 16]
-    np.testing.assert_array_equal(dilated_window_mask_np(9, 2, 1), sliding_window_mask_np(9, 2))
-    assert np.flatnonzero(dilated_window_mask_np(20, 2, 3, causal=True)[10]).tolist() == [4, 7, 10]
+    seen = np.flatnonzero(mask[10]).tolist()
+    assert seen == [4, 7, 10, 13, 16], f"dilated_window_mask_np(20, 2, 3): query 10 sees {seen}"
+    same_mask(dilated_window_mask_np(9, 2, 1), sliding_window_mask_np(9, 2), 2,
+              what="dilation 1 is the sliding window: ")
+    seen = np.flatnonzero(dilated_window_mask_np(20, 2, 3, causal=True)[10]).tolist()
+    assert seen == [4, 7, 10], f"dilated_window_mask_np(20, 2, 3, causal=True): query 10: {seen}"
 
 
 def test_global_random_bigbird_and_union():

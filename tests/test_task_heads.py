@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from expect import close, returns_array, returns_tensor  # tests/ is on sys.path
 
 from minattn import task_heads as th
 from minattn.course import task_heads as ct
@@ -49,19 +50,29 @@ def test_mean_pool_by_hand():
                        [[5.0, 6.0], [-5.0, 0.0], [9.0, 9.0]]])
     mask = np.array([[True, True, False], [True, True, True]])
     expected = np.array([[2.0, 3.0], [3.0, 5.0]])
-    np.testing.assert_allclose(th.mean_pool_np(states, mask), expected, atol=1e-15)
-    torch.testing.assert_close(th.mean_pool_torch(*t64(states, mask)), torch.from_numpy(expected))
+    by_length = expected * mask.sum(1, keepdims=True) / mask.shape[1]
+    mistakes = [("the mean counts the padding: divide by the number of real tokens, not by L",
+                 by_length)]
+    close(returns_array(th.mean_pool_np(states, mask), "mean_pool_np"), expected, atol=1e-15,
+          what="mean_pool_np: ", mistakes=mistakes)
+    pooled = returns_tensor(th.mean_pool_torch(*t64(states, mask)), "mean_pool_torch")
+    close(pooled, expected, atol=1e-12, what="mean_pool_torch: ", mistakes=mistakes)
+    torch.testing.assert_close(pooled, torch.from_numpy(expected))
 
 
 @pytest.mark.exercise("7.1")
 def test_mean_pool_ignores_padding(rng):
     x, mask = padded(rng, [5, 2, 3])
-    noisy = x.copy()
-    noisy[~mask] = 1e6
-    np.testing.assert_allclose(th.mean_pool_np(noisy, mask), th.mean_pool_np(x, mask), atol=1e-9)
+    noisy, nan = x.copy(), x.copy()
+    noisy[~mask], nan[~mask] = 1e6, np.nan
+    close(th.mean_pool_np(noisy, mask), th.mean_pool_np(x, mask), atol=1e-9,
+          what="mean_pool_np: padding of 1e6 changed the mean: ")
+    close(th.mean_pool_np(nan, mask), th.mean_pool_np(x, mask), atol=1e-9, what="mean_pool_np: ",
+          nonfinite="NaN in the padding reached the mean: select the real tokens (a product "
+                    "with the mask keeps 0 × NaN = NaN)")
     xt, mt = t64(x, mask)
-    assert torch.allclose(th.mean_pool_torch(xt, mt), torch.from_numpy(th.mean_pool_np(x, mask)),
-                          atol=1e-12, rtol=0)
+    pooled = returns_tensor(th.mean_pool_torch(xt, mt), "mean_pool_torch")
+    assert torch.allclose(pooled, torch.from_numpy(th.mean_pool_np(x, mask)), atol=1e-12, rtol=0)
 
 
 def test_cls_pool_reads_the_first_token(rng):

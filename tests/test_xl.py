@@ -75,10 +75,30 @@ def test_rel_shift_puts_each_distance_in_its_column(Lq, M):
     by_column = np.broadcast_to((Lk - 1 - np.arange(Lk))[None], (2, Lq, Lk)).astype(float)
     delta = relative_distances_np(Lq, Lk)
     causal = causal_mask_np(Lq, Lk)
-    np.testing.assert_array_equal(rel_shift_np(by_column)[:, causal],
-                                  np.broadcast_to(delta[causal], (2, causal.sum())))
-    shifted = rel_shift_torch(torch.tensor(by_column)).numpy()
-    np.testing.assert_array_equal(shifted[:, causal], rel_shift_np(by_column)[:, causal])
+    for name, shifted in (("rel_shift_np", rel_shift_np(by_column)),
+                          ("rel_shift_torch", rel_shift_torch(torch.tensor(by_column)).numpy())):
+        assert shifted.shape == by_column.shape, (
+            f"{name}: the shapes differ: {shifted.shape} vs {by_column.shape}")
+        assert (slip := _shift_slip(shifted[0], delta, causal)) is None, f"{name}: {slip}"
+        np.testing.assert_array_equal(shifted[:, causal],
+                                      np.broadcast_to(delta[causal], (2, causal.sum())),
+                                      err_msg=f"{name}: column j of row i holds distance δ_ij")
+
+
+def _shift_slip(shifted, delta, causal):
+    """What a relative shift of the table whose column c holds distance Lk − 1 − c did wrong,
+    read from where the distances landed (None when it is not a slip named here)."""
+    valid = causal & (delta >= 0)
+    if valid.any() and np.mean(shifted[valid] == delta[valid] - 1) > 0.5:
+        return ("most distances come out one short (δ − 1): the zero column goes on the left of "
+                "the scores (before column 0), not on the right")
+    # read in order, the result holds each distance Lq places late: the rows of the reshaped
+    # (Lk + 1, Lq) table it kept are one too early
+    n = shifted.shape[-2]
+    flat, want, ok = shifted.ravel(), delta.ravel(), valid.ravel()[:-n]
+    if ok.any() and np.array_equal(flat[n:][ok], want[:-n][ok]):
+        return "drop the first row of the reshaped table, not the last"
+    return None
 
 
 @pytest.mark.exercise("4.1")

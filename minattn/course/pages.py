@@ -231,13 +231,20 @@ def class_notebook(notebook) -> int:
     displayed holds the exercises as a student's copy does (`raise NotImplementedError(...)`
     between the markers), an error's traceback (which quotes library lines) is cut to its
     last line, and a lesson's own lines of an exercise (its *shown* regions) give way to the
-    statement that stands in for them in a student's copy. Returns how many cells and outputs
+    statement that stands in for them in a student's copy; a cell marked `# EXERCISE <id>
+    answered here` (an experiment's table) loses its output. Returns how many cells and outputs
     changed. (The classroom's audit checks that a lesson holds no other region's lines.)"""
     import html as html_module
 
     import nbformat
 
-    from .classroom.regions import all_exercises, descriptions, strip_shown, strip_solutions
+    from .classroom.regions import (
+        ANSWERED,
+        all_exercises,
+        descriptions,
+        strip_shown,
+        strip_solutions,
+    )
     from .lesson import notebook_listing, script_listing
     from .prose import SHOWN_SOURCE, SOURCE_HEADER
 
@@ -255,6 +262,12 @@ def class_notebook(notebook) -> int:
         source = strip_shown(cell.source)  # a lesson's own lines of an exercise
         changed += source != cell.source
         cell.source = source
+        if answered := ANSWERED.search(source):  # an experiment's answer: the class runs it
+            cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=(
+                f"(left out of the class's pages: this cell's output answers exercise "
+                f"{answered['id']}; run the lesson to see it)\n"))]
+            changed += 1
+            continue
         outputs = []
         for out in cell.get("outputs", []):
             if out.output_type == "error":

@@ -142,12 +142,13 @@ def find_giveaways(root: Path = REPO_ROOT, twins=TWINS) -> list[str]:
 def audit(root: Path = REPO_ROOT) -> list[str]:
     """Everything that would give an answer away in a student copy (`classroom audit`):
     unmarked twins in the library (find_giveaways), visible test code that repeats a region
-    or computes an exercise's answer without calling it, visible tests that check a predict or
+    or computes an exercise's answer without calling it, a lesson line whose expression is an
+    exercise's (find_computed_answers), visible tests that check a predict or
     experiment answer, such answers written in comments or docstrings, and teacher-only test
     files that would be copied. Untracked files are never copied (copies.source_files)."""
     return sorted(set(find_giveaways(root) + find_copied_lines(root) + find_helper_twins(root)
-                      + find_answer_checks(root) + find_written_answers(root)
-                      + find_teacher_files(root)))
+                      + find_computed_answers(root) + find_answer_checks(root)
+                      + find_written_answers(root) + find_teacher_files(root)))
 
 
 def _student_files(root: Path, folders=("tests", "lessons")) -> list[str]:
@@ -180,6 +181,201 @@ def find_copied_lines(root: Path = REPO_ROOT) -> list[str]:
                 problems.append(f"exercise {e.id}: {rel} repeats {len(shared)} of the "
                                 f"{len(significant)} lines of its region {e.path}:{e.line}")
     return problems
+
+
+# An exercise's answer is what its region returns, its local names inlined: a pattern whose
+# free names (the function's arguments) stand for any expression. A lesson computes the answer
+# where one of its expressions, its earlier assignments inlined, matches the pattern -- np. or
+# torch., dtype casts and the two libraries' keyword spellings aside. A smaller pattern than
+# MIN_OPERATIONS is a common idiom, not an answer.
+MIN_OPERATIONS = 4
+CASTS = {"astype", "to", "float", "double", "type"}
+MAX_INLINED = 400  # nodes: a name bound to a larger expression stays a name
+
+
+def _inline(node: ast.expr, env: dict) -> ast.expr:
+    """A copy of `node` with every name bound in `env` replaced by its (inlined) expression;
+    nodes keep the line they come from."""
+    import copy
+
+    class Inline(ast.NodeTransformer):
+        def visit_Name(self, name):
+            bound = env.get(name.id)
+            return copy.deepcopy(bound) if bound is not None else name
+    return Inline().visit(copy.deepcopy(node))
+
+
+def _operations(node: ast.AST) -> int:
+    return sum(isinstance(n, (ast.Call, ast.BinOp, ast.Compare, ast.Subscript))
+               for n in ast.walk(node))
+
+
+def _shape(node, modules: set[str], variables: bool, memo: dict | None = None):
+    """An expression as nested tuples (label, *children): a function is named by its last
+    attribute (np.where, torch.where and where match), casts are dropped, axis/keepdims are
+    spelled dim/keepdim, numbers are floats. A name is ("var",) in a pattern (`variables`), a
+    leaf of its own in a lesson."""
+    memo = {} if memo is None else memo
+    if id(node) in memo:
+        return memo[id(node)]
+
+    def sub(n):
+        return _shape(n, modules, variables, memo)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr in CASTS:
+        out = sub(node.func.value)
+    elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+            and node.value.id in modules:
+        out = ("fn", node.attr)
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        out = ("call", ("fn", node.func.id), *map(sub, node.args),
+               *sorted(map(sub, node.keywords), key=repr))
+    elif isinstance(node, ast.Call):
+        out = ("call", sub(node.func), *map(sub, node.args),
+               *sorted(map(sub, node.keywords), key=repr))
+    elif isinstance(node, ast.Name):
+        out = ("var", node.id) if variables else ("name", node.id)
+    elif isinstance(node, ast.Constant):
+        v = node.value
+        out = ("const", float(v) if isinstance(v, (int, float)) and not isinstance(v, bool)
+               else repr(v))
+    elif isinstance(node, ast.keyword):
+        out = ("kw", {"axis": "dim", "keepdims": "keepdim"}.get(node.arg, node.arg),
+               sub(node.value))
+    elif isinstance(node, ast.AST):
+        out = (type(node).__name__, *(
+            tuple(map(sub, v)) if isinstance(v, list) else sub(v) if isinstance(v, ast.AST)
+            else v for _, v in ast.iter_fields(node) if not isinstance(v, ast.expr_context)))
+    else:
+        out = node
+    memo[id(node)] = out
+    return out
+
+
+def _matches(pattern, shape, bound: dict) -> bool:
+    """True when `shape` is `pattern` with each ("var", name) standing for one sub-expression
+    (the same one wherever the name appears)."""
+    if isinstance(pattern, tuple) and pattern[:1] == ("var",):
+        if pattern[1] in bound:
+            return bound[pattern[1]] == shape
+        bound[pattern[1]] = shape
+        return True
+    if isinstance(pattern, tuple):
+        return (isinstance(shape, tuple) and len(shape) == len(pattern)
+                and all(_matches(p, s, bound) for p, s in zip(pattern, shape)))
+    return pattern == shape
+
+
+def _modules(tree: ast.Module) -> set[str]:
+    """The names a module imports (np, torch, F, th, ...): a function reached through one is
+    named by its attribute."""
+    out = {"np", "numpy", "torch", "F"}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return out
+
+
+def _bind(env: dict, target: ast.expr, value: ast.expr | None) -> None:
+    """Record `target = value` (value already inlined); a name bound otherwise is forgotten."""
+    if isinstance(target, ast.Name):
+        if value is not None and sum(1 for _ in ast.walk(value)) <= MAX_INLINED:
+            env[target.id] = value
+        else:
+            env.pop(target.id, None)
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for t in target.elts:
+            _bind(env, t, None)
+
+
+def _expressions(body: list[ast.stmt], env: dict | None = None):
+    """The expression of each statement in source order, earlier assignments inlined (a
+    function's body read on its own, its arguments left as names)."""
+    env = {} if env is None else env
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            env.pop(stmt.name, None)
+            yield from _expressions(stmt.body, {})
+            continue
+        value = getattr(stmt, "iter", None) or getattr(stmt, "test", None) \
+            or getattr(stmt, "value", None)
+        inlined = _inline(value, env) if isinstance(value, ast.expr) else None
+        if inlined is not None:
+            yield inlined
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                _bind(env, target, inlined if len(stmt.targets) == 1 else None)
+        elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For)):
+            _bind(env, stmt.target, inlined if isinstance(stmt, ast.AnnAssign) else None)
+        elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for alias in stmt.names:
+                env.pop((alias.asname or alias.name).split(".")[0], None)
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            inner = getattr(stmt, field, None)
+            if isinstance(inner, list):
+                yield from _expressions(inner, env)
+
+
+def region_expression(root: Path, e) -> ast.expr | None:
+    """What an implement region returns, its local names inlined; None for a region that is not
+    straight-line code ending in a return (a loop, an early return, a region that sets names)."""
+    import textwrap
+
+    text = "\n".join((Path(root) / e.path).read_text().splitlines()[e.line:e.end - 1])
+    try:
+        body = ast.parse(textwrap.dedent(text)).body
+    except SyntaxError:
+        return None
+    if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
+        return None
+    env = {}
+    for stmt in body[:-1]:
+        if not isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            return None
+        value = _inline(stmt.value, env)
+        for target in getattr(stmt, "targets", [getattr(stmt, "target", None)]):
+            _bind(env, target, value)
+    return _inline(body[-1].value, env)
+
+
+def find_computed_answers(root: Path = REPO_ROOT, folders=("tests", "lessons")) -> list[str]:
+    """Lesson and visible test lines that compute an implement exercise's answer: a
+    sub-expression, with the file's earlier assignments inlined, that matches what the region
+    returns (its local names inlined, its arguments standing for any expression; see _shape).
+    A lesson that writes `real = mask[..., None]` then
+    `np.where(real, x, 0.0).sum(axis=1) / real.sum(axis=1)` gives the masked mean away
+    whatever it names its arrays."""
+    root = Path(root)
+    patterns = []
+    for e in all_exercises(root):
+        if e.kind == "implement" and (expr := region_expression(root, e)) is not None \
+                and _operations(expr) >= MIN_OPERATIONS:
+            modules = _modules(ast.parse((root / e.path).read_text()))
+            patterns.append((e, _shape(expr, modules, variables=True)))
+    if not patterns:
+        return []
+    problems = []
+    for rel in _student_files(root, folders):
+        text = (root / rel).read_text()
+        if rel.startswith("lessons/"):  # as a copy with every exercise handed out has it
+            text = strip_shown(text)
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        modules = _modules(tree)
+        for expression in _expressions(tree.body):
+            memo = {}
+            for node in ast.walk(expression):
+                if not isinstance(node, ast.expr) or _operations(node) < MIN_OPERATIONS:
+                    continue
+                shape = _shape(node, modules, variables=False, memo=memo)
+                for e, pattern in patterns:
+                    if _matches(pattern, shape, {}):
+                        problems.append(f"exercise {e.id}: {rel}:{node.lineno} computes what "
+                                        f"its region {e.path}:{e.line} returns: call the "
+                                        "library or mark the lines as a shown region")
+    return sorted(set(problems))
 
 
 PROBE = (7, 1, 2, 3), (9, 2, 3, 1)  # integer arguments (n, w, dilation, ...) for the helper probe

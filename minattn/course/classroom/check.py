@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from .. import REPO_ROOT
@@ -24,11 +25,13 @@ from .regions import all_exercises, by_id, expand_ids, summary
 
 
 def run_pytest(root: Path, args: list[str], report: Path, capture: bool, timeout=None,
-            env: dict | None = None):
+            env: dict | None = None, poll=None):
     """Run pytest on the copy at `root` in a fresh process group (its own minattn), at most
     `timeout` seconds. The group is killed on a timeout, and on Ctrl-C or any other exit of
-    this process before it ends: nothing it started keeps running. Returns (exit code, output,
-    the exercise report -- with "read": True when pytest wrote one -- , timed out)."""
+    this process before it ends: nothing it started keeps running. `poll()`, if given, is
+    called about twice a second while pytest runs (the grader records each finished
+    submission). Returns (exit code, output, the exercise report -- with "read": True when
+    pytest wrote one -- , timed out)."""
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
     full_env["PYTHONPATH"] = str(root) + os.pathsep + full_env.get("PYTHONPATH", "")
     full_env.setdefault("OMP_NUM_THREADS", "1")
@@ -39,8 +42,17 @@ def run_pytest(root: Path, args: list[str], report: Path, capture: bool, timeout
                             stdout=subprocess.PIPE if capture else None,
                             stderr=subprocess.STDOUT if capture else None)
     timed_out = False
+    deadline = None if timeout is None else time.monotonic() + timeout
     try:
-        out, _ = proc.communicate(timeout=timeout)
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                out, _ = proc.communicate(timeout=left if poll is None else min(left or 0.5, 0.5))
+                break
+            except subprocess.TimeoutExpired:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+                poll()
     except subprocess.TimeoutExpired:
         timed_out = True
         _kill_group(proc)
@@ -111,6 +123,44 @@ def collection_state(errors: list[dict], ex_id: str) -> tuple[str, str]:
             return "not implemented yet", (m[2] if m[1] == ex_id
                                            else f"waits on exercise {m[1]} ({m[2]})")
     return "FAIL", f"error collecting {errors[0]['where']}: {errors[0]['message']}"
+
+
+# ============================================================================ answers' forms
+def answer_form_problem(ex_id: str, where: str, form: str, value, choices=None) -> str | None:
+    """What is wrong with the form of a predict or experiment answer, said to the student: the
+    exercise, the function, what the question asks for and what it got (None when the form is
+    right). The visible test of every answer and the grader (plugin.py) both say it."""
+    import math
+
+    def wrong(expected):
+        return f"exercise {ex_id}: {where}() returned {value!r}; it should return {expected}"
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if form == "float" and not (number and math.isfinite(value)):
+        return wrong("a number (a float, e.g. 0.25)")
+    if form == "int" and not (isinstance(value, int) and not isinstance(value, bool)):
+        return wrong("a whole number (an int, e.g. 3)")
+    if form == "str" and not (isinstance(value, str) and value and (
+            choices is None or value in choices)):
+        return wrong("one of " + ", ".join(map(repr, choices)) if choices
+                     else "a word or a phrase (a non-empty str)")
+    if form.startswith("set") and not (isinstance(value, set) and all(
+            isinstance(v, str) for v in value)):
+        return wrong("a set of names (a set of str, e.g. {'a', 'b'})")
+    if value is None:
+        return wrong("your answer")
+    return None
+
+
+def answer_problem(ex_id: str, fn, value) -> str | None:
+    """answer_form_problem for the value an answer function returned: the form is its return
+    annotation, the choices its module's CHOICES (where the module lists them)."""
+    import importlib
+    import inspect
+
+    form = inspect.signature(fn).return_annotation
+    form = form if isinstance(form, str) else getattr(form, "__name__", str(form))
+    choices = getattr(importlib.import_module(fn.__module__), "CHOICES", None)
+    return answer_form_problem(ex_id, fn.__name__, form, value, choices)
 
 
 def check(ids=None, verbose: bool = False, root: Path = REPO_ROOT,

@@ -5,7 +5,7 @@
     python -m minattn.course.classroom student DIR --only 1 2.1 # hand out lesson 1 and exercise 2.1
     python -m minattn.course.classroom check [ID...] [-v]       # in a copy: which exercises pass
     python -m minattn.course.classroom grade SUB... --only 1.1
-        # teacher: the gradebook (grades.csv)
+        # teacher: the gradebook (grades.csv; after a Ctrl-C, --resume grades the rest)
     python -m minattn.course.classroom audit                    # does a copy give an answer away?
 
 Student copies: copies.py. The check: check.py. Grading (grading.py) splices each
@@ -77,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="gradebook names, one per submission (default: each path relative to "
                         "the submissions' common folder)")
     p.add_argument("--timeout", type=float, default=600, help="seconds per submission")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the submissions the gradebook (--out) grades in full, grade only "
+                        "the others (after an interrupted grading)")
     p.add_argument("--hide", nargs="+", default=(), type=Path, metavar="FOLDER",
                    help="folders to hide although the sandbox shows what holds them (it shows "
                         "only the system, the Python environment and the graded copy, and "
@@ -104,7 +107,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "grade":
             exit_on_signals()
             grade(args.submissions, args.out, args.only, args.timeout, roster=args.roster,
-                  names=args.name, unsafe=args.unsafe_no_sandbox, hide=args.hide)
+                  names=args.name, unsafe=args.unsafe_no_sandbox, hide=args.hide,
+                  resume=args.resume)
         elif args.command == "audit":
             problems = audit()
             print("\n".join(problems) or "no give-away found")

@@ -217,9 +217,14 @@ make data                  # the lessons' datasets (without them: a synthetic ta
 make lab                   # the lessons as notebooks, in JupyterLab
 ```
 
-A lesson that reaches an exercise you have not done yet stops with one line naming it and where
-it is. The check's row of an exercise says what is in the way: its stub, an exercise it waits
-on (attention uses the softmax), or the first failing test with the values it compared.
+A fresh copy is *meant* to fail its exercises: `make exercises` shows each one as `not
+implemented yet`, and the course's whole test suite (`pytest`) fails every test that reaches a
+stub, with `NotImplementedError: Exercise 1.1: ...` (the tests of what is built on it too:
+attention calls your softmax). Those failures go away as you write the exercises; any other
+failure is worth a look. A lesson that reaches an exercise you have not done yet stops with one
+line naming it and where it is. The check's row of an exercise says what is in the way: its
+stub, an exercise it waits on (attention uses the softmax), or the first failing test with the
+values it compared.
 
 ## Asking for a check
 

@@ -2,7 +2,7 @@
 
     python -m minattn.course.classroom grade SUB... --only 1.1 1.2 --out grades.csv
     python -m minattn.course.classroom grade SUB... --roster roster.txt [--name NAME...] \
-        [--timeout S]
+        [--timeout S] [--resume]
 
 What is graded comes from the teacher: `--only` ids (or lesson numbers), or a roster file (the
 ids, or lesson numbers, separated by spaces or lines; `#` starts a comment). A submission's own
@@ -21,6 +21,12 @@ For each submission, one at a time:
    submissions, the gradebook, the network, or the grader's processes.
 3. a time limit for the whole run, after which its process group is killed.
 
+Each submission's rows go into the gradebook as soon as it is graded: Ctrl-C (or SIGTERM)
+keeps everyone graded before it, names who was not, and the same command with `--resume`
+grades only those (the rows already there are kept). A predict or experiment answer of the
+wrong form fails its tests with what the question asks for (check.answer_problem, the
+student's check's words), not with the error the teacher's comparison would raise.
+
 Pass or fail is what pytest observed in the teacher's process. `total` is the teacher's count
 of tests for that exercise (collected from the teacher's tests, before any student code ran);
 a test that failed, errored, was skipped or did not run counts as not passed.
@@ -31,11 +37,13 @@ Gradebook rows are named by the submission's path relative to the submissions' c
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 from pathlib import Path
@@ -149,12 +157,54 @@ def exercise_test_files(teacher: Path, ids) -> list[str]:
 
 
 # ============================================================================ grading
+def read_gradebook(path: Path) -> list[dict]:
+    """The rows of a gradebook this grader wrote (ValueError for anything else)."""
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            rows = list(reader)
+    except OSError as err:
+        raise ValueError(f"cannot resume the gradebook {path}: {err}") from None
+    if reader.fieldnames != FIELDS:
+        raise ValueError(f"cannot resume {path}: its header is not the gradebook's "
+                         f"({','.join(FIELDS)})")
+    return rows
+
+
+class Gradebook:
+    """grades.csv written as grading goes: with the first submission graded, the header and any
+    rows kept from an earlier run; then each submission's rows appended (and flushed) as soon
+    as it is graded, so that an interrupted grading keeps everyone graded before it (and one
+    that stops before grading anyone leaves the file as it was)."""
+
+    def __init__(self, out: Path | None, kept: list[dict]):
+        self.out, self.kept, self.started = out, kept, False
+
+    def add(self, rows: list[dict]) -> None:
+        if self.out is None:
+            return
+        if not self.started:
+            tmp = self.out.with_name(self.out.name + ".tmp")
+            with open(tmp, "w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=FIELDS)
+                writer.writeheader()
+                writer.writerows(self.kept)
+            tmp.replace(self.out)
+            self.started = True
+        with open(self.out, "a", newline="") as f:
+            csv.DictWriter(f, fieldnames=FIELDS).writerows(rows)
+            f.flush()
+            os.fsync(f.fileno())
+
+
 def grade(submissions, out: Path | None = None, only=None, timeout: float = 600,
           root: Path = REPO_ROOT, roster: Path | None = None, names=None,
-          unsafe: bool = False, hide=()) -> list[dict]:
+          unsafe: bool = False, hide=(), resume: bool = False) -> list[dict]:
     """Grade each submission folder on the teacher's exercises (see the module docstring);
-    write the CSV gradebook to `out`; return its rows. `hide`: more folders the sandbox hides
-    (the teacher's checkout, the submissions and the gradebook's folder always are)."""
+    write the CSV gradebook to `out`, each submission's rows as soon as it is graded; return
+    its rows. `resume`: keep the submissions `out` already grades in full and grade only the
+    others (after an interrupted grading). `hide`: more folders the sandbox hides (the
+    teacher's checkout, the submissions and the gradebook's folder always are)."""
     root = Path(root).resolve()
     ids = graded_ids(only, roster, root)
     folders = [s for s in submissions if Path(s).is_dir()]
@@ -177,6 +227,17 @@ def grade(submissions, out: Path | None = None, only=None, timeout: float = 600,
         for s in submissions:
             if out == s or s in out.parents:
                 raise ValueError(f"the gradebook {out} would lie inside submission {s}")
+    kept = []
+    if resume:
+        if out is None or not out.is_file():
+            raise ValueError(f"--resume: there is no gradebook to resume at {out}")
+        earlier = read_gradebook(out)
+        done = {n for n in names if {r["exercise"] for r in earlier if r["submission"] == n}
+                >= set(ids)}
+        kept = [r for r in earlier if r["submission"] in done]
+        left = [(n, s) for n, s in zip(names, submissions) if n not in done]
+        print(f"resuming {out}: {len(done)} submissions graded already, {len(left)} to grade")
+        names, submissions = [n for n, _ in left], [s for _, s in left]
     if not unsafe and (problem := bwrap_problem()) is not None:
         raise ValueError(f"refusing to run students' code without a sandbox: {problem}. "
                          f"To grade anyway: {UNSAFE}")
@@ -185,7 +246,11 @@ def grade(submissions, out: Path | None = None, only=None, timeout: float = 600,
     hide = [root, *submissions, *{s.parent for s in submissions}, *map(Path, hide)]
     if out is not None:
         hide.append(out.parent)
-    rows = []
+    rows = [dict(r, passed=int(r["passed"]), total=int(r["total"])) for r in kept]
+    gradebook = Gradebook(out, kept)
+    if not submissions:
+        _print_grades(rows)
+        return rows
     with tempfile.TemporaryDirectory(prefix="minattn-grading-") as tmp:
         tmp = Path(tmp)
         teacher = tmp / "teacher"
@@ -215,35 +280,62 @@ def grade(submissions, out: Path | None = None, only=None, timeout: float = 600,
                 report=str(work / "report.json"), status=str(work / "status.json"),
                 pidfile=str(work / "worker.pid")))
         (tmp / "specs.json").write_text(json.dumps(specs))
+        graded: set[int] = set()
+
+        def record(collected: dict, finished_only: bool = True) -> None:
+            """Each submission whose run has ended: its rows, into the gradebook now."""
+            if "exercises" not in collected:
+                return
+            totals = {k: list(v.get("tests", [])) for k, v in collected["exercises"].items()}
+            for i, (name, notes, spec) in enumerate(zip(names, all_notes, specs)):
+                status = _read_json(spec["status"])
+                if i in graded or finished_only and "rc" not in status:
+                    continue
+                status = status or {"rc": None, "timed_out": False}
+                mine = _rows(name, ids, notes, totals, status["rc"], _read_json(spec["report"]),
+                             status["timed_out"], timeout)
+                with _signals_held():  # a Ctrl-C now waits: the rows are written once, whole
+                    gradebook.add(mine)
+                    rows.extend(mine)
+                    graded.add(i)
+
         # One pytest: it collects the teacher's tests once (its report: the teacher's counts),
         # then runs them once per submission, each in a forked process with its own time limit.
-        rc, output, collected, _ = run_pytest(
-            teacher, ["--rootdir", str(teacher), "-p", "minattn.course.classroom.plugin",
-                      "--remote-specs", str(tmp / "specs.json"), "-q", "--tb=line", "--capture=no",
-                      *files,
-                      "--exercises", *ids],
-            tmp / "collected.json", capture=True, timeout=COLLECTION + timeout * len(specs),
-            env=env)
+        try:
+            rc, output, collected, _ = run_pytest(
+                teacher, ["--rootdir", str(teacher), "-p", "minattn.course.classroom.plugin",
+                          "--remote-specs", str(tmp / "specs.json"), "-q", "--tb=line",
+                          "--capture=no", *files, "--exercises", *ids],
+                tmp / "collected.json", capture=True, timeout=COLLECTION + timeout * len(specs),
+                env=env, poll=lambda: record(_read_json(tmp / "collected.json")))
+        except (KeyboardInterrupt, SystemExit):  # Ctrl-C, SIGTERM: say what is left to grade
+            record(_read_json(tmp / "collected.json"))
+            left = [n for i, n in enumerate(names) if i not in graded]
+            where = f" in {out}" if out is not None else ""
+            print(f"\ngrading interrupted: {len(graded)} of {len(names)} submissions graded"
+                  f"{where}; not graded: {', '.join(left)}"
+                  + (" (grade them with the same command and --resume)" if out else ""),
+                  file=sys.stderr)
+            raise
         if not collected.get("read"):
             raise RuntimeError(f"the teacher's tests could not be collected (exit code {rc}):\n"
                                + output[-3000:])
-        totals = {k: list(v.get("tests", [])) for k, v in collected["exercises"].items()}
-        results = []
-        for name, notes, spec in zip(names, all_notes, specs):
-            report = _read_json(spec["report"])
-            status = _read_json(spec["status"]) or {"rc": None, "timed_out": False}
-            results.append((name, notes, status["rc"], report, status["timed_out"]))
-    for name, notes, rc, report, timed_out in results:
-        rows += _rows(name, ids, notes, totals, rc, report, timed_out, timeout)
-    if out is not None:
-        with open(out, "w", newline="") as f:
-            writer = csv.DictWriter(f, fieldnames=FIELDS)
-            writer.writeheader()
-            writer.writerows(rows)
+        record(collected, finished_only=False)
     _print_grades(rows)
     if out is not None:
         print(f"gradebook: {out}")
     return rows
+
+
+@contextlib.contextmanager
+def _signals_held():
+    """Ctrl-C, SIGTERM and SIGHUP wait until the block ends (then they act as usual)."""
+    held = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
 
 
 def worker_env(copy: Path) -> dict[str, str]:

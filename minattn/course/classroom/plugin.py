@@ -75,6 +75,14 @@ def _trampoline(fn, module: str, qualname: str):
 # ============================================================================ the plugin
 _WORKER: Worker | None = None
 _SWAPPED: list = []
+_ANSWERS: dict[str, list] = {}  # predict/experiment id -> its answer functions (routed)
+_FORMS: dict[str, str | None] = {}  # id -> what is wrong with the form of its answer
+
+
+class AnswerFormError(TypeError):
+    """A predict or experiment answer of the wrong form (a str for a float, say): the test
+    fails with what the question asks for, as the student's check says it, instead of the
+    error the teacher's comparison would raise."""
 
 
 def install(spec: dict, root: Path) -> list[tuple[str, str]]:
@@ -94,7 +102,31 @@ def install(spec: dict, root: Path) -> list[tuple[str, str]]:
         fn.__globals__["__minattn_remote_call__"] = remote_call
         _SWAPPED.append((fn, fn.__code__))
         fn.__code__ = _trampoline(fn, module, qualname)
+    from .regions import all_exercises, by_id
+
+    for ex_id, regions in by_id(all_exercises(root)).items():
+        if ex_id in spec["ids"] and regions[0].kind != "implement":
+            _ANSWERS[ex_id] = [resolve(m, q) for m, q in routed
+                               if (m, q) in holders({ex_id}, root)]
     return routed
+
+
+def answer_form(ex_id: str) -> str | None:
+    """What is wrong with the form of exercise ex_id's answer (check.answer_problem), asked of
+    the worker once per submission; None when it is right, or raises (the test says that)."""
+    from .check import answer_problem
+
+    if ex_id not in _FORMS:
+        _FORMS[ex_id] = None
+        for fn in _ANSWERS.get(ex_id, []):
+            try:
+                value = fn()
+            except Exception:  # noqa: BLE001 -- a stub or a crash: the test itself reports it
+                continue
+            if problem := answer_problem(ex_id, fn, value):
+                _FORMS[ex_id] = problem
+                break
+    return _FORMS[ex_id]
 
 
 def pytest_addoption(parser):
@@ -174,6 +206,8 @@ def pytest_runtest_setup(item):
     if _WORKER is not None:  # the crash budget is the exercise's (client.MAX_RESTARTS)
         marker = item.get_closest_marker("exercise")
         _WORKER.exercise = str(marker.args[0]) if marker and marker.args else ""
+        if problem := answer_form(_WORKER.exercise):
+            raise AnswerFormError(problem)
 
 
 def pytest_runtest_teardown(item, nextitem):

@@ -73,6 +73,11 @@ def id_key(ex_id: str):
 SHOWN = re.compile(r"^(?P<indent>[ \t]*)# BEGIN EXERCISE (?P<id>\S+) shown\s*:\s*(?P<code>.+?)\s*$")
 
 
+# A lesson cell whose output answers an exercise (an experiment's table) says so on a line of
+# its own; the class's pages leave that cell's output out (pages.class_notebook).
+ANSWERED = re.compile(r"^[ \t]*# EXERCISE (?P<id>\S+) answered here\b", re.M)
+
+
 def strip_shown(text: str, only: set[str] | None = None) -> str:
     """A lesson with the shown regions of the exercises in `only` (all when None) replaced by
     the statement their BEGIN line gives (see the module's docstring)."""
