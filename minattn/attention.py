@@ -51,6 +51,7 @@ from .checks import (  # the first four are used by other lessons' kernels too
     check_table_sizes,  # noqa: F401
     check_tokens,  # noqa: F401
     checked,
+    hide,
     merge_heads_inputs,
     mha_forward_inputs,
     mha_sizes,
@@ -64,7 +65,6 @@ from .checks import (  # the first four are used by other lessons' kernels too
     softmax_inputs,
     split_heads_inputs,
     torch_mha_module,
-    visible_inputs,  # noqa: F401
 )
 
 
@@ -88,6 +88,28 @@ def softmax_np(scores: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray
     # END EXERCISE
 
 
+def hide_unseen(q, k, v, mask):
+    """q, k, v with what `mask` hides set to 0: the queries of rows that see no key, the keys
+    and values no query sees (NumPy or torch). What a mask hides may hold garbage (NaN in
+    padding): it is selected away (`hide`), since multiplying it by a weight of 0 keeps NaN."""
+    if mask is None:
+        return q, k, v
+    rows_seen = mask.any(-1)[..., None]  # (..., Lq, 1): the query sees some key
+    keys_seen = mask.any(-2)[..., None]  # (..., Lk, 1): some query sees the key
+    return hide(q, rows_seen), hide(k, keys_seen), hide(v, keys_seen)
+
+
+def hide_unseen_tokens(query, key, value, mask):
+    """`hide_unseen` for multi-head attention's (B, N, D) inputs and a mask of up to 4 axes
+    (B, H, Lq, Lk): a token is hidden when no head sees it."""
+    if mask is None:
+        return query, key, value
+    m = mask[(None,) * (4 - mask.ndim)]  # (B|1, H|1, Lq|1, Lk|1)
+    rows_seen = m.any(-1).any(1)[..., None]  # (B|1, Lq|1, 1)
+    keys_seen = m.any(-2).any(1)[..., None]  # (B|1, Lk|1, 1)
+    return hide(query, rows_seen), hide(key, keys_seen), hide(value, keys_seen)
+
+
 @checked(attention_inputs(np.ndarray))
 def attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None,
                  scale: float | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -101,6 +123,7 @@ def attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray |
         output (..., Lq, dv) and weights (..., Lq, Lk).
     """
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    q, k, v = hide_unseen(q, k, v, mask)  # what the mask hides may hold garbage
     # BEGIN EXERCISE 1.2 implement: scores, masked softmax, weighted sum of values (~10 min)
     scores = (q @ np.swapaxes(k, -1, -2)) * scale  # (..., Lq, Lk)
     weights = softmax_np(scores, mask)  # (..., Lq, Lk), rows sum to 1 (or 0)
@@ -124,6 +147,7 @@ def online_attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray,
     P = e^(S − lse); −inf on a row that sees no key (whose output is 0).
     """
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    q, k, v = hide_unseen(q, k, v, mask)  # what the mask hides may hold garbage
     if mask is not None:
         mask = np.broadcast_to(mask, q.shape[:-1] + k.shape[-2:-1])  # (..., Lq, Lk)
     m = np.full(q.shape[:-1] + (1,), -np.inf, dtype=q.dtype)  # (..., Lq, 1) running max
@@ -159,6 +183,7 @@ def attention_backward_np(grad_out: np.ndarray, q: np.ndarray, k: np.ndarray, v:
     Masked entries have P = 0, so ∂S = 0 there: no gradient flows through a masked edge.
     """
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    q, k, v = hide_unseen(q, k, v, mask)  # what the mask hides may hold garbage
     _, weights = attention_np(q, k, v, mask, scale)  # recompute P (as FlashAttention does)
     # BEGIN EXERCISE 1.3 implement: attention backward: dq, dk, dv from grad_out (~30 min)
     grad_v = np.swapaxes(weights, -1, -2) @ grad_out  # (..., Lk, dv)
@@ -214,11 +239,15 @@ def multi_head_attention_np(query: np.ndarray, key: np.ndarray, value: np.ndarra
             (y = x @ w.T + b), and biases 'b_q', 'b_k', 'b_v', 'b_o' (D,) — see
             `MultiHeadAttention.numpy_params()`.
         mask: bool, (Lq, Lk) or broadcastable to (B, H, Lq, Lk); True = may attend.
-        key_padding_mask: bool (B, Lk), True on real keys (the check folds it into `mask`;
-            see `check_mha_inputs` for why a (B, Lk) padding mask goes here).
+        key_padding_mask: bool (B, Lk), True on real keys, folded into `mask` (see
+            `check_mha_inputs` for why a (B, Lk) padding mask goes here).
     Returns:
         output (B, Lq, D) and per-head weights (B, H, Lq, Lk).
     """
+    if key_padding_mask is not None:  # (B, Lk) -> (B, 1, 1, Lk): every head, every query
+        padding = key_padding_mask[:, None, None, :]
+        mask = padding if mask is None else mask & padding
+    query, key, value = hide_unseen_tokens(query, key, value, mask)
     q = split_heads_np(query @ params["w_q"].T + params["b_q"], num_heads)  # (B, H, Lq, dh)
     k = split_heads_np(key @ params["w_k"].T + params["b_k"], num_heads)  # (B, H, Lk, dh)
     v = split_heads_np(value @ params["w_v"].T + params["b_v"], num_heads)  # (B, H, Lk, dh)
@@ -242,6 +271,7 @@ def causal_mask_np(n_queries: int, n_keys: int | None = None) -> np.ndarray:
 def padding_mask_np(lengths: np.ndarray, max_len: int) -> np.ndarray:
     """(B,) lengths -> (B, 1, 1, max_len) bool, True on real tokens; broadcasts over heads
     and queries."""
+    lengths = np.asarray(lengths)  # a list of lengths too
     keys = np.arange(max_len)
     return (keys[None, :] < lengths[:, None])[:, None, None, :]
 
@@ -293,6 +323,7 @@ def attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     (`MultiHeadAttention`'s flash branch, `minattn.fast.attention.attention_fast_torch`).
     """
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    q, k, v = hide_unseen(q, k, v, mask)  # what the mask hides may hold garbage
     # BEGIN EXERCISE 1.2 implement: the same attention forward in torch (~5 min)
     scores = (q @ k.transpose(-1, -2)) * scale  # (..., Lq, Lk)
     weights = softmax_torch(scores, mask)
@@ -307,6 +338,7 @@ def online_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     """Torch twin of `online_attention_np`: output (..., Lq, dv) and lse (..., Lq), block by
     block with a running max and sum, never storing the (Lq, Lk) weights."""
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    q, k, v = hide_unseen(q, k, v, mask)  # what the mask hides may hold garbage
     if mask is not None:
         mask = mask.expand(q.shape[:-1] + k.shape[-2:-1])  # (..., Lq, Lk)
     m = q.new_full(q.shape[:-1] + (1,), float("-inf"))
@@ -417,7 +449,12 @@ class MultiHeadAttention(nn.Module):
                 value: torch.Tensor | None = None, mask: torch.Tensor | None = None,
                 need_weights: bool = False, key_padding_mask: torch.Tensor | None = None
                 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        # (the check made key = query, value = key by default, and folded key_padding_mask in)
+        key = query if key is None else key  # self-attention by default
+        value = key if value is None else value
+        if key_padding_mask is not None:  # (B, Lk) -> (B, 1, 1, Lk): every head, every query
+            padding = key_padding_mask[:, None, None, :]
+            mask = padding if mask is None else mask & padding
+        query, key, value = hide_unseen_tokens(query, key, value, mask)
         q = split_heads_torch(self.q_proj(query), self.num_heads)  # (B, H, Lq, dh)
         k = split_heads_torch(self.k_proj(key), self.num_heads)  # (B, H, Lk, dh)
         v = split_heads_torch(self.v_proj(value), self.num_heads)  # (B, H, Lk, dh)

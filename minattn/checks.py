@@ -9,8 +9,10 @@ here, before the math runs:
         scale = ...           # the body starts with the math
 
 `checked(check)` calls `check(**arguments)` with the call's arguments (defaults filled in); a
-check raises ValueError "<argument>: expected <what>, got <what was given>" or returns a dict of
-arguments to replace (what a mask hides set to 0, say), and then the function runs. `show(fn)`
+check raises ValueError "<argument>: expected <what>, got <what was given>" or lets the call
+through unchanged: a check only refuses. Defaults, masks folded together, what a mask hides set
+to 0 are lines of the function's own body, so `fn.__wrapped__` on valid input computes what
+`fn` does. `show(fn)`
 prints the decorator line and the body: the check's name says what is checked, its body is here.
 
 The vocabulary below (`fail`, `check_array`, `check_mask`, ...) is shared by every mechanism's
@@ -39,10 +41,8 @@ def checked(check: Callable[..., dict | None]):
         def call(*args, **kwargs):
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
-            replaced = check(**bound.arguments)
-            if replaced:
-                bound.arguments.update(replaced)
-            return fn(*bound.args, **bound.kwargs)
+            check(**bound.arguments)  # refuses or returns: what it returns is not used
+            return fn(*args, **kwargs)
 
         call.check = check
         return call
@@ -205,12 +205,14 @@ def check_finite(name: str, x, where=None, minus_inf_ok: bool = False) -> None:
     """x must be finite (no NaN, no ±inf) wherever `where` (bool, broadcastable) is True,
     everywhere when where is None; minus_inf_ok lets −inf through (a score of −inf is a
     weight of exactly 0). A finite x is read once (`_surely_finite`); skipped while
-    torch.compile traces, and for activations (see `in_graph`)."""
+    torch.compile traces, and for activations (see `in_graph`). `where` may be a function
+    returning the mask: it is called only when x holds a bad value somewhere."""
     if isinstance(x, torch.Tensor):
         if _tracing() or not x.is_floating_point() or x.device.type == "meta" or in_graph(x) \
                 or x.numel() == 0 or _surely_finite(x, minus_inf_ok):
             return
         bad = torch.isnan(x) | (x == math.inf) if minus_inf_ok else ~torch.isfinite(x)
+        where = where() if callable(where) else where
         if where is not None:
             bad = bad & where
         if not bool(bad.any()):
@@ -222,6 +224,7 @@ def check_finite(name: str, x, where=None, minus_inf_ok: bool = False) -> None:
         if x.dtype.kind != "f":
             return
         bad = np.isnan(x) | (x == np.inf) if minus_inf_ok else ~np.isfinite(x)
+        where = where() if callable(where) else where
         if where is not None:
             bad = bad & where
         if not bad.any():
@@ -351,25 +354,19 @@ def check_attention_inputs(q, k, v, mask=None, scale=None, like=None) -> None:
     check_mask(mask, tuple(q.shape[:-1]) + (k.shape[-2],), like=like)
 
 
-def visible_inputs(q, k, v, mask=None):
-    """q, k, v with what the mask hides set to 0 — the queries of rows that see no key, the
-    keys and values that no query sees — after checking that the rest is finite.
-
-    Selected, not multiplied, so garbage under the mask (NaN in padding) cannot leak into the
-    output or the gradients. NumPy and torch alike; returns the three arrays. Activations of a
-    training graph (`in_graph`) are returned as they are: they were computed from checked,
-    finite inputs, and a key or query that the mask hides changes no output and gets no
-    gradient, so the selection would only cost a read of the mask and the arrays.
-    """
-    if in_graph(q, k, v):
-        return q, k, v
-    if mask is not None:
-        rows_seen = mask.any(-1)[..., None]  # (..., Lq, 1): the query sees some key
-        keys_seen = mask.any(-2)[..., None]  # (..., Lk, 1): some query sees the key
-        q, k, v = hide(q, rows_seen), hide(k, keys_seen), hide(v, keys_seen)
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        check_finite(name, x)
-    return q, k, v
+def check_seen_finite(q, k, v, mask=None, names=("q", "k", "v")) -> None:
+    """q, k, v finite wherever the mask lets them count. What a mask hides (the queries of
+    rows that see no key, the keys and values no query sees) may hold anything, NaN in padding
+    say: the function's body selects it away (`hide`). NumPy and torch alike; a mask of up to
+    4 axes (B, H, Lq, Lk) against (B, N, D) inputs when `names` are multi-head attention's."""
+    rows = keys = None
+    if mask is not None and names[0] == "query":  # (B, N, D) inputs: seen by some head
+        m = mask[(None,) * (4 - mask.ndim)]
+        rows, keys = (lambda: m.any(-1).any(1)[..., None]), (lambda: m.any(-2).any(1)[..., None])
+    elif mask is not None:
+        rows, keys = (lambda: mask.any(-1)[..., None]), (lambda: mask.any(-2)[..., None])
+    for name, x, seen in zip(names, (q, k, v), (rows, keys, keys)):
+        check_finite(name, x, where=seen)
 
 
 def check_tokens(tokens, embedding: torch.nn.Embedding, max_len: int | None = None) -> None:
@@ -509,20 +506,6 @@ def check_mha_inputs(query, key, value, num_heads: int, d_model: int, mask=None,
     return mask
 
 
-def visible_mha_inputs(query, key, value, mask):
-    """`visible_inputs` for the (B, N, D) inputs of multi-head attention: the query rows that
-    see no key in any head, and the key/value rows that no query sees, set to 0; the rest
-    checked finite."""
-    if mask is not None:
-        m = mask[(None,) * (4 - mask.ndim)]  # (B|1, H|1, Lq|1, Lk|1)
-        rows_seen = m.any(-1).any(1)[..., None]  # (B|1, Lq|1, 1)
-        keys_seen = m.any(-2).any(1)[..., None]  # (B|1, Lk|1, 1)
-        query, key, value = hide(query, rows_seen), hide(key, keys_seen), hide(value, keys_seen)
-    for name, x in (("query", query), ("key", key), ("value", value)):
-        check_finite(name, x)
-    return query, key, value
-
-
 def check_lengths(lengths, max_len: int, like) -> int:
     """lengths: (B,) integers in [0, max_len]; max_len an integer >= 0. Returns max_len."""
     max_len = check_size("max_len", max_len)
@@ -542,20 +525,19 @@ def softmax_inputs(like):
 
 
 def attention_inputs(like):
-    """attention_np / attention_torch(q, k, v, mask, scale): `check_attention_inputs`, then
-    what the mask hides set to 0 (`visible_inputs`)."""
+    """attention_np / attention_torch(q, k, v, mask, scale): `check_attention_inputs`, finite
+    where the mask lets them count (`check_seen_finite`)."""
     def check(q, k, v, mask=None, scale=None):
         check_attention_inputs(q, k, v, mask, scale, like=like)
-        q, k, v = visible_inputs(q, k, v, mask)
-        return dict(q=q, k=k, v=v)
+        check_seen_finite(q, k, v, mask)
     return check
 
 
 def online_attention_inputs(like):
     """online_attention_np / _torch: `attention_inputs` and a block of >= 1 keys."""
     def check(q, k, v, mask=None, scale=None, block=64):
-        replaced = attention_inputs(like)(q, k, v, mask, scale)
-        return dict(replaced, block=check_size("block", block, 1))
+        attention_inputs(like)(q, k, v, mask, scale)
+        check_size("block", block, 1)
     return check
 
 
@@ -565,7 +547,7 @@ def fast_attention_inputs(q, k, v, mask=None, scale=None, is_causal=False):
         fail("attention_fast_torch takes a mask or is_causal=True, not both",
              "one of them (fold causality into the mask with causal_mask_torch)",
              f"mask {shape_str(mask.shape)} and is_causal=True")
-    return attention_inputs(torch.Tensor)(q, k, v, mask, scale)
+    attention_inputs(torch.Tensor)(q, k, v, mask, scale)
 
 
 def attention_backward_inputs(grad_out, q, k, v, mask=None, scale=None):
@@ -578,8 +560,7 @@ def attention_backward_inputs(grad_out, q, k, v, mask=None, scale=None):
              shape_str(grad_out.shape))
     check_same_dtype(q=q, grad_out=grad_out)
     check_finite("grad_out", grad_out)
-    q, k, v = visible_inputs(q, k, v, mask)
-    return dict(q=q, k=k, v=v)
+    check_seen_finite(q, k, v, mask)
 
 
 def additive_inputs(q, k, w_q, w_k, v_a):
@@ -603,12 +584,11 @@ def merge_heads_inputs(like):
 
 def multi_head_inputs(query, key, value, params, num_heads, mask=None, key_padding_mask=None):
     """multi_head_attention_np: the eight parameters, the (B, N, D) inputs and their masks,
-    made into one mask (`check_mha_inputs`); what it hides set to 0."""
+    made into one mask (`check_mha_inputs`); finite where that mask lets them count."""
     check_mha_params(params, query)
     mask = check_mha_inputs(query, key, value, num_heads, params["w_q"].shape[1], mask,
                             key_padding_mask, dtype=params["w_q"].dtype)
-    query, key, value = visible_mha_inputs(query, key, value, mask)
-    return dict(query=query, key=key, value=value, mask=mask, key_padding_mask=None)
+    check_seen_finite(query, key, value, mask, ("query", "key", "value"))
 
 
 def causal_mask_sizes(n_queries, n_keys=None, device=None):
@@ -621,8 +601,8 @@ def padding_mask_inputs(like):
     """padding_mask_np / _torch(lengths, max_len): (B,) integer lengths in [0, max_len]."""
     def check(lengths, max_len):
         if like is np.ndarray and isinstance(lengths, (list, tuple)):
-            lengths = np.asarray(lengths)
-        return dict(lengths=lengths, max_len=check_lengths(lengths, max_len, like))
+            lengths = np.asarray(lengths)  # a list of lengths is read as padding_mask_np does
+        check_lengths(lengths, max_len, like)
     return check
 
 
@@ -645,9 +625,9 @@ def mha_sizes(self, d_model, num_heads, bias=True, attend=None, flash=True):
 
 def mha_forward_inputs(self, query, key=None, value=None, mask=None, need_weights=False,
                        key_padding_mask=None):
-    """MultiHeadAttention.forward: key defaults to query (self-attention), value to key;
-    `check_mha_inputs` against the module's width, heads, dtype and device; the masks made
-    into one; what it hides set to 0; need_weights only with the built-in kernel."""
+    """MultiHeadAttention.forward: key (default: query) and value (default: key) checked by
+    `check_mha_inputs` against the module's width, heads, dtype and device; finite where the
+    masks let them count; need_weights only with the built-in kernel."""
     key = query if key is None else key
     value = key if value is None else value
     mask = check_mha_inputs(query, key, value, self.num_heads, self.d_model, mask,
@@ -656,8 +636,7 @@ def mha_forward_inputs(self, query, key=None, value=None, mask=None, need_weight
     if need_weights and self.attend is not None:
         fail("need_weights with a custom attend kernel", "need_weights=False",
              f"need_weights=True with attend={self.attend}")
-    query, key, value = visible_mha_inputs(query, key, value, mask)
-    return dict(query=query, key=key, value=value, mask=mask, key_padding_mask=None)
+    check_seen_finite(query, key, value, mask, ("query", "key", "value"))
 
 
 def torch_mha_module(self, mha):
@@ -869,25 +848,22 @@ def window_inputs_torch(**args) -> dict:
 
 
 def block_sparse_inputs(q, k, v, layout, block, causal=False, scale=None, tile=None,
-                        compiled=None, like=None) -> dict:
+                        compiled=None, like=None) -> None:
     """A block layout's arguments: q, k, v of self-attention, the layout (nb, nb) bool with
-    nb = ceil(N / block) (returned as NumPy). What the layout hides may hold anything: the
-    queries of block rows that see no block and the keys of block columns no query sees
-    (under causal, row I sees block J only when J <= I) are set to 0, the rest must be finite
-    (activations of a training graph were checked where they entered, see `in_graph`)."""
+    nb = ceil(N / block). What the layout hides may hold anything (the queries of block rows
+    that see no block, the keys of block columns no query sees; under causal, row I sees
+    block J only when J <= I): the rest must be finite (activations of a training graph were
+    checked where they entered, see `in_graph`)."""
     check_self_attention(q, k, v, scale, like, finite=False)
     n = q.shape[-2]
     out = pattern_args(n=n, block=block, layout=layout, tile=tile)
     seen = np.tril(out["layout"]) if causal else out["layout"]
-    rows = np.repeat(seen.any(1), out["block"])[:n, None]  # (N, 1): the query sees some key
-    keys = np.repeat(seen.any(0), out["block"])[:n, None]  # (N, 1): some query sees the key
-    if not in_graph(q, k, v):
-        if isinstance(q, torch.Tensor):
-            rows, keys = (torch.as_tensor(x, device=q.device) for x in (rows, keys))
-        q, k, v = hide(q, rows), hide(k, keys), hide(v, keys)
-        for name, x in (("q", q), ("k", k), ("v", v)):
-            check_finite(name, x)
-    return dict(q=q, k=k, v=v, layout=out["layout"], block=out["block"])
+
+    def seen_by(axis):  # (N, 1): the query sees some key (axis 1), some query sees the key (0)
+        where = np.repeat(seen.any(axis), out["block"])[:n, None]
+        return torch.as_tensor(where, device=q.device) if isinstance(q, torch.Tensor) else where
+    for name, x, axis in (("q", q, 1), ("k", k, 0), ("v", v, 0)):
+        check_finite(name, x, where=lambda axis=axis: seen_by(axis))
 
 
 def block_sparse_inputs_np(**args) -> dict:
@@ -1000,15 +976,9 @@ def _multiscale_qkv(q, k, v, windows, mask, n_global, like) -> dict:
         fail("empty input", "at least one batch element, head, position and feature",
              f"q {shape_str(q.shape)}")
     check_mask(mask, tuple(q.shape[:-1]) + (q.shape[-2],), like=like)
-    windows = check_windows(windows, q.shape[1])
-    n_global = check_global_count(n_global, q.shape[-2])
-    if mask is not None and not in_graph(q, k, v):
-        rows_seen = mask.any(-1)[..., None]  # (..., N, 1): the query sees some key
-        keys_seen = mask.any(-2)[..., None]  # (..., N, 1): some query sees the key
-        q, k, v = hide(q, rows_seen), hide(k, keys_seen), hide(v, keys_seen)
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        check_finite(name, x)
-    return dict(q=q, k=k, v=v, windows=windows, n_global=n_global)
+    check_windows(windows, q.shape[1])
+    check_global_count(n_global, q.shape[-2])
+    check_seen_finite(q, k, v, mask)
 
 
 def check_global_count(n_global, n: int) -> int:
@@ -1024,10 +994,9 @@ def multiscale_inputs(like):
     """multiscale_attention_np / _torch(q, k, v, windows, mask, n_global), and the fast paths'
     (with dense_below >= 0): see the section's head."""
     def check(q, k, v, windows, mask=None, n_global=0, dense_below=None):
-        out = _multiscale_qkv(q, k, v, windows, mask, n_global, like)
+        _multiscale_qkv(q, k, v, windows, mask, n_global, like)
         if dense_below is not None:
-            out["dense_below"] = check_size("dense_below", dense_below)
-        return out
+            check_size("dense_below", dense_below)
     return check
 
 
@@ -1396,10 +1365,9 @@ def xl_lm_call(self, tokens, memories=None, mem_len=None, need_weights=False, cl
                stop_gradient=True) -> dict:
     """`TransformerXL.forward`: tokens (B, L) ids in the vocabulary; memories None (the start of
     a text: one empty memory per layer) or one (B, M, D) tensor or None per layer, as the last
-    call returned them; mem_len (default: the model's) and clamp_len (default: the model's)."""
+    call returned them; mem_len and clamp_len None (the model's) or integers >= 0."""
     n_layers = len(self.layers)
-    if memories is None:
-        memories = [None] * n_layers
+    memories = [None] * n_layers if memories is None else memories
     if not isinstance(memories, (list, tuple)) or len(memories) != n_layers:
         fail("memories", f"a list with one memory per layer ({n_layers}), or None",
              describe(memories))
@@ -1411,9 +1379,8 @@ def xl_lm_call(self, tokens, memories=None, mem_len=None, need_weights=False, cl
             fail("memories", f"None or (B, M, D) = ({tokens.shape[0]}, M, {self.d_model}) "
                  "tensors, as the last call returned them", describe(memory))
     _clamp_len(clamp_len)
-    return dict(memories=list(memories),
-                mem_len=self.mem_len if mem_len is None else check_size("mem_len", mem_len),
-                clamp_len=self.clamp_len if clamp_len is None else clamp_len)
+    if mem_len is not None:
+        check_size("mem_len", mem_len)
 
 
 def vanilla_lm_sizes(self, vocab_size, d_model=128, num_heads=4, num_layers=2, d_ff=None) -> dict:
@@ -1565,14 +1532,13 @@ def check_heads_weights(W_a, h) -> None:
     check_finite("W_a", W_a)
 
 
-def luong_inputs(s, h, W_a, mask, uniform) -> dict | None:
+def luong_inputs(s, h, W_a, mask, uniform) -> None:
     """s (B, T, H), h (B, N, H), W_a (K, H, H), mask (B, N) bool; what the mask hides in h
-    is set to 0 (padded states may hold anything)."""
+    may hold anything (padded states: the body sets them to 0)."""
     check_decoder_encoder_states(s, h, mask)
     check_heads_weights(W_a, h)
     if not isinstance(uniform, (bool, np.bool_)):
         fail("uniform", "True or False", describe(uniform))
-    return None if mask is None else dict(h=hide(h, mask[..., None]))
 
 
 def projected_attention_inputs(s, h, A, a, P, p, mask, uniform) -> None:
@@ -1628,7 +1594,7 @@ def output_gradient_inputs(context, s, targets, W1, b1, W2, b2) -> None:
     check_probe(context, s, targets, W2)
 
 
-def score_gradient_inputs(alpha, h, u, mask) -> dict | None:
+def score_gradient_inputs(alpha, h, u, mask) -> None:
     """alpha (B, T, N) one head's weights, h (B, N, H), u (B, T, H); mask (B, N) bool. What
     the mask hides in h is set to 0."""
     check_decoder_encoder_states(u, h, mask, s_name="u")
@@ -1637,7 +1603,6 @@ def score_gradient_inputs(alpha, h, u, mask) -> dict | None:
         fail("alpha", f"one head's weights (B, T, N) = "
              f"{shape_str((u.shape[0], u.shape[1], h.shape[1]))}", describe(alpha))
     check_finite("alpha", alpha)
-    return None if mask is None else dict(h=hide(h, mask[..., None]))
 
 
 # ============================================================ ibm1 (lesson 06)
@@ -1969,9 +1934,9 @@ def layer_norm_inputs(x, eps) -> None:
     check_number("eps", eps, above=0)
 
 
-def attention_pool_inputs(states, mask, layers, num_heads, normalize=True, query=None) -> dict:
+def attention_pool_inputs(states, mask, layers, num_heads, normalize=True, query=None) -> None:
     """`attention_pool_np`: NumPy token states, a non-empty list of layer parameters, and an
-    optional query (D,); returns the states with their padding set to 0."""
+    optional query (D,); the padding may hold anything (the body sets it to 0)."""
     check_token_states(states, mask, like=np.ndarray)
     if not layers or not isinstance(layers, (list, tuple)):
         fail("layers: attention_pool needs at least one layer", "a non-empty list of params",
@@ -1979,7 +1944,6 @@ def attention_pool_inputs(states, mask, layers, num_heads, normalize=True, query
     if query is not None and (not isinstance(query, np.ndarray) or query.shape
                               != states.shape[-1:]):
         fail("query", f"a NumPy vector ({states.shape[-1]},)", describe(query))
-    return dict(states=hide(states, mask[..., None]))
 
 
 def check_pair(a, a_mask, b, b_mask) -> None:
@@ -1999,12 +1963,11 @@ def check_read(read) -> None:
              repr(read))
 
 
-def cross_attention_pool_inputs(a, a_mask, b, b_mask, layers, num_heads, read="mean") -> dict:
-    """`cross_attention_pool_np`: a NumPy pair batch and its read-out; padding set to 0."""
+def cross_attention_pool_inputs(a, a_mask, b, b_mask, layers, num_heads, read="mean") -> None:
+    """`cross_attention_pool_np`: a NumPy pair batch and its read-out (padding: anything)."""
     check_array("a", a, "float", like=np.ndarray, hint="(B, La, D)")
     check_pair(a, a_mask, b, b_mask)
     check_read(read)
-    return dict(a=hide(a, a_mask[..., None]), b=hide(b, b_mask[..., None]))
 
 
 def pearson_inputs(pred, target, eps=1e-12) -> None:
@@ -2047,23 +2010,21 @@ def check_head_input(name: str, x, module) -> None:
     check_same_device(**{name: x, "weights": weight})
 
 
-def attention_pool_forward(self, states, mask, need_weights=False) -> dict:
-    """`AttentionPool.forward`: torch token states of the head's width; padding set to 0."""
+def attention_pool_forward(self, states, mask, need_weights=False) -> None:
+    """`AttentionPool.forward`: torch token states of the head's width (padding: anything)."""
     check_token_states(states, mask, like=torch.Tensor)
     check_head_input("states", states, self)
-    return dict(states=hide(states, mask[..., None]))
 
 
-def cross_attention_pool_forward(self, a, a_mask, b, b_mask, need_weights=False) -> dict:
-    """`CrossAttentionPool.forward`: a torch pair batch of the head's width; padding set to 0."""
+def cross_attention_pool_forward(self, a, a_mask, b, b_mask, need_weights=False) -> None:
+    """`CrossAttentionPool.forward`: a torch pair batch of the head's width (padding: anything)."""
     check_array("a", a, "float", like=torch.Tensor, hint="(B, La, D)")
     check_pair(a, a_mask, b, b_mask)
     check_head_input("a", a, self)
-    return dict(a=hide(a, a_mask[..., None]), b=hide(b, b_mask[..., None]))
 
 
-def fast_pool_inputs(states, mask, mha, normalize=True) -> dict:
-    """`attention_pool_fast_torch`: torch token states of the layer's width; padding set to 0."""
+def fast_pool_inputs(states, mask, mha, normalize=True) -> None:
+    """`attention_pool_fast_torch`: torch token states of the layer's width (padding: anything)."""
     check_token_states(states, mask, like=torch.Tensor)
     is_attention_layer("mha", mha)
     weight = mha.q_proj.weight
@@ -2071,7 +2032,6 @@ def fast_pool_inputs(states, mask, mha, normalize=True) -> dict:
         fail("states", f"(B, L, {mha.d_model}) {str(weight.dtype).removeprefix('torch.')} "
              "states, the layer's width and dtype", describe(states))
     check_same_device(states=states, weights=weight)
-    return dict(states=hide(states, mask[..., None]))
 
 
 def head_layers(owner, d_model, num_heads, num_layers, init) -> dict:
@@ -2335,7 +2295,7 @@ def encoder_inputs(self, input_ids, attention_mask, need_weights=False, token_ty
                    last_layer=None) -> dict:
     """`MiniLMEncoder.run`: ids (B, L) int64 inside the vocabulary, L within the position table;
     attention_mask (B, L) bool or 0/1 integers, right-padded; token_type_ids (B, L) or None.
-    Returns the mask as bool and the token types (zeros by default)."""
+    """
     check_array("input_ids", input_ids, "int", like=torch.Tensor, hint="(B, L) int64")
     if input_ids.ndim != 2 or input_ids.dtype != torch.long:
         fail("input_ids have the wrong shape or dtype", "(B, L) int64",
@@ -2358,13 +2318,11 @@ def encoder_inputs(self, input_ids, attention_mask, need_weights=False, token_ty
         fail("attention_mask is not right-padded", "each row 1…1 0…0 (real tokens first)",
              "a row with a 0 before a 1")
     if token_type_ids is None:
-        token_type_ids = torch.zeros_like(input_ids)
-    elif not isinstance(token_type_ids, torch.Tensor) or token_type_ids.shape != input_ids.shape:
+        return
+    if not isinstance(token_type_ids, torch.Tensor) or token_type_ids.shape != input_ids.shape:
         fail("token_type_ids do not match input_ids", shape_str(input_ids.shape),
              describe(token_type_ids))
-    else:
-        check_ids("token_type_ids", token_type_ids, self.config.type_vocab_size)
-    return dict(attention_mask=mask, token_type_ids=token_type_ids)
+    check_ids("token_type_ids", token_type_ids, self.config.type_vocab_size)
 
 
 def top_layers_inputs(self, states, mask) -> None:

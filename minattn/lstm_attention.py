@@ -41,6 +41,7 @@ from .checks import (  # noqa: F401  (lesson 08 imports them here)
     check_source_mask,
     checked,
     fail,
+    hide,
     lstm_cell_inputs,
     lstm_inputs,
     luong_inputs,
@@ -94,6 +95,7 @@ def luong_attention_np(s, h, W_a, mask=None, uniform=False):
     (True = real token) -> context (B, T, H), weights α (B, K, T, N).
     uniform=True freezes α to 1/n over the real tokens (W_a is then unused).
     """
+    h = h if mask is None else hide(h, mask[..., None])  # padding may hold garbage: zeroed
     # BEGIN EXERCISE 5.1 implement: the Luong attention step (scores, softmax, context) (~10 min)
     scores = np.einsum("btd,kde,bne->bktn", s, W_a, h)  # e^k_ti = s_tᵀ W_a^k h_i
     if uniform:
@@ -184,6 +186,7 @@ def score_gradient_np(alpha, h, u, mask=None):
     lexical probe): a gradient step raises e_ti where that gain beats its α-weighted mean.
     alpha (B, T, N), h (B, N, H), u (B, T, H), mask (B, N) bool -> (B, T, N).
     """
+    h = h if mask is None else hide(h, mask[..., None])  # padding may hold garbage: zeroed
     # BEGIN EXERCISE 5.2 implement: the gradient of log p with respect to the scores (~10 min)
     gain = np.einsum("btd,bnd->btn", u, h)  # u_t·h_i
     return alpha * (gain - (alpha * gain).sum(-1, keepdims=True))
@@ -203,6 +206,7 @@ def lstm_cell_torch(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
 @checked(luong_inputs)
 def luong_attention_torch(s, h, W_a, mask=None, uniform=False):
     """Twin of luong_attention_np: (context (B, T, H), α (B, K, T, N))."""
+    h = h if mask is None else hide(h, mask[..., None])  # padding may hold garbage: zeroed
     # BEGIN EXERCISE 5.1 implement: the Luong attention step, torch twin
     scores = torch.einsum("btd,kde,bne->bktn", s, W_a, h)
     if uniform:

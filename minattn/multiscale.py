@@ -46,6 +46,7 @@ from .attention import MultiHeadAttention, attention_np, attention_torch
 from .checks import (
     allocation_args,
     allocation_counts,
+    as_numpy,
     checked,
     hide,
     kernel_args,
@@ -216,8 +217,8 @@ class ScaleAllocation:
 
     @checked(allocation_counts)
     def __init__(self, counts):
-        self.counts = counts.astype(np.int64)
-        self.num_layers, self.num_heads = len(counts), int(counts.sum(1)[0])
+        self.counts = as_numpy(counts).astype(np.int64)  # a list or a tensor too
+        self.num_layers, self.num_heads = len(self.counts), int(self.counts.sum(1)[0])
 
     def __call__(self, n: int) -> list[list[int]]:
         return layer_windows(self.counts, scale_candidates(n))
@@ -240,7 +241,8 @@ class MultiScaleKernel:
 
     @checked(kernel_args)
     def __init__(self, windows, n_global: int = 0, kernel=None):
-        self.windows, self.n_global, self.kernel = windows, n_global, kernel
+        self.windows = [int(w) for w in windows]  # a list of ints of its own
+        self.n_global, self.kernel = n_global, kernel
         self.record, self.last_weights, self.last_mask = False, None, None
 
     @property
@@ -250,7 +252,7 @@ class MultiScaleKernel:
 
     @checked(new_windows)
     def set_windows(self, windows) -> None:
-        self.windows = windows
+        self.windows = [int(w) for w in windows]
 
     def __call__(self, q, k, v, mask=None):
         if self.kernel is not None and not self.record:

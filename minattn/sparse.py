@@ -43,12 +43,14 @@ from torch import nn
 
 from .attention import MultiHeadAttention, attention_np, attention_torch
 from .checks import (
+    as_numpy,
     attend_args,
     block_sparse_inputs_np,
     block_sparse_inputs_torch,
     checked,
     classifier_tokens,
     fail,
+    hide,
     layout_attend_args,
     pattern_args,
     window_inputs_np,
@@ -287,6 +289,30 @@ def diameter_np(mask: np.ndarray) -> float:
 
 
 # =================================================================== attention with a pattern
+def global_positions(global_idx) -> np.ndarray:
+    """Global positions (a list, an array or a tensor) as a sorted int64 NumPy array."""
+    return np.sort(as_numpy(global_idx if global_idx is not None else [], np.int64).reshape(-1))
+
+
+def layout_array(layout) -> np.ndarray:
+    """A block layout (a list, an array or a tensor) as a contiguous bool NumPy array."""
+    return np.ascontiguousarray(as_numpy(layout))
+
+
+def hide_unseen_blocks(q, k, v, layout: np.ndarray, block: int, causal: bool = False):
+    """q, k, v (..., N, ·) with what a block layout hides set to 0: the queries of block rows
+    that see no block, the keys of block columns no query sees (under causal, row I sees
+    block J only when J <= I). What a pattern hides may hold garbage (NaN in padding): it is
+    selected away (`hide`), never multiplied by 0. NumPy or torch alike."""
+    n = q.shape[-2]
+    seen = np.tril(layout) if causal else layout
+    rows = np.repeat(seen.any(1), block)[:n, None]  # (N, 1): the query sees some key
+    keys = np.repeat(seen.any(0), block)[:n, None]  # (N, 1): some query sees the key
+    if isinstance(q, torch.Tensor):
+        rows, keys = (torch.as_tensor(x, device=q.device) for x in (rows, keys))
+    return hide(q, rows), hide(k, keys), hide(v, keys)
+
+
 @checked(window_inputs_np)
 def window_attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray, w: int, *,
                         dilation: int = 1, causal: bool = False, global_idx=None,
@@ -371,6 +397,7 @@ def block_sparse_attend(layout, block: int, causal: bool = False, kernel=None):
     layout: (nb, nb) bool, one layout for every head, or (H, nb, nb), one per head (BigBird
     draws its random blocks per head: `bigbird_layouts_np`); q, k, v are then (B, H, N, dh).
     """
+    layout = as_numpy(layout)  # a tensor or a list too
     kernel = block_sparse_attention_torch if kernel is None else kernel
 
     def attend(q, k, v, mask=None):

@@ -294,6 +294,9 @@ class TransformerXL(nn.Module):
     def forward(self, tokens, memories=None, mem_len: int | None = None,
                 need_weights: bool = False, clamp_len: int | None = None,
                 stop_gradient: bool = True):
+        memories = [None] * len(self.layers) if memories is None else memories  # a new text
+        mem_len = self.mem_len if mem_len is None else mem_len
+        clamp_len = self.clamp_len if clamp_len is None else clamp_len
         h = self.embedding(tokens) * math.sqrt(self.d_model)  # (B, L, D)
         new_memories, all_weights = [], []
         for layer, memory in zip(self.layers, memories):

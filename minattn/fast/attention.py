@@ -12,7 +12,11 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..attention import attention_torch, causal_mask_torch  # noqa: F401 (the reference it equals)
+from ..attention import (  # noqa: F401 (attention_torch: the reference it equals)
+    attention_torch,
+    causal_mask_torch,
+    hide_unseen,
+)
 from ..checks import checked, fast_attention_inputs
 
 
@@ -31,6 +35,7 @@ def attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     Lq positions of the Lk keys, as when a cache or memory of earlier keys is prepended.
     Give `is_causal=True` or a mask, not both.
     """
+    q, k, v = hide_unseen(q, k, v, mask)  # what the mask hides may hold garbage
     if is_causal and q.shape[-2] != k.shape[-2]:  # SDPA's own is_causal is top-left aligned
         mask, is_causal = causal_mask_torch(q.shape[-2], k.shape[-2], device=q.device), False
     if mask is None:

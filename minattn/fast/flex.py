@@ -56,7 +56,13 @@ from ..checks import (
     shape_str,
     window_inputs_torch,
 )
-from ..sparse import block_mask_np, longformer_mask_np
+from ..sparse import (
+    block_mask_np,
+    global_positions,
+    hide_unseen_blocks,
+    layout_array,
+    longformer_mask_np,
+)
 from .attention import attention_fast_torch
 from .sparse import block_sparse_attention_fast_torch, window_attention_fast_torch
 
@@ -102,7 +108,7 @@ def window_tiles_np(n: int, w: int, dilation: int = 1, causal: bool = False, glo
     touched = (a <= b) & (b // dilation * dilation >= a)  # a multiple of δ in [a, b]
     full = (lo >= allowed_lo) & (hi <= allowed_hi) & ((dilation == 1) | ((lo == hi)
                                                                         & (lo % dilation == 0)))
-    g = np.zeros(0, dtype=np.int64) if global_idx is None else global_idx
+    g = global_positions(global_idx)  # sorted int64, from a list too
     if g.size:  # global query rows see every key (j <= i if causal); global keys are seen by all
         g_tile = g // tile
         if causal:
@@ -413,6 +419,8 @@ def flex_block_sparse_attention(q, k, v, layout, block: int, causal: bool = Fals
                                 compiled: bool | None = None) -> torch.Tensor:
     """`block_sparse_attention_torch` through FlexAttention (same arguments and result; a
     query with no allowed key gets zeros)."""
+    layout = layout_array(layout)
+    q, k, v = hide_unseen_blocks(q, k, v, layout, block, causal)  # hidden: may hold garbage
     block_mask = layout_block_mask(layout, block, q.shape[-2], causal, q.device, tile)
     out = run_flex(_as_4d(q), _as_4d(k), _as_4d(v), block_mask, scale, compiled)
     return out.reshape(*q.shape[:-1], v.shape[-1])
@@ -472,6 +480,7 @@ def choose_kernel(device, n: int, dtype=torch.float32, d: int = 64, dv: int | No
     mask, on CUDA for N < FLEX_FROM[dtype] (MULTISCALE_FLEX_FROM for pattern="multiscale"; and
     for head sizes flex does not take, up to DENSE_MAX). "flex": compiled FlexAttention.
     """
+    device = torch.device(device)  # "cuda" or "cpu" too
     policy = _policy if policy is None else policy
     if policy == "readable" or device.type != "cuda" or dtype not in FLEX_DTYPES:
         return "readable"
@@ -576,6 +585,7 @@ def dense_block_sparse_attention(q, k, v, layout, block: int, causal: bool = Fal
                                  scale: float | None = None) -> torch.Tensor:
     """The block layout as one fused SDPA call with the (N, N) mask (a query with no allowed
     key gets zeros)."""
+    layout = layout_array(layout)
     n = q.shape[-2]
     mask = _layout_mask(layout.tobytes(), len(layout), block, n, bool(causal), q.device)
     return attention_fast_torch(q, k, v, mask=mask, scale=scale)

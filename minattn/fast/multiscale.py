@@ -62,6 +62,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..attention import hide_unseen
 from ..checks import band_inputs, band_plan_args, checked, multiscale_inputs
 from ..multiscale import multiscale_attention_np, scale_mask_torch  # noqa: F401  (its reference)
 from . import flex
@@ -88,6 +89,7 @@ def multiscale_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.T
     (B, H, N, N); n_global leading global positions. A key-padding mask (B or 1, 1, 1, N) keeps
     the grouped path; N < dense_below, another mask or n_global > 0 take one dense masked call.
     """
+    q, k, v = hide_unseen(q, k, v, mask)  # what the mask hides may hold garbage
     n = q.shape[-2]
     key_mask = _key_padding(mask, q.shape[0], n)
     if mask is None and not n_global and n < dense_below:  # every row sees itself: none empty
@@ -121,6 +123,7 @@ def multiscale_attention_routed_fast_torch(q: torch.Tensor, k: torch.Tensor, v: 
     `multiscale_attention_fast_torch`; "dense", one SDPA call with the (H, N, N) mask; "flex",
     one FlexAttention call with per-head window tiles (no mask or key padding only; where the
     compiler refuses it, the dense call with a warning)."""
+    q, k, v = hide_unseen(q, k, v, mask)  # what the mask hides may hold garbage
     route = flex.choose_kernel(q.device, q.shape[-2], q.dtype, q.shape[-1], v.shape[-1],
                                pattern="multiscale")
     if route == "readable":

@@ -41,7 +41,14 @@ from ..checks import (
     window_backward_inputs,
     window_inputs_torch,
 )
-from ..sparse import block_sparse_attention_torch, diameter_np, window_attention_torch
+from ..sparse import (
+    block_sparse_attention_torch,
+    diameter_np,
+    global_positions,
+    hide_unseen_blocks,
+    layout_array,
+    window_attention_torch,
+)
 
 
 # ============================================================================ the blocked idea
@@ -362,6 +369,7 @@ def global_window_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torc
     already in a query's window is seen through the window, not twice; keys past the ends
     are masked. Then the G global queries attend to all N keys (G·N work) and replace their rows.
     """
+    global_idx = global_positions(global_idx)  # sorted int64, from a list too
     c = _default_block(block, q, k, v)
     n, device = q.shape[-2], q.device
     g = torch.as_tensor(global_idx, device=device)
@@ -442,6 +450,8 @@ def block_sparse_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch
     (for stability) and the row sum are gathered from all the tiles of the row with
     scatter_reduce / index_add, then every tile is normalised.
     """
+    layout = layout_array(layout)
+    q, k, v = hide_unseen_blocks(q, k, v, layout, block, causal)  # hidden: may hold garbage
     n, device = q.shape[-2], q.device
     nb = -(-n // block)
     layout = torch.as_tensor(layout, device=device)
