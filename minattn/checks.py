@@ -24,30 +24,39 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import re
 from typing import Callable, Sequence
 
 import numpy as np
 import torch
 
 
-def checked(check: Callable[..., dict | None]):
-    """Decorate a public function so that `check` sees its arguments first (see the module's
-    docstring). The decorated function keeps its name, docstring and signature."""
+def checked(check: Callable[..., None] | None = None, *, rules: Sequence[Callable] = (),
+            **specs: str):
+    """Decorate a public function so that its arguments are checked first (see the module's
+    docstring): one spec per argument (`q="float (..., Lq, d)"`, see `Spec`), the named
+    `rules` an axis string cannot say, each called with the arguments it names, or (the older
+    form) one `check` called with all of them. The function then runs on its arguments as
+    given. The decorated function keeps its name, docstring and signature."""
 
     def decorate(fn):
         signature = inspect.signature(fn)
+        library = np.ndarray if fn.__name__.endswith("_np") else \
+            torch.Tensor if fn.__name__.endswith("_torch") or "." in fn.__qualname__ else None
+        contract = check or Contract(specs, rules, library)
 
         @functools.wraps(fn)
         def call(*args, **kwargs):
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
-            check(**bound.arguments)  # refuses or returns: what it returns is not used
+            contract(**bound.arguments)  # refuses, or returns nothing that is used
             return fn(*args, **kwargs)
 
-        call.check = check
+        call.check = contract
         return call
 
     return decorate
+
 
 def as_numpy(x, dtype=None) -> np.ndarray:
     """x as a NumPy array. A torch tensor is detached and moved to the host first (NumPy cannot
@@ -313,47 +322,149 @@ def check_mask(mask, scores_shape: Sequence[int], name: str = "mask", like=None)
              f"a shape broadcastable to {shape_str(scores_shape)}", shape_str(mask.shape))
 
 
+# ----------------------------------------------------------------------------- specs
+# One string per argument, read once when the function is decorated:
+#   "float (..., Lq, d)"   an array of floats whose axes are named; a name binds one size
+#                          across the arguments, "..." the leading axes (all of them >= 1)
+#   "bool? ~(..., Lq, Lk)" `?`: may be None; `~`: broadcastable to those axes
+#   "float* (B, N, D)"     `*`: its values are not read here (a named rule reads them)
+#   "int >= 1", "number > 0", "number? >= 0", "bool", "callable?", "one of a, b, c"
+# Arrays are NumPy for a function named *_np, tensors for *_torch and for modules' methods,
+# else of the first array's library; float arrays share one dtype and are finite, tensors
+# share one device. The message is generated: "q: expected float (..., Lq, d) with d = 8,
+# got float32 tensor (2, 3, 4) on cpu".
+ARRAY_KINDS = ("float", "int", "bool", "real")
+_ARRAY = re.compile(r"(\w+)(\??)(\*?)\s+(~?)\((.*)\)")
+_SCALAR = re.compile(r"(int|number|bool|callable)(\??)(?:\s*(>=|>|<=)\s*(\S+))?")
+
+
+class Spec:
+    """One argument's parsed spec (see above)."""
+
+    def __init__(self, name: str, text: str):
+        self.name, self.text = name, text
+        array, scalar = _ARRAY.fullmatch(text), _SCALAR.fullmatch(text)
+        if array and array[1] in ARRAY_KINDS:
+            self.kind, optional, unread, broadcast, axes = array.groups()
+            self.optional, self.read, self.broadcast = bool(optional), not unread, bool(broadcast)
+            self.axes = tuple(a.strip() for a in axes.split(",") if a.strip())
+            self.text = text.replace("?", "").replace("*", "")
+        elif scalar:
+            self.kind, optional, self.op, bound = scalar.groups()
+            self.optional, self.axes, self.bound = bool(optional), None, \
+                None if bound is None else float(bound)
+            self.text = text.replace("?", "")
+        elif text.startswith("one of "):
+            self.kind, self.axes, self.optional = "choice", None, False
+            self.choices = tuple(c.strip() for c in text[7:].split(","))
+        else:
+            raise ValueError(f"spec of {name}: expected one of the forms of `Spec`, got {text!r}")
+        if self.axes is not None and "..." in self.axes[1:]:
+            raise ValueError(f"spec of {name}: '...' comes first, got {text!r}")
+
+    def expected(self, sizes: dict) -> str:
+        """The spec, with the sizes its axes are bound to by the other arguments."""
+        known = [f"{a} = {sizes[a]}" for a in self.axes or () if a in sizes]
+        return self.text + (f" with {', '.join(known)}" if known else "")
+
+    def check_scalar(self, value) -> None:
+        name, kind, op, bound = self.name, self.kind, getattr(self, "op", None), \
+            getattr(self, "bound", None)
+        if kind == "int":
+            check_size(name, value, 0 if bound is None else int(bound) + (op == ">"))
+        elif kind == "number":
+            check_number(name, value, low=bound if op == ">=" else None,
+                         high=bound if op == "<=" else None, above=bound if op == ">" else None)
+        elif kind == "bool" and not isinstance(value, (bool, np.bool_)):
+            fail(name, "True or False", describe(value))
+        elif kind == "callable" and not callable(value):
+            fail(name, "a function", describe(value))
+        elif kind == "choice" and value not in self.choices:
+            fail(name, self.text, describe(value))
+
+    def bind(self, x, sizes: dict) -> None:
+        """Bind x's axes to the sizes named so far, or refuse it."""
+        axes, shape = self.axes, tuple(x.shape)
+        dots = axes[:1] == ("...",)
+        named = axes[1:] if dots else axes
+        if len(shape) < len(named) or not dots and len(shape) != len(named):
+            fail(self.name, self.expected(sizes), describe(x))
+        given = dict(zip(named, shape[len(shape) - len(named):]))
+        if dots:
+            given["..."] = shape[:len(shape) - len(named)]
+        for axis, size in given.items():
+            want = int(axis) if axis.isdigit() else sizes.get(axis)
+            if want is not None and size != want:
+                fail(self.name, self.expected(sizes), describe(x))
+            if axis == "..." and 0 in size or axis != "..." and size < 1:
+                fail(self.name, self.expected(sizes) + ", every size >= 1", describe(x))
+        for axis, size in given.items():
+            sizes.setdefault(axis, size)
+
+    def fits(self, x, sizes: dict) -> None:
+        """A `~` spec: x broadcasts to the axes as bound by the other arguments."""
+        named = self.axes[1:] if self.axes[:1] == ("...",) else self.axes
+        target = tuple(sizes.get("...", ())) + tuple(
+            int(a) if a.isdigit() else sizes.get(a) for a in named)
+        if x.ndim > len(target) or any(s != 1 and t is not None and s != t for s, t in
+                                       zip(reversed(x.shape), reversed(target))):
+            fail(self.name, "a shape broadcastable to " + shape_str(
+                "?" if t is None else t for t in target), describe(x))
+
+
+class Contract:
+    """What `checked(**specs, rules=...)` runs before a call: every spec, then the rules."""
+
+    def __init__(self, specs: dict, rules: Sequence[Callable], library):
+        self.specs = [Spec(name, text) for name, text in specs.items()]
+        self.specs.sort(key=lambda s: getattr(s, "broadcast", False))  # bind, then broadcast
+        self.library = library
+        self.rules = [(rule, tuple(inspect.signature(rule).parameters)) for rule in rules]
+
+    def __call__(*contract_and_args, **args) -> None:
+        self = contract_and_args[0]  # a method's own `self` is among the arguments
+        sizes, library, dtype, device = {}, self.library, None, None
+        for spec in self.specs:
+            x = args[spec.name]
+            if x is None and spec.optional:
+                continue
+            if spec.axes is None:
+                spec.check_scalar(x)
+                continue
+            library = library or (torch.Tensor if isinstance(x, torch.Tensor) else np.ndarray)
+            kind = dtype_kind(x) if isinstance(x, library) else None
+            if kind is None or kind != spec.kind and not (
+                    spec.kind == "real" and kind in ("float", "int", "bool")):
+                what = "a NumPy array" if library is np.ndarray else "a tensor"
+                if spec.kind == "bool" and "mask" in spec.name:
+                    what += ", True = may attend: an additive float mask m is m == 0, a 0/1 " \
+                        "one m > 0"
+                fail(spec.name, f"{spec.expected(sizes)} ({what})", describe(x))
+            if spec.broadcast:
+                spec.fits(x, sizes)
+            else:
+                spec.bind(x, sizes)
+            if kind == "float":
+                if dtype is not None and x.dtype != dtype[1]:
+                    fail(spec.name, f"{spec.text} of dtype {dtype_name(dtype[1])} ({dtype[0]}'s: "
+                         "cast them first)", describe(x))
+                dtype = dtype or (spec.name, x.dtype)
+            if isinstance(x, torch.Tensor):
+                if device is not None and x.device != device[1]:
+                    fail(spec.name, f"{spec.text} on {device[1]} ({device[0]}'s)", describe(x))
+                device = device or (spec.name, x.device)
+            if kind == "float" and spec.read:
+                check_finite(spec.name, x)
+        for rule, names in self.rules:
+            rule(**{n: args[n] for n in names if n in args})
+
+
+def dtype_name(dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
 # ============================================================ attention (lesson 01)
-# (the checks of minattn/attention.py go here)
-# The checks of minattn/attention.py. The first few (`check_attention_inputs`,
-# `visible_inputs`, `check_tokens`, `check_table_sizes`) are also used by the kernels of other
-# lessons; the factories below (`attention_inputs(np.ndarray)`, ...) are what `@checked` applies
-# to lesson 01's public functions, one per signature, for NumPy or torch.
-def check_attention_inputs(q, k, v, mask=None, scale=None, like=None) -> None:
-    """Raise ValueError (expected vs given) unless q, k, v and mask fit together.
-
-    Works on NumPy arrays and torch tensors alike (it looks at the type, .shape, .dtype and
-    .device): q, k, v of one library, one floating dtype, one device. `like` (np.ndarray or
-    torch.Tensor) names the library a function takes; by default q's.
-    """
-    like = like or (torch.Tensor if isinstance(q, torch.Tensor) else np.ndarray)
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        check_array(name, x, "float", like=like)
-        check_ndim(name, x, 2, "(..., N, d)")
-    check_same_dtype(q=q, k=k, v=v)
-    check_same_device(q=q, k=k, v=v, mask=mask)
-    if scale is not None:
-        check_number("scale", scale)
-    if q.shape[-1] != k.shape[-1]:
-        fail("q and k must have the same feature size d (last axis)",
-             f"k of shape (..., Lk, {q.shape[-1]})",
-             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}")
-    if k.shape[-2] != v.shape[-2]:
-        fail("k and v must have the same number of keys Lk (second-to-last axis)",
-             f"v of shape (..., {k.shape[-2]}, dv)",
-             f"k {shape_str(k.shape)}, v {shape_str(v.shape)}")
-    if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
-        fail("q, k and v must share their leading (batch, head) axes",
-             "equal shapes before the last two axes",
-             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}, v {shape_str(v.shape)}")
-    if q.shape[-1] == 0:
-        fail("q", "a feature size d >= 1 (last axis; the scale is 1/sqrt(d))", describe(q))
-    if q.shape[-2] == 0 or k.shape[-2] == 0 or (q.ndim > 2 and 0 in q.shape[:-2]):
-        fail("empty input", "at least one query, one key and one batch element",
-             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}")
-    check_mask(mask, tuple(q.shape[:-1]) + (k.shape[-2],), like=like)
-
-
+# The rules of minattn/attention.py that its specs cannot say.
 def check_seen_finite(q, k, v, mask=None, names=("q", "k", "v")) -> None:
     """q, k, v finite wherever the mask lets them count. What a mask hides (the queries of
     rows that see no key, the keys and values no query sees) may hold anything, NaN in padding
@@ -369,6 +480,157 @@ def check_seen_finite(q, k, v, mask=None, names=("q", "k", "v")) -> None:
         check_finite(name, x, where=seen)
 
 
+def seen_finite(q, k, v, mask=None) -> None:
+    """Attention's q, k, v: finite where the mask lets them count (`check_seen_finite`)."""
+    check_seen_finite(q, k, v, mask)
+
+
+def scores_count_where_allowed(scores, mask=None) -> None:
+    """A score is finite or −inf where the mask allows it (exp(+inf − max) is NaN; −inf is a
+    weight of 0); what the mask hides may hold anything."""
+    check_finite("scores", scores, where=mask, minus_inf_ok=True)
+
+
+def mask_or_causal(mask, is_causal) -> None:
+    """`attention_fast_torch`: a mask or is_causal=True, not both."""
+    if is_causal and mask is not None:
+        fail("mask", "a mask or is_causal=True, not both (fold causality into the mask with "
+             "causal_mask_torch)", f"{describe(mask)} and is_causal=True")
+
+
+def heads_divide(x, num_heads) -> None:
+    """`split_heads_*`: num_heads divides the width D of x (B, N, D)."""
+    if x.shape[-1] % num_heads:
+        fail("num_heads", f"a divisor of the width D = {x.shape[-1]}", describe(num_heads))
+
+
+def heads_divide_query(query, num_heads) -> None:
+    """`multi_head_attention_np`: num_heads divides the width D of query (B, Lq, D)."""
+    heads_divide(query, num_heads)
+
+
+def heads_divide_model(d_model, num_heads) -> None:
+    """`MultiHeadAttention(d_model, num_heads)`: d_model splits evenly into heads."""
+    if d_model % num_heads:
+        fail("num_heads", f"a divisor of d_model = {d_model}", describe(num_heads))
+
+
+def even_width(d_model) -> None:
+    """A sinusoid table has a sine and a cosine per frequency: an even d_model."""
+    if d_model % 2:
+        fail("d_model", "an even integer (a sine and a cosine per frequency)", describe(d_model))
+
+
+def floating_dtype(dtype) -> None:
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        fail("dtype", "a floating torch dtype such as torch.float32", describe(dtype))
+
+
+def lengths_within(lengths, max_len, like) -> None:
+    """lengths (B,) integers in [0, max_len] of `like`'s library (NumPy: a list too)."""
+    if like is np.ndarray and isinstance(lengths, (list, tuple)):
+        lengths = np.asarray(lengths)  # a list of lengths is read as padding_mask_np does
+    check_array("lengths", lengths, "int", ndim=1, hint="(B,) integers", like=like)
+    if lengths.shape[0] and (int(lengths.min()) < 0 or int(lengths.max()) > max_len):
+        fail("lengths", f"integers in [0, max_len = {max_len}]",
+             f"lengths from {int(lengths.min())} to {int(lengths.max())}")
+
+
+def lengths_np(lengths, max_len) -> None:
+    lengths_within(lengths, max_len, np.ndarray)
+
+
+def lengths_torch(lengths, max_len) -> None:
+    lengths_within(lengths, max_len, torch.Tensor)
+
+
+MHA_PARAMS = ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")
+
+
+def mha_params(params, query) -> None:
+    """The eight arrays of `MultiHeadAttention.numpy_params()` for query's width D and dtype:
+    (D, D) weights, (D,) biases, finite."""
+    if not isinstance(params, dict) or any(n not in params for n in MHA_PARAMS):
+        missing = [n for n in MHA_PARAMS if n not in params] if isinstance(params, dict) else []
+        fail("params", f"a dict with {', '.join(MHA_PARAMS)} (MultiHeadAttention.numpy_params())",
+             f"a dict without {missing}" if missing else describe(params))
+    D = query.shape[-1]
+    for name in MHA_PARAMS:
+        want = (D, D) if name.startswith("w") else (D,)
+        given = params[name]
+        if not isinstance(given, np.ndarray) or given.shape != want or given.dtype != query.dtype:
+            fail(f"params['{name}']", f"a {query.dtype} array {shape_str(want)} (D of query)",
+                 describe(given))
+        check_finite(f"params['{name}']", given)
+
+
+def mha_masks(query, key, value, num_heads, mask=None, key_padding_mask=None) -> None:
+    """Multi-head attention's masks: `mask` (Lq, Lk) shared by the batch, or 4 axes
+    broadcastable to (B, H, Lq, Lk); key_padding_mask (B, Lk), True on real keys. When B == Lq
+    a (B, Lk) padding mask has the very shape of an (Lq, Lk) mask and would be read as one
+    (each sequence masked with another's padding): a 2-axis mask is refused then (write
+    mask[None, None], or key_padding_mask=). A 3-axis mask is refused always: (B, Lq, Lk) and
+    (H, Lq, Lk) cannot be told apart. Then q, k, v finite where the masks let them count."""
+    key = query if key is None else key
+    value = key if value is None else value
+    B, Lq = query.shape[0], query.shape[1]
+    if mask is not None and (mask.ndim == 3 or mask.ndim == 2 and B == Lq > 1):
+        fail("mask", "(Lq, Lk) written as mask[None, None] when B == Lq, 4 axes (B, H, Lq, Lk) "
+             "(1 where shared), or a (B, Lk) padding mask as key_padding_mask=",
+             f"an ambiguous {mask.ndim}-axis mask {shape_str(mask.shape)} with B={B}, "
+             f"H={num_heads}, Lq={Lq}")
+    if key_padding_mask is not None:
+        padding = key_padding_mask[:, None, None, :]
+        mask = padding if mask is None else mask & padding
+    check_seen_finite(query, key, value, mask, ("query", "key", "value"))
+
+
+def mha_module_call(self, query, key=None, value=None, mask=None, need_weights=False,
+                    key_padding_mask=None) -> None:
+    """`MultiHeadAttention.forward`: inputs of the module's width, dtype and device, masks as
+    `mha_masks` takes them; need_weights only with the built-in kernel."""
+    weight = self.q_proj.weight
+    if query.shape[-1] != self.d_model or query.dtype != weight.dtype \
+            or query.device != weight.device:
+        fail("query", f"(B, Lq, D = {self.d_model}) {dtype_name(weight.dtype)} on "
+             f"{weight.device}, the module's width, dtype and device", describe(query))
+    if need_weights and self.attend is not None:
+        fail("need_weights", "False with a custom attend kernel (it returns no weights)",
+             f"need_weights=True with attend={self.attend}")
+    mha_masks(query, key, value, self.num_heads, mask, key_padding_mask)
+
+
+def torch_mha_module(self, mha) -> None:
+    """`MultiHeadAttention.load_from_torch(mha)`: an nn.MultiheadAttention of the same width,
+    heads and bias setting."""
+    if not isinstance(mha, torch.nn.MultiheadAttention):
+        fail("mha", "a torch.nn.MultiheadAttention", describe(mha))
+    ours = (self.d_model, self.num_heads, self.q_proj.bias is not None)
+    theirs = (mha.embed_dim, mha.num_heads, mha.in_proj_bias is not None)
+    if ours != theirs:
+        fail("mha", "an nn.MultiheadAttention of (embed_dim, num_heads, bias) = " + str(ours),
+             str(theirs))
+
+
+def recall_ids(self, queries, keys, values) -> None:
+    """RecallAttention / RecallMeanPool: the ids inside their vocabularies, on the model's
+    device."""
+    for name, ids, table in (("queries", queries, self.key_embedding),
+                             ("keys", keys, self.key_embedding),
+                             ("values", values, self.value_embedding)):
+        check_ids(name, ids, table.num_embeddings)
+        check_same_device(**{name: ids}, weights=table.weight)
+
+
+POSITIONS = ("none", "sinusoid", "learned")
+
+
+def sinusoid_positions(positions, d_model) -> None:
+    """PositionReader: a sinusoid table needs an even d_model."""
+    if positions == "sinusoid":
+        even_width(d_model)
+
+
 def check_tokens(tokens, embedding: torch.nn.Embedding, max_len: int | None = None) -> None:
     """tokens: (B, N) integer ids inside the embedding's vocabulary, N <= max_len, N > 0."""
     check_array("tokens", tokens, "int", ndim=2, hint="(B, N) token ids", like=torch.Tensor)
@@ -379,313 +641,8 @@ def check_tokens(tokens, embedding: torch.nn.Embedding, max_len: int | None = No
     check_same_device(tokens=tokens, weights=embedding.weight)
 
 
-def check_sinusoid(n_positions, d_model) -> tuple[int, int]:
-    """n_positions >= 0 and an even d_model >= 0, integers."""
-    n_positions, d_model = check_size("n_positions", n_positions), check_size("d_model", d_model)
-    if d_model % 2:
-        fail("d_model", "an even integer (a sine and a cosine per frequency)", f"{d_model}")
-    return n_positions, d_model
-
-
-def check_table_sizes(n_positions: int, d_model: int, clamp_len) -> tuple[int, int]:
-    """`check_sinusoid`'s sizes and clamp_len None or an integer distance >= 0."""
-    n_positions, d_model = check_sinusoid(n_positions, d_model)
-    if clamp_len is not None and (isinstance(clamp_len, bool) or not isinstance(clamp_len, int)
-                                  or clamp_len < 0):
-        fail("clamp_len must be a distance", "None or an int >= 0", repr(clamp_len))
-    return n_positions, d_model
-
-
-def check_softmax_inputs(scores, mask, like) -> None:
-    """Scores: a float array of the right library; mask: bool, broadcastable to the scores.
-    Where the mask allows, a score must not be NaN or +inf (exp(+inf − max) is NaN); −inf is
-    a weight of exactly 0."""
-    check_array("scores", scores, "float", min_ndim=1, hint="(..., N)", like=like)
-    check_same_device(scores=scores, mask=mask)
-    check_mask(mask, tuple(scores.shape), like=like)
-    check_finite("scores", scores, where=mask, minus_inf_ok=True)
-
-
-def check_additive_inputs(q, k, w_q, w_k, v_a) -> None:
-    """q (..., Lq, dq), k (..., Lk, dk), w_q (h, dq), w_k (h, dk), v_a (h,) must fit together,
-    in one library, dtype and device, finite."""
-    like = torch.Tensor if isinstance(q, torch.Tensor) else np.ndarray
-    for name, x in (("q", q), ("k", k), ("w_q", w_q), ("w_k", w_k), ("v_a", v_a)):
-        check_array(name, x, "float", like=like)
-    check_ndim("q", q, 2, "(..., Lq, dq)")
-    check_ndim("k", k, 2, "(..., Lk, dk)")
-    check_same_dtype(q=q, k=k, w_q=w_q, w_k=w_k, v_a=v_a)
-    check_same_device(q=q, k=k, w_q=w_q, w_k=w_k, v_a=v_a)
-    if w_q.ndim != 2 or w_k.ndim != 2 or v_a.ndim != 1 or not (
-            w_q.shape[0] == w_k.shape[0] == v_a.shape[0]):
-        fail("additive attention weights do not fit", "w_q (h, dq), w_k (h, dk), v_a (h,)",
-             f"w_q {shape_str(w_q.shape)}, w_k {shape_str(w_k.shape)}, v_a {shape_str(v_a.shape)}")
-    if q.shape[-1] != w_q.shape[1] or k.shape[-1] != w_k.shape[1]:
-        fail("w_q / w_k must match the feature sizes of q / k", f"w_q (h, {q.shape[-1]}), "
-             f"w_k (h, {k.shape[-1]})", f"w_q {shape_str(w_q.shape)}, w_k {shape_str(w_k.shape)}")
-    if q.shape[:-2] != k.shape[:-2]:
-        fail("q and k must share their leading axes", "equal shapes before the last two axes",
-             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}")
-    for name, x in (("q", q), ("k", k), ("w_q", w_q), ("w_k", w_k), ("v_a", v_a)):
-        check_finite(name, x)
-
-
-def check_heads(x, num_heads, like) -> int:
-    """x (B, N, D) of `like`'s library and num_heads >= 1 dividing D; returns num_heads."""
-    check_array("x", x, None, ndim=3, hint="(B, N, H·dh)", like=like)
-    num_heads = check_size("num_heads", num_heads, 1)
-    if x.shape[-1] % num_heads:
-        fail("num_heads", f"a divisor of the width D = {x.shape[-1]}", f"{num_heads}")
-    return num_heads
-
-
-MHA_PARAMS = ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")
-
-
-def check_mha_params(params, query) -> None:
-    """The eight arrays of `MultiHeadAttention.numpy_params()`: (D, D) weights, (D,) biases."""
-    if not isinstance(params, dict) or any(n not in params for n in MHA_PARAMS):
-        missing = [n for n in MHA_PARAMS if n not in params] if isinstance(params, dict) else []
-        fail("params", f"a dict with {', '.join(MHA_PARAMS)} (MultiHeadAttention.numpy_params())",
-             f"a dict without {missing}" if missing else describe(params))
-    D = params["w_q"].shape[-1] if hasattr(params["w_q"], "shape") else -1
-    for name in MHA_PARAMS:
-        check_array(f"params['{name}']", params[name], "float", like=np.ndarray)
-        want = (D, D) if name.startswith("w") else (D,)
-        if tuple(params[name].shape) != want:
-            fail(f"params['{name}']", f"shape {shape_str(want)}", shape_str(params[name].shape))
-        check_finite(f"params['{name}']", params[name])
-
-
-def check_mha_inputs(query, key, value, num_heads: int, d_model: int, mask=None,
-                     key_padding_mask=None, dtype=None):
-    """(B, Lq, D), (B, Lk, D), (B, Lk, D) with D = d_model; shared by NumPy and torch.
-
-    Returns the one mask to attend with (None, or bool broadcastable to (B, H, Lq, Lk)), made of
-      mask              (Lq, Lk), or 4 axes broadcastable to (B, H, Lq, Lk); and
-      key_padding_mask  (B, Lk), True on real keys.
-    A 2-axis `mask` is (Lq, Lk), shared by the batch. When B == Lq a (B, Lk) padding mask has
-    that very shape and would be read as (Lq, Lk) — each sequence masked with another's
-    padding — so a 2-axis mask is refused then: pass `mask[None, None]` for an (Lq, Lk) mask,
-    `key_padding_mask=` for a padding mask. A 3-axis mask is refused always: (B, Lq, Lk) and
-    (H, Lq, Lk) cannot be told apart. dtype: the dtype the inputs must have (the weights').
-    """
-    like = torch.Tensor if isinstance(query, torch.Tensor) else np.ndarray
-    for name, x in (("query", query), ("key", key), ("value", value)):
-        check_array(name, x, "float", like=like)
-        if x.ndim != 3 or x.shape[-1] != d_model or 0 in x.shape:
-            fail(f"{name} has the wrong shape", f"(B, N, {d_model}) with B, N > 0",
-                 shape_str(x.shape))
-    if not (query.shape[0] == key.shape[0] == value.shape[0]):
-        fail("query, key and value must have the same batch size B",
-             "equal first axes", f"{query.shape[0]}, {key.shape[0]}, {value.shape[0]}")
-    if key.shape[1] != value.shape[1]:
-        fail("key and value must have the same length Lk", f"value of length {key.shape[1]}",
-             f"{value.shape[1]}")
-    check_same_dtype(query=query, key=key, value=value)
-    if dtype is not None and query.dtype != dtype:
-        fail("query", f"dtype {str(dtype).removeprefix('torch.')}, the weights' (cast the "
-             "inputs or the module)", describe(query))
-    check_same_device(query=query, key=key, value=value, mask=mask,
-                      key_padding_mask=key_padding_mask)
-    B, Lq, Lk = query.shape[0], query.shape[1], key.shape[1]
-    check_mask(mask, (B, num_heads, Lq, Lk), like=like)
-    if mask is not None and (mask.ndim == 3 or mask.ndim == 2 and B == Lq > 1):
-        fail("mask", "(Lq, Lk) written as mask[None, None] when B == Lq, 4 axes (B, H, Lq, Lk) "
-             "(1 where shared), or a (B, Lk) padding mask as key_padding_mask=",
-             f"an ambiguous {mask.ndim}-axis mask {shape_str(mask.shape)} with B={B}, "
-             f"H={num_heads}, Lq={Lq}")
-    if key_padding_mask is not None:
-        check_array("key_padding_mask", key_padding_mask, "bool", like=like,
-                    hint="(B, Lk), True on real keys")
-        if tuple(key_padding_mask.shape) != (B, Lk):
-            fail("key_padding_mask", f"shape (B, Lk) = ({B}, {Lk}), True on real keys",
-                 describe(key_padding_mask))
-        padding = key_padding_mask[:, None, None, :]
-        mask = padding if mask is None else mask & padding
-    return mask
-
-
-def check_lengths(lengths, max_len: int, like) -> int:
-    """lengths: (B,) integers in [0, max_len]; max_len an integer >= 0. Returns max_len."""
-    max_len = check_size("max_len", max_len)
-    check_array("lengths", lengths, "int", ndim=1, hint="(B,) integers", like=like)
-    if lengths.shape[0] and (int(lengths.min()) < 0 or int(lengths.max()) > max_len):
-        fail("lengths", f"integers in [0, max_len = {max_len}]",
-             f"lengths from {int(lengths.min())} to {int(lengths.max())}")
-    return max_len
-
-
-# ---- what `@checked` applies to minattn/attention.py's public functions and modules
-def softmax_inputs(like):
-    """softmax_np / softmax_torch(scores, mask): `check_softmax_inputs` in `like`'s library."""
-    def check(scores, mask=None):
-        check_softmax_inputs(scores, mask, like)
-    return check
-
-
-def attention_inputs(like):
-    """attention_np / attention_torch(q, k, v, mask, scale): `check_attention_inputs`, finite
-    where the mask lets them count (`check_seen_finite`)."""
-    def check(q, k, v, mask=None, scale=None):
-        check_attention_inputs(q, k, v, mask, scale, like=like)
-        check_seen_finite(q, k, v, mask)
-    return check
-
-
-def online_attention_inputs(like):
-    """online_attention_np / _torch: `attention_inputs` and a block of >= 1 keys."""
-    def check(q, k, v, mask=None, scale=None, block=64):
-        attention_inputs(like)(q, k, v, mask, scale)
-        check_size("block", block, 1)
-    return check
-
-
-def fast_attention_inputs(q, k, v, mask=None, scale=None, is_causal=False):
-    """attention_fast_torch: `attention_inputs` for torch, and a mask or is_causal, not both."""
-    if is_causal and mask is not None:
-        fail("attention_fast_torch takes a mask or is_causal=True, not both",
-             "one of them (fold causality into the mask with causal_mask_torch)",
-             f"mask {shape_str(mask.shape)} and is_causal=True")
-    attention_inputs(torch.Tensor)(q, k, v, mask, scale)
-
-
-def attention_backward_inputs(grad_out, q, k, v, mask=None, scale=None):
-    """attention_backward_np: `attention_inputs`, and grad_out a finite float array of the
-    output's shape (..., Lq, dv) and dtype."""
-    check_attention_inputs(q, k, v, mask, scale, like=np.ndarray)
-    check_array("grad_out", grad_out, "float", like=np.ndarray)
-    if grad_out.shape != q.shape[:-1] + (v.shape[-1],):
-        fail("grad_out must have the output's shape", shape_str(q.shape[:-1] + (v.shape[-1],)),
-             shape_str(grad_out.shape))
-    check_same_dtype(q=q, grad_out=grad_out)
-    check_finite("grad_out", grad_out)
-    check_seen_finite(q, k, v, mask)
-
-
-def additive_inputs(q, k, w_q, w_k, v_a):
-    """additive_scores_np / _torch: `check_additive_inputs`."""
-    check_additive_inputs(q, k, w_q, w_k, v_a)
-
-
-def split_heads_inputs(like):
-    """split_heads_np / _torch(x, num_heads): x (B, N, D), num_heads >= 1 dividing D."""
-    def check(x, num_heads):
-        return dict(num_heads=check_heads(x, num_heads, like))
-    return check
-
-
-def merge_heads_inputs(like):
-    """merge_heads_np / _torch(x): x (B, H, N, dh)."""
-    def check(x):
-        check_array("x", x, None, ndim=4, hint="(B, H, N, dh)", like=like)
-    return check
-
-
-def multi_head_inputs(query, key, value, params, num_heads, mask=None, key_padding_mask=None):
-    """multi_head_attention_np: the eight parameters, the (B, N, D) inputs and their masks,
-    made into one mask (`check_mha_inputs`); finite where that mask lets them count."""
-    check_mha_params(params, query)
-    mask = check_mha_inputs(query, key, value, num_heads, params["w_q"].shape[1], mask,
-                            key_padding_mask, dtype=params["w_q"].dtype)
-    check_seen_finite(query, key, value, mask, ("query", "key", "value"))
-
-
-def causal_mask_sizes(n_queries, n_keys=None, device=None):
-    """causal_mask_np / _torch: sizes, integers >= 0."""
-    return dict(n_queries=check_size("n_queries", n_queries),
-                n_keys=None if n_keys is None else check_size("n_keys", n_keys))
-
-
-def padding_mask_inputs(like):
-    """padding_mask_np / _torch(lengths, max_len): (B,) integer lengths in [0, max_len]."""
-    def check(lengths, max_len):
-        if like is np.ndarray and isinstance(lengths, (list, tuple)):
-            lengths = np.asarray(lengths)  # a list of lengths is read as padding_mask_np does
-        check_lengths(lengths, max_len, like)
-    return check
-
-
-def sinusoid_sizes(n_positions, d_model, clamp_len=None, device=None, dtype=torch.float32):
-    """sinusoid_np / _torch: sizes (an even d_model), clamp_len, a floating torch dtype."""
-    n_positions, d_model = check_table_sizes(n_positions, d_model, clamp_len)
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        fail("dtype", "a floating torch dtype such as torch.float32", describe(dtype))
-    return dict(n_positions=n_positions, d_model=d_model)
-
-
-def mha_sizes(self, d_model, num_heads, bias=True, attend=None, flash=True):
-    """MultiHeadAttention(d_model, num_heads): integers >= 1, num_heads dividing d_model."""
-    d_model, num_heads = check_size("d_model", d_model, 1), check_size("num_heads", num_heads, 1)
-    if d_model % num_heads != 0:
-        fail("d_model must split evenly into heads", "d_model divisible by num_heads",
-             f"d_model={d_model}, num_heads={num_heads}")
-    return dict(d_model=d_model, num_heads=num_heads)
-
-
-def mha_forward_inputs(self, query, key=None, value=None, mask=None, need_weights=False,
-                       key_padding_mask=None):
-    """MultiHeadAttention.forward: key (default: query) and value (default: key) checked by
-    `check_mha_inputs` against the module's width, heads, dtype and device; finite where the
-    masks let them count; need_weights only with the built-in kernel."""
-    key = query if key is None else key
-    value = key if value is None else value
-    mask = check_mha_inputs(query, key, value, self.num_heads, self.d_model, mask,
-                            key_padding_mask, dtype=self.q_proj.weight.dtype)
-    check_same_device(query=query, weights=self.q_proj.weight)
-    if need_weights and self.attend is not None:
-        fail("need_weights with a custom attend kernel", "need_weights=False",
-             f"need_weights=True with attend={self.attend}")
-    check_seen_finite(query, key, value, mask, ("query", "key", "value"))
-
-
-def torch_mha_module(self, mha):
-    """MultiHeadAttention.load_from_torch(mha): an nn.MultiheadAttention of the same width,
-    heads and bias setting."""
-    if not isinstance(mha, torch.nn.MultiheadAttention):
-        fail("mha", "a torch.nn.MultiheadAttention", describe(mha))
-    if mha.embed_dim != self.d_model or mha.num_heads != self.num_heads:
-        fail("nn.MultiheadAttention does not match", f"d_model={self.d_model}, "
-             f"heads={self.num_heads}", f"embed_dim={mha.embed_dim}, heads={mha.num_heads}")
-    ours_bias, theirs_bias = self.q_proj.bias is not None, mha.in_proj_bias is not None
-    if ours_bias != theirs_bias:
-        fail("bias settings differ", f"nn.MultiheadAttention(bias={ours_bias})",
-             f"nn.MultiheadAttention(bias={theirs_bias})")
-
-
-def recall_inputs(self, queries, keys, values, need_weights=False):
-    """RecallAttention / RecallMeanPool: queries (B, Q), keys and values (B, P) token ids
-    inside their vocabularies."""
-    for name, ids, table in (("queries", queries, self.key_embedding),
-                             ("keys", keys, self.key_embedding),
-                             ("values", values, self.value_embedding)):
-        check_array(name, ids, "int", ndim=2, hint="(B, ·) token ids", like=torch.Tensor)
-        check_ids(name, ids, table.num_embeddings)
-    if keys.shape != values.shape or queries.shape[0] != keys.shape[0]:
-        fail("values", f"the shape of keys {shape_str(keys.shape)} (and queries of batch "
-             f"{keys.shape[0]})", f"values {shape_str(values.shape)}, queries "
-             f"{shape_str(queries.shape)}")
-    check_same_device(queries=queries, keys=keys, values=values,
-                      weights=self.key_embedding.weight)
-
-
-POSITIONS = ("none", "sinusoid", "learned")
-
-
-def position_reader_sizes(self, n_symbols, max_len, positions, d_model=64, init_std=0.02):
-    """PositionReader: positions one of POSITIONS, sizes >= 1, an init_std > 0."""
-    if positions not in POSITIONS:
-        fail("positions", f"one of {POSITIONS}", repr(positions))
-    check_number("init_std", init_std, above=0.0)
-    max_len, d_model = check_size("max_len", max_len, 1), check_size("d_model", d_model, 1)
-    if positions == "sinusoid":
-        check_sinusoid(max_len, d_model)  # an even width: a sine and a cosine per frequency
-    return dict(n_symbols=check_size("n_symbols", n_symbols, 1), max_len=max_len,
-                d_model=d_model)
-
-
-def position_reader_inputs(self, tokens, need_weights=False):
-    """PositionReader.forward: (B, N) token ids, N <= max_len."""
+def reader_tokens(self, tokens) -> None:
+    """PositionReader.forward: (B, N) token ids of its vocabulary, N <= max_len."""
     check_tokens(tokens, self.embedding, max_len=self.max_len)
 
 

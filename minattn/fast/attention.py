@@ -17,10 +17,13 @@ from ..attention import (  # noqa: F401 (attention_torch: the reference it equal
     causal_mask_torch,
     hide_unseen,
 )
-from ..checks import checked, fast_attention_inputs
+from .. import checks as c
+from ..checks import checked
 
 
-@checked(fast_attention_inputs)
+@checked(q="float* (..., Lq, d)", k="float* (..., Lk, d)", v="float* (..., Lk, dv)",
+         mask="bool? ~(..., Lq, Lk)", scale="number?", is_causal="bool",
+         rules=[c.seen_finite, c.mask_or_causal])
 def attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                          mask: torch.Tensor | None = None, scale: float | None = None,
                          is_causal: bool = False) -> torch.Tensor:
