@@ -328,6 +328,7 @@ def check_mask(mask, scores_shape: Sequence[int], name: str = "mask", like=None)
 #                          across the arguments, "..." the leading axes (all of them >= 1)
 #   "bool? ~(..., Lq, Lk)" `?`: may be None; `~`: broadcastable to those axes
 #   "float* (B, N, D)"     `*`: its values are not read here (a named rule reads them)
+#   "float? (B, M?, D)"    an axis written `M?` may be empty (M = 0)
 #   "int >= 1", "number > 0", "number? >= 0", "bool", "callable?", "one of a, b, c"
 # Arrays are NumPy for a function named *_np, tensors for *_torch and for modules' methods,
 # else of the first array's library; float arrays share one dtype and are finite, tensors
@@ -348,6 +349,8 @@ class Spec:
             self.kind, optional, unread, broadcast, axes = array.groups()
             self.optional, self.read, self.broadcast = bool(optional), not unread, bool(broadcast)
             self.axes = tuple(a.strip() for a in axes.split(",") if a.strip())
+            self.empty_ok = {a[:-1] for a in self.axes if a.endswith("?")}  # "M?": M may be 0
+            self.axes = tuple(a.removesuffix("?") for a in self.axes)
             self.text = text.replace("?", "").replace("*", "")
         elif scalar:
             self.kind, optional, self.op, bound = scalar.groups()
@@ -396,7 +399,8 @@ class Spec:
             want = int(axis) if axis.isdigit() else sizes.get(axis)
             if want is not None and size != want:
                 fail(self.name, self.expected(sizes), describe(x))
-            if axis == "..." and 0 in size or axis != "..." and size < 1:
+            if axis == "..." and 0 in size or axis != "..." and size < 1 \
+                    and axis not in self.empty_ok:
                 fail(self.name, self.expected(sizes) + ", every size >= 1", describe(x))
         for axis, size in given.items():
             sizes.setdefault(axis, size)
@@ -1129,285 +1133,135 @@ def band_inputs(q, k, v, w, chunk=None) -> dict:
 
 
 # ============================================================ xl (lesson 04)
-# The checks of minattn/xl.py and minattn/fast/xl.py: relative attention's arrays, the memory,
-# the modules' sizes and inputs, the original implementation's state dict, the KV-cache decoder.
-def _like(x):
-    return torch.Tensor if isinstance(x, torch.Tensor) else np.ndarray
+# The rules of minattn/xl.py and minattn/fast/xl.py that their specs cannot say.
+def queries_last_of_keys(q, k) -> None:
+    """Relative attention: the Lq queries are the last Lq of the Lk key positions."""
+    if q.shape[2] > k.shape[2]:
+        fail("k", f"at least Lq = {q.shape[2]} keys (the queries are the last Lq positions; "
+             "memory first)", describe(k))
 
 
-def _clamp_len(clamp_len) -> None:
-    if clamp_len is not None and (isinstance(clamp_len, bool) or not isinstance(clamp_len, int)
-                                  or clamp_len < 0):
-        fail("clamp_len must be a distance", "None or an int >= 0", repr(clamp_len))
-
-
-def distance_sizes(n_queries, n_keys, device=None) -> dict:
-    """`relative_distances_*`: two sizes >= 0."""
-    return dict(n_queries=check_size("n_queries", n_queries), n_keys=check_size("n_keys", n_keys))
-
-
-def rel_attention_inputs(like):
-    """The check of `rel_attention_*` in one library (np.ndarray or torch.Tensor)."""
-    def relative_attention_arrays(q, k, v, r, u_bias, v_bias, scale=None) -> dict:
-        return _rel_attention_arrays(like, q, k, v, r, u_bias, v_bias, scale)
-    return relative_attention_arrays
-
-
-def _rel_attention_arrays(like, q, k, v, r, u_bias, v_bias, scale) -> dict:
-    """q (B, H, Lq, dh), k and v (B, H, Lk, dh) with 0 < Lq <= Lk, r (H, P, dh) with P >= Lk,
-    u_bias and v_bias (H, dh): arrays of `like`, one floating dtype, one device, finite (every
-    key is seen by the last query, so nothing here hides behind the mask); scale None or a
-    number."""
-    arrays = dict(q=q, k=k, v=v, r=r, u_bias=u_bias, v_bias=v_bias)
-    for name, x in arrays.items():
-        check_array(name, x, "float", like=like)
-    check_same_dtype(**arrays)
-    check_same_device(**arrays)
-    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
-        fail("q, k, v must be (B, H, N, dh)", "4-dimensional arrays",
-             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}, v {shape_str(v.shape)}")
-    B, H, Lq, dh = q.shape
-    if k.shape != v.shape or k.shape[:2] != (B, H) or k.shape[3] != dh:
-        fail("k and v must match q's batch, heads and head size", f"(B={B}, H={H}, Lk, {dh})",
-             f"k {shape_str(k.shape)}, v {shape_str(v.shape)}")
+def table_covers_keys(r, k) -> None:
+    """The relative-position table r (H, P, dh) holds a row for every distance 0 .. Lk − 1;
+    those rows are finite (rows past Lk are never read)."""
     Lk = k.shape[2]
-    if Lq == 0 or Lk < Lq or B == 0:
-        fail("queries must be the last Lq of the Lk key positions (memory first)",
-             "0 < Lq <= Lk and B > 0", f"Lq={Lq}, Lk={Lk}, B={B}")
-    if r.ndim != 3 or r.shape[0] != H or r.shape[2] != dh:
-        fail("r (projected relative encodings) has the wrong shape", f"(H={H}, P, {dh})",
-             shape_str(r.shape))
     if r.shape[1] < Lk:
-        fail("the relative-position table is too short", f"at least Lk = {Lk} distances "
-             f"(0 .. {Lk - 1})", f"{r.shape[1]} rows")
-    for name, b in (("u_bias", u_bias), ("v_bias", v_bias)):
-        if tuple(b.shape) != (H, dh):
-            fail(f"{name} has the wrong shape", f"(H, dh) = ({H}, {dh})", shape_str(b.shape))
-    for name, x in dict(arrays, r=r[:, :Lk]).items():  # rows of r past Lk are never read
-        check_finite(name, x)
-    return {} if scale is None else dict(scale=check_number("scale", scale))
+        fail("r", f"at least Lk = {Lk} distances (0 .. {Lk - 1})", describe(r))
+    check_finite("r", r[:, :Lk])
 
 
-def memory_inputs(memory, hidden, mem_len) -> dict:
-    """hidden (B, L, D); memory None or (B, M, D) of hidden's library, dtype and device;
-    mem_len an integer >= 0."""
-    check_array("hidden", hidden, "float", ndim=3, hint="(B, L, D)")
-    if memory is not None:
-        check_array("memory", memory, "float", ndim=3, hint="(B, M, D)", like=_like(hidden))
-        if memory.shape[0] != hidden.shape[0] or memory.shape[2] != hidden.shape[2]:
-            fail("memory", f"(B, M, D) = ({hidden.shape[0]}, M, {hidden.shape[2]}) like hidden",
-                 describe(memory))
-        check_same_dtype(memory=memory, hidden=hidden)
-        check_same_device(memory=memory, hidden=hidden)
-    return dict(mem_len=check_size("mem_len", mem_len))
+def xl_heads(d_model, num_heads) -> None:
+    """d_model splits into heads and is even (a sine and a cosine per frequency)."""
+    if d_model % num_heads or d_model % 2:
+        fail("num_heads", f"a divisor of an even d_model = {d_model}", describe(num_heads))
 
 
 REL_PARAMS = ("w_q", "w_k", "w_v", "w_r", "w_o", "u_bias", "v_bias")
 
 
-def _rel_params(params) -> None:
-    """The arrays of `RelMultiHeadAttention.numpy_params()`: (D, D) weights, (H, dh) biases."""
+def rel_params(params, x, num_heads) -> None:
+    """The arrays of `RelMultiHeadAttention.numpy_params()` for x's width D and dtype: (D, D)
+    weights, (H, dh) biases, finite; num_heads splits an even D."""
     if not isinstance(params, dict) or any(n not in params for n in REL_PARAMS):
         missing = [n for n in REL_PARAMS if n not in params] if isinstance(params, dict) else []
         fail("params", f"a dict with {', '.join(REL_PARAMS)} "
              "(RelMultiHeadAttention.numpy_params())",
              f"a dict without {missing}" if missing else describe(params))
+    D = x.shape[-1]
+    xl_heads(D, num_heads)
     for name in REL_PARAMS:
-        check_array(f"params['{name}']", params[name], "float", ndim=2, like=np.ndarray)
-        check_finite(f"params['{name}']", params[name])
-    D = params["w_q"].shape[1]
-    for name in REL_PARAMS[:5]:
-        if params[name].shape != (D, D):
-            fail(f"params['{name}']", f"shape ({D}, {D})", shape_str(params[name].shape))
+        want = (D, D) if name.startswith("w") else (num_heads, D // num_heads)
+        given = params[name]
+        if not isinstance(given, np.ndarray) or given.shape != want or given.dtype != x.dtype:
+            fail(f"params['{name}']", f"a {x.dtype} array {shape_str(want)} (D of x)",
+                 describe(given))
+        check_finite(f"params['{name}']", given)
 
 
-def _layer_inputs(x, memory, d_model: int, num_heads: int, dtype=None) -> None:
-    """x (B, L, D) and memory (B, M, D) or None; dtype: the weights', which the inputs need."""
-    check_array("x", x, "float", hint="(B, L, D)")
-    if memory is not None:
-        check_array("memory", memory, "float", hint="(B, M, D)", like=_like(x))
-    if x.ndim != 3 or x.shape[-1] != d_model or x.shape[0] == 0 or x.shape[1] == 0:
-        fail("the segment has the wrong shape", f"(B, L, {d_model}) with B, L > 0",
-             shape_str(x.shape))
-    if memory is not None:
-        if memory.ndim != 3 or memory.shape[0] != x.shape[0] or memory.shape[2] != d_model:
-            fail("the memory does not fit the segment", f"(B={x.shape[0]}, M, D={d_model})",
-                 shape_str(memory.shape))
-        check_same_device(x=x, memory=memory)
-        check_same_dtype(x=x, memory=memory)
-    if d_model % num_heads or d_model % 2:
-        fail("d_model must split evenly into heads and be even", "d_model % num_heads == 0",
-             f"d_model={d_model}, num_heads={num_heads}")
-    if dtype is not None and x.dtype != dtype:
-        fail("x", f"dtype {str(dtype).removeprefix('torch.')}, the weights' (cast the inputs "
-             "or the module)", describe(x))
-    check_finite("x", x)
-    if memory is not None:
-        check_finite("memory", memory)
-
-
-def rel_layer_inputs(x, memory, params, num_heads, clamp_len=None) -> dict:
-    """`rel_multi_head_attention_np`: the weights of `numpy_params()`, x (B, L, D) and memory
-    (B, M, D) or None in their dtype, num_heads >= 1 splitting D, clamp_len None or >= 0."""
-    _rel_params(params)
-    num_heads = check_size("num_heads", num_heads, 1)
-    _layer_inputs(x, memory, params["w_q"].shape[1], num_heads, dtype=params["w_q"].dtype)
-    _clamp_len(clamp_len)
-    return dict(num_heads=num_heads)
-
-
-def scores_table(like):
-    """The check of `rel_shift_np` (like=np.ndarray) or `rel_shift_torch` (torch.Tensor):
-    scores (..., Lq, Lk) of that library."""
-    def scores_by_distance(scores) -> None:
-        check_array("scores", scores, None, min_ndim=2, hint="(..., Lq, Lk)", like=like)
-    return scores_by_distance
-
-
-def _heads(d_model, num_heads) -> tuple[int, int]:
-    d_model, num_heads = check_size("d_model", d_model, 1), check_size("num_heads", num_heads, 1)
-    if d_model % num_heads or d_model % 2:
-        fail("d_model must split evenly into heads and be even", "d_model % num_heads == 0",
-             f"d_model={d_model}, num_heads={num_heads}")
-    return d_model, num_heads
-
-
-def _attend(attend) -> None:
-    if attend is not None and not callable(attend):
-        fail("attend", "None (the explicit reference) or a function (q, k, v, r, u_bias, "
-             "v_bias) -> output, e.g. minattn.fast.xl.rel_attention_fast_torch", describe(attend))
-
-
-def rel_attention_sizes(self, d_model, num_heads, max_len=4096, attend=None) -> dict:
-    """`RelMultiHeadAttention(...)`: d_model even and split by num_heads, max_len >= 1."""
-    d_model, num_heads = _heads(d_model, num_heads)
-    _attend(attend)
-    return dict(d_model=d_model, num_heads=num_heads, max_len=check_size("max_len", max_len, 1))
-
-
-def rel_attention_call(self, x, memory=None, need_weights=False, clamp_len=None) -> None:
-    """`RelMultiHeadAttention.forward`: x (B, L, D) and memory (B, M, D) or None in the
-    weights' dtype and device, M + L within the module's max_len."""
+def rel_layer_call(self, x, memory) -> None:
+    """`RelMultiHeadAttention.forward`: x of the module's width, dtype and device; M + L
+    within its max_len."""
     weight = self.q_proj.weight
-    _layer_inputs(x, memory, self.d_model, self.num_heads, dtype=weight.dtype)
-    check_same_device(x=x, memory=memory, weights=weight)
+    if x.shape[-1] != self.d_model or x.dtype != weight.dtype or x.device != weight.device:
+        fail("x", f"(B, L, D = {self.d_model}) {dtype_name(weight.dtype)} on {weight.device}, "
+             "the module's width, dtype and device", describe(x))
     n_keys = x.shape[1] + (0 if memory is None else memory.shape[1])
     if n_keys > self.max_len:
-        fail("more positions than the relative-position table holds",
-             f"M + L <= max_len = {self.max_len}", f"M + L = {n_keys}")
-    _clamp_len(clamp_len)
+        fail("memory", f"M + L <= max_len = {self.max_len} positions (the relative-position "
+             "table)", f"M + L = {n_keys}")
 
 
-def xl_lm_sizes(self, vocab_size, d_model=128, num_heads=4, num_layers=2, d_ff=None, mem_len=64,
-                pre_norm=True, max_len=4096, clamp_len=None, attend=None) -> dict:
-    """`TransformerXL(...)`: sizes >= 1 (mem_len >= 0), clamp_len None or >= 0."""
-    d_model, num_heads = _heads(d_model, num_heads)
-    _clamp_len(clamp_len)
-    _attend(attend)
-    return dict(vocab_size=check_size("vocab_size", vocab_size, 1), d_model=d_model,
-                num_heads=num_heads, num_layers=check_size("num_layers", num_layers, 1),
-                d_ff=None if d_ff is None else check_size("d_ff", d_ff, 1),
-                mem_len=check_size("mem_len", mem_len), max_len=check_size("max_len", max_len, 1))
+def lm_tokens(self, tokens) -> None:
+    """A language model's tokens: ids of its vocabulary on its device."""
+    check_ids("tokens", tokens, self.embedding.num_embeddings)
+    check_same_device(tokens=tokens, weights=self.embedding.weight)
 
 
-def _tokens(tokens, vocab_size: int, weight) -> None:
-    check_array("tokens", tokens, "int", ndim=2, hint="(B, L) token ids", like=torch.Tensor)
-    if 0 in tokens.shape:
-        fail("tokens", "(B, L) token ids with B, L > 0", describe(tokens))
-    check_ids("tokens", tokens, vocab_size)
-    check_same_device(tokens=tokens, weights=weight)
-
-
-def xl_lm_call(self, tokens, memories=None, mem_len=None, need_weights=False, clamp_len=None,
-               stop_gradient=True) -> dict:
-    """`TransformerXL.forward`: tokens (B, L) ids in the vocabulary; memories None (the start of
-    a text: one empty memory per layer) or one (B, M, D) tensor or None per layer, as the last
-    call returned them; mem_len and clamp_len None (the model's) or integers >= 0."""
+def xl_memories(self, tokens, memories=None) -> None:
+    """`TransformerXL.forward`: memories None (the start of a text) or one (B, M, D) tensor or
+    None per layer, as the last call returned them."""
+    lm_tokens(self, tokens)
+    if memories is None:
+        return
     n_layers = len(self.layers)
-    memories = [None] * n_layers if memories is None else memories
     if not isinstance(memories, (list, tuple)) or len(memories) != n_layers:
         fail("memories", f"a list with one memory per layer ({n_layers}), or None",
              describe(memories))
-    _tokens(tokens, self.vocab_size, self.embedding.weight)
     for memory in memories:
         if memory is not None and (not isinstance(memory, torch.Tensor) or memory.ndim != 3
                                    or memory.shape[0] != tokens.shape[0]
                                    or memory.shape[2] != self.d_model):
             fail("memories", f"None or (B, M, D) = ({tokens.shape[0]}, M, {self.d_model}) "
                  "tensors, as the last call returned them", describe(memory))
-    _clamp_len(clamp_len)
-    if mem_len is not None:
-        check_size("mem_len", mem_len)
 
 
-def vanilla_lm_sizes(self, vocab_size, d_model=128, num_heads=4, num_layers=2, d_ff=None) -> dict:
-    """`VanillaLM(...)`: sizes >= 1, d_model even and split by num_heads."""
-    d_model, num_heads = _heads(d_model, num_heads)
-    return dict(vocab_size=check_size("vocab_size", vocab_size, 1), d_model=d_model,
-                num_heads=num_heads, num_layers=check_size("num_layers", num_layers, 1),
-                d_ff=None if d_ff is None else check_size("d_ff", d_ff, 1))
-
-
-def vanilla_lm_call(self, tokens, memories=None, mem_len=None) -> None:
-    """`VanillaLM.forward`: tokens (B, L) ids in the vocabulary (memories are ignored)."""
-    _tokens(tokens, self.embedding.num_embeddings, self.embedding.weight)
-
-
-def official_state(state, num_heads) -> dict:
+def official_state(state, num_heads) -> None:
     """`official_to_ours`: an original Transformer-XL state dict (div_val=1, d_head = D / H,
     tied or untied r_w_bias / r_r_bias of shape (H, dh))."""
-    num_heads = check_size("num_heads", num_heads, 1)
     if not isinstance(state, dict) or "word_emb.emb_layers.0.weight" not in state:
         keys = sorted(state)[:4] if isinstance(state, dict) else describe(state)
-        fail("not an original Transformer-XL state dict", "'word_emb.emb_layers.0.weight'",
+        fail("state", "an original Transformer-XL state dict ('word_emb.emb_layers.0.weight')",
              f"keys {keys}…")
     if any(k.startswith("word_emb.emb_projs") or k.startswith("crit.out_projs") for k in state):
-        fail("adaptive embeddings are not supported", "div_val=1, d_embed = d_model",
+        fail("state", "div_val=1, d_embed = d_model (adaptive embeddings are not supported)",
              "emb_projs / out_projs in the state dict")
     D = state["word_emb.emb_layers.0.weight"].shape[1]
     dh = D // num_heads
     for key, value in state.items():
         if key.endswith("dec_attn.qkv_net.weight") and tuple(value.shape) != (3 * D, D):
-            fail("qkv_net has an unsupported shape (d_head must be D / H)",
-                 shape_str((3 * D, D)), shape_str(value.shape))
-        if key.endswith(("r_w_bias", "r_r_bias")) and tuple(value.shape) != (num_heads, dh):
-            fail(f"{key} has the wrong shape", f"(H, dh) = ({num_heads}, {dh})",
+            fail(f"state['{key}']", f"{shape_str((3 * D, D))} (d_head = D / H)",
                  shape_str(value.shape))
+        if key.endswith(("r_w_bias", "r_r_bias")) and tuple(value.shape) != (num_heads, dh):
+            fail(f"state['{key}']", f"(H, dh) = ({num_heads}, {dh})", shape_str(value.shape))
     layers = {k.split(".")[1] for k in state if k.startswith("layers.")}
     for n in layers:
         for old in ("r_w_bias", "r_r_bias"):
             if f"layers.{n}.dec_attn.{old}" not in state and old not in state:
-                fail(f"{old} missing", f"(H, dh) = ({num_heads}, {dh}), shared or per layer",
+                fail(f"state['{old}']", f"(H, dh) = ({num_heads}, {dh}), shared or per layer",
                      "missing")
-    return dict(num_heads=num_heads)
 
 
-def decoder_setup(self, model, context, batch=1) -> dict:
-    """`XLDecoder(model, context, batch)`: a TransformerXL, context >= 1 within every layer's
-    max_len (context + 1 slots), batch >= 1."""
+def decoder_model(model, context) -> None:
+    """`XLDecoder(model, context, batch)`: a TransformerXL whose layers hold context + 1
+    positions."""
     if type(model).__name__ != "TransformerXL":
-        fail("XLDecoder reads a TransformerXL", "a minattn.xl.TransformerXL",
-             type(model).__name__)
-    if isinstance(context, bool) or not isinstance(context, int) or context < 1:
-        fail("XLDecoder's context", "an integer >= 1", repr(context))
+        fail("model", "a minattn.xl.TransformerXL", type(model).__name__)
     for layer in model.layers:
         if context + 1 > layer.attention.max_len:
-            fail("more positions than the relative-position table holds",
-                 f"context + 1 <= max_len = {layer.attention.max_len}",
+            fail("context", f"context + 1 <= max_len = {layer.attention.max_len} positions",
                  f"context + 1 = {context + 1}")
-    return dict(batch=check_size("batch", batch, 1))
 
 
 def decoder_prompt(self, tokens) -> None:
     """`XLDecoder.prefill`: (B, P) token ids, B the decoder's batch."""
     if not isinstance(tokens, torch.Tensor) or tokens.ndim != 2 or tokens.shape[0] != self.batch:
-        fail("the prompt", f"(B={self.batch}, P) token ids", describe(tokens))
+        fail("tokens", f"(B={self.batch}, P) token ids", describe(tokens))
 
 
 def decoder_token(self, token) -> None:
     """`XLDecoder.step`: (B, 1) token ids."""
     if not isinstance(token, torch.Tensor) or tuple(token.shape) != (self.batch, 1):
-        fail("one new token per row", f"({self.batch}, 1) token ids", describe(token))
+        fail("token", f"({self.batch}, 1) token ids", describe(token))
 
 
 def decoder_on_cuda(self) -> None:

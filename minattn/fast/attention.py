@@ -12,12 +12,12 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from .. import checks as c
 from ..attention import (  # noqa: F401 (attention_torch: the reference it equals)
     attention_torch,
     causal_mask_torch,
     hide_unseen,
 )
-from .. import checks as c
 from ..checks import checked
 
 
