@@ -392,17 +392,18 @@ class Spec:
         named = axes[1:] if dots else axes
         if len(shape) < len(named) or not dots and len(shape) != len(named):
             fail(self.name, self.expected(sizes), describe(x))
-        given = dict(zip(named, shape[len(shape) - len(named):]))
+        given = list(zip(named, shape[len(shape) - len(named):]))
         if dots:
-            given["..."] = shape[:len(shape) - len(named)]
-        for axis, size in given.items():
-            want = int(axis) if axis.isdigit() else sizes.get(axis)
-            if want is not None and size != want:
-                fail(self.name, self.expected(sizes), describe(x))
+            given.insert(0, ("...", shape[:len(shape) - len(named)]))
+        seen = dict(sizes)
+        for axis, size in given:
+            want = int(axis) if axis.isdigit() else seen.setdefault(axis, size)
+            if size != want:
+                fail(self.name, self.expected(sizes if axis in sizes else seen), describe(x))
             if axis == "..." and 0 in size or axis != "..." and size < 1 \
                     and axis not in self.empty_ok:
                 fail(self.name, self.expected(sizes) + ", every size >= 1", describe(x))
-        for axis, size in given.items():
+        for axis, size in given:
             sizes.setdefault(axis, size)
 
     def fits(self, x, sizes: dict) -> None:
@@ -651,11 +652,9 @@ def reader_tokens(self, tokens) -> None:
 
 
 # ============================================================ sparse (lesson 02)
-# (the checks of minattn/sparse.py go here)
-# The window half-width, block sizes and counts are integers; global positions distinct and in
-# range; a pattern is a bool (N, N) NumPy array; q, k, v of a sparse pattern are self-attention
-# (one length N for queries and keys). `pattern_args` checks whatever of these a function of
-# minattn/sparse.py (or minattn/fast/) takes, by the argument's name.
+# The rules of minattn/sparse.py, minattn/fast/sparse.py and minattn/fast/flex.py that their
+# specs cannot say; the helpers below (`check_windows`, `check_global_idx`, `check_layout`)
+# also serve the fast paths' caches, which read what they return.
 def check_int(name: str, value, low: int) -> int:
     """`value` must be an integer >= low (a window < 0 or a block of 0 is a typo, not a pattern)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
@@ -739,178 +738,98 @@ def check_self_attention(q, k, v, scale=None, like=None, finite: bool = True) ->
             check_finite(name, x)
 
 
-PATTERN_SIZES = {  # argument: (its name in a message, its least value)
-    "n": ("n (sequence length)", 1), "w": ("window w", 0), "dilation": ("dilation", 1),
-    "r": ("random keys r", 0), "block": ("block", 1), "stride": ("stride l", 1),
-    "summary": ("summary c", 1), "n_blocks": ("n_blocks", 1), "window": ("window (blocks)", 0),
-    "n_global": ("n_global (blocks)", 0), "n_random": ("n_random (blocks)", 0),
-    "layers": ("layers", 1), "heads": ("heads", 1), "tile": ("tile", 1),
-    "w_left": ("w_left", 0), "w_right": ("w_right", 0), "c": ("c (queries per block)", 1),
-    "chunk_scores": ("chunk_scores", 1)}
+def global_positions_within(n, global_idx=None) -> None:
+    """Global positions: distinct integers in [0, n) (a list, an array or a tensor)."""
+    if global_idx is not None:
+        check_global_idx(global_idx, n)
 
 
-def pattern_args(**args) -> dict:
-    """Every argument of a pattern function that this knows, by name (PATTERN_SIZES; seed,
-    global_idx, layout, mask, masks, max_hops, windows), checked and returned converted;
-    None means "the default" and passes."""
-    out = {}
-    for name, value in args.items():
-        if value is None:
-            continue
-        if name in PATTERN_SIZES:
-            what, low = PATTERN_SIZES[name]
-            out[name] = check_int(what, value, low)
-        elif name in ("seed", "max_hops"):
-            out[name] = check_size(name, value)
-        elif name == "windows":
-            out[name] = check_windows(value)
-    if "summary" in out and "block" in out and out["summary"] > out["block"]:
-        fail("summary columns must fit in a block", f"c <= l = {out['block']}",
-             f"c = {out['summary']}")
-    if args.get("global_idx") is not None and "n" in out:
-        out["global_idx"] = check_global_idx(args["global_idx"], out["n"])
-    if args.get("layout") is not None and "n" in out:
-        out["layout"] = check_layout(args["layout"], out.get("block", 1), out["n"])
-    if "mask" in args:
-        check_square_mask(args["mask"])
-    if "masks" in args:
-        masks = args["masks"]
-        if not masks:
-            fail("masks: no pattern given", "at least one (N, N) mask", "none")
-        for m in masks:
-            check_square_mask(m, "masks")
-        if len({m.shape for m in masks}) > 1:
-            fail("masks of different shapes", "one (N, N) shape",
-                 str(sorted({m.shape for m in masks})))
-    return out
+def global_positions_of(q, global_idx=None) -> None:
+    """A window kernel's global positions: distinct integers in [0, N), N = q's length."""
+    global_positions_within(q.shape[-2], global_idx)
 
 
-def window_inputs(q, k, v, w, dilation=1, causal=False, global_idx=None, scale=None, block=None,
-                  hand_backward=True, chunk_scores=None, tile=None, compiled=None,
-                  like=None) -> dict:
-    """The window kernels' arguments (`minattn.sparse.window_attention_np` and every kernel of
-    its pattern): q, k, v of self-attention, finite; w >= 0, dilation >= 1, global positions in
-    [0, N); the fast kernels' block, chunk_scores, tile."""
-    check_self_attention(q, k, v, scale, like)
-    out = pattern_args(n=q.shape[-2], w=w, dilation=dilation, global_idx=global_idx, block=block,
-                       chunk_scores=chunk_scores, tile=tile)
-    del out["n"]
-    return out
+def global_positions_given(global_idx=None) -> None:
+    """`window_attend`'s global positions: a 1-d integer array (their range is checked against
+    N at each call)."""
+    if global_idx is not None:
+        idx = as_numpy(global_idx)
+        check_array("global_idx", idx, "int" if idx.size else None, ndim=1, hint="positions",
+                    like=np.ndarray)
 
 
-def window_inputs_np(**args) -> dict:
-    """`window_inputs` for NumPy arrays."""
-    return window_inputs(**args, like=np.ndarray)
+def layout_fits(layout, block, n) -> None:
+    """A block layout: bool (nb, nb) with nb = ceil(N / block)."""
+    check_layout(layout, block, n)
 
 
-def window_inputs_torch(**args) -> dict:
-    """`window_inputs` for torch tensors."""
-    return window_inputs(**args, like=torch.Tensor)
+def layout_one_or_per_head(layout) -> None:
+    """`block_sparse_attend`: one bool layout (nb, nb) or one per head (H, nb, nb)."""
+    layout = as_numpy(layout)
+    check_array("layout", layout, "bool", hint="(nb, nb) or (H, nb, nb)", like=np.ndarray)
+    if layout.ndim not in (2, 3):
+        fail("layout", "bool (nb, nb) or (H, nb, nb)", describe(layout))
 
 
-def block_sparse_inputs(q, k, v, layout, block, causal=False, scale=None, tile=None,
-                        compiled=None, like=None) -> None:
-    """A block layout's arguments: q, k, v of self-attention, the layout (nb, nb) bool with
-    nb = ceil(N / block). What the layout hides may hold anything (the queries of block rows
-    that see no block, the keys of block columns no query sees; under causal, row I sees
-    block J only when J <= I): the rest must be finite (activations of a training graph were
-    checked where they entered, see `in_graph`)."""
-    check_self_attention(q, k, v, scale, like, finite=False)
+def layout_seen_finite(q, k, v, layout, block, causal=False) -> None:
+    """A block layout that fits q's length N; q, k, v finite where the layout lets them count.
+    What it hides may hold anything (the queries of block rows that see no block, the keys of
+    block columns no query sees; under causal, row I sees block J only when J <= I)."""
     n = q.shape[-2]
-    out = pattern_args(n=n, block=block, layout=layout, tile=tile)
-    seen = np.tril(out["layout"]) if causal else out["layout"]
+    seen = check_layout(layout, block, n)
+    seen = np.tril(seen) if causal else seen
 
     def seen_by(axis):  # (N, 1): the query sees some key (axis 1), some query sees the key (0)
-        where = np.repeat(seen.any(axis), out["block"])[:n, None]
+        where = np.repeat(seen.any(axis), block)[:n, None]
         return torch.as_tensor(where, device=q.device) if isinstance(q, torch.Tensor) else where
     for name, x, axis in (("q", q, 1), ("k", k, 0), ("v", v, 0)):
         check_finite(name, x, where=lambda axis=axis: seen_by(axis))
 
 
-def block_sparse_inputs_np(**args) -> dict:
-    """`block_sparse_inputs` for NumPy arrays."""
-    return block_sparse_inputs(**args, like=np.ndarray)
+def summary_fits_block(block, summary) -> None:
+    """The fixed pattern: c summary columns fit in a block of l."""
+    if summary > block:
+        fail("summary", f"c <= l = block = {block}", describe(summary))
 
 
-def block_sparse_inputs_torch(**args) -> dict:
-    """`block_sparse_inputs` for torch tensors."""
-    return block_sparse_inputs(**args, like=torch.Tensor)
+def square_masks(masks) -> None:
+    """At least one (N, N) bool NumPy mask, all of one shape."""
+    if not masks:
+        fail("masks", "at least one (N, N) mask", "none")
+    for m in masks:
+        check_square_mask(m, "masks")
+    if len({m.shape for m in masks}) > 1:
+        fail("masks", "one (N, N) shape for all", str(sorted({m.shape for m in masks})))
 
 
-def blocked_inputs(q, k, v, w_left, w_right, block, scale=None) -> dict:
-    """The blocked window kernel (exercise 2.2): q, k, v of self-attention in torch, finite; the
-    band's w_left, w_right >= 0 and block >= 1."""
-    check_self_attention(q, k, v, scale, torch.Tensor)
-    return pattern_args(w_left=w_left, w_right=w_right, block=block)
+def windows_given(windows) -> None:
+    """One window ω >= 0 per head."""
+    check_windows(windows)
 
 
-def unfold_inputs(x, block, w_left, w_right) -> dict:
-    """x: a tensor (..., M, d); the band's block >= 1, w_left, w_right >= 0."""
-    check_array("x", x, None, min_ndim=2, hint="(..., M, d)", like=torch.Tensor)
-    return pattern_args(block=block, w_left=w_left, w_right=w_right)
-
-
-def window_backward_inputs(q, k, v, grad_out, w_left, w_right, c, scale,
-                           chunk_scores=None) -> dict:
-    """The window kernel's backward: q, k, v (B, N, d) of self-attention, grad_out of the
-    output's shape (B, N, dv), same dtype and device, finite; the band's sizes."""
-    check_self_attention(q, k, v, scale, torch.Tensor)
-    for name, x in (("q", q), ("grad_out", grad_out)):
-        check_array(name, x, "float", ndim=3, hint="(B, N, d)", like=torch.Tensor)
-    if tuple(grad_out.shape) != tuple(q.shape[:-1]) + (v.shape[-1],):
-        fail("grad_out", f"the output's shape {shape_str(tuple(q.shape[:-1]) + (v.shape[-1],))}",
-             f"grad_out {shape_str(grad_out.shape)}")
-    check_same_dtype(q=q, grad_out=grad_out)
-    check_same_device(q=q, grad_out=grad_out)
-    check_finite("grad_out", grad_out)
-    return pattern_args(w_left=w_left, w_right=w_right, c=c, chunk_scores=chunk_scores)
-
-
-def attend_args(w, dilation=1, causal=False, global_idx=None, kernel=None, options=None) -> dict:
-    """`window_attend`: w >= 0, dilation >= 1, global positions a 1-d integer array (their
-    range is checked against N at each call), kernel a function or None."""
-    out = pattern_args(w=w, dilation=dilation)
-    if global_idx is not None:
-        idx = as_numpy(global_idx)
-        check_array("global_idx", idx, "int" if idx.size else None, ndim=1, hint="positions",
-                    like=np.ndarray)
-    if kernel is not None and not callable(kernel):
-        fail("kernel", "a function (q, k, v, w, ...) -> out", describe(kernel))
-    return out
-
-
-def layout_attend_args(layout, block, causal=False, kernel=None) -> dict:
-    """`block_sparse_attend`: one bool layout (nb, nb) or one per head (H, nb, nb), block >= 1."""
-    layout = as_numpy(layout)
-    check_array("layout", layout, "bool", hint="(nb, nb) or (H, nb, nb)", like=np.ndarray)
-    if layout.ndim not in (2, 3):
-        fail("layout", "bool (nb, nb) or (H, nb, nb)", f"{layout.ndim} dimensions")
-    if kernel is not None and not callable(kernel):
-        fail("kernel", "a function (q, k, v, layout, block, causal) -> out", describe(kernel))
-    return dict(layout=layout, **pattern_args(block=block))
+def kernels_per_layer(attend, layers) -> None:
+    """`SparseClassifier`: one attend kernel for every layer, or a list of one per layer."""
+    if isinstance(attend, (list, tuple)) and len(attend) != layers:
+        fail("attend", f"one kernel per layer ({layers})", f"{len(attend)} kernels")
 
 
 def classifier_tokens(self, tokens) -> None:
-    """`SparseClassifier.forward`: tokens (B, N) integer ids in the vocabulary, 0 < N <= the
-    model's max_len, on the model's device."""
+    """`SparseClassifier.forward`: ids of the vocabulary, N <= the model's max_len, on the
+    model's device."""
     max_len = self.position.shape[0]
-    check_array("tokens", tokens, "int", ndim=2, hint="(B, N) token ids", like=torch.Tensor)
-    if 0 in tokens.shape or tokens.shape[1] > max_len:
-        fail("tokens", f"(B, N) with 0 < N <= max_len = {max_len}", describe(tokens))
+    if tokens.shape[1] > max_len:
+        fail("tokens", f"(B, N) with N <= max_len = {max_len}", describe(tokens))
     check_ids("tokens", tokens, self.embed.num_embeddings)
     check_same_device(tokens=tokens, weights=self.embed.weight)
 
 
-def route_args(device, n, dtype=None, d=64, dv=None, policy=None, pattern="window") -> dict:
-    """`choose_kernel`: N >= 0, head sizes >= 1, a policy ('auto' or 'readable') and a pattern
+def route_names(policy=None, pattern="window") -> None:
+    """`choose_kernel`: a policy ('auto' or 'readable', None: the default) and a pattern
     ('window' or 'multiscale') it knows."""
     if policy is not None and policy not in ("auto", "readable"):
         fail("kernel policy", "'auto' or 'readable'", repr(policy))
     if pattern not in ("window", "multiscale"):
         fail("pattern of choose_kernel", "'window' or 'multiscale'", repr(pattern))
-    return dict(device=torch.device(device), n=check_size("n", n), d=check_size("d", d, 1),
-                dv=None if dv is None else check_size("dv", dv, 1))
-
 
 
 # ============================================================ multiscale (lesson 03)

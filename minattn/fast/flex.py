@@ -43,18 +43,15 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .. import checks as c
 from ..checks import (
-    block_sparse_inputs_torch,
     check_global_idx,
     check_layout,
     check_self_attention,
     check_windows,
     checked,
     fail,
-    pattern_args,
-    route_args,
     shape_str,
-    window_inputs_torch,
 )
 from ..sparse import (
     block_mask_np,
@@ -88,7 +85,8 @@ def _tile_bounds(n: int, tile: int) -> tuple[np.ndarray, np.ndarray]:
     return starts, np.minimum(starts + tile, n) - 1
 
 
-@checked(pattern_args)
+@checked(n="int >= 1", w="int", dilation="int >= 1", tile="int >= 1",
+         rules=[c.global_positions_within])
 def window_tiles_np(n: int, w: int, dilation: int = 1, causal: bool = False, global_idx=None,
                     tile: int = TILE) -> tuple[np.ndarray, np.ndarray]:
     """The tile lists of the window pattern (`longformer_mask_np`): (partial, full), (nt, nt)
@@ -124,7 +122,7 @@ def window_tiles_np(n: int, w: int, dilation: int = 1, causal: bool = False, glo
     return touched & ~full, full
 
 
-@checked(pattern_args)
+@checked(block="int >= 1", n="int >= 1", tile="int >= 1", rules=[c.layout_fits])
 def layout_tiles_np(layout, block: int, n: int, causal: bool = False,
                     tile: int = TILE) -> tuple[np.ndarray, np.ndarray]:
     """The tile lists of a block layout (blocks of `block`, `block_mask_np`), ∩ j <= i when
@@ -150,7 +148,7 @@ def layout_tiles_np(layout, block: int, n: int, causal: bool = False,
     return some & ~full, full
 
 
-@checked(pattern_args)
+@checked(n="int >= 1", tile="int >= 1", rules=[c.windows_given])
 def multiscale_tiles_np(n: int, windows, tile: int = TILE) -> tuple[np.ndarray, np.ndarray]:
     """Per-head window tile lists of a multi-scale layer: (partial, full), (H, nt, nt) bool."""
     parts = [window_tiles_np(n, w, tile=tile) for w in windows]
@@ -401,7 +399,9 @@ def _as_4d(x: torch.Tensor) -> torch.Tensor:
     return x.reshape(-1, 1, *x.shape[-2:])
 
 
-@checked(window_inputs_torch)
+@checked(q="float (..., N, d)", k="float (..., N, d)", v="float (..., N, dv)",
+         w="int", dilation="int >= 1", scale="number?", tile="int >= 1",
+         rules=[c.global_positions_of])
 def flex_window_attention(q, k, v, w: int, *, dilation: int = 1, causal: bool = False,
                           global_idx=None, scale: float | None = None, tile: int = TILE,
                           compiled: bool | None = None) -> torch.Tensor:
@@ -413,7 +413,9 @@ def flex_window_attention(q, k, v, w: int, *, dilation: int = 1, causal: bool = 
     return out.reshape(*q.shape[:-1], v.shape[-1])
 
 
-@checked(block_sparse_inputs_torch)
+@checked(q="float* (..., N, d)", k="float* (..., N, d)", v="float* (..., N, dv)",
+         block="int >= 1", scale="number?", tile="int >= 1",
+         rules=[c.layout_seen_finite])
 def flex_block_sparse_attention(q, k, v, layout, block: int, causal: bool = False,
                                 scale: float | None = None, tile: int = TILE,
                                 compiled: bool | None = None) -> torch.Tensor:
@@ -469,7 +471,7 @@ def kernel_policy(policy: str):
         _policy = old
 
 
-@checked(route_args)
+@checked(n="int", d="int >= 1", dv="int? >= 1", rules=[c.route_names])
 def choose_kernel(device, n: int, dtype=torch.float32, d: int = 64, dv: int | None = None,
                   policy: str | None = None, pattern: str = "window") -> str:
     """Which kernel computes a sparse pattern over N positions: "readable", "dense" or "flex".
@@ -505,7 +507,8 @@ def _flex_or_dense(flex_route, dense_route, n: int):
         return dense_route() if dense_route is not None else None
 
 
-@checked(window_inputs_torch)
+@checked(q="float (..., N, d)", k="float (..., N, d)", v="float (..., N, dv)",
+         w="int", dilation="int >= 1", scale="number?", rules=[c.global_positions_of])
 def window_attention_routed_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                        w: int, *, dilation: int = 1, causal: bool = False,
                                        global_idx=None, scale: float | None = None
@@ -523,7 +526,8 @@ def window_attention_routed_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torc
                           lambda: dense_window_attention(q, k, v, w, **kw), q.shape[-2])
 
 
-@checked(block_sparse_inputs_torch)
+@checked(q="float* (..., N, d)", k="float* (..., N, d)", v="float* (..., N, dv)",
+         block="int >= 1", scale="number?", rules=[c.layout_seen_finite])
 def block_sparse_attention_routed_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                              layout, block: int, causal: bool = False,
                                              scale: float | None = None) -> torch.Tensor:
@@ -559,7 +563,8 @@ def _window_mask(n, w, dilation, causal, global_idx, device):
                            device=device)
 
 
-@checked(window_inputs_torch)
+@checked(q="float (..., N, d)", k="float (..., N, d)", v="float (..., N, dv)",
+         w="int", dilation="int >= 1", scale="number?", rules=[c.global_positions_of])
 def dense_window_attention(q, k, v, w: int, *, dilation: int = 1, causal: bool = False,
                            global_idx=None, scale: float | None = None) -> torch.Tensor:
     """The window pattern as one fused SDPA call with the (N, N) mask (cached per N, pattern,
@@ -580,7 +585,8 @@ def _layout_mask(layout_bytes, nb, block, n, causal, device):
     return torch.as_tensor(np.tril(mask) if causal else mask, device=device)
 
 
-@checked(block_sparse_inputs_torch)
+@checked(q="float* (..., N, d)", k="float* (..., N, d)", v="float* (..., N, dv)",
+         block="int >= 1", scale="number?", rules=[c.layout_seen_finite])
 def dense_block_sparse_attention(q, k, v, layout, block: int, causal: bool = False,
                                  scale: float | None = None) -> torch.Tensor:
     """The block layout as one fused SDPA call with the (N, N) mask (a query with no allowed
