@@ -833,94 +833,44 @@ def route_names(policy=None, pattern="window") -> None:
 
 
 # ============================================================ multiscale (lesson 03)
-# (the checks of minattn/multiscale.py go here)
-# The checks of minattn/multiscale.py and minattn/fast/multiscale.py. Multi-scale attention is
-# self-attention with one window per head: q, k, v (B, H, N, d) of one library, dtype and
-# device, one length N for queries and keys; one window ω >= 0 per head; a mask bool and
-# broadcastable to (B, H, N, N); the first n_global positions (0..N) global. What a mask hides
-# may hold anything (it is set to 0, as lesson 01's attention does); the rest must be finite.
-def _multiscale_qkv(q, k, v, windows, mask, n_global, like) -> dict:
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        check_array(name, x, "float", ndim=4, hint="(B, H, N, d)", like=like)
-    check_same_dtype(q=q, k=k, v=v)
-    check_same_device(q=q, k=k, v=v, mask=mask)
-    if q.shape[-1] != k.shape[-1]:
-        fail("q and k must have the same feature size d (last axis)",
-             f"k of shape (B, H, N, {q.shape[-1]})",
-             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}")
-    if not q.shape[:-1] == k.shape[:-1] == v.shape[:-1]:
-        fail("multi-scale attention is self-attention: q, k and v must have one length N and "
-             "the same (B, H)", f"k and v of shape {shape_str(q.shape[:-1])} + (d,)",
-             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}, v {shape_str(v.shape)}")
-    if 0 in q.shape:
-        fail("empty input", "at least one batch element, head, position and feature",
-             f"q {shape_str(q.shape)}")
-    check_mask(mask, tuple(q.shape[:-1]) + (q.shape[-2],), like=like)
+# The rules of minattn/multiscale.py and minattn/fast/multiscale.py that their specs cannot
+# say: one window per head, the global count, head counts, a model's layers of windows.
+def check_global_count(n_global, n: int) -> None:
+    """n_global: how many leading positions are global, an integer in 0 .. N."""
+    if isinstance(n_global, (bool, np.bool_)) or not isinstance(n_global, (int, np.integer)) \
+            or not 0 <= n_global <= n:
+        fail("n_global", f"an integer in 0 .. N = {n} (how many leading positions are global)",
+             describe(n_global))
+
+
+def windows_per_head(q, k, v, windows, mask=None, n_global=0) -> None:
+    """Multi-scale attention: one window ω >= 0 per head of q (B, H, N, d), n_global in 0 .. N;
+    q, k, v finite where the mask lets them count (what it hides may hold anything)."""
     check_windows(windows, q.shape[1])
     check_global_count(n_global, q.shape[-2])
     check_seen_finite(q, k, v, mask)
 
 
-def check_global_count(n_global, n: int) -> int:
-    """n_global: how many leading positions are global, an integer in 0 .. N."""
-    if isinstance(n_global, (bool, np.bool_)) or not isinstance(n_global, (int, np.integer)) \
-            or not 0 <= n_global <= n:
-        fail("n_global: how many leading positions are global", f"an integer in 0 .. N = {n}",
-             describe(n_global))
-    return int(n_global)
+def windows_and_global(n, windows, n_global=0) -> None:
+    """`scale_mask_*`: one window ω >= 0 per head, n_global in 0 .. N."""
+    check_windows(windows)
+    check_global_count(n_global, n)
 
 
-def multiscale_inputs(like):
-    """multiscale_attention_np / _torch(q, k, v, windows, mask, n_global), and the fast paths'
-    (with dense_below >= 0): see the section's head."""
-    def check(q, k, v, windows, mask=None, n_global=0, dense_below=None):
-        _multiscale_qkv(q, k, v, windows, mask, n_global, like)
-        if dense_below is not None:
-            check_size("dense_below", dense_below)
-    return check
+def weights_of_real_queries(weights, query_mask=None) -> None:
+    """`measured_scale_*`: weights >= 0 and finite for the real queries (the padded ones may
+    hold anything: the function selects them away)."""
+    keep = None if query_mask is None else query_mask[:, None, :, None]
+    check_finite("weights", weights, where=keep)
+    negative = weights < 0 if keep is None else (weights < 0) & keep
+    if bool(negative.any()):
+        fail("weights", "attention weights >= 0 (rows of a softmax)",
+             f"{int(negative.sum())} negative values")
 
 
-def scale_mask_args(n, windows, n_global=0, device=None) -> dict:
-    """scale_mask_np / _torch: N >= 1, one window ω >= 0 per head, n_global in 0 .. N."""
-    n = check_size("n", n, 1)
-    return dict(n=n, windows=check_windows(windows), n_global=check_global_count(n_global, n))
-
-
-def scale_candidates_args(n) -> dict:
-    """scale_candidates: N >= 2."""
-    return dict(n=check_size("n", n, 2))
-
-
-def measured_scale_inputs(like):
-    """measured_scale_np / _torch: weights (B, H, N, N) >= 0, finite for the real queries;
-    query_mask None or (B, N) bool, True on the real queries (the padded ones may hold
-    anything: the function selects them away)."""
-    def check(weights, query_mask=None):
-        check_array("weights", weights, "float", hint="(B, H, N, N)", like=like)
-        if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2]:
-            fail("weights of self-attention", "(B, H, N, N)", shape_str(weights.shape))
-        keep = None
-        if query_mask is not None:
-            wanted = f"(B, N) = ({weights.shape[0]}, {weights.shape[-1]}), True on real queries"
-            check_array("query_mask", query_mask, "bool", like=like, hint=wanted)
-            if tuple(query_mask.shape) != (weights.shape[0], weights.shape[-1]):
-                fail("query_mask", f"shape {wanted}", describe(query_mask))
-            check_same_device(weights=weights, query_mask=query_mask)
-            keep = query_mask[:, None, :, None]
-        check_finite("weights", weights, where=keep)
-        negative = weights < 0 if keep is None else (weights < 0) & keep
-        if bool(negative.any()):
-            fail("weights", "attention weights >= 0 (rows of a softmax)",
-                 f"{int(negative.sum())} negative values")
-    return check
-
-
-def allocation_args(num_heads, num_scales, num_layers, alpha) -> dict:
-    """allocate_scales_np: N', K, L integers >= 1 and a finite α."""
-    for name, value in (("num_heads N'", num_heads), ("num_scales K", num_scales),
-                        ("num_layers L", num_layers)):
-        check_int(name, value, 1)
-    return dict(alpha=check_number("alpha", alpha))
+def finite_where_kept(x, keep) -> None:
+    """`masked_max_torch`: x finite where keep is True."""
+    check_finite("x", x, where=keep[..., None])
 
 
 def check_head_counts(counts, scales: int | None = None) -> np.ndarray:
@@ -932,51 +882,6 @@ def check_head_counts(counts, scales: int | None = None) -> np.ndarray:
     if counts.dtype.kind not in "iu" or (counts < 0).any():
         fail("counts", "integer head counts >= 0 (allocate_scales_np's)", describe(counts))
     return counts
-
-
-def layer_windows_args(counts, scales) -> dict:
-    """layer_windows: K windows ω >= 0 and (L, K) integer counts >= 0."""
-    scales = check_windows(scales)
-    return dict(counts=check_head_counts(counts, len(scales)), scales=scales)
-
-
-def allocation_counts(self, counts) -> dict:
-    """ScaleAllocation: (L, 5) integer counts >= 0 over the five candidate scales, every layer
-    with the same number of heads >= 1."""
-    counts = as_numpy(counts)
-    if counts.ndim != 2 or counts.shape[1] != 5:
-        fail("counts: head counts per layer over the 5 candidate scales", "an (L, 5) array",
-             describe(counts))
-    counts = check_head_counts(counts, 5)
-    if len(set(counts.sum(1).tolist())) != 1 or counts.sum(1)[0] < 1:
-        fail("counts: every layer the same number of heads", "(L, 5) counts whose rows have "
-             "one sum >= 1", f"{counts.tolist()}")
-    return dict(counts=counts)
-
-
-def kernel_args(self, windows, n_global=0, kernel=None) -> dict:
-    """MultiScaleKernel: one window ω >= 0 per head, n_global >= 0, a kernel function or None."""
-    if kernel is not None and not callable(kernel):
-        fail("kernel", "a function (q, k, v, windows, mask, n_global=...) -> out",
-             describe(kernel))
-    return dict(windows=check_windows(windows), n_global=check_size("n_global", n_global))
-
-
-def new_windows(self, windows) -> dict:
-    """MultiScaleKernel.set_windows: as many windows as the kernel has heads."""
-    return dict(windows=check_windows(windows, len(self.windows)))
-
-
-def masked_max_inputs(x, keep) -> None:
-    """masked_max_torch: x (B, N, D) float, keep (B, N) bool on x's device; x finite where
-    keep is True."""
-    check_array("x", x, "float", ndim=3, hint="(B, N, D)", like=torch.Tensor)
-    check_array("keep", keep, "bool", like=torch.Tensor, hint="(B, N), True on real tokens")
-    if tuple(keep.shape) != tuple(x.shape[:2]):
-        fail("keep", f"shape (B, N) = {shape_str(x.shape[:2])}, True on real tokens",
-             describe(keep))
-    check_same_device(x=x, keep=keep)
-    check_finite("x", x, where=keep[..., None])
 
 
 def check_classifier_inputs(inputs, lengths, embedding, weight, max_len=None) -> None:
@@ -1008,47 +913,55 @@ def check_classifier_inputs(inputs, lengths, embedding, weight, max_len=None) ->
                  if lengths.numel() else describe(lengths))
 
 
-def multiscale_model_args(self, d_in, d_model, windows, n_out, embedding=None, kernel=None,
-                          max_len=None, max_pool=True, global_node=False) -> None:
+def heads_counts(counts, scales) -> None:
+    """`layer_windows`: K windows ω >= 0 and (L, K) integer head counts >= 0."""
+    check_head_counts(counts, len(check_windows(scales)))
+
+
+def five_scale_counts(counts) -> None:
+    """ScaleAllocation: (L, 5) integer counts >= 0 over the five candidate scales, every layer
+    with the same number of heads >= 1."""
+    counts = as_numpy(counts)
+    if counts.ndim != 2 or counts.shape[1] != 5:
+        fail("counts", "an (L, 5) array: head counts per layer over the 5 candidate scales",
+             describe(counts))
+    counts = check_head_counts(counts, 5)
+    if len(set(counts.sum(1).tolist())) != 1 or counts.sum(1)[0] < 1:
+        fail("counts", "(L, 5) head counts whose rows have one sum >= 1 (every layer the same "
+             "number of heads)", f"{counts.tolist()}")
+
+
+def windows_given_per_head(self, windows) -> None:
+    """MultiScaleKernel.set_windows: as many windows as the kernel has heads."""
+    check_windows(windows, len(self.windows))
+
+
+def layers_of_windows(windows) -> None:
     """MultiScaleTransformer: at least one layer of windows (a list of per-layer lists, every
     layer with the same number of heads), or a ScaleAllocation (which has its own check)."""
     if hasattr(windows, "counts"):
         return
     if not windows or not isinstance(windows, (list, tuple)):
-        fail("windows: MultiScaleTransformer needs at least one layer",
-             "a list of per-layer windows", describe(windows))
+        fail("windows", "a list of per-layer windows, at least one layer", describe(windows))
     heads = len(check_windows(windows[0]))
     for ws in windows:
         check_windows(ws, heads)
 
 
-def multiscale_model_inputs(self, inputs, lengths=None) -> None:
+def model_inputs(self, inputs, lengths=None) -> None:
     """MultiScaleTransformer.forward: `check_classifier_inputs` against its embedding, its
     first layer and (with learned positions) its max_len."""
     check_classifier_inputs(inputs, lengths, self.embedding, self.input.weight, self.max_len)
 
 
-def band_plan_args(n, w, c) -> dict:
-    """band_pieces: N >= 0, w >= 0, c >= 1 (queries per chunk)."""
-    return dict(n=check_size("n", n), w=check_size("w", w), c=check_size("c", c, 1))
-
-
-def band_inputs(q, k, v, w, chunk=None) -> dict:
-    """band_attention_fast_torch: q, k, v (B, G, N, d) of self-attention on the CPU, finite;
-    w >= 1; chunk None or 1 .. 2w (the band's two triangles must not overlap)."""
-    check_self_attention(q, k, v, like=torch.Tensor)
-    if q.ndim != 4:
-        fail("q, k, v of the band kernel", "(B, G, N, d)", shape_str(q.shape))
+def band_kernel(q, w, chunk=None) -> None:
+    """`band_attention_fast_torch`: q on the CPU (PyTorch's fused CPU attention); chunk None
+    or 1 .. 2w (the band's two triangles must not overlap)."""
     if q.device.type != "cpu":
-        fail("the band kernel runs PyTorch's fused CPU attention: q", "tensors on the CPU",
+        fail("q", "tensors on the CPU (the band kernel runs PyTorch's fused CPU attention)",
              describe(q))
-    w = check_int("the band kernel's window w", w, 1)
-    if chunk is not None and (isinstance(chunk, (bool, np.bool_))
-                              or not isinstance(chunk, (int, np.integer))
-                              or not 1 <= chunk <= 2 * w):
-        fail("chunk (queries per chunk of the band kernel)", f"an integer in 1 .. 2w = {2 * w}",
-             repr(chunk))
-    return dict(w=w, chunk=None if chunk is None else int(chunk))
+    if chunk is not None and not 1 <= chunk <= 2 * w:
+        fail("chunk", f"an integer in 1 .. 2w = {2 * w} (queries per chunk)", repr(chunk))
 
 
 # ============================================================ xl (lesson 04)
