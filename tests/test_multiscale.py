@@ -181,7 +181,8 @@ def test_band_masked_path_equals_reference():
 
 
 @pytest.mark.parametrize("w,chunk,message", [
-    (0, None, "w: expected an integer >= 1"), (4, 9, "1 .. 2w = 8"), (4, 0, "1 .. 2w"), (-1, None, "w"),
+    (0, None, "w: expected an integer >= 1"), (4, 9, "1 .. 2w = 8"), (4, 0, "1 .. 2w"),
+    (-1, None, "w"),
 ])
 def test_band_kernel_bad_input(w, chunk, message):
     q, k, v = _qkv(1, 1, 20, 4)
