@@ -456,7 +456,8 @@ class Contract:
                 dtype = dtype or (spec.name, x.dtype)
             if isinstance(x, torch.Tensor):
                 if device is not None and x.device != device[1]:
-                    fail(spec.name, f"{spec.text} on {device[1]} ({device[0]}'s)", describe(x))
+                    fail(spec.name, f"{spec.text} on {device[0]}'s device, {device[1]}",
+                         describe(x))
                 device = device or (spec.name, x.device)
             if kind == "float" and spec.read:
                 check_finite(spec.name, x)
@@ -1104,148 +1105,35 @@ def decoder_on_cuda(self) -> None:
 
 
 # ============================================================ lstm_attention (lesson 05)
-# (the checks of minattn/lstm_attention.py go here)
-def _la_library(x):
-    """np.ndarray or torch.Tensor: the array library of x (what its companions must be)."""
-    return torch.Tensor if isinstance(x, torch.Tensor) else np.ndarray
+# The rules of minattn/lstm_attention.py that its specs cannot say.
+def four_gates(h, weight_hh) -> None:
+    """An LSTM's gates: weight_hh (4H, H) for states h (B, H)."""
+    if weight_hh.shape[0] != 4 * h.shape[-1]:
+        fail("weight_hh", f"(4H, H) = ({4 * h.shape[-1]}, {h.shape[-1]}): four gates",
+             describe(weight_hh))
 
 
-def check_source_mask(mask, h, mask_name: str = "mask") -> None:
-    """mask None or (B, N) bool (True = real token), h's library and device."""
-    if mask is None:
-        return
-    if not isinstance(mask, _la_library(h)) or tuple(mask.shape) != (h.shape[0], h.shape[1]) \
-            or mask.dtype not in (bool, np.bool_, torch.bool):
-        fail(f"source mask ({mask_name})", f"bool of shape {shape_str(h.shape[:2])} (True = "
-             "real token)", describe(mask))
-    check_same_device(h=h, **{mask_name: mask})
-
-
-def check_decoder_encoder_states(s, h, mask=None, mask_name: str = "mask", s_name: str = "s"):
-    """Decoder states s (B, T, H) and encoder states h (B, N, H) must fit; mask (B, N) bool.
-    One library, dtype and device; s finite, h finite on the real tokens."""
-    like = _la_library(h)
-    check_array(s_name, s, "float", like=like, hint="(B, T, H)")
-    check_array("h", h, "float", like=like, hint="(B, N, H)")
-    if s.ndim != 3 or h.ndim != 3 or s.shape[0] != h.shape[0] or s.shape[2] != h.shape[2]:
-        fail("decoder/encoder states do not fit", f"{s_name} (B, T, H) and h (B, N, H)",
-             f"{s_name} {shape_str(s.shape)}, h {shape_str(h.shape)}")
-    check_source_mask(mask, h, mask_name)
-    check_same_dtype(**{s_name: s, "h": h})
-    check_same_device(**{s_name: s, "h": h})
-    check_finite(s_name, s)
-    check_finite("h", h, where=None if mask is None else mask[..., None])
-
-
-def lstm_cell_inputs(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh) -> None:
-    """x (B, d), h and c (B, H); weight_ih (4H, d), weight_hh (4H, H), biases (4H,)."""
-    arrays = dict(x=x, h=h, c=c, weight_ih=weight_ih, weight_hh=weight_hh, bias_ih=bias_ih,
-                  bias_hh=bias_hh)
-    for name, a in arrays.items():
-        check_array(name, a, "float", like=_la_library(x))
-    B, d, H = x.shape[0], x.shape[-1], weight_hh.shape[-1]
-    want = dict(x=(B, d), h=(B, H), c=(B, H), weight_ih=(4 * H, d), weight_hh=(4 * H, H),
-                bias_ih=(4 * H,), bias_hh=(4 * H,))
-    for name, a in arrays.items():
-        if tuple(a.shape) != want[name]:
-            fail(name, f"shape {shape_str(want[name])} (x (B, d), h and c (B, H), weight_ih "
-                 "(4H, d), weight_hh (4H, H), biases (4H,))", describe(a))
-    check_same_dtype(**arrays)
-    check_same_device(**arrays)
-    for name, a in arrays.items():
-        check_finite(name, a)
-
-
-def lstm_inputs(x, weight_ih, weight_hh, bias_ih, bias_hh, state) -> None:
-    """x (B, N, d) NumPy; the weights as for one cell (each step checks them in full)."""
-    check_array("x", x, "float", ndim=3, like=np.ndarray, hint="(B, N, d)")
-    check_array("weight_hh", weight_hh, "float", ndim=2, like=np.ndarray, hint="(4H, H)")
+def state_pair(state=None) -> None:
+    """`lstm_np`'s state: None or a pair (h, c) of (B, H) arrays."""
     if state is not None and (not isinstance(state, (tuple, list)) or len(state) != 2):
         fail("state", "None or a pair (h, c) of (B, H) arrays", describe(state))
 
 
-def check_heads_weights(W_a, h) -> None:
-    """W_a (K, H, H): one matrix per head, h's library, dtype and device, finite."""
-    H = h.shape[-1]
-    check_array("W_a", W_a, "float", ndim=3, like=_la_library(h), hint=f"(K, {H}, {H})")
-    if W_a.shape[1:] != (H, H) or W_a.shape[0] < 1:
-        fail("W_a", f"(K, H, H) = (K, {H}, {H}), one matrix per head", describe(W_a))
-    check_same_dtype(h=h, W_a=W_a)
-    check_same_device(h=h, W_a=W_a)
-    check_finite("W_a", W_a)
+def real_states_finite(h, mask=None) -> None:
+    """Encoder states h (B, N, H) finite on the real tokens: what the mask hides (padding)
+    may hold anything."""
+    check_finite("h", h, where=None if mask is None else mask[..., None])
 
 
-def luong_inputs(s, h, W_a, mask, uniform) -> None:
-    """s (B, T, H), h (B, N, H), W_a (K, H, H), mask (B, N) bool; what the mask hides in h
-    may hold anything (padded states: the body sets them to 0)."""
-    check_decoder_encoder_states(s, h, mask)
-    check_heads_weights(W_a, h)
-    if not isinstance(uniform, (bool, np.bool_)):
-        fail("uniform", "True or False", describe(uniform))
+def concat_width(s, W1) -> None:
+    """The output network reads [context ; s]: W1 (h1, 2H)."""
+    if W1.shape[1] != 2 * s.shape[-1]:
+        fail("W1", f"(h1, 2H = {2 * s.shape[-1]}): it reads [context ; s]", describe(W1))
 
 
-def projected_attention_inputs(s, h, A, a, P, p, mask, uniform) -> None:
-    """s (B, T, H), h (B, N, H), A and P (K, H, H), a and p (K, H), mask (B, N) bool."""
-    check_decoder_encoder_states(s, h, mask)
-    H = h.shape[-1]
-    for name, x, tail in (("A", A, (H, H)), ("a", a, (H,)), ("P", P, (H, H)), ("p", p, (H,))):
-        check_array(name, x, "float", ndim=1 + len(tail), like=_la_library(h),
-                    hint=f"(K, {', '.join(map(str, tail))})")
-        if tuple(x.shape[1:]) != tail or x.shape[0] != A.shape[0] or x.shape[0] < 1:
-            fail(name, f"shape (K, {', '.join(map(str, tail))}) with K = {A.shape[0]} heads",
-                 describe(x))
-    check_same_dtype(h=h, A=A, a=a, P=P, p=p)
-    check_same_device(h=h, A=A, a=a, P=P, p=p)
-
-
-def output_inputs(context, s, W1, b1, W2, b2) -> None:
-    """context and s (..., H); W1 (h1, 2H), b1 (h1,), W2 (V, h1), b2 (V,)."""
-    arrays = dict(context=context, s=s, W1=W1, b1=b1, W2=W2, b2=b2)
-    for name, a in arrays.items():
-        check_array(name, a, "float", like=_la_library(s))
-    H = s.shape[-1]
-    if context.shape != s.shape or W1.ndim != 2 or W1.shape[1] != 2 * H or \
-            tuple(b1.shape) != (W1.shape[0],) or W2.ndim != 2 or W2.shape[1] != W1.shape[0] or \
-            tuple(b2.shape) != (W2.shape[0],):
-        fail("W1", f"context and s of one shape (..., H = {H}), W1 (h1, 2H = {2 * H}), b1 (h1,), "
-             "W2 (V, h1), b2 (V,)",
-             ", ".join(f"{n} {shape_str(a.shape)}" for n, a in arrays.items()))
-    check_same_dtype(**arrays)
-    check_same_device(**arrays)
-    for name, a in arrays.items():
-        check_finite(name, a)
-
-
-def check_probe(h, s, targets, W2, targets_name: str = "targets") -> None:
-    """h (B, N, H), s (B, T, H), targets (B, T) ids in [0, V) with V = W2's rows."""
-    check_decoder_encoder_states(s, h)
-    check_array(targets_name, targets, "int", like=_la_library(h), hint="(B, T) ids")
-    if tuple(targets.shape) != tuple(s.shape[:2]):
-        fail(targets_name, f"shape (B, T) = {shape_str(s.shape[:2])}", describe(targets))
-    check_ids(targets_name, targets, W2.shape[0], "the output vocabulary")
-
-
-def probe_inputs(h, s, targets, W1, b1, W2, b2) -> None:
-    """h (B, N, H), s (B, T, H), targets (B, T) ids; the output network's weights."""
-    check_probe(h, s, targets, W2)
-    output_inputs(s, s, W1, b1, W2, b2)
-
-
-def output_gradient_inputs(context, s, targets, W1, b1, W2, b2) -> None:
-    """context and s (B, T, H), targets (B, T) ids; the output network's weights."""
-    output_inputs(context, s, W1, b1, W2, b2)
-    check_probe(context, s, targets, W2)
-
-
-def score_gradient_inputs(alpha, h, u, mask) -> None:
-    """alpha (B, T, N) one head's weights, h (B, N, H), u (B, T, H); mask (B, N) bool. What
-    the mask hides in h is set to 0."""
-    check_decoder_encoder_states(u, h, mask, s_name="u")
-    check_array("alpha", alpha, "float", ndim=3, like=np.ndarray, hint="(B, T, N)")
-    if alpha.shape != (u.shape[0], u.shape[1], h.shape[1]):
-        fail("alpha", f"one head's weights (B, T, N) = "
-             f"{shape_str((u.shape[0], u.shape[1], h.shape[1]))}", describe(alpha))
-    check_finite("alpha", alpha)
+def target_ids(targets, W2) -> None:
+    """Target ids inside the output vocabulary (W2's rows)."""
+    check_ids("targets", targets, W2.shape[0], "the output vocabulary")
 
 
 # ============================================================ ibm1 (lesson 06)
