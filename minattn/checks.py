@@ -49,7 +49,9 @@ def checked(check: Callable[..., None] | None = None, *, rules: Sequence[Callabl
         def call(*args, **kwargs):
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
-            contract(**bound.arguments)  # refuses, or returns nothing that is used
+            if contract(**bound.arguments) is not None:
+                raise TypeError(f"the check of {fn.__qualname__} returned a value: a check "
+                                "only refuses (what the function computes is in its body)")
             return fn(*args, **kwargs)
 
         call.check = contract
@@ -1164,12 +1166,11 @@ def check_sentences(side: str, sentences) -> None:
             fail(f"{side}s: {side} sentence {m} is empty", "at least one token per sentence", "[]")
 
 
-def corpus_inputs(sources, targets, null) -> dict:
+def corpus_inputs(sources, targets, null) -> None:
     """make_bitext's corpus: pairs of non-empty token lists (returned as lists)."""
     sources, targets = check_corpus(sources, targets)
     check_sentences("source", sources)
     check_sentences("target", targets)
-    return dict(sources=sources, targets=targets)
 
 
 def check_bitext(bitext, indexed: bool = False) -> None:
@@ -1250,13 +1251,12 @@ def m_step_inputs_torch(counts, floor) -> None:
     check_em_counts(counts, floor, torch.Tensor)
 
 
-def em_inputs(bitext, iterations, mode, t, **device) -> dict:
+def em_inputs(bitext, iterations, mode, t, **device) -> None:
     """A corpus, iterations >= 0 (returned as an int), a known mode; t (if given) is checked
     by the first E-step."""
     check_bitext(bitext)
-    iterations = check_size("iterations", iterations)
+    check_size("iterations", iterations)
     check_mode(mode, bitext)
-    return dict(iterations=iterations)
 
 
 def check_pair_index(m, n_pairs: int) -> int:
@@ -1267,27 +1267,25 @@ def check_pair_index(m, n_pairs: int) -> int:
     return m
 
 
-def alignment_inputs(t, bitext, m) -> dict:
+def alignment_inputs(t, bitext, m) -> None:
     """t (V_x, V_y) of this corpus, m a pair index whose every target token t covers."""
     check_table(t, bitext, like=np.ndarray)
     m = check_pair_index(m, bitext.n_pairs)
     x, y = bitext.pair(m)
     if not (t[np.ix_(x, y)].sum(axis=0) > 0).all():
         check_covered(t, -np.inf)
-    return dict(m=m)
 
 
 def table_inputs(t, bitext) -> None:
     check_table(t, bitext, like=np.ndarray)
 
 
-def top_translations_inputs(t, bitext, x, k) -> dict:
+def top_translations_inputs(t, bitext, x, k) -> None:
     """t of this corpus, x a source word, k >= 0 (returned as an int)."""
     check_table(t, bitext, like=np.ndarray)
-    k = check_size("k", k)
+    check_size("k", k)
     if x not in bitext.src_index:
         fail("unknown source word", "a word of the source vocabulary", repr(x))
-    return dict(k=k)
 
 
 def token_weights_inputs(y, mode) -> None:
@@ -1300,10 +1298,9 @@ def counts_table_inputs(counts) -> None:
     check_array("counts", counts, "float", ndim=2, hint="(V_x, V_y)", like=np.ndarray)
 
 
-def proxy_sizes(self, n_src, n_tgt, d) -> dict:
+def proxy_sizes(self, n_src, n_tgt, d) -> None:
     """BagOfWordsProxy: vocabulary sizes and embedding size, integers >= 1."""
-    return dict(n_src=check_size("n_src", n_src, 1), n_tgt=check_size("n_tgt", n_tgt, 1),
-                d=check_size("d", d, 1))
+    check_size("n_src", n_src, 1), check_size("n_tgt", n_tgt, 1), check_size("d", d, 1)
 
 
 def proxy_bag_inputs(self, xbar) -> None:
@@ -1316,20 +1313,19 @@ def proxy_bag_inputs(self, xbar) -> None:
     check_same_device(xbar=xbar, embed=self.embed)
 
 
-def proxy_agreement_inputs(bitext, d, seed) -> dict:
+def proxy_agreement_inputs(bitext, d, seed) -> None:
     """A corpus without NULL (the proxy has none), d >= 1, seed >= 0."""
     check_bitext(bitext)
     if bitext.null:
         fail("the proxy has no NULL word", "make_bitext(..., null=False)", "null=True")
-    return dict(d=check_size("d", d, 1), seed=check_size("seed", seed))
+    check_size("d", d, 1), check_size("seed", seed)
 
 
 # the fast path (minattn/fast/ibm1.py): a sparse table, one value per stored (x, y) entry
-def fast_corpus_inputs(sources, targets, null) -> dict:
+def fast_corpus_inputs(sources, targets, null) -> None:
     """index_bitext's corpus: sides that pair up (each sentence is checked at C speed while it
     is indexed, and named with `check_sentences` when one is wrong)."""
     sources, targets = check_corpus(sources, targets)
-    return dict(sources=sources, targets=targets)
 
 
 def check_sparse_table(t, indexed, name: str = "t", like=None) -> None:
@@ -1382,20 +1378,20 @@ def sparse_m_step_inputs_torch(counts, indexed, floor) -> None:
     check_number("floor", floor, low=0.0, high=1.0)
 
 
-def sparse_em_inputs(indexed, iterations, mode, **rest) -> dict:
+def sparse_em_inputs(indexed, iterations, mode, **rest) -> None:
     check_bitext(indexed, indexed=True)
     check_mode(mode, indexed)
-    return dict(iterations=check_size("iterations", iterations))
+    check_size("iterations", iterations)
 
 
-def pair_entries_inputs(indexed, m) -> dict:
+def pair_entries_inputs(indexed, m) -> None:
     check_bitext(indexed, indexed=True)
-    return dict(m=check_pair_index(m, len(indexed.src_start) - 1))
+    check_pair_index(m, len(indexed.src_start) - 1)
 
 
-def sparse_alignment_inputs(t, indexed, m) -> dict:
+def sparse_alignment_inputs(t, indexed, m) -> None:
     check_sparse_table(t, indexed, like=np.ndarray)
-    return dict(m=check_pair_index(m, len(indexed.src_start) - 1))
+    check_pair_index(m, len(indexed.src_start) - 1)
 
 
 def sparse_rows_inputs(values, indexed, words) -> None:
@@ -1406,11 +1402,11 @@ def sparse_rows_inputs(values, indexed, words) -> None:
              describe(words) if isinstance(words, str) else f"unknown words {unknown[:5]}")
 
 
-def sparse_top_inputs(t, indexed, x, k) -> dict:
+def sparse_top_inputs(t, indexed, x, k) -> None:
     check_sparse_table(t, indexed, like=np.ndarray)
     if x not in indexed.src_index:
         fail("unknown source word", "a word of the source vocabulary", repr(x))
-    return dict(k=check_size("k", k))
+    check_size("k", k)
 
 
 # ============================================================ task_heads (lesson 07)
@@ -1565,7 +1561,7 @@ def fast_pool_inputs(states, mask, mha, normalize=True) -> None:
     check_same_device(states=states, weights=weight)
 
 
-def head_layers(owner, d_model, num_heads, num_layers, init) -> dict:
+def head_layers(owner, d_model, num_heads, num_layers, init) -> None:
     """`attention_layers`: at least one layer, a known init; returns num_layers as an int."""
     if isinstance(num_layers, (int, np.integer)) and not isinstance(num_layers, bool) \
             and num_layers < 1:
@@ -1573,7 +1569,7 @@ def head_layers(owner, d_model, num_heads, num_layers, init) -> dict:
              f"{num_layers}")
     if init not in ("default", "u09"):
         fail("init: unknown initialisation", "'default' or 'u09'", repr(init))
-    return dict(num_layers=check_size("num_layers", num_layers, 1))
+    check_size("num_layers", num_layers, 1)
 
 
 def u09_inputs(mha, generator=None) -> None:
@@ -1609,10 +1605,10 @@ def _agreement_mask(name: str, mask, like, shape) -> None:
         fail(name, f"bool of shape {shape_str(shape)} (True = real token)", describe(mask))
 
 
-def classifier_inputs(h, W, b, v, w, b0, mask=None, uniform=False) -> dict:
+def classifier_inputs(h, W, b, v, w, b0, mask=None, uniform=False) -> None:
     """h (B, N, H), W (H', H), b (H',), v (H',), w (H,), b0 a number, mask (B, N) bool; one
-    library, dtype and device. Returns h with its padded states set to 0 (they may hold
-    anything: the classifier never reads them)."""
+    library, dtype and device; the padded states may hold anything (the body sets them to
+    0)."""
     like = torch.Tensor if isinstance(h, torch.Tensor) else np.ndarray
     check_array("h", h, "float", ndim=3, like=like, hint="(B, N, H)")
     arrays = dict(h=h, W=W, b=b, v=v, w=w)
@@ -1631,7 +1627,6 @@ def classifier_inputs(h, W, b, v, w, b0, mask=None, uniform=False) -> dict:
     check_finite("h", h, where=None if mask is None else mask[..., None])
     for name, a in list(arrays.items())[1:]:
         check_finite(name, a)
-    return dict(h=h if mask is None else hide(h, mask[..., None]))
 
 
 def classifier_probe_inputs(h, w, b0, labels) -> None:
@@ -1652,11 +1647,10 @@ def classifier_probe_inputs(h, w, b0, labels) -> None:
     check_finite("w", w)
 
 
-def agreement_inputs(a, b, mask=None) -> dict:
+def agreement_inputs(a, b, mask=None) -> None:
     """a, b (..., N) of one shape, library and device (NumPy: anything np.asarray turns into
     floats); mask None or bool broadcastable to them, with at least one real position per row;
-    a and b finite on the real positions. Returns float a, b (NumPy) and the mask, broadcast
-    (all True when none was given)."""
+    a and b finite on the real positions."""
     like = torch.Tensor if isinstance(a, torch.Tensor) else np.ndarray
     if like is np.ndarray:
         a, b = np.asarray(a, float), np.asarray(b, float)
@@ -1680,7 +1674,6 @@ def agreement_inputs(a, b, mask=None) -> dict:
         fail("mask", "at least one real position in every row", "a row with none")
     check_finite("a", a, where=mask)
     check_finite("b", b, where=mask)
-    return dict(a=a, b=b, mask=mask)
 
 
 def agreement_baseline_inputs(lengths) -> None:
@@ -1691,7 +1684,7 @@ def agreement_baseline_inputs(lengths) -> None:
              repr(lengths))
 
 
-def xi_curve_inputs(agreements, performances, threshold) -> dict:
+def xi_curve_inputs(agreements, performances, threshold) -> None:
     """Two non-empty lists of numbers of one length, and a number."""
     if len(agreements) != len(performances) or not len(agreements):
         fail("contextualized agreement curves", "two non-empty lists of one length",
@@ -1699,7 +1692,7 @@ def xi_curve_inputs(agreements, performances, threshold) -> dict:
     for name, values in (("agreements", agreements), ("performances", performances)):
         for value in values:
             check_number(name, value)
-    return dict(threshold=check_number("threshold", threshold))
+    check_number("threshold", threshold)
 
 
 def _agreement_masks(M: int, T: int, N: int, key_mask, row_mask):
@@ -1716,28 +1709,26 @@ def _agreement_masks(M: int, T: int, N: int, key_mask, row_mask):
     return np.broadcast_to(keys, (M, T, N)), rows
 
 
-def mean_agreement_inputs(a, b, key_mask=None, row_mask=None) -> dict:
+def mean_agreement_inputs(a, b, key_mask=None, row_mask=None) -> None:
     """a, b (..., M, T, N) of one shape; the masks as `_agreement_masks` takes them."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     if a.shape != b.shape or a.ndim < 3:
         fail("mean agreement needs two score arrays of one shape", "a, b (..., M, T, N)",
              f"{shape_str(a.shape)} and {shape_str(b.shape)}")
-    keys, rows = _agreement_masks(*a.shape[-3:], key_mask, row_mask)
-    return dict(a=a, b=b, key_mask=keys, row_mask=rows)
+    _agreement_masks(*a.shape[-3:], key_mask, row_mask)
 
 
-def random_baseline_inputs(key_mask, row_mask=None) -> dict:
+def random_baseline_inputs(key_mask, row_mask=None) -> None:
     """key_mask (M, N) or (M, T, N) bool, row_mask (M, T) bool (None: one row per example)."""
     keys = np.asarray(key_mask)
     if keys.ndim not in (2, 3):
         fail("key_mask", "a bool array (M, N) or (M, T, N)", describe(key_mask))
     M, N = keys.shape[0], keys.shape[-1]
     T = keys.shape[1] if keys.ndim == 3 else 1 if row_mask is None else np.shape(row_mask)[-1]
-    keys, rows = _agreement_masks(M, T, N, key_mask, row_mask)
-    return dict(key_mask=keys, row_mask=rows)
+    _agreement_masks(M, T, N, key_mask, row_mask)
 
 
-def agreement_row_inputs(gold, others, uniform, key_mask=None, row_mask=None) -> dict:
+def agreement_row_inputs(gold, others, uniform, key_mask=None, row_mask=None) -> None:
     """Runs (dicts of "alpha", "beta" (C, M, T, N) and "perf" (C,)) of one shape, at least
     one re-seeded run; the masks as `_agreement_masks` takes them."""
     if not others:
@@ -1749,23 +1740,21 @@ def agreement_row_inputs(gold, others, uniform, key_mask=None, row_mask=None) ->
             fail("agreement_row_np runs", f"alpha and beta (C, M, T, N) = {shape_str(shape)} "
                  f"and perf ({C},) in every run", f"alpha {shape_str(np.shape(run['alpha']))}, "
                  f"beta {shape_str(np.shape(run['beta']))}, perf ({len(run['perf'])},)")
-    keys, rows = _agreement_masks(*shape[1:], key_mask, row_mask)
-    return dict(key_mask=keys, row_mask=rows)
+    _agreement_masks(*shape[1:], key_mask, row_mask)
 
 
 def classifier_sizes(self, n_vocab, hidden=64, embed=None, attn_hidden=None,
-                     uniform=False) -> dict:
+                     uniform=False) -> None:
     """Sizes >= 1 (embed and attn_hidden default to hidden)."""
-    n_vocab, hidden = check_size("n_vocab", n_vocab, 1), check_size("hidden", hidden, 1)
-    return dict(n_vocab=n_vocab, hidden=hidden,
-                embed=hidden if embed is None else check_size("embed", embed, 1),
-                attn_hidden=hidden if attn_hidden is None else
-                check_size("attn_hidden", attn_hidden, 1))
+    check_size("n_vocab", n_vocab, 1), check_size("hidden", hidden, 1)
+    for name, value in (("embed", embed), ("attn_hidden", attn_hidden)):
+        if value is not None:
+            check_size(name, value, 1)
 
 
-def classifier_module_inputs(self, x, mask=None) -> dict:
+def classifier_module_inputs(self, x, mask=None) -> None:
     """x (B, N) token ids inside the vocabulary, on the model's device; mask (B, N) bool, True
-    on a prefix of each row (padding at the end). Returns the mask (all True if None)."""
+    on a prefix of each row (padding at the end), or None (every token real)."""
     if x.ndim != 2:
         fail("AttentionClassifier input", "token ids (B, N)", shape_str(x.shape))
     check_array("x", x, "int", like=torch.Tensor, hint="(B, N) token ids")
@@ -1774,24 +1763,25 @@ def classifier_module_inputs(self, x, mask=None) -> dict:
     B, N = x.shape
     prefix = torch.arange(N, device=x.device).expand(B, N)
     if mask is None:
-        return dict(mask=torch.ones(B, N, dtype=torch.bool, device=x.device))
+        return
     if not isinstance(mask, torch.Tensor) or tuple(mask.shape) != (B, N) \
             or mask.dtype != torch.bool or mask.device != x.device \
             or not torch.equal(mask, prefix < mask.sum(1, keepdim=True)):
         fail("AttentionClassifier mask", f"bool {shape_str((B, N))} on {x.device}, True on a "
              "prefix of each row (padding at the end)", describe(mask))
-    return dict(mask=mask)
 
 
-def translator_sizes(self, n_src, n_tgt, hidden=256, embed=None, heads=1, uniform=False) -> dict:
+def translator_sizes(self, n_src, n_tgt, hidden=256, embed=None, heads=1, uniform=False) -> None:
     """Sizes >= 1 (embed defaults to hidden)."""
     sizes = dict(n_src=n_src, n_tgt=n_tgt, hidden=hidden, heads=heads)
     if any(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v < 1
            for v in sizes.values()):
         fail("Seq2SeqAttention sizes", "positive n_src, n_tgt, hidden, heads",
              ", ".join(str(v) for v in sizes.values()))
-    sizes = {name: check_size(name, value, 1) for name, value in sizes.items()}
-    return dict(sizes, embed=sizes["hidden"] if embed is None else check_size("embed", embed, 1))
+    for name, value in sizes.items():
+        check_size(name, value, 1)
+    if embed is not None:
+        check_size("embed", embed, 1)
 
 
 def translator_inputs(self, src, tgt_in) -> None:
@@ -1823,7 +1813,7 @@ def translator_probe_inputs(self, src, tgt_in, tgt_out) -> None:
 
 # ============================================================ encoder (lesson 03, 07)
 def encoder_inputs(self, input_ids, attention_mask, need_weights=False, token_type_ids=None,
-                   last_layer=None) -> dict:
+                   last_layer=None) -> None:
     """`MiniLMEncoder.run`: ids (B, L) int64 inside the vocabulary, L within the position table;
     attention_mask (B, L) bool or 0/1 integers, right-padded; token_type_ids (B, L) or None.
     """
@@ -1884,12 +1874,12 @@ def texts_inputs(tokenizer, texts, *args, **kwargs) -> None:
     check_texts(texts)
 
 
-def batches_inputs(tokenizer, texts, batch_size) -> dict:
+def batches_inputs(tokenizer, texts, batch_size) -> None:
     check_texts(texts)
-    return dict(batch_size=check_size("batch_size", batch_size, 1))
+    check_size("batch_size", batch_size, 1)
 
 
 def embed_inputs(encoder, tokenizer, texts, batch_size=64, normalize=True,
-                 progress=False) -> dict:
+                 progress=False) -> None:
     check_texts(texts)
-    return dict(batch_size=check_size("batch_size", batch_size, 1))
+    check_size("batch_size", batch_size, 1)
