@@ -1,22 +1,21 @@
-"""The input contract of every public function of the library, and the decorator that applies it.
+"""The vocabulary of the input contracts, the decorator that applies them, and the named rules
+that a contract's specs cannot say.
 
 A mechanism's file states its math; what a student will get wrong — shapes that don't line up,
 a mask of the wrong dtype, a window < 0, an empty batch, tensors on two devices — is refused
-here, before the math runs:
+before the math runs, by the contract written above the function, one spec per argument:
 
-    @checked(attention_inputs)
+    @checked(q="float* (..., Lq, d)", k="float* (..., Lk, d)", v="float* (..., Lk, dv)",
+             mask="bool? ~(..., Lq, Lk)", scale="number?", rules=[c.seen_finite])
     def attention_np(q, k, v, mask=None, scale=None):
         scale = ...           # the body starts with the math
 
-`checked(check)` calls `check(**arguments)` with the call's arguments (defaults filled in); a
-check raises ValueError "<argument>: expected <what>, got <what was given>" or lets the call
-through unchanged: a check only refuses. Defaults, masks folded together, what a mask hides set
-to 0 are lines of the function's own body, so `fn.__wrapped__` on valid input computes what
-`fn` does. `show(fn)`
-prints the decorator line and the body: the check's name says what is checked, its body is here.
-
-The vocabulary below (`fail`, `check_array`, `check_mask`, ...) is shared by every mechanism's
-checks; each mechanism's checks follow in a section of its own. Nothing here imports a mechanism.
+A refusal is a ValueError "<argument>: expected <what>, got <what was given>". A check only
+refuses: defaults, masks folded together, what a mask hides set to 0 are lines of the
+function's own body, so `fn.__wrapped__` on valid input computes what `fn` does (a check that
+returns a value is a TypeError). The spec grammar is at `Spec`; each mechanism's named rules
+follow in a section of its own (some files still pass one check function, `@checked(check)`).
+Nothing here imports a mechanism.
 """
 
 from __future__ import annotations
@@ -716,8 +715,8 @@ def check_layout(layout, block: int, n: int) -> np.ndarray:
 def check_self_attention(q, k, v, scale=None, like=None, finite: bool = True) -> None:
     """q, k (..., N, d), v (..., N, dv) of one library, floating dtype and device, with one
     length N for queries and keys, N, d >= 1, finite: every pattern of lesson 02 but a block
-    layout lets each query see itself, so nothing is hidden (`block_sparse_inputs` hides what
-    a layout hides)."""
+    layout lets each query see itself, so nothing is hidden (`layout_seen_finite` reads what a
+    layout lets count)."""
     like = like or (torch.Tensor if isinstance(q, torch.Tensor) else np.ndarray)
     for name, x in (("q", q), ("k", k), ("v", v)):
         check_array(name, x, "float", min_ndim=2, hint="(..., N, d)", like=like)
