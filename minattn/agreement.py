@@ -55,6 +55,7 @@ from .checks import (
     classifier_module_inputs,
     classifier_probe_inputs,
     classifier_sizes,
+    hide,
     mean_agreement_inputs,
     random_baseline_inputs,
     translator_inputs,
@@ -98,8 +99,9 @@ def classifier_np(h, W, b, v, w, b0, mask=None, uniform=False):
     h (B, N, D) encoder states, W (I, D), b (I,), v (I,) (a one-hidden-layer network of width
     I scores each position; ReLU as in the authors' code), w (D,), b0 scalar, mask (B, N) bool
     -> (log-odds z (B,), α (B, N)); P(pos) = σ(z). uniform=True freezes α to 1/n. Padded states
-    may hold anything: the check sets them to 0 before they are read.
+    may hold anything: they are set to 0 before they are read.
     """
+    h = h if mask is None else hide(h, mask[..., None])  # padding may hold garbage: zeroed
     scores = np.maximum(h @ W.T + b, 0.0) @ v  # (B, N)
     alpha = softmax_np(np.zeros_like(scores) if uniform else scores, mask)
     return (alpha[..., None] * h).sum(1) @ w + b0, alpha
@@ -120,6 +122,8 @@ def agreement_np(a, b, mask=None):
     a, b (..., N) scores over n positions (mask (..., N) bool: True = real position; n = its
     count per row). Ties in b count in favour (only strictly larger values outrank). -> (...,)
     """
+    a, b = np.asarray(a, float), np.asarray(b, float)  # lists of numbers too
+    mask = np.ones(a.shape, bool) if mask is None else np.broadcast_to(mask, a.shape)
     # BEGIN EXERCISE 8.1 implement: the agreement metric A(a, b) (~10 min)
     n = mask.sum(-1)
     k = np.ceil(0.05 * n)  # the top 5%, at least one position
@@ -155,6 +159,15 @@ def contextualized_agreement(agreements, performances, threshold):
 
 
 # ============================================================================ Table 2
+def counted_masks(M: int, T: int, N: int, key_mask, row_mask):
+    """key_mask (M, N) or (M, T, N) as (M, T, N) and row_mask (M, T), bool NumPy arrays (None:
+    every position, every row)."""
+    keys = np.ones((M, N), bool) if key_mask is None else np.asarray(key_mask)
+    rows = np.ones((M, T), bool) if row_mask is None else np.asarray(row_mask)
+    keys = keys[:, None, :] if keys.ndim == 2 else keys
+    return np.broadcast_to(keys, (M, T, N)), rows
+
+
 @checked(mean_agreement_inputs)
 def mean_agreement_np(a, b, key_mask=None, row_mask=None):
     """A(a, b) averaged over every counted output word of a validation set (paper eq. 10).
@@ -164,6 +177,8 @@ def mean_agreement_np(a, b, key_mask=None, row_mask=None):
     row_mask (M, T) bool: the output words that count (real, and e.g. not <unk>).
     Leading axes (checkpoints, say) are kept: returns a float, or an array of those axes.
     """
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    key_mask, row_mask = counted_masks(*a.shape[-3:], key_mask, row_mask)
     per_row = agreement_np(a, b, key_mask)  # (..., M, T)
     result = per_row[..., row_mask].mean(-1)
     return float(result) if np.ndim(result) == 0 else result
@@ -173,6 +188,10 @@ def mean_agreement_np(a, b, key_mask=None, row_mask=None):
 def random_baseline_np(key_mask, row_mask=None):
     """Â: the expected A(a, b) when a's argmax is a uniformly random real position, averaged
     over the counted output words (key_mask (M, N) or (M, T, N), row_mask (M, T))."""
+    keys = np.asarray(key_mask)
+    M, N = keys.shape[0], keys.shape[-1]
+    T = keys.shape[1] if keys.ndim == 3 else 1 if row_mask is None else np.shape(row_mask)[-1]
+    key_mask, row_mask = counted_masks(M, T, N, key_mask, row_mask)
     n = key_mask.sum(-1)  # (M, T): real positions for each output word
     return agreement_baseline_np(n[row_mask])
 
@@ -188,6 +207,7 @@ def agreement_row_np(gold, others, uniform, key_mask=None, row_mask=None):
     Returns {"A(α, β^uf)", "A(α, β)", "A_rand", "ξ(α, β^uf)", "ξ(α, β)", "P*", "best",
     "curve", "curve_perf"}; a ξ is None when the curve never exceeds its threshold.
     """
+    key_mask, row_mask = counted_masks(*np.shape(gold["alpha"])[1:], key_mask, row_mask)
     best = int(np.argmax(gold["perf"]))  # the first best checkpoint, as np.argmax in theirs
     alpha_star = np.asarray(gold["alpha"])[best]
 
@@ -211,6 +231,7 @@ def agreement_row_np(gold, others, uniform, key_mask=None, row_mask=None):
 @checked(classifier_inputs)
 def classifier_torch(h, W, b, v, w, b0, mask=None, uniform=False):
     """Twin of classifier_np."""
+    h = h if mask is None else hide(h, mask[..., None])  # padding may hold garbage: zeroed
     scores = torch.relu(h @ W.T + b) @ v
     alpha = softmax_torch(torch.zeros_like(scores) if uniform else scores, mask)
     return (alpha[..., None] * h).sum(1) @ w + b0, alpha
@@ -226,6 +247,7 @@ def classifier_probe_torch(h, w, b0, labels):
 @checked(agreement_inputs)
 def agreement_torch(a, b, mask=None):
     """Twin of agreement_np."""
+    mask = torch.ones_like(a, dtype=torch.bool) if mask is None else mask.expand(a.shape)
     # BEGIN EXERCISE 8.1 implement: the agreement metric, torch twin
     k = torch.ceil(0.05 * mask.sum(-1))
     neg = torch.tensor(float("-inf"), dtype=a.dtype, device=a.device)
@@ -254,6 +276,8 @@ class AttentionClassifier(nn.Module):
                  attn_hidden: int | None = None, uniform: bool = False):
         super().__init__()
         self.uniform = uniform
+        embed = hidden if embed is None else embed
+        attn_hidden = hidden if attn_hidden is None else attn_hidden
         self.embed = nn.Embedding(n_vocab, embed)
         self.forward_lstm = nn.LSTM(embed, hidden, batch_first=True)  # reads x_1..x_n
         self.backward_lstm = nn.LSTM(embed, hidden, batch_first=True)  # reads x_n..x_1
@@ -263,9 +287,9 @@ class AttentionClassifier(nn.Module):
 
     @checked(classifier_module_inputs)
     def states(self, x, mask=None):
-        """Encoder states h (B, N, 2H), zero at padded positions (the twin of `bilstm_np`).
-        (The check fills a missing mask with True.)"""
+        """Encoder states h (B, N, 2H), zero at padded positions (the twin of `bilstm_np`)."""
         B, N = x.shape
+        mask = torch.ones(B, N, dtype=torch.bool, device=x.device) if mask is None else mask
         positions = torch.arange(N, device=x.device).expand(B, N)
         lengths = mask.sum(1, keepdim=True)  # (B, 1)
         e = self.embed(x)  # (B, N, E)
@@ -313,6 +337,7 @@ class Seq2SeqAttention(nn.Module):
                  heads: int = 1, uniform: bool = False):
         super().__init__()
         self.uniform = uniform
+        embed = hidden if embed is None else embed
         self.src_embed, self.tgt_embed = nn.Embedding(n_src, embed), nn.Embedding(n_tgt, embed)
         self.encoder = nn.LSTM(embed, hidden, batch_first=True)
         self.decoder = nn.LSTM(embed, hidden, batch_first=True)

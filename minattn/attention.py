@@ -41,35 +41,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import (  # the first four are used by other lessons' kernels too
-    POSITIONS,
-    additive_inputs,
-    attention_backward_inputs,
-    attention_inputs,
-    causal_mask_sizes,
-    check_attention_inputs,  # noqa: F401
-    check_table_sizes,  # noqa: F401
-    check_tokens,  # noqa: F401
-    checked,
-    merge_heads_inputs,
-    mha_forward_inputs,
-    mha_sizes,
-    multi_head_inputs,
-    online_attention_inputs,
-    padding_mask_inputs,
-    position_reader_inputs,
-    position_reader_sizes,
-    recall_inputs,
-    sinusoid_sizes,
-    softmax_inputs,
-    split_heads_inputs,
-    torch_mha_module,
-    visible_inputs,  # noqa: F401
-)
+from . import checks as c
+from .checks import POSITIONS, checked, hide
 
 
 # ============================================================================ NumPy reference
-@checked(softmax_inputs(np.ndarray))
+@checked(scores="float* (..., N)", mask="bool? ~(..., N)", rules=[c.scores_count_where_allowed])
 def softmax_np(scores: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
     """Softmax over the last axis, stable for any finite input, with an optional boolean mask.
 
@@ -88,7 +65,30 @@ def softmax_np(scores: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray
     # END EXERCISE
 
 
-@checked(attention_inputs(np.ndarray))
+def hide_unseen(q, k, v, mask):
+    """q, k, v with what `mask` hides set to 0: the queries of rows that see no key, the keys
+    and values no query sees (NumPy or torch). What a mask hides may hold garbage (NaN in
+    padding): it is selected away (`hide`), since multiplying it by a weight of 0 keeps NaN."""
+    if mask is None:
+        return q, k, v
+    rows_seen = mask.any(-1)[..., None]  # (..., Lq, 1): the query sees some key
+    keys_seen = mask.any(-2)[..., None]  # (..., Lk, 1): some query sees the key
+    return hide(q, rows_seen), hide(k, keys_seen), hide(v, keys_seen)
+
+
+def hide_unseen_tokens(query, key, value, mask):
+    """`hide_unseen` for multi-head attention's (B, N, D) inputs and a mask of up to 4 axes
+    (B, H, Lq, Lk): a token is hidden when no head sees it."""
+    if mask is None:
+        return query, key, value
+    m = mask[(None,) * (4 - mask.ndim)]  # (B|1, H|1, Lq|1, Lk|1)
+    rows_seen = m.any(-1).any(1)[..., None]  # (B|1, Lq|1, 1)
+    keys_seen = m.any(-2).any(1)[..., None]  # (B|1, Lk|1, 1)
+    return hide(query, rows_seen), hide(key, keys_seen), hide(value, keys_seen)
+
+
+@checked(q="float* (..., Lq, d)", k="float* (..., Lk, d)", v="float* (..., Lk, dv)",
+         mask="bool? ~(..., Lq, Lk)", scale="number?", rules=[c.seen_finite])
 def attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray | None = None,
                  scale: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Scaled dot-product attention.
@@ -101,6 +101,7 @@ def attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray |
         output (..., Lq, dv) and weights (..., Lq, Lk).
     """
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    q, k, v = hide_unseen(q, k, v, mask)  # what the mask hides may hold garbage
     # BEGIN EXERCISE 1.2 implement: scores, masked softmax, weighted sum of values (~10 min)
     scores = (q @ np.swapaxes(k, -1, -2)) * scale  # (..., Lq, Lk)
     weights = softmax_np(scores, mask)  # (..., Lq, Lk), rows sum to 1 (or 0)
@@ -109,7 +110,8 @@ def attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray, mask: np.ndarray |
     # END EXERCISE
 
 
-@checked(online_attention_inputs(np.ndarray))
+@checked(q="float* (..., Lq, d)", k="float* (..., Lk, d)", v="float* (..., Lk, dv)",
+         mask="bool? ~(..., Lq, Lk)", scale="number?", block="int >= 1", rules=[c.seen_finite])
 def online_attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray,
                         mask: np.ndarray | None = None, scale: float | None = None,
                         block: int = 64) -> tuple[np.ndarray, np.ndarray]:
@@ -124,6 +126,7 @@ def online_attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray,
     P = e^(S − lse); −inf on a row that sees no key (whose output is 0).
     """
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    q, k, v = hide_unseen(q, k, v, mask)  # what the mask hides may hold garbage
     if mask is not None:
         mask = np.broadcast_to(mask, q.shape[:-1] + k.shape[-2:-1])  # (..., Lq, Lk)
     m = np.full(q.shape[:-1] + (1,), -np.inf, dtype=q.dtype)  # (..., Lq, 1) running max
@@ -145,7 +148,9 @@ def online_attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray,
     return out / np.where(ell == 0, 1.0, ell), lse
 
 
-@checked(attention_backward_inputs)
+@checked(q="float* (..., Lq, d)", k="float* (..., Lk, d)", v="float* (..., Lk, dv)",
+         mask="bool? ~(..., Lq, Lk)", scale="number?", grad_out="float (..., Lq, dv)",
+         rules=[c.seen_finite])
 def attention_backward_np(grad_out: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray,
                           mask: np.ndarray | None = None, scale: float | None = None
                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -159,6 +164,7 @@ def attention_backward_np(grad_out: np.ndarray, q: np.ndarray, k: np.ndarray, v:
     Masked entries have P = 0, so ∂S = 0 there: no gradient flows through a masked edge.
     """
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    q, k, v = hide_unseen(q, k, v, mask)  # what the mask hides may hold garbage
     _, weights = attention_np(q, k, v, mask, scale)  # recompute P (as FlashAttention does)
     # BEGIN EXERCISE 1.3 implement: attention backward: dq, dk, dv from grad_out (~30 min)
     grad_v = np.swapaxes(weights, -1, -2) @ grad_out  # (..., Lk, dv)
@@ -171,7 +177,8 @@ def attention_backward_np(grad_out: np.ndarray, q: np.ndarray, k: np.ndarray, v:
     return grad_q, grad_k, grad_v
 
 
-@checked(additive_inputs)
+@checked(q="float (..., Lq, dq)", k="float (..., Lk, dk)", w_q="float (h, dq)",
+         w_k="float (h, dk)", v_a="float (h)")
 def additive_scores_np(q: np.ndarray, k: np.ndarray, w_q: np.ndarray, w_k: np.ndarray,
                        v_a: np.ndarray) -> np.ndarray:
     """Additive (Bahdanau) scores: s_ij = v_aᵀ tanh(W_q q_i + W_k k_j), a small MLP per pair.
@@ -184,21 +191,23 @@ def additive_scores_np(q: np.ndarray, k: np.ndarray, w_q: np.ndarray, w_k: np.nd
     return np.tanh(hidden) @ v_a  # (..., Lq, Lk)
 
 
-@checked(split_heads_inputs(np.ndarray))
+@checked(x="real (B, N, D)", num_heads="int >= 1", rules=[c.heads_divide])
 def split_heads_np(x: np.ndarray, num_heads: int) -> np.ndarray:
     """(B, N, H·dh) -> (B, H, N, dh): the heads become a batch axis."""
     B, N, D = x.shape
     return x.reshape(B, N, num_heads, D // num_heads).transpose(0, 2, 1, 3)
 
 
-@checked(merge_heads_inputs(np.ndarray))
+@checked(x="real (B, H, N, dh)")
 def merge_heads_np(x: np.ndarray) -> np.ndarray:
     """(B, H, N, dh) -> (B, N, H·dh): the heads side by side again."""
     B, H, N, dh = x.shape
     return x.transpose(0, 2, 1, 3).reshape(B, N, H * dh)
 
 
-@checked(multi_head_inputs)
+@checked(query="float* (B, Lq, D)", key="float* (B, Lk, D)", value="float* (B, Lk, D)",
+         num_heads="int >= 1", mask="bool? ~(B, H, Lq, Lk)", key_padding_mask="bool? (B, Lk)",
+         rules=[c.heads_divide_query, c.mha_params, c.mha_masks])
 def multi_head_attention_np(query: np.ndarray, key: np.ndarray, value: np.ndarray,
                             params: dict[str, np.ndarray], num_heads: int,
                             mask: np.ndarray | None = None,
@@ -214,11 +223,15 @@ def multi_head_attention_np(query: np.ndarray, key: np.ndarray, value: np.ndarra
             (y = x @ w.T + b), and biases 'b_q', 'b_k', 'b_v', 'b_o' (D,) — see
             `MultiHeadAttention.numpy_params()`.
         mask: bool, (Lq, Lk) or broadcastable to (B, H, Lq, Lk); True = may attend.
-        key_padding_mask: bool (B, Lk), True on real keys (the check folds it into `mask`;
-            see `check_mha_inputs` for why a (B, Lk) padding mask goes here).
+        key_padding_mask: bool (B, Lk), True on real keys, folded into `mask` (see
+            `check_mha_inputs` for why a (B, Lk) padding mask goes here).
     Returns:
         output (B, Lq, D) and per-head weights (B, H, Lq, Lk).
     """
+    if key_padding_mask is not None:  # (B, Lk) -> (B, 1, 1, Lk): every head, every query
+        padding = key_padding_mask[:, None, None, :]
+        mask = padding if mask is None else mask & padding
+    query, key, value = hide_unseen_tokens(query, key, value, mask)
     q = split_heads_np(query @ params["w_q"].T + params["b_q"], num_heads)  # (B, H, Lq, dh)
     k = split_heads_np(key @ params["w_k"].T + params["b_k"], num_heads)  # (B, H, Lk, dh)
     v = split_heads_np(value @ params["w_v"].T + params["b_v"], num_heads)  # (B, H, Lk, dh)
@@ -227,7 +240,7 @@ def multi_head_attention_np(query: np.ndarray, key: np.ndarray, value: np.ndarra
     return output, weights
 
 
-@checked(causal_mask_sizes)
+@checked(n_queries="int", n_keys="int?")
 def causal_mask_np(n_queries: int, n_keys: int | None = None) -> np.ndarray:
     """(Lq, Lk) bool, True where key j <= query i, bottom-right aligned: when Lk > Lq the
     queries are the last Lq of the Lk positions (a cache of earlier keys is prepended), so
@@ -238,16 +251,17 @@ def causal_mask_np(n_queries: int, n_keys: int | None = None) -> np.ndarray:
     return j <= i
 
 
-@checked(padding_mask_inputs(np.ndarray))
+@checked(max_len="int", rules=[c.lengths_np])
 def padding_mask_np(lengths: np.ndarray, max_len: int) -> np.ndarray:
     """(B,) lengths -> (B, 1, 1, max_len) bool, True on real tokens; broadcasts over heads
     and queries."""
+    lengths = np.asarray(lengths)  # a list of lengths too
     keys = np.arange(max_len)
     return (keys[None, :] < lengths[:, None])[:, None, None, :]
 
 
 # Lesson 01's position table, which Transformer-XL (lesson 04) reuses to encode distances.
-@checked(sinusoid_sizes)
+@checked(n_positions="int", d_model="int", clamp_len="int?", rules=[c.even_width])
 def sinusoid_np(n_positions: int, d_model: int, clamp_len: int | None = None) -> np.ndarray:
     """(n_positions, d_model) table R: row δ encodes the position (lesson 01) or the distance
     (lesson 04) δ = 0, 1, ...
@@ -268,7 +282,7 @@ def sinusoid_np(n_positions: int, d_model: int, clamp_len: int | None = None) ->
 
 
 # ============================================================================ PyTorch twins
-@checked(softmax_inputs(torch.Tensor))
+@checked(scores="float* (..., N)", mask="bool? ~(..., N)", rules=[c.scores_count_where_allowed])
 def softmax_torch(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
     """Torch twin of `softmax_np` (differentiable; all-masked rows give zeros, no NaN)."""
     # BEGIN EXERCISE 1.1 implement: the same softmax in torch, line for line (~5 min)
@@ -282,7 +296,8 @@ def softmax_torch(scores: torch.Tensor, mask: torch.Tensor | None = None) -> tor
     # END EXERCISE
 
 
-@checked(attention_inputs(torch.Tensor))
+@checked(q="float* (..., Lq, d)", k="float* (..., Lk, d)", v="float* (..., Lk, dv)",
+         mask="bool? ~(..., Lq, Lk)", scale="number?", rules=[c.seen_finite])
 def attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                     mask: torch.Tensor | None = None, scale: float | None = None
                     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -293,6 +308,7 @@ def attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     (`MultiHeadAttention`'s flash branch, `minattn.fast.attention.attention_fast_torch`).
     """
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    q, k, v = hide_unseen(q, k, v, mask)  # what the mask hides may hold garbage
     # BEGIN EXERCISE 1.2 implement: the same attention forward in torch (~5 min)
     scores = (q @ k.transpose(-1, -2)) * scale  # (..., Lq, Lk)
     weights = softmax_torch(scores, mask)
@@ -300,13 +316,15 @@ def attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     # END EXERCISE
 
 
-@checked(online_attention_inputs(torch.Tensor))
+@checked(q="float* (..., Lq, d)", k="float* (..., Lk, d)", v="float* (..., Lk, dv)",
+         mask="bool? ~(..., Lq, Lk)", scale="number?", block="int >= 1", rules=[c.seen_finite])
 def online_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                            mask: torch.Tensor | None = None, scale: float | None = None,
                            block: int = 64) -> tuple[torch.Tensor, torch.Tensor]:
     """Torch twin of `online_attention_np`: output (..., Lq, dv) and lse (..., Lq), block by
     block with a running max and sum, never storing the (Lq, Lk) weights."""
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
+    q, k, v = hide_unseen(q, k, v, mask)  # what the mask hides may hold garbage
     if mask is not None:
         mask = mask.expand(q.shape[:-1] + k.shape[-2:-1])  # (..., Lq, Lk)
     m = q.new_full(q.shape[:-1] + (1,), float("-inf"))
@@ -329,7 +347,8 @@ def online_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     return out / torch.where(ell == 0, torch.ones_like(ell), ell), lse
 
 
-@checked(additive_inputs)
+@checked(q="float (..., Lq, dq)", k="float (..., Lk, dk)", w_q="float (h, dq)",
+         w_k="float (h, dk)", v_a="float (h)")
 def additive_scores_torch(q: torch.Tensor, k: torch.Tensor, w_q: torch.Tensor,
                           w_k: torch.Tensor, v_a: torch.Tensor) -> torch.Tensor:
     """Torch twin of `additive_scores_np`: v_aᵀ tanh(W_q q_i + W_k k_j) -> (..., Lq, Lk)."""
@@ -337,21 +356,21 @@ def additive_scores_torch(q: torch.Tensor, k: torch.Tensor, w_q: torch.Tensor,
     return torch.tanh(hidden) @ v_a  # (..., Lq, Lk)
 
 
-@checked(split_heads_inputs(torch.Tensor))
+@checked(x="real (B, N, D)", num_heads="int >= 1", rules=[c.heads_divide])
 def split_heads_torch(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     """(B, N, H·dh) -> (B, H, N, dh)."""
     B, N, D = x.shape
     return x.view(B, N, num_heads, D // num_heads).transpose(1, 2)
 
 
-@checked(merge_heads_inputs(torch.Tensor))
+@checked(x="real (B, H, N, dh)")
 def merge_heads_torch(x: torch.Tensor) -> torch.Tensor:
     """(B, H, N, dh) -> (B, N, H·dh)."""
     B, H, N, dh = x.shape
     return x.transpose(1, 2).reshape(B, N, H * dh)
 
 
-@checked(causal_mask_sizes)
+@checked(n_queries="int", n_keys="int?")
 def causal_mask_torch(n_queries: int, n_keys: int | None = None, device=None) -> torch.Tensor:
     """Torch twin of `causal_mask_np` (bottom-right aligned), made on `device`."""
     n_keys = n_queries if n_keys is None else n_keys
@@ -360,14 +379,14 @@ def causal_mask_torch(n_queries: int, n_keys: int | None = None, device=None) ->
     return j <= i
 
 
-@checked(padding_mask_inputs(torch.Tensor))
+@checked(max_len="int", rules=[c.lengths_torch])
 def padding_mask_torch(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
     """Torch twin of `padding_mask_np`."""
     keys = torch.arange(max_len, device=lengths.device)
     return (keys[None, :] < lengths[:, None])[:, None, None, :]
 
 
-@checked(sinusoid_sizes)
+@checked(n_positions="int", d_model="int", clamp_len="int?", rules=[c.even_width, c.floating_dtype])
 def sinusoid_torch(n_positions: int, d_model: int, device=None, dtype=torch.float32,
                    clamp_len: int | None = None):
     """Torch twin of `sinusoid_np`, made on `device` in `dtype`."""
@@ -401,7 +420,7 @@ class MultiHeadAttention(nn.Module):
       else     the explicit `attention_torch`, which returns the per-head weights.
     """
 
-    @checked(mha_sizes)
+    @checked(d_model="int >= 1", num_heads="int >= 1", rules=[c.heads_divide_model])
     def __init__(self, d_model: int, num_heads: int, bias: bool = True, attend=None,
                  flash: bool = True):
         super().__init__()
@@ -412,12 +431,19 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
-    @checked(mha_forward_inputs)
+    @checked(query="float* (B, Lq, D)", key="float?* (B, Lk, D)", value="float?* (B, Lk, D)",
+             mask="bool? ~(B, H, Lq, Lk)", need_weights="bool", key_padding_mask="bool? (B, Lk)",
+             rules=[c.mha_module_call])
     def forward(self, query: torch.Tensor, key: torch.Tensor | None = None,
                 value: torch.Tensor | None = None, mask: torch.Tensor | None = None,
                 need_weights: bool = False, key_padding_mask: torch.Tensor | None = None
                 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        # (the check made key = query, value = key by default, and folded key_padding_mask in)
+        key = query if key is None else key  # self-attention by default
+        value = key if value is None else value
+        if key_padding_mask is not None:  # (B, Lk) -> (B, 1, 1, Lk): every head, every query
+            padding = key_padding_mask[:, None, None, :]
+            mask = padding if mask is None else mask & padding
+        query, key, value = hide_unseen_tokens(query, key, value, mask)
         q = split_heads_torch(self.q_proj(query), self.num_heads)  # (B, H, Lq, dh)
         k = split_heads_torch(self.k_proj(key), self.num_heads)  # (B, H, Lk, dh)
         v = split_heads_torch(self.v_proj(value), self.num_heads)  # (B, H, Lk, dh)
@@ -451,7 +477,7 @@ class MultiHeadAttention(nn.Module):
         return params
 
     @torch.no_grad()
-    @checked(torch_mha_module)
+    @checked(rules=[c.torch_mha_module])
     def load_from_torch(self, mha: nn.MultiheadAttention) -> "MultiHeadAttention":
         """Copy the weights of a `torch.nn.MultiheadAttention` (same d_model, heads, bias)."""
         w_q, w_k, w_v = mha.in_proj_weight.chunk(3)  # stacked [W_q; W_k; W_v]
@@ -482,7 +508,7 @@ class RecallAttention(nn.Module):
         self.attention = MultiHeadAttention(d_model, num_heads)
         self.readout = nn.Sequential(nn.LayerNorm(d_model), nn.Linear(d_model, n_values))
 
-    @checked(recall_inputs)
+    @checked(queries="int (B, Q)", keys="int (B, P)", values="int (B, P)", rules=[c.recall_ids])
     def forward(self, queries, keys, values, need_weights: bool = False):
         pairs = self.key_embedding(keys) + self.value_embedding(values)  # (B, P, D)
         asked = self.key_embedding(queries)  # (B, Q, D)
@@ -507,7 +533,7 @@ class RecallMeanPool(nn.Module):
                                  nn.Linear(2 * d_model, d_model), nn.LayerNorm(d_model),
                                  nn.Linear(d_model, n_values))
 
-    @checked(recall_inputs)
+    @checked(queries="int (B, Q)", keys="int (B, P)", values="int (B, P)", rules=[c.recall_ids])
     def forward(self, queries, keys, values):
         pairs = self.key_embedding(keys) + self.value_embedding(values)  # (B, P, D)
         summary = pairs.mean(dim=1, keepdim=True)  # (B, 1, D): order and binding are gone
@@ -529,7 +555,8 @@ class PositionReader(nn.Module):
 
     POSITIONS = POSITIONS
 
-    @checked(position_reader_sizes)
+    @checked(n_symbols="int >= 1", max_len="int >= 1", positions="one of " + ", ".join(POSITIONS),
+             d_model="int >= 1", init_std="number > 0", rules=[c.sinusoid_positions])
     def __init__(self, n_symbols: int, max_len: int, positions: str, d_model: int = 64,
                  init_std: float = 0.02):
         super().__init__()
@@ -540,7 +567,7 @@ class PositionReader(nn.Module):
         self.attention = MultiHeadAttention(d_model, num_heads=1)
         self.readout = nn.Sequential(nn.LayerNorm(d_model), nn.Linear(d_model, n_symbols))
 
-    @checked(position_reader_inputs)
+    @checked(rules=[c.reader_tokens])
     def forward(self, tokens: torch.Tensor, need_weights: bool = False):
         x = self.embedding(tokens)  # (B, N, D)
         n, d = x.shape[1], x.shape[2]

@@ -1,20 +1,21 @@
-"""The input contract of every public function of the library, and the decorator that applies it.
+"""The vocabulary of the input contracts, the decorator that applies them, and the named rules
+that a contract's specs cannot say.
 
 A mechanism's file states its math; what a student will get wrong — shapes that don't line up,
 a mask of the wrong dtype, a window < 0, an empty batch, tensors on two devices — is refused
-here, before the math runs:
+before the math runs, by the contract written above the function, one spec per argument:
 
-    @checked(attention_inputs)
+    @checked(q="float* (..., Lq, d)", k="float* (..., Lk, d)", v="float* (..., Lk, dv)",
+             mask="bool? ~(..., Lq, Lk)", scale="number?", rules=[c.seen_finite])
     def attention_np(q, k, v, mask=None, scale=None):
         scale = ...           # the body starts with the math
 
-`checked(check)` calls `check(**arguments)` with the call's arguments (defaults filled in); a
-check raises ValueError "<argument>: expected <what>, got <what was given>" or returns a dict of
-arguments to replace (what a mask hides set to 0, say), and then the function runs. `show(fn)`
-prints the decorator line and the body: the check's name says what is checked, its body is here.
-
-The vocabulary below (`fail`, `check_array`, `check_mask`, ...) is shared by every mechanism's
-checks; each mechanism's checks follow in a section of its own. Nothing here imports a mechanism.
+A refusal is a ValueError "<argument>: expected <what>, got <what was given>". A check only
+refuses: defaults, masks folded together, what a mask hides set to 0 are lines of the
+function's own body, so `fn.__wrapped__` on valid input computes what `fn` does (a check that
+returns a value is a TypeError). The spec grammar is at `Spec`; each mechanism's named rules
+follow in a section of its own (some files still pass one check function, `@checked(check)`).
+Nothing here imports a mechanism.
 """
 
 from __future__ import annotations
@@ -22,32 +23,41 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import re
 from typing import Callable, Sequence
 
 import numpy as np
 import torch
 
 
-def checked(check: Callable[..., dict | None]):
-    """Decorate a public function so that `check` sees its arguments first (see the module's
-    docstring). The decorated function keeps its name, docstring and signature."""
+def checked(check: Callable[..., None] | None = None, *, rules: Sequence[Callable] = (),
+            **specs: str):
+    """Decorate a public function so that its arguments are checked first (see the module's
+    docstring): one spec per argument (`q="float (..., Lq, d)"`, see `Spec`), the named
+    `rules` an axis string cannot say, each called with the arguments it names, or (the older
+    form) one `check` called with all of them. The function then runs on its arguments as
+    given. The decorated function keeps its name, docstring and signature."""
 
     def decorate(fn):
         signature = inspect.signature(fn)
+        library = np.ndarray if fn.__name__.endswith("_np") else \
+            torch.Tensor if fn.__name__.endswith("_torch") or "." in fn.__qualname__ else None
+        contract = check or Contract(specs, rules, library)
 
         @functools.wraps(fn)
         def call(*args, **kwargs):
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
-            replaced = check(**bound.arguments)
-            if replaced:
-                bound.arguments.update(replaced)
-            return fn(*bound.args, **bound.kwargs)
+            if contract(**bound.arguments) is not None:
+                raise TypeError(f"the check of {fn.__qualname__} returned a value: a check "
+                                "only refuses (what the function computes is in its body)")
+            return fn(*args, **kwargs)
 
-        call.check = check
+        call.check = contract
         return call
 
     return decorate
+
 
 def as_numpy(x, dtype=None) -> np.ndarray:
     """x as a NumPy array. A torch tensor is detached and moved to the host first (NumPy cannot
@@ -205,12 +215,14 @@ def check_finite(name: str, x, where=None, minus_inf_ok: bool = False) -> None:
     """x must be finite (no NaN, no ±inf) wherever `where` (bool, broadcastable) is True,
     everywhere when where is None; minus_inf_ok lets −inf through (a score of −inf is a
     weight of exactly 0). A finite x is read once (`_surely_finite`); skipped while
-    torch.compile traces, and for activations (see `in_graph`)."""
+    torch.compile traces, and for activations (see `in_graph`). `where` may be a function
+    returning the mask: it is called only when x holds a bad value somewhere."""
     if isinstance(x, torch.Tensor):
         if _tracing() or not x.is_floating_point() or x.device.type == "meta" or in_graph(x) \
                 or x.numel() == 0 or _surely_finite(x, minus_inf_ok):
             return
         bad = torch.isnan(x) | (x == math.inf) if minus_inf_ok else ~torch.isfinite(x)
+        where = where() if callable(where) else where
         if where is not None:
             bad = bad & where
         if not bool(bad.any()):
@@ -222,6 +234,7 @@ def check_finite(name: str, x, where=None, minus_inf_ok: bool = False) -> None:
         if x.dtype.kind != "f":
             return
         bad = np.isnan(x) | (x == np.inf) if minus_inf_ok else ~np.isfinite(x)
+        where = where() if callable(where) else where
         if where is not None:
             bad = bad & where
         if not bad.any():
@@ -310,66 +323,319 @@ def check_mask(mask, scores_shape: Sequence[int], name: str = "mask", like=None)
              f"a shape broadcastable to {shape_str(scores_shape)}", shape_str(mask.shape))
 
 
+# ----------------------------------------------------------------------------- specs
+# One string per argument, read once when the function is decorated:
+#   "float (..., Lq, d)"   an array of floats whose axes are named; a name binds one size
+#                          across the arguments, "..." the leading axes (all of them >= 1)
+#   "bool? ~(..., Lq, Lk)" `?`: may be None; `~`: broadcastable to those axes
+#   "float* (B, N, D)"     `*`: its values are not read here (a named rule reads them)
+#   "float? (B, M?, D)"    an axis written `M?` may be empty (M = 0)
+#   "int >= 1", "number > 0", "number? >= 0", "bool", "callable?", "one of a, b, c"
+# Arrays are NumPy for a function named *_np, tensors for *_torch and for modules' methods,
+# else of the first array's library; float arrays share one dtype and are finite, tensors
+# share one device. The message is generated: "q: expected float (..., Lq, d) with d = 8,
+# got float32 tensor (2, 3, 4) on cpu".
+ARRAY_KINDS = ("float", "int", "bool", "real")
+_ARRAY = re.compile(r"(\w+)(\??)(\*?)\s+(~?)\((.*)\)")
+_SCALAR = re.compile(r"(int|number|bool|callable)(\??)(?:\s*(>=|>|<=)\s*(\S+))?")
+
+
+class Spec:
+    """One argument's parsed spec (see above)."""
+
+    def __init__(self, name: str, text: str):
+        self.name, self.text = name, text
+        array, scalar = _ARRAY.fullmatch(text), _SCALAR.fullmatch(text)
+        if array and array[1] in ARRAY_KINDS:
+            self.kind, optional, unread, broadcast, axes = array.groups()
+            self.optional, self.read, self.broadcast = bool(optional), not unread, bool(broadcast)
+            self.axes = tuple(a.strip() for a in axes.split(",") if a.strip())
+            self.empty_ok = {a[:-1] for a in self.axes if a.endswith("?")}  # "M?": M may be 0
+            self.axes = tuple(a.removesuffix("?") for a in self.axes)
+            self.text = text.replace("?", "").replace("*", "")
+        elif scalar:
+            self.kind, optional, self.op, bound = scalar.groups()
+            self.optional, self.axes, self.bound = bool(optional), None, \
+                None if bound is None else float(bound)
+            self.text = text.replace("?", "")
+        elif text.startswith("one of "):
+            self.kind, self.axes, self.optional = "choice", None, False
+            self.choices = tuple(c.strip() for c in text[7:].split(","))
+        else:
+            raise ValueError(f"spec of {name}: expected one of the forms of `Spec`, got {text!r}")
+        if self.axes is not None and "..." in self.axes[1:]:
+            raise ValueError(f"spec of {name}: '...' comes first, got {text!r}")
+
+    def expected(self, sizes: dict) -> str:
+        """The spec, with the sizes its axes are bound to by the other arguments."""
+        known = [f"{a} = {sizes[a]}" for a in self.axes or () if a in sizes]
+        return self.text + (f" with {', '.join(known)}" if known else "")
+
+    def check_scalar(self, value) -> None:
+        name, kind, op, bound = self.name, self.kind, getattr(self, "op", None), \
+            getattr(self, "bound", None)
+        if kind == "int":
+            check_size(name, value, 0 if bound is None else int(bound) + (op == ">"))
+        elif kind == "number":
+            check_number(name, value, low=bound if op == ">=" else None,
+                         high=bound if op == "<=" else None, above=bound if op == ">" else None)
+        elif kind == "bool" and not isinstance(value, (bool, np.bool_)):
+            fail(name, "True or False", describe(value))
+        elif kind == "callable" and not callable(value):
+            fail(name, "a function", describe(value))
+        elif kind == "choice" and value not in self.choices:
+            fail(name, self.text, describe(value))
+
+    def bind(self, x, sizes: dict) -> None:
+        """Bind x's axes to the sizes named so far, or refuse it."""
+        axes, shape = self.axes, tuple(x.shape)
+        dots = axes[:1] == ("...",)
+        named = axes[1:] if dots else axes
+        if len(shape) < len(named) or not dots and len(shape) != len(named):
+            fail(self.name, self.expected(sizes), describe(x))
+        given = list(zip(named, shape[len(shape) - len(named):]))
+        if dots:
+            given.insert(0, ("...", shape[:len(shape) - len(named)]))
+        seen = dict(sizes)
+        for axis, size in given:
+            want = int(axis) if axis.isdigit() else seen.setdefault(axis, size)
+            if size != want:
+                fail(self.name, self.expected(sizes if axis in sizes else seen), describe(x))
+            if axis == "..." and 0 in size or axis != "..." and size < 1 \
+                    and axis not in self.empty_ok:
+                fail(self.name, self.expected(sizes) + ", every size >= 1", describe(x))
+        for axis, size in given:
+            sizes.setdefault(axis, size)
+
+    def fits(self, x, sizes: dict) -> None:
+        """A `~` spec: x broadcasts to the axes as bound by the other arguments."""
+        named = self.axes[1:] if self.axes[:1] == ("...",) else self.axes
+        target = tuple(sizes.get("...", ())) + tuple(
+            int(a) if a.isdigit() else sizes.get(a) for a in named)
+        if x.ndim > len(target) or any(s != 1 and t is not None and s != t for s, t in
+                                       zip(reversed(x.shape), reversed(target))):
+            fail(self.name, "a shape broadcastable to " + shape_str(
+                "?" if t is None else t for t in target), describe(x))
+
+
+class Contract:
+    """What `checked(**specs, rules=...)` runs before a call: every spec, then the rules."""
+
+    def __init__(self, specs: dict, rules: Sequence[Callable], library):
+        self.specs = [Spec(name, text) for name, text in specs.items()]
+        self.specs.sort(key=lambda s: getattr(s, "broadcast", False))  # bind, then broadcast
+        self.library = library
+        self.rules = [(rule, tuple(inspect.signature(rule).parameters)) for rule in rules]
+
+    def __call__(*contract_and_args, **args) -> None:
+        self = contract_and_args[0]  # a method's own `self` is among the arguments
+        sizes, library, dtype, device = {}, self.library, None, None
+        for spec in self.specs:
+            x = args[spec.name]
+            if x is None and spec.optional:
+                continue
+            if spec.axes is None:
+                spec.check_scalar(x)
+                continue
+            library = library or (torch.Tensor if isinstance(x, torch.Tensor) else np.ndarray)
+            kind = dtype_kind(x) if isinstance(x, library) else None
+            if kind is None or kind != spec.kind and not (
+                    spec.kind == "real" and kind in ("float", "int", "bool")):
+                what = "a NumPy array" if library is np.ndarray else "a tensor"
+                if spec.kind == "bool" and "mask" in spec.name:
+                    what += ", True = may attend: an additive float mask m is m == 0, a 0/1 " \
+                        "one m > 0"
+                fail(spec.name, f"{spec.expected(sizes)} ({what})", describe(x))
+            if spec.broadcast:
+                spec.fits(x, sizes)
+            else:
+                spec.bind(x, sizes)
+            if kind == "float":
+                if dtype is not None and x.dtype != dtype[1]:
+                    fail(spec.name, f"{spec.text} of dtype {dtype_name(dtype[1])} ({dtype[0]}'s: "
+                         "cast them first)", describe(x))
+                dtype = dtype or (spec.name, x.dtype)
+            if isinstance(x, torch.Tensor):
+                if device is not None and x.device != device[1]:
+                    fail(spec.name, f"{spec.text} on {device[0]}'s device, {device[1]}",
+                         describe(x))
+                device = device or (spec.name, x.device)
+            if kind == "float" and spec.read:
+                check_finite(spec.name, x)
+        for rule, names in self.rules:
+            rule(**{n: args[n] for n in names if n in args})
+
+
+def dtype_name(dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
 # ============================================================ attention (lesson 01)
-# (the checks of minattn/attention.py go here)
-# The checks of minattn/attention.py. The first few (`check_attention_inputs`,
-# `visible_inputs`, `check_tokens`, `check_table_sizes`) are also used by the kernels of other
-# lessons; the factories below (`attention_inputs(np.ndarray)`, ...) are what `@checked` applies
-# to lesson 01's public functions, one per signature, for NumPy or torch.
-def check_attention_inputs(q, k, v, mask=None, scale=None, like=None) -> None:
-    """Raise ValueError (expected vs given) unless q, k, v and mask fit together.
-
-    Works on NumPy arrays and torch tensors alike (it looks at the type, .shape, .dtype and
-    .device): q, k, v of one library, one floating dtype, one device. `like` (np.ndarray or
-    torch.Tensor) names the library a function takes; by default q's.
-    """
-    like = like or (torch.Tensor if isinstance(q, torch.Tensor) else np.ndarray)
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        check_array(name, x, "float", like=like)
-        check_ndim(name, x, 2, "(..., N, d)")
-    check_same_dtype(q=q, k=k, v=v)
-    check_same_device(q=q, k=k, v=v, mask=mask)
-    if scale is not None:
-        check_number("scale", scale)
-    if q.shape[-1] != k.shape[-1]:
-        fail("q and k must have the same feature size d (last axis)",
-             f"k of shape (..., Lk, {q.shape[-1]})",
-             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}")
-    if k.shape[-2] != v.shape[-2]:
-        fail("k and v must have the same number of keys Lk (second-to-last axis)",
-             f"v of shape (..., {k.shape[-2]}, dv)",
-             f"k {shape_str(k.shape)}, v {shape_str(v.shape)}")
-    if not (q.shape[:-2] == k.shape[:-2] == v.shape[:-2]):
-        fail("q, k and v must share their leading (batch, head) axes",
-             "equal shapes before the last two axes",
-             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}, v {shape_str(v.shape)}")
-    if q.shape[-1] == 0:
-        fail("q", "a feature size d >= 1 (last axis; the scale is 1/sqrt(d))", describe(q))
-    if q.shape[-2] == 0 or k.shape[-2] == 0 or (q.ndim > 2 and 0 in q.shape[:-2]):
-        fail("empty input", "at least one query, one key and one batch element",
-             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}")
-    check_mask(mask, tuple(q.shape[:-1]) + (k.shape[-2],), like=like)
+# The rules of minattn/attention.py that its specs cannot say.
+def check_seen_finite(q, k, v, mask=None, names=("q", "k", "v")) -> None:
+    """q, k, v finite wherever the mask lets them count. What a mask hides (the queries of
+    rows that see no key, the keys and values no query sees) may hold anything, NaN in padding
+    say: the function's body selects it away (`hide`). NumPy and torch alike; a mask of up to
+    4 axes (B, H, Lq, Lk) against (B, N, D) inputs when `names` are multi-head attention's."""
+    rows = keys = None
+    if mask is not None and names[0] == "query":  # (B, N, D) inputs: seen by some head
+        m = mask[(None,) * (4 - mask.ndim)]
+        rows, keys = (lambda: m.any(-1).any(1)[..., None]), (lambda: m.any(-2).any(1)[..., None])
+    elif mask is not None:
+        rows, keys = (lambda: mask.any(-1)[..., None]), (lambda: mask.any(-2)[..., None])
+    for name, x, seen in zip(names, (q, k, v), (rows, keys, keys)):
+        check_finite(name, x, where=seen)
 
 
-def visible_inputs(q, k, v, mask=None):
-    """q, k, v with what the mask hides set to 0 — the queries of rows that see no key, the
-    keys and values that no query sees — after checking that the rest is finite.
+def seen_finite(q, k, v, mask=None) -> None:
+    """Attention's q, k, v: finite where the mask lets them count (`check_seen_finite`)."""
+    check_seen_finite(q, k, v, mask)
 
-    Selected, not multiplied, so garbage under the mask (NaN in padding) cannot leak into the
-    output or the gradients. NumPy and torch alike; returns the three arrays. Activations of a
-    training graph (`in_graph`) are returned as they are: they were computed from checked,
-    finite inputs, and a key or query that the mask hides changes no output and gets no
-    gradient, so the selection would only cost a read of the mask and the arrays.
-    """
-    if in_graph(q, k, v):
-        return q, k, v
-    if mask is not None:
-        rows_seen = mask.any(-1)[..., None]  # (..., Lq, 1): the query sees some key
-        keys_seen = mask.any(-2)[..., None]  # (..., Lk, 1): some query sees the key
-        q, k, v = hide(q, rows_seen), hide(k, keys_seen), hide(v, keys_seen)
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        check_finite(name, x)
-    return q, k, v
+
+def scores_count_where_allowed(scores, mask=None) -> None:
+    """A score is finite or −inf where the mask allows it (exp(+inf − max) is NaN; −inf is a
+    weight of 0); what the mask hides may hold anything."""
+    check_finite("scores", scores, where=mask, minus_inf_ok=True)
+
+
+def mask_or_causal(mask, is_causal) -> None:
+    """`attention_fast_torch`: a mask or is_causal=True, not both."""
+    if is_causal and mask is not None:
+        fail("mask", "a mask or is_causal=True, not both (fold causality into the mask with "
+             "causal_mask_torch)", f"{describe(mask)} and is_causal=True")
+
+
+def heads_divide(x, num_heads) -> None:
+    """`split_heads_*`: num_heads divides the width D of x (B, N, D)."""
+    if x.shape[-1] % num_heads:
+        fail("num_heads", f"a divisor of the width D = {x.shape[-1]}", describe(num_heads))
+
+
+def heads_divide_query(query, num_heads) -> None:
+    """`multi_head_attention_np`: num_heads divides the width D of query (B, Lq, D)."""
+    heads_divide(query, num_heads)
+
+
+def heads_divide_model(d_model, num_heads) -> None:
+    """`MultiHeadAttention(d_model, num_heads)`: d_model splits evenly into heads."""
+    if d_model % num_heads:
+        fail("num_heads", f"a divisor of d_model = {d_model}", describe(num_heads))
+
+
+def even_width(d_model) -> None:
+    """A sinusoid table has a sine and a cosine per frequency: an even d_model."""
+    if d_model % 2:
+        fail("d_model", "an even integer (a sine and a cosine per frequency)", describe(d_model))
+
+
+def floating_dtype(dtype) -> None:
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        fail("dtype", "a floating torch dtype such as torch.float32", describe(dtype))
+
+
+def lengths_within(lengths, max_len, like) -> None:
+    """lengths (B,) integers in [0, max_len] of `like`'s library (NumPy: a list too)."""
+    if like is np.ndarray and isinstance(lengths, (list, tuple)):
+        lengths = np.asarray(lengths)  # a list of lengths is read as padding_mask_np does
+    check_array("lengths", lengths, "int", ndim=1, hint="(B,) integers", like=like)
+    if lengths.shape[0] and (int(lengths.min()) < 0 or int(lengths.max()) > max_len):
+        fail("lengths", f"integers in [0, max_len = {max_len}]",
+             f"lengths from {int(lengths.min())} to {int(lengths.max())}")
+
+
+def lengths_np(lengths, max_len) -> None:
+    lengths_within(lengths, max_len, np.ndarray)
+
+
+def lengths_torch(lengths, max_len) -> None:
+    lengths_within(lengths, max_len, torch.Tensor)
+
+
+MHA_PARAMS = ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")
+
+
+def mha_params(params, query) -> None:
+    """The eight arrays of `MultiHeadAttention.numpy_params()` for query's width D and dtype:
+    (D, D) weights, (D,) biases, finite."""
+    if not isinstance(params, dict) or any(n not in params for n in MHA_PARAMS):
+        missing = [n for n in MHA_PARAMS if n not in params] if isinstance(params, dict) else []
+        fail("params", f"a dict with {', '.join(MHA_PARAMS)} (MultiHeadAttention.numpy_params())",
+             f"a dict without {missing}" if missing else describe(params))
+    D = query.shape[-1]
+    for name in MHA_PARAMS:
+        want = (D, D) if name.startswith("w") else (D,)
+        given = params[name]
+        if not isinstance(given, np.ndarray) or given.shape != want or given.dtype != query.dtype:
+            fail(f"params['{name}']", f"a {query.dtype} array {shape_str(want)} (D of query)",
+                 describe(given))
+        check_finite(f"params['{name}']", given)
+
+
+def mha_masks(query, key, value, num_heads, mask=None, key_padding_mask=None) -> None:
+    """Multi-head attention's masks: `mask` (Lq, Lk) shared by the batch, or 4 axes
+    broadcastable to (B, H, Lq, Lk); key_padding_mask (B, Lk), True on real keys. When B == Lq
+    a (B, Lk) padding mask has the very shape of an (Lq, Lk) mask and would be read as one
+    (each sequence masked with another's padding): a 2-axis mask is refused then (write
+    mask[None, None], or key_padding_mask=). A 3-axis mask is refused always: (B, Lq, Lk) and
+    (H, Lq, Lk) cannot be told apart. Then q, k, v finite where the masks let them count."""
+    key = query if key is None else key
+    value = key if value is None else value
+    B, Lq = query.shape[0], query.shape[1]
+    if mask is not None and (mask.ndim == 3 or mask.ndim == 2 and B == Lq > 1):
+        fail("mask", "(Lq, Lk) written as mask[None, None] when B == Lq, 4 axes (B, H, Lq, Lk) "
+             "(1 where shared), or a (B, Lk) padding mask as key_padding_mask=",
+             f"an ambiguous {mask.ndim}-axis mask {shape_str(mask.shape)} with B={B}, "
+             f"H={num_heads}, Lq={Lq}")
+    if key_padding_mask is not None:
+        padding = key_padding_mask[:, None, None, :]
+        mask = padding if mask is None else mask & padding
+    check_seen_finite(query, key, value, mask, ("query", "key", "value"))
+
+
+def mha_module_call(self, query, key=None, value=None, mask=None, need_weights=False,
+                    key_padding_mask=None) -> None:
+    """`MultiHeadAttention.forward`: inputs of the module's width, dtype and device, masks as
+    `mha_masks` takes them; need_weights only with the built-in kernel."""
+    weight = self.q_proj.weight
+    if query.shape[-1] != self.d_model or query.dtype != weight.dtype \
+            or query.device != weight.device:
+        fail("query", f"(B, Lq, D = {self.d_model}) {dtype_name(weight.dtype)} on "
+             f"{weight.device}, the module's width, dtype and device", describe(query))
+    if need_weights and self.attend is not None:
+        fail("need_weights", "False with a custom attend kernel (it returns no weights)",
+             f"need_weights=True with attend={self.attend}")
+    mha_masks(query, key, value, self.num_heads, mask, key_padding_mask)
+
+
+def torch_mha_module(self, mha) -> None:
+    """`MultiHeadAttention.load_from_torch(mha)`: an nn.MultiheadAttention of the same width,
+    heads and bias setting."""
+    if not isinstance(mha, torch.nn.MultiheadAttention):
+        fail("mha", "a torch.nn.MultiheadAttention", describe(mha))
+    ours = (self.d_model, self.num_heads, self.q_proj.bias is not None)
+    theirs = (mha.embed_dim, mha.num_heads, mha.in_proj_bias is not None)
+    if ours != theirs:
+        fail("mha", "an nn.MultiheadAttention of (embed_dim, num_heads, bias) = " + str(ours),
+             str(theirs))
+
+
+def recall_ids(self, queries, keys, values) -> None:
+    """RecallAttention / RecallMeanPool: the ids inside their vocabularies, on the model's
+    device."""
+    for name, ids, table in (("queries", queries, self.key_embedding),
+                             ("keys", keys, self.key_embedding),
+                             ("values", values, self.value_embedding)):
+        check_ids(name, ids, table.num_embeddings)
+        check_same_device(**{name: ids}, weights=table.weight)
+
+
+POSITIONS = ("none", "sinusoid", "learned")
+
+
+def sinusoid_positions(positions, d_model) -> None:
+    """PositionReader: a sinusoid table needs an even d_model."""
+    if positions == "sinusoid":
+        even_width(d_model)
 
 
 def check_tokens(tokens, embedding: torch.nn.Embedding, max_len: int | None = None) -> None:
@@ -382,340 +648,15 @@ def check_tokens(tokens, embedding: torch.nn.Embedding, max_len: int | None = No
     check_same_device(tokens=tokens, weights=embedding.weight)
 
 
-def check_sinusoid(n_positions, d_model) -> tuple[int, int]:
-    """n_positions >= 0 and an even d_model >= 0, integers."""
-    n_positions, d_model = check_size("n_positions", n_positions), check_size("d_model", d_model)
-    if d_model % 2:
-        fail("d_model", "an even integer (a sine and a cosine per frequency)", f"{d_model}")
-    return n_positions, d_model
-
-
-def check_table_sizes(n_positions: int, d_model: int, clamp_len) -> tuple[int, int]:
-    """`check_sinusoid`'s sizes and clamp_len None or an integer distance >= 0."""
-    n_positions, d_model = check_sinusoid(n_positions, d_model)
-    if clamp_len is not None and (isinstance(clamp_len, bool) or not isinstance(clamp_len, int)
-                                  or clamp_len < 0):
-        fail("clamp_len must be a distance", "None or an int >= 0", repr(clamp_len))
-    return n_positions, d_model
-
-
-def check_softmax_inputs(scores, mask, like) -> None:
-    """Scores: a float array of the right library; mask: bool, broadcastable to the scores.
-    Where the mask allows, a score must not be NaN or +inf (exp(+inf − max) is NaN); −inf is
-    a weight of exactly 0."""
-    check_array("scores", scores, "float", min_ndim=1, hint="(..., N)", like=like)
-    check_same_device(scores=scores, mask=mask)
-    check_mask(mask, tuple(scores.shape), like=like)
-    check_finite("scores", scores, where=mask, minus_inf_ok=True)
-
-
-def check_additive_inputs(q, k, w_q, w_k, v_a) -> None:
-    """q (..., Lq, dq), k (..., Lk, dk), w_q (h, dq), w_k (h, dk), v_a (h,) must fit together,
-    in one library, dtype and device, finite."""
-    like = torch.Tensor if isinstance(q, torch.Tensor) else np.ndarray
-    for name, x in (("q", q), ("k", k), ("w_q", w_q), ("w_k", w_k), ("v_a", v_a)):
-        check_array(name, x, "float", like=like)
-    check_ndim("q", q, 2, "(..., Lq, dq)")
-    check_ndim("k", k, 2, "(..., Lk, dk)")
-    check_same_dtype(q=q, k=k, w_q=w_q, w_k=w_k, v_a=v_a)
-    check_same_device(q=q, k=k, w_q=w_q, w_k=w_k, v_a=v_a)
-    if w_q.ndim != 2 or w_k.ndim != 2 or v_a.ndim != 1 or not (
-            w_q.shape[0] == w_k.shape[0] == v_a.shape[0]):
-        fail("additive attention weights do not fit", "w_q (h, dq), w_k (h, dk), v_a (h,)",
-             f"w_q {shape_str(w_q.shape)}, w_k {shape_str(w_k.shape)}, v_a {shape_str(v_a.shape)}")
-    if q.shape[-1] != w_q.shape[1] or k.shape[-1] != w_k.shape[1]:
-        fail("w_q / w_k must match the feature sizes of q / k", f"w_q (h, {q.shape[-1]}), "
-             f"w_k (h, {k.shape[-1]})", f"w_q {shape_str(w_q.shape)}, w_k {shape_str(w_k.shape)}")
-    if q.shape[:-2] != k.shape[:-2]:
-        fail("q and k must share their leading axes", "equal shapes before the last two axes",
-             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}")
-    for name, x in (("q", q), ("k", k), ("w_q", w_q), ("w_k", w_k), ("v_a", v_a)):
-        check_finite(name, x)
-
-
-def check_heads(x, num_heads, like) -> int:
-    """x (B, N, D) of `like`'s library and num_heads >= 1 dividing D; returns num_heads."""
-    check_array("x", x, None, ndim=3, hint="(B, N, H·dh)", like=like)
-    num_heads = check_size("num_heads", num_heads, 1)
-    if x.shape[-1] % num_heads:
-        fail("num_heads", f"a divisor of the width D = {x.shape[-1]}", f"{num_heads}")
-    return num_heads
-
-
-MHA_PARAMS = ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")
-
-
-def check_mha_params(params, query) -> None:
-    """The eight arrays of `MultiHeadAttention.numpy_params()`: (D, D) weights, (D,) biases."""
-    if not isinstance(params, dict) or any(n not in params for n in MHA_PARAMS):
-        missing = [n for n in MHA_PARAMS if n not in params] if isinstance(params, dict) else []
-        fail("params", f"a dict with {', '.join(MHA_PARAMS)} (MultiHeadAttention.numpy_params())",
-             f"a dict without {missing}" if missing else describe(params))
-    D = params["w_q"].shape[-1] if hasattr(params["w_q"], "shape") else -1
-    for name in MHA_PARAMS:
-        check_array(f"params['{name}']", params[name], "float", like=np.ndarray)
-        want = (D, D) if name.startswith("w") else (D,)
-        if tuple(params[name].shape) != want:
-            fail(f"params['{name}']", f"shape {shape_str(want)}", shape_str(params[name].shape))
-        check_finite(f"params['{name}']", params[name])
-
-
-def check_mha_inputs(query, key, value, num_heads: int, d_model: int, mask=None,
-                     key_padding_mask=None, dtype=None):
-    """(B, Lq, D), (B, Lk, D), (B, Lk, D) with D = d_model; shared by NumPy and torch.
-
-    Returns the one mask to attend with (None, or bool broadcastable to (B, H, Lq, Lk)), made of
-      mask              (Lq, Lk), or 4 axes broadcastable to (B, H, Lq, Lk); and
-      key_padding_mask  (B, Lk), True on real keys.
-    A 2-axis `mask` is (Lq, Lk), shared by the batch. When B == Lq a (B, Lk) padding mask has
-    that very shape and would be read as (Lq, Lk) — each sequence masked with another's
-    padding — so a 2-axis mask is refused then: pass `mask[None, None]` for an (Lq, Lk) mask,
-    `key_padding_mask=` for a padding mask. A 3-axis mask is refused always: (B, Lq, Lk) and
-    (H, Lq, Lk) cannot be told apart. dtype: the dtype the inputs must have (the weights').
-    """
-    like = torch.Tensor if isinstance(query, torch.Tensor) else np.ndarray
-    for name, x in (("query", query), ("key", key), ("value", value)):
-        check_array(name, x, "float", like=like)
-        if x.ndim != 3 or x.shape[-1] != d_model or 0 in x.shape:
-            fail(f"{name} has the wrong shape", f"(B, N, {d_model}) with B, N > 0",
-                 shape_str(x.shape))
-    if not (query.shape[0] == key.shape[0] == value.shape[0]):
-        fail("query, key and value must have the same batch size B",
-             "equal first axes", f"{query.shape[0]}, {key.shape[0]}, {value.shape[0]}")
-    if key.shape[1] != value.shape[1]:
-        fail("key and value must have the same length Lk", f"value of length {key.shape[1]}",
-             f"{value.shape[1]}")
-    check_same_dtype(query=query, key=key, value=value)
-    if dtype is not None and query.dtype != dtype:
-        fail("query", f"dtype {str(dtype).removeprefix('torch.')}, the weights' (cast the "
-             "inputs or the module)", describe(query))
-    check_same_device(query=query, key=key, value=value, mask=mask,
-                      key_padding_mask=key_padding_mask)
-    B, Lq, Lk = query.shape[0], query.shape[1], key.shape[1]
-    check_mask(mask, (B, num_heads, Lq, Lk), like=like)
-    if mask is not None and (mask.ndim == 3 or mask.ndim == 2 and B == Lq > 1):
-        fail("mask", "(Lq, Lk) written as mask[None, None] when B == Lq, 4 axes (B, H, Lq, Lk) "
-             "(1 where shared), or a (B, Lk) padding mask as key_padding_mask=",
-             f"an ambiguous {mask.ndim}-axis mask {shape_str(mask.shape)} with B={B}, "
-             f"H={num_heads}, Lq={Lq}")
-    if key_padding_mask is not None:
-        check_array("key_padding_mask", key_padding_mask, "bool", like=like,
-                    hint="(B, Lk), True on real keys")
-        if tuple(key_padding_mask.shape) != (B, Lk):
-            fail("key_padding_mask", f"shape (B, Lk) = ({B}, {Lk}), True on real keys",
-                 describe(key_padding_mask))
-        padding = key_padding_mask[:, None, None, :]
-        mask = padding if mask is None else mask & padding
-    return mask
-
-
-def visible_mha_inputs(query, key, value, mask):
-    """`visible_inputs` for the (B, N, D) inputs of multi-head attention: the query rows that
-    see no key in any head, and the key/value rows that no query sees, set to 0; the rest
-    checked finite."""
-    if mask is not None:
-        m = mask[(None,) * (4 - mask.ndim)]  # (B|1, H|1, Lq|1, Lk|1)
-        rows_seen = m.any(-1).any(1)[..., None]  # (B|1, Lq|1, 1)
-        keys_seen = m.any(-2).any(1)[..., None]  # (B|1, Lk|1, 1)
-        query, key, value = hide(query, rows_seen), hide(key, keys_seen), hide(value, keys_seen)
-    for name, x in (("query", query), ("key", key), ("value", value)):
-        check_finite(name, x)
-    return query, key, value
-
-
-def check_lengths(lengths, max_len: int, like) -> int:
-    """lengths: (B,) integers in [0, max_len]; max_len an integer >= 0. Returns max_len."""
-    max_len = check_size("max_len", max_len)
-    check_array("lengths", lengths, "int", ndim=1, hint="(B,) integers", like=like)
-    if lengths.shape[0] and (int(lengths.min()) < 0 or int(lengths.max()) > max_len):
-        fail("lengths", f"integers in [0, max_len = {max_len}]",
-             f"lengths from {int(lengths.min())} to {int(lengths.max())}")
-    return max_len
-
-
-# ---- what `@checked` applies to minattn/attention.py's public functions and modules
-def softmax_inputs(like):
-    """softmax_np / softmax_torch(scores, mask): `check_softmax_inputs` in `like`'s library."""
-    def check(scores, mask=None):
-        check_softmax_inputs(scores, mask, like)
-    return check
-
-
-def attention_inputs(like):
-    """attention_np / attention_torch(q, k, v, mask, scale): `check_attention_inputs`, then
-    what the mask hides set to 0 (`visible_inputs`)."""
-    def check(q, k, v, mask=None, scale=None):
-        check_attention_inputs(q, k, v, mask, scale, like=like)
-        q, k, v = visible_inputs(q, k, v, mask)
-        return dict(q=q, k=k, v=v)
-    return check
-
-
-def online_attention_inputs(like):
-    """online_attention_np / _torch: `attention_inputs` and a block of >= 1 keys."""
-    def check(q, k, v, mask=None, scale=None, block=64):
-        replaced = attention_inputs(like)(q, k, v, mask, scale)
-        return dict(replaced, block=check_size("block", block, 1))
-    return check
-
-
-def fast_attention_inputs(q, k, v, mask=None, scale=None, is_causal=False):
-    """attention_fast_torch: `attention_inputs` for torch, and a mask or is_causal, not both."""
-    if is_causal and mask is not None:
-        fail("attention_fast_torch takes a mask or is_causal=True, not both",
-             "one of them (fold causality into the mask with causal_mask_torch)",
-             f"mask {shape_str(mask.shape)} and is_causal=True")
-    return attention_inputs(torch.Tensor)(q, k, v, mask, scale)
-
-
-def attention_backward_inputs(grad_out, q, k, v, mask=None, scale=None):
-    """attention_backward_np: `attention_inputs`, and grad_out a finite float array of the
-    output's shape (..., Lq, dv) and dtype."""
-    check_attention_inputs(q, k, v, mask, scale, like=np.ndarray)
-    check_array("grad_out", grad_out, "float", like=np.ndarray)
-    if grad_out.shape != q.shape[:-1] + (v.shape[-1],):
-        fail("grad_out must have the output's shape", shape_str(q.shape[:-1] + (v.shape[-1],)),
-             shape_str(grad_out.shape))
-    check_same_dtype(q=q, grad_out=grad_out)
-    check_finite("grad_out", grad_out)
-    q, k, v = visible_inputs(q, k, v, mask)
-    return dict(q=q, k=k, v=v)
-
-
-def additive_inputs(q, k, w_q, w_k, v_a):
-    """additive_scores_np / _torch: `check_additive_inputs`."""
-    check_additive_inputs(q, k, w_q, w_k, v_a)
-
-
-def split_heads_inputs(like):
-    """split_heads_np / _torch(x, num_heads): x (B, N, D), num_heads >= 1 dividing D."""
-    def check(x, num_heads):
-        return dict(num_heads=check_heads(x, num_heads, like))
-    return check
-
-
-def merge_heads_inputs(like):
-    """merge_heads_np / _torch(x): x (B, H, N, dh)."""
-    def check(x):
-        check_array("x", x, None, ndim=4, hint="(B, H, N, dh)", like=like)
-    return check
-
-
-def multi_head_inputs(query, key, value, params, num_heads, mask=None, key_padding_mask=None):
-    """multi_head_attention_np: the eight parameters, the (B, N, D) inputs and their masks,
-    made into one mask (`check_mha_inputs`); what it hides set to 0."""
-    check_mha_params(params, query)
-    mask = check_mha_inputs(query, key, value, num_heads, params["w_q"].shape[1], mask,
-                            key_padding_mask, dtype=params["w_q"].dtype)
-    query, key, value = visible_mha_inputs(query, key, value, mask)
-    return dict(query=query, key=key, value=value, mask=mask, key_padding_mask=None)
-
-
-def causal_mask_sizes(n_queries, n_keys=None, device=None):
-    """causal_mask_np / _torch: sizes, integers >= 0."""
-    return dict(n_queries=check_size("n_queries", n_queries),
-                n_keys=None if n_keys is None else check_size("n_keys", n_keys))
-
-
-def padding_mask_inputs(like):
-    """padding_mask_np / _torch(lengths, max_len): (B,) integer lengths in [0, max_len]."""
-    def check(lengths, max_len):
-        if like is np.ndarray and isinstance(lengths, (list, tuple)):
-            lengths = np.asarray(lengths)
-        return dict(lengths=lengths, max_len=check_lengths(lengths, max_len, like))
-    return check
-
-
-def sinusoid_sizes(n_positions, d_model, clamp_len=None, device=None, dtype=torch.float32):
-    """sinusoid_np / _torch: sizes (an even d_model), clamp_len, a floating torch dtype."""
-    n_positions, d_model = check_table_sizes(n_positions, d_model, clamp_len)
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        fail("dtype", "a floating torch dtype such as torch.float32", describe(dtype))
-    return dict(n_positions=n_positions, d_model=d_model)
-
-
-def mha_sizes(self, d_model, num_heads, bias=True, attend=None, flash=True):
-    """MultiHeadAttention(d_model, num_heads): integers >= 1, num_heads dividing d_model."""
-    d_model, num_heads = check_size("d_model", d_model, 1), check_size("num_heads", num_heads, 1)
-    if d_model % num_heads != 0:
-        fail("d_model must split evenly into heads", "d_model divisible by num_heads",
-             f"d_model={d_model}, num_heads={num_heads}")
-    return dict(d_model=d_model, num_heads=num_heads)
-
-
-def mha_forward_inputs(self, query, key=None, value=None, mask=None, need_weights=False,
-                       key_padding_mask=None):
-    """MultiHeadAttention.forward: key defaults to query (self-attention), value to key;
-    `check_mha_inputs` against the module's width, heads, dtype and device; the masks made
-    into one; what it hides set to 0; need_weights only with the built-in kernel."""
-    key = query if key is None else key
-    value = key if value is None else value
-    mask = check_mha_inputs(query, key, value, self.num_heads, self.d_model, mask,
-                            key_padding_mask, dtype=self.q_proj.weight.dtype)
-    check_same_device(query=query, weights=self.q_proj.weight)
-    if need_weights and self.attend is not None:
-        fail("need_weights with a custom attend kernel", "need_weights=False",
-             f"need_weights=True with attend={self.attend}")
-    query, key, value = visible_mha_inputs(query, key, value, mask)
-    return dict(query=query, key=key, value=value, mask=mask, key_padding_mask=None)
-
-
-def torch_mha_module(self, mha):
-    """MultiHeadAttention.load_from_torch(mha): an nn.MultiheadAttention of the same width,
-    heads and bias setting."""
-    if not isinstance(mha, torch.nn.MultiheadAttention):
-        fail("mha", "a torch.nn.MultiheadAttention", describe(mha))
-    if mha.embed_dim != self.d_model or mha.num_heads != self.num_heads:
-        fail("nn.MultiheadAttention does not match", f"d_model={self.d_model}, "
-             f"heads={self.num_heads}", f"embed_dim={mha.embed_dim}, heads={mha.num_heads}")
-    ours_bias, theirs_bias = self.q_proj.bias is not None, mha.in_proj_bias is not None
-    if ours_bias != theirs_bias:
-        fail("bias settings differ", f"nn.MultiheadAttention(bias={ours_bias})",
-             f"nn.MultiheadAttention(bias={theirs_bias})")
-
-
-def recall_inputs(self, queries, keys, values, need_weights=False):
-    """RecallAttention / RecallMeanPool: queries (B, Q), keys and values (B, P) token ids
-    inside their vocabularies."""
-    for name, ids, table in (("queries", queries, self.key_embedding),
-                             ("keys", keys, self.key_embedding),
-                             ("values", values, self.value_embedding)):
-        check_array(name, ids, "int", ndim=2, hint="(B, ·) token ids", like=torch.Tensor)
-        check_ids(name, ids, table.num_embeddings)
-    if keys.shape != values.shape or queries.shape[0] != keys.shape[0]:
-        fail("values", f"the shape of keys {shape_str(keys.shape)} (and queries of batch "
-             f"{keys.shape[0]})", f"values {shape_str(values.shape)}, queries "
-             f"{shape_str(queries.shape)}")
-    check_same_device(queries=queries, keys=keys, values=values,
-                      weights=self.key_embedding.weight)
-
-
-POSITIONS = ("none", "sinusoid", "learned")
-
-
-def position_reader_sizes(self, n_symbols, max_len, positions, d_model=64, init_std=0.02):
-    """PositionReader: positions one of POSITIONS, sizes >= 1, an init_std > 0."""
-    if positions not in POSITIONS:
-        fail("positions", f"one of {POSITIONS}", repr(positions))
-    check_number("init_std", init_std, above=0.0)
-    max_len, d_model = check_size("max_len", max_len, 1), check_size("d_model", d_model, 1)
-    if positions == "sinusoid":
-        check_sinusoid(max_len, d_model)  # an even width: a sine and a cosine per frequency
-    return dict(n_symbols=check_size("n_symbols", n_symbols, 1), max_len=max_len,
-                d_model=d_model)
-
-
-def position_reader_inputs(self, tokens, need_weights=False):
-    """PositionReader.forward: (B, N) token ids, N <= max_len."""
+def reader_tokens(self, tokens) -> None:
+    """PositionReader.forward: (B, N) token ids of its vocabulary, N <= max_len."""
     check_tokens(tokens, self.embedding, max_len=self.max_len)
 
 
 # ============================================================ sparse (lesson 02)
-# (the checks of minattn/sparse.py go here)
-# The window half-width, block sizes and counts are integers; global positions distinct and in
-# range; a pattern is a bool (N, N) NumPy array; q, k, v of a sparse pattern are self-attention
-# (one length N for queries and keys). `pattern_args` checks whatever of these a function of
-# minattn/sparse.py (or minattn/fast/) takes, by the argument's name.
+# The rules of minattn/sparse.py, minattn/fast/sparse.py and minattn/fast/flex.py that their
+# specs cannot say; the helpers below (`check_windows`, `check_global_idx`, `check_layout`)
+# also serve the fast paths' caches, which read what they return.
 def check_int(name: str, value, low: int) -> int:
     """`value` must be an integer >= low (a window < 0 or a block of 0 is a typo, not a pattern)."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
@@ -774,8 +715,8 @@ def check_layout(layout, block: int, n: int) -> np.ndarray:
 def check_self_attention(q, k, v, scale=None, like=None, finite: bool = True) -> None:
     """q, k (..., N, d), v (..., N, dv) of one library, floating dtype and device, with one
     length N for queries and keys, N, d >= 1, finite: every pattern of lesson 02 but a block
-    layout lets each query see itself, so nothing is hidden (`block_sparse_inputs` hides what
-    a layout hides)."""
+    layout lets each query see itself, so nothing is hidden (`layout_seen_finite` reads what a
+    layout lets count)."""
     like = like or (torch.Tensor if isinstance(q, torch.Tensor) else np.ndarray)
     for name, x in (("q", q), ("k", k), ("v", v)):
         check_array(name, x, "float", min_ndim=2, hint="(..., N, d)", like=like)
@@ -799,279 +740,139 @@ def check_self_attention(q, k, v, scale=None, like=None, finite: bool = True) ->
             check_finite(name, x)
 
 
-PATTERN_SIZES = {  # argument: (its name in a message, its least value)
-    "n": ("n (sequence length)", 1), "w": ("window w", 0), "dilation": ("dilation", 1),
-    "r": ("random keys r", 0), "block": ("block", 1), "stride": ("stride l", 1),
-    "summary": ("summary c", 1), "n_blocks": ("n_blocks", 1), "window": ("window (blocks)", 0),
-    "n_global": ("n_global (blocks)", 0), "n_random": ("n_random (blocks)", 0),
-    "layers": ("layers", 1), "heads": ("heads", 1), "tile": ("tile", 1),
-    "w_left": ("w_left", 0), "w_right": ("w_right", 0), "c": ("c (queries per block)", 1),
-    "chunk_scores": ("chunk_scores", 1)}
+def global_positions_within(n, global_idx=None) -> None:
+    """Global positions: distinct integers in [0, n) (a list, an array or a tensor)."""
+    if global_idx is not None:
+        check_global_idx(global_idx, n)
 
 
-def pattern_args(**args) -> dict:
-    """Every argument of a pattern function that this knows, by name (PATTERN_SIZES; seed,
-    global_idx, layout, mask, masks, max_hops, windows), checked and returned converted;
-    None means "the default" and passes."""
-    out = {}
-    for name, value in args.items():
-        if value is None:
-            continue
-        if name in PATTERN_SIZES:
-            what, low = PATTERN_SIZES[name]
-            out[name] = check_int(what, value, low)
-        elif name in ("seed", "max_hops"):
-            out[name] = check_size(name, value)
-        elif name == "windows":
-            out[name] = check_windows(value)
-    if "summary" in out and "block" in out and out["summary"] > out["block"]:
-        fail("summary columns must fit in a block", f"c <= l = {out['block']}",
-             f"c = {out['summary']}")
-    if args.get("global_idx") is not None and "n" in out:
-        out["global_idx"] = check_global_idx(args["global_idx"], out["n"])
-    if args.get("layout") is not None and "n" in out:
-        out["layout"] = check_layout(args["layout"], out.get("block", 1), out["n"])
-    if "mask" in args:
-        check_square_mask(args["mask"])
-    if "masks" in args:
-        masks = args["masks"]
-        if not masks:
-            fail("masks: no pattern given", "at least one (N, N) mask", "none")
-        for m in masks:
-            check_square_mask(m, "masks")
-        if len({m.shape for m in masks}) > 1:
-            fail("masks of different shapes", "one (N, N) shape",
-                 str(sorted({m.shape for m in masks})))
-    return out
+def global_positions_of(q, global_idx=None) -> None:
+    """A window kernel's global positions: distinct integers in [0, N), N = q's length."""
+    global_positions_within(q.shape[-2], global_idx)
 
 
-def window_inputs(q, k, v, w, dilation=1, causal=False, global_idx=None, scale=None, block=None,
-                  hand_backward=True, chunk_scores=None, tile=None, compiled=None,
-                  like=None) -> dict:
-    """The window kernels' arguments (`minattn.sparse.window_attention_np` and every kernel of
-    its pattern): q, k, v of self-attention, finite; w >= 0, dilation >= 1, global positions in
-    [0, N); the fast kernels' block, chunk_scores, tile."""
-    check_self_attention(q, k, v, scale, like)
-    out = pattern_args(n=q.shape[-2], w=w, dilation=dilation, global_idx=global_idx, block=block,
-                       chunk_scores=chunk_scores, tile=tile)
-    del out["n"]
-    return out
-
-
-def window_inputs_np(**args) -> dict:
-    """`window_inputs` for NumPy arrays."""
-    return window_inputs(**args, like=np.ndarray)
-
-
-def window_inputs_torch(**args) -> dict:
-    """`window_inputs` for torch tensors."""
-    return window_inputs(**args, like=torch.Tensor)
-
-
-def block_sparse_inputs(q, k, v, layout, block, causal=False, scale=None, tile=None,
-                        compiled=None, like=None) -> dict:
-    """A block layout's arguments: q, k, v of self-attention, the layout (nb, nb) bool with
-    nb = ceil(N / block) (returned as NumPy). What the layout hides may hold anything: the
-    queries of block rows that see no block and the keys of block columns no query sees
-    (under causal, row I sees block J only when J <= I) are set to 0, the rest must be finite
-    (activations of a training graph were checked where they entered, see `in_graph`)."""
-    check_self_attention(q, k, v, scale, like, finite=False)
-    n = q.shape[-2]
-    out = pattern_args(n=n, block=block, layout=layout, tile=tile)
-    seen = np.tril(out["layout"]) if causal else out["layout"]
-    rows = np.repeat(seen.any(1), out["block"])[:n, None]  # (N, 1): the query sees some key
-    keys = np.repeat(seen.any(0), out["block"])[:n, None]  # (N, 1): some query sees the key
-    if not in_graph(q, k, v):
-        if isinstance(q, torch.Tensor):
-            rows, keys = (torch.as_tensor(x, device=q.device) for x in (rows, keys))
-        q, k, v = hide(q, rows), hide(k, keys), hide(v, keys)
-        for name, x in (("q", q), ("k", k), ("v", v)):
-            check_finite(name, x)
-    return dict(q=q, k=k, v=v, layout=out["layout"], block=out["block"])
-
-
-def block_sparse_inputs_np(**args) -> dict:
-    """`block_sparse_inputs` for NumPy arrays."""
-    return block_sparse_inputs(**args, like=np.ndarray)
-
-
-def block_sparse_inputs_torch(**args) -> dict:
-    """`block_sparse_inputs` for torch tensors."""
-    return block_sparse_inputs(**args, like=torch.Tensor)
-
-
-def blocked_inputs(q, k, v, w_left, w_right, block, scale=None) -> dict:
-    """The blocked window kernel (exercise 2.2): q, k, v of self-attention in torch, finite; the
-    band's w_left, w_right >= 0 and block >= 1."""
-    check_self_attention(q, k, v, scale, torch.Tensor)
-    return pattern_args(w_left=w_left, w_right=w_right, block=block)
-
-
-def unfold_inputs(x, block, w_left, w_right) -> dict:
-    """x: a tensor (..., M, d); the band's block >= 1, w_left, w_right >= 0."""
-    check_array("x", x, None, min_ndim=2, hint="(..., M, d)", like=torch.Tensor)
-    return pattern_args(block=block, w_left=w_left, w_right=w_right)
-
-
-def window_backward_inputs(q, k, v, grad_out, w_left, w_right, c, scale,
-                           chunk_scores=None) -> dict:
-    """The window kernel's backward: q, k, v (B, N, d) of self-attention, grad_out of the
-    output's shape (B, N, dv), same dtype and device, finite; the band's sizes."""
-    check_self_attention(q, k, v, scale, torch.Tensor)
-    for name, x in (("q", q), ("grad_out", grad_out)):
-        check_array(name, x, "float", ndim=3, hint="(B, N, d)", like=torch.Tensor)
-    if tuple(grad_out.shape) != tuple(q.shape[:-1]) + (v.shape[-1],):
-        fail("grad_out", f"the output's shape {shape_str(tuple(q.shape[:-1]) + (v.shape[-1],))}",
-             f"grad_out {shape_str(grad_out.shape)}")
-    check_same_dtype(q=q, grad_out=grad_out)
-    check_same_device(q=q, grad_out=grad_out)
-    check_finite("grad_out", grad_out)
-    return pattern_args(w_left=w_left, w_right=w_right, c=c, chunk_scores=chunk_scores)
-
-
-def attend_args(w, dilation=1, causal=False, global_idx=None, kernel=None, options=None) -> dict:
-    """`window_attend`: w >= 0, dilation >= 1, global positions a 1-d integer array (their
-    range is checked against N at each call), kernel a function or None."""
-    out = pattern_args(w=w, dilation=dilation)
+def global_positions_given(global_idx=None) -> None:
+    """`window_attend`'s global positions: a 1-d integer array (their range is checked against
+    N at each call)."""
     if global_idx is not None:
         idx = as_numpy(global_idx)
         check_array("global_idx", idx, "int" if idx.size else None, ndim=1, hint="positions",
                     like=np.ndarray)
-    if kernel is not None and not callable(kernel):
-        fail("kernel", "a function (q, k, v, w, ...) -> out", describe(kernel))
-    return out
 
 
-def layout_attend_args(layout, block, causal=False, kernel=None) -> dict:
-    """`block_sparse_attend`: one bool layout (nb, nb) or one per head (H, nb, nb), block >= 1."""
+def layout_fits(layout, block, n) -> None:
+    """A block layout: bool (nb, nb) with nb = ceil(N / block)."""
+    check_layout(layout, block, n)
+
+
+def layout_one_or_per_head(layout) -> None:
+    """`block_sparse_attend`: one bool layout (nb, nb) or one per head (H, nb, nb)."""
     layout = as_numpy(layout)
     check_array("layout", layout, "bool", hint="(nb, nb) or (H, nb, nb)", like=np.ndarray)
     if layout.ndim not in (2, 3):
-        fail("layout", "bool (nb, nb) or (H, nb, nb)", f"{layout.ndim} dimensions")
-    if kernel is not None and not callable(kernel):
-        fail("kernel", "a function (q, k, v, layout, block, causal) -> out", describe(kernel))
-    return dict(layout=layout, **pattern_args(block=block))
+        fail("layout", "bool (nb, nb) or (H, nb, nb)", describe(layout))
+
+
+def layout_seen_finite(q, k, v, layout, block, causal=False) -> None:
+    """A block layout that fits q's length N; q, k, v finite where the layout lets them count.
+    What it hides may hold anything (the queries of block rows that see no block, the keys of
+    block columns no query sees; under causal, row I sees block J only when J <= I)."""
+    n = q.shape[-2]
+    seen = check_layout(layout, block, n)
+    seen = np.tril(seen) if causal else seen
+
+    def seen_by(axis):  # (N, 1): the query sees some key (axis 1), some query sees the key (0)
+        where = np.repeat(seen.any(axis), block)[:n, None]
+        return torch.as_tensor(where, device=q.device) if isinstance(q, torch.Tensor) else where
+    for name, x, axis in (("q", q, 1), ("k", k, 0), ("v", v, 0)):
+        check_finite(name, x, where=lambda axis=axis: seen_by(axis))
+
+
+def summary_fits_block(block, summary) -> None:
+    """The fixed pattern: c summary columns fit in a block of l."""
+    if summary > block:
+        fail("summary", f"c <= l = block = {block}", describe(summary))
+
+
+def square_masks(masks) -> None:
+    """At least one (N, N) bool NumPy mask, all of one shape."""
+    if not masks:
+        fail("masks", "at least one (N, N) mask", "none")
+    for m in masks:
+        check_square_mask(m, "masks")
+    if len({m.shape for m in masks}) > 1:
+        fail("masks", "one (N, N) shape for all", str(sorted({m.shape for m in masks})))
+
+
+def windows_given(windows) -> None:
+    """One window ω >= 0 per head."""
+    check_windows(windows)
+
+
+def kernels_per_layer(attend, layers) -> None:
+    """`SparseClassifier`: one attend kernel for every layer, or a list of one per layer."""
+    if isinstance(attend, (list, tuple)) and len(attend) != layers:
+        fail("attend", f"one kernel per layer ({layers})", f"{len(attend)} kernels")
 
 
 def classifier_tokens(self, tokens) -> None:
-    """`SparseClassifier.forward`: tokens (B, N) integer ids in the vocabulary, 0 < N <= the
-    model's max_len, on the model's device."""
+    """`SparseClassifier.forward`: ids of the vocabulary, N <= the model's max_len, on the
+    model's device."""
     max_len = self.position.shape[0]
-    check_array("tokens", tokens, "int", ndim=2, hint="(B, N) token ids", like=torch.Tensor)
-    if 0 in tokens.shape or tokens.shape[1] > max_len:
-        fail("tokens", f"(B, N) with 0 < N <= max_len = {max_len}", describe(tokens))
+    if tokens.shape[1] > max_len:
+        fail("tokens", f"(B, N) with N <= max_len = {max_len}", describe(tokens))
     check_ids("tokens", tokens, self.embed.num_embeddings)
     check_same_device(tokens=tokens, weights=self.embed.weight)
 
 
-def route_args(device, n, dtype=None, d=64, dv=None, policy=None, pattern="window") -> dict:
-    """`choose_kernel`: N >= 0, head sizes >= 1, a policy ('auto' or 'readable') and a pattern
+def route_names(policy=None, pattern="window") -> None:
+    """`choose_kernel`: a policy ('auto' or 'readable', None: the default) and a pattern
     ('window' or 'multiscale') it knows."""
     if policy is not None and policy not in ("auto", "readable"):
         fail("kernel policy", "'auto' or 'readable'", repr(policy))
     if pattern not in ("window", "multiscale"):
         fail("pattern of choose_kernel", "'window' or 'multiscale'", repr(pattern))
-    return dict(device=torch.device(device), n=check_size("n", n), d=check_size("d", d, 1),
-                dv=None if dv is None else check_size("dv", dv, 1))
-
 
 
 # ============================================================ multiscale (lesson 03)
-# (the checks of minattn/multiscale.py go here)
-# The checks of minattn/multiscale.py and minattn/fast/multiscale.py. Multi-scale attention is
-# self-attention with one window per head: q, k, v (B, H, N, d) of one library, dtype and
-# device, one length N for queries and keys; one window ω >= 0 per head; a mask bool and
-# broadcastable to (B, H, N, N); the first n_global positions (0..N) global. What a mask hides
-# may hold anything (it is set to 0, as lesson 01's attention does); the rest must be finite.
-def _multiscale_qkv(q, k, v, windows, mask, n_global, like) -> dict:
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        check_array(name, x, "float", ndim=4, hint="(B, H, N, d)", like=like)
-    check_same_dtype(q=q, k=k, v=v)
-    check_same_device(q=q, k=k, v=v, mask=mask)
-    if q.shape[-1] != k.shape[-1]:
-        fail("q and k must have the same feature size d (last axis)",
-             f"k of shape (B, H, N, {q.shape[-1]})",
-             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}")
-    if not q.shape[:-1] == k.shape[:-1] == v.shape[:-1]:
-        fail("multi-scale attention is self-attention: q, k and v must have one length N and "
-             "the same (B, H)", f"k and v of shape {shape_str(q.shape[:-1])} + (d,)",
-             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}, v {shape_str(v.shape)}")
-    if 0 in q.shape:
-        fail("empty input", "at least one batch element, head, position and feature",
-             f"q {shape_str(q.shape)}")
-    check_mask(mask, tuple(q.shape[:-1]) + (q.shape[-2],), like=like)
-    windows = check_windows(windows, q.shape[1])
-    n_global = check_global_count(n_global, q.shape[-2])
-    if mask is not None and not in_graph(q, k, v):
-        rows_seen = mask.any(-1)[..., None]  # (..., N, 1): the query sees some key
-        keys_seen = mask.any(-2)[..., None]  # (..., N, 1): some query sees the key
-        q, k, v = hide(q, rows_seen), hide(k, keys_seen), hide(v, keys_seen)
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        check_finite(name, x)
-    return dict(q=q, k=k, v=v, windows=windows, n_global=n_global)
-
-
-def check_global_count(n_global, n: int) -> int:
+# The rules of minattn/multiscale.py and minattn/fast/multiscale.py that their specs cannot
+# say: one window per head, the global count, head counts, a model's layers of windows.
+def check_global_count(n_global, n: int) -> None:
     """n_global: how many leading positions are global, an integer in 0 .. N."""
     if isinstance(n_global, (bool, np.bool_)) or not isinstance(n_global, (int, np.integer)) \
             or not 0 <= n_global <= n:
-        fail("n_global: how many leading positions are global", f"an integer in 0 .. N = {n}",
+        fail("n_global", f"an integer in 0 .. N = {n} (how many leading positions are global)",
              describe(n_global))
-    return int(n_global)
 
 
-def multiscale_inputs(like):
-    """multiscale_attention_np / _torch(q, k, v, windows, mask, n_global), and the fast paths'
-    (with dense_below >= 0): see the section's head."""
-    def check(q, k, v, windows, mask=None, n_global=0, dense_below=None):
-        out = _multiscale_qkv(q, k, v, windows, mask, n_global, like)
-        if dense_below is not None:
-            out["dense_below"] = check_size("dense_below", dense_below)
-        return out
-    return check
+def windows_per_head(q, k, v, windows, mask=None, n_global=0) -> None:
+    """Multi-scale attention: one window ω >= 0 per head of q (B, H, N, d), n_global in 0 .. N;
+    q, k, v finite where the mask lets them count (what it hides may hold anything)."""
+    check_windows(windows, q.shape[1])
+    check_global_count(n_global, q.shape[-2])
+    check_seen_finite(q, k, v, mask)
 
 
-def scale_mask_args(n, windows, n_global=0, device=None) -> dict:
-    """scale_mask_np / _torch: N >= 1, one window ω >= 0 per head, n_global in 0 .. N."""
-    n = check_size("n", n, 1)
-    return dict(n=n, windows=check_windows(windows), n_global=check_global_count(n_global, n))
+def windows_and_global(n, windows, n_global=0) -> None:
+    """`scale_mask_*`: one window ω >= 0 per head, n_global in 0 .. N."""
+    check_windows(windows)
+    check_global_count(n_global, n)
 
 
-def scale_candidates_args(n) -> dict:
-    """scale_candidates: N >= 2."""
-    return dict(n=check_size("n", n, 2))
+def weights_of_real_queries(weights, query_mask=None) -> None:
+    """`measured_scale_*`: weights >= 0 and finite for the real queries (the padded ones may
+    hold anything: the function selects them away)."""
+    keep = None if query_mask is None else query_mask[:, None, :, None]
+    check_finite("weights", weights, where=keep)
+    negative = weights < 0 if keep is None else (weights < 0) & keep
+    if bool(negative.any()):
+        fail("weights", "attention weights >= 0 (rows of a softmax)",
+             f"{int(negative.sum())} negative values")
 
 
-def measured_scale_inputs(like):
-    """measured_scale_np / _torch: weights (B, H, N, N) >= 0, finite for the real queries;
-    query_mask None or (B, N) bool, True on the real queries (the padded ones may hold
-    anything: the function selects them away)."""
-    def check(weights, query_mask=None):
-        check_array("weights", weights, "float", hint="(B, H, N, N)", like=like)
-        if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2]:
-            fail("weights of self-attention", "(B, H, N, N)", shape_str(weights.shape))
-        keep = None
-        if query_mask is not None:
-            wanted = f"(B, N) = ({weights.shape[0]}, {weights.shape[-1]}), True on real queries"
-            check_array("query_mask", query_mask, "bool", like=like, hint=wanted)
-            if tuple(query_mask.shape) != (weights.shape[0], weights.shape[-1]):
-                fail("query_mask", f"shape {wanted}", describe(query_mask))
-            check_same_device(weights=weights, query_mask=query_mask)
-            keep = query_mask[:, None, :, None]
-        check_finite("weights", weights, where=keep)
-        negative = weights < 0 if keep is None else (weights < 0) & keep
-        if bool(negative.any()):
-            fail("weights", "attention weights >= 0 (rows of a softmax)",
-                 f"{int(negative.sum())} negative values")
-    return check
-
-
-def allocation_args(num_heads, num_scales, num_layers, alpha) -> dict:
-    """allocate_scales_np: N', K, L integers >= 1 and a finite α."""
-    for name, value in (("num_heads N'", num_heads), ("num_scales K", num_scales),
-                        ("num_layers L", num_layers)):
-        check_int(name, value, 1)
-    return dict(alpha=check_number("alpha", alpha))
+def finite_where_kept(x, keep) -> None:
+    """`masked_max_torch`: x finite where keep is True."""
+    check_finite("x", x, where=keep[..., None])
 
 
 def check_head_counts(counts, scales: int | None = None) -> np.ndarray:
@@ -1083,51 +884,6 @@ def check_head_counts(counts, scales: int | None = None) -> np.ndarray:
     if counts.dtype.kind not in "iu" or (counts < 0).any():
         fail("counts", "integer head counts >= 0 (allocate_scales_np's)", describe(counts))
     return counts
-
-
-def layer_windows_args(counts, scales) -> dict:
-    """layer_windows: K windows ω >= 0 and (L, K) integer counts >= 0."""
-    scales = check_windows(scales)
-    return dict(counts=check_head_counts(counts, len(scales)), scales=scales)
-
-
-def allocation_counts(self, counts) -> dict:
-    """ScaleAllocation: (L, 5) integer counts >= 0 over the five candidate scales, every layer
-    with the same number of heads >= 1."""
-    counts = as_numpy(counts)
-    if counts.ndim != 2 or counts.shape[1] != 5:
-        fail("counts: head counts per layer over the 5 candidate scales", "an (L, 5) array",
-             describe(counts))
-    counts = check_head_counts(counts, 5)
-    if len(set(counts.sum(1).tolist())) != 1 or counts.sum(1)[0] < 1:
-        fail("counts: every layer the same number of heads", "(L, 5) counts whose rows have "
-             "one sum >= 1", f"{counts.tolist()}")
-    return dict(counts=counts)
-
-
-def kernel_args(self, windows, n_global=0, kernel=None) -> dict:
-    """MultiScaleKernel: one window ω >= 0 per head, n_global >= 0, a kernel function or None."""
-    if kernel is not None and not callable(kernel):
-        fail("kernel", "a function (q, k, v, windows, mask, n_global=...) -> out",
-             describe(kernel))
-    return dict(windows=check_windows(windows), n_global=check_size("n_global", n_global))
-
-
-def new_windows(self, windows) -> dict:
-    """MultiScaleKernel.set_windows: as many windows as the kernel has heads."""
-    return dict(windows=check_windows(windows, len(self.windows)))
-
-
-def masked_max_inputs(x, keep) -> None:
-    """masked_max_torch: x (B, N, D) float, keep (B, N) bool on x's device; x finite where
-    keep is True."""
-    check_array("x", x, "float", ndim=3, hint="(B, N, D)", like=torch.Tensor)
-    check_array("keep", keep, "bool", like=torch.Tensor, hint="(B, N), True on real tokens")
-    if tuple(keep.shape) != tuple(x.shape[:2]):
-        fail("keep", f"shape (B, N) = {shape_str(x.shape[:2])}, True on real tokens",
-             describe(keep))
-    check_same_device(x=x, keep=keep)
-    check_finite("x", x, where=keep[..., None])
 
 
 def check_classifier_inputs(inputs, lengths, embedding, weight, max_len=None) -> None:
@@ -1159,331 +915,187 @@ def check_classifier_inputs(inputs, lengths, embedding, weight, max_len=None) ->
                  if lengths.numel() else describe(lengths))
 
 
-def multiscale_model_args(self, d_in, d_model, windows, n_out, embedding=None, kernel=None,
-                          max_len=None, max_pool=True, global_node=False) -> None:
+def heads_counts(counts, scales) -> None:
+    """`layer_windows`: K windows ω >= 0 and (L, K) integer head counts >= 0."""
+    check_head_counts(counts, len(check_windows(scales)))
+
+
+def five_scale_counts(counts) -> None:
+    """ScaleAllocation: (L, 5) integer counts >= 0 over the five candidate scales, every layer
+    with the same number of heads >= 1."""
+    counts = as_numpy(counts)
+    if counts.ndim != 2 or counts.shape[1] != 5:
+        fail("counts", "an (L, 5) array: head counts per layer over the 5 candidate scales",
+             describe(counts))
+    counts = check_head_counts(counts, 5)
+    if len(set(counts.sum(1).tolist())) != 1 or counts.sum(1)[0] < 1:
+        fail("counts", "(L, 5) head counts whose rows have one sum >= 1 (every layer the same "
+             "number of heads)", f"{counts.tolist()}")
+
+
+def windows_given_per_head(self, windows) -> None:
+    """MultiScaleKernel.set_windows: as many windows as the kernel has heads."""
+    check_windows(windows, len(self.windows))
+
+
+def layers_of_windows(windows) -> None:
     """MultiScaleTransformer: at least one layer of windows (a list of per-layer lists, every
     layer with the same number of heads), or a ScaleAllocation (which has its own check)."""
     if hasattr(windows, "counts"):
         return
     if not windows or not isinstance(windows, (list, tuple)):
-        fail("windows: MultiScaleTransformer needs at least one layer",
-             "a list of per-layer windows", describe(windows))
+        fail("windows", "a list of per-layer windows, at least one layer", describe(windows))
     heads = len(check_windows(windows[0]))
     for ws in windows:
         check_windows(ws, heads)
 
 
-def multiscale_model_inputs(self, inputs, lengths=None) -> None:
+def model_inputs(self, inputs, lengths=None) -> None:
     """MultiScaleTransformer.forward: `check_classifier_inputs` against its embedding, its
     first layer and (with learned positions) its max_len."""
     check_classifier_inputs(inputs, lengths, self.embedding, self.input.weight, self.max_len)
 
 
-def band_plan_args(n, w, c) -> dict:
-    """band_pieces: N >= 0, w >= 0, c >= 1 (queries per chunk)."""
-    return dict(n=check_size("n", n), w=check_size("w", w), c=check_size("c", c, 1))
-
-
-def band_inputs(q, k, v, w, chunk=None) -> dict:
-    """band_attention_fast_torch: q, k, v (B, G, N, d) of self-attention on the CPU, finite;
-    w >= 1; chunk None or 1 .. 2w (the band's two triangles must not overlap)."""
-    check_self_attention(q, k, v, like=torch.Tensor)
-    if q.ndim != 4:
-        fail("q, k, v of the band kernel", "(B, G, N, d)", shape_str(q.shape))
+def band_kernel(q, w, chunk=None) -> None:
+    """`band_attention_fast_torch`: q on the CPU (PyTorch's fused CPU attention); chunk None
+    or 1 .. 2w (the band's two triangles must not overlap)."""
     if q.device.type != "cpu":
-        fail("the band kernel runs PyTorch's fused CPU attention: q", "tensors on the CPU",
+        fail("q", "tensors on the CPU (the band kernel runs PyTorch's fused CPU attention)",
              describe(q))
-    w = check_int("the band kernel's window w", w, 1)
-    if chunk is not None and (isinstance(chunk, (bool, np.bool_))
-                              or not isinstance(chunk, (int, np.integer))
-                              or not 1 <= chunk <= 2 * w):
-        fail("chunk (queries per chunk of the band kernel)", f"an integer in 1 .. 2w = {2 * w}",
-             repr(chunk))
-    return dict(w=w, chunk=None if chunk is None else int(chunk))
+    if chunk is not None and not 1 <= chunk <= 2 * w:
+        fail("chunk", f"an integer in 1 .. 2w = {2 * w} (queries per chunk)", repr(chunk))
 
 
 # ============================================================ xl (lesson 04)
-# The checks of minattn/xl.py and minattn/fast/xl.py: relative attention's arrays, the memory,
-# the modules' sizes and inputs, the original implementation's state dict, the KV-cache decoder.
-def _like(x):
-    return torch.Tensor if isinstance(x, torch.Tensor) else np.ndarray
+# The rules of minattn/xl.py and minattn/fast/xl.py that their specs cannot say.
+def queries_last_of_keys(q, k) -> None:
+    """Relative attention: the Lq queries are the last Lq of the Lk key positions."""
+    if q.shape[2] > k.shape[2]:
+        fail("k", f"at least Lq = {q.shape[2]} keys (the queries are the last Lq positions; "
+             "memory first)", describe(k))
 
 
-def _clamp_len(clamp_len) -> None:
-    if clamp_len is not None and (isinstance(clamp_len, bool) or not isinstance(clamp_len, int)
-                                  or clamp_len < 0):
-        fail("clamp_len must be a distance", "None or an int >= 0", repr(clamp_len))
-
-
-def distance_sizes(n_queries, n_keys, device=None) -> dict:
-    """`relative_distances_*`: two sizes >= 0."""
-    return dict(n_queries=check_size("n_queries", n_queries), n_keys=check_size("n_keys", n_keys))
-
-
-def rel_attention_inputs(like):
-    """The check of `rel_attention_*` in one library (np.ndarray or torch.Tensor)."""
-    def relative_attention_arrays(q, k, v, r, u_bias, v_bias, scale=None) -> dict:
-        return _rel_attention_arrays(like, q, k, v, r, u_bias, v_bias, scale)
-    return relative_attention_arrays
-
-
-def _rel_attention_arrays(like, q, k, v, r, u_bias, v_bias, scale) -> dict:
-    """q (B, H, Lq, dh), k and v (B, H, Lk, dh) with 0 < Lq <= Lk, r (H, P, dh) with P >= Lk,
-    u_bias and v_bias (H, dh): arrays of `like`, one floating dtype, one device, finite (every
-    key is seen by the last query, so nothing here hides behind the mask); scale None or a
-    number."""
-    arrays = dict(q=q, k=k, v=v, r=r, u_bias=u_bias, v_bias=v_bias)
-    for name, x in arrays.items():
-        check_array(name, x, "float", like=like)
-    check_same_dtype(**arrays)
-    check_same_device(**arrays)
-    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
-        fail("q, k, v must be (B, H, N, dh)", "4-dimensional arrays",
-             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}, v {shape_str(v.shape)}")
-    B, H, Lq, dh = q.shape
-    if k.shape != v.shape or k.shape[:2] != (B, H) or k.shape[3] != dh:
-        fail("k and v must match q's batch, heads and head size", f"(B={B}, H={H}, Lk, {dh})",
-             f"k {shape_str(k.shape)}, v {shape_str(v.shape)}")
+def table_covers_keys(r, k) -> None:
+    """The relative-position table r (H, P, dh) holds a row for every distance 0 .. Lk − 1;
+    those rows are finite (rows past Lk are never read)."""
     Lk = k.shape[2]
-    if Lq == 0 or Lk < Lq or B == 0:
-        fail("queries must be the last Lq of the Lk key positions (memory first)",
-             "0 < Lq <= Lk and B > 0", f"Lq={Lq}, Lk={Lk}, B={B}")
-    if r.ndim != 3 or r.shape[0] != H or r.shape[2] != dh:
-        fail("r (projected relative encodings) has the wrong shape", f"(H={H}, P, {dh})",
-             shape_str(r.shape))
     if r.shape[1] < Lk:
-        fail("the relative-position table is too short", f"at least Lk = {Lk} distances "
-             f"(0 .. {Lk - 1})", f"{r.shape[1]} rows")
-    for name, b in (("u_bias", u_bias), ("v_bias", v_bias)):
-        if tuple(b.shape) != (H, dh):
-            fail(f"{name} has the wrong shape", f"(H, dh) = ({H}, {dh})", shape_str(b.shape))
-    for name, x in dict(arrays, r=r[:, :Lk]).items():  # rows of r past Lk are never read
-        check_finite(name, x)
-    return {} if scale is None else dict(scale=check_number("scale", scale))
+        fail("r", f"at least Lk = {Lk} distances (0 .. {Lk - 1})", describe(r))
+    check_finite("r", r[:, :Lk])
 
 
-def memory_inputs(memory, hidden, mem_len) -> dict:
-    """hidden (B, L, D); memory None or (B, M, D) of hidden's library, dtype and device;
-    mem_len an integer >= 0."""
-    check_array("hidden", hidden, "float", ndim=3, hint="(B, L, D)")
-    if memory is not None:
-        check_array("memory", memory, "float", ndim=3, hint="(B, M, D)", like=_like(hidden))
-        if memory.shape[0] != hidden.shape[0] or memory.shape[2] != hidden.shape[2]:
-            fail("memory", f"(B, M, D) = ({hidden.shape[0]}, M, {hidden.shape[2]}) like hidden",
-                 describe(memory))
-        check_same_dtype(memory=memory, hidden=hidden)
-        check_same_device(memory=memory, hidden=hidden)
-    return dict(mem_len=check_size("mem_len", mem_len))
+def xl_heads(d_model, num_heads) -> None:
+    """d_model splits into heads and is even (a sine and a cosine per frequency)."""
+    if d_model % num_heads or d_model % 2:
+        fail("num_heads", f"a divisor of an even d_model = {d_model}", describe(num_heads))
 
 
 REL_PARAMS = ("w_q", "w_k", "w_v", "w_r", "w_o", "u_bias", "v_bias")
 
 
-def _rel_params(params) -> None:
-    """The arrays of `RelMultiHeadAttention.numpy_params()`: (D, D) weights, (H, dh) biases."""
+def rel_params(params, x, num_heads) -> None:
+    """The arrays of `RelMultiHeadAttention.numpy_params()` for x's width D and dtype: (D, D)
+    weights, (H, dh) biases, finite; num_heads splits an even D."""
     if not isinstance(params, dict) or any(n not in params for n in REL_PARAMS):
         missing = [n for n in REL_PARAMS if n not in params] if isinstance(params, dict) else []
         fail("params", f"a dict with {', '.join(REL_PARAMS)} "
              "(RelMultiHeadAttention.numpy_params())",
              f"a dict without {missing}" if missing else describe(params))
+    D = x.shape[-1]
+    xl_heads(D, num_heads)
     for name in REL_PARAMS:
-        check_array(f"params['{name}']", params[name], "float", ndim=2, like=np.ndarray)
-        check_finite(f"params['{name}']", params[name])
-    D = params["w_q"].shape[1]
-    for name in REL_PARAMS[:5]:
-        if params[name].shape != (D, D):
-            fail(f"params['{name}']", f"shape ({D}, {D})", shape_str(params[name].shape))
+        want = (D, D) if name.startswith("w") else (num_heads, D // num_heads)
+        given = params[name]
+        if not isinstance(given, np.ndarray) or given.shape != want or given.dtype != x.dtype:
+            fail(f"params['{name}']", f"a {x.dtype} array {shape_str(want)} (D of x)",
+                 describe(given))
+        check_finite(f"params['{name}']", given)
 
 
-def _layer_inputs(x, memory, d_model: int, num_heads: int, dtype=None) -> None:
-    """x (B, L, D) and memory (B, M, D) or None; dtype: the weights', which the inputs need."""
-    check_array("x", x, "float", hint="(B, L, D)")
-    if memory is not None:
-        check_array("memory", memory, "float", hint="(B, M, D)", like=_like(x))
-    if x.ndim != 3 or x.shape[-1] != d_model or x.shape[0] == 0 or x.shape[1] == 0:
-        fail("the segment has the wrong shape", f"(B, L, {d_model}) with B, L > 0",
-             shape_str(x.shape))
-    if memory is not None:
-        if memory.ndim != 3 or memory.shape[0] != x.shape[0] or memory.shape[2] != d_model:
-            fail("the memory does not fit the segment", f"(B={x.shape[0]}, M, D={d_model})",
-                 shape_str(memory.shape))
-        check_same_device(x=x, memory=memory)
-        check_same_dtype(x=x, memory=memory)
-    if d_model % num_heads or d_model % 2:
-        fail("d_model must split evenly into heads and be even", "d_model % num_heads == 0",
-             f"d_model={d_model}, num_heads={num_heads}")
-    if dtype is not None and x.dtype != dtype:
-        fail("x", f"dtype {str(dtype).removeprefix('torch.')}, the weights' (cast the inputs "
-             "or the module)", describe(x))
-    check_finite("x", x)
-    if memory is not None:
-        check_finite("memory", memory)
-
-
-def rel_layer_inputs(x, memory, params, num_heads, clamp_len=None) -> dict:
-    """`rel_multi_head_attention_np`: the weights of `numpy_params()`, x (B, L, D) and memory
-    (B, M, D) or None in their dtype, num_heads >= 1 splitting D, clamp_len None or >= 0."""
-    _rel_params(params)
-    num_heads = check_size("num_heads", num_heads, 1)
-    _layer_inputs(x, memory, params["w_q"].shape[1], num_heads, dtype=params["w_q"].dtype)
-    _clamp_len(clamp_len)
-    return dict(num_heads=num_heads)
-
-
-def scores_table(like):
-    """The check of `rel_shift_np` (like=np.ndarray) or `rel_shift_torch` (torch.Tensor):
-    scores (..., Lq, Lk) of that library."""
-    def scores_by_distance(scores) -> None:
-        check_array("scores", scores, None, min_ndim=2, hint="(..., Lq, Lk)", like=like)
-    return scores_by_distance
-
-
-def _heads(d_model, num_heads) -> tuple[int, int]:
-    d_model, num_heads = check_size("d_model", d_model, 1), check_size("num_heads", num_heads, 1)
-    if d_model % num_heads or d_model % 2:
-        fail("d_model must split evenly into heads and be even", "d_model % num_heads == 0",
-             f"d_model={d_model}, num_heads={num_heads}")
-    return d_model, num_heads
-
-
-def _attend(attend) -> None:
-    if attend is not None and not callable(attend):
-        fail("attend", "None (the explicit reference) or a function (q, k, v, r, u_bias, "
-             "v_bias) -> output, e.g. minattn.fast.xl.rel_attention_fast_torch", describe(attend))
-
-
-def rel_attention_sizes(self, d_model, num_heads, max_len=4096, attend=None) -> dict:
-    """`RelMultiHeadAttention(...)`: d_model even and split by num_heads, max_len >= 1."""
-    d_model, num_heads = _heads(d_model, num_heads)
-    _attend(attend)
-    return dict(d_model=d_model, num_heads=num_heads, max_len=check_size("max_len", max_len, 1))
-
-
-def rel_attention_call(self, x, memory=None, need_weights=False, clamp_len=None) -> None:
-    """`RelMultiHeadAttention.forward`: x (B, L, D) and memory (B, M, D) or None in the
-    weights' dtype and device, M + L within the module's max_len."""
+def rel_layer_call(self, x, memory) -> None:
+    """`RelMultiHeadAttention.forward`: x of the module's width, dtype and device; M + L
+    within its max_len."""
     weight = self.q_proj.weight
-    _layer_inputs(x, memory, self.d_model, self.num_heads, dtype=weight.dtype)
-    check_same_device(x=x, memory=memory, weights=weight)
+    if x.shape[-1] != self.d_model or x.dtype != weight.dtype or x.device != weight.device:
+        fail("x", f"(B, L, D = {self.d_model}) {dtype_name(weight.dtype)} on {weight.device}, "
+             "the module's width, dtype and device", describe(x))
     n_keys = x.shape[1] + (0 if memory is None else memory.shape[1])
     if n_keys > self.max_len:
-        fail("more positions than the relative-position table holds",
-             f"M + L <= max_len = {self.max_len}", f"M + L = {n_keys}")
-    _clamp_len(clamp_len)
+        fail("memory", f"M + L <= max_len = {self.max_len} positions (the relative-position "
+             "table)", f"M + L = {n_keys}")
 
 
-def xl_lm_sizes(self, vocab_size, d_model=128, num_heads=4, num_layers=2, d_ff=None, mem_len=64,
-                pre_norm=True, max_len=4096, clamp_len=None, attend=None) -> dict:
-    """`TransformerXL(...)`: sizes >= 1 (mem_len >= 0), clamp_len None or >= 0."""
-    d_model, num_heads = _heads(d_model, num_heads)
-    _clamp_len(clamp_len)
-    _attend(attend)
-    return dict(vocab_size=check_size("vocab_size", vocab_size, 1), d_model=d_model,
-                num_heads=num_heads, num_layers=check_size("num_layers", num_layers, 1),
-                d_ff=None if d_ff is None else check_size("d_ff", d_ff, 1),
-                mem_len=check_size("mem_len", mem_len), max_len=check_size("max_len", max_len, 1))
+def lm_tokens(self, tokens) -> None:
+    """A language model's tokens: ids of its vocabulary on its device."""
+    check_ids("tokens", tokens, self.embedding.num_embeddings)
+    check_same_device(tokens=tokens, weights=self.embedding.weight)
 
 
-def _tokens(tokens, vocab_size: int, weight) -> None:
-    check_array("tokens", tokens, "int", ndim=2, hint="(B, L) token ids", like=torch.Tensor)
-    if 0 in tokens.shape:
-        fail("tokens", "(B, L) token ids with B, L > 0", describe(tokens))
-    check_ids("tokens", tokens, vocab_size)
-    check_same_device(tokens=tokens, weights=weight)
-
-
-def xl_lm_call(self, tokens, memories=None, mem_len=None, need_weights=False, clamp_len=None,
-               stop_gradient=True) -> dict:
-    """`TransformerXL.forward`: tokens (B, L) ids in the vocabulary; memories None (the start of
-    a text: one empty memory per layer) or one (B, M, D) tensor or None per layer, as the last
-    call returned them; mem_len (default: the model's) and clamp_len (default: the model's)."""
-    n_layers = len(self.layers)
+def xl_memories(self, tokens, memories=None) -> None:
+    """`TransformerXL.forward`: memories None (the start of a text) or one (B, M, D) tensor or
+    None per layer, as the last call returned them."""
+    lm_tokens(self, tokens)
     if memories is None:
-        memories = [None] * n_layers
+        return
+    n_layers = len(self.layers)
     if not isinstance(memories, (list, tuple)) or len(memories) != n_layers:
         fail("memories", f"a list with one memory per layer ({n_layers}), or None",
              describe(memories))
-    _tokens(tokens, self.vocab_size, self.embedding.weight)
     for memory in memories:
         if memory is not None and (not isinstance(memory, torch.Tensor) or memory.ndim != 3
                                    or memory.shape[0] != tokens.shape[0]
                                    or memory.shape[2] != self.d_model):
             fail("memories", f"None or (B, M, D) = ({tokens.shape[0]}, M, {self.d_model}) "
                  "tensors, as the last call returned them", describe(memory))
-    _clamp_len(clamp_len)
-    return dict(memories=list(memories),
-                mem_len=self.mem_len if mem_len is None else check_size("mem_len", mem_len),
-                clamp_len=self.clamp_len if clamp_len is None else clamp_len)
 
 
-def vanilla_lm_sizes(self, vocab_size, d_model=128, num_heads=4, num_layers=2, d_ff=None) -> dict:
-    """`VanillaLM(...)`: sizes >= 1, d_model even and split by num_heads."""
-    d_model, num_heads = _heads(d_model, num_heads)
-    return dict(vocab_size=check_size("vocab_size", vocab_size, 1), d_model=d_model,
-                num_heads=num_heads, num_layers=check_size("num_layers", num_layers, 1),
-                d_ff=None if d_ff is None else check_size("d_ff", d_ff, 1))
-
-
-def vanilla_lm_call(self, tokens, memories=None, mem_len=None) -> None:
-    """`VanillaLM.forward`: tokens (B, L) ids in the vocabulary (memories are ignored)."""
-    _tokens(tokens, self.embedding.num_embeddings, self.embedding.weight)
-
-
-def official_state(state, num_heads) -> dict:
+def official_state(state, num_heads) -> None:
     """`official_to_ours`: an original Transformer-XL state dict (div_val=1, d_head = D / H,
     tied or untied r_w_bias / r_r_bias of shape (H, dh))."""
-    num_heads = check_size("num_heads", num_heads, 1)
     if not isinstance(state, dict) or "word_emb.emb_layers.0.weight" not in state:
         keys = sorted(state)[:4] if isinstance(state, dict) else describe(state)
-        fail("not an original Transformer-XL state dict", "'word_emb.emb_layers.0.weight'",
+        fail("state", "an original Transformer-XL state dict ('word_emb.emb_layers.0.weight')",
              f"keys {keys}…")
     if any(k.startswith("word_emb.emb_projs") or k.startswith("crit.out_projs") for k in state):
-        fail("adaptive embeddings are not supported", "div_val=1, d_embed = d_model",
+        fail("state", "div_val=1, d_embed = d_model (adaptive embeddings are not supported)",
              "emb_projs / out_projs in the state dict")
     D = state["word_emb.emb_layers.0.weight"].shape[1]
     dh = D // num_heads
     for key, value in state.items():
         if key.endswith("dec_attn.qkv_net.weight") and tuple(value.shape) != (3 * D, D):
-            fail("qkv_net has an unsupported shape (d_head must be D / H)",
-                 shape_str((3 * D, D)), shape_str(value.shape))
-        if key.endswith(("r_w_bias", "r_r_bias")) and tuple(value.shape) != (num_heads, dh):
-            fail(f"{key} has the wrong shape", f"(H, dh) = ({num_heads}, {dh})",
+            fail(f"state['{key}']", f"{shape_str((3 * D, D))} (d_head = D / H)",
                  shape_str(value.shape))
+        if key.endswith(("r_w_bias", "r_r_bias")) and tuple(value.shape) != (num_heads, dh):
+            fail(f"state['{key}']", f"(H, dh) = ({num_heads}, {dh})", shape_str(value.shape))
     layers = {k.split(".")[1] for k in state if k.startswith("layers.")}
     for n in layers:
         for old in ("r_w_bias", "r_r_bias"):
             if f"layers.{n}.dec_attn.{old}" not in state and old not in state:
-                fail(f"{old} missing", f"(H, dh) = ({num_heads}, {dh}), shared or per layer",
+                fail(f"state['{old}']", f"(H, dh) = ({num_heads}, {dh}), shared or per layer",
                      "missing")
-    return dict(num_heads=num_heads)
 
 
-def decoder_setup(self, model, context, batch=1) -> dict:
-    """`XLDecoder(model, context, batch)`: a TransformerXL, context >= 1 within every layer's
-    max_len (context + 1 slots), batch >= 1."""
+def decoder_model(model, context) -> None:
+    """`XLDecoder(model, context, batch)`: a TransformerXL whose layers hold context + 1
+    positions."""
     if type(model).__name__ != "TransformerXL":
-        fail("XLDecoder reads a TransformerXL", "a minattn.xl.TransformerXL",
-             type(model).__name__)
-    if isinstance(context, bool) or not isinstance(context, int) or context < 1:
-        fail("XLDecoder's context", "an integer >= 1", repr(context))
+        fail("model", "a minattn.xl.TransformerXL", type(model).__name__)
     for layer in model.layers:
         if context + 1 > layer.attention.max_len:
-            fail("more positions than the relative-position table holds",
-                 f"context + 1 <= max_len = {layer.attention.max_len}",
+            fail("context", f"context + 1 <= max_len = {layer.attention.max_len} positions",
                  f"context + 1 = {context + 1}")
-    return dict(batch=check_size("batch", batch, 1))
 
 
 def decoder_prompt(self, tokens) -> None:
     """`XLDecoder.prefill`: (B, P) token ids, B the decoder's batch."""
     if not isinstance(tokens, torch.Tensor) or tokens.ndim != 2 or tokens.shape[0] != self.batch:
-        fail("the prompt", f"(B={self.batch}, P) token ids", describe(tokens))
+        fail("tokens", f"(B={self.batch}, P) token ids", describe(tokens))
 
 
 def decoder_token(self, token) -> None:
     """`XLDecoder.step`: (B, 1) token ids."""
     if not isinstance(token, torch.Tensor) or tuple(token.shape) != (self.batch, 1):
-        fail("one new token per row", f"({self.batch}, 1) token ids", describe(token))
+        fail("token", f"({self.batch}, 1) token ids", describe(token))
 
 
 def decoder_on_cuda(self) -> None:
@@ -1494,150 +1106,35 @@ def decoder_on_cuda(self) -> None:
 
 
 # ============================================================ lstm_attention (lesson 05)
-# (the checks of minattn/lstm_attention.py go here)
-def _la_library(x):
-    """np.ndarray or torch.Tensor: the array library of x (what its companions must be)."""
-    return torch.Tensor if isinstance(x, torch.Tensor) else np.ndarray
+# The rules of minattn/lstm_attention.py that its specs cannot say.
+def four_gates(h, weight_hh) -> None:
+    """An LSTM's gates: weight_hh (4H, H) for states h (B, H)."""
+    if weight_hh.shape[0] != 4 * h.shape[-1]:
+        fail("weight_hh", f"(4H, H) = ({4 * h.shape[-1]}, {h.shape[-1]}): four gates",
+             describe(weight_hh))
 
 
-def check_source_mask(mask, h, mask_name: str = "mask") -> None:
-    """mask None or (B, N) bool (True = real token), h's library and device."""
-    if mask is None:
-        return
-    if not isinstance(mask, _la_library(h)) or tuple(mask.shape) != (h.shape[0], h.shape[1]) \
-            or mask.dtype not in (bool, np.bool_, torch.bool):
-        fail(f"source mask ({mask_name})", f"bool of shape {shape_str(h.shape[:2])} (True = "
-             "real token)", describe(mask))
-    check_same_device(h=h, **{mask_name: mask})
-
-
-def check_decoder_encoder_states(s, h, mask=None, mask_name: str = "mask", s_name: str = "s"):
-    """Decoder states s (B, T, H) and encoder states h (B, N, H) must fit; mask (B, N) bool.
-    One library, dtype and device; s finite, h finite on the real tokens."""
-    like = _la_library(h)
-    check_array(s_name, s, "float", like=like, hint="(B, T, H)")
-    check_array("h", h, "float", like=like, hint="(B, N, H)")
-    if s.ndim != 3 or h.ndim != 3 or s.shape[0] != h.shape[0] or s.shape[2] != h.shape[2]:
-        fail("decoder/encoder states do not fit", f"{s_name} (B, T, H) and h (B, N, H)",
-             f"{s_name} {shape_str(s.shape)}, h {shape_str(h.shape)}")
-    check_source_mask(mask, h, mask_name)
-    check_same_dtype(**{s_name: s, "h": h})
-    check_same_device(**{s_name: s, "h": h})
-    check_finite(s_name, s)
-    check_finite("h", h, where=None if mask is None else mask[..., None])
-
-
-def lstm_cell_inputs(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh) -> None:
-    """x (B, d), h and c (B, H); weight_ih (4H, d), weight_hh (4H, H), biases (4H,)."""
-    arrays = dict(x=x, h=h, c=c, weight_ih=weight_ih, weight_hh=weight_hh, bias_ih=bias_ih,
-                  bias_hh=bias_hh)
-    for name, a in arrays.items():
-        check_array(name, a, "float", like=_la_library(x))
-    B, d, H = x.shape[0], x.shape[-1], weight_hh.shape[-1]
-    want = dict(x=(B, d), h=(B, H), c=(B, H), weight_ih=(4 * H, d), weight_hh=(4 * H, H),
-                bias_ih=(4 * H,), bias_hh=(4 * H,))
-    for name, a in arrays.items():
-        if tuple(a.shape) != want[name]:
-            fail(name, f"shape {shape_str(want[name])} (x (B, d), h and c (B, H), weight_ih "
-                 "(4H, d), weight_hh (4H, H), biases (4H,))", describe(a))
-    check_same_dtype(**arrays)
-    check_same_device(**arrays)
-    for name, a in arrays.items():
-        check_finite(name, a)
-
-
-def lstm_inputs(x, weight_ih, weight_hh, bias_ih, bias_hh, state) -> None:
-    """x (B, N, d) NumPy; the weights as for one cell (each step checks them in full)."""
-    check_array("x", x, "float", ndim=3, like=np.ndarray, hint="(B, N, d)")
-    check_array("weight_hh", weight_hh, "float", ndim=2, like=np.ndarray, hint="(4H, H)")
+def state_pair(state=None) -> None:
+    """`lstm_np`'s state: None or a pair (h, c) of (B, H) arrays."""
     if state is not None and (not isinstance(state, (tuple, list)) or len(state) != 2):
         fail("state", "None or a pair (h, c) of (B, H) arrays", describe(state))
 
 
-def check_heads_weights(W_a, h) -> None:
-    """W_a (K, H, H): one matrix per head, h's library, dtype and device, finite."""
-    H = h.shape[-1]
-    check_array("W_a", W_a, "float", ndim=3, like=_la_library(h), hint=f"(K, {H}, {H})")
-    if W_a.shape[1:] != (H, H) or W_a.shape[0] < 1:
-        fail("W_a", f"(K, H, H) = (K, {H}, {H}), one matrix per head", describe(W_a))
-    check_same_dtype(h=h, W_a=W_a)
-    check_same_device(h=h, W_a=W_a)
-    check_finite("W_a", W_a)
+def real_states_finite(h, mask=None) -> None:
+    """Encoder states h (B, N, H) finite on the real tokens: what the mask hides (padding)
+    may hold anything."""
+    check_finite("h", h, where=None if mask is None else mask[..., None])
 
 
-def luong_inputs(s, h, W_a, mask, uniform) -> dict | None:
-    """s (B, T, H), h (B, N, H), W_a (K, H, H), mask (B, N) bool; what the mask hides in h
-    is set to 0 (padded states may hold anything)."""
-    check_decoder_encoder_states(s, h, mask)
-    check_heads_weights(W_a, h)
-    if not isinstance(uniform, (bool, np.bool_)):
-        fail("uniform", "True or False", describe(uniform))
-    return None if mask is None else dict(h=hide(h, mask[..., None]))
+def concat_width(s, W1) -> None:
+    """The output network reads [context ; s]: W1 (h1, 2H)."""
+    if W1.shape[1] != 2 * s.shape[-1]:
+        fail("W1", f"(h1, 2H = {2 * s.shape[-1]}): it reads [context ; s]", describe(W1))
 
 
-def projected_attention_inputs(s, h, A, a, P, p, mask, uniform) -> None:
-    """s (B, T, H), h (B, N, H), A and P (K, H, H), a and p (K, H), mask (B, N) bool."""
-    check_decoder_encoder_states(s, h, mask)
-    H = h.shape[-1]
-    for name, x, tail in (("A", A, (H, H)), ("a", a, (H,)), ("P", P, (H, H)), ("p", p, (H,))):
-        check_array(name, x, "float", ndim=1 + len(tail), like=_la_library(h),
-                    hint=f"(K, {', '.join(map(str, tail))})")
-        if tuple(x.shape[1:]) != tail or x.shape[0] != A.shape[0] or x.shape[0] < 1:
-            fail(name, f"shape (K, {', '.join(map(str, tail))}) with K = {A.shape[0]} heads",
-                 describe(x))
-    check_same_dtype(h=h, A=A, a=a, P=P, p=p)
-    check_same_device(h=h, A=A, a=a, P=P, p=p)
-
-
-def output_inputs(context, s, W1, b1, W2, b2) -> None:
-    """context and s (..., H); W1 (h1, 2H), b1 (h1,), W2 (V, h1), b2 (V,)."""
-    arrays = dict(context=context, s=s, W1=W1, b1=b1, W2=W2, b2=b2)
-    for name, a in arrays.items():
-        check_array(name, a, "float", like=_la_library(s))
-    H = s.shape[-1]
-    if context.shape != s.shape or W1.ndim != 2 or W1.shape[1] != 2 * H or \
-            tuple(b1.shape) != (W1.shape[0],) or W2.ndim != 2 or W2.shape[1] != W1.shape[0] or \
-            tuple(b2.shape) != (W2.shape[0],):
-        fail("W1", f"context and s of one shape (..., H = {H}), W1 (h1, 2H = {2 * H}), b1 (h1,), "
-             "W2 (V, h1), b2 (V,)",
-             ", ".join(f"{n} {shape_str(a.shape)}" for n, a in arrays.items()))
-    check_same_dtype(**arrays)
-    check_same_device(**arrays)
-    for name, a in arrays.items():
-        check_finite(name, a)
-
-
-def check_probe(h, s, targets, W2, targets_name: str = "targets") -> None:
-    """h (B, N, H), s (B, T, H), targets (B, T) ids in [0, V) with V = W2's rows."""
-    check_decoder_encoder_states(s, h)
-    check_array(targets_name, targets, "int", like=_la_library(h), hint="(B, T) ids")
-    if tuple(targets.shape) != tuple(s.shape[:2]):
-        fail(targets_name, f"shape (B, T) = {shape_str(s.shape[:2])}", describe(targets))
-    check_ids(targets_name, targets, W2.shape[0], "the output vocabulary")
-
-
-def probe_inputs(h, s, targets, W1, b1, W2, b2) -> None:
-    """h (B, N, H), s (B, T, H), targets (B, T) ids; the output network's weights."""
-    check_probe(h, s, targets, W2)
-    output_inputs(s, s, W1, b1, W2, b2)
-
-
-def output_gradient_inputs(context, s, targets, W1, b1, W2, b2) -> None:
-    """context and s (B, T, H), targets (B, T) ids; the output network's weights."""
-    output_inputs(context, s, W1, b1, W2, b2)
-    check_probe(context, s, targets, W2)
-
-
-def score_gradient_inputs(alpha, h, u, mask) -> dict | None:
-    """alpha (B, T, N) one head's weights, h (B, N, H), u (B, T, H); mask (B, N) bool. What
-    the mask hides in h is set to 0."""
-    check_decoder_encoder_states(u, h, mask, s_name="u")
-    check_array("alpha", alpha, "float", ndim=3, like=np.ndarray, hint="(B, T, N)")
-    if alpha.shape != (u.shape[0], u.shape[1], h.shape[1]):
-        fail("alpha", f"one head's weights (B, T, N) = "
-             f"{shape_str((u.shape[0], u.shape[1], h.shape[1]))}", describe(alpha))
-    check_finite("alpha", alpha)
-    return None if mask is None else dict(h=hide(h, mask[..., None]))
+def target_ids(targets, W2) -> None:
+    """Target ids inside the output vocabulary (W2's rows)."""
+    check_ids("targets", targets, W2.shape[0], "the output vocabulary")
 
 
 # ============================================================ ibm1 (lesson 06)
@@ -1668,12 +1165,11 @@ def check_sentences(side: str, sentences) -> None:
             fail(f"{side}s: {side} sentence {m} is empty", "at least one token per sentence", "[]")
 
 
-def corpus_inputs(sources, targets, null) -> dict:
+def corpus_inputs(sources, targets, null) -> None:
     """make_bitext's corpus: pairs of non-empty token lists (returned as lists)."""
     sources, targets = check_corpus(sources, targets)
     check_sentences("source", sources)
     check_sentences("target", targets)
-    return dict(sources=sources, targets=targets)
 
 
 def check_bitext(bitext, indexed: bool = False) -> None:
@@ -1754,13 +1250,12 @@ def m_step_inputs_torch(counts, floor) -> None:
     check_em_counts(counts, floor, torch.Tensor)
 
 
-def em_inputs(bitext, iterations, mode, t, **device) -> dict:
+def em_inputs(bitext, iterations, mode, t, **device) -> None:
     """A corpus, iterations >= 0 (returned as an int), a known mode; t (if given) is checked
     by the first E-step."""
     check_bitext(bitext)
-    iterations = check_size("iterations", iterations)
+    check_size("iterations", iterations)
     check_mode(mode, bitext)
-    return dict(iterations=iterations)
 
 
 def check_pair_index(m, n_pairs: int) -> int:
@@ -1771,27 +1266,25 @@ def check_pair_index(m, n_pairs: int) -> int:
     return m
 
 
-def alignment_inputs(t, bitext, m) -> dict:
+def alignment_inputs(t, bitext, m) -> None:
     """t (V_x, V_y) of this corpus, m a pair index whose every target token t covers."""
     check_table(t, bitext, like=np.ndarray)
     m = check_pair_index(m, bitext.n_pairs)
     x, y = bitext.pair(m)
     if not (t[np.ix_(x, y)].sum(axis=0) > 0).all():
         check_covered(t, -np.inf)
-    return dict(m=m)
 
 
 def table_inputs(t, bitext) -> None:
     check_table(t, bitext, like=np.ndarray)
 
 
-def top_translations_inputs(t, bitext, x, k) -> dict:
+def top_translations_inputs(t, bitext, x, k) -> None:
     """t of this corpus, x a source word, k >= 0 (returned as an int)."""
     check_table(t, bitext, like=np.ndarray)
-    k = check_size("k", k)
+    check_size("k", k)
     if x not in bitext.src_index:
         fail("unknown source word", "a word of the source vocabulary", repr(x))
-    return dict(k=k)
 
 
 def token_weights_inputs(y, mode) -> None:
@@ -1804,10 +1297,9 @@ def counts_table_inputs(counts) -> None:
     check_array("counts", counts, "float", ndim=2, hint="(V_x, V_y)", like=np.ndarray)
 
 
-def proxy_sizes(self, n_src, n_tgt, d) -> dict:
+def proxy_sizes(self, n_src, n_tgt, d) -> None:
     """BagOfWordsProxy: vocabulary sizes and embedding size, integers >= 1."""
-    return dict(n_src=check_size("n_src", n_src, 1), n_tgt=check_size("n_tgt", n_tgt, 1),
-                d=check_size("d", d, 1))
+    check_size("n_src", n_src, 1), check_size("n_tgt", n_tgt, 1), check_size("d", d, 1)
 
 
 def proxy_bag_inputs(self, xbar) -> None:
@@ -1820,20 +1312,19 @@ def proxy_bag_inputs(self, xbar) -> None:
     check_same_device(xbar=xbar, embed=self.embed)
 
 
-def proxy_agreement_inputs(bitext, d, seed) -> dict:
+def proxy_agreement_inputs(bitext, d, seed) -> None:
     """A corpus without NULL (the proxy has none), d >= 1, seed >= 0."""
     check_bitext(bitext)
     if bitext.null:
         fail("the proxy has no NULL word", "make_bitext(..., null=False)", "null=True")
-    return dict(d=check_size("d", d, 1), seed=check_size("seed", seed))
+    check_size("d", d, 1), check_size("seed", seed)
 
 
 # the fast path (minattn/fast/ibm1.py): a sparse table, one value per stored (x, y) entry
-def fast_corpus_inputs(sources, targets, null) -> dict:
+def fast_corpus_inputs(sources, targets, null) -> None:
     """index_bitext's corpus: sides that pair up (each sentence is checked at C speed while it
     is indexed, and named with `check_sentences` when one is wrong)."""
     sources, targets = check_corpus(sources, targets)
-    return dict(sources=sources, targets=targets)
 
 
 def check_sparse_table(t, indexed, name: str = "t", like=None) -> None:
@@ -1886,20 +1377,20 @@ def sparse_m_step_inputs_torch(counts, indexed, floor) -> None:
     check_number("floor", floor, low=0.0, high=1.0)
 
 
-def sparse_em_inputs(indexed, iterations, mode, **rest) -> dict:
+def sparse_em_inputs(indexed, iterations, mode, **rest) -> None:
     check_bitext(indexed, indexed=True)
     check_mode(mode, indexed)
-    return dict(iterations=check_size("iterations", iterations))
+    check_size("iterations", iterations)
 
 
-def pair_entries_inputs(indexed, m) -> dict:
+def pair_entries_inputs(indexed, m) -> None:
     check_bitext(indexed, indexed=True)
-    return dict(m=check_pair_index(m, len(indexed.src_start) - 1))
+    check_pair_index(m, len(indexed.src_start) - 1)
 
 
-def sparse_alignment_inputs(t, indexed, m) -> dict:
+def sparse_alignment_inputs(t, indexed, m) -> None:
     check_sparse_table(t, indexed, like=np.ndarray)
-    return dict(m=check_pair_index(m, len(indexed.src_start) - 1))
+    check_pair_index(m, len(indexed.src_start) - 1)
 
 
 def sparse_rows_inputs(values, indexed, words) -> None:
@@ -1910,11 +1401,11 @@ def sparse_rows_inputs(values, indexed, words) -> None:
              describe(words) if isinstance(words, str) else f"unknown words {unknown[:5]}")
 
 
-def sparse_top_inputs(t, indexed, x, k) -> dict:
+def sparse_top_inputs(t, indexed, x, k) -> None:
     check_sparse_table(t, indexed, like=np.ndarray)
     if x not in indexed.src_index:
         fail("unknown source word", "a word of the source vocabulary", repr(x))
-    return dict(k=check_size("k", k))
+    check_size("k", k)
 
 
 # ============================================================ task_heads (lesson 07)
@@ -1969,9 +1460,9 @@ def layer_norm_inputs(x, eps) -> None:
     check_number("eps", eps, above=0)
 
 
-def attention_pool_inputs(states, mask, layers, num_heads, normalize=True, query=None) -> dict:
+def attention_pool_inputs(states, mask, layers, num_heads, normalize=True, query=None) -> None:
     """`attention_pool_np`: NumPy token states, a non-empty list of layer parameters, and an
-    optional query (D,); returns the states with their padding set to 0."""
+    optional query (D,); the padding may hold anything (the body sets it to 0)."""
     check_token_states(states, mask, like=np.ndarray)
     if not layers or not isinstance(layers, (list, tuple)):
         fail("layers: attention_pool needs at least one layer", "a non-empty list of params",
@@ -1979,7 +1470,6 @@ def attention_pool_inputs(states, mask, layers, num_heads, normalize=True, query
     if query is not None and (not isinstance(query, np.ndarray) or query.shape
                               != states.shape[-1:]):
         fail("query", f"a NumPy vector ({states.shape[-1]},)", describe(query))
-    return dict(states=hide(states, mask[..., None]))
 
 
 def check_pair(a, a_mask, b, b_mask) -> None:
@@ -1999,12 +1489,11 @@ def check_read(read) -> None:
              repr(read))
 
 
-def cross_attention_pool_inputs(a, a_mask, b, b_mask, layers, num_heads, read="mean") -> dict:
-    """`cross_attention_pool_np`: a NumPy pair batch and its read-out; padding set to 0."""
+def cross_attention_pool_inputs(a, a_mask, b, b_mask, layers, num_heads, read="mean") -> None:
+    """`cross_attention_pool_np`: a NumPy pair batch and its read-out (padding: anything)."""
     check_array("a", a, "float", like=np.ndarray, hint="(B, La, D)")
     check_pair(a, a_mask, b, b_mask)
     check_read(read)
-    return dict(a=hide(a, a_mask[..., None]), b=hide(b, b_mask[..., None]))
 
 
 def pearson_inputs(pred, target, eps=1e-12) -> None:
@@ -2047,23 +1536,21 @@ def check_head_input(name: str, x, module) -> None:
     check_same_device(**{name: x, "weights": weight})
 
 
-def attention_pool_forward(self, states, mask, need_weights=False) -> dict:
-    """`AttentionPool.forward`: torch token states of the head's width; padding set to 0."""
+def attention_pool_forward(self, states, mask, need_weights=False) -> None:
+    """`AttentionPool.forward`: torch token states of the head's width (padding: anything)."""
     check_token_states(states, mask, like=torch.Tensor)
     check_head_input("states", states, self)
-    return dict(states=hide(states, mask[..., None]))
 
 
-def cross_attention_pool_forward(self, a, a_mask, b, b_mask, need_weights=False) -> dict:
-    """`CrossAttentionPool.forward`: a torch pair batch of the head's width; padding set to 0."""
+def cross_attention_pool_forward(self, a, a_mask, b, b_mask, need_weights=False) -> None:
+    """`CrossAttentionPool.forward`: a torch pair batch of the head's width (padding: anything)."""
     check_array("a", a, "float", like=torch.Tensor, hint="(B, La, D)")
     check_pair(a, a_mask, b, b_mask)
     check_head_input("a", a, self)
-    return dict(a=hide(a, a_mask[..., None]), b=hide(b, b_mask[..., None]))
 
 
-def fast_pool_inputs(states, mask, mha, normalize=True) -> dict:
-    """`attention_pool_fast_torch`: torch token states of the layer's width; padding set to 0."""
+def fast_pool_inputs(states, mask, mha, normalize=True) -> None:
+    """`attention_pool_fast_torch`: torch token states of the layer's width (padding: anything)."""
     check_token_states(states, mask, like=torch.Tensor)
     is_attention_layer("mha", mha)
     weight = mha.q_proj.weight
@@ -2071,10 +1558,9 @@ def fast_pool_inputs(states, mask, mha, normalize=True) -> dict:
         fail("states", f"(B, L, {mha.d_model}) {str(weight.dtype).removeprefix('torch.')} "
              "states, the layer's width and dtype", describe(states))
     check_same_device(states=states, weights=weight)
-    return dict(states=hide(states, mask[..., None]))
 
 
-def head_layers(owner, d_model, num_heads, num_layers, init) -> dict:
+def head_layers(owner, d_model, num_heads, num_layers, init) -> None:
     """`attention_layers`: at least one layer, a known init; returns num_layers as an int."""
     if isinstance(num_layers, (int, np.integer)) and not isinstance(num_layers, bool) \
             and num_layers < 1:
@@ -2082,7 +1568,7 @@ def head_layers(owner, d_model, num_heads, num_layers, init) -> dict:
              f"{num_layers}")
     if init not in ("default", "u09"):
         fail("init: unknown initialisation", "'default' or 'u09'", repr(init))
-    return dict(num_layers=check_size("num_layers", num_layers, 1))
+    check_size("num_layers", num_layers, 1)
 
 
 def u09_inputs(mha, generator=None) -> None:
@@ -2118,10 +1604,10 @@ def _agreement_mask(name: str, mask, like, shape) -> None:
         fail(name, f"bool of shape {shape_str(shape)} (True = real token)", describe(mask))
 
 
-def classifier_inputs(h, W, b, v, w, b0, mask=None, uniform=False) -> dict:
+def classifier_inputs(h, W, b, v, w, b0, mask=None, uniform=False) -> None:
     """h (B, N, H), W (H', H), b (H',), v (H',), w (H,), b0 a number, mask (B, N) bool; one
-    library, dtype and device. Returns h with its padded states set to 0 (they may hold
-    anything: the classifier never reads them)."""
+    library, dtype and device; the padded states may hold anything (the body sets them to
+    0)."""
     like = torch.Tensor if isinstance(h, torch.Tensor) else np.ndarray
     check_array("h", h, "float", ndim=3, like=like, hint="(B, N, H)")
     arrays = dict(h=h, W=W, b=b, v=v, w=w)
@@ -2140,7 +1626,6 @@ def classifier_inputs(h, W, b, v, w, b0, mask=None, uniform=False) -> dict:
     check_finite("h", h, where=None if mask is None else mask[..., None])
     for name, a in list(arrays.items())[1:]:
         check_finite(name, a)
-    return dict(h=h if mask is None else hide(h, mask[..., None]))
 
 
 def classifier_probe_inputs(h, w, b0, labels) -> None:
@@ -2161,11 +1646,10 @@ def classifier_probe_inputs(h, w, b0, labels) -> None:
     check_finite("w", w)
 
 
-def agreement_inputs(a, b, mask=None) -> dict:
+def agreement_inputs(a, b, mask=None) -> None:
     """a, b (..., N) of one shape, library and device (NumPy: anything np.asarray turns into
     floats); mask None or bool broadcastable to them, with at least one real position per row;
-    a and b finite on the real positions. Returns float a, b (NumPy) and the mask, broadcast
-    (all True when none was given)."""
+    a and b finite on the real positions."""
     like = torch.Tensor if isinstance(a, torch.Tensor) else np.ndarray
     if like is np.ndarray:
         a, b = np.asarray(a, float), np.asarray(b, float)
@@ -2189,7 +1673,6 @@ def agreement_inputs(a, b, mask=None) -> dict:
         fail("mask", "at least one real position in every row", "a row with none")
     check_finite("a", a, where=mask)
     check_finite("b", b, where=mask)
-    return dict(a=a, b=b, mask=mask)
 
 
 def agreement_baseline_inputs(lengths) -> None:
@@ -2200,7 +1683,7 @@ def agreement_baseline_inputs(lengths) -> None:
              repr(lengths))
 
 
-def xi_curve_inputs(agreements, performances, threshold) -> dict:
+def xi_curve_inputs(agreements, performances, threshold) -> None:
     """Two non-empty lists of numbers of one length, and a number."""
     if len(agreements) != len(performances) or not len(agreements):
         fail("contextualized agreement curves", "two non-empty lists of one length",
@@ -2208,7 +1691,7 @@ def xi_curve_inputs(agreements, performances, threshold) -> dict:
     for name, values in (("agreements", agreements), ("performances", performances)):
         for value in values:
             check_number(name, value)
-    return dict(threshold=check_number("threshold", threshold))
+    check_number("threshold", threshold)
 
 
 def _agreement_masks(M: int, T: int, N: int, key_mask, row_mask):
@@ -2225,28 +1708,26 @@ def _agreement_masks(M: int, T: int, N: int, key_mask, row_mask):
     return np.broadcast_to(keys, (M, T, N)), rows
 
 
-def mean_agreement_inputs(a, b, key_mask=None, row_mask=None) -> dict:
+def mean_agreement_inputs(a, b, key_mask=None, row_mask=None) -> None:
     """a, b (..., M, T, N) of one shape; the masks as `_agreement_masks` takes them."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     if a.shape != b.shape or a.ndim < 3:
         fail("mean agreement needs two score arrays of one shape", "a, b (..., M, T, N)",
              f"{shape_str(a.shape)} and {shape_str(b.shape)}")
-    keys, rows = _agreement_masks(*a.shape[-3:], key_mask, row_mask)
-    return dict(a=a, b=b, key_mask=keys, row_mask=rows)
+    _agreement_masks(*a.shape[-3:], key_mask, row_mask)
 
 
-def random_baseline_inputs(key_mask, row_mask=None) -> dict:
+def random_baseline_inputs(key_mask, row_mask=None) -> None:
     """key_mask (M, N) or (M, T, N) bool, row_mask (M, T) bool (None: one row per example)."""
     keys = np.asarray(key_mask)
     if keys.ndim not in (2, 3):
         fail("key_mask", "a bool array (M, N) or (M, T, N)", describe(key_mask))
     M, N = keys.shape[0], keys.shape[-1]
     T = keys.shape[1] if keys.ndim == 3 else 1 if row_mask is None else np.shape(row_mask)[-1]
-    keys, rows = _agreement_masks(M, T, N, key_mask, row_mask)
-    return dict(key_mask=keys, row_mask=rows)
+    _agreement_masks(M, T, N, key_mask, row_mask)
 
 
-def agreement_row_inputs(gold, others, uniform, key_mask=None, row_mask=None) -> dict:
+def agreement_row_inputs(gold, others, uniform, key_mask=None, row_mask=None) -> None:
     """Runs (dicts of "alpha", "beta" (C, M, T, N) and "perf" (C,)) of one shape, at least
     one re-seeded run; the masks as `_agreement_masks` takes them."""
     if not others:
@@ -2258,23 +1739,21 @@ def agreement_row_inputs(gold, others, uniform, key_mask=None, row_mask=None) ->
             fail("agreement_row_np runs", f"alpha and beta (C, M, T, N) = {shape_str(shape)} "
                  f"and perf ({C},) in every run", f"alpha {shape_str(np.shape(run['alpha']))}, "
                  f"beta {shape_str(np.shape(run['beta']))}, perf ({len(run['perf'])},)")
-    keys, rows = _agreement_masks(*shape[1:], key_mask, row_mask)
-    return dict(key_mask=keys, row_mask=rows)
+    _agreement_masks(*shape[1:], key_mask, row_mask)
 
 
 def classifier_sizes(self, n_vocab, hidden=64, embed=None, attn_hidden=None,
-                     uniform=False) -> dict:
+                     uniform=False) -> None:
     """Sizes >= 1 (embed and attn_hidden default to hidden)."""
-    n_vocab, hidden = check_size("n_vocab", n_vocab, 1), check_size("hidden", hidden, 1)
-    return dict(n_vocab=n_vocab, hidden=hidden,
-                embed=hidden if embed is None else check_size("embed", embed, 1),
-                attn_hidden=hidden if attn_hidden is None else
-                check_size("attn_hidden", attn_hidden, 1))
+    check_size("n_vocab", n_vocab, 1), check_size("hidden", hidden, 1)
+    for name, value in (("embed", embed), ("attn_hidden", attn_hidden)):
+        if value is not None:
+            check_size(name, value, 1)
 
 
-def classifier_module_inputs(self, x, mask=None) -> dict:
+def classifier_module_inputs(self, x, mask=None) -> None:
     """x (B, N) token ids inside the vocabulary, on the model's device; mask (B, N) bool, True
-    on a prefix of each row (padding at the end). Returns the mask (all True if None)."""
+    on a prefix of each row (padding at the end), or None (every token real)."""
     if x.ndim != 2:
         fail("AttentionClassifier input", "token ids (B, N)", shape_str(x.shape))
     check_array("x", x, "int", like=torch.Tensor, hint="(B, N) token ids")
@@ -2283,24 +1762,25 @@ def classifier_module_inputs(self, x, mask=None) -> dict:
     B, N = x.shape
     prefix = torch.arange(N, device=x.device).expand(B, N)
     if mask is None:
-        return dict(mask=torch.ones(B, N, dtype=torch.bool, device=x.device))
+        return
     if not isinstance(mask, torch.Tensor) or tuple(mask.shape) != (B, N) \
             or mask.dtype != torch.bool or mask.device != x.device \
             or not torch.equal(mask, prefix < mask.sum(1, keepdim=True)):
         fail("AttentionClassifier mask", f"bool {shape_str((B, N))} on {x.device}, True on a "
              "prefix of each row (padding at the end)", describe(mask))
-    return dict(mask=mask)
 
 
-def translator_sizes(self, n_src, n_tgt, hidden=256, embed=None, heads=1, uniform=False) -> dict:
+def translator_sizes(self, n_src, n_tgt, hidden=256, embed=None, heads=1, uniform=False) -> None:
     """Sizes >= 1 (embed defaults to hidden)."""
     sizes = dict(n_src=n_src, n_tgt=n_tgt, hidden=hidden, heads=heads)
     if any(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v < 1
            for v in sizes.values()):
         fail("Seq2SeqAttention sizes", "positive n_src, n_tgt, hidden, heads",
              ", ".join(str(v) for v in sizes.values()))
-    sizes = {name: check_size(name, value, 1) for name, value in sizes.items()}
-    return dict(sizes, embed=sizes["hidden"] if embed is None else check_size("embed", embed, 1))
+    for name, value in sizes.items():
+        check_size(name, value, 1)
+    if embed is not None:
+        check_size("embed", embed, 1)
 
 
 def translator_inputs(self, src, tgt_in) -> None:
@@ -2332,10 +1812,10 @@ def translator_probe_inputs(self, src, tgt_in, tgt_out) -> None:
 
 # ============================================================ encoder (lesson 03, 07)
 def encoder_inputs(self, input_ids, attention_mask, need_weights=False, token_type_ids=None,
-                   last_layer=None) -> dict:
+                   last_layer=None) -> None:
     """`MiniLMEncoder.run`: ids (B, L) int64 inside the vocabulary, L within the position table;
     attention_mask (B, L) bool or 0/1 integers, right-padded; token_type_ids (B, L) or None.
-    Returns the mask as bool and the token types (zeros by default)."""
+    """
     check_array("input_ids", input_ids, "int", like=torch.Tensor, hint="(B, L) int64")
     if input_ids.ndim != 2 or input_ids.dtype != torch.long:
         fail("input_ids have the wrong shape or dtype", "(B, L) int64",
@@ -2358,13 +1838,11 @@ def encoder_inputs(self, input_ids, attention_mask, need_weights=False, token_ty
         fail("attention_mask is not right-padded", "each row 1…1 0…0 (real tokens first)",
              "a row with a 0 before a 1")
     if token_type_ids is None:
-        token_type_ids = torch.zeros_like(input_ids)
-    elif not isinstance(token_type_ids, torch.Tensor) or token_type_ids.shape != input_ids.shape:
+        return
+    if not isinstance(token_type_ids, torch.Tensor) or token_type_ids.shape != input_ids.shape:
         fail("token_type_ids do not match input_ids", shape_str(input_ids.shape),
              describe(token_type_ids))
-    else:
-        check_ids("token_type_ids", token_type_ids, self.config.type_vocab_size)
-    return dict(attention_mask=mask, token_type_ids=token_type_ids)
+    check_ids("token_type_ids", token_type_ids, self.config.type_vocab_size)
 
 
 def top_layers_inputs(self, states, mask) -> None:
@@ -2395,12 +1873,12 @@ def texts_inputs(tokenizer, texts, *args, **kwargs) -> None:
     check_texts(texts)
 
 
-def batches_inputs(tokenizer, texts, batch_size) -> dict:
+def batches_inputs(tokenizer, texts, batch_size) -> None:
     check_texts(texts)
-    return dict(batch_size=check_size("batch_size", batch_size, 1))
+    check_size("batch_size", batch_size, 1)
 
 
 def embed_inputs(encoder, tokenizer, texts, batch_size=64, normalize=True,
-                 progress=False) -> dict:
+                 progress=False) -> None:
     check_texts(texts)
-    return dict(batch_size=check_size("batch_size", batch_size, 1))
+    check_size("batch_size", batch_size, 1)

@@ -139,6 +139,9 @@ class MiniLMEncoder(nn.Module):
         token_type_ids (B, L): 0 on the first sentence, 1 on the second of a pair (default 0).
         last_layer: stop after this layer (the lists are then shorter); default N.
         """
+        attention_mask = attention_mask.bool()  # 0/1 integers too
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)  # one sentence
         L = input_ids.shape[1]
         positions = torch.arange(L, device=input_ids.device)
         x = (self.word_embeddings(input_ids) + self.position_embeddings(positions)[None]

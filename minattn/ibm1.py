@@ -68,6 +68,37 @@ NULL = None          # the NULL source word: src_vocab[0], id 0
 MIN_PROB = 1e-12     # NLTK's M-step floor (IBMModel.MIN_PROB)
 
 
+# ============================================================================ the corpus
+@dataclass
+class Bitext:
+    """A parallel corpus as word ids: src[m] (|x^m|,) and tgt[m] (|y^m|,) int arrays.
+
+    src_vocab[0] is NULL (id 0); `null` says whether NULL takes part in the alignments.
+    Vocabularies are in first-seen order (fast/ibm1.py indexes the same corpus the same way).
+    """
+    src_vocab: list
+    tgt_vocab: list
+    src: list
+    tgt: list
+    null: bool
+    cache: dict = field(default_factory=dict, repr=False)   # derived on demand (padded_torch)
+
+    def __post_init__(self):
+        self.src_index = {w: i for i, w in enumerate(self.src_vocab)}
+        self.tgt_index = {w: i for i, w in enumerate(self.tgt_vocab)}
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.src)
+
+    def pair(self, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """(x, y) ids of pair m; x starts with NULL (id 0) when `null`."""
+        return (np.concatenate([[0], self.src[m]]) if self.null else self.src[m]), self.tgt[m]
+
+    def pairs(self):
+        return (self.pair(m) for m in range(self.n_pairs))
+
+
 # ============================================================================ NumPy reference
 @checked(bitext_inputs)
 def uniform_table_np(bitext: Bitext) -> np.ndarray:
@@ -262,37 +293,7 @@ def em_torch(bitext: Bitext, iterations: int, mode: str = "textbook", t: torch.T
     return t, history
 
 
-# ============================================================================ the corpus
-@dataclass
-class Bitext:
-    """A parallel corpus as word ids: src[m] (|x^m|,) and tgt[m] (|y^m|,) int arrays.
-
-    src_vocab[0] is NULL (id 0); `null` says whether NULL takes part in the alignments.
-    Vocabularies are in first-seen order (fast/ibm1.py indexes the same corpus the same way).
-    """
-    src_vocab: list
-    tgt_vocab: list
-    src: list
-    tgt: list
-    null: bool
-    cache: dict = field(default_factory=dict, repr=False)   # derived on demand (padded_torch)
-
-    def __post_init__(self):
-        self.src_index = {w: i for i, w in enumerate(self.src_vocab)}
-        self.tgt_index = {w: i for i, w in enumerate(self.tgt_vocab)}
-
-    @property
-    def n_pairs(self) -> int:
-        return len(self.src)
-
-    def pair(self, m: int) -> tuple[np.ndarray, np.ndarray]:
-        """(x, y) ids of pair m; x starts with NULL (id 0) when `null`."""
-        return (np.concatenate([[0], self.src[m]]) if self.null else self.src[m]), self.tgt[m]
-
-    def pairs(self):
-        return (self.pair(m) for m in range(self.n_pairs))
-
-
+# ============================================================================ indexing a corpus
 @checked(corpus_inputs)
 def make_bitext(sources, targets, null: bool = True) -> Bitext:
     """Index a corpus: sources[m] (input x^m) and targets[m] (output y^m) are token lists."""

@@ -35,22 +35,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from . import checks as c
 from .attention import softmax_np, softmax_torch
-from .checks import (  # noqa: F401  (lesson 08 imports them here)
-    check_probe,
-    check_source_mask,
-    checked,
-    fail,
-    lstm_cell_inputs,
-    lstm_inputs,
-    luong_inputs,
-    output_gradient_inputs,
-    output_inputs,
-    probe_inputs,
-    projected_attention_inputs,
-    score_gradient_inputs,
-    shape_str,
-)
+from .checks import checked, fail, hide, shape_str
 
 
 # ============================================================================ NumPy reference
@@ -58,7 +45,9 @@ def sigmoid_np(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-@checked(lstm_cell_inputs)
+@checked(x="float (B, d)", h="float (B, H)", c="float (B, H)", weight_hh="float (G, H)",
+         weight_ih="float (G, d)", bias_ih="float (G)", bias_hh="float (G)",
+         rules=[c.four_gates])
 def lstm_cell_np(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
     """One LSTM step, gates written out (PyTorch's layout: rows i, f, g, o of the weights).
 
@@ -73,7 +62,7 @@ def lstm_cell_np(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
     return sigmoid_np(o) * np.tanh(c_new), c_new
 
 
-@checked(lstm_inputs)
+@checked(x="float (B, N, d)", weight_hh="float (G, H)", rules=[c.state_pair])
 def lstm_np(x, weight_ih, weight_hh, bias_ih, bias_hh, state=None):
     """A one-layer LSTM over a sequence: x (B, N, d) -> outputs (B, N, H), (h_N, c_N).
     state: the starting (h, c), each (B, H); zeros by default."""
@@ -86,7 +75,8 @@ def lstm_np(x, weight_ih, weight_hh, bias_ih, bias_hh, state=None):
     return np.stack(outputs, axis=1), (h, c)
 
 
-@checked(luong_inputs)
+@checked(s="float (B, T, H)", h="float* (B, N, H)", W_a="float (K, H, H)", mask="bool? (B, N)",
+         uniform="bool", rules=[c.real_states_finite])
 def luong_attention_np(s, h, W_a, mask=None, uniform=False):
     """Luong "general" attention with K heads summed.
 
@@ -94,6 +84,7 @@ def luong_attention_np(s, h, W_a, mask=None, uniform=False):
     (True = real token) -> context (B, T, H), weights α (B, K, T, N).
     uniform=True freezes α to 1/n over the real tokens (W_a is then unused).
     """
+    h = h if mask is None else hide(h, mask[..., None])  # padding may hold garbage: zeroed
     # BEGIN EXERCISE 5.1 implement: the Luong attention step (scores, softmax, context) (~10 min)
     scores = np.einsum("btd,kde,bne->bktn", s, W_a, h)  # e^k_ti = s_tᵀ W_a^k h_i
     if uniform:
@@ -105,7 +96,9 @@ def luong_attention_np(s, h, W_a, mask=None, uniform=False):
     return context, alpha
 
 
-@checked(projected_attention_inputs)
+@checked(s="float (B, T, H)", h="float* (B, N, H)", A="float (K, H, H)", a="float (K, H)",
+         P="float (K, H, H)", p="float (K, H)", mask="bool? (B, N)",
+         rules=[c.real_states_finite])
 def projected_attention_np(s, h, A, a, P, p, mask=None, uniform=False):
     """The authors' attention step: K heads, each with a biased query map and its own context
     map; the heads' contexts are averaged.
@@ -129,7 +122,8 @@ def projected_attention_np(s, h, A, a, P, p, mask=None, uniform=False):
     return per_head.mean(axis=1), alpha.reshape(B, K, *alpha.shape[2:])
 
 
-@checked(output_inputs)
+@checked(context="float (..., H)", s="float (..., H)", W1="float (h1, H2)", b1="float (h1)",
+         W2="float (V, h1)", b2="float (V)", rules=[c.concat_width])
 def output_np(context, s, W1, b1, W2, b2):
     """The output network g([c_t ; s_t]) = W₂ tanh(W₁ [c_t ; s_t] + b₁) + b₂ -> logits (.., V)."""
     z = np.concatenate([context, s], axis=-1)
@@ -141,7 +135,9 @@ def log_softmax_np(x):
     return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
 
 
-@checked(probe_inputs)
+@checked(h="float (B, N, H)", s="float (B, T, H)", targets="int (B, T)",
+         W1="float (h1, H2)", b1="float (h1)", W2="float (V, h1)", b2="float (V)",
+         rules=[c.concat_width, c.target_ids])
 def lexical_probe_np(h, s, targets, W1, b1, W2, b2):
     """β_ti = p_t(y_t) when the model attends only to position i, i.e. c_t := h_i.
 
@@ -155,7 +151,9 @@ def lexical_probe_np(h, s, targets, W1, b1, W2, b2):
     return np.exp(np.take_along_axis(logp, idx, axis=-1)[..., 0])
 
 
-@checked(output_gradient_inputs)
+@checked(context="float (B, T, H)", s="float (B, T, H)", targets="int (B, T)",
+         W1="float (h1, H2)", b1="float (h1)", W2="float (V, h1)", b2="float (V)",
+         rules=[c.concat_width, c.target_ids])
 def output_gradient_np(context, s, targets, W1, b1, W2, b2):
     """u_t = ∂ log p_t(y_t) / ∂c_t: how the log-probability of the right word changes with the
     context, back through the output network g (`output_np`):
@@ -172,7 +170,8 @@ def output_gradient_np(context, s, targets, W1, b1, W2, b2):
     return ((residual @ W2) * (1 - a ** 2)) @ W1[:, :context.shape[-1]]
 
 
-@checked(score_gradient_inputs)
+@checked(h="float* (B, N, H)", u="float (B, T, H)", alpha="float (B, T, N)",
+         mask="bool? (B, N)", rules=[c.real_states_finite])
 def score_gradient_np(alpha, h, u, mask=None):
     """∂ log p_t(y_t) / ∂e_ti = α_ti (u_t·h_i − Σ_j α_tj u_t·h_j): why attention follows the
     probe (one head).
@@ -184,6 +183,7 @@ def score_gradient_np(alpha, h, u, mask=None):
     lexical probe): a gradient step raises e_ti where that gain beats its α-weighted mean.
     alpha (B, T, N), h (B, N, H), u (B, T, H), mask (B, N) bool -> (B, T, N).
     """
+    h = h if mask is None else hide(h, mask[..., None])  # padding may hold garbage: zeroed
     # BEGIN EXERCISE 5.2 implement: the gradient of log p with respect to the scores (~10 min)
     gain = np.einsum("btd,bnd->btn", u, h)  # u_t·h_i
     return alpha * (gain - (alpha * gain).sum(-1, keepdims=True))
@@ -191,7 +191,9 @@ def score_gradient_np(alpha, h, u, mask=None):
 
 
 # ============================================================================ torch twins
-@checked(lstm_cell_inputs)
+@checked(x="float (B, d)", h="float (B, H)", c="float (B, H)", weight_hh="float (G, H)",
+         weight_ih="float (G, d)", bias_ih="float (G)", bias_hh="float (G)",
+         rules=[c.four_gates])
 def lstm_cell_torch(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
     """Twin of lstm_cell_np (and of nn.LSTMCell given the same weights)."""
     gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh  # (B, 4H)
@@ -200,9 +202,11 @@ def lstm_cell_torch(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
     return torch.sigmoid(o) * torch.tanh(c_new), c_new
 
 
-@checked(luong_inputs)
+@checked(s="float (B, T, H)", h="float* (B, N, H)", W_a="float (K, H, H)", mask="bool? (B, N)",
+         uniform="bool", rules=[c.real_states_finite])
 def luong_attention_torch(s, h, W_a, mask=None, uniform=False):
     """Twin of luong_attention_np: (context (B, T, H), α (B, K, T, N))."""
+    h = h if mask is None else hide(h, mask[..., None])  # padding may hold garbage: zeroed
     # BEGIN EXERCISE 5.1 implement: the Luong attention step, torch twin
     scores = torch.einsum("btd,kde,bne->bktn", s, W_a, h)
     if uniform:
@@ -214,7 +218,9 @@ def luong_attention_torch(s, h, W_a, mask=None, uniform=False):
     return context, alpha
 
 
-@checked(projected_attention_inputs)
+@checked(s="float (B, T, H)", h="float* (B, N, H)", A="float (K, H, H)", a="float (K, H)",
+         P="float (K, H, H)", p="float (K, H)", mask="bool? (B, N)",
+         rules=[c.real_states_finite])
 def projected_attention_torch(s, h, A, a, P, p, mask=None, uniform=False):
     """Twin of projected_attention_np: (context (B, T, H), α (B, K, T, N))."""
     B, K = s.shape[0], A.shape[0]
@@ -228,13 +234,16 @@ def projected_attention_torch(s, h, A, a, P, p, mask=None, uniform=False):
     return per_head.mean(dim=1), alpha.reshape(B, K, *alpha.shape[2:])
 
 
-@checked(output_inputs)
+@checked(context="float (..., H)", s="float (..., H)", W1="float (h1, H2)", b1="float (h1)",
+         W2="float (V, h1)", b2="float (V)", rules=[c.concat_width])
 def output_torch(context, s, W1, b1, W2, b2):
     """Twin of output_np."""
     return torch.tanh(torch.cat([context, s], dim=-1) @ W1.T + b1) @ W2.T + b2
 
 
-@checked(probe_inputs)
+@checked(h="float (B, N, H)", s="float (B, T, H)", targets="int (B, T)",
+         W1="float (h1, H2)", b1="float (h1)", W2="float (V, h1)", b2="float (V)",
+         rules=[c.concat_width, c.target_ids])
 def lexical_probe_torch(h, s, targets, W1, b1, W2, b2):
     """Twin of lexical_probe_np, one example at a time (the (T, N, V) logits stay small)."""
     betas = []

@@ -42,27 +42,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import checks as c
 from .attention import MultiHeadAttention, attention_np, attention_torch
-from .checks import (
-    allocation_args,
-    allocation_counts,
-    checked,
-    hide,
-    kernel_args,
-    layer_windows_args,
-    masked_max_inputs,
-    measured_scale_inputs,
-    multiscale_inputs,
-    multiscale_model_args,
-    multiscale_model_inputs,
-    new_windows,
-    scale_candidates_args,
-    scale_mask_args,
-)
+from .checks import as_numpy, checked, hide
 
 
 # ============================================================================ NumPy reference
-@checked(scale_mask_args)
+@checked(n="int >= 1", rules=[c.windows_and_global])
 def scale_mask_np(n: int, windows, n_global: int = 0) -> np.ndarray:
     """(H, N, N) bool: head h lets query i see key j iff |i − j| <= windows[h].
 
@@ -79,7 +65,8 @@ def scale_mask_np(n: int, windows, n_global: int = 0) -> np.ndarray:
     return mask
 
 
-@checked(multiscale_inputs(np.ndarray))
+@checked(q="float* (B, H, N, d)", k="float* (B, H, N, d)", v="float* (B, H, N, dv)",
+         mask="bool? ~(B, H, N, N)", rules=[c.windows_per_head])
 def multiscale_attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray, windows,
                             mask: np.ndarray | None = None,
                             n_global: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -95,7 +82,8 @@ def multiscale_attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray, windows
     return attention_np(q, k, v, allowed)  # lesson 01's masked attention
 
 
-@checked(measured_scale_inputs(np.ndarray))
+@checked(weights="float* (B, H, N, N)", query_mask="bool? (B, N)",
+         rules=[c.weights_of_real_queries])
 def measured_scale_np(weights: np.ndarray, query_mask: np.ndarray | None = None) -> np.ndarray:
     """Measured scale of each head: Σ_j a_ij |i − j|, averaged over queries (and the batch).
 
@@ -112,7 +100,7 @@ def measured_scale_np(weights: np.ndarray, query_mask: np.ndarray | None = None)
     return per_query.sum(axis=(0, 2)) / np.maximum(keep.sum(axis=(0, 2)), 1)
 
 
-@checked(scale_candidates_args)
+@checked(n="int >= 2")
 def scale_candidates(n: int) -> list[int]:
     """The paper's candidate scales for texts of length N, smallest first:
     ω ∈ {3, N/16, N/8, N/4, N/2} (each at least 1). For N >= 48 that is the paper's order; for
@@ -120,7 +108,8 @@ def scale_candidates(n: int) -> list[int]:
     return sorted([3] + [max(1, n // f) for f in (16, 8, 4, 2)])
 
 
-@checked(allocation_args)
+@checked(num_heads="int >= 1", num_scales="int >= 1", num_layers="int >= 1",
+         alpha="number")
 def allocate_scales_np(num_heads: int, num_scales: int, num_layers: int,
                        alpha: float) -> np.ndarray:
     """How many heads of each scale every layer gets: (L, K) integer counts, rows sum to N'.
@@ -151,14 +140,14 @@ def allocate_scales_np(num_heads: int, num_scales: int, num_layers: int,
     return counts
 
 
-@checked(layer_windows_args)
+@checked(rules=[c.heads_counts])
 def layer_windows(counts: np.ndarray, scales) -> list[list[int]]:
     """(L, K) head counts + K scales -> each layer's list of N' windows, smallest first."""
     return [[int(w) for w, c in zip(scales, row) for _ in range(int(c))] for row in counts]
 
 
 # ============================================================================ PyTorch twins
-@checked(scale_mask_args)
+@checked(n="int >= 1", rules=[c.windows_and_global])
 def scale_mask_torch(n: int, windows, device=None, n_global: int = 0) -> torch.Tensor:
     """Torch twin of `scale_mask_np`: (H, N, N) bool on `device`."""
     # BEGIN EXERCISE 3.1 implement: the per-head window mask |i - j| <= ω_h, shape (H, N, N) (~10 min)
@@ -171,7 +160,8 @@ def scale_mask_torch(n: int, windows, device=None, n_global: int = 0) -> torch.T
     return mask
 
 
-@checked(multiscale_inputs(torch.Tensor))
+@checked(q="float* (B, H, N, d)", k="float* (B, H, N, d)", v="float* (B, H, N, dv)",
+         mask="bool? ~(B, H, N, N)", rules=[c.windows_per_head])
 def multiscale_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, windows,
                                mask: torch.Tensor | None = None, n_global: int = 0
                                ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -182,7 +172,8 @@ def multiscale_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor
     return attention_torch(q, k, v, allowed)
 
 
-@checked(measured_scale_inputs(torch.Tensor))
+@checked(weights="float* (B, H, N, N)", query_mask="bool? (B, N)",
+         rules=[c.weights_of_real_queries])
 def measured_scale_torch(weights: torch.Tensor,
                          query_mask: torch.Tensor | None = None) -> torch.Tensor:
     """Torch twin of `measured_scale_np`: (H,) mean attention distance per head."""
@@ -196,7 +187,7 @@ def measured_scale_torch(weights: torch.Tensor,
     return per_query.sum(dim=(0, 2)) / keep.sum(dim=(0, 2)).clamp(min=1)
 
 
-@checked(masked_max_inputs)
+@checked(x="float* (B, N, D)", keep="bool (B, N)", rules=[c.finite_where_kept])
 def masked_max_torch(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     """Torch-only (the classifier's max-pool): max over the tokens of x (B, N, D) where keep
     (B, N) is True -> (B, D); an example with no token gives zeros."""
@@ -214,10 +205,10 @@ class ScaleAllocation:
     (`layer_windows`); e.g. `ScaleAllocation(allocate_scales_np(5, 5, 3, 0.5))(21)`.
     """
 
-    @checked(allocation_counts)
+    @checked(rules=[c.five_scale_counts])
     def __init__(self, counts):
-        self.counts = counts.astype(np.int64)
-        self.num_layers, self.num_heads = len(counts), int(counts.sum(1)[0])
+        self.counts = as_numpy(counts).astype(np.int64)  # a list or a tensor too
+        self.num_layers, self.num_heads = len(self.counts), int(self.counts.sum(1)[0])
 
     def __call__(self, n: int) -> list[list[int]]:
         return layer_windows(self.counts, scale_candidates(n))
@@ -238,9 +229,10 @@ class MultiScaleKernel:
     the weights in `last_weights` (B, H, N, N) and what each query could see in `last_mask`.
     """
 
-    @checked(kernel_args)
+    @checked(n_global="int", kernel="callable?", rules=[c.windows_given])
     def __init__(self, windows, n_global: int = 0, kernel=None):
-        self.windows, self.n_global, self.kernel = windows, n_global, kernel
+        self.windows = [int(w) for w in windows]  # a list of ints of its own
+        self.n_global, self.kernel = n_global, kernel
         self.record, self.last_weights, self.last_mask = False, None, None
 
     @property
@@ -248,9 +240,9 @@ class MultiScaleKernel:
         return f"multiscale(ω={self.windows}" + (f", global={self.n_global})" if self.n_global
                                                  else ")")
 
-    @checked(new_windows)
+    @checked(rules=[c.windows_given_per_head])
     def set_windows(self, windows) -> None:
-        self.windows = windows
+        self.windows = [int(w) for w in windows]
 
     def __call__(self, q, k, v, mask=None):
         if self.kernel is not None and not self.record:
@@ -308,7 +300,7 @@ class MultiScaleTransformer(nn.Module):
     max_pool: False reads out from the node alone (`NodeReadout`).
     """
 
-    @checked(multiscale_model_args)
+    @checked(rules=[c.layers_of_windows])
     def __init__(self, d_in: int, d_model: int, windows, n_out: int,
                  embedding: nn.Module | None = None, kernel=None,
                  max_len: int | None = None, max_pool: bool = True, global_node: bool = False):
@@ -328,7 +320,7 @@ class MultiScaleTransformer(nn.Module):
         self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in windows)
         self.classifier = NodeReadout(d_model, n_out, max_pool)
 
-    @checked(multiscale_model_inputs)
+    @checked(rules=[c.model_inputs])
     def forward(self, inputs: torch.Tensor, lengths: torch.Tensor | None = None) -> torch.Tensor:
         x = self.input(self.embedding(inputs) if self.embedding is not None else inputs)
         bsz, n, _ = x.shape

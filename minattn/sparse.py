@@ -41,23 +41,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from . import checks as c
 from .attention import MultiHeadAttention, attention_np, attention_torch
-from .checks import (
-    attend_args,
-    block_sparse_inputs_np,
-    block_sparse_inputs_torch,
-    checked,
-    classifier_tokens,
-    fail,
-    layout_attend_args,
-    pattern_args,
-    window_inputs_np,
-    window_inputs_torch,
-)
+from .checks import as_numpy, checked, fail, hide
 
 
 # ============================================================================ patterns
-@checked(pattern_args)
+@checked(n="int >= 1", w="int")
 def sliding_window_mask_np(n: int, w: int, causal: bool = False) -> np.ndarray:
     """(N, N) bool: query i sees key j iff |i - j| <= w (and j <= i when causal).
 
@@ -72,7 +62,7 @@ def sliding_window_mask_np(n: int, w: int, causal: bool = False) -> np.ndarray:
     return mask
 
 
-@checked(pattern_args)
+@checked(n="int >= 1", w="int", dilation="int >= 1")
 def dilated_window_mask_np(n: int, w: int, dilation: int, causal: bool = False) -> np.ndarray:
     """(N, N) bool: i sees j iff |i - j| <= w·δ and δ divides i - j (δ = dilation).
 
@@ -88,7 +78,7 @@ def dilated_window_mask_np(n: int, w: int, dilation: int, causal: bool = False) 
     return mask
 
 
-@checked(pattern_args)
+@checked(n="int >= 1", rules=[c.global_positions_within])
 def global_mask_np(n: int, global_idx) -> np.ndarray:
     """(N, N) bool: the rows and columns of the global positions G.
 
@@ -100,7 +90,8 @@ def global_mask_np(n: int, global_idx) -> np.ndarray:
     return is_global[:, None] | is_global[None, :]
 
 
-@checked(pattern_args)
+@checked(n="int >= 1", w="int", dilation="int >= 1",
+         rules=[c.global_positions_within])
 def longformer_mask_np(n: int, w: int, dilation: int = 1, global_idx=None,
                        causal: bool = False) -> np.ndarray:
     """(N, N) bool: Longformer's pattern, a (dilated) window ∪ global tokens (∩ j <= i when
@@ -111,7 +102,7 @@ def longformer_mask_np(n: int, w: int, dilation: int = 1, global_idx=None,
     return mask & np.tri(n, dtype=bool) if causal else mask
 
 
-@checked(pattern_args)
+@checked(n="int >= 1", r="int", seed="int")
 def random_mask_np(n: int, r: int, seed: int, causal: bool = False) -> np.ndarray:
     """(N, N) bool: each query i gets r distinct keys drawn uniformly (from j <= i if causal).
 
@@ -125,7 +116,7 @@ def random_mask_np(n: int, r: int, seed: int, causal: bool = False) -> np.ndarra
     return mask
 
 
-@checked(pattern_args)
+@checked(block="int >= 1", n="int >= 1", rules=[c.layout_fits])
 def block_mask_np(layout: np.ndarray, block: int, n: int) -> np.ndarray:
     """Expand a block layout (nb, nb) to the (N, N) token mask it stands for.
 
@@ -135,7 +126,7 @@ def block_mask_np(layout: np.ndarray, block: int, n: int) -> np.ndarray:
     return np.kron(layout, np.ones((block, block), dtype=bool))[:n, :n].astype(bool)
 
 
-@checked(pattern_args)
+@checked(mask="bool (N, N)", block="int >= 1")
 def block_layout_np(mask: np.ndarray, block: int) -> np.ndarray:
     """(nb, nb) bool: which block × block tiles of an (N, N) mask hold at least one True.
 
@@ -148,7 +139,8 @@ def block_layout_np(mask: np.ndarray, block: int) -> np.ndarray:
     return padded.reshape(nb, block, nb, block).any(axis=(1, 3))
 
 
-@checked(pattern_args)
+@checked(n_blocks="int >= 1", window="int", n_global="int", n_random="int",
+         seed="int")
 def bigbird_layout_np(n_blocks: int, window: int = 1, n_global: int = 1, n_random: int = 1,
                       seed: int = 0) -> np.ndarray:
     """(nb, nb) bool BigBird layout: block window + global blocks + random blocks.
@@ -167,7 +159,8 @@ def bigbird_layout_np(n_blocks: int, window: int = 1, n_global: int = 1, n_rando
     return layout
 
 
-@checked(pattern_args)
+@checked(n_blocks="int >= 1", layers="int >= 1", heads="int >= 1", window="int",
+         n_global="int", n_random="int", seed="int")
 def bigbird_layouts_np(n_blocks: int, layers: int, heads: int, window: int = 1,
                        n_global: int = 1, n_random: int = 1, seed: int = 0) -> np.ndarray:
     """(layers, heads, nb, nb) bool: a `bigbird_layout_np` of its own for every head of every
@@ -184,7 +177,8 @@ def bigbird_layouts_np(n_blocks: int, layers: int, heads: int, window: int = 1,
     return np.stack(layouts).reshape(layers, heads, n_blocks, n_blocks)
 
 
-@checked(pattern_args)
+@checked(n="int >= 1", block="int >= 1", window="int", n_global="int", n_random="int",
+         seed="int")
 def bigbird_mask_np(n: int, block: int, window: int = 1, n_global: int = 1, n_random: int = 1,
                     seed: int = 0) -> np.ndarray:
     """(N, N) bool: `bigbird_layout_np` on ceil(N / block) blocks, expanded to tokens."""
@@ -192,7 +186,7 @@ def bigbird_mask_np(n: int, block: int, window: int = 1, n_global: int = 1, n_ra
     return block_mask_np(layout, block, n)
 
 
-@checked(pattern_args)
+@checked(n="int >= 1", stride="int >= 1")
 def strided_masks_np(n: int, stride: int) -> tuple[np.ndarray, np.ndarray]:
     """Sparse Transformer "strided" pattern (causal), one mask per head: (local, strided).
 
@@ -208,7 +202,7 @@ def strided_masks_np(n: int, stride: int) -> tuple[np.ndarray, np.ndarray]:
     return causal & (i - j <= stride), causal & ((i - j) % stride == 0)
 
 
-@checked(pattern_args)
+@checked(n="int >= 1", block="int >= 1", summary="int >= 1", rules=[c.summary_fits_block])
 def fixed_masks_np(n: int, block: int, summary: int) -> tuple[np.ndarray, np.ndarray]:
     """Sparse Transformer "fixed" pattern (causal), one mask per head: (block, summary).
 
@@ -223,14 +217,14 @@ def fixed_masks_np(n: int, block: int, summary: int) -> tuple[np.ndarray, np.nda
     return causal & (i // block == j // block), causal & (j % block >= block - summary)
 
 
-@checked(pattern_args)
+@checked(rules=[c.square_masks])
 def union_np(*masks: np.ndarray) -> np.ndarray:
     """The union of patterns: i sees j if any pattern lets it (e.g. window ∪ global)."""
     return np.logical_or.reduce(masks)
 
 
 # ============================================================================ graph view
-@checked(pattern_args)
+@checked(mask="bool (N, N)", max_hops="int?")
 def hops_np(mask: np.ndarray, max_hops: int | None = None) -> np.ndarray:
     """(N, N) int: how many stacked attention layers it takes for token j to reach token i.
 
@@ -253,7 +247,7 @@ def hops_np(mask: np.ndarray, max_hops: int | None = None) -> np.ndarray:
     return hops
 
 
-@checked(pattern_args)
+@checked(rules=[c.square_masks])
 def reach_np(*masks: np.ndarray) -> np.ndarray:
     """(N, N) bool: has token j's news reached token i after one layer per mask, in order?
 
@@ -269,7 +263,7 @@ def reach_np(*masks: np.ndarray) -> np.ndarray:
     return reach > 0
 
 
-@checked(pattern_args)
+@checked(mask="bool (N, N)")
 def diameter_np(mask: np.ndarray) -> float:
     """The number of layers after which every token has heard from every token it could.
 
@@ -287,7 +281,32 @@ def diameter_np(mask: np.ndarray) -> float:
 
 
 # =================================================================== attention with a pattern
-@checked(window_inputs_np)
+def global_positions(global_idx) -> np.ndarray:
+    """Global positions (a list, an array or a tensor) as a sorted int64 NumPy array."""
+    return np.sort(as_numpy(global_idx if global_idx is not None else [], np.int64).reshape(-1))
+
+
+def layout_array(layout) -> np.ndarray:
+    """A block layout (a list, an array or a tensor) as a contiguous bool NumPy array."""
+    return np.ascontiguousarray(as_numpy(layout))
+
+
+def hide_unseen_blocks(q, k, v, layout: np.ndarray, block: int, causal: bool = False):
+    """q, k, v (..., N, ·) with what a block layout hides set to 0: the queries of block rows
+    that see no block, the keys of block columns no query sees (under causal, row I sees
+    block J only when J <= I). What a pattern hides may hold garbage (NaN in padding): it is
+    selected away (`hide`), never multiplied by 0. NumPy or torch alike."""
+    n = q.shape[-2]
+    seen = np.tril(layout) if causal else layout
+    rows = np.repeat(seen.any(1), block)[:n, None]  # (N, 1): the query sees some key
+    keys = np.repeat(seen.any(0), block)[:n, None]  # (N, 1): some query sees the key
+    if isinstance(q, torch.Tensor):
+        rows, keys = (torch.as_tensor(x, device=q.device) for x in (rows, keys))
+    return hide(q, rows), hide(k, keys), hide(v, keys)
+
+
+@checked(q="float (..., N, d)", k="float (..., N, d)", v="float (..., N, dv)",
+         w="int", dilation="int >= 1", scale="number?", rules=[c.global_positions_of])
 def window_attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray, w: int, *,
                         dilation: int = 1, causal: bool = False, global_idx=None,
                         scale: float | None = None) -> np.ndarray:
@@ -302,7 +321,8 @@ def window_attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray, w: int, *,
     return attention_np(q, k, v, mask, scale)[0]
 
 
-@checked(block_sparse_inputs_np)
+@checked(q="float* (..., N, d)", k="float* (..., N, d)", v="float* (..., N, dv)",
+         block="int >= 1", scale="number?", rules=[c.layout_seen_finite])
 def block_sparse_attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray, layout: np.ndarray,
                               block: int, causal: bool = False,
                               scale: float | None = None) -> np.ndarray:
@@ -318,7 +338,8 @@ def block_sparse_attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray, layou
     return attention_np(q, k, v, mask, scale)[0]
 
 
-@checked(window_inputs_torch)
+@checked(q="float (..., N, d)", k="float (..., N, d)", v="float (..., N, dv)",
+         w="int", dilation="int >= 1", scale="number?", rules=[c.global_positions_of])
 def window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: int, *,
                            dilation: int = 1, causal: bool = False, global_idx=None,
                            scale: float | None = None) -> torch.Tensor:
@@ -327,7 +348,8 @@ def window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w:
     return attention_torch(q, k, v, torch.as_tensor(mask, device=q.device), scale)[0]
 
 
-@checked(block_sparse_inputs_torch)
+@checked(q="float* (..., N, d)", k="float* (..., N, d)", v="float* (..., N, dv)",
+         block="int >= 1", scale="number?", rules=[c.layout_seen_finite])
 def block_sparse_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout,
                                  block: int, causal: bool = False,
                                  scale: float | None = None) -> torch.Tensor:
@@ -339,7 +361,7 @@ def block_sparse_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
 
 
 # ============================================================================ layers and model
-@checked(attend_args)
+@checked(w="int", dilation="int >= 1", kernel="callable?", rules=[c.global_positions_given])
 def window_attend(w: int, dilation: int = 1, causal: bool = False, global_idx=None, kernel=None,
                   **options):
     """A kernel for `MultiHeadAttention(..., attend=)`: (q, k, v, mask) -> the window pattern's
@@ -362,7 +384,7 @@ def window_attend(w: int, dilation: int = 1, causal: bool = False, global_idx=No
     return attend
 
 
-@checked(layout_attend_args)
+@checked(block="int >= 1", kernel="callable?", rules=[c.layout_one_or_per_head])
 def block_sparse_attend(layout, block: int, causal: bool = False, kernel=None):
     """A kernel for `MultiHeadAttention(..., attend=)`: (q, k, v, mask) -> block-sparse
     attention; mask must be None. kernel: `block_sparse_attention_torch` (default) or
@@ -371,6 +393,7 @@ def block_sparse_attend(layout, block: int, causal: bool = False, kernel=None):
     layout: (nb, nb) bool, one layout for every head, or (H, nb, nb), one per head (BigBird
     draws its random blocks per head: `bigbird_layouts_np`); q, k, v are then (B, H, N, dh).
     """
+    layout = as_numpy(layout)  # a tensor or a list too
     kernel = block_sparse_attention_torch if kernel is None else kernel
 
     def attend(q, k, v, mask=None):
@@ -401,13 +424,11 @@ class SparseClassifier(nn.Module):
     pattern lets flow to it in L hops.
     """
 
+    @checked(layers="int >= 1", rules=[c.kernels_per_layer])
     def __init__(self, vocab: int, max_len: int, d_model: int, num_heads: int, layers: int,
                  attend, n_classes: int = 2):
         super().__init__()
-        layers = pattern_args(layers=layers)["layers"]
         attends = list(attend) if isinstance(attend, (list, tuple)) else [attend] * layers
-        if len(attends) != layers:
-            fail("attend: one kernel per layer", f"{layers} kernels", f"{len(attends)}")
         self.embed = nn.Embedding(vocab, d_model)
         self.position = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
         self.attn = nn.ModuleList(MultiHeadAttention(d_model, num_heads, attend=fn)
@@ -418,7 +439,7 @@ class SparseClassifier(nn.Module):
         self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(2 * layers + 1))
         self.head = nn.Linear(d_model, n_classes)
 
-    @checked(classifier_tokens)
+    @checked(tokens="int (B, N)", rules=[c.classifier_tokens])
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         x = self.embed(tokens) + self.position[: tokens.shape[1]]  # (B, N, D)
         for layer, (attn, mlp) in enumerate(zip(self.attn, self.mlp)):

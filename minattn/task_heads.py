@@ -53,6 +53,7 @@ from .checks import (
     cross_attention_pool_inputs,
     fail,
     head_layers,
+    hide,
     layer_norm_inputs,
     model_pair,
     model_states,
@@ -108,6 +109,7 @@ def attention_pool_np(states: np.ndarray, mask: np.ndarray, layers: list[dict], 
     normalize=False feeds raw states to queries and keys (to see what LN is for).
     Returns z (B, D) and the read-out attention (B, H, L) over the tokens.
     """
+    states = hide(states, mask[..., None])  # padding may hold garbage: zeroed
     keys_mask = mask[:, None, None, :]  # (B, 1, 1, L)
     norm = layer_norm_np if normalize else (lambda x: x)
     x = states
@@ -135,6 +137,7 @@ def cross_attention_pool_np(a: np.ndarray, a_mask: np.ndarray, b: np.ndarray,
     A's tokens never attend to each other here, so read="first" needs A's first token only.
     Returns z (B, D) and the last layer's attention (B, H, La, Lb) (La = 1 when read="first").
     """
+    a, b = hide(a, a_mask[..., None]), hide(b, b_mask[..., None])  # padding may hold garbage
     if read == "first":
         a, a_mask = a[:, :1], a_mask[:, :1]
     # BEGIN EXERCISE 7.2 implement: the cross-attention head (A attends to B, pool A) (~20 min)
@@ -247,6 +250,7 @@ class AttentionPool(nn.Module):
 
     @checked(attention_pool_forward)
     def forward(self, states: torch.Tensor, mask: torch.Tensor, need_weights: bool = False):
+        states = hide(states, mask[..., None])  # padding may hold garbage: zeroed
         keys_mask = padding_mask_torch(mask.sum(dim=1), mask.shape[1])  # (B, 1, 1, L)
         norm = layer_norm_torch if self.normalize else (lambda x: x)
         x = states
@@ -284,6 +288,7 @@ class CrossAttentionPool(nn.Module):
     @checked(cross_attention_pool_forward)
     def forward(self, a: torch.Tensor, a_mask: torch.Tensor, b: torch.Tensor,
                 b_mask: torch.Tensor, need_weights: bool = False):
+        a, b = hide(a, a_mask[..., None]), hide(b, b_mask[..., None])  # padding may hold garbage
         if self.read == "first":  # A's tokens never attend to each other: only the first counts
             a, a_mask = a[:, :1], a_mask[:, :1]
         # BEGIN EXERCISE 7.2 implement: the cross-attention head (A attends to B, pool A) (~20 min)

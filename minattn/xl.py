@@ -37,6 +37,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from . import checks as c
 from .attention import (
     MultiHeadAttention,
     causal_mask_np,
@@ -50,24 +51,11 @@ from .attention import (
     split_heads_np,
     split_heads_torch,
 )
-from .checks import (
-    checked,
-    distance_sizes,
-    memory_inputs,
-    official_state,
-    rel_attention_call,
-    rel_attention_inputs,
-    rel_attention_sizes,
-    rel_layer_inputs,
-    vanilla_lm_call,
-    vanilla_lm_sizes,
-    xl_lm_call,
-    xl_lm_sizes,
-)
+from .checks import checked
 
 
 # ============================================================================ NumPy reference
-@checked(distance_sizes)
+@checked(n_queries="int", n_keys="int")
 def relative_distances_np(n_queries: int, n_keys: int) -> np.ndarray:
     """(Lq, Lk) int: δ_ij = (Lk − Lq) + i − j, the distance from key j back to query i.
 
@@ -77,7 +65,9 @@ def relative_distances_np(n_queries: int, n_keys: int) -> np.ndarray:
     return i - np.arange(n_keys)[None, :]
 
 
-@checked(rel_attention_inputs(np.ndarray))
+@checked(q="float (B, H, Lq, dh)", k="float (B, H, Lk, dh)", v="float (B, H, Lk, dh)",
+         r="float* (H, P, dh)", u_bias="float (H, dh)", v_bias="float (H, dh)", scale="number?",
+         rules=[c.queries_last_of_keys, c.table_covers_keys])
 def rel_attention_np(q, k, v, r, u_bias, v_bias, scale=None):
     """Relative-position causal attention, the four terms written out for every (i, j).
 
@@ -106,7 +96,7 @@ def rel_attention_np(q, k, v, r, u_bias, v_bias, scale=None):
     return weights @ v, weights
 
 
-@checked(memory_inputs)
+@checked(hidden="float* (B, L, D)", memory="float?* (B, M?, D)", mem_len="int")
 def update_memory_np(memory, hidden, mem_len: int):
     """The next memory: the last `mem_len` positions of [memory ; hidden] (B, ·, D).
 
@@ -119,7 +109,8 @@ def update_memory_np(memory, hidden, mem_len: int):
     # END EXERCISE
 
 
-@checked(rel_layer_inputs)
+@checked(x="float (B, L, D)", memory="float? (B, M?, D)", num_heads="int >= 1",
+         clamp_len="int?", rules=[c.rel_params])
 def rel_multi_head_attention_np(x, memory, params, num_heads, clamp_len=None):
     """Relative multi-head attention of one layer, the reference of `RelMultiHeadAttention`.
 
@@ -142,14 +133,16 @@ def rel_multi_head_attention_np(x, memory, params, num_heads, clamp_len=None):
 
 
 # ============================================================================ PyTorch twin
-@checked(distance_sizes)
+@checked(n_queries="int", n_keys="int")
 def relative_distances_torch(n_queries: int, n_keys: int, device=None) -> torch.Tensor:
     """Torch twin of `relative_distances_np`."""
     i = torch.arange(n_queries, device=device)[:, None] + (n_keys - n_queries)
     return i - torch.arange(n_keys, device=device)[None, :]
 
 
-@checked(rel_attention_inputs(torch.Tensor))
+@checked(q="float (B, H, Lq, dh)", k="float (B, H, Lk, dh)", v="float (B, H, Lk, dh)",
+         r="float* (H, P, dh)", u_bias="float (H, dh)", v_bias="float (H, dh)", scale="number?",
+         rules=[c.queries_last_of_keys, c.table_covers_keys])
 def rel_attention_torch(q, k, v, r, u_bias, v_bias, scale=None):
     """Torch twin of `rel_attention_np` (the explicit gather; minattn/fast/xl.py has the
     relative shift)."""
@@ -171,7 +164,7 @@ def rel_attention_torch(q, k, v, r, u_bias, v_bias, scale=None):
     return weights @ v, weights
 
 
-@checked(memory_inputs)
+@checked(hidden="float* (B, L, D)", memory="float?* (B, M?, D)", mem_len="int")
 def update_memory_torch(memory, hidden, mem_len: int):
     """Torch twin of `update_memory_np`; the result is detached: no gradient reaches it (SG)."""
     # BEGIN EXERCISE 4.2 implement: the memory update, last mem_len of [memory ; hidden] (~5 min)
@@ -196,7 +189,8 @@ class RelMultiHeadAttention(nn.Module):
     layers; here each layer has its own (see `official_to_ours`).
     """
 
-    @checked(rel_attention_sizes)
+    @checked(d_model="int >= 1", num_heads="int >= 1", max_len="int >= 1", attend="callable?",
+             rules=[c.xl_heads])
     def __init__(self, d_model: int, num_heads: int, max_len: int = 4096, attend=None):
         super().__init__()
         self.d_model, self.num_heads, self.max_len = d_model, num_heads, max_len
@@ -207,7 +201,8 @@ class RelMultiHeadAttention(nn.Module):
         self.u_bias = nn.Parameter(torch.zeros(num_heads, dh))  # u: content bias
         self.v_bias = nn.Parameter(torch.zeros(num_heads, dh))  # v: position bias
 
-    @checked(rel_attention_call)
+    @checked(x="float (B, L, D)", memory="float? (B, M?, D)", need_weights="bool",
+             clamp_len="int?", rules=[c.rel_layer_call])
     def forward(self, x, memory=None, need_weights: bool = False, clamp_len: int | None = None):
         context = x if memory is None else torch.cat([memory, x], dim=1)  # (B, M + L, D)
         q = split_heads_torch(self.q_proj(x), self.num_heads)  # (B, H, L, dh)
@@ -275,7 +270,9 @@ class TransformerXL(nn.Module):
     which trains small models without a warm-up; `pre_norm=False` is the paper's post-norm.
     """
 
-    @checked(xl_lm_sizes)
+    @checked(vocab_size="int >= 1", d_model="int >= 1", num_heads="int >= 1",
+             num_layers="int >= 1", d_ff="int? >= 1", mem_len="int", max_len="int >= 1",
+             clamp_len="int?", attend="callable?", rules=[c.xl_heads])
     def __init__(self, vocab_size: int, d_model: int = 128, num_heads: int = 4,
                  num_layers: int = 2, d_ff: int | None = None, mem_len: int = 64,
                  pre_norm: bool = True, max_len: int = 4096, clamp_len: int | None = None,
@@ -290,10 +287,14 @@ class TransformerXL(nn.Module):
         self.final_norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
         self.out_bias = nn.Parameter(torch.zeros(vocab_size))
 
-    @checked(xl_lm_call)
+    @checked(tokens="int (B, L)", mem_len="int?", need_weights="bool", clamp_len="int?",
+             stop_gradient="bool", rules=[c.xl_memories])
     def forward(self, tokens, memories=None, mem_len: int | None = None,
                 need_weights: bool = False, clamp_len: int | None = None,
                 stop_gradient: bool = True):
+        memories = [None] * len(self.layers) if memories is None else memories  # a new text
+        mem_len = self.mem_len if mem_len is None else mem_len
+        clamp_len = self.clamp_len if clamp_len is None else clamp_len
         h = self.embedding(tokens) * math.sqrt(self.d_model)  # (B, L, D)
         new_memories, all_weights = [], []
         for layer, memory in zip(self.layers, memories):
@@ -332,7 +333,8 @@ class VanillaLM(nn.Module):
     (the same call as `TransformerXL`, so one training loop serves both; memories are ignored).
     """
 
-    @checked(vanilla_lm_sizes)
+    @checked(vocab_size="int >= 1", d_model="int >= 1", num_heads="int >= 1",
+             num_layers="int >= 1", d_ff="int? >= 1", rules=[c.xl_heads])
     def __init__(self, vocab_size: int, d_model: int = 128, num_heads: int = 4,
                  num_layers: int = 2, d_ff: int | None = None):
         super().__init__()
@@ -344,7 +346,7 @@ class VanillaLM(nn.Module):
         self.final_norm = nn.LayerNorm(d_model)
         self.out_bias = nn.Parameter(torch.zeros(vocab_size))
 
-    @checked(vanilla_lm_call)
+    @checked(tokens="int (B, L)", rules=[c.lm_tokens])
     def forward(self, tokens, memories=None, mem_len=None):
         L = tokens.shape[1]
         h = self.embedding(tokens) * math.sqrt(self.d_model)
@@ -393,7 +395,7 @@ OFFICIAL_NAMES = {"dec_attn.r_net.weight": "attention.r_proj.weight",
                   "pos_ff.layer_norm.bias": "norm2.bias"}
 
 
-@checked(official_state)
+@checked(num_heads="int >= 1", rules=[c.official_state])
 def official_to_ours(state: dict, num_heads: int) -> dict:
     """Map an original-implementation state dict (see the table above) to `TransformerXL`'s.
 

@@ -913,7 +913,7 @@ qd = torch.from_numpy(R(1, 6, 4))
 bad("sparse", "choose_kernel", "n", "n = -1")(lambda: D.choose_kernel("cpu", -1))
 bad("sparse", "dense_window_attention", "q", "NaN in q")(
     lambda: D.dense_window_attention(with_value(qd, NAN, (0, 0, 0)), qd, qd, 1))
-bad("sparse", "dense_window_attention", "window w", "w = 1.5")(
+bad("sparse", "dense_window_attention", "w", "w = 1.5")(
     lambda: D.dense_window_attention(qd, qd, qd, 1.5))
 bad("sparse", "dense_block_sparse_attention", "layout", "a float layout")(
     lambda: D.dense_block_sparse_attention(qd, qd, qd, torch.ones(3, 3), 2))

@@ -278,12 +278,12 @@ def test_flex_on_the_cpu_refuses_gradients_and_bad_input():
     with pytest.raises(ValueError, match="no CPU backward"):
         flex.flex_window_attention(q, k, v, 3)
     q, k, v = (x.detach() for x in (q, k, v))
-    with pytest.raises(ValueError, match="window w must be an integer >= 0"):
+    with pytest.raises(ValueError, match="w: expected an integer >= 0"):
         flex.flex_window_attention(q, k, v, -1)
     with pytest.raises(ValueError, match=r"block layout does not fit: expected bool of shape "
                                          r"\(4, 4\)"):
         flex.flex_block_sparse_attention(q, k, v, np.ones((3, 3), bool), 8)
-    with pytest.raises(ValueError, match="one length N"):
+    with pytest.raises(ValueError, match=r"^k: expected float \(\.\.\., N, d\) with .*N = 30"):
         flex.flex_window_attention(q, k[:, :20], v[:, :20], 3)
     with pytest.raises(ValueError, match="one window per head: expected 2 windows"):
         flex.flex_multiscale_attention(q[None].expand(1, 2, 30, 8), k[None].expand(1, 2, 30, 8),

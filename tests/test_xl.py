@@ -459,7 +459,7 @@ def test_bpc_per_position_averages_to_the_streams():
 def test_bad_input():
     rng = np.random.default_rng(3)
     q, k, v, r, u, w = random_inputs(rng)
-    with pytest.raises(ValueError, match="table is too short"):
+    with pytest.raises(ValueError, match=r"^r: expected at least Lk = 9"):
         rel_attention_np(q, k, v, r[:, :8], u, w)
     with pytest.raises(ValueError, match="last Lq"):
         rel_attention_np(k, q, q, r, u, w)
@@ -467,17 +467,17 @@ def test_bad_input():
         rel_attention_torch(*map(torch.tensor, (q, k, v, r, u[:, :2], w)))
     attn = RelMultiHeadAttention(8, 2, max_len=10)
     x = torch.randn(2, 5, 8)
-    with pytest.raises(ValueError, match="memory does not fit"):
+    with pytest.raises(ValueError, match=r"^memory: .*D = 8"):
         rel_multi_head_attention_np(x.numpy(), np.zeros((2, 3, 6)), attn.numpy_params(), 2)
-    with pytest.raises(ValueError, match="memory does not fit"):
+    with pytest.raises(ValueError, match=r"^memory: .*D = 8"):
         attn(x, torch.randn(2, 3, 6))  # wrong width
-    with pytest.raises(ValueError, match="memory does not fit"):
+    with pytest.raises(ValueError, match=r"^memory: .*B = 2"):
         attn(x, torch.randn(3, 3, 8))  # wrong batch
-    with pytest.raises(ValueError, match="more positions than"):
+    with pytest.raises(ValueError, match=r"M \+ L <= max_len"):
         attn(x, torch.randn(2, 6, 8))
     with pytest.raises(ValueError, match="one memory per layer"):
         TransformerXL(11, 16, 2, 2)(torch.zeros(1, 4, dtype=torch.long), [None])
-    with pytest.raises(ValueError, match="split evenly"):
+    with pytest.raises(ValueError, match="a divisor of an even d_model"):
         RelMultiHeadAttention(10, 3)
     with pytest.raises(ValueError, match="distance < length"):
         delayed_copy(2, 8, 8, 4, torch.Generator())
@@ -565,7 +565,7 @@ def test_official_layout_converts_one_to_one():
     model.load_state_dict(official_to_ours(untied, num_heads=2))
     with pytest.raises(ValueError, match="r_w_bias"):
         official_to_ours(sd, num_heads=4)
-    with pytest.raises(ValueError, match="not an original"):
+    with pytest.raises(ValueError, match="^state: expected an original"):
         official_to_ours({"foo": 1}, num_heads=2)
 
 

@@ -12,11 +12,18 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..attention import attention_torch, causal_mask_torch  # noqa: F401 (the reference it equals)
-from ..checks import checked, fast_attention_inputs
+from .. import checks as c
+from ..attention import (  # noqa: F401 (attention_torch: the reference it equals)
+    attention_torch,
+    causal_mask_torch,
+    hide_unseen,
+)
+from ..checks import checked
 
 
-@checked(fast_attention_inputs)
+@checked(q="float* (..., Lq, d)", k="float* (..., Lk, d)", v="float* (..., Lk, dv)",
+         mask="bool? ~(..., Lq, Lk)", scale="number?", is_causal="bool",
+         rules=[c.seen_finite, c.mask_or_causal])
 def attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                          mask: torch.Tensor | None = None, scale: float | None = None,
                          is_causal: bool = False) -> torch.Tensor:
@@ -31,6 +38,7 @@ def attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     Lq positions of the Lk keys, as when a cache or memory of earlier keys is prepended.
     Give `is_causal=True` or a mask, not both.
     """
+    q, k, v = hide_unseen(q, k, v, mask)  # what the mask hides may hold garbage
     if is_causal and q.shape[-2] != k.shape[-2]:  # SDPA's own is_causal is top-left aligned
         mask, is_causal = causal_mask_torch(q.shape[-2], k.shape[-2], device=q.device), False
     if mask is None:

@@ -43,20 +43,23 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .. import checks as c
 from ..checks import (
-    block_sparse_inputs_torch,
     check_global_idx,
     check_layout,
     check_self_attention,
     check_windows,
     checked,
     fail,
-    pattern_args,
-    route_args,
     shape_str,
-    window_inputs_torch,
 )
-from ..sparse import block_mask_np, longformer_mask_np
+from ..sparse import (
+    block_mask_np,
+    global_positions,
+    hide_unseen_blocks,
+    layout_array,
+    longformer_mask_np,
+)
 from .attention import attention_fast_torch
 from .sparse import block_sparse_attention_fast_torch, window_attention_fast_torch
 
@@ -82,7 +85,8 @@ def _tile_bounds(n: int, tile: int) -> tuple[np.ndarray, np.ndarray]:
     return starts, np.minimum(starts + tile, n) - 1
 
 
-@checked(pattern_args)
+@checked(n="int >= 1", w="int", dilation="int >= 1", tile="int >= 1",
+         rules=[c.global_positions_within])
 def window_tiles_np(n: int, w: int, dilation: int = 1, causal: bool = False, global_idx=None,
                     tile: int = TILE) -> tuple[np.ndarray, np.ndarray]:
     """The tile lists of the window pattern (`longformer_mask_np`): (partial, full), (nt, nt)
@@ -102,7 +106,7 @@ def window_tiles_np(n: int, w: int, dilation: int = 1, causal: bool = False, glo
     touched = (a <= b) & (b // dilation * dilation >= a)  # a multiple of δ in [a, b]
     full = (lo >= allowed_lo) & (hi <= allowed_hi) & ((dilation == 1) | ((lo == hi)
                                                                         & (lo % dilation == 0)))
-    g = np.zeros(0, dtype=np.int64) if global_idx is None else global_idx
+    g = global_positions(global_idx)  # sorted int64, from a list too
     if g.size:  # global query rows see every key (j <= i if causal); global keys are seen by all
         g_tile = g // tile
         if causal:
@@ -118,7 +122,7 @@ def window_tiles_np(n: int, w: int, dilation: int = 1, causal: bool = False, glo
     return touched & ~full, full
 
 
-@checked(pattern_args)
+@checked(block="int >= 1", n="int >= 1", tile="int >= 1", rules=[c.layout_fits])
 def layout_tiles_np(layout, block: int, n: int, causal: bool = False,
                     tile: int = TILE) -> tuple[np.ndarray, np.ndarray]:
     """The tile lists of a block layout (blocks of `block`, `block_mask_np`), ∩ j <= i when
@@ -144,7 +148,7 @@ def layout_tiles_np(layout, block: int, n: int, causal: bool = False,
     return some & ~full, full
 
 
-@checked(pattern_args)
+@checked(n="int >= 1", tile="int >= 1", rules=[c.windows_given])
 def multiscale_tiles_np(n: int, windows, tile: int = TILE) -> tuple[np.ndarray, np.ndarray]:
     """Per-head window tile lists of a multi-scale layer: (partial, full), (H, nt, nt) bool."""
     parts = [window_tiles_np(n, w, tile=tile) for w in windows]
@@ -395,7 +399,9 @@ def _as_4d(x: torch.Tensor) -> torch.Tensor:
     return x.reshape(-1, 1, *x.shape[-2:])
 
 
-@checked(window_inputs_torch)
+@checked(q="float (..., N, d)", k="float (..., N, d)", v="float (..., N, dv)",
+         w="int", dilation="int >= 1", scale="number?", tile="int >= 1",
+         rules=[c.global_positions_of])
 def flex_window_attention(q, k, v, w: int, *, dilation: int = 1, causal: bool = False,
                           global_idx=None, scale: float | None = None, tile: int = TILE,
                           compiled: bool | None = None) -> torch.Tensor:
@@ -407,12 +413,16 @@ def flex_window_attention(q, k, v, w: int, *, dilation: int = 1, causal: bool = 
     return out.reshape(*q.shape[:-1], v.shape[-1])
 
 
-@checked(block_sparse_inputs_torch)
+@checked(q="float* (..., N, d)", k="float* (..., N, d)", v="float* (..., N, dv)",
+         block="int >= 1", scale="number?", tile="int >= 1",
+         rules=[c.layout_seen_finite])
 def flex_block_sparse_attention(q, k, v, layout, block: int, causal: bool = False,
                                 scale: float | None = None, tile: int = TILE,
                                 compiled: bool | None = None) -> torch.Tensor:
     """`block_sparse_attention_torch` through FlexAttention (same arguments and result; a
     query with no allowed key gets zeros)."""
+    layout = layout_array(layout)
+    q, k, v = hide_unseen_blocks(q, k, v, layout, block, causal)  # hidden: may hold garbage
     block_mask = layout_block_mask(layout, block, q.shape[-2], causal, q.device, tile)
     out = run_flex(_as_4d(q), _as_4d(k), _as_4d(v), block_mask, scale, compiled)
     return out.reshape(*q.shape[:-1], v.shape[-1])
@@ -461,7 +471,7 @@ def kernel_policy(policy: str):
         _policy = old
 
 
-@checked(route_args)
+@checked(n="int", d="int >= 1", dv="int? >= 1", rules=[c.route_names])
 def choose_kernel(device, n: int, dtype=torch.float32, d: int = 64, dv: int | None = None,
                   policy: str | None = None, pattern: str = "window") -> str:
     """Which kernel computes a sparse pattern over N positions: "readable", "dense" or "flex".
@@ -472,6 +482,7 @@ def choose_kernel(device, n: int, dtype=torch.float32, d: int = 64, dv: int | No
     mask, on CUDA for N < FLEX_FROM[dtype] (MULTISCALE_FLEX_FROM for pattern="multiscale"; and
     for head sizes flex does not take, up to DENSE_MAX). "flex": compiled FlexAttention.
     """
+    device = torch.device(device)  # "cuda" or "cpu" too
     policy = _policy if policy is None else policy
     if policy == "readable" or device.type != "cuda" or dtype not in FLEX_DTYPES:
         return "readable"
@@ -496,7 +507,8 @@ def _flex_or_dense(flex_route, dense_route, n: int):
         return dense_route() if dense_route is not None else None
 
 
-@checked(window_inputs_torch)
+@checked(q="float (..., N, d)", k="float (..., N, d)", v="float (..., N, dv)",
+         w="int", dilation="int >= 1", scale="number?", rules=[c.global_positions_of])
 def window_attention_routed_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                        w: int, *, dilation: int = 1, causal: bool = False,
                                        global_idx=None, scale: float | None = None
@@ -514,7 +526,8 @@ def window_attention_routed_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torc
                           lambda: dense_window_attention(q, k, v, w, **kw), q.shape[-2])
 
 
-@checked(block_sparse_inputs_torch)
+@checked(q="float* (..., N, d)", k="float* (..., N, d)", v="float* (..., N, dv)",
+         block="int >= 1", scale="number?", rules=[c.layout_seen_finite])
 def block_sparse_attention_routed_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                              layout, block: int, causal: bool = False,
                                              scale: float | None = None) -> torch.Tensor:
@@ -550,7 +563,8 @@ def _window_mask(n, w, dilation, causal, global_idx, device):
                            device=device)
 
 
-@checked(window_inputs_torch)
+@checked(q="float (..., N, d)", k="float (..., N, d)", v="float (..., N, dv)",
+         w="int", dilation="int >= 1", scale="number?", rules=[c.global_positions_of])
 def dense_window_attention(q, k, v, w: int, *, dilation: int = 1, causal: bool = False,
                            global_idx=None, scale: float | None = None) -> torch.Tensor:
     """The window pattern as one fused SDPA call with the (N, N) mask (cached per N, pattern,
@@ -571,11 +585,13 @@ def _layout_mask(layout_bytes, nb, block, n, causal, device):
     return torch.as_tensor(np.tril(mask) if causal else mask, device=device)
 
 
-@checked(block_sparse_inputs_torch)
+@checked(q="float* (..., N, d)", k="float* (..., N, d)", v="float* (..., N, dv)",
+         block="int >= 1", scale="number?", rules=[c.layout_seen_finite])
 def dense_block_sparse_attention(q, k, v, layout, block: int, causal: bool = False,
                                  scale: float | None = None) -> torch.Tensor:
     """The block layout as one fused SDPA call with the (N, N) mask (a query with no allowed
     key gets zeros)."""
+    layout = layout_array(layout)
     n = q.shape[-2]
     mask = _layout_mask(layout.tobytes(), len(layout), block, n, bool(causal), q.device)
     return attention_fast_torch(q, k, v, mask=mask, scale=scale)

@@ -62,7 +62,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..checks import band_inputs, band_plan_args, checked, multiscale_inputs
+from .. import checks as c
+from ..attention import hide_unseen
+from ..checks import checked
 from ..multiscale import multiscale_attention_np, scale_mask_torch  # noqa: F401  (its reference)
 from . import flex
 from .attention import attention_fast_torch
@@ -78,7 +80,9 @@ _FLASH_CPU_BACKWARD = getattr(torch.ops.aten,
                               "_scaled_dot_product_flash_attention_for_cpu_backward", None)
 
 
-@checked(multiscale_inputs(torch.Tensor))
+@checked(q="float* (B, H, N, d)", k="float* (B, H, N, d)", v="float* (B, H, N, dv)",
+         mask="bool? ~(B, H, N, N)", dense_below="int",
+         rules=[c.windows_per_head])
 def multiscale_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, windows,
                                     mask: torch.Tensor | None = None, n_global: int = 0,
                                     dense_below: int = DENSE_BELOW) -> torch.Tensor:
@@ -88,6 +92,7 @@ def multiscale_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.T
     (B, H, N, N); n_global leading global positions. A key-padding mask (B or 1, 1, 1, N) keeps
     the grouped path; N < dense_below, another mask or n_global > 0 take one dense masked call.
     """
+    q, k, v = hide_unseen(q, k, v, mask)  # what the mask hides may hold garbage
     n = q.shape[-2]
     key_mask = _key_padding(mask, q.shape[0], n)
     if mask is None and not n_global and n < dense_below:  # every row sees itself: none empty
@@ -112,7 +117,8 @@ def multiscale_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.T
     return out.index_select(1, inverse.to(q.device))  # back in head order
 
 
-@checked(multiscale_inputs(torch.Tensor))
+@checked(q="float* (B, H, N, d)", k="float* (B, H, N, d)", v="float* (B, H, N, dv)",
+         mask="bool? ~(B, H, N, N)", rules=[c.windows_per_head])
 def multiscale_attention_routed_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                            windows, mask: torch.Tensor | None = None,
                                            n_global: int = 0) -> torch.Tensor:
@@ -121,6 +127,7 @@ def multiscale_attention_routed_fast_torch(q: torch.Tensor, k: torch.Tensor, v: 
     `multiscale_attention_fast_torch`; "dense", one SDPA call with the (H, N, N) mask; "flex",
     one FlexAttention call with per-head window tiles (no mask or key padding only; where the
     compiler refuses it, the dense call with a warning)."""
+    q, k, v = hide_unseen(q, k, v, mask)  # what the mask hides may hold garbage
     route = flex.choose_kernel(q.device, q.shape[-2], q.dtype, q.shape[-1], v.shape[-1],
                                pattern="multiscale")
     if route == "readable":
@@ -209,7 +216,8 @@ def _fold_padding(q, k, v, key_mask):
 
 
 # ============================================================================ the band kernel
-@checked(band_inputs)
+@checked(q="float (B, G, N, d)", k="float (B, G, N, d)", v="float (B, G, N, dv)",
+         w="int >= 1", chunk="int?", rules=[c.band_kernel])
 def band_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: int,
                               chunk: int | None = None) -> torch.Tensor:
     """|i − j| <= w attention on the CPU from unmasked fused pieces (see the module docstring).
@@ -222,7 +230,7 @@ def band_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     return _BandAttention.apply(q, k, v, w, c)
 
 
-@checked(band_plan_args)
+@checked(n="int", w="int", c="int >= 1")
 def band_pieces(n: int, w: int, c: int) -> list:
     """For each query chunk: (a, m, pieces), queries a .. a + m − 1 and their key pieces
     (start, stop, kind), kind one of "all", "lower" (t <= r), "upper" (t >= r), "mask"."""

@@ -32,16 +32,16 @@ import torch.nn.functional as F
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
-from ..checks import (
-    block_sparse_inputs_torch,
-    blocked_inputs,
-    checked,
-    pattern_args,
-    unfold_inputs,
-    window_backward_inputs,
-    window_inputs_torch,
+from .. import checks as c
+from ..checks import checked
+from ..sparse import (
+    block_sparse_attention_torch,
+    diameter_np,
+    global_positions,
+    hide_unseen_blocks,
+    layout_array,
+    window_attention_torch,
 )
-from ..sparse import block_sparse_attention_torch, diameter_np, window_attention_torch
 
 
 # ============================================================================ the blocked idea
@@ -54,7 +54,7 @@ def band_np(block: int, w_left: int, w_right: int) -> np.ndarray:
     return (t >= a) & (t <= a + w_left + w_right)
 
 
-@checked(pattern_args)
+@checked(block="int >= 1", w_left="int", w_right="int")
 def band_mask_torch(block: int, w_left: int, w_right: int, device=None) -> torch.Tensor:
     """(c, c + w_left + w_right) bool: the window of each query inside its block's key span.
 
@@ -65,7 +65,7 @@ def band_mask_torch(block: int, w_left: int, w_right: int, device=None) -> torch
     return torch.from_numpy(band_np(block, w_left, w_right)).to(device)
 
 
-@checked(unfold_inputs)
+@checked(x="real (..., M, d)", block="int >= 1", w_left="int", w_right="int")
 def unfold_blocks_torch(x: torch.Tensor, block: int, w_left: int, w_right: int) -> torch.Tensor:
     """(..., M, d) -> (..., nb, c + w_left + w_right, d): block b gets rows [b·c - w_left,
     b·c + c + w_right) of x, zero rows outside 0..M-1. A view of the padded x: the blocks
@@ -76,7 +76,8 @@ def unfold_blocks_torch(x: torch.Tensor, block: int, w_left: int, w_right: int) 
     return padded.unfold(-2, block + w_left + w_right, block).transpose(-1, -2)
 
 
-@checked(blocked_inputs)
+@checked(q="float (..., N, d)", k="float (..., N, d)", v="float (..., N, dv)",
+         w_left="int", w_right="int", block="int >= 1", scale="number?")
 def blocked_window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                    w_left: int, w_right: int, block: int,
                                    scale: float | None = None) -> torch.Tensor:
@@ -102,7 +103,8 @@ def blocked_window_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Te
     return out
 
 
-@checked(window_inputs_torch)
+@checked(q="float (..., N, d)", k="float (..., N, d)", v="float (..., N, dv)",
+         w="int", block="int >= 1", scale="number?")
 def window_forward_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: int,
                          causal: bool, block: int, scale: float | None) -> torch.Tensor:
     """The core's computation: q, k (B, N, d), v (B, N, dv) -> (B, N, dv).
@@ -181,7 +183,9 @@ class WindowAttentionFunction(torch.autograd.Function):
         return (*grads, None, None, None, None, None)
 
 
-@checked(window_backward_inputs)
+@checked(q="float (B, N, d)", k="float (B, N, d)", v="float (B, N, dv)",
+         grad_out="float (B, N, dv)", w_left="int", w_right="int", c="int >= 1",
+         scale="number?", chunk_scores="int? >= 1")
 def window_attention_backward_torch(q, k, v, grad_out, w_left, w_right, c, scale,
                                     chunk_scores=CHUNK_SCORES):
     """dQ, dK, dV of the window attention over (B, N, d) tensors, a chunk of blocks at a time.
@@ -275,7 +279,8 @@ def _default_block(block, q, k, v) -> int:
     return block
 
 
-@checked(window_inputs_torch)
+@checked(q="float (..., N, d)", k="float (..., N, d)", v="float (..., N, dv)",
+         w="int", block="int? >= 1", scale="number?", chunk_scores="int? >= 1")
 def sliding_window_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                         w: int, causal: bool = False, *,
                                         block: int | None = None, scale: float | None = None,
@@ -311,7 +316,9 @@ def _to_classes(x: torch.Tensor, dilation: int) -> torch.Tensor:
     return F.pad(x, (0, 0, 0, m * dilation - n)).unflatten(-2, (m, dilation)).transpose(-2, -3)
 
 
-@checked(window_inputs_torch)
+@checked(q="float (..., N, d)", k="float (..., N, d)", v="float (..., N, dv)",
+         w="int", dilation="int >= 1", block="int? >= 1", scale="number?",
+         chunk_scores="int? >= 1")
 def dilated_window_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                         w: int, dilation: int, causal: bool = False, *,
                                         block: int | None = None, scale: float | None = None,
@@ -348,7 +355,9 @@ def dilated_window_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: tor
     return out.transpose(-2, -3).flatten(-3, -2)[..., :n, :]  # place p of class r -> r + δ·p
 
 
-@checked(window_inputs_torch)
+@checked(q="float (..., N, d)", k="float (..., N, d)", v="float (..., N, dv)",
+         w="int", dilation="int >= 1", block="int? >= 1", scale="number?",
+         rules=[c.global_positions_of])
 def global_window_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                        w: int, global_idx, dilation: int = 1,
                                        causal: bool = False, *, block: int | None = None,
@@ -362,6 +371,7 @@ def global_window_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torc
     already in a query's window is seen through the window, not twice; keys past the ends
     are masked. Then the G global queries attend to all N keys (G·N work) and replace their rows.
     """
+    global_idx = global_positions(global_idx)  # sorted int64, from a list too
     c = _default_block(block, q, k, v)
     n, device = q.shape[-2], q.device
     g = torch.as_tensor(global_idx, device=device)
@@ -406,7 +416,9 @@ def _global_blocks_mask_np(n, w, dilation, causal, c, global_idx) -> np.ndarray:
     return np.concatenate([window, seen], axis=-1) | (q_pos >= n)[..., None]
 
 
-@checked(window_inputs_torch)
+@checked(q="float (..., N, d)", k="float (..., N, d)", v="float (..., N, dv)",
+         w="int", dilation="int >= 1", scale="number?", block="int? >= 1",
+         chunk_scores="int? >= 1", rules=[c.global_positions_of])
 def window_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: int, *,
                                 dilation: int = 1, causal: bool = False, global_idx=None,
                                 scale: float | None = None, block: int | None = None,
@@ -429,7 +441,8 @@ def window_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tenso
 
 
 # ============================================================================ block-sparse
-@checked(block_sparse_inputs_torch)
+@checked(q="float* (..., N, d)", k="float* (..., N, d)", v="float* (..., N, dv)",
+         block="int >= 1", scale="number?", rules=[c.layout_seen_finite])
 def block_sparse_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, layout,
                                       block: int, causal: bool = False,
                                       scale: float | None = None) -> torch.Tensor:
@@ -442,6 +455,8 @@ def block_sparse_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch
     (for stability) and the row sum are gathered from all the tiles of the row with
     scatter_reduce / index_add, then every tile is normalised.
     """
+    layout = layout_array(layout)
+    q, k, v = hide_unseen_blocks(q, k, v, layout, block, causal)  # hidden: may hold garbage
     n, device = q.shape[-2], q.device
     nb = -(-n // block)
     layout = torch.as_tensor(layout, device=device)
@@ -477,7 +492,7 @@ def block_sparse_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch
 
 
 # ============================================================================ the graph view, fast
-@checked(pattern_args)
+@checked(mask="bool (N, N)")
 def diameter_fast_np(mask: np.ndarray) -> float:
     """`minattn.sparse.diameter_np` by breadth-first search (scipy.sparse.csgraph).
 

@@ -20,7 +20,7 @@ import math
 import torch
 
 from ..attention import MultiHeadAttention
-from ..checks import checked, fast_pool_inputs
+from ..checks import checked, fast_pool_inputs, hide
 from ..task_heads import attention_pool_np, layer_norm_torch  # noqa: F401 (the reference)
 
 
@@ -30,6 +30,7 @@ def attention_pool_fast_torch(states: torch.Tensor, mask: torch.Tensor, mha: Mul
     """Torch-only fast path of `task_heads.attention_pool_np` with one layer (`mha`), the
     first token's query: states (B, L, D), mask (B, L) bool -> z (B, D), read-out attention
     (B, H, L)."""
+    states = hide(states, mask[..., None])  # padding may hold garbage: zeroed
     B, L, D = states.shape
     H, dh = mha.num_heads, D // mha.num_heads
     n = layer_norm_torch(states) if normalize else states  # (B, L, D)

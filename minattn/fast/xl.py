@@ -24,21 +24,14 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from .. import checks as c
 from ..attention import causal_mask_np, causal_mask_torch, sinusoid_torch, softmax_np
-from ..checks import (
-    checked,
-    decoder_on_cuda,
-    decoder_prompt,
-    decoder_setup,
-    decoder_token,
-    rel_attention_inputs,
-    scores_table,
-)
+from ..checks import checked
 from ..xl import rel_attention_np, rel_attention_torch
 
 
 # ============================================================================ the relative shift
-@checked(scores_table(np.ndarray))
+@checked(scores="real (..., Lq, Lk)")
 def rel_shift_np(scores: np.ndarray) -> np.ndarray:
     """(..., Lq, Lk) with columns ordered by distance Lk−1 … 0 -> (..., Lq, Lk) with column j =
     distance (Lk − Lq) + i − j for row i (valid where that is >= 0, junk elsewhere)."""
@@ -50,7 +43,7 @@ def rel_shift_np(scores: np.ndarray) -> np.ndarray:
     # END EXERCISE
 
 
-@checked(scores_table(torch.Tensor))
+@checked(scores="real (..., Lq, Lk)")
 def rel_shift_torch(scores: torch.Tensor) -> torch.Tensor:
     """Torch twin of `rel_shift_np` (differentiable)."""
     # BEGIN EXERCISE 4.1 implement: the relative shift — pad a column, reshape, drop a row (~15 min)
@@ -61,7 +54,9 @@ def rel_shift_torch(scores: torch.Tensor) -> torch.Tensor:
     # END EXERCISE
 
 
-@checked(rel_attention_inputs(np.ndarray))
+@checked(q="float (B, H, Lq, dh)", k="float (B, H, Lk, dh)", v="float (B, H, Lk, dh)",
+         r="float* (H, P, dh)", u_bias="float (H, dh)", v_bias="float (H, dh)", scale="number?",
+         rules=[c.queries_last_of_keys, c.table_covers_keys])
 def rel_attention_fast_np(q, k, v, r, u_bias, v_bias, scale=None):
     """`rel_attention_np` with the relative shift: (a) + (c) = (q + u)ᵀ k and (b) + (d) =
     (q + v)ᵀ r, each one matrix product. Same arguments and returns (output, weights)."""
@@ -75,7 +70,9 @@ def rel_attention_fast_np(q, k, v, r, u_bias, v_bias, scale=None):
     return weights @ v, weights
 
 
-@checked(rel_attention_inputs(torch.Tensor))
+@checked(q="float (B, H, Lq, dh)", k="float (B, H, Lk, dh)", v="float (B, H, Lk, dh)",
+         r="float* (H, P, dh)", u_bias="float (H, dh)", v_bias="float (H, dh)", scale="number?",
+         rules=[c.queries_last_of_keys, c.table_covers_keys])
 def rel_attention_fast_torch(q, k, v, r, u_bias, v_bias, scale=None) -> torch.Tensor:
     """Torch fast path of `rel_attention_torch` (same arguments; returns the output only): the
     kernel `RelMultiHeadAttention(attend=rel_attention_fast_torch)` runs.
@@ -128,7 +125,7 @@ class XLDecoder:
     step(token (B, 1)) -> logits (B, 1, V): one new token.
     """
 
-    @checked(decoder_setup)
+    @checked(context="int >= 1", batch="int >= 1", rules=[c.decoder_model])
     def __init__(self, model, context: int, batch: int = 1):
         self.model, self.context, self.batch = model, context, batch
         weight = model.embedding.weight
@@ -156,7 +153,7 @@ class XLDecoder:
         self._graph = None
 
     @torch.no_grad()
-    @checked(decoder_prompt)
+    @checked(rules=[c.decoder_prompt])
     def prefill(self, tokens: torch.Tensor) -> torch.Tensor:
         """Read a prompt (B, P): the model's own call, then the keys and values of its memory
         (the last min(P, context) positions of every layer's input) fill the cache."""
@@ -174,7 +171,7 @@ class XLDecoder:
         self.t.fill_(m)
         return logits
 
-    @checked(decoder_token)
+    @checked(rules=[c.decoder_token])
     def step(self, token: torch.Tensor) -> torch.Tensor:
         """Logits (B, 1, V) of the token after `token` (B, 1), which goes into the cache."""
         if self._graph is None:
@@ -214,7 +211,7 @@ class XLDecoder:
         t.add_(1)
         return logits
 
-    @checked(decoder_on_cuda)
+    @checked(rules=[c.decoder_on_cuda])
     def capture(self) -> None:
         """Record one `step` as a CUDA graph; later steps replay it (one launch per token
         instead of one per operation). CUDA only; call after `prefill`."""
