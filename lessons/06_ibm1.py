@@ -660,7 +660,8 @@ flat = np.abs(proxy_prediction_np(perm_counts["40-of-40"])).max()
 print(f"40-of-40, a property of the data: the predicted dθ/dt is 0 for every (x, y) "
       f"(max |prediction| = {flat:.1e}), and EM stays at t = 1/40 (section 3)")
 assert flat < 1e-9
-lesson.claim("on 40-of-60 the count table gives the copy logits x -> x a head start", kind="reading",
+lesson.claim("on 40-of-60 the count table gives the copy logits x -> x a head start",
+             kind="reading",
              paper="a structured count table (Fig. 4) lets KTIW be learned (§3.3, §4.1 eq. 15)",
              test=compare(measured_rate["40-of-60"][0], measured_rate["40-of-60"][1], ">"),
              reproduced="On 40-of-60 the proxy's copy logits x -> x start moving faster than the "
