@@ -403,7 +403,7 @@ ax.axhline(CEILING, color="black", ls="--", lw=1,
            label=f"no-attention ceiling (H_40 + 1)/41 = {CEILING:.3f}")
 ax.set(xlabel="training step", ylabel="token accuracy on fresh pairs", ylim=(0, 1.02),
        title=f"Copying permutations, the authors' model (hidden {HIDDEN}, batch {BATCH}); "
-             "a run stops once learned")
+             f"a run stops once learned by step {STEPS}")
 ax.grid(alpha=0.3)
 ax.legend(loc="center right", fontsize=9)
 lesson.savefig(fig, "copy_curves")
