@@ -278,6 +278,9 @@ print("output word 1: u·h_i − Σ_j α_j u·h_j =", (gain_d - alpha_np[0, 0] @
 # within the authors' budget are lasting (an exact rate test against one half). The line below
 # the table gives the test's power for the numbers of failures the runs might give: its chance
 # of "reproduced" if three failures in four last, and of "contradicted" if one in four does.
+# With about half of the 36 runs failing, that chance is only about one half: the claim is
+# underpowered at full mode's budget, and its row says so with its power (twice the runs, to
+# double the failures, would not fit in the budget).
 
 # %%
 HIDDEN = lesson.size(full=128, smoke=16, paper=256)
