@@ -463,11 +463,11 @@ fig.colorbar(im, ax=axes, shrink=0.8, label="α_ti")
 lesson.savefig(fig, "copy_attention")
 
 # %% [markdown]
-# Read the lines above before the claims: a failed run can end well above the no-attention
-# ceiling, its accuracy still climbing, and yet put almost no weight on the right word — the
-# accuracy says that something is being learned, the attention's weight says whether it is the
-# alignment. That is why the lasting-or-late claim below is decided on the weight at the
-# horizon fixed before the run, and its power is printed before it.
+# Read the lines above before the claims: a failed run can end above the no-attention
+# ceiling, its accuracy higher than at step 200, and yet put almost no weight on the right
+# word — the accuracy says that something is being learned, the attention's weight says
+# whether it is the alignment. That is why the lasting-or-late claim below is decided on the
+# weight at the horizon fixed before the run, and its power is printed before it.
 
 # %% [markdown]
 # The claims of this section, each decided by the rule from the numbers above. "Every time"
