@@ -251,6 +251,8 @@ def test_train_copy_is_seeded_stops_when_learned_and_tracks():
     assert a == b and a["step"] == [0, 2, 4] and set(a) == {"step", "accuracy", "attention",
                                                             "probe"}
     assert run(stop_above=-1.0)["step"] == [0]  # above -1 at once: stops before training
+    assert run(stop_above=-1.0, stop_by=0)["step"] == [0]  # learned by step 0: stops there
+    assert run(stop_above=-1.0, stop_by=-1)["step"] == [0, 2, 4]  # after stop_by: trains on
     assert course.learned_at({"step": [0, 10, 20], "accuracy": [0.1, 0.96, 0.97]}) == 10
     assert not course.learned({"step": [0], "accuracy": [0.95]})  # strictly above 0.95
 

@@ -166,13 +166,16 @@ def copy_metrics(model, task: CopyTask, src, tgt_in, tgt_out, track: int = 0) ->
 
 def train_copy(model, task: CopyTask, seed: int, steps: int = 200, batch: int = 128,
                lr: float = 1e-3, eval_every: int = 10, eval_pairs: int = 50, eval_set=None,
-               stop_above: float | None = None, track: int = 0) -> dict:
+               stop_above: float | None = None, stop_by: int | None = None,
+               track: int = 0) -> dict:
     """Train `model` on `task` with Adam (no clipping), a fresh batch every step; `seed` fixes
     the batches (the model's initialisation is the caller's).
 
     Evaluates before training and every `eval_every` steps: on `eval_set` (src, tgt_in, tgt_out)
     if given (multihead.py's fixed validation set), else on `eval_pairs` fresh pairs (seq2seq.py).
-    stop_above: stop at the first evaluation whose accuracy exceeds it (the run has learned).
+    stop_above: stop at the first evaluation whose accuracy exceeds it (the run has learned);
+    stop_by: only at evaluations up to this step (a run not learned by then trains on to
+    `steps` whatever it reaches, so that every such run is measured at the same step).
     track=k: also measure attention and probe (`copy_metrics`).
     Returns {"step": [...], "accuracy": [...], and with track "attention", "probe"}.
     """
@@ -188,7 +191,8 @@ def train_copy(model, task: CopyTask, seed: int, steps: int = 200, batch: int = 
         hist["step"].append(step)
         for key, value in copy_metrics(model, task, *data, track=track).items():
             hist.setdefault(key, []).append(value)
-        return stop_above is not None and hist["accuracy"][-1] > stop_above
+        return (stop_above is not None and hist["accuracy"][-1] > stop_above
+                and (stop_by is None or step <= stop_by))
 
     if evaluate(0):
         return hist
