@@ -715,7 +715,8 @@ print(f"XL with a memory of {LONG} (4 × its training memory): {xl_long:.4f} bpc
 
 # %% [markdown]
 # Now the paper's claims on these runs. Each compares arms read on the same validation
-# streams, so the comparison is paired over the streams, and over the seeds; a claim counts
+# streams, so the comparison is paired over the streams; the relative model and XL, which
+# share each seed's start and batches, are also paired by seed (below). A claim counts
 # only runs that had stopped improving — judged on each run's last four validation checks (a
 # run whose bits per character still fall significantly over them was not finished).
 
