@@ -491,3 +491,25 @@ def test_the_gates_power_is_what_converged_does(runs, slope):
     if slope == 0:
         assert fired <= LIMIT + _slack(sims)
     assert stats.converged_power(1.0, 1.0, 4) > 0.9  # lesson-sized: four runs, 1 SD per check
+
+
+def test_closing_fires_on_a_gap_still_closing_not_on_arms_improving_together():
+    """The claim's own quantity: two arms falling together keep their gap (the gate passes,
+    though each curve alone would fail `converged`); a gap shrinking toward 0 fails it; a gap
+    widening away from the line passes; with no trend it fires at most 2.5 % of the time."""
+    from minattn.course.stats import closing
+    rng = np.random.default_rng(7)
+    steps = np.arange(8) * 100.0
+    both_fall = -0.001 * steps  # each arm still improving by 0.1 per check
+    a = [list(zip(steps, 2.0 + both_fall + rng.normal(0, 0.005, 8))) for _ in range(6)]
+    b = [list(zip(steps, 2.2 + both_fall + rng.normal(0, 0.005, 8))) for _ in range(6)]
+    assert not converged(a, lower_is_better=True).passed  # each curve: still falling
+    gap = [[(s, x - y) for (s, x), (_, y) in zip(ca, cb)] for ca, cb in zip(a, b)]
+    assert closing(gap).passed  # the gap (about -0.2) has settled
+    shrinking = [[(s, d + 0.0002 * s) for s, d in cv] for cv in gap]  # -0.2 -> -0.06: closing
+    assert not closing(shrinking).passed
+    widening = [[(s, d - 0.0002 * s) for s, d in cv] for cv in gap]
+    assert closing(widening).passed
+    fired = sum(not closing([list(zip(steps, 0.3 + rng.normal(0, 0.01, 8))) for _ in range(6)]
+                            ).passed for _ in range(2000))
+    assert fired / 2000 <= 0.025 + 3 * np.sqrt(0.025 * 0.975 / 2000)

@@ -93,7 +93,9 @@ RULE = (
     "spread of runs that differ, never a tie's, so runs tied at a ceiling decide nothing. "
     "Reproduced: the interval lies on the paper's side. Contradicted: it lies wholly on the "
     "other side. Inconclusive: it straddles the line. Not tested: a gate failed — runs still "
-    "rising (the common slope of the runs' last checks above 0 at 2.5 %), arms at a ceiling or "
+    "rising (the common slope of the runs' last checks above 0 at 2.5 %), or, for a comparison "
+    "of arms still improving together, the claim's own quantity (their difference, run by run) "
+    "moving toward its line over the last checks at 2.5 %, arms at a ceiling or "
     "floor, fallback data, a smoke run, a gate the lesson names (a busy device's budget, "
     "over-fitting), or a claim the run does not decide at all (paper scale); what the numbers "
     "alone say is shown beside it. A claim of several parts: reproduced when every part is, "
@@ -302,6 +304,24 @@ def converged(curves, last: int = 4, what: str = "runs", lower_is_better: bool =
                 f"{what} {word if rising else 'had stopped'} over their last {last} checks "
                 f"(common slope {slope * (-1 if lower_is_better else 1):+.3g} per step, "
                 f"± {se:.2g}, df {df})")
+
+
+def closing(differences, line: float = 0.0, last: int = 4, what: str = "the difference") -> Gate:
+    """The claim's own quantity has stopped moving toward its line: `differences` holds one
+    curve per run (or per seed) of the quantity the claim decides — arm A's check minus arm
+    B's at the same steps, say — and the gate fails when their common slope over the last
+    `last` checks (`converged`'s test) runs significantly toward `line` from the side the last
+    checks sit on: a gap still closing could close, or cross, with more training. Arms that
+    still improve together, keeping their gap, pass: what the claim compares has settled even
+    where each curve has not. Its power is `converged_power`'s at the slope toward the line."""
+    curves = [[(i, c) if isinstance(c, numbers.Real) else tuple(c) for i, c in enumerate(cv)]
+              for cv in differences]
+    ends = [float(cv[-1][1]) for cv in curves if cv]
+    above = float(np.mean(ends)) > line  # the side the quantity sits on now
+    gate = converged(curves, last=last, what=what, lower_is_better=above)
+    toward = "falling toward" if above else "rising toward"
+    return Gate(gate.passed, gate.reason, gate.detail.replace(
+        "still falling" if above else "still rising", f"still {toward} {line:g}"))
 
 
 def converged_power(slope: float, noise: float, runs: int, last: int = 4,
