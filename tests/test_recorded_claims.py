@@ -8,6 +8,7 @@ symmetric, so a reversal always comes out the other way and shows nothing)."""
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from minattn.course.stats import CONTRADICTED, INCONCLUSIVE, REPRODUCED, power, redecide
@@ -87,3 +88,21 @@ def test_power_tells_decided_claims_from_underpowered_ones():
     decided = [power(c["test"]).reproduced for _, _, c in CLAIMS
                if c["outcome"] == REPRODUCED and c["test"]["test"] != "all_of"]
     assert sum(x is not None and x > 0.8 for x in decided) >= 0.8 * len(decided)
+
+
+def test_lesson_04_plans_its_seeds_from_the_saved_runs_differences():
+    """Lesson 04 types the saved runs' per-seed differences (XL minus relative, bpc) to plan
+    its seed count: they are the saved records' own numbers, to the 4 decimals typed."""
+    import ast
+    import re
+
+    source = (ROOT / "lessons" / "04_xl.py").read_text()
+    typed = ast.literal_eval(re.search(r"SAVED_DIFFERENCES = (\[[^\]]*\])", source)[1])
+    saved = []
+    for name in ("cpu-full-2026-11-28", "cpu-full-2026-11-28-seed100"):
+        records = json.loads((ROOT / "benchmarks" / "results" / name / "04_xl.json").read_text())
+        records = records if isinstance(records, list) else records["claims"]
+        args = next(r for r in records if "recurrence improves" in r["claim"])["test"]["args"]
+        saved += [round(float(np.mean(np.subtract(a, b))), 4)
+                  for a, b in zip(args["a"], args["b"])]
+    assert typed == saved
