@@ -766,8 +766,10 @@ lesson.summary()
 #   paper: asymptotically).
 # * Table 2 asks of real data whether the probe of a model that never learned where to look
 #   agrees with a standard model's attention above chance, and whether a standard model's probe
-#   agrees with it more — on independent replicates, gated on converged golds and on attention
-#   that other seeds reproduce.
+#   agrees with it more — on independent replicates, as many as the spread of earlier runs
+#   asks for, gated on converged golds (a gate whose power is printed) and on attention that
+#   other seeds reproduce; and, on a line of our own, whether that probe's $\xi$ buys more than
+#   half of what training adds.
 
 # %% [markdown]
 # ## Exercises
