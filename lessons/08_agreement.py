@@ -357,10 +357,10 @@ for s, r in zip(KW_SEEDS, kw_learned):  # learned attention: knowledge first, at
 # gradient descent to learn is the keyword's own embedding, so the first signal appears at
 # position $k$ and, weaker, at the neighbours whose states have just read it: the lexical
 # picture the probe relies on (eq. 23), which the first claim tests at the first evaluation
-# with 75% held-out accuracy, one value per seed. That phase is short: within a few dozen steps
-# the keyword can go from leading nearly every sequence to leading few, so the early checks are
-# a few steps apart (the table above says at which step each seed got there, and in what share
-# of sequences the keyword then led). Under uniform attention, though, the loss
+# with 75% held-out accuracy, one value per seed. That phase can be short (the figure's middle
+# panel shows how fast the keyword's lead falls), so the early checks are a few steps apart; the
+# table above says at which step each seed got there, and in what share of sequences the keyword
+# then led. Under uniform attention, though, the loss
 # only sees the average $\bar z$: evidence is worth as much at any position, and the LSTM keeps
 # carrying it along. The states that have read the *whole* sequence, the two ends, can say
 # "there was a keyword somewhere" with the least noise. The paper, with its model, saw the last
