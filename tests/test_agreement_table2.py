@@ -141,3 +141,16 @@ def test_checkpoints_follow_the_authors_schedule():
     assert agc.checkpoints(1000, early, 250) == [0, 10, 50, 100, 150, 200, 250, 500, 750, 1000]
     assert agc.checkpoints(600, early, 250) == [0, 10, 50, 100, 150, 200, 250, 500, 600]
     assert agc.checkpoints(20, early, 10) == [0, 10, 20]
+
+
+def test_check_noise_is_the_scatter_about_each_runs_own_line():
+    # a wiggle orthogonal to a constant and a line stays whole in the residuals: SS 4e² per run
+    steps, e = [100, 200, 300, 400], 0.03
+    curves = [[(s, level + slope * s + e * w) for s, w in zip(steps, (1, -1, -1, 1))]
+              for level, slope in [(0.5, 1e-4), (0.7, -2e-4), (0.2, 0.0)]]
+    assert agc.check_noise(curves, 4) == pytest.approx(e * math.sqrt(2), rel=1e-9)
+    # only the last checks count: an earlier jump changes nothing
+    assert agc.check_noise([[(0, 9.0), *c] for c in curves], 4) == pytest.approx(e * math.sqrt(2))
+    assert agc.check_noise([[(s, 0.3 + 1e-3 * s) for s in steps]], 4) == pytest.approx(0, abs=1e-9)
+    with pytest.raises(ValueError):
+        agc.check_noise([[(0, 1.0), (1, 2.0)]], 4)

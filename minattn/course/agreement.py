@@ -13,6 +13,7 @@ gradient clipping, evaluations at steps 0, 10, 50, 100, 150, 200, 250 and then e
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Iterator
@@ -134,6 +135,23 @@ def checkpoints(steps: int, early, every: int) -> list[int]:
     """The authors' evaluation schedule: the `early` steps, then every `every` steps, the last."""
     steps, every = check_size("steps", steps, 1), check_size("every", every, 1)
     return sorted({s for s in early if s <= steps} | set(range(every, steps + 1, every)) | {steps})
+
+
+def check_noise(curves, last: int) -> float:
+    """How far a run's checks scatter about its own straight line over its last `last` checks:
+    the residual standard deviation, pooled over the runs (sum of last - 2 degrees of freedom),
+    the `noise` that `stats.converged_power` takes. curves: per run, a sequence of (step, value)
+    pairs."""
+    ss, df = 0.0, 0
+    for curve in curves:
+        x, y = np.asarray(list(curve)[-last:], dtype=float).T
+        if len(x) < 3:
+            fail("check_noise", "at least 3 checks per run", f"{len(x)}")
+        ss += float(((y - np.polyval(np.polyfit(x, y, 1), x)) ** 2).sum())
+        df += len(x) - 2
+    if df == 0:
+        fail("check_noise", "at least one curve", "none")
+    return math.sqrt(ss / df)
 
 
 def length_batches_forever(lengths, size: int, seed: int) -> Iterator[torch.Tensor]:
