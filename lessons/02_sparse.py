@@ -445,8 +445,8 @@ assert heard["window w=16"][1] == 0 and heard["window w=15 + global"][1] == N_SE
 # paths run through scattered blocks, also gets `LONGER` times as many. Only the first seed is
 # evaluated along the way (for the curves); every run at the end of its budget, on a held-out
 # set of 1,024 sequences fixed before the run (printed above with the number of wrong answers
-# a run may have and still reach the 0.99 line): on 256, "reached 0.99" meant at most 2 wrong,
-# and one or two sequences decided which runs counted. Held-out sequences cost evaluation only,
+# a run may have and still reach the 0.99 line): on a set of 256, 0.99 would allow 2 wrong, and
+# one or two sequences would decide which runs count. Held-out sequences cost evaluation only,
 # no training.
 
 # %%
