@@ -360,11 +360,20 @@ lesson.savefig(fig, "sinusoids")
 # the table. A third model learns its own table of positions, as the paper also tried: Table 3,
 # row (E), with "nearly identical results" (§3.5) — a statement about final *quality*, so we
 # test it on held-out accuracy after the same budget, by an equivalence test whose tolerance,
-# one point of accuracy, is fixed here, before the run. Runs that end at the same accuracy tie
-# only to its resolution (one prediction in all of them), not exactly.
+# one point of accuracy, is fixed here, before the run. An equivalence test needs a task hard
+# enough to separate the two tables: where both end at perfect accuracy, the task, not the
+# positions, sets the score, and "the same" could not have come out otherwise. So the claim has a
+# ceiling gate, also fixed here: when both arms' mean accuracy lies within a tenth of the
+# tolerance of 1, it is *not tested (ceiling)*. (A narrower model does not escape it: in a
+# probe at d_model = 8, three runs per table, every run ended within two wrong held-out
+# predictions of perfect accuracy after 3,000 steps; its numbers are in
+# benchmarks/results/cpu-full-2026-11-29-issue44/README.md.) Every part is decided on the runs'
+# own spread: the evaluation's resolution, one prediction, floors measurement noise, not the
+# spread of trained runs, so it is not passed to the tests.
 
 # %%
 from minattn.course.attention import reversal, steps_to, train_reversal
+from minattn.course.stats import off_ceiling
 
 show(att.PositionReader)
 N_REV, N_SYMBOLS, TARGET = lesson.size(full=16, smoke=8), 32, 0.99
@@ -375,8 +384,9 @@ ARMS = {"none": ("none", REV_SEEDS[:lesson.size(full=3, smoke=2)]),
 rev_floor = 1 / (N_REV - 1)
 rev_held_out = reversal(lesson.size(full=1024, smoke=128), N_REV, N_SYMBOLS,
                         torch.Generator().manual_seed(lesson.seed(10_000)), lesson.device)
-rev_items = rev_held_out[1].numel()  # held-out predictions: the accuracy's resolution is 1/items
-res = 1 / rev_items
+rev_items = rev_held_out[1].numel()  # held-out predictions
+SAME_TOLERANCE = 0.01  # "nearly the same": within one point of accuracy
+CEILING_MARGIN = SAME_TOLERANCE / 10  # both arms this close to 1: the task cannot separate them
 rev_runs = {arm: [train_reversal(pos, seed, rev_held_out, n_symbols=N_SYMBOLS, steps=REV_STEPS,
                                  eval_every=EVAL_EVERY, init_std=0.02, device=lesson.device)
                   for seed in seeds] for arm, (pos, seeds) in ARMS.items()}
@@ -388,8 +398,8 @@ show_table([{"positions": arm, "runs": len(a), "final accuracy, mean": f"{np.mea
            ["positions", "runs", "final accuracy, mean", "lowest run"])
 curves = [list(zip(h["accuracy_step"], h["accuracy"])) for arm in ("learned", "sinusoid")
           for _, h in rev_runs[arm]]
-order = {"sinusoids beat none": compare(acc["sinusoid"], acc["none"], ">", resolution=res),
-         "none is order-blind": same(acc["none"], rev_floor, 0.01, resolution=res)}
+order = {"sinusoids beat none": compare(acc["sinusoid"], acc["none"], ">"),
+         "none is order-blind": same(acc["none"], rev_floor, 0.01)}
 lesson.claim("attention needs position information to use the order of a sequence",
              paper="'we must inject some information about the ... position of the tokens' "
              "(Vaswani et al. 2017, §3.5)", test=all_of(order), why="every answer needs order",
@@ -398,15 +408,19 @@ lesson.claim("attention needs position information to use the order of a sequenc
 lesson.claim("learned positional embeddings reach nearly the same quality as sinusoids",
              paper="dev BLEU 25.7 learned vs 25.8 sinusoids, perplexity 4.92 both (Vaswani et al. "
              "2017, Table 3, row E)", why=f"reversal, not translation; quality = held-out accuracy "
-             f"after {REV_STEPS} steps; 'nearly the same' = within 0.01, fixed before the run",
-             test=same(acc["learned"], acc["sinusoid"], 0.01, resolution=res,
-                       gates=[converged(curves)]),
+             f"after {REV_STEPS} steps; 'nearly the same' = within {SAME_TOLERANCE}, and the "
+             f"ceiling = both arms within {CEILING_MARGIN:g} of 1, fixed before the run",
+             test=same(acc["learned"], acc["sinusoid"], SAME_TOLERANCE,
+                       gates=[converged(curves), off_ceiling(acc["learned"], acc["sinusoid"],
+                                                             top=1.0, margin=CEILING_MARGIN)]),
              reproduced="The learned table (init std 0.02) ends as accurate as the sinusoids.",
              contradicted="The learned table and the sinusoids end more than a point apart.")
 
 # %% [markdown]
-# **Our own finding: how fast each table learns.** The paper compares quality, not speed. Speed
-# depends on how the learned table starts. The `PositionReader` above starts it at
+# **Our own finding: how fast each table learns.** In full mode both tables end at the task's
+# ceiling (the table above), so the row above leaves the paper's quality claim not tested; what
+# this task does tell apart is speed, which the paper does not compare. Speed depends on how
+# the learned table starts. The `PositionReader` above starts it at
 # $\mathcal N(0, 0.02^2)$, the initialisation of GPT-2 and BERT, while the token embeddings it is
 # added to start at $\mathcal N(0, 1)$ and the sinusoids' entries have a root mean square of
 # $1/\sqrt 2$. Two more learned arms start at std 0.2 and at the sinusoids' own scale; they stop

@@ -110,8 +110,9 @@ def steps_to(history: History, target: float, key: str = "accuracy") -> int | No
 
 def train_reversal(positions: str, seed: int, held_out, *, n_symbols: int, steps: int,
                    eval_every: int, init_std: float = 0.02, stop_at: float | None = None,
-                   batch_size: int = 128, lr: float = 3e-3, device="cpu"):
-    """One `PositionReader` trained on fresh reversal batches of the held-out set's length N.
+                   d_model: int = 64, batch_size: int = 128, lr: float = 3e-3, device="cpu"):
+    """One `PositionReader` of width d_model trained on fresh reversal batches of the held-out
+    set's length N.
 
     held_out: (tokens, targets) (B, N) from `reversal`, on `device`. The seed fixes the
     initialisation and the training batches; init_std is the learned table's. stop_at: end the
@@ -121,7 +122,7 @@ def train_reversal(positions: str, seed: int, held_out, *, n_symbols: int, steps
     steps, eval_every = check_size("steps", steps, 1), check_size("eval_every", eval_every, 1)
     n = tokens.shape[1]
     set_seed(seed)
-    model = PositionReader(n_symbols, n, positions, init_std=init_std).to(device)
+    model = PositionReader(n_symbols, n, positions, d_model=d_model, init_std=init_std).to(device)
     gen = torch.Generator().manual_seed(seed)
 
     def evaluate():
