@@ -1594,220 +1594,116 @@ def model_pair(self, a, a_mask, b, b_mask, need_weights=False) -> None:
 
 
 # ============================================================ agreement (lesson 08)
-# (the checks of minattn/agreement.py go here)
-def _agreement_mask(name: str, mask, like, shape) -> None:
-    """mask None or a bool array of `like`'s library and exactly `shape` (True = real)."""
-    if mask is None:
-        return
-    if not isinstance(mask, like) or tuple(mask.shape) != tuple(shape) \
-            or mask.dtype not in (bool, np.bool_, torch.bool):
-        fail(name, f"bool of shape {shape_str(shape)} (True = real token)", describe(mask))
-
-
-def classifier_inputs(h, W, b, v, w, b0, mask=None, uniform=False) -> None:
-    """h (B, N, H), W (H', H), b (H',), v (H',), w (H,), b0 a number, mask (B, N) bool; one
-    library, dtype and device; the padded states may hold anything (the body sets them to
-    0)."""
-    like = torch.Tensor if isinstance(h, torch.Tensor) else np.ndarray
-    check_array("h", h, "float", ndim=3, like=like, hint="(B, N, H)")
-    arrays = dict(h=h, W=W, b=b, v=v, w=w)
-    for name, a in arrays.items():
-        check_array(name, a, "float", like=like)
-    H = h.shape[-1]
-    if W.ndim != 2 or W.shape[1] != H or tuple(b.shape) != (W.shape[0],) or \
-            tuple(v.shape) != (W.shape[0],) or tuple(w.shape) != (H,):
-        fail("W", f"W (H', H = {H}), b (H',), v (H',), w (H,)",
-             ", ".join(f"{n} {shape_str(a.shape)}" for n, a in arrays.items()))
+# The rules of minattn/agreement.py that its specs cannot say.
+def b0_number(b0) -> None:
+    """A read-out bias: a number, or a 0-d tensor (a module's bias, not read here)."""
     if not (isinstance(b0, torch.Tensor) and b0.ndim == 0):
         check_number("b0", b0)
-    _agreement_mask("mask", mask, like, h.shape[:2])
-    check_same_dtype(**arrays)
-    check_same_device(mask=mask, **arrays)
-    check_finite("h", h, where=None if mask is None else mask[..., None])
-    for name, a in list(arrays.items())[1:]:
-        check_finite(name, a)
 
 
-def classifier_probe_inputs(h, w, b0, labels) -> None:
-    """h (B, N, H), w (H,), b0 a number, labels (B,) of h's library."""
-    like = torch.Tensor if isinstance(h, torch.Tensor) else np.ndarray
-    check_array("h", h, "float", ndim=3, like=like, hint="(B, N, H)")
-    check_array("w", w, "float", ndim=1, like=like, hint=f"({h.shape[-1]},)")
-    labels = np.asarray(labels) if like is np.ndarray else labels
-    check_array("labels", labels, None, ndim=1, like=like, hint=f"({h.shape[0]},)")
-    if labels.shape[0] != h.shape[0] or w.shape[0] != h.shape[-1]:
-        fail("labels", f"({h.shape[0]},) labels and w ({h.shape[-1]},)",
-             f"labels {shape_str(labels.shape)}, w {shape_str(w.shape)}")
-    if not (isinstance(b0, torch.Tensor) and b0.ndim == 0):
-        check_number("b0", b0)
-    check_same_dtype(h=h, w=w)
-    check_same_device(h=h, w=w, labels=labels)
-    check_finite("h", h)
-    check_finite("w", w)
-
-
-def agreement_inputs(a, b, mask=None) -> None:
-    """a, b (..., N) of one shape, library and device (NumPy: anything np.asarray turns into
-    floats); mask None or bool broadcastable to them, with at least one real position per row;
-    a and b finite on the real positions."""
-    like = torch.Tensor if isinstance(a, torch.Tensor) else np.ndarray
-    if like is np.ndarray:
-        a, b = np.asarray(a, float), np.asarray(b, float)
-        mask = None if mask is None else np.asarray(mask)
-    check_array("a", a, None, like=like)
-    check_array("b", b, None, like=like)
-    if a.shape != b.shape or a.ndim < 1:
-        fail("agreement needs two score arrays of one shape", "a, b (..., N)",
-             f"{shape_str(a.shape)} and {shape_str(b.shape)}")
-    check_same_device(a=a, b=b, mask=mask)
-    if mask is None:
-        mask = torch.ones_like(a, dtype=torch.bool) if like is torch.Tensor else \
-            np.ones(a.shape, bool)
-    else:
-        check_array("mask", mask, "bool", like=like, hint="(..., N), True = real position")
-        try:
-            mask = mask.expand(a.shape) if like is torch.Tensor else np.broadcast_to(mask, a.shape)
-        except (RuntimeError, ValueError):
-            fail("mask", f"a bool mask broadcastable to {shape_str(a.shape)}", describe(mask))
-    if a.shape[-1] == 0 or not bool(mask.any(-1).all()):
-        fail("mask", "at least one real position in every row", "a row with none")
+def real_position_per_row(a, b, mask=None) -> None:
+    """At least one real position in every row; a and b finite there."""
+    if mask is not None:
+        mask = mask.expand(a.shape) if isinstance(a, torch.Tensor) else \
+            np.broadcast_to(mask, a.shape)
+        if not bool(mask.any(-1).all()):
+            fail("mask", "at least one real position in every row", "a row with none")
     check_finite("a", a, where=mask)
     check_finite("b", b, where=mask)
 
 
-def agreement_baseline_inputs(lengths) -> None:
+def score_rows(a, b, mask=None) -> None:
+    """`agreement_np`: a, b anything np.asarray turns into floats (..., N) of one shape, mask
+    None or bool broadcastable to them; then `real_position_per_row`."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.shape != b.shape or a.ndim < 1 or a.shape[-1] == 0:
+        fail("b", f"scores (..., N) of a's shape {shape_str(a.shape)}", describe(b))
+    if mask is not None and (not is_bool_dtype(mask) or not broadcast_ok(np.shape(mask), a.shape)):
+        fail("mask", f"bool broadcastable to {shape_str(a.shape)} (True = real position)",
+             describe(mask))
+    real_position_per_row(a, b, None if mask is None else np.asarray(mask))
+
+
+def lengths_at_least_one(lengths) -> None:
     """A non-empty list of integer lengths >= 1."""
     n = np.asarray(lengths)
     if n.size == 0 or n.dtype.kind not in "iu" or (n < 1).any():
-        fail("agreement baseline lengths", "a non-empty list of integer lengths >= 1",
-             repr(lengths))
+        fail("lengths", "a non-empty list of integer lengths >= 1", repr(lengths))
 
 
-def xi_curve_inputs(agreements, performances, threshold) -> None:
-    """Two non-empty lists of numbers of one length, and a number."""
+def curves_of_one_length(agreements, performances) -> None:
+    """Two non-empty lists of numbers of one length."""
     if len(agreements) != len(performances) or not len(agreements):
-        fail("contextualized agreement curves", "two non-empty lists of one length",
-             f"{len(agreements)} and {len(performances)}")
+        fail("performances", "a non-empty list as long as agreements (the two curves)",
+             f"{len(performances)} values for {len(agreements)} agreements")
     for name, values in (("agreements", agreements), ("performances", performances)):
         for value in values:
             check_number(name, value)
-    check_number("threshold", threshold)
 
 
-def _agreement_masks(M: int, T: int, N: int, key_mask, row_mask):
-    """(key_mask (M, T, N), row_mask (M, T)) from key_mask (M, N) or (M, T, N) and row_mask
-    (M, T) (None: every position, every row); at least one counted row."""
+def _counted_masks(M: int, T: int, N: int, key_mask, row_mask) -> None:
+    """key_mask (M, N) or (M, T, N) and row_mask (M, T) bool (None: every position, every
+    row); at least one counted row."""
     keys = np.ones((M, N), bool) if key_mask is None else np.asarray(key_mask)
     rows = np.ones((M, T), bool) if row_mask is None else np.asarray(row_mask)
     keys = keys[:, None, :] if keys.ndim == 2 else keys
     if keys.dtype != bool or rows.dtype != bool or keys.shape not in ((M, T, N), (M, 1, N)) \
             or rows.shape != (M, T) or not rows.any():
-        fail("agreement masks", f"bool key_mask (M, N) or (M, T, N) and row_mask (M, T) with "
-             f"M, T, N = {M}, {T}, {N} and at least one counted row",
+        fail("key_mask, row_mask", f"bool key_mask (M, N) or (M, T, N) and row_mask (M, T) "
+             f"with M, T, N = {M}, {T}, {N} and at least one counted row",
              f"{describe(key_mask)} and {describe(row_mask)}")
-    return np.broadcast_to(keys, (M, T, N)), rows
 
 
-def mean_agreement_inputs(a, b, key_mask=None, row_mask=None) -> None:
-    """a, b (..., M, T, N) of one shape; the masks as `_agreement_masks` takes them."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    if a.shape != b.shape or a.ndim < 3:
-        fail("mean agreement needs two score arrays of one shape", "a, b (..., M, T, N)",
-             f"{shape_str(a.shape)} and {shape_str(b.shape)}")
-    _agreement_masks(*a.shape[-3:], key_mask, row_mask)
+def counted_masks_fit(a, key_mask=None, row_mask=None) -> None:
+    """`mean_agreement_np`: the masks fit a (..., M, T, N) (`_counted_masks`)."""
+    _counted_masks(*a.shape[-3:], key_mask, row_mask)
 
 
-def random_baseline_inputs(key_mask, row_mask=None) -> None:
+def counted_keys(key_mask, row_mask=None) -> None:
     """key_mask (M, N) or (M, T, N) bool, row_mask (M, T) bool (None: one row per example)."""
     keys = np.asarray(key_mask)
     if keys.ndim not in (2, 3):
         fail("key_mask", "a bool array (M, N) or (M, T, N)", describe(key_mask))
     M, N = keys.shape[0], keys.shape[-1]
     T = keys.shape[1] if keys.ndim == 3 else 1 if row_mask is None else np.shape(row_mask)[-1]
-    _agreement_masks(M, T, N, key_mask, row_mask)
+    _counted_masks(M, T, N, key_mask, row_mask)
 
 
-def agreement_row_inputs(gold, others, uniform, key_mask=None, row_mask=None) -> None:
+def runs_of_one_shape(gold, others, uniform, key_mask=None, row_mask=None) -> None:
     """Runs (dicts of "alpha", "beta" (C, M, T, N) and "perf" (C,)) of one shape, at least
-    one re-seeded run; the masks as `_agreement_masks` takes them."""
+    one re-seeded run in others; the masks as `_counted_masks` takes them."""
     if not others:
-        fail("agreement_row_np others", "at least one re-seeded standard run", "none")
+        fail("others", "at least one re-seeded standard run", "none")
     shape, C = np.shape(gold["alpha"]), len(gold["perf"])
     for run in [gold, *others, uniform]:
         if np.shape(run["alpha"]) != shape or np.shape(run["beta"]) != shape or \
                 len(run["perf"]) != C or len(shape) != 4 or shape[0] != C:
-            fail("agreement_row_np runs", f"alpha and beta (C, M, T, N) = {shape_str(shape)} "
-                 f"and perf ({C},) in every run", f"alpha {shape_str(np.shape(run['alpha']))}, "
+            fail("others", f"runs with alpha and beta (C, M, T, N) = {shape_str(shape)} "
+                 f"and perf ({C},), as gold", f"alpha {shape_str(np.shape(run['alpha']))}, "
                  f"beta {shape_str(np.shape(run['beta']))}, perf ({len(run['perf'])},)")
-    _agreement_masks(*shape[1:], key_mask, row_mask)
+    _counted_masks(*shape[1:], key_mask, row_mask)
 
 
-def classifier_sizes(self, n_vocab, hidden=64, embed=None, attn_hidden=None,
-                     uniform=False) -> None:
-    """Sizes >= 1 (embed and attn_hidden default to hidden)."""
-    check_size("n_vocab", n_vocab, 1), check_size("hidden", hidden, 1)
-    for name, value in (("embed", embed), ("attn_hidden", attn_hidden)):
-        if value is not None:
-            check_size(name, value, 1)
-
-
-def classifier_module_inputs(self, x, mask=None) -> None:
-    """x (B, N) token ids inside the vocabulary, on the model's device; mask (B, N) bool, True
-    on a prefix of each row (padding at the end), or None (every token real)."""
-    if x.ndim != 2:
-        fail("AttentionClassifier input", "token ids (B, N)", shape_str(x.shape))
-    check_array("x", x, "int", like=torch.Tensor, hint="(B, N) token ids")
+def prefix_mask(self, x, mask=None) -> None:
+    """`AttentionClassifier.states`: ids inside the vocabulary, on the model's device; a mask
+    True on a prefix of each row (padding at the end)."""
     check_ids("x", x, self.embed.num_embeddings)
     check_same_device(x=x, weights=self.readout.weight)
-    B, N = x.shape
-    prefix = torch.arange(N, device=x.device).expand(B, N)
-    if mask is None:
-        return
-    if not isinstance(mask, torch.Tensor) or tuple(mask.shape) != (B, N) \
-            or mask.dtype != torch.bool or mask.device != x.device \
-            or not torch.equal(mask, prefix < mask.sum(1, keepdim=True)):
-        fail("AttentionClassifier mask", f"bool {shape_str((B, N))} on {x.device}, True on a "
-             "prefix of each row (padding at the end)", describe(mask))
+    if mask is not None and not torch.equal(
+            mask, torch.arange(x.shape[1], device=x.device) < mask.sum(1, keepdim=True)):
+        fail("mask", "True on a prefix of each row (padding at the end)", describe(mask))
 
 
-def translator_sizes(self, n_src, n_tgt, hidden=256, embed=None, heads=1, uniform=False) -> None:
-    """Sizes >= 1 (embed defaults to hidden)."""
-    sizes = dict(n_src=n_src, n_tgt=n_tgt, hidden=hidden, heads=heads)
-    if any(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v < 1
-           for v in sizes.values()):
-        fail("Seq2SeqAttention sizes", "positive n_src, n_tgt, hidden, heads",
-             ", ".join(str(v) for v in sizes.values()))
-    for name, value in sizes.items():
-        check_size(name, value, 1)
-    if embed is not None:
-        check_size("embed", embed, 1)
-
-
-def translator_inputs(self, src, tgt_in) -> None:
-    """src (B, N) and tgt_in (B, T): ids inside their vocabularies, on the model's device."""
-    if src.ndim != 2 or tgt_in.ndim != 2 or src.shape[0] != tgt_in.shape[0]:
-        fail("Seq2SeqAttention inputs", "src (B, N) and tgt_in (B, T) token ids",
-             f"{shape_str(src.shape)} and {shape_str(tgt_in.shape)}")
+def translator_ids(self, src, tgt_in) -> None:
+    """src and tgt_in inside their vocabularies, on the model's device."""
     for name, ids, table in (("src", src, self.src_embed), ("tgt_in", tgt_in, self.tgt_embed)):
-        check_array(name, ids, "int", like=torch.Tensor, hint="token ids")
         check_ids(name, ids, table.num_embeddings)
-    check_same_device(src=src, tgt_in=tgt_in, weights=self.W_a)
+    check_same_device(src=src, weights=self.W_a)
 
 
-def translator_mask_inputs(self, src, tgt_in, src_mask=None) -> None:
-    """The source mask: None or (B, N) bool on src's device (True = real token)."""
-    if isinstance(src, torch.Tensor) and src.ndim == 2:
-        _agreement_mask("src_mask", src_mask, torch.Tensor, src.shape)
-        check_same_device(src=src, src_mask=src_mask)
-
-
-def translator_probe_inputs(self, src, tgt_in, tgt_out) -> None:
-    """tgt_out (B, T) ids of the output vocabulary, of tgt_in's shape."""
-    check_array("tgt_out", tgt_out, "int", like=torch.Tensor, hint="(B, T) ids")
-    if tuple(tgt_out.shape) != tuple(tgt_in.shape):
-        fail("tgt_out", f"shape (B, T) = {shape_str(tgt_in.shape)}", describe(tgt_out))
+def output_ids(self, tgt_out) -> None:
+    """tgt_out inside the output vocabulary."""
     check_ids("tgt_out", tgt_out, self.out.out_features, "the output vocabulary")
-
 
 
 # ============================================================ encoder (lesson 03, 07)
