@@ -1409,188 +1409,85 @@ def sparse_top_inputs(t, indexed, x, k) -> None:
 
 
 # ============================================================ task_heads (lesson 07)
-# Token states (B, L, D) of a frozen encoder, right-padded (mask (B, L) bool, True on real
-# tokens), every sentence with its first token ([CLS]) real. What padding holds never counts:
-# the checks that replace arguments return the states with their padding set to 0.
-def check_token_states(states, mask, name: str = "states", mask_name: str = "mask",
-                       like=None) -> None:
-    """states (B, L, D) float, mask (B, L) bool, right-padded (1…1 0…0), with at least one real
-    token (the first); one library and device; the real tokens' states finite (padding may
-    hold anything: the heads select it away). like: np.ndarray or torch.Tensor (default:
-    whichever `states` is)."""
-    like = like or (torch.Tensor if isinstance(states, torch.Tensor) else np.ndarray)
-    check_array(name, states, "float", hint="(B, L, D)", like=like)
-    if states.ndim != 3 or 0 in states.shape:
-        fail(f"{name} have the wrong shape", "(B, L, D) with B, L, D > 0", shape_str(states.shape))
-    if not isinstance(mask, like):
-        fail(mask_name, f"a {'torch' if like is torch.Tensor else 'NumPy'} bool mask like "
-             f"{name}", describe(mask))
-    if tuple(mask.shape) != tuple(states.shape[:2]):
-        fail(f"the mask of {name} does not fit ({mask_name})",
-             f"mask {shape_str(states.shape[:2])} bool", f"mask {shape_str(mask.shape)}")
-    if mask.dtype not in (np.bool_, torch.bool):
-        fail(f"the mask of {name} must be boolean (True = real token; {mask_name})",
-             "dtype bool", f"dtype {mask.dtype}")
-    check_same_device(**{name: states, mask_name: mask})
+# The rules of minattn/task_heads.py and minattn/fast/task_heads.py that their specs cannot
+# say. Token states (B, L, D) of a frozen encoder come right-padded (mask (B, L) bool, True on
+# real tokens), every sentence with its first token ([CLS]) real; what padding holds never
+# counts: the heads select it away.
+def _right_padded(name: str, states, mask_name: str, mask) -> None:
+    """mask right-padded (1…1 0…0) with its first token real; states finite where it is."""
     if not bool(mask[:, 0].all()):
-        fail(f"every sentence of {name} needs its first token ({mask_name})",
-             "mask[:, 0] all True", "a row whose first token is padding")
+        fail(mask_name, f"every sentence of {name} with its first token real (mask[:, 0] all "
+             "True)", "a row whose first token is padding")
     if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
-        fail(f"{mask_name} must be right-padded", "each row 1…1 0…0 (real tokens first)",
+        fail(mask_name, "right-padded rows 1…1 0…0 (real tokens first)",
              "a row with padding before a real token")
     check_finite(name, states, where=mask[..., None])
 
 
-def pool_np(states, mask) -> None:
-    """`cls_pool_np`, `mean_pool_np`: NumPy token states and their mask."""
-    check_token_states(states, mask, like=np.ndarray)
+def right_padded(states, mask) -> None:
+    """Token states and their mask (see above)."""
+    _right_padded("states", states, "mask", mask)
 
 
-def pool_torch(states, mask) -> None:
-    """`cls_pool_torch`, `mean_pool_torch`: torch token states and their mask."""
-    check_token_states(states, mask, like=torch.Tensor)
+def pair_right_padded(a, a_mask, b, b_mask) -> None:
+    """Sentences A and B of each pair (see above)."""
+    _right_padded("a", a, "a_mask", a_mask)
+    _right_padded("b", b, "b_mask", b_mask)
 
 
-def layer_norm_inputs(x, eps) -> None:
-    """x (..., D) float and finite, D >= 1; eps > 0 (a constant row has variance 0)."""
-    check_array("x", x, "float", min_ndim=1, hint="(..., D)")
-    if x.shape[-1] == 0:
-        fail("x", "at least one feature to normalise", describe(x))
-    check_finite("x", x)
-    check_number("eps", eps, above=0)
+_TOKEN_STATES = Contract(dict(states="float* (B, L, D)", mask="bool (B, L)"), [right_padded], None)
 
 
-def attention_pool_inputs(states, mask, layers, num_heads, normalize=True, query=None) -> None:
-    """`attention_pool_np`: NumPy token states, a non-empty list of layer parameters, and an
-    optional query (D,); the padding may hold anything (the body sets it to 0)."""
-    check_token_states(states, mask, like=np.ndarray)
+def check_token_states(states, mask) -> None:
+    """states (B, L, D) float and mask (B, L) bool, right-padded (`right_padded`)."""
+    _TOKEN_STATES(states=states, mask=mask)
+
+
+def layers_given(layers) -> None:
+    """`attention_pool_np`, `cross_attention_pool_np`: a non-empty list of layer parameters."""
     if not layers or not isinstance(layers, (list, tuple)):
-        fail("layers: attention_pool needs at least one layer", "a non-empty list of params",
-             describe(layers))
-    if query is not None and (not isinstance(query, np.ndarray) or query.shape
-                              != states.shape[-1:]):
-        fail("query", f"a NumPy vector ({states.shape[-1]},)", describe(query))
+        fail("layers", "a non-empty list of layer params (at least one layer)", describe(layers))
 
 
-def check_pair(a, a_mask, b, b_mask) -> None:
-    """Sentences A and B of each pair: token states of the same batch size, width and dtype."""
-    check_token_states(a, a_mask, "sentences A (a)", "a_mask")
-    check_token_states(b, b_mask, "sentences B (b)", "b_mask")
-    if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[2]:
-        fail("a pair batch needs as many A as B sentences, of the same width",
-             f"b of shape ({a.shape[0]}, Lb, {a.shape[2]})", f"{shape_str(b.shape)}")
-    check_same_dtype(a=a, b=b)
-    check_same_device(a=a, b=b)
+def two_or_more(pred) -> None:
+    """A correlation needs at least two values."""
+    if pred.shape[0] < 2:
+        fail("pred", "at least 2 values (a correlation)", describe(pred))
 
 
-def check_read(read) -> None:
-    if read not in ("mean", "first"):
-        fail("read: unknown read-out of the cross-attention head", "'mean' or 'first'",
-             repr(read))
-
-
-def cross_attention_pool_inputs(a, a_mask, b, b_mask, layers, num_heads, read="mean") -> None:
-    """`cross_attention_pool_np`: a NumPy pair batch and its read-out (padding: anything)."""
-    check_array("a", a, "float", like=np.ndarray, hint="(B, La, D)")
-    check_pair(a, a_mask, b, b_mask)
-    check_read(read)
-
-
-def pearson_inputs(pred, target, eps=1e-12) -> None:
-    """Two vectors of one length >= 2, one library, dtype and device, finite; eps >= 0."""
-    like = torch.Tensor if isinstance(pred, torch.Tensor) else np.ndarray
-    check_array("pred", pred, "float", like=like)
-    check_array("target", target, "float", like=like)
-    if pred.ndim != 1 or tuple(pred.shape) != tuple(target.shape) or pred.shape[0] < 2:
-        fail("pearson_loss needs two vectors of the same length >= 2", "pred (N,), target (N,)",
-             f"pred {shape_str(pred.shape)}, target {shape_str(target.shape)}")
-    check_same_dtype(pred=pred, target=target)
-    check_same_device(pred=pred, target=target)
-    check_finite("pred", pred)
-    check_finite("target", target)
-    check_number("eps", eps, low=0)
-
-
-def pair_feature_inputs(u, v) -> None:
-    if not isinstance(u, torch.Tensor) or not isinstance(v, torch.Tensor) or \
-            u.shape != v.shape or u.ndim != 2:
-        fail("pair_features needs two (B, D) tensors of the same shape (u, v)",
-             "u (B, D), v (B, D)", f"u {describe(u)}, v {describe(v)}")
-    check_same_device(u=u, v=v)
-
-
-def is_attention_layer(name: str, mha) -> None:
+def attention_layer(mha) -> None:
     """A minattn MultiHeadAttention (its four projections), told by what it holds."""
     if not isinstance(mha, torch.nn.Module) or not all(
             hasattr(mha, p) for p in ("q_proj", "k_proj", "v_proj", "out_proj", "num_heads")):
-        fail(name, "a minattn MultiHeadAttention", describe(mha))
+        fail("mha", "a minattn MultiHeadAttention", describe(mha))
 
 
-def check_head_input(name: str, x, module) -> None:
-    """x must have the head's width, dtype and device (its first layer's)."""
-    weight = module.layers[0].q_proj.weight
-    d_model = module.layers[0].d_model
-    if x.shape[-1] != d_model or x.dtype != weight.dtype:
-        fail(name, f"(B, L, {d_model}) {str(weight.dtype).removeprefix('torch.')} states, the "
-             "head's width and dtype (cast the states or the head)", describe(x))
+def _of_layer(name: str, x, layer) -> None:
+    """x has the layer's width, dtype and device."""
+    weight = layer.q_proj.weight
+    if x.shape[-1] != layer.d_model or x.dtype != weight.dtype:
+        fail(name, f"(B, L, {layer.d_model}) {dtype_name(weight.dtype)} states, the layer's "
+             "width and dtype (cast the states or the head)", describe(x))
     check_same_device(**{name: x, "weights": weight})
 
 
-def attention_pool_forward(self, states, mask, need_weights=False) -> None:
-    """`AttentionPool.forward`: torch token states of the head's width (padding: anything)."""
-    check_token_states(states, mask, like=torch.Tensor)
-    check_head_input("states", states, self)
+def layer_of_width(states, mha) -> None:
+    """`attention_pool_fast_torch`: mha an attention layer of the states' width and dtype."""
+    attention_layer(mha)
+    _of_layer("states", states, mha)
 
 
-def cross_attention_pool_forward(self, a, a_mask, b, b_mask, need_weights=False) -> None:
-    """`CrossAttentionPool.forward`: a torch pair batch of the head's width (padding: anything)."""
-    check_array("a", a, "float", like=torch.Tensor, hint="(B, La, D)")
-    check_pair(a, a_mask, b, b_mask)
-    check_head_input("a", a, self)
+def head_of_width(self, states=None, a=None) -> None:
+    """A head's input (states, or a pair's a) of its first layer's width, dtype and device."""
+    _of_layer("states" if a is None else "a", a if states is None else states, self.layers[0])
 
 
-def fast_pool_inputs(states, mask, mha, normalize=True) -> None:
-    """`attention_pool_fast_torch`: torch token states of the layer's width (padding: anything)."""
-    check_token_states(states, mask, like=torch.Tensor)
-    is_attention_layer("mha", mha)
-    weight = mha.q_proj.weight
-    if states.shape[-1] != mha.d_model or states.dtype != weight.dtype:
-        fail("states", f"(B, L, {mha.d_model}) {str(weight.dtype).removeprefix('torch.')} "
-             "states, the layer's width and dtype", describe(states))
-    check_same_device(states=states, weights=weight)
-
-
-def head_layers(owner, d_model, num_heads, num_layers, init) -> None:
-    """`attention_layers`: at least one layer, a known init; returns num_layers as an int."""
-    if isinstance(num_layers, (int, np.integer)) and not isinstance(num_layers, bool) \
-            and num_layers < 1:
-        fail(f"num_layers: {owner} needs at least one layer", "num_layers >= 1",
-             f"{num_layers}")
-    if init not in ("default", "u09"):
-        fail("init: unknown initialisation", "'default' or 'u09'", repr(init))
-    check_size("num_layers", num_layers, 1)
-
-
-def u09_inputs(mha, generator=None) -> None:
-    is_attention_layer("mha", mha)
-
-
-def model_states(self, states, mask, need_weights=False) -> None:
-    """`SentenceClassifier.forward`: token states in the model's dtype."""
-    check_token_states(states, mask, like=torch.Tensor)
-    weight = next(self.parameters()).dtype
-    if states.dtype != weight:
-        fail("states", f"dtype {str(weight).removeprefix('torch.')}, the model's",
-             describe(states))
-
-
-def model_pair(self, a, a_mask, b, b_mask, need_weights=False) -> None:
-    """`PairModel.forward` and `embed_pair`: a torch pair batch in the model's dtype."""
-    check_array("a", a, "float", like=torch.Tensor, hint="(B, La, D)")
-    check_pair(a, a_mask, b, b_mask)
-    weight = next(self.parameters()).dtype
-    if a.dtype != weight:
-        fail("a", f"dtype {str(weight).removeprefix('torch.')}, the model's", describe(a))
+def model_dtype(self, states=None, a=None) -> None:
+    """`SentenceClassifier`, `PairModel`: token states in the model's dtype."""
+    x, dtype = a if states is None else states, next(self.parameters()).dtype
+    if x.dtype != dtype:
+        fail("states" if a is None else "a", f"dtype {dtype_name(dtype)}, the model's",
+             describe(x))
 
 
 # ============================================================ agreement (lesson 08)
