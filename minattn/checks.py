@@ -1604,48 +1604,34 @@ def output_ids(self, tgt_out) -> None:
 
 
 # ============================================================ encoder (lesson 03, 07)
-def encoder_inputs(self, input_ids, attention_mask, need_weights=False, token_type_ids=None,
-                   last_layer=None) -> None:
-    """`MiniLMEncoder.run`: ids (B, L) int64 inside the vocabulary, L within the position table;
-    attention_mask (B, L) bool or 0/1 integers, right-padded; token_type_ids (B, L) or None.
-    """
-    check_array("input_ids", input_ids, "int", like=torch.Tensor, hint="(B, L) int64")
-    if input_ids.ndim != 2 or input_ids.dtype != torch.long:
-        fail("input_ids have the wrong shape or dtype", "(B, L) int64",
-             f"{shape_str(input_ids.shape)} {input_ids.dtype}")
-    check_array("attention_mask", attention_mask, None, like=torch.Tensor)
-    if attention_mask.shape != input_ids.shape:
-        fail("attention_mask does not match input_ids", shape_str(input_ids.shape),
-             shape_str(attention_mask.shape))
-    check_same_device(input_ids=input_ids, attention_mask=attention_mask,
-                      weights=self.word_embeddings.weight)
+# The rules of minattn/encoder.py that its specs cannot say.
+def _mask_right_padded(name: str, mask) -> None:
+    if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
+        fail(name, "right-padded rows 1…1 0…0 (real tokens first)", "a row with a 0 before a 1")
+
+
+def encoder_ids(self, input_ids, attention_mask, token_type_ids=None) -> None:
+    """`MiniLMEncoder.run`: ids int64 inside the vocabulary, L within the position table, on
+    the model's device; attention_mask bool or 0/1 integers, right-padded; token types inside
+    their table."""
+    if input_ids.dtype != torch.long:
+        fail("input_ids", "(B, L) int64", describe(input_ids))
+    check_same_device(input_ids=input_ids, weights=self.word_embeddings.weight)
     if attention_mask.is_floating_point() or attention_mask.dtype != torch.bool and \
             bool(((attention_mask != 0) & (attention_mask != 1)).any()):
         fail("attention_mask", "bool, or integers 0/1 (1 = real token)", describe(attention_mask))
     check_ids("input_ids", input_ids, self.config.vocab_size)
     if input_ids.shape[1] > self.config.max_position_embeddings:
-        fail("sequence too long", f"L <= {self.config.max_position_embeddings}",
-             f"L = {input_ids.shape[1]}")
-    mask = attention_mask.bool()
-    if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
-        fail("attention_mask is not right-padded", "each row 1…1 0…0 (real tokens first)",
-             "a row with a 0 before a 1")
-    if token_type_ids is None:
-        return
-    if not isinstance(token_type_ids, torch.Tensor) or token_type_ids.shape != input_ids.shape:
-        fail("token_type_ids do not match input_ids", shape_str(input_ids.shape),
-             describe(token_type_ids))
-    check_ids("token_type_ids", token_type_ids, self.config.type_vocab_size)
+        fail("input_ids", f"L <= {self.config.max_position_embeddings} (the position table)",
+             describe(input_ids))
+    _mask_right_padded("attention_mask", attention_mask.bool())
+    if token_type_ids is not None:
+        check_ids("token_type_ids", token_type_ids, self.config.type_vocab_size)
 
 
-def top_layers_inputs(self, states, mask) -> None:
-    """`TopLayers.forward`: hidden states (B, L, D) and their right-padded bool mask."""
-    if not isinstance(states, torch.Tensor) or not isinstance(mask, torch.Tensor) or \
-            states.ndim != 3 or mask.shape != states.shape[:2] or mask.dtype != torch.bool:
-        fail("TopLayers inputs do not fit (states, mask)", "states (B, L, D) and mask (B, L) bool",
-             f"states {describe(states)}, mask {describe(mask)}")
-    if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
-        fail("mask must be right-padded", "each row 1…1 0…0", "a row with a 0 before a 1")
+def mask_right_padded(mask) -> None:
+    """`TopLayers.forward`: a right-padded mask."""
+    _mask_right_padded("mask", mask)
 
 
 def is_text(t) -> bool:
@@ -1655,23 +1641,7 @@ def is_text(t) -> bool:
 
 
 def check_texts(texts) -> None:
+    """A non-empty list of sentences or of (a, b) pairs of them."""
     if isinstance(texts, (str, tuple)) or not texts or not all(is_text(t) for t in texts):
-        fail("texts must be a non-empty list of strings or of (a, b) pairs of strings",
-             "list[str] or list[tuple[str, str]]",
+        fail("texts", "a non-empty list of strings or of (a, b) pairs of strings",
              repr(texts)[:60] if not isinstance(texts, list) else f"list of {len(texts)}")
-
-
-def texts_inputs(tokenizer, texts, *args, **kwargs) -> None:
-    """`encode_batch`, `length_sorted_batches`: a list of sentences or of pairs of them."""
-    check_texts(texts)
-
-
-def batches_inputs(tokenizer, texts, batch_size) -> None:
-    check_texts(texts)
-    check_size("batch_size", batch_size, 1)
-
-
-def embed_inputs(encoder, tokenizer, texts, batch_size=64, normalize=True,
-                 progress=False) -> None:
-    check_texts(texts)
-    check_size("batch_size", batch_size, 1)
