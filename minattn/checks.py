@@ -1138,46 +1138,53 @@ def target_ids(targets, W2) -> None:
 
 
 # ============================================================ ibm1 (lesson 06)
-# (the checks of minattn/ibm1.py go here)
-IBM1_MODES = ("textbook", "nltk")  # minattn.ibm1.MODES
-
-
-def check_corpus(sources, targets) -> tuple[list, list]:
-    """The two sides as lists, after checking that they pair up, are not empty, and that every
-    sentence is a non-empty list of tokens."""
+# The rules of minattn/ibm1.py and minattn/fast/ibm1.py that their specs cannot say: a corpus
+# pairs up its sentences, a table belongs to its corpus (the bitext's vocabularies; on the fast
+# path one value per stored entry), probabilities and counts are >= 0, NLTK's mode needs NULL.
+def corpus_pairs(sources, targets) -> None:
+    """`index_bitext`: the sides pair up, at least one pair (each sentence is checked at C
+    speed while it is indexed, and named with `check_sentences` when one is wrong)."""
     sources, targets = list(sources), list(targets)
     if len(sources) != len(targets):
-        fail("sources and targets must pair up", "as many target sentences as source sentences",
-             f"{len(sources)} sources, {len(targets)} targets")
+        fail("targets", "as many target sentences as source sentences (sources and targets "
+             "pair up)", f"{len(targets)} targets for {len(sources)} sources")
     if len(sources) == 0:
-        fail("empty corpus", "at least one sentence pair", "0 pairs")
-    return sources, targets
+        fail("sources", "at least one sentence pair (an empty corpus has none)", "0 pairs")
 
 
 def check_sentences(side: str, sentences) -> None:
     """Every sentence of one side must be a non-empty list of tokens (not a string)."""
     for m, sent in enumerate(sentences):
         if isinstance(sent, str) or not hasattr(sent, "__len__"):
-            fail(f"{side}s: {side} sentence {m} is not a token list",
-                 "a list of tokens, e.g. s.split()",
-                 f"{type(sent).__name__} {str(sent)[:40]!r}")
+            fail(f"{side}s", f"{side} sentence {m} as a list of tokens, e.g. s.split() (it is "
+                 "not a token list)", f"{type(sent).__name__} {str(sent)[:40]!r}")
         if len(sent) == 0:
-            fail(f"{side}s: {side} sentence {m} is empty", "at least one token per sentence", "[]")
+            fail(f"{side}s", f"at least one token per sentence ({side} sentence {m} is empty)",
+                 "[]")
 
 
-def corpus_inputs(sources, targets, null) -> None:
-    """make_bitext's corpus: pairs of non-empty token lists (returned as lists)."""
-    sources, targets = check_corpus(sources, targets)
-    check_sentences("source", sources)
-    check_sentences("target", targets)
+def corpus(sources, targets) -> None:
+    """`make_bitext`: pairs of non-empty token lists."""
+    corpus_pairs(sources, targets)
+    check_sentences("source", list(sources))
+    check_sentences("target", list(targets))
 
 
 def check_bitext(bitext, indexed: bool = False) -> None:
     """A corpus from minattn.ibm1.make_bitext (or, indexed=True, fast.ibm1.index_bitext)."""
     kinds = ("IndexedBitext",) if indexed else ("Bitext", "IndexedBitext")
     if type(bitext).__name__ not in kinds:
-        fail("bitext", "a corpus from " + ("index_bitext (minattn.fast.ibm1)" if indexed else
-             "make_bitext (or index_bitext for the fast path)"), describe(bitext))
+        fail("indexed" if indexed else "bitext", "a corpus from " + (
+            "index_bitext (minattn.fast.ibm1)" if indexed else
+            "make_bitext (or index_bitext for the fast path)"), describe(bitext))
+
+
+def is_bitext(bitext) -> None:
+    check_bitext(bitext)
+
+
+def is_indexed(indexed) -> None:
+    check_bitext(indexed, indexed=True)
 
 
 def check_nonnegative(name: str, t) -> None:
@@ -1188,17 +1195,23 @@ def check_nonnegative(name: str, t) -> None:
         fail(name, "values >= 0 (probabilities or counts)", f"a minimum of {low} in {describe(t)}")
 
 
-def check_table(t, bitext, name: str = "t", like=None) -> None:
-    """t: a (V_x, V_y) float table of this corpus (NumPy, or like=torch.Tensor a tensor),
-    finite and >= 0: probabilities, or expected counts for the M-step."""
-    check_bitext(bitext)
-    check_array(name, t, "float", hint="(V_x, V_y)", like=like)
-    shape = (len(bitext.src_vocab), len(bitext.tgt_vocab))
-    if tuple(t.shape) != shape:
-        fail(f"{name}: translation table does not fit the corpus", f"shape {shape} (V_x, V_y)",
-             f"shape {tuple(t.shape)}")
-    check_finite(name, t)
-    check_nonnegative(name, t)
+def nonnegative_counts(counts) -> None:
+    check_nonnegative("counts", counts)
+
+
+def table_fits(bitext=None, indexed=None, t=None, counts=None, values=None) -> None:
+    """A table of this corpus, >= 0: (V_x, V_y) for a bitext, one value per stored entry (E,)
+    for an indexed one (the fast path)."""
+    name, table = next((n, x) for n, x in (("t", t), ("counts", counts), ("values", values))
+                       if x is not None)
+    check_bitext(bitext if indexed is None else indexed, indexed=indexed is not None)
+    shape = (len(bitext.src_vocab), len(bitext.tgt_vocab)) if indexed is None else \
+        (len(indexed.entry_src),)
+    if tuple(table.shape) != shape:
+        fail(name, f"{shape_str(shape)}: " + ("(V_x, V_y)" if indexed is None else
+             "one value per stored entry") + " (this table does not fit the corpus)",
+             describe(table))
+    check_nonnegative(name, table)
 
 
 def check_covered(t, loglik) -> None:
@@ -1211,201 +1224,56 @@ def check_covered(t, loglik) -> None:
              f"log-likelihood is {float(loglik)} ({describe(t)}, {int((t > 0).sum())} entries > 0)")
 
 
-def check_mode(mode, bitext) -> None:
-    if mode not in IBM1_MODES:
-        fail("unknown mode", f"one of {IBM1_MODES}", repr(mode))
-    if mode == "nltk" and not bitext.null:
-        fail("NLTK mode needs the NULL word", "make_bitext(..., null=True)", "null=False")
+def nltk_needs_null(mode, bitext=None, indexed=None) -> None:
+    if mode == "nltk" and not (bitext if indexed is None else indexed).null:
+        fail("mode", "'textbook' without the NULL word (NLTK's mode needs make_bitext(..., "
+             "null=True))", "mode='nltk' and null=False")
 
 
-def bitext_inputs(bitext) -> None:
-    check_bitext(bitext)
-
-
-def e_step_inputs_np(t, bitext, mode) -> None:
-    """t (V_x, V_y) NumPy table of this corpus, a known mode."""
-    check_table(t, bitext, like=np.ndarray)
-    check_mode(mode, bitext)
-
-
-def e_step_inputs_torch(t, bitext, mode) -> None:
-    """t (V_x, V_y) tensor table of this corpus, a known mode."""
-    check_table(t, bitext, like=torch.Tensor)
-    check_mode(mode, bitext)
-
-
-def check_em_counts(counts, floor, like) -> None:
-    """M-step inputs: counts (V_x, V_y) finite and >= 0, floor a number in [0, 1]."""
-    check_array("counts", counts, "float", ndim=2, hint="(V_x, V_y)", like=like)
-    check_finite("counts", counts)
-    check_nonnegative("counts", counts)
+def floor_in_unit(floor) -> None:
     check_number("floor", floor, low=0.0, high=1.0)
 
 
-def m_step_inputs_np(counts, floor) -> None:
-    check_em_counts(counts, floor, np.ndarray)
-
-
-def m_step_inputs_torch(counts, floor) -> None:
-    check_em_counts(counts, floor, torch.Tensor)
-
-
-def em_inputs(bitext, iterations, mode, t, **device) -> None:
-    """A corpus, iterations >= 0 (returned as an int), a known mode; t (if given) is checked
-    by the first E-step."""
-    check_bitext(bitext)
-    check_size("iterations", iterations)
-    check_mode(mode, bitext)
-
-
-def check_pair_index(m, n_pairs: int) -> int:
-    """m: the index of a sentence pair, an integer in [0, n_pairs)."""
-    m = check_size("m", m)
+def pair_of(m, bitext=None, indexed=None) -> None:
+    """m: the index of a sentence pair of the corpus."""
+    n_pairs = bitext.n_pairs if indexed is None else len(indexed.src_start) - 1
     if m >= n_pairs:
         fail("m", f"a pair index in [0, {n_pairs})", describe(m))
-    return m
 
 
-def alignment_inputs(t, bitext, m) -> None:
-    """t (V_x, V_y) of this corpus, m a pair index whose every target token t covers."""
-    check_table(t, bitext, like=np.ndarray)
-    m = check_pair_index(m, bitext.n_pairs)
+def pair_covered(t, bitext, m) -> None:
+    """t gives every target token of pair m some probability from its source sentence."""
     x, y = bitext.pair(m)
     if not (t[np.ix_(x, y)].sum(axis=0) > 0).all():
         check_covered(t, -np.inf)
 
 
-def table_inputs(t, bitext) -> None:
-    check_table(t, bitext, like=np.ndarray)
+def source_word(x, bitext=None, indexed=None) -> None:
+    if x not in (bitext if indexed is None else indexed).src_index:
+        fail("x", "a word of the source vocabulary (an unknown source word)", repr(x))
 
 
-def top_translations_inputs(t, bitext, x, k) -> None:
-    """t of this corpus, x a source word, k >= 0 (returned as an int)."""
-    check_table(t, bitext, like=np.ndarray)
-    check_size("k", k)
-    if x not in bitext.src_index:
-        fail("unknown source word", "a word of the source vocabulary", repr(x))
-
-
-def token_weights_inputs(y, mode) -> None:
-    if mode not in IBM1_MODES:
-        fail("mode", f"one of {IBM1_MODES}", repr(mode))
-    check_array("y", y, "int", ndim=1, hint="(|y|,) word ids", like=np.ndarray)
-
-
-def counts_table_inputs(counts) -> None:
-    check_array("counts", counts, "float", ndim=2, hint="(V_x, V_y)", like=np.ndarray)
-
-
-def proxy_sizes(self, n_src, n_tgt, d) -> None:
-    """BagOfWordsProxy: vocabulary sizes and embedding size, integers >= 1."""
-    check_size("n_src", n_src, 1), check_size("n_tgt", n_tgt, 1), check_size("d", d, 1)
-
-
-def proxy_bag_inputs(self, xbar) -> None:
-    """xbar (B, V_x) bags of input words, the embedding's dtype and device."""
-    V = self.embed.shape[0]
-    check_array("xbar", xbar, "float", ndim=2, hint=f"(B, V_x = {V})", like=torch.Tensor)
-    if xbar.shape[1] != V or xbar.dtype != self.embed.dtype:
-        fail("xbar", f"(B, V_x = {V}) of dtype {str(self.embed.dtype).removeprefix('torch.')}",
-             describe(xbar))
-    check_same_device(xbar=xbar, embed=self.embed)
-
-
-def proxy_agreement_inputs(bitext, d, seed) -> None:
-    """A corpus without NULL (the proxy has none), d >= 1, seed >= 0."""
-    check_bitext(bitext)
-    if bitext.null:
-        fail("the proxy has no NULL word", "make_bitext(..., null=False)", "null=True")
-    check_size("d", d, 1), check_size("seed", seed)
-
-
-# the fast path (minattn/fast/ibm1.py): a sparse table, one value per stored (x, y) entry
-def fast_corpus_inputs(sources, targets, null) -> None:
-    """index_bitext's corpus: sides that pair up (each sentence is checked at C speed while it
-    is indexed, and named with `check_sentences` when one is wrong)."""
-    sources, targets = check_corpus(sources, targets)
-
-
-def check_sparse_table(t, indexed, name: str = "t", like=None) -> None:
-    """t holds one float value per stored entry of this corpus, finite and >= 0
-    (probabilities, or counts for the M-step)."""
-    check_bitext(indexed, indexed=True)
-    E = len(indexed.entry_src)
-    check_array(name, t, "float", hint=f"({E},)", like=like)
-    if t.ndim != 1 or t.shape[0] != E:
-        fail(f"{name}: translation table does not fit the corpus",
-             f"one value per stored entry, shape ({E},)", f"shape {tuple(t.shape)}")
-    check_finite(name, t)
-    check_nonnegative(name, t)
-
-
-def indexed_inputs(indexed) -> None:
-    check_bitext(indexed, indexed=True)
-
-
-def mode_inputs(indexed, mode) -> None:
-    check_bitext(indexed, indexed=True)
-    check_mode(mode, indexed)
-
-
-def sparse_table_inputs(t, indexed) -> None:
-    check_sparse_table(t, indexed, like=np.ndarray)
-
-
-def sparse_values_inputs(values, indexed, **rest) -> None:
-    check_sparse_table(values, indexed, "values", like=np.ndarray)
-
-
-def sparse_e_step_inputs_np(t, indexed, mode) -> None:
-    check_sparse_table(t, indexed, like=np.ndarray)
-    check_mode(mode, indexed)
-
-
-def sparse_e_step_inputs_torch(t, indexed, mode) -> None:
-    check_sparse_table(t, indexed, like=torch.Tensor)
-    check_mode(mode, indexed)
-
-
-def sparse_m_step_inputs_np(counts, indexed, floor) -> None:
-    check_sparse_table(counts, indexed, "counts", like=np.ndarray)
-    check_number("floor", floor, low=0.0, high=1.0)
-
-
-def sparse_m_step_inputs_torch(counts, indexed, floor) -> None:
-    check_sparse_table(counts, indexed, "counts", like=torch.Tensor)
-    check_number("floor", floor, low=0.0, high=1.0)
-
-
-def sparse_em_inputs(indexed, iterations, mode, **rest) -> None:
-    check_bitext(indexed, indexed=True)
-    check_mode(mode, indexed)
-    check_size("iterations", iterations)
-
-
-def pair_entries_inputs(indexed, m) -> None:
-    check_bitext(indexed, indexed=True)
-    check_pair_index(m, len(indexed.src_start) - 1)
-
-
-def sparse_alignment_inputs(t, indexed, m) -> None:
-    check_sparse_table(t, indexed, like=np.ndarray)
-    check_pair_index(m, len(indexed.src_start) - 1)
-
-
-def sparse_rows_inputs(values, indexed, words) -> None:
-    check_sparse_table(values, indexed, "values", like=np.ndarray)
+def source_words(indexed, words) -> None:
     unknown = [] if isinstance(words, str) else [x for x in words if x not in indexed.src_index]
     if isinstance(words, str) or unknown:
         fail("words", "a list of words of the source vocabulary",
              describe(words) if isinstance(words, str) else f"unknown words {unknown[:5]}")
 
 
-def sparse_top_inputs(t, indexed, x, k) -> None:
-    check_sparse_table(t, indexed, like=np.ndarray)
-    if x not in indexed.src_index:
-        fail("unknown source word", "a word of the source vocabulary", repr(x))
-    check_size("k", k)
+def bags_of_vocab(self, xbar) -> None:
+    """`BagOfWordsProxy.forward`: bags over the source vocabulary, in the embedding's dtype
+    and device."""
+    V = self.embed.shape[0]
+    if xbar.shape[1] != V or xbar.dtype != self.embed.dtype:
+        fail("xbar", f"(B, V_x = {V}) of dtype {dtype_name(self.embed.dtype)}", describe(xbar))
+    check_same_device(xbar=xbar, embed=self.embed)
+
+
+def bitext_without_null(bitext) -> None:
+    """The proxy has no NULL word."""
+    check_bitext(bitext)
+    if bitext.null:
+        fail("bitext", "make_bitext(..., null=False) (the proxy has no NULL word)", "null=True")
 
 
 # ============================================================ task_heads (lesson 07)
