@@ -14,7 +14,7 @@ A refusal is a ValueError "<argument>: expected <what>, got <what was given>". A
 refuses: defaults, masks folded together, what a mask hides set to 0 are lines of the
 function's own body, so `fn.__wrapped__` on valid input computes what `fn` does (a check that
 returns a value is a TypeError). The spec grammar is at `Spec`; each mechanism's named rules
-follow in a section of its own (some files still pass one check function, `@checked(check)`).
+follow in a section of its own.
 Nothing here imports a mechanism.
 """
 
@@ -30,27 +30,24 @@ import numpy as np
 import torch
 
 
-def checked(check: Callable[..., None] | None = None, *, rules: Sequence[Callable] = (),
-            **specs: str):
+def checked(*, rules: Sequence[Callable] = (), **specs: str):
     """Decorate a public function so that its arguments are checked first (see the module's
-    docstring): one spec per argument (`q="float (..., Lq, d)"`, see `Spec`), the named
-    `rules` an axis string cannot say, each called with the arguments it names, or (the older
-    form) one `check` called with all of them. The function then runs on its arguments as
-    given. The decorated function keeps its name, docstring and signature."""
+    docstring): one spec per argument (`q="float (..., Lq, d)"`, see `Spec`), then the named
+    `rules` an axis string cannot say, each called with the arguments it names. The function
+    then runs on its arguments as given. The decorated function keeps its name, docstring and
+    signature."""
 
     def decorate(fn):
         signature = inspect.signature(fn)
         library = np.ndarray if fn.__name__.endswith("_np") else \
             torch.Tensor if fn.__name__.endswith("_torch") or "." in fn.__qualname__ else None
-        contract = check or Contract(specs, rules, library)
+        contract = Contract(specs, rules, library)
 
         @functools.wraps(fn)
         def call(*args, **kwargs):
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
-            if contract(**bound.arguments) is not None:
-                raise TypeError(f"the check of {fn.__qualname__} returned a value: a check "
-                                "only refuses (what the function computes is in its body)")
+            contract(**bound.arguments)
             return fn(*args, **kwargs)
 
         call.check = contract
@@ -272,12 +269,6 @@ def check_ids(name: str, ids, n: int, what: str = "the vocabulary") -> None:
         fail(name, f"ids in [0, {n}) ({what})", f"ids from {low} to {high} in {describe(ids)}")
 
 
-def check_ndim(name: str, x, min_ndim: int, hint: str) -> None:
-    """Require `x.ndim >= min_ndim`; `hint` names the axes, e.g. '(..., N, d)'."""
-    if x.ndim < min_ndim:
-        fail(f"{name} has too few dimensions", f"shape {hint}", f"shape {shape_str(x.shape)}")
-
-
 def check_same_device(**tensors) -> None:
     """All torch tensors given must live on one device (NumPy arrays and None are ignored)."""
     devices = {name: t.device for name, t in tensors.items() if isinstance(t, torch.Tensor)}
@@ -300,27 +291,6 @@ def broadcast_ok(shape: Sequence[int], target: Sequence[int]) -> bool:
         if s != 1 and s != t:
             return False
     return True
-
-
-def check_mask(mask, scores_shape: Sequence[int], name: str = "mask", like=None) -> None:
-    """A mask must be boolean (True = may attend) and broadcast to the scores' shape.
-
-    like: the array library the function works in (np.ndarray or torch.Tensor), if not the
-    mask's own. A float mask is refused, additive (0 / −inf) or 0/1 alike: turn an additive
-    one into ours with `mask == 0`, a 0/1 one with `mask > 0`.
-    """
-    if mask is None:
-        return
-    if like is not None and not isinstance(mask, like) or \
-            not isinstance(mask, (np.ndarray, torch.Tensor)):
-        kind = "a NumPy" if like is np.ndarray else "a torch" if like is torch.Tensor else "a"
-        fail(name, f"{kind} bool array (True = may attend)", describe(mask))
-    if not is_bool_dtype(mask):
-        fail(f"{name} has the wrong dtype", "bool (True = may attend; an additive float mask "
-             "m becomes m == 0, a 0/1 one m > 0)", f"{mask.dtype}")
-    if not broadcast_ok(tuple(mask.shape), tuple(scores_shape)):
-        fail(f"{name} does not fit the attention scores",
-             f"a shape broadcastable to {shape_str(scores_shape)}", shape_str(mask.shape))
 
 
 # ----------------------------------------------------------------------------- specs
@@ -463,7 +433,9 @@ class Contract:
             if kind == "float" and spec.read:
                 check_finite(spec.name, x)
         for rule, names in self.rules:
-            rule(**{n: args[n] for n in names if n in args})
+            if rule(**{n: args[n] for n in names if n in args}) is not None:
+                raise TypeError(f"the rule {rule.__name__} returned a value: a check only "
+                                "refuses (what the function computes is in its body)")
 
 
 def dtype_name(dtype) -> str:
