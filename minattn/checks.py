@@ -41,7 +41,7 @@ def checked(*, rules: Sequence[Callable] = (), **specs: str):
         signature = inspect.signature(fn)
         library = np.ndarray if fn.__name__.endswith("_np") else \
             torch.Tensor if fn.__name__.endswith("_torch") or "." in fn.__qualname__ else None
-        contract = Contract(specs, rules, library)
+        contract = Contract(specs, rules, library, signature.parameters)
 
         @functools.wraps(fn)
         def call(*args, **kwargs):
@@ -194,16 +194,19 @@ def in_graph(*xs) -> bool:
     return all(isinstance(x, torch.Tensor) and x.grad_fn is not None for x in xs)
 
 
-def _surely_finite(x: torch.Tensor, minus_inf_ok: bool) -> bool:
-    """A one-reduction test that passes every finite tensor: NaN and ±inf propagate through a
-    sum (NaN + a = NaN, inf + a = inf, inf - inf = NaN), and NaN and +inf through a max. False
-    only asks for the exact element-wise check, which also tells an overflowing sum of finite
-    values (≥ 3.4e38 in float32) from a bad value. No boolean tensor the size of x is
-    written, so a finite x is read once and nothing else is touched."""
-    x = x.detach()  # a leaf that requires grad is read, not differentiated
+def _surely_finite(x, minus_inf_ok: bool) -> bool:
+    """A one-reduction test that passes every finite array or tensor: NaN and ±inf propagate
+    through a sum (NaN + a = NaN, inf + a = inf, inf - inf = NaN), and NaN and +inf through a
+    max. False only asks for the exact element-wise check, which also tells an overflowing sum
+    of finite values from a bad value. No boolean array the size of x is written, so a finite
+    x is read once and nothing else is touched."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach()  # a leaf that requires grad is read, not differentiated
     if minus_inf_ok:  # -inf is allowed: look at the largest value only
         top = float(x.max())
         return top == top and top != math.inf  # NaN is the one value not equal to itself
+    if isinstance(x, np.ndarray):  # float64 sums: no overflow warning for float16/32 values
+        return bool(np.isfinite(x.sum(dtype=np.float64) if x.itemsize < 8 else x.sum()))
     half = x.element_size() < 4  # float16 overflows at 65504: sum in float32
     return bool(torch.isfinite(x.sum(dtype=torch.float32) if half else x.sum()))
 
@@ -228,7 +231,7 @@ def check_finite(name: str, x, where=None, minus_inf_ok: bool = False) -> None:
         first_value = float(torch.broadcast_to(x.detach(), bad.shape)[first])
     else:
         x = np.asarray(x)
-        if x.dtype.kind != "f":
+        if x.dtype.kind != "f" or x.size == 0 or _surely_finite(x, minus_inf_ok):
             return
         bad = np.isnan(x) | (x == np.inf) if minus_inf_ok else ~np.isfinite(x)
         where = where() if callable(where) else where
@@ -314,7 +317,7 @@ class Spec:
     """One argument's parsed spec (see above)."""
 
     def __init__(self, name: str, text: str):
-        self.name, self.text = name, text
+        self.name, self.text, self.op, self.bound = name, text, None, None
         array, scalar = _ARRAY.fullmatch(text), _SCALAR.fullmatch(text)
         if array and array[1] in ARRAY_KINDS:
             self.kind, optional, unread, broadcast, axes = array.groups()
@@ -322,6 +325,9 @@ class Spec:
             self.axes = tuple(a.strip() for a in axes.split(",") if a.strip())
             self.empty_ok = {a[:-1] for a in self.axes if a.endswith("?")}  # "M?": M may be 0
             self.axes = tuple(a.removesuffix("?") for a in self.axes)
+            self.dots = self.axes[:1] == ("...",)  # read once here, not at each call
+            self.named = tuple(int(a) if a.isdigit() else a for a in self.axes[self.dots:])
+            self.kinds = ("float", "int", "bool") if self.kind == "real" else (self.kind,)
             self.text = text.replace("?", "").replace("*", "")
         elif scalar:
             self.kind, optional, self.op, bound = scalar.groups()
@@ -342,8 +348,7 @@ class Spec:
         return self.text + (f" with {', '.join(known)}" if known else "")
 
     def check_scalar(self, value) -> None:
-        name, kind, op, bound = self.name, self.kind, getattr(self, "op", None), \
-            getattr(self, "bound", None)
+        name, kind, op, bound = self.name, self.kind, self.op, self.bound
         if kind == "int":
             check_size(name, value, 0 if bound is None else int(bound) + (op == ">"))
         elif kind == "number":
@@ -358,24 +363,27 @@ class Spec:
 
     def bind(self, x, sizes: dict) -> None:
         """Bind x's axes to the sizes named so far, or refuse it."""
-        axes, shape = self.axes, tuple(x.shape)
-        dots = axes[:1] == ("...",)
-        named = axes[1:] if dots else axes
-        if len(shape) < len(named) or not dots and len(shape) != len(named):
+        shape, named = tuple(x.shape), self.named
+        extra = len(shape) - len(named)
+        if extra < 0 or extra and not self.dots:
             fail(self.name, self.expected(sizes), describe(x))
-        given = list(zip(named, shape[len(shape) - len(named):]))
-        if dots:
-            given.insert(0, ("...", shape[:len(shape) - len(named)]))
-        seen = dict(sizes)
-        for axis, size in given:
-            want = int(axis) if axis.isdigit() else seen.setdefault(axis, size)
-            if size != want:
-                fail(self.name, self.expected(sizes if axis in sizes else seen), describe(x))
-            if axis == "..." and 0 in size or axis != "..." and size < 1 \
-                    and axis not in self.empty_ok:
+        own = {}  # the axes this argument binds first
+        if self.dots:
+            lead = shape[:extra]
+            if sizes.get("...", lead) != lead:
+                fail(self.name, self.expected(sizes), describe(x))
+            if 0 in lead:
                 fail(self.name, self.expected(sizes) + ", every size >= 1", describe(x))
-        for axis, size in given:
-            sizes.setdefault(axis, size)
+            own["..."] = lead
+        for axis, size in zip(named, shape[extra:]):
+            want = axis if axis.__class__ is int else sizes[axis] if axis in sizes else \
+                own.setdefault(axis, size)
+            if size != want:
+                fail(self.name, self.expected(sizes if axis in sizes else {**sizes, **own}),
+                     describe(x))
+            if size < 1 and axis not in self.empty_ok:
+                fail(self.name, self.expected(sizes) + ", every size >= 1", describe(x))
+        sizes.update(own)
 
     def fits(self, x, sizes: dict) -> None:
         """A `~` spec: x broadcasts to the axes as bound by the other arguments."""
@@ -391,11 +399,12 @@ class Spec:
 class Contract:
     """What `checked(**specs, rules=...)` runs before a call: every spec, then the rules."""
 
-    def __init__(self, specs: dict, rules: Sequence[Callable], library):
+    def __init__(self, specs: dict, rules: Sequence[Callable], library, parameters=None):
         self.specs = [Spec(name, text) for name, text in specs.items()]
         self.specs.sort(key=lambda s: getattr(s, "broadcast", False))  # bind, then broadcast
         self.library = library
-        self.rules = [(rule, tuple(inspect.signature(rule).parameters)) for rule in rules]
+        self.rules = [(rule, tuple(n for n in inspect.signature(rule).parameters
+                                   if parameters is None or n in parameters)) for rule in rules]
 
     def __call__(*contract_and_args, **args) -> None:
         self = contract_and_args[0]  # a method's own `self` is among the arguments
@@ -407,10 +416,10 @@ class Contract:
             if spec.axes is None:
                 spec.check_scalar(x)
                 continue
-            library = library or (torch.Tensor if isinstance(x, torch.Tensor) else np.ndarray)
+            if library is None:
+                library = torch.Tensor if isinstance(x, torch.Tensor) else np.ndarray
             kind = dtype_kind(x) if isinstance(x, library) else None
-            if kind is None or kind != spec.kind and not (
-                    spec.kind == "real" and kind in ("float", "int", "bool")):
+            if kind not in spec.kinds:
                 what = "a NumPy array" if library is np.ndarray else "a tensor"
                 if spec.kind == "bool" and "mask" in spec.name:
                     what += ", True = may attend: an additive float mask m is m == 0, a 0/1 " \
@@ -421,19 +430,21 @@ class Contract:
             else:
                 spec.bind(x, sizes)
             if kind == "float":
-                if dtype is not None and x.dtype != dtype[1]:
+                if dtype is None:
+                    dtype = (spec.name, x.dtype)
+                elif x.dtype != dtype[1]:
                     fail(spec.name, f"{spec.text} of dtype {dtype_name(dtype[1])} ({dtype[0]}'s: "
                          "cast them first)", describe(x))
-                dtype = dtype or (spec.name, x.dtype)
-            if isinstance(x, torch.Tensor):
-                if device is not None and x.device != device[1]:
+                if spec.read:
+                    check_finite(spec.name, x)
+            if library is torch.Tensor:
+                if device is None:
+                    device = (spec.name, x.device)
+                elif x.device != device[1]:
                     fail(spec.name, f"{spec.text} on {device[0]}'s device, {device[1]}",
                          describe(x))
-                device = device or (spec.name, x.device)
-            if kind == "float" and spec.read:
-                check_finite(spec.name, x)
         for rule, names in self.rules:
-            if rule(**{n: args[n] for n in names if n in args}) is not None:
+            if rule(**{n: args[n] for n in names}) is not None:
                 raise TypeError(f"the rule {rule.__name__} returned a value: a check only "
                                 "refuses (what the function computes is in its body)")
 
@@ -1160,10 +1171,19 @@ def is_indexed(indexed) -> None:
 
 
 def check_nonnegative(name: str, t) -> None:
-    """Probabilities and counts are >= 0 (a negative entry makes a posterior meaningless)."""
-    empty = t.numel() == 0 if isinstance(t, torch.Tensor) else t.size == 0
-    low = 0.0 if empty else float(t.min())
-    if low < 0:
+    """Probabilities and counts are finite and >= 0 (a negative entry makes a posterior
+    meaningless): one min and one max read them (NaN passes neither test)."""
+    if isinstance(t, torch.Tensor):
+        if t.numel() == 0:
+            return
+        low, high = torch.aminmax(t.detach())
+    elif t.size == 0:
+        return
+    else:
+        low, high = np.minimum.reduce(t, axis=None), np.maximum.reduce(t, axis=None)
+    low, high = float(low), float(high)
+    if not (low >= 0 and high < math.inf):
+        check_finite(name, t)
         fail(name, "values >= 0 (probabilities or counts)", f"a minimum of {low} in {describe(t)}")
 
 
@@ -1172,14 +1192,15 @@ def nonnegative_counts(counts) -> None:
 
 
 def table_fits(bitext=None, indexed=None, t=None, counts=None, values=None) -> None:
-    """A table of this corpus, >= 0: (V_x, V_y) for a bitext, one value per stored entry (E,)
-    for an indexed one (the fast path)."""
-    name, table = next((n, x) for n, x in (("t", t), ("counts", counts), ("values", values))
-                       if x is not None)
-    check_bitext(bitext if indexed is None else indexed, indexed=indexed is not None)
-    shape = (len(bitext.src_vocab), len(bitext.tgt_vocab)) if indexed is None else \
-        (len(indexed.entry_src),)
-    if tuple(table.shape) != shape:
+    """A table of this corpus, finite and >= 0: (V_x, V_y) for a bitext, one value per stored
+    entry (E,) for an indexed one (the fast path)."""
+    name, table = ("t", t) if t is not None else ("counts", counts) if counts is not None \
+        else ("values", values)
+    corpus = bitext if indexed is None else indexed
+    check_bitext(corpus, indexed=indexed is not None)
+    shape = (len(corpus.src_vocab), len(corpus.tgt_vocab)) if indexed is None else \
+        (len(corpus.entry_src),)
+    if table.shape != shape:
         fail(name, f"{shape_str(shape)}: " + ("(V_x, V_y)" if indexed is None else
              "one value per stored entry") + " (this table does not fit the corpus)",
              describe(table))

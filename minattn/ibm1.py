@@ -108,7 +108,7 @@ def token_weights_np(y: np.ndarray, mode: str) -> np.ndarray:
     return 1.0 / (y[:, None] == y[None, :]).sum(axis=1)
 
 
-@checked(t="float (V_x, V_y)", mode="one of textbook, nltk",
+@checked(t="float* (V_x, V_y)", mode="one of textbook, nltk",
          rules=[c.table_fits, c.nltk_needs_null])
 def e_step_np(t: np.ndarray, bitext: Bitext, mode: str = "textbook") -> tuple[np.ndarray, float]:
     """Expected counts count(x, y) (V_x, V_y) under the table t, and the log-likelihood
@@ -127,7 +127,7 @@ def e_step_np(t: np.ndarray, bitext: Bitext, mode: str = "textbook") -> tuple[np
     return counts, loglik
 
 
-@checked(counts="float (V_x, V_y)", rules=[c.nonnegative_counts, c.floor_in_unit])
+@checked(counts="float* (V_x, V_y)", rules=[c.nonnegative_counts, c.floor_in_unit])
 def m_step_np(counts: np.ndarray, floor: float = 0.0) -> np.ndarray:
     """t(y | x) = count(x, y) / Σ_y' count(x, y'), then max(., floor) where count > 0.
 
@@ -153,7 +153,7 @@ def em_np(bitext: Bitext, iterations: int, mode: str = "textbook", t: np.ndarray
     return t, history
 
 
-@checked(t="float (V_x, V_y)", m="int", rules=[c.table_fits, c.pair_of, c.pair_covered])
+@checked(t="float* (V_x, V_y)", m="int", rules=[c.table_fits, c.pair_of, c.pair_covered])
 def alignment_matrix_np(t: np.ndarray, bitext: Bitext, m: int) -> np.ndarray:
     """(|y^m|, null + |x^m|) alignment posteriors a_ji of pair m (column 0 = NULL when used)."""
     x, y = bitext.pair(m)
@@ -163,7 +163,7 @@ def alignment_matrix_np(t: np.ndarray, bitext: Bitext, m: int) -> np.ndarray:
     # END EXERCISE
 
 
-@checked(t="float (V_x, V_y)", rules=[c.table_fits])
+@checked(t="float* (V_x, V_y)", rules=[c.table_fits])
 def viterbi_np(t: np.ndarray, bitext: Bitext) -> list[np.ndarray]:
     """Best source position of every output token: one (|y^m|,) array per pair, 0-based in
     x^m, -1 = NULL. Ties go to the later position and a word beats NULL (NLTK's rule)."""
@@ -175,7 +175,7 @@ def viterbi_np(t: np.ndarray, bitext: Bitext) -> list[np.ndarray]:
     return best
 
 
-@checked(t="float (V_x, V_y)", k="int", rules=[c.table_fits, c.source_word])
+@checked(t="float* (V_x, V_y)", k="int", rules=[c.table_fits, c.source_word])
 def top_translations_np(t: np.ndarray, bitext: Bitext, x, k: int = 3) -> list[tuple]:
     """The k most probable output words y for input word x: [(y, t(y | x)), ...]."""
     row = t[bitext.src_index[x]]
@@ -235,7 +235,7 @@ def token_weights_torch(Y: torch.Tensor, y_mask: torch.Tensor, mode: str) -> tor
     return y_mask.double() / same.sum(-1).clamp_min(1)
 
 
-@checked(t="float (V_x, V_y)", mode="one of textbook, nltk",
+@checked(t="float* (V_x, V_y)", mode="one of textbook, nltk",
          rules=[c.table_fits, c.nltk_needs_null])
 def e_step_torch(t: torch.Tensor, bitext: Bitext, mode: str = "textbook"):
     """e_step_np on the whole corpus at once (padded batch); returns (counts, loglik tensor)."""
@@ -254,7 +254,7 @@ def e_step_torch(t: torch.Tensor, bitext: Bitext, mode: str = "textbook"):
     return counts, loglik
 
 
-@checked(counts="float (V_x, V_y)", rules=[c.nonnegative_counts, c.floor_in_unit])
+@checked(counts="float* (V_x, V_y)", rules=[c.nonnegative_counts, c.floor_in_unit])
 def m_step_torch(counts: torch.Tensor, floor: float = 0.0) -> torch.Tensor:
     """m_step_np in torch."""
     # BEGIN EXERCISE 6.2 implement: M-step: normalise each source word's counts (~5 min)

@@ -327,7 +327,7 @@ def count_table_fast_np(indexed: IndexedBitext) -> np.ndarray:
     return np.bincount(indexed.point_entry, weights=weights, minlength=len(indexed.entry_src))
 
 
-@checked(t="float (E,)", mode="one of textbook, nltk", rules=[c.table_fits, c.nltk_needs_null])
+@checked(t="float* (E,)", mode="one of textbook, nltk", rules=[c.table_fits, c.nltk_needs_null])
 def e_step_fast_np(t: np.ndarray, indexed: IndexedBitext, mode: str = "textbook"):
     """ibm1.e_step_np on the sparse table: returns (counts (E,), log-likelihood)."""
     w = target_weights_np(indexed, mode)                                     # (R,)
@@ -343,7 +343,7 @@ def e_step_fast_np(t: np.ndarray, indexed: IndexedBitext, mode: str = "textbook"
     return counts, loglik
 
 
-@checked(counts="float (E,)", rules=[c.table_fits, c.floor_in_unit])
+@checked(counts="float* (E,)", rules=[c.table_fits, c.floor_in_unit])
 def m_step_fast_np(counts: np.ndarray, indexed: IndexedBitext, floor: float = 0.0) -> np.ndarray:
     """ibm1.m_step_np on the sparse table (every stored entry has a count > 0)."""
     # BEGIN EXERCISE 6.2 implement: M-step: normalise each source word's counts (~5 min)
@@ -368,7 +368,7 @@ def em_fast_np(indexed: IndexedBitext, iterations: int, mode: str = "textbook",
     return t, history
 
 
-@checked(t="float (E,)", rules=[c.table_fits])
+@checked(t="float* (E,)", rules=[c.table_fits])
 def viterbi_fast_np(t: np.ndarray, indexed: IndexedBitext) -> np.ndarray:
     """(T,) ibm1.viterbi_np for all target tokens at once (its per-pair arrays,
     concatenated)."""
@@ -400,7 +400,7 @@ def position_entries_np(indexed: IndexedBitext, m: int) -> np.ndarray:
     return indexed.seg_entry[indexed.seg_start[rows][:, None] + cols[None, :]]
 
 
-@checked(t="float (E,)", m="int", rules=[c.table_fits, c.pair_of])
+@checked(t="float* (E,)", m="int", rules=[c.table_fits, c.pair_of])
 def alignment_matrix_fast_np(t: np.ndarray, indexed: IndexedBitext, m: int) -> np.ndarray:
     """(|y^m|, null + |x^m|) ibm1.alignment_matrix_np of pair m, read from the sparse table."""
     p = t[position_entries_np(indexed, m)]
@@ -409,7 +409,7 @@ def alignment_matrix_fast_np(t: np.ndarray, indexed: IndexedBitext, m: int) -> n
     return p / p.sum(axis=1, keepdims=True)
 
 
-@checked(values="float (E,)", rules=[c.table_fits])
+@checked(values="float* (E,)", rules=[c.table_fits])
 def to_dense_np(values: np.ndarray, indexed: IndexedBitext) -> np.ndarray:
     """(V_x, V_y) dense copy of a sparse table (0 off the support; row 0 = NULL): the format
     of the reference's tables. Only for small vocabularies (or a few rows: see rows_np)."""
@@ -418,7 +418,7 @@ def to_dense_np(values: np.ndarray, indexed: IndexedBitext) -> np.ndarray:
     return dense
 
 
-@checked(values="float (E,)", rules=[c.table_fits, c.source_words])
+@checked(values="float* (E,)", rules=[c.table_fits, c.source_words])
 def rows_np(values: np.ndarray, indexed: IndexedBitext, words) -> np.ndarray:
     """(len(words), V_y) the dense rows of a sparse table for some source words."""
     out = np.zeros((len(words), len(indexed.tgt_vocab)))
@@ -437,7 +437,7 @@ def entry_index(indexed: IndexedBitext, x, y) -> int | None:
     return int(hits[0]) if len(hits) else None
 
 
-@checked(t="float (E,)", k="int", rules=[c.table_fits, c.source_word])
+@checked(t="float* (E,)", k="int", rules=[c.table_fits, c.source_word])
 def top_translations_fast_np(t: np.ndarray, indexed: IndexedBitext, x, k: int = 3) -> list[tuple]:
     """ibm1.top_translations_np on the sparse table: [(y, t(y | x)), ...]."""
     rows = np.flatnonzero(indexed.entry_src == indexed.src_index[x])
@@ -466,7 +466,7 @@ def tensors_torch(indexed: IndexedBitext, device=None) -> dict[str, torch.Tensor
     return indexed.cache[key]
 
 
-@checked(t="float (E,)", mode="one of textbook, nltk", rules=[c.table_fits, c.nltk_needs_null])
+@checked(t="float* (E,)", mode="one of textbook, nltk", rules=[c.table_fits, c.nltk_needs_null])
 def e_step_fast_torch(t: torch.Tensor, indexed: IndexedBitext, mode: str = "textbook"):
     """e_step_fast_np in torch (index_add_ plays np.bincount); returns (counts, loglik tensor)."""
     b = tensors_torch(indexed, t.device)
@@ -480,7 +480,7 @@ def e_step_fast_torch(t: torch.Tensor, indexed: IndexedBitext, mode: str = "text
     return counts, loglik
 
 
-@checked(counts="float (E,)", rules=[c.table_fits, c.floor_in_unit])
+@checked(counts="float* (E,)", rules=[c.table_fits, c.floor_in_unit])
 def m_step_fast_torch(counts: torch.Tensor, indexed: IndexedBitext,
                       floor: float = 0.0) -> torch.Tensor:
     """m_step_fast_np in torch."""
