@@ -45,25 +45,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from . import checks as c
 from .attention import softmax_np, softmax_torch
-from .checks import (
-    agreement_baseline_inputs,
-    agreement_inputs,
-    agreement_row_inputs,
-    checked,
-    classifier_inputs,
-    classifier_module_inputs,
-    classifier_probe_inputs,
-    classifier_sizes,
-    hide,
-    mean_agreement_inputs,
-    random_baseline_inputs,
-    translator_inputs,
-    translator_mask_inputs,
-    translator_probe_inputs,
-    translator_sizes,
-    xi_curve_inputs,
-)
+from .checks import checked, hide
 from .lstm_attention import (
     lexical_probe_torch,
     lstm_np,
@@ -92,7 +76,8 @@ def bilstm_np(x, lengths, forward_params, backward_params):
     return out
 
 
-@checked(classifier_inputs)
+@checked(h="float* (B, N, D)", W="float (I, D)", b="float (I,)", v="float (I,)", w="float (D,)",
+         mask="bool? (B, N)", uniform="bool", rules=[c.b0_number, c.real_states_finite])
 def classifier_np(h, W, b, v, w, b0, mask=None, uniform=False):
     """Attention classifier: e_i = vᵀ ReLU(W h_i + b), α = softmax(e), z = wᵀ Σ α_i h_i + b₀.
 
@@ -107,7 +92,7 @@ def classifier_np(h, W, b, v, w, b0, mask=None, uniform=False):
     return (alpha[..., None] * h).sum(1) @ w + b0, alpha
 
 
-@checked(classifier_probe_inputs)
+@checked(h="float (B, N, D)", w="float (D,)", labels="real (B,)", rules=[c.b0_number])
 def classifier_probe_np(h, w, b0, labels):
     """β_i = σ(s · (wᵀ h_i + b₀)), s = +1 for a positive label, -1 for a negative one -> (B, N)."""
     sign = np.where(np.asarray(labels) > 0, 1.0, -1.0)[:, None]
@@ -115,7 +100,7 @@ def classifier_probe_np(h, w, b0, labels):
 
 
 # ============================================================================ the agreement metric
-@checked(agreement_inputs)
+@checked(rules=[c.score_rows])
 def agreement_np(a, b, mask=None):
     """A(a, b) per row: 1.0 if argmax_i a_i is among the top ⌈5%·n⌉ positions of b, else 0.0.
 
@@ -134,14 +119,14 @@ def agreement_np(a, b, mask=None):
     # END EXERCISE
 
 
-@checked(agreement_baseline_inputs)
+@checked(rules=[c.lengths_at_least_one])
 def agreement_baseline_np(lengths):
     """Expected A(a, b) when argmax a is a uniformly random position: mean of ⌈5%·n⌉ / n."""
     n = np.asarray(lengths, dtype=float)
     return float(np.mean(np.ceil(0.05 * n) / n))
 
 
-@checked(xi_curve_inputs)
+@checked(threshold="number", rules=[c.curves_of_one_length])
 def contextualized_agreement(agreements, performances, threshold):
     """ξ (paper §3.1, eq. 11): the performance at the first checkpoint whose agreement
     *exceeds* `threshold` (strictly, as the authors' `passing_idx`), or None if none does.
@@ -168,7 +153,8 @@ def counted_masks(M: int, T: int, N: int, key_mask, row_mask):
     return np.broadcast_to(keys, (M, T, N)), rows
 
 
-@checked(mean_agreement_inputs)
+@checked(a="real (..., M, T, N)", b="real (..., M, T, N)",
+         rules=[c.counted_masks_fit])
 def mean_agreement_np(a, b, key_mask=None, row_mask=None):
     """A(a, b) averaged over every counted output word of a validation set (paper eq. 10).
 
@@ -184,7 +170,7 @@ def mean_agreement_np(a, b, key_mask=None, row_mask=None):
     return float(result) if np.ndim(result) == 0 else result
 
 
-@checked(random_baseline_inputs)
+@checked(rules=[c.counted_keys])
 def random_baseline_np(key_mask, row_mask=None):
     """Â: the expected A(a, b) when a's argmax is a uniformly random real position, averaged
     over the counted output words (key_mask (M, N) or (M, T, N), row_mask (M, T))."""
@@ -196,7 +182,7 @@ def random_baseline_np(key_mask, row_mask=None):
     return agreement_baseline_np(n[row_mask])
 
 
-@checked(agreement_row_inputs)
+@checked(rules=[c.runs_of_one_shape])
 def agreement_row_np(gold, others, uniform, key_mask=None, row_mask=None):
     """One row of the paper's Table 2 from recorded runs (see the module's docstring).
 
@@ -228,7 +214,8 @@ def agreement_row_np(gold, others, uniform, key_mask=None, row_mask=None):
 
 
 # ============================================================================ torch twins
-@checked(classifier_inputs)
+@checked(h="float* (B, N, D)", W="float (I, D)", b="float (I,)", v="float (I,)", w="float (D,)",
+         mask="bool? (B, N)", uniform="bool", rules=[c.b0_number, c.real_states_finite])
 def classifier_torch(h, W, b, v, w, b0, mask=None, uniform=False):
     """Twin of classifier_np."""
     h = h if mask is None else hide(h, mask[..., None])  # padding may hold garbage: zeroed
@@ -237,14 +224,15 @@ def classifier_torch(h, W, b, v, w, b0, mask=None, uniform=False):
     return (alpha[..., None] * h).sum(1) @ w + b0, alpha
 
 
-@checked(classifier_probe_inputs)
+@checked(h="float (B, N, D)", w="float (D,)", labels="real (B,)", rules=[c.b0_number])
 def classifier_probe_torch(h, w, b0, labels):
     """Twin of classifier_probe_np."""
     sign = torch.where(labels > 0, 1.0, -1.0).to(h.dtype)[:, None]
     return torch.sigmoid(sign * (h @ w + b0))
 
 
-@checked(agreement_inputs)
+@checked(a="real* (..., N)", b="real* (..., N)", mask="bool? ~(..., N)",
+         rules=[c.real_position_per_row])
 def agreement_torch(a, b, mask=None):
     """Twin of agreement_np."""
     mask = torch.ones_like(a, dtype=torch.bool) if mask is None else mask.expand(a.shape)
@@ -271,7 +259,7 @@ class AttentionClassifier(nn.Module):
     after v; a softmax ignores a constant, so it is left out here.
     """
 
-    @checked(classifier_sizes)
+    @checked(n_vocab="int >= 1", hidden="int >= 1", embed="int? >= 1", attn_hidden="int? >= 1")
     def __init__(self, n_vocab: int, hidden: int = 64, embed: int | None = None,
                  attn_hidden: int | None = None, uniform: bool = False):
         super().__init__()
@@ -285,7 +273,7 @@ class AttentionClassifier(nn.Module):
         self.v = nn.Linear(attn_hidden, 1, bias=False)  # v
         self.readout = nn.Linear(2 * hidden, 1)  # w, b₀
 
-    @checked(classifier_module_inputs)
+    @checked(x="int (B, N)", mask="bool? (B, N)", rules=[c.prefix_mask])
     def states(self, x, mask=None):
         """Encoder states h (B, N, 2H), zero at padded positions (the twin of `bilstm_np`)."""
         B, N = x.shape
@@ -332,7 +320,8 @@ class Seq2SeqAttention(nn.Module):
         -> logits (B, T, V_y), α (B, K, T, N)
     """
 
-    @checked(translator_sizes)
+    @checked(n_src="int >= 1", n_tgt="int >= 1", hidden="int >= 1", embed="int? >= 1",
+             heads="int >= 1")
     def __init__(self, n_src: int, n_tgt: int, hidden: int = 256, embed: int | None = None,
                  heads: int = 1, uniform: bool = False):
         super().__init__()
@@ -345,7 +334,7 @@ class Seq2SeqAttention(nn.Module):
         self.hidden_layer = nn.Linear(2 * hidden, hidden)  # W₁, b₁ of g
         self.out = nn.Linear(hidden, n_tgt)  # W₂, b₂ of g
 
-    @checked(translator_inputs)
+    @checked(src="int (B, N)", tgt_in="int (B, T)", rules=[c.translator_ids])
     def states(self, src, tgt_in):
         """Encoder states h (B, N, H) and decoder states s (B, T, H)."""
         h, _ = self.encoder(self.src_embed(src))
@@ -355,14 +344,14 @@ class Seq2SeqAttention(nn.Module):
     def output_params(self):
         return (self.hidden_layer.weight, self.hidden_layer.bias, self.out.weight, self.out.bias)
 
-    @checked(translator_mask_inputs)
+    @checked(src="int (B, N)", tgt_in="int (B, T)", src_mask="bool? (B, N)")
     def forward(self, src, tgt_in, src_mask=None):
         h, s = self.states(src, tgt_in)
         context, alpha = luong_attention_torch(s, h, self.W_a, src_mask, self.uniform)
         return output_torch(context, s, *self.output_params()), alpha
 
     @torch.no_grad()
-    @checked(translator_probe_inputs)
+    @checked(tgt_in="int (B, T)", tgt_out="int (B, T)", rules=[c.output_ids])
     def probe(self, src, tgt_in, tgt_out):
         """Lexical probe β (B, T, N): p_t(y_t) with c_t := h_i."""
         h, s = self.states(src, tgt_in)

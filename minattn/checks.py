@@ -14,7 +14,7 @@ A refusal is a ValueError "<argument>: expected <what>, got <what was given>". A
 refuses: defaults, masks folded together, what a mask hides set to 0 are lines of the
 function's own body, so `fn.__wrapped__` on valid input computes what `fn` does (a check that
 returns a value is a TypeError). The spec grammar is at `Spec`; each mechanism's named rules
-follow in a section of its own (some files still pass one check function, `@checked(check)`).
+follow in a section of its own.
 Nothing here imports a mechanism.
 """
 
@@ -30,27 +30,24 @@ import numpy as np
 import torch
 
 
-def checked(check: Callable[..., None] | None = None, *, rules: Sequence[Callable] = (),
-            **specs: str):
+def checked(*, rules: Sequence[Callable] = (), **specs: str):
     """Decorate a public function so that its arguments are checked first (see the module's
-    docstring): one spec per argument (`q="float (..., Lq, d)"`, see `Spec`), the named
-    `rules` an axis string cannot say, each called with the arguments it names, or (the older
-    form) one `check` called with all of them. The function then runs on its arguments as
-    given. The decorated function keeps its name, docstring and signature."""
+    docstring): one spec per argument (`q="float (..., Lq, d)"`, see `Spec`), then the named
+    `rules` an axis string cannot say, each called with the arguments it names. The function
+    then runs on its arguments as given. The decorated function keeps its name, docstring and
+    signature."""
 
     def decorate(fn):
         signature = inspect.signature(fn)
         library = np.ndarray if fn.__name__.endswith("_np") else \
             torch.Tensor if fn.__name__.endswith("_torch") or "." in fn.__qualname__ else None
-        contract = check or Contract(specs, rules, library)
+        contract = Contract(specs, rules, library, signature.parameters)
 
         @functools.wraps(fn)
         def call(*args, **kwargs):
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
-            if contract(**bound.arguments) is not None:
-                raise TypeError(f"the check of {fn.__qualname__} returned a value: a check "
-                                "only refuses (what the function computes is in its body)")
+            contract(**bound.arguments)
             return fn(*args, **kwargs)
 
         call.check = contract
@@ -197,16 +194,19 @@ def in_graph(*xs) -> bool:
     return all(isinstance(x, torch.Tensor) and x.grad_fn is not None for x in xs)
 
 
-def _surely_finite(x: torch.Tensor, minus_inf_ok: bool) -> bool:
-    """A one-reduction test that passes every finite tensor: NaN and ±inf propagate through a
-    sum (NaN + a = NaN, inf + a = inf, inf - inf = NaN), and NaN and +inf through a max. False
-    only asks for the exact element-wise check, which also tells an overflowing sum of finite
-    values (≥ 3.4e38 in float32) from a bad value. No boolean tensor the size of x is
-    written, so a finite x is read once and nothing else is touched."""
-    x = x.detach()  # a leaf that requires grad is read, not differentiated
+def _surely_finite(x, minus_inf_ok: bool) -> bool:
+    """A one-reduction test that passes every finite array or tensor: NaN and ±inf propagate
+    through a sum (NaN + a = NaN, inf + a = inf, inf - inf = NaN), and NaN and +inf through a
+    max. False only asks for the exact element-wise check, which also tells an overflowing sum
+    of finite values from a bad value. No boolean array the size of x is written, so a finite
+    x is read once and nothing else is touched."""
+    if isinstance(x, torch.Tensor):
+        x = x.detach()  # a leaf that requires grad is read, not differentiated
     if minus_inf_ok:  # -inf is allowed: look at the largest value only
         top = float(x.max())
         return top == top and top != math.inf  # NaN is the one value not equal to itself
+    if isinstance(x, np.ndarray):  # float64 sums: no overflow warning for float16/32 values
+        return bool(np.isfinite(x.sum(dtype=np.float64) if x.itemsize < 8 else x.sum()))
     half = x.element_size() < 4  # float16 overflows at 65504: sum in float32
     return bool(torch.isfinite(x.sum(dtype=torch.float32) if half else x.sum()))
 
@@ -231,7 +231,7 @@ def check_finite(name: str, x, where=None, minus_inf_ok: bool = False) -> None:
         first_value = float(torch.broadcast_to(x.detach(), bad.shape)[first])
     else:
         x = np.asarray(x)
-        if x.dtype.kind != "f":
+        if x.dtype.kind != "f" or x.size == 0 or _surely_finite(x, minus_inf_ok):
             return
         bad = np.isnan(x) | (x == np.inf) if minus_inf_ok else ~np.isfinite(x)
         where = where() if callable(where) else where
@@ -272,12 +272,6 @@ def check_ids(name: str, ids, n: int, what: str = "the vocabulary") -> None:
         fail(name, f"ids in [0, {n}) ({what})", f"ids from {low} to {high} in {describe(ids)}")
 
 
-def check_ndim(name: str, x, min_ndim: int, hint: str) -> None:
-    """Require `x.ndim >= min_ndim`; `hint` names the axes, e.g. '(..., N, d)'."""
-    if x.ndim < min_ndim:
-        fail(f"{name} has too few dimensions", f"shape {hint}", f"shape {shape_str(x.shape)}")
-
-
 def check_same_device(**tensors) -> None:
     """All torch tensors given must live on one device (NumPy arrays and None are ignored)."""
     devices = {name: t.device for name, t in tensors.items() if isinstance(t, torch.Tensor)}
@@ -302,27 +296,6 @@ def broadcast_ok(shape: Sequence[int], target: Sequence[int]) -> bool:
     return True
 
 
-def check_mask(mask, scores_shape: Sequence[int], name: str = "mask", like=None) -> None:
-    """A mask must be boolean (True = may attend) and broadcast to the scores' shape.
-
-    like: the array library the function works in (np.ndarray or torch.Tensor), if not the
-    mask's own. A float mask is refused, additive (0 / −inf) or 0/1 alike: turn an additive
-    one into ours with `mask == 0`, a 0/1 one with `mask > 0`.
-    """
-    if mask is None:
-        return
-    if like is not None and not isinstance(mask, like) or \
-            not isinstance(mask, (np.ndarray, torch.Tensor)):
-        kind = "a NumPy" if like is np.ndarray else "a torch" if like is torch.Tensor else "a"
-        fail(name, f"{kind} bool array (True = may attend)", describe(mask))
-    if not is_bool_dtype(mask):
-        fail(f"{name} has the wrong dtype", "bool (True = may attend; an additive float mask "
-             "m becomes m == 0, a 0/1 one m > 0)", f"{mask.dtype}")
-    if not broadcast_ok(tuple(mask.shape), tuple(scores_shape)):
-        fail(f"{name} does not fit the attention scores",
-             f"a shape broadcastable to {shape_str(scores_shape)}", shape_str(mask.shape))
-
-
 # ----------------------------------------------------------------------------- specs
 # One string per argument, read once when the function is decorated:
 #   "float (..., Lq, d)"   an array of floats whose axes are named; a name binds one size
@@ -344,7 +317,7 @@ class Spec:
     """One argument's parsed spec (see above)."""
 
     def __init__(self, name: str, text: str):
-        self.name, self.text = name, text
+        self.name, self.text, self.op, self.bound = name, text, None, None
         array, scalar = _ARRAY.fullmatch(text), _SCALAR.fullmatch(text)
         if array and array[1] in ARRAY_KINDS:
             self.kind, optional, unread, broadcast, axes = array.groups()
@@ -352,6 +325,9 @@ class Spec:
             self.axes = tuple(a.strip() for a in axes.split(",") if a.strip())
             self.empty_ok = {a[:-1] for a in self.axes if a.endswith("?")}  # "M?": M may be 0
             self.axes = tuple(a.removesuffix("?") for a in self.axes)
+            self.dots = self.axes[:1] == ("...",)  # read once here, not at each call
+            self.named = tuple(int(a) if a.isdigit() else a for a in self.axes[self.dots:])
+            self.kinds = ("float", "int", "bool") if self.kind == "real" else (self.kind,)
             self.text = text.replace("?", "").replace("*", "")
         elif scalar:
             self.kind, optional, self.op, bound = scalar.groups()
@@ -372,8 +348,7 @@ class Spec:
         return self.text + (f" with {', '.join(known)}" if known else "")
 
     def check_scalar(self, value) -> None:
-        name, kind, op, bound = self.name, self.kind, getattr(self, "op", None), \
-            getattr(self, "bound", None)
+        name, kind, op, bound = self.name, self.kind, self.op, self.bound
         if kind == "int":
             check_size(name, value, 0 if bound is None else int(bound) + (op == ">"))
         elif kind == "number":
@@ -388,24 +363,27 @@ class Spec:
 
     def bind(self, x, sizes: dict) -> None:
         """Bind x's axes to the sizes named so far, or refuse it."""
-        axes, shape = self.axes, tuple(x.shape)
-        dots = axes[:1] == ("...",)
-        named = axes[1:] if dots else axes
-        if len(shape) < len(named) or not dots and len(shape) != len(named):
+        shape, named = tuple(x.shape), self.named
+        extra = len(shape) - len(named)
+        if extra < 0 or extra and not self.dots:
             fail(self.name, self.expected(sizes), describe(x))
-        given = list(zip(named, shape[len(shape) - len(named):]))
-        if dots:
-            given.insert(0, ("...", shape[:len(shape) - len(named)]))
-        seen = dict(sizes)
-        for axis, size in given:
-            want = int(axis) if axis.isdigit() else seen.setdefault(axis, size)
-            if size != want:
-                fail(self.name, self.expected(sizes if axis in sizes else seen), describe(x))
-            if axis == "..." and 0 in size or axis != "..." and size < 1 \
-                    and axis not in self.empty_ok:
+        own = {}  # the axes this argument binds first
+        if self.dots:
+            lead = shape[:extra]
+            if sizes.get("...", lead) != lead:
+                fail(self.name, self.expected(sizes), describe(x))
+            if 0 in lead:
                 fail(self.name, self.expected(sizes) + ", every size >= 1", describe(x))
-        for axis, size in given:
-            sizes.setdefault(axis, size)
+            own["..."] = lead
+        for axis, size in zip(named, shape[extra:]):
+            want = axis if axis.__class__ is int else sizes[axis] if axis in sizes else \
+                own.setdefault(axis, size)
+            if size != want:
+                fail(self.name, self.expected(sizes if axis in sizes else {**sizes, **own}),
+                     describe(x))
+            if size < 1 and axis not in self.empty_ok:
+                fail(self.name, self.expected(sizes) + ", every size >= 1", describe(x))
+        sizes.update(own)
 
     def fits(self, x, sizes: dict) -> None:
         """A `~` spec: x broadcasts to the axes as bound by the other arguments."""
@@ -421,11 +399,12 @@ class Spec:
 class Contract:
     """What `checked(**specs, rules=...)` runs before a call: every spec, then the rules."""
 
-    def __init__(self, specs: dict, rules: Sequence[Callable], library):
+    def __init__(self, specs: dict, rules: Sequence[Callable], library, parameters=None):
         self.specs = [Spec(name, text) for name, text in specs.items()]
         self.specs.sort(key=lambda s: getattr(s, "broadcast", False))  # bind, then broadcast
         self.library = library
-        self.rules = [(rule, tuple(inspect.signature(rule).parameters)) for rule in rules]
+        self.rules = [(rule, tuple(n for n in inspect.signature(rule).parameters
+                                   if parameters is None or n in parameters)) for rule in rules]
 
     def __call__(*contract_and_args, **args) -> None:
         self = contract_and_args[0]  # a method's own `self` is among the arguments
@@ -437,10 +416,10 @@ class Contract:
             if spec.axes is None:
                 spec.check_scalar(x)
                 continue
-            library = library or (torch.Tensor if isinstance(x, torch.Tensor) else np.ndarray)
+            if library is None:
+                library = torch.Tensor if isinstance(x, torch.Tensor) else np.ndarray
             kind = dtype_kind(x) if isinstance(x, library) else None
-            if kind is None or kind != spec.kind and not (
-                    spec.kind == "real" and kind in ("float", "int", "bool")):
+            if kind not in spec.kinds:
                 what = "a NumPy array" if library is np.ndarray else "a tensor"
                 if spec.kind == "bool" and "mask" in spec.name:
                     what += ", True = may attend: an additive float mask m is m == 0, a 0/1 " \
@@ -451,19 +430,23 @@ class Contract:
             else:
                 spec.bind(x, sizes)
             if kind == "float":
-                if dtype is not None and x.dtype != dtype[1]:
+                if dtype is None:
+                    dtype = (spec.name, x.dtype)
+                elif x.dtype != dtype[1]:
                     fail(spec.name, f"{spec.text} of dtype {dtype_name(dtype[1])} ({dtype[0]}'s: "
                          "cast them first)", describe(x))
-                dtype = dtype or (spec.name, x.dtype)
-            if isinstance(x, torch.Tensor):
-                if device is not None and x.device != device[1]:
+                if spec.read:
+                    check_finite(spec.name, x)
+            if library is torch.Tensor:
+                if device is None:
+                    device = (spec.name, x.device)
+                elif x.device != device[1]:
                     fail(spec.name, f"{spec.text} on {device[0]}'s device, {device[1]}",
                          describe(x))
-                device = device or (spec.name, x.device)
-            if kind == "float" and spec.read:
-                check_finite(spec.name, x)
         for rule, names in self.rules:
-            rule(**{n: args[n] for n in names if n in args})
+            if rule(**{n: args[n] for n in names}) is not None:
+                raise TypeError(f"the rule {rule.__name__} returned a value: a check only "
+                                "refuses (what the function computes is in its body)")
 
 
 def dtype_name(dtype) -> str:
@@ -1138,67 +1121,90 @@ def target_ids(targets, W2) -> None:
 
 
 # ============================================================ ibm1 (lesson 06)
-# (the checks of minattn/ibm1.py go here)
-IBM1_MODES = ("textbook", "nltk")  # minattn.ibm1.MODES
-
-
-def check_corpus(sources, targets) -> tuple[list, list]:
-    """The two sides as lists, after checking that they pair up, are not empty, and that every
-    sentence is a non-empty list of tokens."""
+# The rules of minattn/ibm1.py and minattn/fast/ibm1.py that their specs cannot say: a corpus
+# pairs up its sentences, a table belongs to its corpus (the bitext's vocabularies; on the fast
+# path one value per stored entry), probabilities and counts are >= 0, NLTK's mode needs NULL.
+def corpus_pairs(sources, targets) -> None:
+    """`index_bitext`: the sides pair up, at least one pair (each sentence is checked at C
+    speed while it is indexed, and named with `check_sentences` when one is wrong)."""
     sources, targets = list(sources), list(targets)
     if len(sources) != len(targets):
-        fail("sources and targets must pair up", "as many target sentences as source sentences",
-             f"{len(sources)} sources, {len(targets)} targets")
+        fail("targets", "as many target sentences as source sentences (sources and targets "
+             "pair up)", f"{len(targets)} targets for {len(sources)} sources")
     if len(sources) == 0:
-        fail("empty corpus", "at least one sentence pair", "0 pairs")
-    return sources, targets
+        fail("sources", "at least one sentence pair (an empty corpus has none)", "0 pairs")
 
 
 def check_sentences(side: str, sentences) -> None:
     """Every sentence of one side must be a non-empty list of tokens (not a string)."""
     for m, sent in enumerate(sentences):
         if isinstance(sent, str) or not hasattr(sent, "__len__"):
-            fail(f"{side}s: {side} sentence {m} is not a token list",
-                 "a list of tokens, e.g. s.split()",
-                 f"{type(sent).__name__} {str(sent)[:40]!r}")
+            fail(f"{side}s", f"{side} sentence {m} as a list of tokens, e.g. s.split() (it is "
+                 "not a token list)", f"{type(sent).__name__} {str(sent)[:40]!r}")
         if len(sent) == 0:
-            fail(f"{side}s: {side} sentence {m} is empty", "at least one token per sentence", "[]")
+            fail(f"{side}s", f"at least one token per sentence ({side} sentence {m} is empty)",
+                 "[]")
 
 
-def corpus_inputs(sources, targets, null) -> None:
-    """make_bitext's corpus: pairs of non-empty token lists (returned as lists)."""
-    sources, targets = check_corpus(sources, targets)
-    check_sentences("source", sources)
-    check_sentences("target", targets)
+def corpus(sources, targets) -> None:
+    """`make_bitext`: pairs of non-empty token lists."""
+    corpus_pairs(sources, targets)
+    check_sentences("source", list(sources))
+    check_sentences("target", list(targets))
 
 
 def check_bitext(bitext, indexed: bool = False) -> None:
     """A corpus from minattn.ibm1.make_bitext (or, indexed=True, fast.ibm1.index_bitext)."""
     kinds = ("IndexedBitext",) if indexed else ("Bitext", "IndexedBitext")
     if type(bitext).__name__ not in kinds:
-        fail("bitext", "a corpus from " + ("index_bitext (minattn.fast.ibm1)" if indexed else
-             "make_bitext (or index_bitext for the fast path)"), describe(bitext))
+        fail("indexed" if indexed else "bitext", "a corpus from " + (
+            "index_bitext (minattn.fast.ibm1)" if indexed else
+            "make_bitext (or index_bitext for the fast path)"), describe(bitext))
+
+
+def is_bitext(bitext) -> None:
+    check_bitext(bitext)
+
+
+def is_indexed(indexed) -> None:
+    check_bitext(indexed, indexed=True)
 
 
 def check_nonnegative(name: str, t) -> None:
-    """Probabilities and counts are >= 0 (a negative entry makes a posterior meaningless)."""
-    empty = t.numel() == 0 if isinstance(t, torch.Tensor) else t.size == 0
-    low = 0.0 if empty else float(t.min())
-    if low < 0:
+    """Probabilities and counts are finite and >= 0 (a negative entry makes a posterior
+    meaningless): one min and one max read them (NaN passes neither test)."""
+    if isinstance(t, torch.Tensor):
+        if t.numel() == 0:
+            return
+        low, high = torch.aminmax(t.detach())
+    elif t.size == 0:
+        return
+    else:
+        low, high = np.minimum.reduce(t, axis=None), np.maximum.reduce(t, axis=None)
+    low, high = float(low), float(high)
+    if not (low >= 0 and high < math.inf):
+        check_finite(name, t)
         fail(name, "values >= 0 (probabilities or counts)", f"a minimum of {low} in {describe(t)}")
 
 
-def check_table(t, bitext, name: str = "t", like=None) -> None:
-    """t: a (V_x, V_y) float table of this corpus (NumPy, or like=torch.Tensor a tensor),
-    finite and >= 0: probabilities, or expected counts for the M-step."""
-    check_bitext(bitext)
-    check_array(name, t, "float", hint="(V_x, V_y)", like=like)
-    shape = (len(bitext.src_vocab), len(bitext.tgt_vocab))
-    if tuple(t.shape) != shape:
-        fail(f"{name}: translation table does not fit the corpus", f"shape {shape} (V_x, V_y)",
-             f"shape {tuple(t.shape)}")
-    check_finite(name, t)
-    check_nonnegative(name, t)
+def nonnegative_counts(counts) -> None:
+    check_nonnegative("counts", counts)
+
+
+def table_fits(bitext=None, indexed=None, t=None, counts=None, values=None) -> None:
+    """A table of this corpus, finite and >= 0: (V_x, V_y) for a bitext, one value per stored
+    entry (E,) for an indexed one (the fast path)."""
+    name, table = ("t", t) if t is not None else ("counts", counts) if counts is not None \
+        else ("values", values)
+    corpus = bitext if indexed is None else indexed
+    check_bitext(corpus, indexed=indexed is not None)
+    shape = (len(corpus.src_vocab), len(corpus.tgt_vocab)) if indexed is None else \
+        (len(corpus.entry_src),)
+    if table.shape != shape:
+        fail(name, f"{shape_str(shape)}: " + ("(V_x, V_y)" if indexed is None else
+             "one value per stored entry") + " (this table does not fit the corpus)",
+             describe(table))
+    check_nonnegative(name, table)
 
 
 def check_covered(t, loglik) -> None:
@@ -1211,648 +1217,282 @@ def check_covered(t, loglik) -> None:
              f"log-likelihood is {float(loglik)} ({describe(t)}, {int((t > 0).sum())} entries > 0)")
 
 
-def check_mode(mode, bitext) -> None:
-    if mode not in IBM1_MODES:
-        fail("unknown mode", f"one of {IBM1_MODES}", repr(mode))
-    if mode == "nltk" and not bitext.null:
-        fail("NLTK mode needs the NULL word", "make_bitext(..., null=True)", "null=False")
+def nltk_needs_null(mode, bitext=None, indexed=None) -> None:
+    if mode == "nltk" and not (bitext if indexed is None else indexed).null:
+        fail("mode", "'textbook' without the NULL word (NLTK's mode needs make_bitext(..., "
+             "null=True))", "mode='nltk' and null=False")
 
 
-def bitext_inputs(bitext) -> None:
-    check_bitext(bitext)
-
-
-def e_step_inputs_np(t, bitext, mode) -> None:
-    """t (V_x, V_y) NumPy table of this corpus, a known mode."""
-    check_table(t, bitext, like=np.ndarray)
-    check_mode(mode, bitext)
-
-
-def e_step_inputs_torch(t, bitext, mode) -> None:
-    """t (V_x, V_y) tensor table of this corpus, a known mode."""
-    check_table(t, bitext, like=torch.Tensor)
-    check_mode(mode, bitext)
-
-
-def check_em_counts(counts, floor, like) -> None:
-    """M-step inputs: counts (V_x, V_y) finite and >= 0, floor a number in [0, 1]."""
-    check_array("counts", counts, "float", ndim=2, hint="(V_x, V_y)", like=like)
-    check_finite("counts", counts)
-    check_nonnegative("counts", counts)
+def floor_in_unit(floor) -> None:
     check_number("floor", floor, low=0.0, high=1.0)
 
 
-def m_step_inputs_np(counts, floor) -> None:
-    check_em_counts(counts, floor, np.ndarray)
-
-
-def m_step_inputs_torch(counts, floor) -> None:
-    check_em_counts(counts, floor, torch.Tensor)
-
-
-def em_inputs(bitext, iterations, mode, t, **device) -> None:
-    """A corpus, iterations >= 0 (returned as an int), a known mode; t (if given) is checked
-    by the first E-step."""
-    check_bitext(bitext)
-    check_size("iterations", iterations)
-    check_mode(mode, bitext)
-
-
-def check_pair_index(m, n_pairs: int) -> int:
-    """m: the index of a sentence pair, an integer in [0, n_pairs)."""
-    m = check_size("m", m)
+def pair_of(m, bitext=None, indexed=None) -> None:
+    """m: the index of a sentence pair of the corpus."""
+    n_pairs = bitext.n_pairs if indexed is None else len(indexed.src_start) - 1
     if m >= n_pairs:
         fail("m", f"a pair index in [0, {n_pairs})", describe(m))
-    return m
 
 
-def alignment_inputs(t, bitext, m) -> None:
-    """t (V_x, V_y) of this corpus, m a pair index whose every target token t covers."""
-    check_table(t, bitext, like=np.ndarray)
-    m = check_pair_index(m, bitext.n_pairs)
+def pair_covered(t, bitext, m) -> None:
+    """t gives every target token of pair m some probability from its source sentence."""
     x, y = bitext.pair(m)
     if not (t[np.ix_(x, y)].sum(axis=0) > 0).all():
         check_covered(t, -np.inf)
 
 
-def table_inputs(t, bitext) -> None:
-    check_table(t, bitext, like=np.ndarray)
+def source_word(x, bitext=None, indexed=None) -> None:
+    if x not in (bitext if indexed is None else indexed).src_index:
+        fail("x", "a word of the source vocabulary (an unknown source word)", repr(x))
 
 
-def top_translations_inputs(t, bitext, x, k) -> None:
-    """t of this corpus, x a source word, k >= 0 (returned as an int)."""
-    check_table(t, bitext, like=np.ndarray)
-    check_size("k", k)
-    if x not in bitext.src_index:
-        fail("unknown source word", "a word of the source vocabulary", repr(x))
-
-
-def token_weights_inputs(y, mode) -> None:
-    if mode not in IBM1_MODES:
-        fail("mode", f"one of {IBM1_MODES}", repr(mode))
-    check_array("y", y, "int", ndim=1, hint="(|y|,) word ids", like=np.ndarray)
-
-
-def counts_table_inputs(counts) -> None:
-    check_array("counts", counts, "float", ndim=2, hint="(V_x, V_y)", like=np.ndarray)
-
-
-def proxy_sizes(self, n_src, n_tgt, d) -> None:
-    """BagOfWordsProxy: vocabulary sizes and embedding size, integers >= 1."""
-    check_size("n_src", n_src, 1), check_size("n_tgt", n_tgt, 1), check_size("d", d, 1)
-
-
-def proxy_bag_inputs(self, xbar) -> None:
-    """xbar (B, V_x) bags of input words, the embedding's dtype and device."""
-    V = self.embed.shape[0]
-    check_array("xbar", xbar, "float", ndim=2, hint=f"(B, V_x = {V})", like=torch.Tensor)
-    if xbar.shape[1] != V or xbar.dtype != self.embed.dtype:
-        fail("xbar", f"(B, V_x = {V}) of dtype {str(self.embed.dtype).removeprefix('torch.')}",
-             describe(xbar))
-    check_same_device(xbar=xbar, embed=self.embed)
-
-
-def proxy_agreement_inputs(bitext, d, seed) -> None:
-    """A corpus without NULL (the proxy has none), d >= 1, seed >= 0."""
-    check_bitext(bitext)
-    if bitext.null:
-        fail("the proxy has no NULL word", "make_bitext(..., null=False)", "null=True")
-    check_size("d", d, 1), check_size("seed", seed)
-
-
-# the fast path (minattn/fast/ibm1.py): a sparse table, one value per stored (x, y) entry
-def fast_corpus_inputs(sources, targets, null) -> None:
-    """index_bitext's corpus: sides that pair up (each sentence is checked at C speed while it
-    is indexed, and named with `check_sentences` when one is wrong)."""
-    sources, targets = check_corpus(sources, targets)
-
-
-def check_sparse_table(t, indexed, name: str = "t", like=None) -> None:
-    """t holds one float value per stored entry of this corpus, finite and >= 0
-    (probabilities, or counts for the M-step)."""
-    check_bitext(indexed, indexed=True)
-    E = len(indexed.entry_src)
-    check_array(name, t, "float", hint=f"({E},)", like=like)
-    if t.ndim != 1 or t.shape[0] != E:
-        fail(f"{name}: translation table does not fit the corpus",
-             f"one value per stored entry, shape ({E},)", f"shape {tuple(t.shape)}")
-    check_finite(name, t)
-    check_nonnegative(name, t)
-
-
-def indexed_inputs(indexed) -> None:
-    check_bitext(indexed, indexed=True)
-
-
-def mode_inputs(indexed, mode) -> None:
-    check_bitext(indexed, indexed=True)
-    check_mode(mode, indexed)
-
-
-def sparse_table_inputs(t, indexed) -> None:
-    check_sparse_table(t, indexed, like=np.ndarray)
-
-
-def sparse_values_inputs(values, indexed, **rest) -> None:
-    check_sparse_table(values, indexed, "values", like=np.ndarray)
-
-
-def sparse_e_step_inputs_np(t, indexed, mode) -> None:
-    check_sparse_table(t, indexed, like=np.ndarray)
-    check_mode(mode, indexed)
-
-
-def sparse_e_step_inputs_torch(t, indexed, mode) -> None:
-    check_sparse_table(t, indexed, like=torch.Tensor)
-    check_mode(mode, indexed)
-
-
-def sparse_m_step_inputs_np(counts, indexed, floor) -> None:
-    check_sparse_table(counts, indexed, "counts", like=np.ndarray)
-    check_number("floor", floor, low=0.0, high=1.0)
-
-
-def sparse_m_step_inputs_torch(counts, indexed, floor) -> None:
-    check_sparse_table(counts, indexed, "counts", like=torch.Tensor)
-    check_number("floor", floor, low=0.0, high=1.0)
-
-
-def sparse_em_inputs(indexed, iterations, mode, **rest) -> None:
-    check_bitext(indexed, indexed=True)
-    check_mode(mode, indexed)
-    check_size("iterations", iterations)
-
-
-def pair_entries_inputs(indexed, m) -> None:
-    check_bitext(indexed, indexed=True)
-    check_pair_index(m, len(indexed.src_start) - 1)
-
-
-def sparse_alignment_inputs(t, indexed, m) -> None:
-    check_sparse_table(t, indexed, like=np.ndarray)
-    check_pair_index(m, len(indexed.src_start) - 1)
-
-
-def sparse_rows_inputs(values, indexed, words) -> None:
-    check_sparse_table(values, indexed, "values", like=np.ndarray)
+def source_words(indexed, words) -> None:
     unknown = [] if isinstance(words, str) else [x for x in words if x not in indexed.src_index]
     if isinstance(words, str) or unknown:
         fail("words", "a list of words of the source vocabulary",
              describe(words) if isinstance(words, str) else f"unknown words {unknown[:5]}")
 
 
-def sparse_top_inputs(t, indexed, x, k) -> None:
-    check_sparse_table(t, indexed, like=np.ndarray)
-    if x not in indexed.src_index:
-        fail("unknown source word", "a word of the source vocabulary", repr(x))
-    check_size("k", k)
+def bags_of_vocab(self, xbar) -> None:
+    """`BagOfWordsProxy.forward`: bags over the source vocabulary, in the embedding's dtype
+    and device."""
+    V = self.embed.shape[0]
+    if xbar.shape[1] != V or xbar.dtype != self.embed.dtype:
+        fail("xbar", f"(B, V_x = {V}) of dtype {dtype_name(self.embed.dtype)}", describe(xbar))
+    check_same_device(xbar=xbar, embed=self.embed)
+
+
+def bitext_without_null(bitext) -> None:
+    """The proxy has no NULL word."""
+    check_bitext(bitext)
+    if bitext.null:
+        fail("bitext", "make_bitext(..., null=False) (the proxy has no NULL word)", "null=True")
 
 
 # ============================================================ task_heads (lesson 07)
-# Token states (B, L, D) of a frozen encoder, right-padded (mask (B, L) bool, True on real
-# tokens), every sentence with its first token ([CLS]) real. What padding holds never counts:
-# the checks that replace arguments return the states with their padding set to 0.
-def check_token_states(states, mask, name: str = "states", mask_name: str = "mask",
-                       like=None) -> None:
-    """states (B, L, D) float, mask (B, L) bool, right-padded (1…1 0…0), with at least one real
-    token (the first); one library and device; the real tokens' states finite (padding may
-    hold anything: the heads select it away). like: np.ndarray or torch.Tensor (default:
-    whichever `states` is)."""
-    like = like or (torch.Tensor if isinstance(states, torch.Tensor) else np.ndarray)
-    check_array(name, states, "float", hint="(B, L, D)", like=like)
-    if states.ndim != 3 or 0 in states.shape:
-        fail(f"{name} have the wrong shape", "(B, L, D) with B, L, D > 0", shape_str(states.shape))
-    if not isinstance(mask, like):
-        fail(mask_name, f"a {'torch' if like is torch.Tensor else 'NumPy'} bool mask like "
-             f"{name}", describe(mask))
-    if tuple(mask.shape) != tuple(states.shape[:2]):
-        fail(f"the mask of {name} does not fit ({mask_name})",
-             f"mask {shape_str(states.shape[:2])} bool", f"mask {shape_str(mask.shape)}")
-    if mask.dtype not in (np.bool_, torch.bool):
-        fail(f"the mask of {name} must be boolean (True = real token; {mask_name})",
-             "dtype bool", f"dtype {mask.dtype}")
-    check_same_device(**{name: states, mask_name: mask})
+# The rules of minattn/task_heads.py and minattn/fast/task_heads.py that their specs cannot
+# say. Token states (B, L, D) of a frozen encoder come right-padded (mask (B, L) bool, True on
+# real tokens), every sentence with its first token ([CLS]) real; what padding holds never
+# counts: the heads select it away.
+def _right_padded(name: str, states, mask_name: str, mask) -> None:
+    """mask right-padded (1…1 0…0) with its first token real; states finite where it is."""
     if not bool(mask[:, 0].all()):
-        fail(f"every sentence of {name} needs its first token ({mask_name})",
-             "mask[:, 0] all True", "a row whose first token is padding")
+        fail(mask_name, f"every sentence of {name} with its first token real (mask[:, 0] all "
+             "True)", "a row whose first token is padding")
     if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
-        fail(f"{mask_name} must be right-padded", "each row 1…1 0…0 (real tokens first)",
+        fail(mask_name, "right-padded rows 1…1 0…0 (real tokens first)",
              "a row with padding before a real token")
     check_finite(name, states, where=mask[..., None])
 
 
-def pool_np(states, mask) -> None:
-    """`cls_pool_np`, `mean_pool_np`: NumPy token states and their mask."""
-    check_token_states(states, mask, like=np.ndarray)
+def right_padded(states, mask) -> None:
+    """Token states and their mask (see above)."""
+    _right_padded("states", states, "mask", mask)
 
 
-def pool_torch(states, mask) -> None:
-    """`cls_pool_torch`, `mean_pool_torch`: torch token states and their mask."""
-    check_token_states(states, mask, like=torch.Tensor)
+def pair_right_padded(a, a_mask, b, b_mask) -> None:
+    """Sentences A and B of each pair (see above)."""
+    _right_padded("a", a, "a_mask", a_mask)
+    _right_padded("b", b, "b_mask", b_mask)
 
 
-def layer_norm_inputs(x, eps) -> None:
-    """x (..., D) float and finite, D >= 1; eps > 0 (a constant row has variance 0)."""
-    check_array("x", x, "float", min_ndim=1, hint="(..., D)")
-    if x.shape[-1] == 0:
-        fail("x", "at least one feature to normalise", describe(x))
-    check_finite("x", x)
-    check_number("eps", eps, above=0)
+_TOKEN_STATES = Contract(dict(states="float* (B, L, D)", mask="bool (B, L)"), [right_padded], None)
 
 
-def attention_pool_inputs(states, mask, layers, num_heads, normalize=True, query=None) -> None:
-    """`attention_pool_np`: NumPy token states, a non-empty list of layer parameters, and an
-    optional query (D,); the padding may hold anything (the body sets it to 0)."""
-    check_token_states(states, mask, like=np.ndarray)
+def check_token_states(states, mask) -> None:
+    """states (B, L, D) float and mask (B, L) bool, right-padded (`right_padded`)."""
+    _TOKEN_STATES(states=states, mask=mask)
+
+
+def layers_given(layers) -> None:
+    """`attention_pool_np`, `cross_attention_pool_np`: a non-empty list of layer parameters."""
     if not layers or not isinstance(layers, (list, tuple)):
-        fail("layers: attention_pool needs at least one layer", "a non-empty list of params",
-             describe(layers))
-    if query is not None and (not isinstance(query, np.ndarray) or query.shape
-                              != states.shape[-1:]):
-        fail("query", f"a NumPy vector ({states.shape[-1]},)", describe(query))
+        fail("layers", "a non-empty list of layer params (at least one layer)", describe(layers))
 
 
-def check_pair(a, a_mask, b, b_mask) -> None:
-    """Sentences A and B of each pair: token states of the same batch size, width and dtype."""
-    check_token_states(a, a_mask, "sentences A (a)", "a_mask")
-    check_token_states(b, b_mask, "sentences B (b)", "b_mask")
-    if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[2]:
-        fail("a pair batch needs as many A as B sentences, of the same width",
-             f"b of shape ({a.shape[0]}, Lb, {a.shape[2]})", f"{shape_str(b.shape)}")
-    check_same_dtype(a=a, b=b)
-    check_same_device(a=a, b=b)
+def two_or_more(pred) -> None:
+    """A correlation needs at least two values."""
+    if pred.shape[0] < 2:
+        fail("pred", "at least 2 values (a correlation)", describe(pred))
 
 
-def check_read(read) -> None:
-    if read not in ("mean", "first"):
-        fail("read: unknown read-out of the cross-attention head", "'mean' or 'first'",
-             repr(read))
-
-
-def cross_attention_pool_inputs(a, a_mask, b, b_mask, layers, num_heads, read="mean") -> None:
-    """`cross_attention_pool_np`: a NumPy pair batch and its read-out (padding: anything)."""
-    check_array("a", a, "float", like=np.ndarray, hint="(B, La, D)")
-    check_pair(a, a_mask, b, b_mask)
-    check_read(read)
-
-
-def pearson_inputs(pred, target, eps=1e-12) -> None:
-    """Two vectors of one length >= 2, one library, dtype and device, finite; eps >= 0."""
-    like = torch.Tensor if isinstance(pred, torch.Tensor) else np.ndarray
-    check_array("pred", pred, "float", like=like)
-    check_array("target", target, "float", like=like)
-    if pred.ndim != 1 or tuple(pred.shape) != tuple(target.shape) or pred.shape[0] < 2:
-        fail("pearson_loss needs two vectors of the same length >= 2", "pred (N,), target (N,)",
-             f"pred {shape_str(pred.shape)}, target {shape_str(target.shape)}")
-    check_same_dtype(pred=pred, target=target)
-    check_same_device(pred=pred, target=target)
-    check_finite("pred", pred)
-    check_finite("target", target)
-    check_number("eps", eps, low=0)
-
-
-def pair_feature_inputs(u, v) -> None:
-    if not isinstance(u, torch.Tensor) or not isinstance(v, torch.Tensor) or \
-            u.shape != v.shape or u.ndim != 2:
-        fail("pair_features needs two (B, D) tensors of the same shape (u, v)",
-             "u (B, D), v (B, D)", f"u {describe(u)}, v {describe(v)}")
-    check_same_device(u=u, v=v)
-
-
-def is_attention_layer(name: str, mha) -> None:
+def attention_layer(mha) -> None:
     """A minattn MultiHeadAttention (its four projections), told by what it holds."""
     if not isinstance(mha, torch.nn.Module) or not all(
             hasattr(mha, p) for p in ("q_proj", "k_proj", "v_proj", "out_proj", "num_heads")):
-        fail(name, "a minattn MultiHeadAttention", describe(mha))
+        fail("mha", "a minattn MultiHeadAttention", describe(mha))
 
 
-def check_head_input(name: str, x, module) -> None:
-    """x must have the head's width, dtype and device (its first layer's)."""
-    weight = module.layers[0].q_proj.weight
-    d_model = module.layers[0].d_model
-    if x.shape[-1] != d_model or x.dtype != weight.dtype:
-        fail(name, f"(B, L, {d_model}) {str(weight.dtype).removeprefix('torch.')} states, the "
-             "head's width and dtype (cast the states or the head)", describe(x))
+def _of_layer(name: str, x, layer) -> None:
+    """x has the layer's width, dtype and device."""
+    weight = layer.q_proj.weight
+    if x.shape[-1] != layer.d_model or x.dtype != weight.dtype:
+        fail(name, f"(B, L, {layer.d_model}) {dtype_name(weight.dtype)} states, the layer's "
+             "width and dtype (cast the states or the head)", describe(x))
     check_same_device(**{name: x, "weights": weight})
 
 
-def attention_pool_forward(self, states, mask, need_weights=False) -> None:
-    """`AttentionPool.forward`: torch token states of the head's width (padding: anything)."""
-    check_token_states(states, mask, like=torch.Tensor)
-    check_head_input("states", states, self)
+def layer_of_width(states, mha) -> None:
+    """`attention_pool_fast_torch`: mha an attention layer of the states' width and dtype."""
+    attention_layer(mha)
+    _of_layer("states", states, mha)
 
 
-def cross_attention_pool_forward(self, a, a_mask, b, b_mask, need_weights=False) -> None:
-    """`CrossAttentionPool.forward`: a torch pair batch of the head's width (padding: anything)."""
-    check_array("a", a, "float", like=torch.Tensor, hint="(B, La, D)")
-    check_pair(a, a_mask, b, b_mask)
-    check_head_input("a", a, self)
+def head_of_width(self, states=None, a=None) -> None:
+    """A head's input (states, or a pair's a) of its first layer's width, dtype and device."""
+    _of_layer("states" if a is None else "a", a if states is None else states, self.layers[0])
 
 
-def fast_pool_inputs(states, mask, mha, normalize=True) -> None:
-    """`attention_pool_fast_torch`: torch token states of the layer's width (padding: anything)."""
-    check_token_states(states, mask, like=torch.Tensor)
-    is_attention_layer("mha", mha)
-    weight = mha.q_proj.weight
-    if states.shape[-1] != mha.d_model or states.dtype != weight.dtype:
-        fail("states", f"(B, L, {mha.d_model}) {str(weight.dtype).removeprefix('torch.')} "
-             "states, the layer's width and dtype", describe(states))
-    check_same_device(states=states, weights=weight)
-
-
-def head_layers(owner, d_model, num_heads, num_layers, init) -> None:
-    """`attention_layers`: at least one layer, a known init; returns num_layers as an int."""
-    if isinstance(num_layers, (int, np.integer)) and not isinstance(num_layers, bool) \
-            and num_layers < 1:
-        fail(f"num_layers: {owner} needs at least one layer", "num_layers >= 1",
-             f"{num_layers}")
-    if init not in ("default", "u09"):
-        fail("init: unknown initialisation", "'default' or 'u09'", repr(init))
-    check_size("num_layers", num_layers, 1)
-
-
-def u09_inputs(mha, generator=None) -> None:
-    is_attention_layer("mha", mha)
-
-
-def model_states(self, states, mask, need_weights=False) -> None:
-    """`SentenceClassifier.forward`: token states in the model's dtype."""
-    check_token_states(states, mask, like=torch.Tensor)
-    weight = next(self.parameters()).dtype
-    if states.dtype != weight:
-        fail("states", f"dtype {str(weight).removeprefix('torch.')}, the model's",
-             describe(states))
-
-
-def model_pair(self, a, a_mask, b, b_mask, need_weights=False) -> None:
-    """`PairModel.forward` and `embed_pair`: a torch pair batch in the model's dtype."""
-    check_array("a", a, "float", like=torch.Tensor, hint="(B, La, D)")
-    check_pair(a, a_mask, b, b_mask)
-    weight = next(self.parameters()).dtype
-    if a.dtype != weight:
-        fail("a", f"dtype {str(weight).removeprefix('torch.')}, the model's", describe(a))
+def model_dtype(self, states=None, a=None) -> None:
+    """`SentenceClassifier`, `PairModel`: token states in the model's dtype."""
+    x, dtype = a if states is None else states, next(self.parameters()).dtype
+    if x.dtype != dtype:
+        fail("states" if a is None else "a", f"dtype {dtype_name(dtype)}, the model's",
+             describe(x))
 
 
 # ============================================================ agreement (lesson 08)
-# (the checks of minattn/agreement.py go here)
-def _agreement_mask(name: str, mask, like, shape) -> None:
-    """mask None or a bool array of `like`'s library and exactly `shape` (True = real)."""
-    if mask is None:
-        return
-    if not isinstance(mask, like) or tuple(mask.shape) != tuple(shape) \
-            or mask.dtype not in (bool, np.bool_, torch.bool):
-        fail(name, f"bool of shape {shape_str(shape)} (True = real token)", describe(mask))
-
-
-def classifier_inputs(h, W, b, v, w, b0, mask=None, uniform=False) -> None:
-    """h (B, N, H), W (H', H), b (H',), v (H',), w (H,), b0 a number, mask (B, N) bool; one
-    library, dtype and device; the padded states may hold anything (the body sets them to
-    0)."""
-    like = torch.Tensor if isinstance(h, torch.Tensor) else np.ndarray
-    check_array("h", h, "float", ndim=3, like=like, hint="(B, N, H)")
-    arrays = dict(h=h, W=W, b=b, v=v, w=w)
-    for name, a in arrays.items():
-        check_array(name, a, "float", like=like)
-    H = h.shape[-1]
-    if W.ndim != 2 or W.shape[1] != H or tuple(b.shape) != (W.shape[0],) or \
-            tuple(v.shape) != (W.shape[0],) or tuple(w.shape) != (H,):
-        fail("W", f"W (H', H = {H}), b (H',), v (H',), w (H,)",
-             ", ".join(f"{n} {shape_str(a.shape)}" for n, a in arrays.items()))
+# The rules of minattn/agreement.py that its specs cannot say.
+def b0_number(b0) -> None:
+    """A read-out bias: a number, or a 0-d tensor (a module's bias, not read here)."""
     if not (isinstance(b0, torch.Tensor) and b0.ndim == 0):
         check_number("b0", b0)
-    _agreement_mask("mask", mask, like, h.shape[:2])
-    check_same_dtype(**arrays)
-    check_same_device(mask=mask, **arrays)
-    check_finite("h", h, where=None if mask is None else mask[..., None])
-    for name, a in list(arrays.items())[1:]:
-        check_finite(name, a)
 
 
-def classifier_probe_inputs(h, w, b0, labels) -> None:
-    """h (B, N, H), w (H,), b0 a number, labels (B,) of h's library."""
-    like = torch.Tensor if isinstance(h, torch.Tensor) else np.ndarray
-    check_array("h", h, "float", ndim=3, like=like, hint="(B, N, H)")
-    check_array("w", w, "float", ndim=1, like=like, hint=f"({h.shape[-1]},)")
-    labels = np.asarray(labels) if like is np.ndarray else labels
-    check_array("labels", labels, None, ndim=1, like=like, hint=f"({h.shape[0]},)")
-    if labels.shape[0] != h.shape[0] or w.shape[0] != h.shape[-1]:
-        fail("labels", f"({h.shape[0]},) labels and w ({h.shape[-1]},)",
-             f"labels {shape_str(labels.shape)}, w {shape_str(w.shape)}")
-    if not (isinstance(b0, torch.Tensor) and b0.ndim == 0):
-        check_number("b0", b0)
-    check_same_dtype(h=h, w=w)
-    check_same_device(h=h, w=w, labels=labels)
-    check_finite("h", h)
-    check_finite("w", w)
-
-
-def agreement_inputs(a, b, mask=None) -> None:
-    """a, b (..., N) of one shape, library and device (NumPy: anything np.asarray turns into
-    floats); mask None or bool broadcastable to them, with at least one real position per row;
-    a and b finite on the real positions."""
-    like = torch.Tensor if isinstance(a, torch.Tensor) else np.ndarray
-    if like is np.ndarray:
-        a, b = np.asarray(a, float), np.asarray(b, float)
-        mask = None if mask is None else np.asarray(mask)
-    check_array("a", a, None, like=like)
-    check_array("b", b, None, like=like)
-    if a.shape != b.shape or a.ndim < 1:
-        fail("agreement needs two score arrays of one shape", "a, b (..., N)",
-             f"{shape_str(a.shape)} and {shape_str(b.shape)}")
-    check_same_device(a=a, b=b, mask=mask)
-    if mask is None:
-        mask = torch.ones_like(a, dtype=torch.bool) if like is torch.Tensor else \
-            np.ones(a.shape, bool)
-    else:
-        check_array("mask", mask, "bool", like=like, hint="(..., N), True = real position")
-        try:
-            mask = mask.expand(a.shape) if like is torch.Tensor else np.broadcast_to(mask, a.shape)
-        except (RuntimeError, ValueError):
-            fail("mask", f"a bool mask broadcastable to {shape_str(a.shape)}", describe(mask))
-    if a.shape[-1] == 0 or not bool(mask.any(-1).all()):
-        fail("mask", "at least one real position in every row", "a row with none")
+def real_position_per_row(a, b, mask=None) -> None:
+    """At least one real position in every row; a and b finite there."""
+    if mask is not None:
+        mask = mask.expand(a.shape) if isinstance(a, torch.Tensor) else \
+            np.broadcast_to(mask, a.shape)
+        if not bool(mask.any(-1).all()):
+            fail("mask", "at least one real position in every row", "a row with none")
     check_finite("a", a, where=mask)
     check_finite("b", b, where=mask)
 
 
-def agreement_baseline_inputs(lengths) -> None:
+def score_rows(a, b, mask=None) -> None:
+    """`agreement_np`: a, b anything np.asarray turns into floats (..., N) of one shape, mask
+    None or bool broadcastable to them; then `real_position_per_row`."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if a.shape != b.shape or a.ndim < 1 or a.shape[-1] == 0:
+        fail("b", f"scores (..., N) of a's shape {shape_str(a.shape)}", describe(b))
+    if mask is not None and (not is_bool_dtype(mask) or not broadcast_ok(np.shape(mask), a.shape)):
+        fail("mask", f"bool broadcastable to {shape_str(a.shape)} (True = real position)",
+             describe(mask))
+    real_position_per_row(a, b, None if mask is None else np.asarray(mask))
+
+
+def lengths_at_least_one(lengths) -> None:
     """A non-empty list of integer lengths >= 1."""
     n = np.asarray(lengths)
     if n.size == 0 or n.dtype.kind not in "iu" or (n < 1).any():
-        fail("agreement baseline lengths", "a non-empty list of integer lengths >= 1",
-             repr(lengths))
+        fail("lengths", "a non-empty list of integer lengths >= 1", repr(lengths))
 
 
-def xi_curve_inputs(agreements, performances, threshold) -> None:
-    """Two non-empty lists of numbers of one length, and a number."""
+def curves_of_one_length(agreements, performances) -> None:
+    """Two non-empty lists of numbers of one length."""
     if len(agreements) != len(performances) or not len(agreements):
-        fail("contextualized agreement curves", "two non-empty lists of one length",
-             f"{len(agreements)} and {len(performances)}")
+        fail("performances", "a non-empty list as long as agreements (the two curves)",
+             f"{len(performances)} values for {len(agreements)} agreements")
     for name, values in (("agreements", agreements), ("performances", performances)):
         for value in values:
             check_number(name, value)
-    check_number("threshold", threshold)
 
 
-def _agreement_masks(M: int, T: int, N: int, key_mask, row_mask):
-    """(key_mask (M, T, N), row_mask (M, T)) from key_mask (M, N) or (M, T, N) and row_mask
-    (M, T) (None: every position, every row); at least one counted row."""
+def _counted_masks(M: int, T: int, N: int, key_mask, row_mask) -> None:
+    """key_mask (M, N) or (M, T, N) and row_mask (M, T) bool (None: every position, every
+    row); at least one counted row."""
     keys = np.ones((M, N), bool) if key_mask is None else np.asarray(key_mask)
     rows = np.ones((M, T), bool) if row_mask is None else np.asarray(row_mask)
     keys = keys[:, None, :] if keys.ndim == 2 else keys
     if keys.dtype != bool or rows.dtype != bool or keys.shape not in ((M, T, N), (M, 1, N)) \
             or rows.shape != (M, T) or not rows.any():
-        fail("agreement masks", f"bool key_mask (M, N) or (M, T, N) and row_mask (M, T) with "
-             f"M, T, N = {M}, {T}, {N} and at least one counted row",
+        fail("key_mask, row_mask", f"bool key_mask (M, N) or (M, T, N) and row_mask (M, T) "
+             f"with M, T, N = {M}, {T}, {N} and at least one counted row",
              f"{describe(key_mask)} and {describe(row_mask)}")
-    return np.broadcast_to(keys, (M, T, N)), rows
 
 
-def mean_agreement_inputs(a, b, key_mask=None, row_mask=None) -> None:
-    """a, b (..., M, T, N) of one shape; the masks as `_agreement_masks` takes them."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    if a.shape != b.shape or a.ndim < 3:
-        fail("mean agreement needs two score arrays of one shape", "a, b (..., M, T, N)",
-             f"{shape_str(a.shape)} and {shape_str(b.shape)}")
-    _agreement_masks(*a.shape[-3:], key_mask, row_mask)
+def counted_masks_fit(a, key_mask=None, row_mask=None) -> None:
+    """`mean_agreement_np`: the masks fit a (..., M, T, N) (`_counted_masks`)."""
+    _counted_masks(*a.shape[-3:], key_mask, row_mask)
 
 
-def random_baseline_inputs(key_mask, row_mask=None) -> None:
+def counted_keys(key_mask, row_mask=None) -> None:
     """key_mask (M, N) or (M, T, N) bool, row_mask (M, T) bool (None: one row per example)."""
     keys = np.asarray(key_mask)
     if keys.ndim not in (2, 3):
         fail("key_mask", "a bool array (M, N) or (M, T, N)", describe(key_mask))
     M, N = keys.shape[0], keys.shape[-1]
     T = keys.shape[1] if keys.ndim == 3 else 1 if row_mask is None else np.shape(row_mask)[-1]
-    _agreement_masks(M, T, N, key_mask, row_mask)
+    _counted_masks(M, T, N, key_mask, row_mask)
 
 
-def agreement_row_inputs(gold, others, uniform, key_mask=None, row_mask=None) -> None:
+def runs_of_one_shape(gold, others, uniform, key_mask=None, row_mask=None) -> None:
     """Runs (dicts of "alpha", "beta" (C, M, T, N) and "perf" (C,)) of one shape, at least
-    one re-seeded run; the masks as `_agreement_masks` takes them."""
+    one re-seeded run in others; the masks as `_counted_masks` takes them."""
     if not others:
-        fail("agreement_row_np others", "at least one re-seeded standard run", "none")
+        fail("others", "at least one re-seeded standard run", "none")
     shape, C = np.shape(gold["alpha"]), len(gold["perf"])
     for run in [gold, *others, uniform]:
         if np.shape(run["alpha"]) != shape or np.shape(run["beta"]) != shape or \
                 len(run["perf"]) != C or len(shape) != 4 or shape[0] != C:
-            fail("agreement_row_np runs", f"alpha and beta (C, M, T, N) = {shape_str(shape)} "
-                 f"and perf ({C},) in every run", f"alpha {shape_str(np.shape(run['alpha']))}, "
+            fail("others", f"runs with alpha and beta (C, M, T, N) = {shape_str(shape)} "
+                 f"and perf ({C},), as gold", f"alpha {shape_str(np.shape(run['alpha']))}, "
                  f"beta {shape_str(np.shape(run['beta']))}, perf ({len(run['perf'])},)")
-    _agreement_masks(*shape[1:], key_mask, row_mask)
+    _counted_masks(*shape[1:], key_mask, row_mask)
 
 
-def classifier_sizes(self, n_vocab, hidden=64, embed=None, attn_hidden=None,
-                     uniform=False) -> None:
-    """Sizes >= 1 (embed and attn_hidden default to hidden)."""
-    check_size("n_vocab", n_vocab, 1), check_size("hidden", hidden, 1)
-    for name, value in (("embed", embed), ("attn_hidden", attn_hidden)):
-        if value is not None:
-            check_size(name, value, 1)
-
-
-def classifier_module_inputs(self, x, mask=None) -> None:
-    """x (B, N) token ids inside the vocabulary, on the model's device; mask (B, N) bool, True
-    on a prefix of each row (padding at the end), or None (every token real)."""
-    if x.ndim != 2:
-        fail("AttentionClassifier input", "token ids (B, N)", shape_str(x.shape))
-    check_array("x", x, "int", like=torch.Tensor, hint="(B, N) token ids")
+def prefix_mask(self, x, mask=None) -> None:
+    """`AttentionClassifier.states`: ids inside the vocabulary, on the model's device; a mask
+    True on a prefix of each row (padding at the end)."""
     check_ids("x", x, self.embed.num_embeddings)
     check_same_device(x=x, weights=self.readout.weight)
-    B, N = x.shape
-    prefix = torch.arange(N, device=x.device).expand(B, N)
-    if mask is None:
-        return
-    if not isinstance(mask, torch.Tensor) or tuple(mask.shape) != (B, N) \
-            or mask.dtype != torch.bool or mask.device != x.device \
-            or not torch.equal(mask, prefix < mask.sum(1, keepdim=True)):
-        fail("AttentionClassifier mask", f"bool {shape_str((B, N))} on {x.device}, True on a "
-             "prefix of each row (padding at the end)", describe(mask))
+    if mask is not None and not torch.equal(
+            mask, torch.arange(x.shape[1], device=x.device) < mask.sum(1, keepdim=True)):
+        fail("mask", "True on a prefix of each row (padding at the end)", describe(mask))
 
 
-def translator_sizes(self, n_src, n_tgt, hidden=256, embed=None, heads=1, uniform=False) -> None:
-    """Sizes >= 1 (embed defaults to hidden)."""
-    sizes = dict(n_src=n_src, n_tgt=n_tgt, hidden=hidden, heads=heads)
-    if any(isinstance(v, (int, np.integer)) and not isinstance(v, bool) and v < 1
-           for v in sizes.values()):
-        fail("Seq2SeqAttention sizes", "positive n_src, n_tgt, hidden, heads",
-             ", ".join(str(v) for v in sizes.values()))
-    for name, value in sizes.items():
-        check_size(name, value, 1)
-    if embed is not None:
-        check_size("embed", embed, 1)
-
-
-def translator_inputs(self, src, tgt_in) -> None:
-    """src (B, N) and tgt_in (B, T): ids inside their vocabularies, on the model's device."""
-    if src.ndim != 2 or tgt_in.ndim != 2 or src.shape[0] != tgt_in.shape[0]:
-        fail("Seq2SeqAttention inputs", "src (B, N) and tgt_in (B, T) token ids",
-             f"{shape_str(src.shape)} and {shape_str(tgt_in.shape)}")
+def translator_ids(self, src, tgt_in) -> None:
+    """src and tgt_in inside their vocabularies, on the model's device."""
     for name, ids, table in (("src", src, self.src_embed), ("tgt_in", tgt_in, self.tgt_embed)):
-        check_array(name, ids, "int", like=torch.Tensor, hint="token ids")
         check_ids(name, ids, table.num_embeddings)
-    check_same_device(src=src, tgt_in=tgt_in, weights=self.W_a)
+    check_same_device(src=src, weights=self.W_a)
 
 
-def translator_mask_inputs(self, src, tgt_in, src_mask=None) -> None:
-    """The source mask: None or (B, N) bool on src's device (True = real token)."""
-    if isinstance(src, torch.Tensor) and src.ndim == 2:
-        _agreement_mask("src_mask", src_mask, torch.Tensor, src.shape)
-        check_same_device(src=src, src_mask=src_mask)
-
-
-def translator_probe_inputs(self, src, tgt_in, tgt_out) -> None:
-    """tgt_out (B, T) ids of the output vocabulary, of tgt_in's shape."""
-    check_array("tgt_out", tgt_out, "int", like=torch.Tensor, hint="(B, T) ids")
-    if tuple(tgt_out.shape) != tuple(tgt_in.shape):
-        fail("tgt_out", f"shape (B, T) = {shape_str(tgt_in.shape)}", describe(tgt_out))
+def output_ids(self, tgt_out) -> None:
+    """tgt_out inside the output vocabulary."""
     check_ids("tgt_out", tgt_out, self.out.out_features, "the output vocabulary")
 
 
-
 # ============================================================ encoder (lesson 03, 07)
-def encoder_inputs(self, input_ids, attention_mask, need_weights=False, token_type_ids=None,
-                   last_layer=None) -> None:
-    """`MiniLMEncoder.run`: ids (B, L) int64 inside the vocabulary, L within the position table;
-    attention_mask (B, L) bool or 0/1 integers, right-padded; token_type_ids (B, L) or None.
-    """
-    check_array("input_ids", input_ids, "int", like=torch.Tensor, hint="(B, L) int64")
-    if input_ids.ndim != 2 or input_ids.dtype != torch.long:
-        fail("input_ids have the wrong shape or dtype", "(B, L) int64",
-             f"{shape_str(input_ids.shape)} {input_ids.dtype}")
-    check_array("attention_mask", attention_mask, None, like=torch.Tensor)
-    if attention_mask.shape != input_ids.shape:
-        fail("attention_mask does not match input_ids", shape_str(input_ids.shape),
-             shape_str(attention_mask.shape))
-    check_same_device(input_ids=input_ids, attention_mask=attention_mask,
-                      weights=self.word_embeddings.weight)
+# The rules of minattn/encoder.py that its specs cannot say.
+def _mask_right_padded(name: str, mask) -> None:
+    if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
+        fail(name, "right-padded rows 1…1 0…0 (real tokens first)", "a row with a 0 before a 1")
+
+
+def encoder_ids(self, input_ids, attention_mask, token_type_ids=None) -> None:
+    """`MiniLMEncoder.run`: ids int64 inside the vocabulary, L within the position table, on
+    the model's device; attention_mask bool or 0/1 integers, right-padded; token types inside
+    their table."""
+    if input_ids.dtype != torch.long:
+        fail("input_ids", "(B, L) int64", describe(input_ids))
+    check_same_device(input_ids=input_ids, weights=self.word_embeddings.weight)
     if attention_mask.is_floating_point() or attention_mask.dtype != torch.bool and \
             bool(((attention_mask != 0) & (attention_mask != 1)).any()):
         fail("attention_mask", "bool, or integers 0/1 (1 = real token)", describe(attention_mask))
     check_ids("input_ids", input_ids, self.config.vocab_size)
     if input_ids.shape[1] > self.config.max_position_embeddings:
-        fail("sequence too long", f"L <= {self.config.max_position_embeddings}",
-             f"L = {input_ids.shape[1]}")
-    mask = attention_mask.bool()
-    if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
-        fail("attention_mask is not right-padded", "each row 1…1 0…0 (real tokens first)",
-             "a row with a 0 before a 1")
-    if token_type_ids is None:
-        return
-    if not isinstance(token_type_ids, torch.Tensor) or token_type_ids.shape != input_ids.shape:
-        fail("token_type_ids do not match input_ids", shape_str(input_ids.shape),
-             describe(token_type_ids))
-    check_ids("token_type_ids", token_type_ids, self.config.type_vocab_size)
+        fail("input_ids", f"L <= {self.config.max_position_embeddings} (the position table)",
+             describe(input_ids))
+    _mask_right_padded("attention_mask", attention_mask.bool())
+    if token_type_ids is not None:
+        check_ids("token_type_ids", token_type_ids, self.config.type_vocab_size)
 
 
-def top_layers_inputs(self, states, mask) -> None:
-    """`TopLayers.forward`: hidden states (B, L, D) and their right-padded bool mask."""
-    if not isinstance(states, torch.Tensor) or not isinstance(mask, torch.Tensor) or \
-            states.ndim != 3 or mask.shape != states.shape[:2] or mask.dtype != torch.bool:
-        fail("TopLayers inputs do not fit (states, mask)", "states (B, L, D) and mask (B, L) bool",
-             f"states {describe(states)}, mask {describe(mask)}")
-    if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
-        fail("mask must be right-padded", "each row 1…1 0…0", "a row with a 0 before a 1")
+def mask_right_padded(mask) -> None:
+    """`TopLayers.forward`: a right-padded mask."""
+    _mask_right_padded("mask", mask)
 
 
 def is_text(t) -> bool:
@@ -1862,23 +1502,7 @@ def is_text(t) -> bool:
 
 
 def check_texts(texts) -> None:
+    """A non-empty list of sentences or of (a, b) pairs of them."""
     if isinstance(texts, (str, tuple)) or not texts or not all(is_text(t) for t in texts):
-        fail("texts must be a non-empty list of strings or of (a, b) pairs of strings",
-             "list[str] or list[tuple[str, str]]",
+        fail("texts", "a non-empty list of strings or of (a, b) pairs of strings",
              repr(texts)[:60] if not isinstance(texts, list) else f"list of {len(texts)}")
-
-
-def texts_inputs(tokenizer, texts, *args, **kwargs) -> None:
-    """`encode_batch`, `length_sorted_batches`: a list of sentences or of pairs of them."""
-    check_texts(texts)
-
-
-def batches_inputs(tokenizer, texts, batch_size) -> None:
-    check_texts(texts)
-    check_size("batch_size", batch_size, 1)
-
-
-def embed_inputs(encoder, tokenizer, texts, batch_size=64, normalize=True,
-                 progress=False) -> None:
-    check_texts(texts)
-    check_size("batch_size", batch_size, 1)

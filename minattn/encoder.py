@@ -36,18 +36,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import checks as c
 from .attention import MultiHeadAttention, padding_mask_torch
-from .checks import (
-    batches_inputs,
-    check_size,
-    checked,
-    embed_inputs,
-    encoder_inputs,
-    fail,
-    shape_str,
-    texts_inputs,
-    top_layers_inputs,
-)
+from .checks import check_size, checked, fail, shape_str
 from .task_heads import mean_pool_torch
 
 
@@ -129,7 +120,8 @@ class MiniLMEncoder(nn.Module):
         self.embedding_norm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
         self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
 
-    @checked(encoder_inputs)
+    @checked(input_ids="int (B, L)", attention_mask="real (B, L)", token_type_ids="int? (B, L)",
+             rules=[c.encoder_ids])
     def run(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
             need_weights: bool = False, token_type_ids: torch.Tensor | None = None,
             last_layer: int | None = None
@@ -213,7 +205,7 @@ class TopLayers(nn.Module):
         for p in self.parameters():
             p.requires_grad_(True)
 
-    @checked(top_layers_inputs)
+    @checked(states="float* (B, L, D)", mask="bool (B, L)", rules=[c.mask_right_padded])
     def forward(self, states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         out = [states]
         run_layers(self.layers, states, padding_mask_torch(mask.sum(dim=1), mask.shape[1]), out)
@@ -243,7 +235,7 @@ def load_bert(folder: str | Path, device: str | torch.device = "cpu", max_len: i
 
 
 # ============================================================================ tokens
-@checked(texts_inputs)
+@checked(rules=[c.check_texts])
 def encode_batch(tokenizer, texts: list, device=None, with_types: bool = False):
     """Tokenize `texts` (sentences, or (a, b) pairs) -> input_ids (B, L) int64 and
     attention_mask (B, L) bool, and token_type_ids (B, L) int64 when `with_types`."""
@@ -256,7 +248,7 @@ def encode_batch(tokenizer, texts: list, device=None, with_types: bool = False):
     return ids, mask
 
 
-@checked(batches_inputs)
+@checked(batch_size="int >= 1", rules=[c.check_texts])
 def length_sorted_batches(tokenizer, texts: list, batch_size: int) -> list[np.ndarray]:
     """Indices of `texts` in batches of similar token count, shortest first.
 
@@ -269,7 +261,7 @@ def length_sorted_batches(tokenizer, texts: list, batch_size: int) -> list[np.nd
 
 
 @torch.no_grad()
-@checked(embed_inputs)
+@checked(batch_size="int >= 1", rules=[c.check_texts])
 def embed(encoder: MiniLMEncoder, tokenizer, texts: list[str], batch_size: int = 64,
           normalize: bool = True, progress: bool = False) -> torch.Tensor:
     """Sentence embeddings (N, D): masked mean of the last layer, L2-normalised by default

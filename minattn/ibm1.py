@@ -44,25 +44,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import (
-    alignment_inputs,
-    bitext_inputs,
-    check_covered,
-    checked,
-    corpus_inputs,
-    counts_table_inputs,
-    e_step_inputs_np,
-    e_step_inputs_torch,
-    em_inputs,
-    m_step_inputs_np,
-    m_step_inputs_torch,
-    proxy_agreement_inputs,
-    proxy_bag_inputs,
-    proxy_sizes,
-    table_inputs,
-    token_weights_inputs,
-    top_translations_inputs,
-)
+from . import checks as c
+from .checks import check_covered, checked
 
 NULL = None          # the NULL source word: src_vocab[0], id 0
 MIN_PROB = 1e-12     # NLTK's M-step floor (IBMModel.MIN_PROB)
@@ -100,13 +83,13 @@ class Bitext:
 
 
 # ============================================================================ NumPy reference
-@checked(bitext_inputs)
+@checked(rules=[c.is_bitext])
 def uniform_table_np(bitext: Bitext) -> np.ndarray:
     """(V_x, V_y) the starting table t(y | x) = 1/|V_y| (NLTK's; any constant gives the same EM)."""
     return np.full((len(bitext.src_vocab), len(bitext.tgt_vocab)), 1.0 / len(bitext.tgt_vocab))
 
 
-@checked(bitext_inputs)
+@checked(rules=[c.is_bitext])
 def count_table_np(bitext: Bitext) -> np.ndarray:
     """(V_x, V_y) the co-occurrence count table C(x, y) (Snell et al. 2021, eq. 16; §4.2):
     every output token y of a pair adds 1/|x^m| to C(x, y) for every input token x of the
@@ -117,7 +100,7 @@ def count_table_np(bitext: Bitext) -> np.ndarray:
     return C
 
 
-@checked(token_weights_inputs)
+@checked(y="int (N?,)", mode="one of textbook, nltk")
 def token_weights_np(y: np.ndarray, mode: str) -> np.ndarray:
     """(|y|,) weight of each output token: 1 (textbook), 1/k for a word seen k times in y (nltk)."""
     if mode == "textbook":
@@ -125,7 +108,8 @@ def token_weights_np(y: np.ndarray, mode: str) -> np.ndarray:
     return 1.0 / (y[:, None] == y[None, :]).sum(axis=1)
 
 
-@checked(e_step_inputs_np)
+@checked(t="float* (V_x, V_y)", mode="one of textbook, nltk",
+         rules=[c.table_fits, c.nltk_needs_null])
 def e_step_np(t: np.ndarray, bitext: Bitext, mode: str = "textbook") -> tuple[np.ndarray, float]:
     """Expected counts count(x, y) (V_x, V_y) under the table t, and the log-likelihood
     Σ_m Σ_j w_j log p(y_j | x^m), p(y_j | x^m) = Σ_i t(y_j | x_i) / (|x^m| + null)."""
@@ -143,7 +127,7 @@ def e_step_np(t: np.ndarray, bitext: Bitext, mode: str = "textbook") -> tuple[np
     return counts, loglik
 
 
-@checked(m_step_inputs_np)
+@checked(counts="float* (V_x, V_y)", rules=[c.nonnegative_counts, c.floor_in_unit])
 def m_step_np(counts: np.ndarray, floor: float = 0.0) -> np.ndarray:
     """t(y | x) = count(x, y) / Σ_y' count(x, y'), then max(., floor) where count > 0.
 
@@ -156,7 +140,7 @@ def m_step_np(counts: np.ndarray, floor: float = 0.0) -> np.ndarray:
     # END EXERCISE
 
 
-@checked(em_inputs)
+@checked(iterations="int", mode="one of textbook, nltk", rules=[c.is_bitext, c.nltk_needs_null])
 def em_np(bitext: Bitext, iterations: int, mode: str = "textbook", t: np.ndarray | None = None):
     """Run EM from t (default uniform); returns (t (V_x, V_y), log-likelihood before each step)."""
     floor = MIN_PROB if mode == "nltk" else 0.0
@@ -169,7 +153,7 @@ def em_np(bitext: Bitext, iterations: int, mode: str = "textbook", t: np.ndarray
     return t, history
 
 
-@checked(alignment_inputs)
+@checked(t="float* (V_x, V_y)", m="int", rules=[c.table_fits, c.pair_of, c.pair_covered])
 def alignment_matrix_np(t: np.ndarray, bitext: Bitext, m: int) -> np.ndarray:
     """(|y^m|, null + |x^m|) alignment posteriors a_ji of pair m (column 0 = NULL when used)."""
     x, y = bitext.pair(m)
@@ -179,7 +163,7 @@ def alignment_matrix_np(t: np.ndarray, bitext: Bitext, m: int) -> np.ndarray:
     # END EXERCISE
 
 
-@checked(table_inputs)
+@checked(t="float* (V_x, V_y)", rules=[c.table_fits])
 def viterbi_np(t: np.ndarray, bitext: Bitext) -> list[np.ndarray]:
     """Best source position of every output token: one (|y^m|,) array per pair, 0-based in
     x^m, -1 = NULL. Ties go to the later position and a word beats NULL (NLTK's rule)."""
@@ -191,7 +175,7 @@ def viterbi_np(t: np.ndarray, bitext: Bitext) -> list[np.ndarray]:
     return best
 
 
-@checked(top_translations_inputs)
+@checked(t="float* (V_x, V_y)", k="int", rules=[c.table_fits, c.source_word])
 def top_translations_np(t: np.ndarray, bitext: Bitext, x, k: int = 3) -> list[tuple]:
     """The k most probable output words y for input word x: [(y, t(y | x)), ...]."""
     row = t[bitext.src_index[x]]
@@ -204,7 +188,7 @@ def nltk_table_np(model, bitext: Bitext) -> np.ndarray:
     return np.array([[table[y][x] for y in bitext.tgt_vocab] for x in bitext.src_vocab])
 
 
-@checked(bitext_inputs)
+@checked(rules=[c.is_bitext])
 def bag_matrices_np(bitext: Bitext) -> tuple[np.ndarray, np.ndarray]:
     """The proxy's data, per pair: xbar (M, V_x) word frequencies of x^m (rows sum to 1; column
     0 = NULL stays 0) and ycount (M, V_y) word counts of y^m."""
@@ -216,7 +200,7 @@ def bag_matrices_np(bitext: Bitext) -> tuple[np.ndarray, np.ndarray]:
     return xbar, ycount
 
 
-@checked(counts_table_inputs)
+@checked(counts="float* (V_x, V_y)")
 def proxy_prediction_np(counts: np.ndarray) -> np.ndarray:
     """The paper's prediction for the proxy's dθ/dt at initialisation as d → ∞ (Snell et al.
     2021, §4.1, eq. 15; derived in its appendix A.2):
@@ -251,7 +235,8 @@ def token_weights_torch(Y: torch.Tensor, y_mask: torch.Tensor, mode: str) -> tor
     return y_mask.double() / same.sum(-1).clamp_min(1)
 
 
-@checked(e_step_inputs_torch)
+@checked(t="float* (V_x, V_y)", mode="one of textbook, nltk",
+         rules=[c.table_fits, c.nltk_needs_null])
 def e_step_torch(t: torch.Tensor, bitext: Bitext, mode: str = "textbook"):
     """e_step_np on the whole corpus at once (padded batch); returns (counts, loglik tensor)."""
     X, x_mask, Y, y_mask = padded_torch(bitext, t.device)
@@ -269,7 +254,7 @@ def e_step_torch(t: torch.Tensor, bitext: Bitext, mode: str = "textbook"):
     return counts, loglik
 
 
-@checked(m_step_inputs_torch)
+@checked(counts="float* (V_x, V_y)", rules=[c.nonnegative_counts, c.floor_in_unit])
 def m_step_torch(counts: torch.Tensor, floor: float = 0.0) -> torch.Tensor:
     """m_step_np in torch."""
     # BEGIN EXERCISE 6.2 implement: M-step: normalise each source word's counts (~5 min)
@@ -279,7 +264,7 @@ def m_step_torch(counts: torch.Tensor, floor: float = 0.0) -> torch.Tensor:
     # END EXERCISE
 
 
-@checked(em_inputs)
+@checked(iterations="int", mode="one of textbook, nltk", rules=[c.is_bitext, c.nltk_needs_null])
 def em_torch(bitext: Bitext, iterations: int, mode: str = "textbook", t: torch.Tensor | None = None,
              device=None):
     """em_np in torch (float64 unless t says otherwise); returns (t tensor, log-likelihoods)."""
@@ -294,7 +279,7 @@ def em_torch(bitext: Bitext, iterations: int, mode: str = "textbook", t: torch.T
 
 
 # ============================================================================ indexing a corpus
-@checked(corpus_inputs)
+@checked(rules=[c.corpus])
 def make_bitext(sources, targets, null: bool = True) -> Bitext:
     """Index a corpus: sources[m] (input x^m) and targets[m] (output y^m) are token lists."""
     src_vocab = list(dict.fromkeys([NULL] + [w for s in sources for w in s]))
@@ -317,13 +302,13 @@ class BagOfWordsProxy(nn.Module):
     attention over input embeddings, one linear layer, no decoder state. E and W start i.i.d.
     N(0, 1/d)."""
 
-    @checked(proxy_sizes)
+    @checked(n_src="int >= 1", n_tgt="int >= 1", d="int >= 1")
     def __init__(self, n_src: int, n_tgt: int, d: int):
         super().__init__()
         self.embed = nn.Parameter(torch.randn(n_src, d) / d ** 0.5)    # E: (V_x, d)
         self.out = nn.Parameter(torch.randn(n_tgt, d) / d ** 0.5)      # W: (V_y, d)
 
-    @checked(proxy_bag_inputs)
+    @checked(xbar="float* (B, V_x)", rules=[c.bags_of_vocab])
     def forward(self, xbar: torch.Tensor) -> torch.Tensor:
         """xbar: (B, V_x) bag of input words (rows sum to 1) -> logits (B, V_y)."""
         return (xbar @ self.embed) @ self.out.T
@@ -345,7 +330,7 @@ def proxy_logit_velocity_torch(model: BagOfWordsProxy, xbar, ycount) -> torch.Te
     return -(gE @ model.out.T + model.embed @ gW.T).detach()
 
 
-@checked(proxy_agreement_inputs)
+@checked(d="int >= 1", seed="int", rules=[c.bitext_without_null])
 def proxy_agreement_torch(bitext: Bitext, d: int, seed: int = 0):
     """Torch-only; compares proxy_logit_velocity_torch at a fresh N(0, 1/d) start with
     proxy_prediction_np. Returns (r, measured (V_x-1, V_y), predicted): r is the correlation

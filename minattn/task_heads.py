@@ -43,38 +43,21 @@ import numpy as np
 import torch
 from torch import nn
 
+from . import checks as c
 from .attention import MultiHeadAttention, multi_head_attention_np, padding_mask_torch
-from .checks import (
-    attention_pool_forward,
-    attention_pool_inputs,
-    check_read,
-    checked,
-    cross_attention_pool_forward,
-    cross_attention_pool_inputs,
-    fail,
-    head_layers,
-    hide,
-    layer_norm_inputs,
-    model_pair,
-    model_states,
-    pair_feature_inputs,
-    pearson_inputs,
-    pool_np,
-    pool_torch,
-    u09_inputs,
-)
+from .checks import checked, fail, hide
 
 LN_EPS = 1e-5
 
 
 # ============================================================================ NumPy reference
-@checked(pool_np)
+@checked(states="float* (B, L, D)", mask="bool (B, L)", rules=[c.right_padded])
 def cls_pool_np(states: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """First-token pooling: (B, L, D), (B, L) -> (B, D), the state of [CLS]."""
     return states[:, 0]
 
 
-@checked(pool_np)
+@checked(states="float* (B, L, D)", mask="bool (B, L)", rules=[c.right_padded])
 def mean_pool_np(states: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Masked mean pooling: (B, L, D), (B, L) bool -> (B, D), z_b = Σ_i m_bi h_bi / Σ_i m_bi.
 
@@ -86,7 +69,7 @@ def mean_pool_np(states: np.ndarray, mask: np.ndarray) -> np.ndarray:
     # END EXERCISE
 
 
-@checked(layer_norm_inputs)
+@checked(x="float (..., D)", eps="number > 0")
 def layer_norm_np(x: np.ndarray, eps: float = LN_EPS) -> np.ndarray:
     """Standardise each token's features: (x − mean) / √(var + eps) over the last axis."""
     mu = x.mean(axis=-1, keepdims=True)
@@ -94,7 +77,8 @@ def layer_norm_np(x: np.ndarray, eps: float = LN_EPS) -> np.ndarray:
     return (x - mu) / np.sqrt(var + eps)
 
 
-@checked(attention_pool_inputs)
+@checked(states="float* (B, L, D)", mask="bool (B, L)", num_heads="int >= 1", query="float? (D,)",
+         rules=[c.right_padded, c.layers_given])
 def attention_pool_np(states: np.ndarray, mask: np.ndarray, layers: list[dict], num_heads: int,
                       normalize: bool = True, query: np.ndarray | None = None
                       ) -> tuple[np.ndarray, np.ndarray]:
@@ -122,7 +106,9 @@ def attention_pool_np(states: np.ndarray, mask: np.ndarray, layers: list[dict], 
     return z[:, 0], weights[:, :, 0]
 
 
-@checked(cross_attention_pool_inputs)
+@checked(a="float* (B, La, D)", a_mask="bool (B, La)", b="float* (B, Lb, D)",
+         b_mask="bool (B, Lb)", num_heads="int >= 1",
+         read="one of mean, first", rules=[c.pair_right_padded, c.layers_given])
 def cross_attention_pool_np(a: np.ndarray, a_mask: np.ndarray, b: np.ndarray,
                             b_mask: np.ndarray, layers: list[dict], num_heads: int,
                             read: str = "mean") -> tuple[np.ndarray, np.ndarray]:
@@ -151,7 +137,7 @@ def cross_attention_pool_np(a: np.ndarray, a_mask: np.ndarray, b: np.ndarray,
     # END EXERCISE
 
 
-@checked(pearson_inputs)
+@checked(pred="float (N,)", target="float (N,)", eps="number >= 0", rules=[c.two_or_more])
 def pearson_loss_np(pred: np.ndarray, target: np.ndarray, eps: float = 1e-12) -> float:
     """Negative Pearson correlation: −Σ p̃ t̃ / √(Σ p̃² Σ t̃²), p̃ = pred − mean(pred), same for t.
 
@@ -163,13 +149,13 @@ def pearson_loss_np(pred: np.ndarray, target: np.ndarray, eps: float = 1e-12) ->
 
 
 # ============================================================================ PyTorch
-@checked(pool_torch)
+@checked(states="float* (B, L, D)", mask="bool (B, L)", rules=[c.right_padded])
 def cls_pool_torch(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Torch twin of `cls_pool_np`."""
     return states[:, 0]
 
 
-@checked(pool_torch)
+@checked(states="float* (B, L, D)", mask="bool (B, L)", rules=[c.right_padded])
 def mean_pool_torch(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Torch twin of `mean_pool_np`."""
     # BEGIN EXERCISE 7.1 implement: masked mean over the real tokens (not the padding) (~10 min)
@@ -179,7 +165,7 @@ def mean_pool_torch(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     # END EXERCISE
 
 
-@checked(layer_norm_inputs)
+@checked(x="float (..., D)", eps="number > 0")
 def layer_norm_torch(x: torch.Tensor, eps: float = LN_EPS) -> torch.Tensor:
     """Torch twin of `layer_norm_np` (= F.layer_norm without weight and bias)."""
     mu = x.mean(dim=-1, keepdim=True)
@@ -187,7 +173,7 @@ def layer_norm_torch(x: torch.Tensor, eps: float = LN_EPS) -> torch.Tensor:
     return (x - mu) / torch.sqrt(var + eps)
 
 
-@checked(pearson_inputs)
+@checked(pred="float (N,)", target="float (N,)", eps="number >= 0", rules=[c.two_or_more])
 def pearson_loss_torch(pred: torch.Tensor, target: torch.Tensor, eps: float = 1e-12
                        ) -> torch.Tensor:
     """Torch twin of `pearson_loss_np` (a differentiable scalar)."""
@@ -195,7 +181,7 @@ def pearson_loss_torch(pred: torch.Tensor, target: torch.Tensor, eps: float = 1e
     return -(p * t).sum() / torch.sqrt((p * p).sum() * (t * t).sum() + eps)
 
 
-@checked(pair_feature_inputs)
+@checked(u="real (B, D)", v="real (B, D)")
 def pair_features_torch(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     """Torch only (a NumPy twin would be one line): what a pair classifier reads,
     [u, v, |u − v|, u ⊙ v], (B, D) x 2 -> (B, 4D) (Sentence-BERT's (u, v, |u − v|) plus the
@@ -205,7 +191,7 @@ def pair_features_torch(u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
 
 # ============================================================================ the heads
 @torch.no_grad()
-@checked(u09_inputs)
+@checked(rules=[c.attention_layer])
 def u09_init_(mha: MultiHeadAttention, generator: torch.Generator | None = None) -> None:
     """The poster's optional initialisation: every projection weight ~ U(0.9, 1), in place.
 
@@ -216,7 +202,8 @@ def u09_init_(mha: MultiHeadAttention, generator: torch.Generator | None = None)
         layer.weight.uniform_(0.9, 1.0, generator=generator)
 
 
-@checked(head_layers)
+@checked(d_model="int >= 1", num_heads="int >= 1", num_layers="int >= 1",
+         init="one of default, u09")
 def attention_layers(owner: str, d_model: int, num_heads: int, num_layers: int,
                      init: str) -> nn.ModuleList:
     """`num_layers` of lesson 01's MultiHeadAttention for a head, initialised "default"
@@ -238,17 +225,16 @@ class AttentionPool(nn.Module):
         vector `self.query` asks, the same for every sentence: attention pooling).
     """
 
+    @checked(query="one of first, learned")
     def __init__(self, d_model: int, num_heads: int, num_layers: int = 1,
                  init: str = "default", normalize: bool = True, query: str = "first"):
         super().__init__()
-        if query not in ("first", "learned"):
-            fail("query: unknown query of AttentionPool", "'first' or 'learned'", repr(query))
         self.layers = attention_layers("AttentionPool", d_model, num_heads, num_layers, init)
         self.init, self.normalize = init, normalize
         # a learned query starts like a standardised token state: N(0, 1) features
         self.query = nn.Parameter(torch.randn(d_model)) if query == "learned" else None
 
-    @checked(attention_pool_forward)
+    @checked(states="float* (B, L, D)", mask="bool (B, L)", rules=[c.right_padded, c.head_of_width])
     def forward(self, states: torch.Tensor, mask: torch.Tensor, need_weights: bool = False):
         states = hide(states, mask[..., None])  # padding may hold garbage: zeroed
         keys_mask = padding_mask_torch(mask.sum(dim=1), mask.shape[1])  # (B, 1, 1, L)
@@ -278,14 +264,16 @@ class CrossAttentionPool(nn.Module):
     read: "mean" (mean of A's tokens) or "first" (A's [CLS] token, the poster's read-out).
     """
 
+    @checked(read="one of mean, first")
     def __init__(self, d_model: int, num_heads: int, num_layers: int = 1, init: str = "default",
                  read: str = "mean"):
         super().__init__()
-        check_read(read)
         self.layers = attention_layers("CrossAttentionPool", d_model, num_heads, num_layers, init)
         self.init, self.read = init, read
 
-    @checked(cross_attention_pool_forward)
+    @checked(a="float* (B, La, D)", a_mask="bool (B, La)", b="float* (B, Lb, D)",
+             b_mask="bool (B, Lb)",
+             rules=[c.pair_right_padded, c.head_of_width])
     def forward(self, a: torch.Tensor, a_mask: torch.Tensor, b: torch.Tensor,
                 b_mask: torch.Tensor, need_weights: bool = False):
         a, b = hide(a, a_mask[..., None]), hide(b, b_mask[..., None])  # padding may hold garbage
@@ -361,7 +349,7 @@ class SentenceClassifier(nn.Module):
         self.readout = readout
         self.classifier = nn.Linear(d_model, n_classes)
 
-    @checked(model_states)
+    @checked(states="float* (B, L, D)", mask="bool (B, L)", rules=[c.right_padded, c.model_dtype])
     def forward(self, states, mask, need_weights: bool = False):
         if self.encoder is not None:
             states = self.encoder(states, mask)
@@ -400,7 +388,9 @@ class PairModel(nn.Module):
     def score(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         return self.top(pair_features_torch(u, v))[:, 0]
 
-    @checked(model_pair)
+    @checked(a="float* (B, La, D)", a_mask="bool (B, La)", b="float* (B, Lb, D)",
+             b_mask="bool (B, Lb)",
+             rules=[c.pair_right_padded, c.model_dtype])
     def embed_pair(self, a, a_mask, b, b_mask, need_weights: bool = False):
         """(u, v), each (B, d_model), and with need_weights the heads' read-out attention
         (A over B's tokens, B over A's): (B, H, La or 1, Lb) and (B, H, Lb or 1, La), None
@@ -419,7 +409,9 @@ class PairModel(nn.Module):
             weights = (a_reads_b, b_reads_a)
         return (u, v, weights) if need_weights else (u, v)
 
-    @checked(model_pair)
+    @checked(a="float* (B, La, D)", a_mask="bool (B, La)", b="float* (B, Lb, D)",
+             b_mask="bool (B, Lb)",
+             rules=[c.pair_right_padded, c.model_dtype])
     def forward(self, a, a_mask, b, b_mask, need_weights: bool = False):
         """(B,) logits or similarity scores; with need_weights also `embed_pair`'s weights."""
         u, v, *weights = self.embed_pair(a, a_mask, b, b_mask, need_weights)

@@ -328,20 +328,20 @@ def test_table2_batches_are_cut_to_their_longest_row_and_read_behind_bos(monkeyp
 
 # ----------------------------------------------------------------------------- bad input
 def test_bad_input_raises_value_error():
-    with pytest.raises(ValueError, match="one shape"):
+    with pytest.raises(ValueError, match="^b: .*a's shape"):
         ag.agreement_np(np.zeros(4), np.zeros(5))
-    with pytest.raises(ValueError, match="one shape"):
+    with pytest.raises(ValueError, match="^b: .*N = 4"):
         ag.agreement_torch(torch.zeros(4), torch.zeros(5))
     with pytest.raises(ValueError, match="lengths"):
         ag.agreement_baseline_np([])
-    with pytest.raises(ValueError, match="curves"):
+    with pytest.raises(ValueError, match="performances"):
         ag.contextualized_agreement([0.1], [1, 2], 0.5)
-    with pytest.raises(ValueError, match="sizes"):
+    with pytest.raises(ValueError, match="heads"):
         ag.Seq2SeqAttention(10, 10, heads=0)
     model = ag.Seq2SeqAttention(10, 10, hidden=4)
-    with pytest.raises(ValueError, match="inputs"):
+    with pytest.raises(ValueError, match="tgt_in"):
         model(torch.zeros(2, 3, dtype=torch.long), torch.zeros(3, 3, dtype=torch.long))
-    with pytest.raises(ValueError, match="input"):
+    with pytest.raises(ValueError, match="^x: "):
         ag.AttentionClassifier(10, hidden=4)(torch.zeros(5, dtype=torch.long))
     with pytest.raises(ValueError, match="hidden"):
         ag.AttentionClassifier(10, hidden=0)

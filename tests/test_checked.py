@@ -1,10 +1,10 @@
 """A check only refuses: the undecorated body of every public function, run on valid input,
 computes what the decorated call does.
 
-`@checked(check)` runs `check` on a call's arguments and then the function on the arguments
-as given. Defaults (`key = query`, a model's `mem_len`), masks folded together and what a mask
-hides set to 0 are lines of the body, so `fn.__wrapped__` (what a student copies into a
-notebook) runs alone. Below: the decorated functions of the mechanism files and minattn/fast,
+`@checked(...)` runs its specs and rules on a call's arguments and then the function on the
+arguments as given. Defaults (`key = query`, a model's `mem_len`), masks folded together and
+what a mask hides set to 0 are lines of the body, so `fn.__wrapped__` (what a student copies
+into a notebook) runs alone. Below: the decorated functions of the mechanism files and minattn/fast,
 found by walking the modules, and a table of valid calls covering every function whose check
 once rewrote its arguments, each compared with its undecorated body.
 """
@@ -290,7 +290,10 @@ def test_the_undecorated_body_computes_what_the_decorated_call_does(name, call):
 def test_a_check_only_refuses():
     """A check that returns something (replacement arguments, say) is an error: what the
     function computes is in its body."""
-    @checked(lambda x: dict(x=2 * x))
+    def doubled(x):
+        return dict(x=2 * x)
+
+    @checked(rules=[doubled])
     def identity(x):
         return x
 

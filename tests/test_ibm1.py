@@ -420,13 +420,13 @@ def test_bad_table_and_mode():
     fast = (ibm1_fast.e_step_fast_np, ibm1_fast.em_fast_np, ibm1_fast.top_translations_fast_np,
             ibm1_fast.uniform_table_fast_np)
     for (e_step, em, top_translations, uniform_table), corpus in ((reference, bx), (fast, fb)):
-        with pytest.raises(ValueError, match="does not fit"):
+        with pytest.raises(ValueError, match="^t: expected"):
             e_step(np.ones(3), corpus)
-        with pytest.raises(ValueError, match="unknown mode"):
+        with pytest.raises(ValueError, match="^mode: expected one of textbook, nltk"):
             em(corpus, 1, mode="giza")
-        with pytest.raises(ValueError, match="unknown source word"):
+        with pytest.raises(ValueError, match="^x: .*unknown source word"):
             top_translations(uniform_table(corpus), corpus, "haus")  # a target word
-    with pytest.raises(ValueError, match="does not fit"):
+    with pytest.raises(ValueError, match="^counts: expected float \\(E,\\)"):
         ibm1_fast.m_step_fast_np(np.ones((2, 2)), fb)
     with pytest.raises(ValueError, match="does not fit"):
         ibm1.e_step_torch(torch.ones(3, 3, dtype=torch.float64), bx)

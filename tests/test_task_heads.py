@@ -425,7 +425,7 @@ def test_bad_input_raises_value_error(rng):
     xt, mt = torch.from_numpy(x).float(), torch.from_numpy(mask)
     with pytest.raises(ValueError, match="mask"):
         head(xt, mt[:, :2])  # mask of the wrong shape
-    with pytest.raises(ValueError, match="boolean"):
+    with pytest.raises(ValueError, match="^mask: expected bool"):
         head(xt, mt.float())
     with pytest.raises(ValueError, match="first token"):
         head(xt, torch.zeros_like(mt))
@@ -433,17 +433,17 @@ def test_bad_input_raises_value_error(rng):
         th.mean_pool_np(x[0], mask[0])
     cross = th.CrossAttentionPool(D, H)
     b, bm = padded(rng, [2, 2, 4])
-    with pytest.raises(ValueError, match="as many A as B"):  # pair batches of different sizes
+    with pytest.raises(ValueError, match="^b: .*B = 2"):  # pair batches of different sizes
         cross(xt, mt, torch.from_numpy(b).float(), torch.from_numpy(bm))
-    with pytest.raises(ValueError, match="as many A as B"):
+    with pytest.raises(ValueError, match="^b: .*B = 2"):
         th.cross_attention_pool_np(x, mask, b, bm, cross.numpy_params(), H)
-    with pytest.raises(ValueError, match="same length"):
+    with pytest.raises(ValueError, match="^target: .*N = 3"):
         th.pearson_loss_np(np.ones(3), np.ones(4))
-    with pytest.raises(ValueError, match="same length"):
+    with pytest.raises(ValueError, match="^pred: .*at least 2"):
         th.pearson_loss_torch(torch.ones(1), torch.ones(1))
     with pytest.raises(ValueError, match="init"):
         th.AttentionPool(D, H, init="uniform")
-    with pytest.raises(ValueError, match="at least one layer"):
+    with pytest.raises(ValueError, match="^num_layers: .*>= 1"):
         th.CrossAttentionPool(D, H, num_layers=0)
 
 
@@ -544,9 +544,9 @@ def test_pair_features_and_the_pair_model_read_outs(rng):
     torch.manual_seed(0)
     model = PairModel(pool_of("cross", read="first"), D).double()
     assert model.readout.read == "first" and model(*t64(a, am, b, bm)).shape == (3,)
-    with pytest.raises(ValueError, match="same shape"):
+    with pytest.raises(ValueError, match="^v: "):
         th.pair_features_torch(u, v[:, :1])
-    with pytest.raises(ValueError, match="read-out"):
+    with pytest.raises(ValueError, match="^read: "):
         th.CrossAttentionPool(D, H, read="max")
     with pytest.raises(ValueError, match="query"):
         th.AttentionPool(D, H, query="last")

@@ -34,25 +34,8 @@ from itertools import chain, count
 import numpy as np
 import torch
 
-from ..checks import (
-    check_covered,
-    check_sentences,
-    checked,
-    fast_corpus_inputs,
-    indexed_inputs,
-    mode_inputs,
-    pair_entries_inputs,
-    sparse_alignment_inputs,
-    sparse_e_step_inputs_np,
-    sparse_e_step_inputs_torch,
-    sparse_em_inputs,
-    sparse_m_step_inputs_np,
-    sparse_m_step_inputs_torch,
-    sparse_rows_inputs,
-    sparse_table_inputs,
-    sparse_top_inputs,
-    sparse_values_inputs,
-)
+from .. import checks as c
+from ..checks import check_covered, check_sentences, checked
 from ..ibm1 import MIN_PROB, NULL
 
 PACK_BITS = 63     # bits of one packed int64 sort key (the sign bit stays clear)
@@ -285,7 +268,7 @@ def _points_em_order(row_word, row_col, width, col_word, col_mult, col_last, col
     return packed, row, mult, last
 
 
-@checked(fast_corpus_inputs)
+@checked(rules=[c.corpus_pairs])
 def index_bitext(sources, targets, null: bool = True) -> IndexedBitext:
     """Index a parallel corpus: sources[m] (input x^m) and targets[m] (output y^m) are token
     lists. Vocabularies in first-seen order, as ibm1.make_bitext: the same word ids."""
@@ -322,7 +305,7 @@ def index_bitext(sources, targets, null: bool = True) -> IndexedBitext:
                   (uniq // n_tgt).astype(np.int32), (uniq % n_tgt).astype(np.int32))
 
 
-@checked(mode_inputs)
+@checked(mode="one of textbook, nltk", rules=[c.is_indexed, c.nltk_needs_null])
 def target_weights_np(indexed: IndexedBitext, mode: str = "textbook") -> np.ndarray:
     """(R,) weight of each target row: its count k (textbook: every token counts) or 1 (nltk:
     the k tokens of a repeated word share one count, 1/k each)."""
@@ -330,13 +313,13 @@ def target_weights_np(indexed: IndexedBitext, mode: str = "textbook") -> np.ndar
 
 
 # ============================================================================ NumPy
-@checked(indexed_inputs)
+@checked(rules=[c.is_indexed])
 def uniform_table_fast_np(indexed: IndexedBitext) -> np.ndarray:
     """(E,) the starting table t(y | x) = 1/|V_y| at every stored entry."""
     return np.full(len(indexed.entry_src), 1.0 / len(indexed.tgt_vocab))
 
 
-@checked(indexed_inputs)
+@checked(rules=[c.is_indexed])
 def count_table_fast_np(indexed: IndexedBitext) -> np.ndarray:
     """(E,) ibm1.count_table_np at the stored entries: a point adds k_y · c_x / |x^m|."""
     per_row = indexed.row_count / indexed.width                                   # (R,) k_y / |x^m|
@@ -344,7 +327,7 @@ def count_table_fast_np(indexed: IndexedBitext) -> np.ndarray:
     return np.bincount(indexed.point_entry, weights=weights, minlength=len(indexed.entry_src))
 
 
-@checked(sparse_e_step_inputs_np)
+@checked(t="float* (E,)", mode="one of textbook, nltk", rules=[c.table_fits, c.nltk_needs_null])
 def e_step_fast_np(t: np.ndarray, indexed: IndexedBitext, mode: str = "textbook"):
     """ibm1.e_step_np on the sparse table: returns (counts (E,), log-likelihood)."""
     w = target_weights_np(indexed, mode)                                     # (R,)
@@ -360,7 +343,7 @@ def e_step_fast_np(t: np.ndarray, indexed: IndexedBitext, mode: str = "textbook"
     return counts, loglik
 
 
-@checked(sparse_m_step_inputs_np)
+@checked(counts="float* (E,)", rules=[c.table_fits, c.floor_in_unit])
 def m_step_fast_np(counts: np.ndarray, indexed: IndexedBitext, floor: float = 0.0) -> np.ndarray:
     """ibm1.m_step_np on the sparse table (every stored entry has a count > 0)."""
     # BEGIN EXERCISE 6.2 implement: M-step: normalise each source word's counts (~5 min)
@@ -371,7 +354,7 @@ def m_step_fast_np(counts: np.ndarray, indexed: IndexedBitext, floor: float = 0.
     # END EXERCISE
 
 
-@checked(sparse_em_inputs)
+@checked(iterations="int", mode="one of textbook, nltk", rules=[c.is_indexed, c.nltk_needs_null])
 def em_fast_np(indexed: IndexedBitext, iterations: int, mode: str = "textbook",
                t: np.ndarray | None = None):
     """ibm1.em_np: returns (t (E,), log-likelihood before each step)."""
@@ -385,7 +368,7 @@ def em_fast_np(indexed: IndexedBitext, iterations: int, mode: str = "textbook",
     return t, history
 
 
-@checked(sparse_table_inputs)
+@checked(t="float* (E,)", rules=[c.table_fits])
 def viterbi_fast_np(t: np.ndarray, indexed: IndexedBitext) -> np.ndarray:
     """(T,) ibm1.viterbi_np for all target tokens at once (its per-pair arrays,
     concatenated)."""
@@ -406,7 +389,7 @@ def split_pairs_np(a: np.ndarray, indexed: IndexedBitext) -> list[np.ndarray]:
     return np.split(a, indexed.tgt_start[1:-1])
 
 
-@checked(pair_entries_inputs)
+@checked(m="int", rules=[c.is_indexed, c.pair_of])
 def position_entries_np(indexed: IndexedBitext, m: int) -> np.ndarray:
     """(|y^m|, null + |x^m|) table entry of every (target position, source position) of pair m;
     column 0 is NULL when `indexed.null`."""
@@ -417,7 +400,7 @@ def position_entries_np(indexed: IndexedBitext, m: int) -> np.ndarray:
     return indexed.seg_entry[indexed.seg_start[rows][:, None] + cols[None, :]]
 
 
-@checked(sparse_alignment_inputs)
+@checked(t="float* (E,)", m="int", rules=[c.table_fits, c.pair_of])
 def alignment_matrix_fast_np(t: np.ndarray, indexed: IndexedBitext, m: int) -> np.ndarray:
     """(|y^m|, null + |x^m|) ibm1.alignment_matrix_np of pair m, read from the sparse table."""
     p = t[position_entries_np(indexed, m)]
@@ -426,7 +409,7 @@ def alignment_matrix_fast_np(t: np.ndarray, indexed: IndexedBitext, m: int) -> n
     return p / p.sum(axis=1, keepdims=True)
 
 
-@checked(sparse_values_inputs)
+@checked(values="float* (E,)", rules=[c.table_fits])
 def to_dense_np(values: np.ndarray, indexed: IndexedBitext) -> np.ndarray:
     """(V_x, V_y) dense copy of a sparse table (0 off the support; row 0 = NULL): the format
     of the reference's tables. Only for small vocabularies (or a few rows: see rows_np)."""
@@ -435,7 +418,7 @@ def to_dense_np(values: np.ndarray, indexed: IndexedBitext) -> np.ndarray:
     return dense
 
 
-@checked(sparse_rows_inputs)
+@checked(values="float* (E,)", rules=[c.table_fits, c.source_words])
 def rows_np(values: np.ndarray, indexed: IndexedBitext, words) -> np.ndarray:
     """(len(words), V_y) the dense rows of a sparse table for some source words."""
     out = np.zeros((len(words), len(indexed.tgt_vocab)))
@@ -454,7 +437,7 @@ def entry_index(indexed: IndexedBitext, x, y) -> int | None:
     return int(hits[0]) if len(hits) else None
 
 
-@checked(sparse_top_inputs)
+@checked(t="float* (E,)", k="int", rules=[c.table_fits, c.source_word])
 def top_translations_fast_np(t: np.ndarray, indexed: IndexedBitext, x, k: int = 3) -> list[tuple]:
     """ibm1.top_translations_np on the sparse table: [(y, t(y | x)), ...]."""
     rows = np.flatnonzero(indexed.entry_src == indexed.src_index[x])
@@ -483,7 +466,7 @@ def tensors_torch(indexed: IndexedBitext, device=None) -> dict[str, torch.Tensor
     return indexed.cache[key]
 
 
-@checked(sparse_e_step_inputs_torch)
+@checked(t="float* (E,)", mode="one of textbook, nltk", rules=[c.table_fits, c.nltk_needs_null])
 def e_step_fast_torch(t: torch.Tensor, indexed: IndexedBitext, mode: str = "textbook"):
     """e_step_fast_np in torch (index_add_ plays np.bincount); returns (counts, loglik tensor)."""
     b = tensors_torch(indexed, t.device)
@@ -497,7 +480,7 @@ def e_step_fast_torch(t: torch.Tensor, indexed: IndexedBitext, mode: str = "text
     return counts, loglik
 
 
-@checked(sparse_m_step_inputs_torch)
+@checked(counts="float* (E,)", rules=[c.table_fits, c.floor_in_unit])
 def m_step_fast_torch(counts: torch.Tensor, indexed: IndexedBitext,
                       floor: float = 0.0) -> torch.Tensor:
     """m_step_fast_np in torch."""
@@ -509,7 +492,7 @@ def m_step_fast_torch(counts: torch.Tensor, indexed: IndexedBitext,
     # END EXERCISE
 
 
-@checked(sparse_em_inputs)
+@checked(iterations="int", mode="one of textbook, nltk", rules=[c.is_indexed, c.nltk_needs_null])
 def em_fast_torch(indexed: IndexedBitext, iterations: int, mode: str = "textbook", device=None):
     """em_fast_np in torch (float64); returns (t as a NumPy array, log-likelihoods)."""
     floor = MIN_PROB if mode == "nltk" else 0.0
