@@ -12,6 +12,8 @@ the variable and what it may be, instead of failing inside every lesson:
     MINATTN_DATA=DIR       where the datasets are (a folder)
     MINATTN_RUNNER=1       set by the runner for the lessons it executes (a boolean)
     MINATTN_COMPILE_TESTS=1  the tests that compile FlexAttention on the CPU (a boolean)
+    MINATTN_MISTAKES, MINATTN_MISTAKE_REPORTS  set by the teacher's test of typical mistakes
+                           (tests/hidden/test_hidden_mistakes.py) for the pytest it starts
 
 A boolean is one of 0/1, true/false, yes/no, on/off (any case; unset or empty is off).
 """
@@ -27,7 +29,8 @@ TRUE, FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
 SCALES = ("full", "paper", "smoke")
 DEVICE = re.compile(r"cpu|cuda(:\d+)?")
 NAMES = ("MINATTN_SMOKE", "MINATTN_SCALE", "MINATTN_DEVICE", "MINATTN_SEED", "MINATTN_FIGURES",
-         "MINATTN_DATA", "MINATTN_RUNNER", "MINATTN_COMPILE_TESTS")
+         "MINATTN_DATA", "MINATTN_RUNNER", "MINATTN_COMPILE_TESTS", "MINATTN_MISTAKES",
+         "MINATTN_MISTAKE_REPORTS")
 
 
 class SettingsError(ValueError):
