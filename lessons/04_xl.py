@@ -729,6 +729,10 @@ print(f"XL with a memory of {LONG} (4 × its training memory): {xl_long:.4f} bpc
 REL, WHY = "relative, no memory", "2 layers of 128, minutes of training on characters"
 
 
+GATED = ("the gate: a comparison gated on its gap, seed by seed (`closing`), written after a "
+         "full run gated on each arm's curve (`converged`) had given not tested (budget)")
+
+
 def gate(a, b=None):  # a claim counts only once what it compares has stopped moving
     if b is None:  # one arm's own numbers: its runs must have stopped improving
         return [converged([checks[a, s] for s in SEEDS_OF[a]], lower_is_better=True)]
@@ -743,7 +747,7 @@ arm = {"vanilla": per_stream("vanilla", "each segment alone"), "relative": per_s
 lesson.claim("relative positions beat absolute ones, without recurrence", fallback=fallback,
              paper="Table 6 (half loss): relative 30.10 vs absolute 30.97 ppl", why=WHY,
              test=paired(arm["relative"], arm["vanilla"], "<", gates=gate(REL, "vanilla")),
-             reproduced="Relative positions alone beat absolute ones.",
+             reproduced="Relative positions alone beat absolute ones.", changed_after_run=GATED,
              contradicted="Without memory, relative positions do worse than absolute ones.")
 
 # %% [markdown]
@@ -762,7 +766,7 @@ history = ("the seeds and the test: 3 seeds gave inconclusive and a 4th was adde
            "procedure comes out reproduced by chance 3.9 % of the time); at 4 seeds, the arms "
            "taken as independent runs, seeds 0 gave reproduced, seeds +100 and +200 "
            "inconclusive. This design, paired by seed with 6 seeds, was fixed from those runs' "
-           "spread before any run of it")
+           "spread before any run of it; and " + GATED)
 lesson.claim("the recurrence improves on the same model without it", fallback=fallback,
              paper="Table 6: 27.02 with vs 29.59 ppl without; Table 7: 25.2 vs 27.1", why=WHY,
              test=paired(recurrence, 0.0, "<", gates=gate("XL", REL)),
@@ -797,7 +801,7 @@ cause = (f" What the memory repairs is the start of a segment (XL saves "
          f"{xl_mem:.4f} at {MEM}.")
 history = ("the test: paired by seed, fixed with the recurrence claim's design before any run "
            "of it; as two independent arms at 4 seeds it came out contradicted at seeds 0 and "
-           "+100")
+           "+100; and " + GATED)
 lesson.claim("most of the recurrence's gain comes from training with the memory", why=WHY,
              paper="Table 6: 29.59 alone, 29.02 with memory at evaluation, 27.02 trained with it",
              test=paired(above_half, 0.0, ">", gates=gate("XL", REL)), fallback=fallback,
@@ -810,7 +814,7 @@ weak = (f" A weak baseline at this budget: the vanilla model reads "
 lesson.claim("XL beats a vanilla Transformer evaluated with a sliding window", fallback=fallback,
              paper="Table 2 (enwik8, 12 layers): XL 1.06 vs Al-Rfou et al. 1.11 bpc", why=WHY,
              test=paired(arm["XL long"], arm["sliding"], "<", gates=gate("XL", "vanilla")),
-             effect=1.06 - 1.11,
+             effect=1.06 - 1.11, changed_after_run=GATED,
              reproduced="XL beats the vanilla model even when it slides its window by one." + weak,
              contradicted="The vanilla model with a sliding window beats XL." + weak)
 
