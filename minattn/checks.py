@@ -108,9 +108,8 @@ def check_size(name: str, value, low: int = 0) -> int:
     if isinstance(value, torch.Tensor) and value.ndim == 0 and not value.is_floating_point() \
             and value.dtype != torch.bool and not value.is_complex():
         value = int(value)
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        fail(name, f"an integer >= {low}", describe(value))
-    if value < low:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or value < low:
         fail(name, f"an integer >= {low}", describe(value))
     return int(value)
 
@@ -123,9 +122,8 @@ def check_number(name: str, value, low: float | None = None, high: float | None 
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
                                                                      np.floating)):
         fail(name, "a real number", describe(value))
-    bounds = [f">= {low}" if low is not None else "", f"<= {high}" if high is not None else "",
-              f"> {above}" if above is not None else ""]
-    wanted = "a finite number" + "".join(f" {b}" for b in bounds if b)
+    wanted = "a finite number" + "".join(f" {op} {b}" for op, b in
+                                         ((">=", low), ("<=", high), (">", above)) if b is not None)
     if not np.isfinite(value) or (low is not None and value < low) or \
             (high is not None and value > high) or (above is not None and value <= above):
         fail(name, wanted, describe(value))
@@ -143,7 +141,7 @@ def dtype_kind(x) -> str:
 
 
 def check_array(name: str, x, kind: str | None = "float", ndim: int | None = None,
-                min_ndim: int | None = None, hint: str = "", like=None) -> None:
+                hint: str = "", like=None) -> None:
     """`x` must be an array of the right library, dtype kind and number of axes.
 
     like: np.ndarray or torch.Tensor (default: whichever `x` is; a list is refused either way).
@@ -160,9 +158,8 @@ def check_array(name: str, x, kind: str | None = "float", ndim: int | None = Non
         wanted = {"float": "a floating dtype", "int": "an integer dtype", "bool": "dtype bool",
                   None: "a real dtype"}[kind]
         fail(name, wanted + (f" {hint}" if hint else ""), describe(x))
-    if ndim is not None and x.ndim != ndim or min_ndim is not None and x.ndim < min_ndim:
-        axes = f"{ndim} axes" if ndim is not None else f"at least {min_ndim} axes"
-        fail(name, axes + (f" {hint}" if hint else ""), describe(x))
+    if ndim is not None and x.ndim != ndim:
+        fail(name, f"{ndim} axes" + (f" {hint}" if hint else ""), describe(x))
 
 
 def in_graph(*xs) -> bool:
