@@ -253,6 +253,7 @@ def check_same_device(**tensors) -> None:
 #   "bool? ~(..., Lq, Lk)" `?`: may be None; `~`: broadcastable to those axes
 #   "float* (B, N, D)"     `*`: its values are not read here (a named rule reads them)
 #   "float? (B, M?, D)"    an axis written `M?` may be empty (M = 0)
+#   "float (4H, H)"        an axis written `4H` is 4 × H
 #   "int >= 1", "number > 0", "number? >= 0", "bool", "callable?", "one of a, b, c",
 #   "one of? a, b" (a, b or None)
 # Arrays are NumPy for a function named *_np, tensors for *_torch and for modules' methods,
@@ -277,7 +278,8 @@ class Spec:
             self.empty_ok = {a[:-1] for a in self.axes if a.endswith("?")}  # "M?": M may be 0
             self.axes = tuple(a.removesuffix("?") for a in self.axes)
             self.dots = self.axes[:1] == ("...",)  # read once here, not at each call
-            self.named = tuple(int(a) if a.isdigit() else a for a in self.axes[self.dots:])
+            self.named = tuple(int(a) if a.isdigit() else (int(m[1]), m[2]) if (
+                m := re.fullmatch(r"(\d+)(\D\w*)", a)) else a for a in self.axes[self.dots:])
             self.kinds = ("float", "int", "bool") if self.kind == "real" else (self.kind,)
             self.text = text.replace("?", "").replace("*", "")
         elif scalar:
@@ -296,7 +298,8 @@ class Spec:
 
     def expected(self, sizes: dict) -> str:
         """The spec, with the sizes its axes are bound to by the other arguments."""
-        known = [f"{a} = {sizes[a]}" for a in self.axes or () if a in sizes]
+        known = [f"{a} = {sizes[a]}" for a in (a.lstrip("0123456789") for a in self.axes or ())
+                 if a in sizes]
         return self.text + (f" with {', '.join(known)}" if known else "")
 
     def check_scalar(self, value) -> None:
@@ -328,8 +331,12 @@ class Spec:
                 fail(self.name, self.expected(sizes) + ", every size >= 1", describe(x))
             own["..."] = lead
         for axis, size in zip(named, shape[extra:]):
-            want = axis if axis.__class__ is int else sizes[axis] if axis in sizes else \
-                own.setdefault(axis, size)
+            if axis.__class__ is tuple:  # k × a size, bound here first when not bound yet
+                k, base = axis
+                want = k * (sizes[base] if base in sizes else own.setdefault(base, size // k))
+            else:
+                want = axis if axis.__class__ is int else sizes[axis] if axis in sizes else \
+                    own.setdefault(axis, size)
             if size != want:
                 fail(self.name, self.expected(sizes if axis in sizes else {**sizes, **own}),
                      describe(x))
@@ -890,12 +897,6 @@ def decoder_on_cuda(self) -> None:
 
 # ============================================================ lstm_attention (lesson 05)
 # The rules of minattn/lstm_attention.py that its specs cannot say.
-def four_gates(h, weight_hh) -> None:
-    if weight_hh.shape[0] != 4 * h.shape[-1]:
-        fail("weight_hh", f"(4H, H) = ({4 * h.shape[-1]}, {h.shape[-1]}): four gates",
-             describe(weight_hh))
-
-
 def state_pair(state=None) -> None:
     if state is not None and (not isinstance(state, (tuple, list)) or len(state) != 2):
         fail("state", "None or a pair (h, c) of (B, H) arrays", describe(state))
@@ -904,11 +905,6 @@ def state_pair(state=None) -> None:
 def real_states_finite(h, mask=None) -> None:
     """Encoder states h (B, N, H) finite on the real tokens (padding may hold anything)."""
     check_finite("h", h, where=None if mask is None else mask[..., None])
-
-
-def concat_width(s, W1) -> None:
-    if W1.shape[1] != 2 * s.shape[-1]:
-        fail("W1", f"(h1, 2H = {2 * s.shape[-1]}): it reads [context ; s]", describe(W1))
 
 
 def target_ids(targets, W2) -> None:
