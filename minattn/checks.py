@@ -1005,9 +1005,9 @@ def table_fits(bitext=_ABSENT, indexed=_ABSENT, t=None, counts=None, values=None
                  describe(words) if isinstance(words, str) else f"unknown words {unknown[:5]}")
 
 
-def corpus_mode(bitext=_ABSENT, mode=None) -> None:
+def corpus_mode(bitext=_ABSENT, indexed=_ABSENT, mode=None) -> None:
     """`em_*`: the corpus and its mode (the table t it starts from is checked by the E-step)."""
-    table_fits(bitext, mode=mode)
+    table_fits(bitext, indexed, mode=mode)
 
 
 def check_covered(t, loglik) -> None:
