@@ -605,9 +605,7 @@ def check_layout(layout, block: int, n: int) -> np.ndarray:
 
 
 def check_self_attention(q, k, v, scale=None, like=None, finite: bool = True) -> None:
-    """q, k (..., N, d), v (..., N, dv) of one library, floating dtype and device, with one
-    length N for queries and keys, N, d >= 1, finite (a block layout's `layout_seen_finite`
-    reads what the layout lets count)."""
+    """q, k (..., N, d), v (..., N, dv) self-attention inputs, finite unless finite=False."""
     _self_attention(like, "" if finite else "*")(q=q, k=k, v=v, scale=scale)
 
 
@@ -778,14 +776,12 @@ def layers_of_windows(windows) -> None:
 
 
 def model_inputs(self, inputs, lengths=None) -> None:
-    """MultiScaleTransformer.forward: `check_classifier_inputs` against its embedding, its
-    first layer and (with learned positions) its max_len."""
+    """MultiScaleTransformer.forward: its embedding, first layer and max_len."""
     check_classifier_inputs(inputs, lengths, self.embedding, self.input.weight, self.max_len)
 
 
 def band_kernel(q, w, chunk=None) -> None:
-    """`band_attention_fast_torch`: q on the CPU (PyTorch's fused CPU attention); chunk None
-    or 1 .. 2w (the band's two triangles must not overlap)."""
+    """chunk None or 1 .. 2w: the band's two triangles must not overlap."""
     if q.device.type != "cpu":
         fail("q", "tensors on the CPU (PyTorch's fused CPU attention)", describe(q))
     if chunk is not None and not 1 <= chunk <= 2 * w:
@@ -822,8 +818,7 @@ def rel_params(params, x, num_heads) -> None:
 
 
 def rel_layer_call(self, x, memory) -> None:
-    """`RelMultiHeadAttention.forward`: x of the module's width, dtype and device; M + L
-    within its max_len."""
+    """`RelMultiHeadAttention.forward`: M + L within its max_len."""
     of_module("x", x, self, self.q_proj.weight, self.d_model)
     n_keys = x.shape[1] + (0 if memory is None else memory.shape[1])
     if n_keys > self.max_len:
@@ -872,8 +867,7 @@ def official_state(state, num_heads) -> None:
 
 
 def decoder_model(model, context) -> None:
-    """`XLDecoder(model, context, batch)`: a TransformerXL whose layers hold context + 1
-    positions."""
+    """`XLDecoder(model, context, batch)`: layers that hold context + 1 positions."""
     if type(model).__name__ != "TransformerXL":
         fail("model", "a minattn.xl.TransformerXL", type(model).__name__)
     for layer in model.layers:
@@ -916,8 +910,7 @@ def target_ids(targets, W2) -> None:
 # pairs up its sentences, a table belongs to its corpus (the bitext's vocabularies; on the fast
 # path one value per stored entry), probabilities and counts are >= 0, NLTK's mode needs NULL.
 def corpus_pairs(sources, targets) -> None:
-    """`index_bitext`: the sides pair up, at least one pair (each sentence is checked at C
-    speed while it is indexed, and named with `check_sentences` when one is wrong)."""
+    """`index_bitext`: the sides pair up (sentences are checked while they are indexed)."""
     sources, targets = list(sources), list(targets)
     if len(sources) != len(targets):
         fail("targets", "as many target sentences as source sentences",
@@ -1021,8 +1014,7 @@ def check_covered(t, loglik) -> None:
 
 
 def bags_of_vocab(self, xbar) -> None:
-    """`BagOfWordsProxy.forward`: bags over the source vocabulary, in the embedding's dtype
-    and device."""
+    """`BagOfWordsProxy.forward`: bags over the source vocabulary, as the embedding."""
     V = self.embed.shape[0]
     if xbar.shape[1] != V or xbar.dtype != self.embed.dtype:
         fail("xbar", f"(B, V_x = {V}) of dtype {dtype_name(self.embed.dtype)}", describe(xbar))
@@ -1195,8 +1187,7 @@ def runs_of_one_shape(gold, others, uniform, key_mask=None, row_mask=None) -> No
 
 
 def prefix_mask(self, x, mask=None) -> None:
-    """`AttentionClassifier.states`: ids inside the vocabulary, on the model's device; a mask
-    True on a prefix of each row (padding at the end)."""
+    """`AttentionClassifier.states`: ids of the vocabulary, a mask True on a prefix."""
     ids_of("x", x, self.embed, weight=self.readout.weight)
     if mask is not None and not torch.equal(
             mask, torch.arange(x.shape[1], device=x.device) < mask.sum(1, keepdim=True)):
@@ -1217,9 +1208,8 @@ def output_ids(self, tgt_out) -> None:
 # ============================================================ encoder (lesson 03, 07)
 # The rules of minattn/encoder.py that its specs cannot say.
 def encoder_ids(self, input_ids, attention_mask, token_type_ids=None) -> None:
-    """`MiniLMEncoder.run`: ids int64 inside the vocabulary, L within the position table, on
-    the model's device; attention_mask bool or 0/1 integers, right-padded; token types inside
-    their table."""
+    """`MiniLMEncoder.run`: int64 ids of the vocabulary and position table, a right-padded
+    bool or 0/1 attention_mask, token types of their table."""
     if input_ids.dtype != torch.long:
         fail("input_ids", "(B, L) int64", describe(input_ids))
     check_same_device(input_ids=input_ids, weights=self.word_embeddings.weight)
