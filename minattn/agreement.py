@@ -154,7 +154,7 @@ def counted_masks(M: int, T: int, N: int, key_mask, row_mask):
 
 
 @checked(a="real (..., M, T, N)", b="real (..., M, T, N)",
-         rules=[c.counted_masks_fit])
+         rules=[c.masks_counted])
 def mean_agreement_np(a, b, key_mask=None, row_mask=None):
     """A(a, b) averaged over every counted output word of a validation set (paper eq. 10).
 
@@ -170,7 +170,7 @@ def mean_agreement_np(a, b, key_mask=None, row_mask=None):
     return float(result) if np.ndim(result) == 0 else result
 
 
-@checked(rules=[c.counted_keys])
+@checked(rules=[c.masks_counted])
 def random_baseline_np(key_mask, row_mask=None):
     """Â: the expected A(a, b) when a's argmax is a uniformly random real position, averaged
     over the counted output words (key_mask (M, N) or (M, T, N), row_mask (M, T))."""

@@ -207,7 +207,7 @@ def merge_heads_np(x: np.ndarray) -> np.ndarray:
 
 @checked(query="float* (B, Lq, D)", key="float* (B, Lk, D)", value="float* (B, Lk, D)",
          num_heads="int >= 1", mask="bool? ~(B, H, Lq, Lk)", key_padding_mask="bool? (B, Lk)",
-         rules=[c.heads_divide_query, c.mha_params, c.mha_masks])
+         rules=[c.heads_divide, c.mha_params, c.mha_masks])
 def multi_head_attention_np(query: np.ndarray, key: np.ndarray, value: np.ndarray,
                             params: dict[str, np.ndarray], num_heads: int,
                             mask: np.ndarray | None = None,
@@ -420,7 +420,7 @@ class MultiHeadAttention(nn.Module):
       else     the explicit `attention_torch`, which returns the per-head weights.
     """
 
-    @checked(d_model="int >= 1", num_heads="int >= 1", rules=[c.heads_divide_model])
+    @checked(d_model="int >= 1", num_heads="int >= 1", rules=[c.heads_divide])
     def __init__(self, d_model: int, num_heads: int, bias: bool = True, attend=None,
                  flash: bool = True):
         super().__init__()
@@ -567,7 +567,7 @@ class PositionReader(nn.Module):
         self.attention = MultiHeadAttention(d_model, num_heads=1)
         self.readout = nn.Sequential(nn.LayerNorm(d_model), nn.Linear(d_model, n_symbols))
 
-    @checked(rules=[c.reader_tokens])
+    @checked(tokens="int (B, N)", rules=[c.tokens_within])
     def forward(self, tokens: torch.Tensor, need_weights: bool = False):
         x = self.embedding(tokens)  # (B, N, D)
         n, d = x.shape[1], x.shape[2]

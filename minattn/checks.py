@@ -67,21 +67,11 @@ def as_numpy(x, dtype=None) -> np.ndarray:
     return np.asarray(x, dtype=dtype)
 
 
-# ----------------------------------------------------------------------------- input checks
-# The input contract of every public function of the library, NumPy and torch twins alike
-# (the twins call the same checks):
-#   * arrays have the documented axes and sizes; NumPy functions take NumPy arrays, torch
-#     functions take tensors; floating inputs share one dtype; tensors share one device;
-#   * masks are bool, True = "may attend" / "real token" (a float mask is refused: 0/1 and
-#     0/−inf are both in use, and guessing which one was meant answers wrongly half the time);
-#   * sizes are integers >= 0 (a float such as 2.0 or 2.5 is refused, so is True);
-#   * ids lie inside their vocabulary, indices inside what they index;
-#   * float inputs are finite wherever they count. What a mask hides may hold anything
-#     (padded states are garbage in real batches): masked reductions select it away with
-#     `where`, never multiply it by 0 (0 × NaN is NaN), so it never reaches a result;
-# and anything else is refused with `fail`: a ValueError "<argument>: expected <what>, got
-# <what was given>". The shape and dtype checks read metadata only; ids and finiteness read
-# the values once (one pass, one reduction) and are skipped while torch.compile traces.
+# ----------------------------------------------------------------------------- vocabulary
+# The shape and dtype checks read metadata only; ids and finiteness read the values once (one
+# pass, one reduction) and are skipped while torch.compile traces. What a mask hides may hold
+# anything (padded states are garbage in real batches): masked reductions select it away with
+# `where`, never multiply it by 0 (0 × NaN is NaN).
 def fail(what: str, expected: str, given: str) -> None:
     """Raise the one kind of error students see: what was wrong, expected vs given."""
     raise ValueError(f"{what}: expected {expected}, got {given}")
@@ -118,9 +108,8 @@ def check_size(name: str, value, low: int = 0) -> int:
     if isinstance(value, torch.Tensor) and value.ndim == 0 and not value.is_floating_point() \
             and value.dtype != torch.bool and not value.is_complex():
         value = int(value)
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        fail(name, f"an integer >= {low}", describe(value))
-    if value < low:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
+            or value < low:
         fail(name, f"an integer >= {low}", describe(value))
     return int(value)
 
@@ -133,9 +122,8 @@ def check_number(name: str, value, low: float | None = None, high: float | None 
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
                                                                      np.floating)):
         fail(name, "a real number", describe(value))
-    bounds = [f">= {low}" if low is not None else "", f"<= {high}" if high is not None else "",
-              f"> {above}" if above is not None else ""]
-    wanted = "a finite number" + "".join(f" {b}" for b in bounds if b)
+    wanted = "a finite number" + "".join(f" {op} {b}" for op, b in
+                                         ((">=", low), ("<=", high), (">", above)) if b is not None)
     if not np.isfinite(value) or (low is not None and value < low) or \
             (high is not None and value > high) or (above is not None and value <= above):
         fail(name, wanted, describe(value))
@@ -153,7 +141,7 @@ def dtype_kind(x) -> str:
 
 
 def check_array(name: str, x, kind: str | None = "float", ndim: int | None = None,
-                min_ndim: int | None = None, hint: str = "", like=None) -> None:
+                hint: str = "", like=None) -> None:
     """`x` must be an array of the right library, dtype kind and number of axes.
 
     like: np.ndarray or torch.Tensor (default: whichever `x` is; a list is refused either way).
@@ -170,19 +158,8 @@ def check_array(name: str, x, kind: str | None = "float", ndim: int | None = Non
         wanted = {"float": "a floating dtype", "int": "an integer dtype", "bool": "dtype bool",
                   None: "a real dtype"}[kind]
         fail(name, wanted + (f" {hint}" if hint else ""), describe(x))
-    if ndim is not None and x.ndim != ndim or min_ndim is not None and x.ndim < min_ndim:
-        axes = f"{ndim} axes" if ndim is not None else f"at least {min_ndim} axes"
-        fail(name, axes + (f" {hint}" if hint else ""), describe(x))
-
-
-def check_same_dtype(**arrays) -> None:
-    """All arrays given (None skipped) share one dtype: a float32 and a float64 input are
-    refused in NumPy too, where they would be promoted, so the twins agree."""
-    given = {n: a for n, a in arrays.items() if a is not None}
-    if len({str(a.dtype).removeprefix("torch.") for a in given.values()}) > 1:
-        listing = ", ".join(f"{n} {str(a.dtype).removeprefix('torch.')}" for n, a in given.items())
-        fail("inputs have different dtypes", "one floating dtype for all (cast them first)",
-             listing)
+    if ndim is not None and x.ndim != ndim:
+        fail(name, f"{ndim} axes" + (f" {hint}" if hint else ""), describe(x))
 
 
 def in_graph(*xs) -> bool:
@@ -194,57 +171,46 @@ def in_graph(*xs) -> bool:
     return all(isinstance(x, torch.Tensor) and x.grad_fn is not None for x in xs)
 
 
-def _surely_finite(x, minus_inf_ok: bool) -> bool:
-    """A one-reduction test that passes every finite array or tensor: NaN and ±inf propagate
-    through a sum (NaN + a = NaN, inf + a = inf, inf - inf = NaN), and NaN and +inf through a
-    max. False only asks for the exact element-wise check, which also tells an overflowing sum
-    of finite values from a bad value. No boolean array the size of x is written, so a finite
-    x is read once and nothing else is touched."""
-    if isinstance(x, torch.Tensor):
-        x = x.detach()  # a leaf that requires grad is read, not differentiated
-    if minus_inf_ok:  # -inf is allowed: look at the largest value only
-        top = float(x.max())
-        return top == top and top != math.inf  # NaN is the one value not equal to itself
-    if isinstance(x, np.ndarray):  # float64 sums: no overflow warning for float16/32 values
-        return bool(np.isfinite(x.sum(dtype=np.float64) if x.itemsize < 8 else x.sum()))
-    half = x.element_size() < 4  # float16 overflows at 65504: sum in float32
-    return bool(torch.isfinite(x.sum(dtype=torch.float32) if half else x.sum()))
-
-
 def check_finite(name: str, x, where=None, minus_inf_ok: bool = False) -> None:
-    """x must be finite (no NaN, no ±inf) wherever `where` (bool, broadcastable) is True,
-    everywhere when where is None; minus_inf_ok lets −inf through (a score of −inf is a
-    weight of exactly 0). A finite x is read once (`_surely_finite`); skipped while
-    torch.compile traces, and for activations (see `in_graph`). `where` may be a function
-    returning the mask: it is called only when x holds a bad value somewhere."""
+    """x must be finite (no NaN, no ±inf) wherever `where` (bool, broadcastable; or a function
+    returning it, called only when x holds a bad value) is True, everywhere when where is None;
+    minus_inf_ok lets −inf through (a score of −inf is a weight of exactly 0). Skipped while
+    torch.compile traces, and for activations (see `in_graph`).
+
+    A finite x is read once by one reduction: NaN and ±inf propagate through a sum (inf - inf
+    = NaN), NaN and +inf through a max; only a failed test runs the exact element-wise check,
+    which also tells an overflowing sum of finite values from a bad value."""
     if isinstance(x, torch.Tensor):
-        if _tracing() or not x.is_floating_point() or x.device.type == "meta" or in_graph(x) \
-                or x.numel() == 0 or _surely_finite(x, minus_inf_ok):
+        if _tracing() or not x.is_floating_point() or x.device.type == "meta" or in_graph(x):
             return
-        bad = torch.isnan(x) | (x == math.inf) if minus_inf_ok else ~torch.isfinite(x)
-        where = where() if callable(where) else where
-        if where is not None:
-            bad = bad & where
-        if not bool(bad.any()):
-            return
-        count, first = int(bad.sum()), tuple(int(i) for i in torch.nonzero(bad)[0])
-        first_value = float(torch.broadcast_to(x.detach(), bad.shape)[first])
+        x = x.detach()  # a leaf that requires grad is read, not differentiated
     else:
         x = np.asarray(x)
-        if x.dtype.kind != "f" or x.size == 0 or _surely_finite(x, minus_inf_ok):
+        if x.dtype.kind != "f":
             return
-        bad = np.isnan(x) | (x == np.inf) if minus_inf_ok else ~np.isfinite(x)
-        where = where() if callable(where) else where
-        if where is not None:
-            bad = bad & where
-        if not bad.any():
+    if math.prod(x.shape) == 0:
+        return
+    if minus_inf_ok:  # -inf is allowed: look at the largest value only
+        top = float(x.max())
+        if top == top and top != math.inf:  # NaN is the one value not equal to itself
             return
-        count, first = int(bad.sum()), tuple(int(i) for i in np.argwhere(bad)[0])
-        first_value = float(np.broadcast_to(x, bad.shape)[first])
+    elif isinstance(x, torch.Tensor):  # float16 overflows at 65504: sum in float32
+        if math.isfinite(x.sum(dtype=torch.float32) if x.element_size() < 4 else x.sum()):
+            return
+    elif math.isfinite(x.sum(dtype=np.float64) if x.itemsize < 8 else x.sum()):
+        return  # float64 sums: no overflow warning for float16/32 values
+    x = as_numpy(x.double() if isinstance(x, torch.Tensor) else x)
+    bad = np.isnan(x) | (x == np.inf) if minus_inf_ok else ~np.isfinite(x)
+    where = where() if callable(where) else where
+    bad = bad if where is None else bad & as_numpy(where)
+    if not bad.any():
+        return
+    count, first = int(bad.sum()), tuple(int(i) for i in np.argwhere(bad)[0])
     wanted = "finite values" + (" or -inf" if minus_inf_ok else "") + \
         (" wherever the mask lets them count" if where is not None else "")
     fail(name, wanted, f"{count} {'NaN or +inf' if minus_inf_ok else 'NaN or infinite'} "
-         f"value{'s' if count > 1 else ''} (the first, {first_value}, at index {first})")
+         f"value{'s' if count > 1 else ''} (the first, "
+         f"{float(np.broadcast_to(x, bad.shape)[first])}, at index {first})")
 
 
 def hide(x, keep, fill: float = 0.0):
@@ -280,22 +246,6 @@ def check_same_device(**tensors) -> None:
         fail("inputs are on different devices", "one device for all", listing)
 
 
-def is_bool_dtype(x) -> bool:
-    if isinstance(x, torch.Tensor):
-        return x.dtype == torch.bool
-    return np.asarray(x).dtype == np.bool_
-
-
-def broadcast_ok(shape: Sequence[int], target: Sequence[int]) -> bool:
-    """True when an array of `shape` broadcasts to `target` without changing `target`."""
-    if len(shape) > len(target):
-        return False
-    for s, t in zip(reversed(shape), reversed(target)):
-        if s != 1 and s != t:
-            return False
-    return True
-
-
 # ----------------------------------------------------------------------------- specs
 # One string per argument, read once when the function is decorated:
 #   "float (..., Lq, d)"   an array of floats whose axes are named; a name binds one size
@@ -303,7 +253,9 @@ def broadcast_ok(shape: Sequence[int], target: Sequence[int]) -> bool:
 #   "bool? ~(..., Lq, Lk)" `?`: may be None; `~`: broadcastable to those axes
 #   "float* (B, N, D)"     `*`: its values are not read here (a named rule reads them)
 #   "float? (B, M?, D)"    an axis written `M?` may be empty (M = 0)
-#   "int >= 1", "number > 0", "number? >= 0", "bool", "callable?", "one of a, b, c"
+#   "float (4H, H)"        an axis written `4H` is 4 × H
+#   "int >= 1", "number > 0", "number? >= 0", "bool", "callable?", "one of a, b, c",
+#   "one of? a, b" (a, b or None)
 # Arrays are NumPy for a function named *_np, tensors for *_torch and for modules' methods,
 # else of the first array's library; float arrays share one dtype and are finite, tensors
 # share one device. The message is generated: "q: expected float (..., Lq, d) with d = 8,
@@ -326,7 +278,8 @@ class Spec:
             self.empty_ok = {a[:-1] for a in self.axes if a.endswith("?")}  # "M?": M may be 0
             self.axes = tuple(a.removesuffix("?") for a in self.axes)
             self.dots = self.axes[:1] == ("...",)  # read once here, not at each call
-            self.named = tuple(int(a) if a.isdigit() else a for a in self.axes[self.dots:])
+            self.named = tuple(int(a) if a.isdigit() else (int(m[1]), m[2]) if (
+                m := re.fullmatch(r"(\d+)(\D\w*)", a)) else a for a in self.axes[self.dots:])
             self.kinds = ("float", "int", "bool") if self.kind == "real" else (self.kind,)
             self.text = text.replace("?", "").replace("*", "")
         elif scalar:
@@ -334,9 +287,10 @@ class Spec:
             self.optional, self.axes, self.bound = bool(optional), None, \
                 None if bound is None else float(bound)
             self.text = text.replace("?", "")
-        elif text.startswith("one of "):
-            self.kind, self.axes, self.optional = "choice", None, False
-            self.choices = tuple(c.strip() for c in text[7:].split(","))
+        elif text.startswith(("one of ", "one of? ")):  # "one of? a, b": a, b or None
+            self.kind, self.axes, self.optional = "choice", None, text[6] == "?"
+            self.choices = tuple(c.strip() for c in text[7 + self.optional:].split(","))
+            self.text = text.replace("?", "")
         else:
             raise ValueError(f"spec of {name}: expected one of the forms of `Spec`, got {text!r}")
         if self.axes is not None and "..." in self.axes[1:]:
@@ -344,7 +298,8 @@ class Spec:
 
     def expected(self, sizes: dict) -> str:
         """The spec, with the sizes its axes are bound to by the other arguments."""
-        known = [f"{a} = {sizes[a]}" for a in self.axes or () if a in sizes]
+        known = [f"{a} = {sizes[a]}" for a in (a.lstrip("0123456789") for a in self.axes or ())
+                 if a in sizes]
         return self.text + (f" with {', '.join(known)}" if known else "")
 
     def check_scalar(self, value) -> None:
@@ -376,8 +331,12 @@ class Spec:
                 fail(self.name, self.expected(sizes) + ", every size >= 1", describe(x))
             own["..."] = lead
         for axis, size in zip(named, shape[extra:]):
-            want = axis if axis.__class__ is int else sizes[axis] if axis in sizes else \
-                own.setdefault(axis, size)
+            if axis.__class__ is tuple:  # k × a size, bound here first when not bound yet
+                k, base = axis
+                want = k * (sizes[base] if base in sizes else own.setdefault(base, size // k))
+            else:
+                want = axis if axis.__class__ is int else sizes[axis] if axis in sizes else \
+                    own.setdefault(axis, size)
             if size != want:
                 fail(self.name, self.expected(sizes if axis in sizes else {**sizes, **own}),
                      describe(x))
@@ -455,11 +414,10 @@ def dtype_name(dtype) -> str:
 
 # ============================================================ attention (lesson 01)
 # The rules of minattn/attention.py that its specs cannot say.
-def check_seen_finite(q, k, v, mask=None, names=("q", "k", "v")) -> None:
-    """q, k, v finite wherever the mask lets them count. What a mask hides (the queries of
-    rows that see no key, the keys and values no query sees) may hold anything, NaN in padding
-    say: the function's body selects it away (`hide`). NumPy and torch alike; a mask of up to
-    4 axes (B, H, Lq, Lk) against (B, N, D) inputs when `names` are multi-head attention's."""
+def seen_finite(q, k, v, mask=None, names=("q", "k", "v")) -> None:
+    """q, k, v finite wherever the mask lets them count: what it hides (rows that see no key,
+    keys no query sees) may hold anything, and the body selects it away (`hide`). With
+    multi-head attention's `names`, a mask of up to 4 axes (B, H, Lq, Lk) against (B, N, D)."""
     rows = keys = None
     if mask is not None and names[0] == "query":  # (B, N, D) inputs: seen by some head
         m = mask[(None,) * (4 - mask.ndim)]
@@ -470,39 +428,21 @@ def check_seen_finite(q, k, v, mask=None, names=("q", "k", "v")) -> None:
         check_finite(name, x, where=seen)
 
 
-def seen_finite(q, k, v, mask=None) -> None:
-    """Attention's q, k, v: finite where the mask lets them count (`check_seen_finite`)."""
-    check_seen_finite(q, k, v, mask)
-
-
 def scores_count_where_allowed(scores, mask=None) -> None:
-    """A score is finite or −inf where the mask allows it (exp(+inf − max) is NaN; −inf is a
-    weight of 0); what the mask hides may hold anything."""
+    """A score is finite or −inf where the mask allows it (exp(+inf − max) is NaN)."""
     check_finite("scores", scores, where=mask, minus_inf_ok=True)
 
 
 def mask_or_causal(mask, is_causal) -> None:
-    """`attention_fast_torch`: a mask or is_causal=True, not both."""
     if is_causal and mask is not None:
-        fail("mask", "a mask or is_causal=True, not both (fold causality into the mask with "
-             "causal_mask_torch)", f"{describe(mask)} and is_causal=True")
+        fail("mask", "a mask or is_causal=True, not both", f"{describe(mask)} and is_causal=True")
 
 
-def heads_divide(x, num_heads) -> None:
-    """`split_heads_*`: num_heads divides the width D of x (B, N, D)."""
-    if x.shape[-1] % num_heads:
-        fail("num_heads", f"a divisor of the width D = {x.shape[-1]}", describe(num_heads))
-
-
-def heads_divide_query(query, num_heads) -> None:
-    """`multi_head_attention_np`: num_heads divides the width D of query (B, Lq, D)."""
-    heads_divide(query, num_heads)
-
-
-def heads_divide_model(d_model, num_heads) -> None:
-    """`MultiHeadAttention(d_model, num_heads)`: d_model splits evenly into heads."""
-    if d_model % num_heads:
-        fail("num_heads", f"a divisor of d_model = {d_model}", describe(num_heads))
+def heads_divide(num_heads, x=None, query=None, d_model=None) -> None:
+    """num_heads divides the width D of x or query (B, N, D), or d_model."""
+    D = d_model if d_model is not None else (x if query is None else query).shape[-1]
+    if D % num_heads:
+        fail("num_heads", f"a divisor of the width D = {D}", describe(num_heads))
 
 
 def even_width(d_model) -> None:
@@ -534,33 +474,32 @@ def lengths_torch(lengths, max_len) -> None:
     lengths_within(lengths, max_len, torch.Tensor)
 
 
-MHA_PARAMS = ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")
-
-
-def mha_params(params, query) -> None:
-    """The eight arrays of `MultiHeadAttention.numpy_params()` for query's width D and dtype:
-    (D, D) weights, (D,) biases, finite."""
-    if not isinstance(params, dict) or any(n not in params for n in MHA_PARAMS):
-        missing = [n for n in MHA_PARAMS if n not in params] if isinstance(params, dict) else []
-        fail("params", f"a dict with {', '.join(MHA_PARAMS)} (MultiHeadAttention.numpy_params())",
-             f"a dict without {missing}" if missing else describe(params))
-    D = query.shape[-1]
-    for name in MHA_PARAMS:
-        want = (D, D) if name.startswith("w") else (D,)
-        given = params[name]
-        if not isinstance(given, np.ndarray) or given.shape != want or given.dtype != query.dtype:
-            fail(f"params['{name}']", f"a {query.dtype} array {shape_str(want)} (D of query)",
-                 describe(given))
+def params_of(params, x, names, shape_of, owner) -> None:
+    """A dict of `owner.numpy_params()`: every name, an array of x's dtype of shape_of(name),
+    finite."""
+    missing = [n for n in names if n not in params] if isinstance(params, dict) else names
+    if missing:
+        fail("params", f"a dict with {', '.join(names)} ({owner}.numpy_params())",
+             f"a dict without {missing}" if isinstance(params, dict) else describe(params))
+    for name in names:
+        given, want = params[name], shape_of(name)
+        if not isinstance(given, np.ndarray) or given.shape != want or given.dtype != x.dtype:
+            fail(f"params['{name}']", f"a {x.dtype} array {shape_str(want)}", describe(given))
         check_finite(f"params['{name}']", given)
 
 
+def mha_params(params, query) -> None:
+    """(D, D) weights and (D,) biases for query's width D."""
+    D = query.shape[-1]
+    params_of(params, query, ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o"),
+              lambda n: (D, D) if n[0] == "w" else (D,), "MultiHeadAttention")
+
+
 def mha_masks(query, key, value, num_heads, mask=None, key_padding_mask=None) -> None:
-    """Multi-head attention's masks: `mask` (Lq, Lk) shared by the batch, or 4 axes
-    broadcastable to (B, H, Lq, Lk); key_padding_mask (B, Lk), True on real keys. When B == Lq
-    a (B, Lk) padding mask has the very shape of an (Lq, Lk) mask and would be read as one
-    (each sequence masked with another's padding): a 2-axis mask is refused then (write
-    mask[None, None], or key_padding_mask=). A 3-axis mask is refused always: (B, Lq, Lk) and
-    (H, Lq, Lk) cannot be told apart. Then q, k, v finite where the masks let them count."""
+    """`mask` (Lq, Lk) shared by the batch, or 4 axes broadcastable to (B, H, Lq, Lk);
+    key_padding_mask (B, Lk). When B == Lq a (B, Lk) padding mask has the very shape of an
+    (Lq, Lk) mask and would be read as one: a 2-axis mask is refused then, and a 3-axis one
+    always ((B, Lq, Lk) and (H, Lq, Lk) cannot be told apart). Then `seen_finite`."""
     key = query if key is None else key
     value = key if value is None else value
     B, Lq = query.shape[0], query.shape[1]
@@ -572,179 +511,124 @@ def mha_masks(query, key, value, num_heads, mask=None, key_padding_mask=None) ->
     if key_padding_mask is not None:
         padding = key_padding_mask[:, None, None, :]
         mask = padding if mask is None else mask & padding
-    check_seen_finite(query, key, value, mask, ("query", "key", "value"))
+    seen_finite(query, key, value, mask, ("query", "key", "value"))
+
+
+def of_module(name, x, module, weight, width) -> None:
+    """x (…, width) in the dtype and on the device of the module's `weight`."""
+    if x.shape[-1] != width or x.dtype != weight.dtype or x.device != weight.device:
+        fail(name, f"(…, {width}) {dtype_name(weight.dtype)} on {weight.device}, the "
+             f"{type(module).__name__}'s width, dtype and device", describe(x))
 
 
 def mha_module_call(self, query, key=None, value=None, mask=None, need_weights=False,
                     key_padding_mask=None) -> None:
-    """`MultiHeadAttention.forward`: inputs of the module's width, dtype and device, masks as
-    `mha_masks` takes them; need_weights only with the built-in kernel."""
-    weight = self.q_proj.weight
-    if query.shape[-1] != self.d_model or query.dtype != weight.dtype \
-            or query.device != weight.device:
-        fail("query", f"(B, Lq, D = {self.d_model}) {dtype_name(weight.dtype)} on "
-             f"{weight.device}, the module's width, dtype and device", describe(query))
+    """`MultiHeadAttention.forward`; need_weights only with the built-in kernel."""
+    of_module("query", query, self, self.q_proj.weight, self.d_model)
     if need_weights and self.attend is not None:
-        fail("need_weights", "False with a custom attend kernel (it returns no weights)",
-             f"need_weights=True with attend={self.attend}")
+        fail("need_weights", "False with a custom attend kernel", f"True with {self.attend}")
     mha_masks(query, key, value, self.num_heads, mask, key_padding_mask)
 
 
 def torch_mha_module(self, mha) -> None:
-    """`MultiHeadAttention.load_from_torch(mha)`: an nn.MultiheadAttention of the same width,
-    heads and bias setting."""
+    """An nn.MultiheadAttention of the same width, heads and bias setting."""
     if not isinstance(mha, torch.nn.MultiheadAttention):
         fail("mha", "a torch.nn.MultiheadAttention", describe(mha))
     ours = (self.d_model, self.num_heads, self.q_proj.bias is not None)
     theirs = (mha.embed_dim, mha.num_heads, mha.in_proj_bias is not None)
     if ours != theirs:
-        fail("mha", "an nn.MultiheadAttention of (embed_dim, num_heads, bias) = " + str(ours),
-             str(theirs))
+        fail("mha", f"(embed_dim, num_heads, bias) = {ours}", str(theirs))
+
+
+def ids_of(name, ids, table, what="the vocabulary", weight=None) -> None:
+    """ids inside the nn.Embedding `table`'s vocabulary, on its device (or weight's)."""
+    check_ids(name, ids, table.num_embeddings, what)
+    check_same_device(**{name: ids}, weights=table.weight if weight is None else weight)
 
 
 def recall_ids(self, queries, keys, values) -> None:
-    """RecallAttention / RecallMeanPool: the ids inside their vocabularies, on the model's
-    device."""
-    for name, ids, table in (("queries", queries, self.key_embedding),
-                             ("keys", keys, self.key_embedding),
-                             ("values", values, self.value_embedding)):
-        check_ids(name, ids, table.num_embeddings)
-        check_same_device(**{name: ids}, weights=table.weight)
+    """RecallAttention / RecallMeanPool: ids of their vocabularies."""
+    for name, ids in (("queries", queries), ("keys", keys)):
+        ids_of(name, ids, self.key_embedding)
+    ids_of("values", values, self.value_embedding)
 
 
 POSITIONS = ("none", "sinusoid", "learned")
 
 
 def sinusoid_positions(positions, d_model) -> None:
-    """PositionReader: a sinusoid table needs an even d_model."""
     if positions == "sinusoid":
         even_width(d_model)
 
 
-def check_tokens(tokens, embedding: torch.nn.Embedding, max_len: int | None = None) -> None:
-    """tokens: (B, N) integer ids inside the embedding's vocabulary, N <= max_len, N > 0."""
-    check_array("tokens", tokens, "int", ndim=2, hint="(B, N) token ids", like=torch.Tensor)
-    if 0 in tokens.shape or max_len is not None and tokens.shape[1] > max_len:
-        fail("tokens", f"(B, N) with 0 < N <= max_len = {max_len}" if max_len else
-             "(B, N) with B, N > 0", describe(tokens))
-    check_ids("tokens", tokens, embedding.num_embeddings)
-    check_same_device(tokens=tokens, weights=embedding.weight)
-
-
-def reader_tokens(self, tokens) -> None:
-    """PositionReader.forward: (B, N) token ids of its vocabulary, N <= max_len."""
-    check_tokens(tokens, self.embedding, max_len=self.max_len)
-
+def tokens_within(self, tokens) -> None:
+    """A model's (B, N) tokens: ids of its `embedding` (or `embed`), N <= its max_len."""
+    table = getattr(self, "embedding", None) or self.embed
+    max_len = self.max_len if hasattr(self, "max_len") else self.position.shape[0]
+    if tokens.shape[1] > max_len:
+        fail("tokens", f"(B, N) with N <= max_len = {max_len}", describe(tokens))
+    ids_of("tokens", tokens, table)
 
 # ============================================================ sparse (lesson 02)
 # The rules of minattn/sparse.py, minattn/fast/sparse.py and minattn/fast/flex.py that their
-# specs cannot say; the helpers below (`check_windows`, `check_global_idx`, `check_layout`)
-# also serve the fast paths' caches, which read what they return.
-def check_int(name: str, value, low: int) -> int:
-    """`value` must be an integer >= low (a window < 0 or a block of 0 is a typo, not a pattern)."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) \
-            or value < low:
-        fail(f"{name} must be an integer >= {low}", f"{name} >= {low}", repr(value))
-    return int(value)
-
-
+# specs cannot say; `check_windows`, `check_global_idx` and `check_layout` also serve the fast
+# paths' caches, which read what they return.
 def check_windows(windows, num_heads: int | None = None) -> list[int]:
     """One integer ω >= 0 per head; with num_heads, exactly that many."""
     ws = list(as_numpy(windows).reshape(-1)) if not isinstance(windows, (list, tuple)) \
         else list(windows)
-    if not ws:
-        fail("windows: no scales given", "one window ω >= 0 per head", repr(windows))
-    for w in ws:
-        if isinstance(w, (bool, np.bool_)) or not isinstance(w, (int, np.integer)) or w < 0:
-            fail("windows: a window ω must be an integer >= 0", "ω in {0, 1, 2, ...}",
-                 repr(windows))
+    if not ws or any(isinstance(w, (bool, np.bool_)) or not isinstance(w, (int, np.integer))
+                     or w < 0 for w in ws):
+        fail("windows", "one integer window ω >= 0 per head", repr(windows))
     if num_heads is not None and len(ws) != num_heads:
-        fail("windows: one window per head", f"{num_heads} windows",
-             f"{len(ws)}: {list(map(int, ws))}")
+        fail("windows", f"one window per head, {num_heads}", f"{len(ws)}: {list(map(int, ws))}")
     return [int(w) for w in ws]
 
 
 def check_global_idx(global_idx, n: int) -> np.ndarray:
     """Global positions as a sorted int array of distinct values in [0, n)."""
     given = as_numpy(global_idx if global_idx is not None else [])
-    if given.size and given.dtype.kind not in "iu":
-        fail("global_idx", f"integer positions in [0, {n})", describe(given))
     idx = given.astype(np.int64).reshape(-1)
-    if idx.size and (idx.min() < 0 or idx.max() >= n):
-        fail("global_idx out of range", f"positions in [0, {n})", str(idx.tolist()))
-    if np.unique(idx).size != idx.size:
-        fail("global_idx has repeated positions", "distinct positions", str(idx.tolist()))
+    if given.size and (given.dtype.kind not in "iu" or idx.min() < 0 or idx.max() >= n
+                       or np.unique(idx).size != idx.size):
+        fail("global_idx", f"distinct integer positions in [0, {n})", describe(given))
     return np.sort(idx)
-
-
-def check_square_mask(mask, name: str = "mask") -> None:
-    """mask: a NumPy bool (N, N) array."""
-    check_array(name, mask, "bool", ndim=2, like=np.ndarray, hint="(N, N)")
-    if mask.shape[0] != mask.shape[1]:
-        fail(name, "a square bool (N, N) mask", describe(mask))
 
 
 def check_layout(layout, block: int, n: int) -> np.ndarray:
     """A block layout as a contiguous (nb, nb) bool NumPy array, nb = ceil(N / block)."""
-    block = check_int("block", block, 1)
-    layout = as_numpy(layout)
-    nb = -(-n // block)
+    check_size("block", block, 1)
+    layout, nb = as_numpy(layout), -(-n // block)
     if layout.dtype != np.bool_ or layout.shape != (nb, nb):
-        fail("block layout does not fit", f"bool of shape ({nb}, {nb}) for N={n}, "
-             f"block={block}", f"{layout.dtype} of shape {shape_str(layout.shape)}")
+        fail("layout", f"bool ({nb}, {nb}) for N={n}, block={block}", describe(layout))
     return np.ascontiguousarray(layout)
 
 
 def check_self_attention(q, k, v, scale=None, like=None, finite: bool = True) -> None:
-    """q, k (..., N, d), v (..., N, dv) of one library, floating dtype and device, with one
-    length N for queries and keys, N, d >= 1, finite: every pattern of lesson 02 but a block
-    layout lets each query see itself, so nothing is hidden (`layout_seen_finite` reads what a
-    layout lets count)."""
-    like = like or (torch.Tensor if isinstance(q, torch.Tensor) else np.ndarray)
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        check_array(name, x, "float", min_ndim=2, hint="(..., N, d)", like=like)
-    check_same_dtype(q=q, k=k, v=v)
-    check_same_device(q=q, k=k, v=v)
-    if scale is not None:
-        check_number("scale", scale)
-    if q.shape[-1] != k.shape[-1]:
-        fail("q and k must have the same feature size d (last axis)",
-             f"k of shape (..., N, {q.shape[-1]})",
-             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}")
-    if not (q.shape[:-1] == k.shape[:-1] == v.shape[:-1]):
-        fail("sparse patterns are self-attention: q, k and v must have one length N and the "
-             "same leading axes", f"k and v of shape {shape_str(q.shape[:-1])} + (d,)",
-             f"q {shape_str(q.shape)}, k {shape_str(k.shape)}, v {shape_str(v.shape)}")
-    if q.shape[-1] == 0 or q.shape[-2] == 0 or 0 in q.shape[:-2]:
-        fail("empty input", "at least one position, one feature and one batch element",
-             f"q {shape_str(q.shape)}")
-    for name, x in (("q", q), ("k", k), ("v", v)):
-        if finite:
-            check_finite(name, x)
+    """q, k (..., N, d), v (..., N, dv) self-attention inputs, finite unless finite=False."""
+    _self_attention(like, "" if finite else "*")(q=q, k=k, v=v, scale=scale)
 
 
-def global_positions_within(n, global_idx=None) -> None:
-    """Global positions: distinct integers in [0, n) (a list, an array or a tensor)."""
-    if global_idx is not None:
-        check_global_idx(global_idx, n)
+@functools.cache
+def _self_attention(like, unread: str) -> Contract:
+    return Contract(dict(q=f"float{unread} (..., N, d)", k=f"float{unread} (..., N, d)",
+                         v=f"float{unread} (..., N, dv)", scale="number?"), (), like)
 
 
-def global_positions_of(q, global_idx=None) -> None:
-    """A window kernel's global positions: distinct integers in [0, N), N = q's length."""
-    global_positions_within(q.shape[-2], global_idx)
-
-
-def global_positions_given(global_idx=None) -> None:
-    """`window_attend`'s global positions: a 1-d integer array (their range is checked against
-    N at each call)."""
-    if global_idx is not None:
+def global_positions_of(q=None, n=None, global_idx=None) -> None:
+    """Global positions: distinct integers in [0, N), N = n or q's length (a list, an array or
+    a tensor); where neither is given (`window_attend`), a 1-d integer array."""
+    if global_idx is None:
+        return
+    if q is None and n is None:
         idx = as_numpy(global_idx)
         check_array("global_idx", idx, "int" if idx.size else None, ndim=1, hint="positions",
                     like=np.ndarray)
+    else:
+        check_global_idx(global_idx, n if q is None else q.shape[-2])
 
 
 def layout_fits(layout, block, n) -> None:
-    """A block layout: bool (nb, nb) with nb = ceil(N / block)."""
     check_layout(layout, block, n)
 
 
@@ -757,9 +641,9 @@ def layout_one_or_per_head(layout) -> None:
 
 
 def layout_seen_finite(q, k, v, layout, block, causal=False) -> None:
-    """A block layout that fits q's length N; q, k, v finite where the layout lets them count.
-    What it hides may hold anything (the queries of block rows that see no block, the keys of
-    block columns no query sees; under causal, row I sees block J only when J <= I)."""
+    """A block layout that fits q's length N; q, k, v finite where the layout lets them count
+    (not the queries of block rows that see no block, nor the keys of block columns no query
+    sees; under causal, row I sees block J only when J <= I)."""
     n = q.shape[-2]
     seen = check_layout(layout, block, n)
     seen = np.tril(seen) if causal else seen
@@ -772,7 +656,6 @@ def layout_seen_finite(q, k, v, layout, block, causal=False) -> None:
 
 
 def summary_fits_block(block, summary) -> None:
-    """The fixed pattern: c summary columns fit in a block of l."""
     if summary > block:
         fail("summary", f"c <= l = block = {block}", describe(summary))
 
@@ -782,13 +665,13 @@ def square_masks(masks) -> None:
     if not masks:
         fail("masks", "at least one (N, N) mask", "none")
     for m in masks:
-        check_square_mask(m, "masks")
-    if len({m.shape for m in masks}) > 1:
-        fail("masks", "one (N, N) shape for all", str(sorted({m.shape for m in masks})))
+        check_array("masks", m, "bool", ndim=2, like=np.ndarray, hint="(N, N)")
+        if m.shape != masks[0].shape or m.shape[0] != m.shape[1]:
+            fail("masks", f"square bool (N, N) masks of one shape {shape_str(masks[0].shape)}",
+                 describe(m))
 
 
 def windows_given(windows) -> None:
-    """One window ω >= 0 per head."""
     check_windows(windows)
 
 
@@ -798,48 +681,22 @@ def kernels_per_layer(attend, layers) -> None:
         fail("attend", f"one kernel per layer ({layers})", f"{len(attend)} kernels")
 
 
-def classifier_tokens(self, tokens) -> None:
-    """`SparseClassifier.forward`: ids of the vocabulary, N <= the model's max_len, on the
-    model's device."""
-    max_len = self.position.shape[0]
-    if tokens.shape[1] > max_len:
-        fail("tokens", f"(B, N) with N <= max_len = {max_len}", describe(tokens))
-    check_ids("tokens", tokens, self.embed.num_embeddings)
-    check_same_device(tokens=tokens, weights=self.embed.weight)
-
-
-def route_names(policy=None, pattern="window") -> None:
-    """`choose_kernel`: a policy ('auto' or 'readable', None: the default) and a pattern
-    ('window' or 'multiscale') it knows."""
-    if policy is not None and policy not in ("auto", "readable"):
-        fail("kernel policy", "'auto' or 'readable'", repr(policy))
-    if pattern not in ("window", "multiscale"):
-        fail("pattern of choose_kernel", "'window' or 'multiscale'", repr(pattern))
-
-
 # ============================================================ multiscale (lesson 03)
 # The rules of minattn/multiscale.py and minattn/fast/multiscale.py that their specs cannot
 # say: one window per head, the global count, head counts, a model's layers of windows.
-def check_global_count(n_global, n: int) -> None:
-    """n_global: how many leading positions are global, an integer in 0 .. N."""
-    if isinstance(n_global, (bool, np.bool_)) or not isinstance(n_global, (int, np.integer)) \
-            or not 0 <= n_global <= n:
-        fail("n_global", f"an integer in 0 .. N = {n} (how many leading positions are global)",
+def windows_per_head(q=None, k=None, v=None, windows=None, mask=None, n_global=0, n=None,
+                     self=None) -> None:
+    """One window ω >= 0 per head (of q (B, H, N, d), or of a kernel `self`), n_global in
+    0 .. N; q, k, v finite where the mask lets them count."""
+    heads = q.shape[1] if q is not None else None if self is None else len(self.windows)
+    check_windows(windows, heads)
+    n = q.shape[-2] if q is not None else n
+    if n is not None and (isinstance(n_global, (bool, np.bool_)) or not isinstance(
+            n_global, (int, np.integer)) or not 0 <= n_global <= n):
+        fail("n_global", f"an integer in 0 .. N = {n} (leading global positions)",
              describe(n_global))
-
-
-def windows_per_head(q, k, v, windows, mask=None, n_global=0) -> None:
-    """Multi-scale attention: one window ω >= 0 per head of q (B, H, N, d), n_global in 0 .. N;
-    q, k, v finite where the mask lets them count (what it hides may hold anything)."""
-    check_windows(windows, q.shape[1])
-    check_global_count(n_global, q.shape[-2])
-    check_seen_finite(q, k, v, mask)
-
-
-def windows_and_global(n, windows, n_global=0) -> None:
-    """`scale_mask_*`: one window ω >= 0 per head, n_global in 0 .. N."""
-    check_windows(windows)
-    check_global_count(n_global, n)
+    if q is not None:
+        seen_finite(q, k, v, mask)
 
 
 def weights_of_real_queries(weights, query_mask=None) -> None:
@@ -849,23 +706,20 @@ def weights_of_real_queries(weights, query_mask=None) -> None:
     check_finite("weights", weights, where=keep)
     negative = weights < 0 if keep is None else (weights < 0) & keep
     if bool(negative.any()):
-        fail("weights", "attention weights >= 0 (rows of a softmax)",
-             f"{int(negative.sum())} negative values")
+        fail("weights", "attention weights >= 0", f"{int(negative.sum())} negative values")
 
 
 def finite_where_kept(x, keep) -> None:
-    """`masked_max_torch`: x finite where keep is True."""
     check_finite("x", x, where=keep[..., None])
 
 
 def check_head_counts(counts, scales: int | None = None) -> np.ndarray:
     """Head counts per layer and scale: an (L, K) integer array >= 0 (K = scales if given)."""
     counts = as_numpy(counts)
-    if counts.ndim != 2 or scales is not None and counts.shape[1] != scales:
-        fail("counts: heads per layer and scale", f"an (L, {scales or 'K'}) array",
+    if counts.ndim != 2 or scales is not None and counts.shape[1] != scales \
+            or counts.dtype.kind not in "iu" or (counts < 0).any():
+        fail("counts", f"integer head counts >= 0 (L, {scales or 'K'}) per layer and scale",
              describe(counts))
-    if counts.dtype.kind not in "iu" or (counts < 0).any():
-        fail("counts", "integer head counts >= 0 (allocate_scales_np's)", describe(counts))
     return counts
 
 
@@ -881,14 +735,13 @@ def check_classifier_inputs(inputs, lengths, embedding, weight, max_len=None) ->
         check_array("inputs", inputs, "float", ndim=3, hint="(B, N, d_in)", like=torch.Tensor)
         if weight is not None and (inputs.shape[-1] != weight.shape[-1]
                                    or inputs.dtype != weight.dtype):
-            fail("inputs", f"(B, N, {weight.shape[-1]}) {str(weight.dtype).removeprefix('torch.')}"
-                 " vectors, the first layer's width and dtype", describe(inputs))
+            fail("inputs", f"(B, N, {weight.shape[-1]}) {dtype_name(weight.dtype)} vectors, the "
+                 "first layer's width and dtype", describe(inputs))
         check_finite("inputs", inputs)
     if inputs.shape[0] == 0 or inputs.shape[1] == 0:
         fail("inputs", "at least one sequence of at least one token", describe(inputs))
     if max_len is not None and inputs.shape[1] > max_len:
-        fail("inputs: sequence longer than the positional embedding",
-             f"N <= max_len = {max_len}", f"N = {inputs.shape[1]}")
+        fail("inputs", f"N <= max_len = {max_len}", f"N = {inputs.shape[1]}")
     if lengths is not None:
         n = inputs.shape[1]
         check_array("lengths", lengths, "int", ndim=1, hint="(B,) integers", like=torch.Tensor)
@@ -904,21 +757,10 @@ def heads_counts(counts, scales) -> None:
 
 
 def five_scale_counts(counts) -> None:
-    """ScaleAllocation: (L, 5) integer counts >= 0 over the five candidate scales, every layer
-    with the same number of heads >= 1."""
-    counts = as_numpy(counts)
-    if counts.ndim != 2 or counts.shape[1] != 5:
-        fail("counts", "an (L, 5) array: head counts per layer over the 5 candidate scales",
-             describe(counts))
+    """ScaleAllocation: (L, 5) head counts >= 0, every layer with one number of heads >= 1."""
     counts = check_head_counts(counts, 5)
     if len(set(counts.sum(1).tolist())) != 1 or counts.sum(1)[0] < 1:
-        fail("counts", "(L, 5) head counts whose rows have one sum >= 1 (every layer the same "
-             "number of heads)", f"{counts.tolist()}")
-
-
-def windows_given_per_head(self, windows) -> None:
-    """MultiScaleKernel.set_windows: as many windows as the kernel has heads."""
-    check_windows(windows, len(self.windows))
+        fail("counts", "(L, 5) head counts whose rows have one sum >= 1", f"{counts.tolist()}")
 
 
 def layers_of_windows(windows) -> None:
@@ -934,34 +776,27 @@ def layers_of_windows(windows) -> None:
 
 
 def model_inputs(self, inputs, lengths=None) -> None:
-    """MultiScaleTransformer.forward: `check_classifier_inputs` against its embedding, its
-    first layer and (with learned positions) its max_len."""
+    """MultiScaleTransformer.forward: its embedding, first layer and max_len."""
     check_classifier_inputs(inputs, lengths, self.embedding, self.input.weight, self.max_len)
 
 
 def band_kernel(q, w, chunk=None) -> None:
-    """`band_attention_fast_torch`: q on the CPU (PyTorch's fused CPU attention); chunk None
-    or 1 .. 2w (the band's two triangles must not overlap)."""
+    """chunk None or 1 .. 2w: the band's two triangles must not overlap."""
     if q.device.type != "cpu":
-        fail("q", "tensors on the CPU (the band kernel runs PyTorch's fused CPU attention)",
-             describe(q))
+        fail("q", "tensors on the CPU (PyTorch's fused CPU attention)", describe(q))
     if chunk is not None and not 1 <= chunk <= 2 * w:
-        fail("chunk", f"an integer in 1 .. 2w = {2 * w} (queries per chunk)", repr(chunk))
+        fail("chunk", f"an integer in 1 .. 2w = {2 * w}", repr(chunk))
 
 
 # ============================================================ xl (lesson 04)
 # The rules of minattn/xl.py and minattn/fast/xl.py that their specs cannot say.
-def queries_last_of_keys(q, k) -> None:
-    """Relative attention: the Lq queries are the last Lq of the Lk key positions."""
-    if q.shape[2] > k.shape[2]:
-        fail("k", f"at least Lq = {q.shape[2]} keys (the queries are the last Lq positions; "
-             "memory first)", describe(k))
-
-
-def table_covers_keys(r, k) -> None:
-    """The relative-position table r (H, P, dh) holds a row for every distance 0 .. Lk − 1;
-    those rows are finite (rows past Lk are never read)."""
+def relative_keys(q, k, r) -> None:
+    """The Lq queries are the last Lq of the Lk keys; the relative-position table r (H, P, dh)
+    holds a finite row for every distance 0 .. Lk − 1 (rows past Lk are never read)."""
     Lk = k.shape[2]
+    if q.shape[2] > Lk:
+        fail("k", f"at least Lq = {q.shape[2]} keys (the queries are the last Lq positions)",
+             describe(k))
     if r.shape[1] < Lk:
         fail("r", f"at least Lk = {Lk} distances (0 .. {Lk - 1})", describe(r))
     check_finite("r", r[:, :Lk])
@@ -973,63 +808,40 @@ def xl_heads(d_model, num_heads) -> None:
         fail("num_heads", f"a divisor of an even d_model = {d_model}", describe(num_heads))
 
 
-REL_PARAMS = ("w_q", "w_k", "w_v", "w_r", "w_o", "u_bias", "v_bias")
-
-
 def rel_params(params, x, num_heads) -> None:
-    """The arrays of `RelMultiHeadAttention.numpy_params()` for x's width D and dtype: (D, D)
-    weights, (H, dh) biases, finite; num_heads splits an even D."""
-    if not isinstance(params, dict) or any(n not in params for n in REL_PARAMS):
-        missing = [n for n in REL_PARAMS if n not in params] if isinstance(params, dict) else []
-        fail("params", f"a dict with {', '.join(REL_PARAMS)} "
-             "(RelMultiHeadAttention.numpy_params())",
-             f"a dict without {missing}" if missing else describe(params))
+    """(D, D) weights and (H, dh) biases for x's width D; num_heads splits an even D."""
     D = x.shape[-1]
     xl_heads(D, num_heads)
-    for name in REL_PARAMS:
-        want = (D, D) if name.startswith("w") else (num_heads, D // num_heads)
-        given = params[name]
-        if not isinstance(given, np.ndarray) or given.shape != want or given.dtype != x.dtype:
-            fail(f"params['{name}']", f"a {x.dtype} array {shape_str(want)} (D of x)",
-                 describe(given))
-        check_finite(f"params['{name}']", given)
+    params_of(params, x, ("w_q", "w_k", "w_v", "w_r", "w_o", "u_bias", "v_bias"),
+              lambda n: (D, D) if n[0] == "w" else (num_heads, D // num_heads),
+              "RelMultiHeadAttention")
 
 
 def rel_layer_call(self, x, memory) -> None:
-    """`RelMultiHeadAttention.forward`: x of the module's width, dtype and device; M + L
-    within its max_len."""
-    weight = self.q_proj.weight
-    if x.shape[-1] != self.d_model or x.dtype != weight.dtype or x.device != weight.device:
-        fail("x", f"(B, L, D = {self.d_model}) {dtype_name(weight.dtype)} on {weight.device}, "
-             "the module's width, dtype and device", describe(x))
+    """`RelMultiHeadAttention.forward`: M + L within its max_len."""
+    of_module("x", x, self, self.q_proj.weight, self.d_model)
     n_keys = x.shape[1] + (0 if memory is None else memory.shape[1])
     if n_keys > self.max_len:
-        fail("memory", f"M + L <= max_len = {self.max_len} positions (the relative-position "
-             "table)", f"M + L = {n_keys}")
+        fail("memory", f"M + L <= max_len = {self.max_len} positions", f"M + L = {n_keys}")
 
 
 def lm_tokens(self, tokens) -> None:
-    """A language model's tokens: ids of its vocabulary on its device."""
-    check_ids("tokens", tokens, self.embedding.num_embeddings)
-    check_same_device(tokens=tokens, weights=self.embedding.weight)
+    ids_of("tokens", tokens, self.embedding)
 
 
 def xl_memories(self, tokens, memories=None) -> None:
-    """`TransformerXL.forward`: memories None (the start of a text) or one (B, M, D) tensor or
-    None per layer, as the last call returned them."""
+    """`TransformerXL.forward`: ids of its vocabulary; memories None (the start of a text) or
+    one (B, M, D) tensor or None per layer, as the last call returned them."""
     lm_tokens(self, tokens)
-    if memories is None:
-        return
-    n_layers = len(self.layers)
-    if not isinstance(memories, (list, tuple)) or len(memories) != n_layers:
+    n_layers, B, D = len(self.layers), tokens.shape[0], self.d_model
+    if memories is not None and (not isinstance(memories, (list, tuple))
+                                 or len(memories) != n_layers):
         fail("memories", f"a list with one memory per layer ({n_layers}), or None",
              describe(memories))
-    for memory in memories:
+    for memory in memories or ():
         if memory is not None and (not isinstance(memory, torch.Tensor) or memory.ndim != 3
-                                   or memory.shape[0] != tokens.shape[0]
-                                   or memory.shape[2] != self.d_model):
-            fail("memories", f"None or (B, M, D) = ({tokens.shape[0]}, M, {self.d_model}) "
-                 "tensors, as the last call returned them", describe(memory))
+                                   or memory.shape[0] != B or memory.shape[2] != D):
+            fail("memories", f"None or (B, M, D) = ({B}, M, {D}) tensors", describe(memory))
 
 
 def official_state(state, num_heads) -> None:
@@ -1040,83 +852,56 @@ def official_state(state, num_heads) -> None:
         fail("state", "an original Transformer-XL state dict ('word_emb.emb_layers.0.weight')",
              f"keys {keys}…")
     if any(k.startswith("word_emb.emb_projs") or k.startswith("crit.out_projs") for k in state):
-        fail("state", "div_val=1, d_embed = d_model (adaptive embeddings are not supported)",
-             "emb_projs / out_projs in the state dict")
+        fail("state", "div_val=1, d_embed = d_model", "emb_projs / out_projs in the state dict")
     D = state["word_emb.emb_layers.0.weight"].shape[1]
     dh = D // num_heads
     for key, value in state.items():
         if key.endswith("dec_attn.qkv_net.weight") and tuple(value.shape) != (3 * D, D):
-            fail(f"state['{key}']", f"{shape_str((3 * D, D))} (d_head = D / H)",
-                 shape_str(value.shape))
+            fail(f"state['{key}']", f"{shape_str((3 * D, D))}", shape_str(value.shape))
         if key.endswith(("r_w_bias", "r_r_bias")) and tuple(value.shape) != (num_heads, dh):
             fail(f"state['{key}']", f"(H, dh) = ({num_heads}, {dh})", shape_str(value.shape))
-    layers = {k.split(".")[1] for k in state if k.startswith("layers.")}
-    for n in layers:
+    for n in {k.split(".")[1] for k in state if k.startswith("layers.")}:
         for old in ("r_w_bias", "r_r_bias"):
             if f"layers.{n}.dec_attn.{old}" not in state and old not in state:
-                fail(f"state['{old}']", f"(H, dh) = ({num_heads}, {dh}), shared or per layer",
-                     "missing")
+                fail(f"state['{old}']", f"(H, dh) = ({num_heads}, {dh})", "missing")
 
 
 def decoder_model(model, context) -> None:
-    """`XLDecoder(model, context, batch)`: a TransformerXL whose layers hold context + 1
-    positions."""
+    """`XLDecoder(model, context, batch)`: layers that hold context + 1 positions."""
     if type(model).__name__ != "TransformerXL":
         fail("model", "a minattn.xl.TransformerXL", type(model).__name__)
     for layer in model.layers:
         if context + 1 > layer.attention.max_len:
-            fail("context", f"context + 1 <= max_len = {layer.attention.max_len} positions",
+            fail("context", f"context + 1 <= max_len = {layer.attention.max_len}",
                  f"context + 1 = {context + 1}")
 
 
-def decoder_prompt(self, tokens) -> None:
-    """`XLDecoder.prefill`: (B, P) token ids, B the decoder's batch."""
-    if not isinstance(tokens, torch.Tensor) or tokens.ndim != 2 or tokens.shape[0] != self.batch:
-        fail("tokens", f"(B={self.batch}, P) token ids", describe(tokens))
-
-
-def decoder_token(self, token) -> None:
-    """`XLDecoder.step`: (B, 1) token ids."""
-    if not isinstance(token, torch.Tensor) or tuple(token.shape) != (self.batch, 1):
-        fail("token", f"({self.batch}, 1) token ids", describe(token))
+def decoder_batch(self, tokens=None, token=None) -> None:
+    """`XLDecoder.prefill`: (B, P) token ids, `XLDecoder.step` (B, 1), B the decoder's batch."""
+    name, x, P = ("tokens", tokens, "P") if token is None else ("token", token, 1)
+    if not isinstance(x, torch.Tensor) or x.ndim != 2 or x.shape[0] != self.batch or \
+            token is not None and x.shape[1] != 1:
+        fail(name, f"({self.batch}, {P}) token ids", describe(x))
 
 
 def decoder_on_cuda(self) -> None:
-    """`XLDecoder.capture`: a model on a CUDA device."""
     if self.device.type != "cuda":
-        fail("XLDecoder.capture records a CUDA graph", "a model on a CUDA device",
-             str(self.device))
+        fail("XLDecoder.capture", "a model on a CUDA device", str(self.device))
 
 
 # ============================================================ lstm_attention (lesson 05)
 # The rules of minattn/lstm_attention.py that its specs cannot say.
-def four_gates(h, weight_hh) -> None:
-    """An LSTM's gates: weight_hh (4H, H) for states h (B, H)."""
-    if weight_hh.shape[0] != 4 * h.shape[-1]:
-        fail("weight_hh", f"(4H, H) = ({4 * h.shape[-1]}, {h.shape[-1]}): four gates",
-             describe(weight_hh))
-
-
 def state_pair(state=None) -> None:
-    """`lstm_np`'s state: None or a pair (h, c) of (B, H) arrays."""
     if state is not None and (not isinstance(state, (tuple, list)) or len(state) != 2):
         fail("state", "None or a pair (h, c) of (B, H) arrays", describe(state))
 
 
 def real_states_finite(h, mask=None) -> None:
-    """Encoder states h (B, N, H) finite on the real tokens: what the mask hides (padding)
-    may hold anything."""
+    """Encoder states h (B, N, H) finite on the real tokens (padding may hold anything)."""
     check_finite("h", h, where=None if mask is None else mask[..., None])
 
 
-def concat_width(s, W1) -> None:
-    """The output network reads [context ; s]: W1 (h1, 2H)."""
-    if W1.shape[1] != 2 * s.shape[-1]:
-        fail("W1", f"(h1, 2H = {2 * s.shape[-1]}): it reads [context ; s]", describe(W1))
-
-
 def target_ids(targets, W2) -> None:
-    """Target ids inside the output vocabulary (W2's rows)."""
     check_ids("targets", targets, W2.shape[0], "the output vocabulary")
 
 
@@ -1125,25 +910,21 @@ def target_ids(targets, W2) -> None:
 # pairs up its sentences, a table belongs to its corpus (the bitext's vocabularies; on the fast
 # path one value per stored entry), probabilities and counts are >= 0, NLTK's mode needs NULL.
 def corpus_pairs(sources, targets) -> None:
-    """`index_bitext`: the sides pair up, at least one pair (each sentence is checked at C
-    speed while it is indexed, and named with `check_sentences` when one is wrong)."""
+    """`index_bitext`: the sides pair up (sentences are checked while they are indexed)."""
     sources, targets = list(sources), list(targets)
     if len(sources) != len(targets):
-        fail("targets", "as many target sentences as source sentences (sources and targets "
-             "pair up)", f"{len(targets)} targets for {len(sources)} sources")
+        fail("targets", "as many target sentences as source sentences",
+             f"{len(targets)} targets for {len(sources)} sources")
     if len(sources) == 0:
-        fail("sources", "at least one sentence pair (an empty corpus has none)", "0 pairs")
+        fail("sources", "at least one sentence pair", "0 pairs")
 
 
 def check_sentences(side: str, sentences) -> None:
     """Every sentence of one side must be a non-empty list of tokens (not a string)."""
     for m, sent in enumerate(sentences):
-        if isinstance(sent, str) or not hasattr(sent, "__len__"):
-            fail(f"{side}s", f"{side} sentence {m} as a list of tokens, e.g. s.split() (it is "
-                 "not a token list)", f"{type(sent).__name__} {str(sent)[:40]!r}")
-        if len(sent) == 0:
-            fail(f"{side}s", f"at least one token per sentence ({side} sentence {m} is empty)",
-                 "[]")
+        if isinstance(sent, str) or not hasattr(sent, "__len__") or len(sent) == 0:
+            fail(f"{side}s", f"{side} sentence {m} as a non-empty list of tokens, e.g. s.split()",
+                 describe(sent))
 
 
 def corpus(sources, targets) -> None:
@@ -1151,23 +932,6 @@ def corpus(sources, targets) -> None:
     corpus_pairs(sources, targets)
     check_sentences("source", list(sources))
     check_sentences("target", list(targets))
-
-
-def check_bitext(bitext, indexed: bool = False) -> None:
-    """A corpus from minattn.ibm1.make_bitext (or, indexed=True, fast.ibm1.index_bitext)."""
-    kinds = ("IndexedBitext",) if indexed else ("Bitext", "IndexedBitext")
-    if type(bitext).__name__ not in kinds:
-        fail("indexed" if indexed else "bitext", "a corpus from " + (
-            "index_bitext (minattn.fast.ibm1)" if indexed else
-            "make_bitext (or index_bitext for the fast path)"), describe(bitext))
-
-
-def is_bitext(bitext) -> None:
-    check_bitext(bitext)
-
-
-def is_indexed(indexed) -> None:
-    check_bitext(indexed, indexed=True)
 
 
 def check_nonnegative(name: str, t) -> None:
@@ -1187,75 +951,70 @@ def check_nonnegative(name: str, t) -> None:
         fail(name, "values >= 0 (probabilities or counts)", f"a minimum of {low} in {describe(t)}")
 
 
-def nonnegative_counts(counts) -> None:
-    check_nonnegative("counts", counts)
+_ABSENT = object()  # the default of a rule's argument the function does not have
 
 
-def table_fits(bitext=None, indexed=None, t=None, counts=None, values=None) -> None:
-    """A table of this corpus, finite and >= 0: (V_x, V_y) for a bitext, one value per stored
-    entry (E,) for an indexed one (the fast path)."""
+def table_fits(bitext=_ABSENT, indexed=_ABSENT, t=None, counts=None, values=None, mode=None,
+               floor=_ABSENT, m=None, x=_ABSENT, words=_ABSENT) -> None:
+    """The corpus: from make_bitext (or index_bitext for `indexed`); a table of it (t, counts,
+    values), finite and >= 0: (V_x, V_y) for a bitext, one value per stored entry (E,) for an
+    indexed one; NLTK's mode needs the NULL word; floor in [0, 1]; m a pair of the corpus (t
+    gives each of its target tokens some probability), x and words of its source vocabulary."""
     name, table = ("t", t) if t is not None else ("counts", counts) if counts is not None \
         else ("values", values)
-    corpus = bitext if indexed is None else indexed
-    check_bitext(corpus, indexed=indexed is not None)
-    shape = (len(corpus.src_vocab), len(corpus.tgt_vocab)) if indexed is None else \
-        (len(corpus.entry_src),)
-    if table.shape != shape:
-        fail(name, f"{shape_str(shape)}: " + ("(V_x, V_y)" if indexed is None else
-             "one value per stored entry") + " (this table does not fit the corpus)",
-             describe(table))
-    check_nonnegative(name, table)
+    corpus = bitext if indexed is _ABSENT else indexed
+    if corpus is not _ABSENT:
+        kinds = ("Bitext", "IndexedBitext") if indexed is _ABSENT else ("IndexedBitext",)
+        if type(corpus).__name__ not in kinds:
+            fail("bitext" if indexed is _ABSENT else "indexed", f"a corpus from {kinds[-1]} "
+                 "(make_bitext; index_bitext in minattn.fast.ibm1)", describe(corpus))
+    if table is not None and corpus is not _ABSENT:
+        shape = (len(corpus.src_vocab), len(corpus.tgt_vocab)) if indexed is _ABSENT else \
+            (len(corpus.entry_src),)
+        if table.shape != shape:
+            fail(name, f"{shape_str(shape)}, " + ("(V_x, V_y)" if indexed is _ABSENT else
+                 "one value per stored entry") + " of this corpus", describe(table))
+    if table is not None:
+        check_nonnegative(name, table)
+    if mode == "nltk" and not corpus.null:
+        fail("mode", "'textbook' without the NULL word (make_bitext(..., null=True))",
+             "mode='nltk' and null=False")
+    if floor is not _ABSENT:
+        check_number("floor", floor, low=0.0, high=1.0)
+    if m is not None:
+        n_pairs = corpus.n_pairs if indexed is _ABSENT else len(indexed.src_start) - 1
+        if m >= n_pairs:
+            fail("m", f"a pair index in [0, {n_pairs})", describe(m))
+        if t is not None and indexed is _ABSENT:
+            src, tgt = bitext.pair(m)
+            if not (t[np.ix_(src, tgt)].sum(axis=0) > 0).all():
+                check_covered(t, -np.inf)
+    if x is not _ABSENT and x not in corpus.src_index:
+        fail("x", "a word of the source vocabulary", repr(x))
+    if words is not _ABSENT:
+        unknown = [] if isinstance(words, str) else [w for w in words if w not in corpus.src_index]
+        if isinstance(words, str) or unknown:
+            fail("words", "a list of words of the source vocabulary",
+                 describe(words) if isinstance(words, str) else f"unknown words {unknown[:5]}")
+
+
+def corpus_mode(bitext=_ABSENT, indexed=_ABSENT, mode=None) -> None:
+    """`em_*`: the corpus and its mode (the table t it starts from is checked by the E-step)."""
+    table_fits(bitext, indexed, mode=mode)
 
 
 def check_covered(t, loglik) -> None:
     """After an E-step: a log-likelihood of -inf or NaN means some target token had
-    probability 0 under t from every word of its source sentence (e.g. an all-zero table):
-    its posterior 0/0 is undefined."""
+    probability 0 under t from every word of its source sentence: its posterior 0/0 is
+    undefined."""
     if not np.isfinite(float(loglik)):
         fail("t", "a table that gives every target token some probability from its source "
-             "sentence (t(y | x) > 0 for some x of the pair)", f"a table under which the "
-             f"log-likelihood is {float(loglik)} ({describe(t)}, {int((t > 0).sum())} entries > 0)")
-
-
-def nltk_needs_null(mode, bitext=None, indexed=None) -> None:
-    if mode == "nltk" and not (bitext if indexed is None else indexed).null:
-        fail("mode", "'textbook' without the NULL word (NLTK's mode needs make_bitext(..., "
-             "null=True))", "mode='nltk' and null=False")
-
-
-def floor_in_unit(floor) -> None:
-    check_number("floor", floor, low=0.0, high=1.0)
-
-
-def pair_of(m, bitext=None, indexed=None) -> None:
-    """m: the index of a sentence pair of the corpus."""
-    n_pairs = bitext.n_pairs if indexed is None else len(indexed.src_start) - 1
-    if m >= n_pairs:
-        fail("m", f"a pair index in [0, {n_pairs})", describe(m))
-
-
-def pair_covered(t, bitext, m) -> None:
-    """t gives every target token of pair m some probability from its source sentence."""
-    x, y = bitext.pair(m)
-    if not (t[np.ix_(x, y)].sum(axis=0) > 0).all():
-        check_covered(t, -np.inf)
-
-
-def source_word(x, bitext=None, indexed=None) -> None:
-    if x not in (bitext if indexed is None else indexed).src_index:
-        fail("x", "a word of the source vocabulary (an unknown source word)", repr(x))
-
-
-def source_words(indexed, words) -> None:
-    unknown = [] if isinstance(words, str) else [x for x in words if x not in indexed.src_index]
-    if isinstance(words, str) or unknown:
-        fail("words", "a list of words of the source vocabulary",
-             describe(words) if isinstance(words, str) else f"unknown words {unknown[:5]}")
+             "sentence", f"a log-likelihood of {float(loglik)} ({describe(t)}, "
+             f"{int((t > 0).sum())} entries > 0)")
 
 
 def bags_of_vocab(self, xbar) -> None:
-    """`BagOfWordsProxy.forward`: bags over the source vocabulary, in the embedding's dtype
-    and device."""
+    """`BagOfWordsProxy.forward`: bags over the source vocabulary, as the embedding."""
     V = self.embed.shape[0]
     if xbar.shape[1] != V or xbar.dtype != self.embed.dtype:
         fail("xbar", f"(B, V_x = {V}) of dtype {dtype_name(self.embed.dtype)}", describe(xbar))
@@ -1264,7 +1023,7 @@ def bags_of_vocab(self, xbar) -> None:
 
 def bitext_without_null(bitext) -> None:
     """The proxy has no NULL word."""
-    check_bitext(bitext)
+    table_fits(bitext)
     if bitext.null:
         fail("bitext", "make_bitext(..., null=False) (the proxy has no NULL word)", "null=True")
 
@@ -1274,24 +1033,26 @@ def bitext_without_null(bitext) -> None:
 # say. Token states (B, L, D) of a frozen encoder come right-padded (mask (B, L) bool, True on
 # real tokens), every sentence with its first token ([CLS]) real; what padding holds never
 # counts: the heads select it away.
+def check_right_padded(name: str, mask) -> None:
+    if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
+        fail(name, "right-padded rows 1…1 0…0 (real tokens first)",
+             "a row with padding before a real token")
+
+
 def _right_padded(name: str, states, mask_name: str, mask) -> None:
     """mask right-padded (1…1 0…0) with its first token real; states finite where it is."""
     if not bool(mask[:, 0].all()):
-        fail(mask_name, f"every sentence of {name} with its first token real (mask[:, 0] all "
-             "True)", "a row whose first token is padding")
-    if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
-        fail(mask_name, "right-padded rows 1…1 0…0 (real tokens first)",
-             "a row with padding before a real token")
+        fail(mask_name, f"every sentence of {name} with its first token real",
+             "a row whose first token is padding")
+    check_right_padded(mask_name, mask)
     check_finite(name, states, where=mask[..., None])
 
 
 def right_padded(states, mask) -> None:
-    """Token states and their mask (see above)."""
     _right_padded("states", states, "mask", mask)
 
 
 def pair_right_padded(a, a_mask, b, b_mask) -> None:
-    """Sentences A and B of each pair (see above)."""
     _right_padded("a", a, "a_mask", a_mask)
     _right_padded("b", b, "b_mask", b_mask)
 
@@ -1305,13 +1066,11 @@ def check_token_states(states, mask) -> None:
 
 
 def layers_given(layers) -> None:
-    """`attention_pool_np`, `cross_attention_pool_np`: a non-empty list of layer parameters."""
     if not layers or not isinstance(layers, (list, tuple)):
-        fail("layers", "a non-empty list of layer params (at least one layer)", describe(layers))
+        fail("layers", "a non-empty list of layer params", describe(layers))
 
 
 def two_or_more(pred) -> None:
-    """A correlation needs at least two values."""
     if pred.shape[0] < 2:
         fail("pred", "at least 2 values (a correlation)", describe(pred))
 
@@ -1323,24 +1082,17 @@ def attention_layer(mha) -> None:
         fail("mha", "a minattn MultiHeadAttention", describe(mha))
 
 
-def _of_layer(name: str, x, layer) -> None:
-    """x has the layer's width, dtype and device."""
-    weight = layer.q_proj.weight
-    if x.shape[-1] != layer.d_model or x.dtype != weight.dtype:
-        fail(name, f"(B, L, {layer.d_model}) {dtype_name(weight.dtype)} states, the layer's "
-             "width and dtype (cast the states or the head)", describe(x))
-    check_same_device(**{name: x, "weights": weight})
-
-
 def layer_of_width(states, mha) -> None:
     """`attention_pool_fast_torch`: mha an attention layer of the states' width and dtype."""
     attention_layer(mha)
-    _of_layer("states", states, mha)
+    of_module("states", states, mha, mha.q_proj.weight, mha.d_model)
 
 
 def head_of_width(self, states=None, a=None) -> None:
     """A head's input (states, or a pair's a) of its first layer's width, dtype and device."""
-    _of_layer("states" if a is None else "a", a if states is None else states, self.layers[0])
+    layer = self.layers[0]
+    of_module("states" if a is None else "a", a if states is None else states, layer,
+              layer.q_proj.weight, layer.d_model)
 
 
 def model_dtype(self, states=None, a=None) -> None:
@@ -1376,14 +1128,14 @@ def score_rows(a, b, mask=None) -> None:
     a, b = np.asarray(a, float), np.asarray(b, float)
     if a.shape != b.shape or a.ndim < 1 or a.shape[-1] == 0:
         fail("b", f"scores (..., N) of a's shape {shape_str(a.shape)}", describe(b))
-    if mask is not None and (not is_bool_dtype(mask) or not broadcast_ok(np.shape(mask), a.shape)):
-        fail("mask", f"bool broadcastable to {shape_str(a.shape)} (True = real position)",
-             describe(mask))
+    shape = np.shape(mask)
+    if mask is not None and (np.asarray(mask).dtype != np.bool_ or len(shape) > a.ndim or any(
+            s not in (1, t) for s, t in zip(reversed(shape), reversed(a.shape)))):
+        fail("mask", f"bool broadcastable to {shape_str(a.shape)}", describe(mask))
     real_position_per_row(a, b, None if mask is None else np.asarray(mask))
 
 
 def lengths_at_least_one(lengths) -> None:
-    """A non-empty list of integer lengths >= 1."""
     n = np.asarray(lengths)
     if n.size == 0 or n.dtype.kind not in "iu" or (n < 1).any():
         fail("lengths", "a non-empty list of integer lengths >= 1", repr(lengths))
@@ -1392,16 +1144,23 @@ def lengths_at_least_one(lengths) -> None:
 def curves_of_one_length(agreements, performances) -> None:
     """Two non-empty lists of numbers of one length."""
     if len(agreements) != len(performances) or not len(agreements):
-        fail("performances", "a non-empty list as long as agreements (the two curves)",
+        fail("performances", "a non-empty list as long as agreements",
              f"{len(performances)} values for {len(agreements)} agreements")
     for name, values in (("agreements", agreements), ("performances", performances)):
         for value in values:
             check_number(name, value)
 
 
-def _counted_masks(M: int, T: int, N: int, key_mask, row_mask) -> None:
+def masks_counted(a=None, key_mask=None, row_mask=None, shape=None) -> None:
     """key_mask (M, N) or (M, T, N) and row_mask (M, T) bool (None: every position, every
-    row); at least one counted row."""
+    row; T = 1 without a and row_mask) that fit a (..., M, T, N); at least one counted row."""
+    if a is None and shape is None:
+        keys = np.asarray(key_mask)
+        if keys.ndim not in (2, 3):
+            fail("key_mask", "a bool array (M, N) or (M, T, N)", describe(key_mask))
+        T = keys.shape[1] if keys.ndim == 3 else 1 if row_mask is None else np.shape(row_mask)[-1]
+        shape = (keys.shape[0], T, keys.shape[-1])
+    M, T, N = a.shape[-3:] if a is not None else shape
     keys = np.ones((M, N), bool) if key_mask is None else np.asarray(key_mask)
     rows = np.ones((M, T), bool) if row_mask is None else np.asarray(row_mask)
     keys = keys[:, None, :] if keys.ndim == 2 else keys
@@ -1412,41 +1171,24 @@ def _counted_masks(M: int, T: int, N: int, key_mask, row_mask) -> None:
              f"{describe(key_mask)} and {describe(row_mask)}")
 
 
-def counted_masks_fit(a, key_mask=None, row_mask=None) -> None:
-    """`mean_agreement_np`: the masks fit a (..., M, T, N) (`_counted_masks`)."""
-    _counted_masks(*a.shape[-3:], key_mask, row_mask)
-
-
-def counted_keys(key_mask, row_mask=None) -> None:
-    """key_mask (M, N) or (M, T, N) bool, row_mask (M, T) bool (None: one row per example)."""
-    keys = np.asarray(key_mask)
-    if keys.ndim not in (2, 3):
-        fail("key_mask", "a bool array (M, N) or (M, T, N)", describe(key_mask))
-    M, N = keys.shape[0], keys.shape[-1]
-    T = keys.shape[1] if keys.ndim == 3 else 1 if row_mask is None else np.shape(row_mask)[-1]
-    _counted_masks(M, T, N, key_mask, row_mask)
-
-
 def runs_of_one_shape(gold, others, uniform, key_mask=None, row_mask=None) -> None:
     """Runs (dicts of "alpha", "beta" (C, M, T, N) and "perf" (C,)) of one shape, at least
-    one re-seeded run in others; the masks as `_counted_masks` takes them."""
+    one re-seeded run in others; the masks as `masks_counted` takes them."""
     if not others:
         fail("others", "at least one re-seeded standard run", "none")
     shape, C = np.shape(gold["alpha"]), len(gold["perf"])
     for run in [gold, *others, uniform]:
         if np.shape(run["alpha"]) != shape or np.shape(run["beta"]) != shape or \
                 len(run["perf"]) != C or len(shape) != 4 or shape[0] != C:
-            fail("others", f"runs with alpha and beta (C, M, T, N) = {shape_str(shape)} "
-                 f"and perf ({C},), as gold", f"alpha {shape_str(np.shape(run['alpha']))}, "
+            fail("others", f"runs with alpha and beta (C, M, T, N) = {shape_str(shape)} and "
+                 f"perf ({C},), as gold", f"alpha {shape_str(np.shape(run['alpha']))}, "
                  f"beta {shape_str(np.shape(run['beta']))}, perf ({len(run['perf'])},)")
-    _counted_masks(*shape[1:], key_mask, row_mask)
+    masks_counted(None, key_mask, row_mask, shape[1:])
 
 
 def prefix_mask(self, x, mask=None) -> None:
-    """`AttentionClassifier.states`: ids inside the vocabulary, on the model's device; a mask
-    True on a prefix of each row (padding at the end)."""
-    check_ids("x", x, self.embed.num_embeddings)
-    check_same_device(x=x, weights=self.readout.weight)
+    """`AttentionClassifier.states`: ids of the vocabulary, a mask True on a prefix."""
+    ids_of("x", x, self.embed, weight=self.readout.weight)
     if mask is not None and not torch.equal(
             mask, torch.arange(x.shape[1], device=x.device) < mask.sum(1, keepdim=True)):
         fail("mask", "True on a prefix of each row (padding at the end)", describe(mask))
@@ -1460,21 +1202,14 @@ def translator_ids(self, src, tgt_in) -> None:
 
 
 def output_ids(self, tgt_out) -> None:
-    """tgt_out inside the output vocabulary."""
     check_ids("tgt_out", tgt_out, self.out.out_features, "the output vocabulary")
 
 
 # ============================================================ encoder (lesson 03, 07)
 # The rules of minattn/encoder.py that its specs cannot say.
-def _mask_right_padded(name: str, mask) -> None:
-    if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
-        fail(name, "right-padded rows 1…1 0…0 (real tokens first)", "a row with a 0 before a 1")
-
-
 def encoder_ids(self, input_ids, attention_mask, token_type_ids=None) -> None:
-    """`MiniLMEncoder.run`: ids int64 inside the vocabulary, L within the position table, on
-    the model's device; attention_mask bool or 0/1 integers, right-padded; token types inside
-    their table."""
+    """`MiniLMEncoder.run`: int64 ids of the vocabulary and position table, a right-padded
+    bool or 0/1 attention_mask, token types of their table."""
     if input_ids.dtype != torch.long:
         fail("input_ids", "(B, L) int64", describe(input_ids))
     check_same_device(input_ids=input_ids, weights=self.word_embeddings.weight)
@@ -1485,24 +1220,19 @@ def encoder_ids(self, input_ids, attention_mask, token_type_ids=None) -> None:
     if input_ids.shape[1] > self.config.max_position_embeddings:
         fail("input_ids", f"L <= {self.config.max_position_embeddings} (the position table)",
              describe(input_ids))
-    _mask_right_padded("attention_mask", attention_mask.bool())
+    check_right_padded("attention_mask", attention_mask.bool())
     if token_type_ids is not None:
         check_ids("token_type_ids", token_type_ids, self.config.type_vocab_size)
 
 
 def mask_right_padded(mask) -> None:
-    """`TopLayers.forward`: a right-padded mask."""
-    _mask_right_padded("mask", mask)
-
-
-def is_text(t) -> bool:
-    """A sentence (str) or a pair of sentences (a, b), encoded "[CLS] a [SEP] b [SEP]"."""
-    return isinstance(t, str) or (isinstance(t, tuple) and len(t) == 2
-                                  and all(isinstance(s, str) for s in t))
+    check_right_padded("mask", mask)
 
 
 def check_texts(texts) -> None:
-    """A non-empty list of sentences or of (a, b) pairs of them."""
-    if isinstance(texts, (str, tuple)) or not texts or not all(is_text(t) for t in texts):
+    """A non-empty list of sentences (str) or of (a, b) pairs of them."""
+    if isinstance(texts, (str, tuple)) or not texts or not all(
+            isinstance(t, str) or isinstance(t, tuple) and len(t) == 2
+            and all(isinstance(s, str) for s in t) for t in texts):
         fail("texts", "a non-empty list of strings or of (a, b) pairs of strings",
              repr(texts)[:60] if not isinstance(texts, list) else f"list of {len(texts)}")

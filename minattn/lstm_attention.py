@@ -45,9 +45,8 @@ def sigmoid_np(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-@checked(x="float (B, d)", h="float (B, H)", c="float (B, H)", weight_hh="float (G, H)",
-         weight_ih="float (G, d)", bias_ih="float (G)", bias_hh="float (G)",
-         rules=[c.four_gates])
+@checked(x="float (B, d)", h="float (B, H)", c="float (B, H)", weight_hh="float (4H, H)",
+         weight_ih="float (4H, d)", bias_ih="float (4H)", bias_hh="float (4H)")
 def lstm_cell_np(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
     """One LSTM step, gates written out (PyTorch's layout: rows i, f, g, o of the weights).
 
@@ -122,8 +121,8 @@ def projected_attention_np(s, h, A, a, P, p, mask=None, uniform=False):
     return per_head.mean(axis=1), alpha.reshape(B, K, *alpha.shape[2:])
 
 
-@checked(context="float (..., H)", s="float (..., H)", W1="float (h1, H2)", b1="float (h1)",
-         W2="float (V, h1)", b2="float (V)", rules=[c.concat_width])
+@checked(context="float (..., H)", s="float (..., H)", W1="float (h1, 2H)", b1="float (h1)",
+         W2="float (V, h1)", b2="float (V)")
 def output_np(context, s, W1, b1, W2, b2):
     """The output network g([c_t ; s_t]) = W₂ tanh(W₁ [c_t ; s_t] + b₁) + b₂ -> logits (.., V)."""
     z = np.concatenate([context, s], axis=-1)
@@ -136,8 +135,8 @@ def log_softmax_np(x):
 
 
 @checked(h="float (B, N, H)", s="float (B, T, H)", targets="int (B, T)",
-         W1="float (h1, H2)", b1="float (h1)", W2="float (V, h1)", b2="float (V)",
-         rules=[c.concat_width, c.target_ids])
+         W1="float (h1, 2H)", b1="float (h1)", W2="float (V, h1)", b2="float (V)",
+         rules=[c.target_ids])
 def lexical_probe_np(h, s, targets, W1, b1, W2, b2):
     """β_ti = p_t(y_t) when the model attends only to position i, i.e. c_t := h_i.
 
@@ -152,8 +151,8 @@ def lexical_probe_np(h, s, targets, W1, b1, W2, b2):
 
 
 @checked(context="float (B, T, H)", s="float (B, T, H)", targets="int (B, T)",
-         W1="float (h1, H2)", b1="float (h1)", W2="float (V, h1)", b2="float (V)",
-         rules=[c.concat_width, c.target_ids])
+         W1="float (h1, 2H)", b1="float (h1)", W2="float (V, h1)", b2="float (V)",
+         rules=[c.target_ids])
 def output_gradient_np(context, s, targets, W1, b1, W2, b2):
     """u_t = ∂ log p_t(y_t) / ∂c_t: how the log-probability of the right word changes with the
     context, back through the output network g (`output_np`):
@@ -191,9 +190,8 @@ def score_gradient_np(alpha, h, u, mask=None):
 
 
 # ============================================================================ torch twins
-@checked(x="float (B, d)", h="float (B, H)", c="float (B, H)", weight_hh="float (G, H)",
-         weight_ih="float (G, d)", bias_ih="float (G)", bias_hh="float (G)",
-         rules=[c.four_gates])
+@checked(x="float (B, d)", h="float (B, H)", c="float (B, H)", weight_hh="float (4H, H)",
+         weight_ih="float (4H, d)", bias_ih="float (4H)", bias_hh="float (4H)")
 def lstm_cell_torch(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
     """Twin of lstm_cell_np (and of nn.LSTMCell given the same weights)."""
     gates = x @ weight_ih.T + bias_ih + h @ weight_hh.T + bias_hh  # (B, 4H)
@@ -234,16 +232,16 @@ def projected_attention_torch(s, h, A, a, P, p, mask=None, uniform=False):
     return per_head.mean(dim=1), alpha.reshape(B, K, *alpha.shape[2:])
 
 
-@checked(context="float (..., H)", s="float (..., H)", W1="float (h1, H2)", b1="float (h1)",
-         W2="float (V, h1)", b2="float (V)", rules=[c.concat_width])
+@checked(context="float (..., H)", s="float (..., H)", W1="float (h1, 2H)", b1="float (h1)",
+         W2="float (V, h1)", b2="float (V)")
 def output_torch(context, s, W1, b1, W2, b2):
     """Twin of output_np."""
     return torch.tanh(torch.cat([context, s], dim=-1) @ W1.T + b1) @ W2.T + b2
 
 
 @checked(h="float (B, N, H)", s="float (B, T, H)", targets="int (B, T)",
-         W1="float (h1, H2)", b1="float (h1)", W2="float (V, h1)", b2="float (V)",
-         rules=[c.concat_width, c.target_ids])
+         W1="float (h1, 2H)", b1="float (h1)", W2="float (V, h1)", b2="float (V)",
+         rules=[c.target_ids])
 def lexical_probe_torch(h, s, targets, W1, b1, W2, b2):
     """Twin of lexical_probe_np, one example at a time (the (T, N, V) logits stay small)."""
     betas = []

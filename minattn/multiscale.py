@@ -48,7 +48,7 @@ from .checks import as_numpy, checked, hide
 
 
 # ============================================================================ NumPy reference
-@checked(n="int >= 1", rules=[c.windows_and_global])
+@checked(n="int >= 1", rules=[c.windows_per_head])
 def scale_mask_np(n: int, windows, n_global: int = 0) -> np.ndarray:
     """(H, N, N) bool: head h lets query i see key j iff |i − j| <= windows[h].
 
@@ -147,7 +147,7 @@ def layer_windows(counts: np.ndarray, scales) -> list[list[int]]:
 
 
 # ============================================================================ PyTorch twins
-@checked(n="int >= 1", rules=[c.windows_and_global])
+@checked(n="int >= 1", rules=[c.windows_per_head])
 def scale_mask_torch(n: int, windows, device=None, n_global: int = 0) -> torch.Tensor:
     """Torch twin of `scale_mask_np`: (H, N, N) bool on `device`."""
     # BEGIN EXERCISE 3.1 implement: the per-head window mask |i - j| <= ω_h, shape (H, N, N) (~10 min)
@@ -240,7 +240,7 @@ class MultiScaleKernel:
         return f"multiscale(ω={self.windows}" + (f", global={self.n_global})" if self.n_global
                                                  else ")")
 
-    @checked(rules=[c.windows_given_per_head])
+    @checked(rules=[c.windows_per_head])
     def set_windows(self, windows) -> None:
         self.windows = [int(w) for w in windows]
 

@@ -78,7 +78,7 @@ def dilated_window_mask_np(n: int, w: int, dilation: int, causal: bool = False) 
     return mask
 
 
-@checked(n="int >= 1", rules=[c.global_positions_within])
+@checked(n="int >= 1", rules=[c.global_positions_of])
 def global_mask_np(n: int, global_idx) -> np.ndarray:
     """(N, N) bool: the rows and columns of the global positions G.
 
@@ -91,7 +91,7 @@ def global_mask_np(n: int, global_idx) -> np.ndarray:
 
 
 @checked(n="int >= 1", w="int", dilation="int >= 1",
-         rules=[c.global_positions_within])
+         rules=[c.global_positions_of])
 def longformer_mask_np(n: int, w: int, dilation: int = 1, global_idx=None,
                        causal: bool = False) -> np.ndarray:
     """(N, N) bool: Longformer's pattern, a (dilated) window ∪ global tokens (∩ j <= i when
@@ -361,7 +361,7 @@ def block_sparse_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
 
 
 # ============================================================================ layers and model
-@checked(w="int", dilation="int >= 1", kernel="callable?", rules=[c.global_positions_given])
+@checked(w="int", dilation="int >= 1", kernel="callable?", rules=[c.global_positions_of])
 def window_attend(w: int, dilation: int = 1, causal: bool = False, global_idx=None, kernel=None,
                   **options):
     """A kernel for `MultiHeadAttention(..., attend=)`: (q, k, v, mask) -> the window pattern's
@@ -439,7 +439,7 @@ class SparseClassifier(nn.Module):
         self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(2 * layers + 1))
         self.head = nn.Linear(d_model, n_classes)
 
-    @checked(tokens="int (B, N)", rules=[c.classifier_tokens])
+    @checked(tokens="int (B, N)", rules=[c.tokens_within])
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         x = self.embed(tokens) + self.position[: tokens.shape[1]]  # (B, N, D)
         for layer, (attn, mlp) in enumerate(zip(self.attn, self.mlp)):

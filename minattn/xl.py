@@ -67,7 +67,7 @@ def relative_distances_np(n_queries: int, n_keys: int) -> np.ndarray:
 
 @checked(q="float (B, H, Lq, dh)", k="float (B, H, Lk, dh)", v="float (B, H, Lk, dh)",
          r="float* (H, P, dh)", u_bias="float (H, dh)", v_bias="float (H, dh)", scale="number?",
-         rules=[c.queries_last_of_keys, c.table_covers_keys])
+         rules=[c.relative_keys])
 def rel_attention_np(q, k, v, r, u_bias, v_bias, scale=None):
     """Relative-position causal attention, the four terms written out for every (i, j).
 
@@ -142,7 +142,7 @@ def relative_distances_torch(n_queries: int, n_keys: int, device=None) -> torch.
 
 @checked(q="float (B, H, Lq, dh)", k="float (B, H, Lk, dh)", v="float (B, H, Lk, dh)",
          r="float* (H, P, dh)", u_bias="float (H, dh)", v_bias="float (H, dh)", scale="number?",
-         rules=[c.queries_last_of_keys, c.table_covers_keys])
+         rules=[c.relative_keys])
 def rel_attention_torch(q, k, v, r, u_bias, v_bias, scale=None):
     """Torch twin of `rel_attention_np` (the explicit gather; minattn/fast/xl.py has the
     relative shift)."""

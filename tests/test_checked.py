@@ -299,3 +299,19 @@ def test_a_check_only_refuses():
 
     with pytest.raises(TypeError, match="only refuses"):
         identity(3)
+
+
+def test_spec_grammar_multiples_and_optional_choices():
+    """An axis `4H` is 4 × H (bound by another argument or first here); `one of? a, b` takes
+    None too."""
+    @checked(h="float (B, H)", w="float (4H, H)", mode="one of? a, b")
+    def gates_np(h, w, mode=None):
+        return w.shape
+
+    h = np.zeros((2, 3))
+    assert gates_np(h, np.zeros((12, 3))) == (12, 3)
+    assert gates_np(h, np.zeros((12, 3)), "b") == (12, 3)
+    with pytest.raises(ValueError, match=r"^w: expected float \(4H, H\) with H = 3"):
+        gates_np(h, np.zeros((9, 3)))
+    with pytest.raises(ValueError, match="^mode: expected one of a, b"):
+        gates_np(h, np.zeros((12, 3)), "c")

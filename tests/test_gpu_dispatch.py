@@ -100,7 +100,7 @@ def test_readable_policy_and_bad_policy():
         assert flex.choose_kernel(cuda, 65536, torch.float32, 64) == "readable"
     assert flex.choose_kernel(cuda, 65536, torch.float32, 64) == "flex"
     assert flex.choose_kernel(cuda, 65536, torch.float32, 64, policy="readable") == "readable"
-    with pytest.raises(ValueError, match="kernel policy: expected 'auto' or 'readable'"):
+    with pytest.raises(ValueError, match="policy: expected one of auto, readable"):
         flex.choose_kernel(cuda, 100, policy="fastest")
     with pytest.raises(ValueError, match="kernel policy"), flex.kernel_policy("flex"):
         pass
@@ -132,8 +132,7 @@ def test_multiscale_routes_and_bad_pattern():
         assert flex.choose_kernel("cuda", n, dtype, pattern="multiscale") == "flex"
     assert flex.choose_kernel("cuda", 8192, torch.float64, pattern="multiscale") == "readable"
     assert flex.choose_kernel("cpu", 8192, pattern="multiscale") == "readable"
-    with pytest.raises(ValueError, match="pattern of choose_kernel: expected 'window' or "
-                                         "'multiscale'"):
+    with pytest.raises(ValueError, match="pattern: expected one of window, multiscale"):
         flex.choose_kernel("cuda", 100, pattern="band")
 
 
@@ -280,12 +279,11 @@ def test_flex_on_the_cpu_refuses_gradients_and_bad_input():
     q, k, v = (x.detach() for x in (q, k, v))
     with pytest.raises(ValueError, match="w: expected an integer >= 0"):
         flex.flex_window_attention(q, k, v, -1)
-    with pytest.raises(ValueError, match=r"block layout does not fit: expected bool of shape "
-                                         r"\(4, 4\)"):
+    with pytest.raises(ValueError, match=r"layout: expected bool \(4, 4\)"):
         flex.flex_block_sparse_attention(q, k, v, np.ones((3, 3), bool), 8)
     with pytest.raises(ValueError, match=r"^k: expected float \(\.\.\., N, d\) with .*N = 30"):
         flex.flex_window_attention(q, k[:, :20], v[:, :20], 3)
-    with pytest.raises(ValueError, match="one window per head: expected 2 windows"):
+    with pytest.raises(ValueError, match="windows: expected one window per head, 2"):
         flex.flex_multiscale_attention(q[None].expand(1, 2, 30, 8), k[None].expand(1, 2, 30, 8),
                                        v[None].expand(1, 2, 30, 8), [1, 2, 3])
 

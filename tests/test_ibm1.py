@@ -403,11 +403,11 @@ def test_proxy_prediction_is_zero_on_a_flat_table():
 # ----------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize("make", [ibm1.make_bitext, ibm1_fast.index_bitext])
 @pytest.mark.parametrize("src, tgt, message", [
-    ([], [], "empty corpus"),
-    ([["a"]], [["A"], ["B"]], "pair up"),
-    ([["a"], []], [["A"], ["B"]], "source sentence 1 is empty"),
-    ([["a"]], [[]], "target sentence 0 is empty"),
-    (["a b"], [["A"]], "not a token list"),
+    ([], [], "^sources: expected at least one sentence pair"),
+    ([["a"]], [["A"], ["B"]], "^targets: expected as many target sentences"),
+    ([["a"], []], [["A"], ["B"]], "source sentence 1 as a non-empty list"),
+    ([["a"]], [[]], "target sentence 0 as a non-empty list"),
+    (["a b"], [["A"]], "source sentence 0 as a non-empty list.*got str"),
 ])
 def test_bad_corpus(make, src, tgt, message):
     with pytest.raises(ValueError, match=message):
@@ -424,11 +424,11 @@ def test_bad_table_and_mode():
             e_step(np.ones(3), corpus)
         with pytest.raises(ValueError, match="^mode: expected one of textbook, nltk"):
             em(corpus, 1, mode="giza")
-        with pytest.raises(ValueError, match="^x: .*unknown source word"):
+        with pytest.raises(ValueError, match="^x: expected a word of the source vocabulary"):
             top_translations(uniform_table(corpus), corpus, "haus")  # a target word
     with pytest.raises(ValueError, match="^counts: expected float \\(E,\\)"):
         ibm1_fast.m_step_fast_np(np.ones((2, 2)), fb)
-    with pytest.raises(ValueError, match="does not fit"):
+    with pytest.raises(ValueError, match="of this corpus"):
         ibm1.e_step_torch(torch.ones(3, 3, dtype=torch.float64), bx)
     for em, make in ((ibm1.em_np, ibm1.make_bitext),
                      (ibm1_fast.em_fast_np, ibm1_fast.index_bitext)):

@@ -92,9 +92,9 @@ def test_decoder_bad_input():
     decoder = XLDecoder(model, 4)
     with pytest.raises(ValueError, match=r"^token: expected \(1, 1\)"):
         decoder.step(torch.zeros(1, 2, dtype=torch.long))
-    with pytest.raises(ValueError, match=r"^tokens: expected \(B=1, P\)"):
+    with pytest.raises(ValueError, match=r"^tokens: expected \(1, P\)"):
         decoder.prefill(torch.zeros(2, 3, dtype=torch.long))
-    with pytest.raises(ValueError, match="CUDA graph: expected a model on a CUDA device"):
+    with pytest.raises(ValueError, match="capture: expected a model on a CUDA device"):
         decoder.capture()
 
 

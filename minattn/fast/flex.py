@@ -86,7 +86,7 @@ def _tile_bounds(n: int, tile: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @checked(n="int >= 1", w="int", dilation="int >= 1", tile="int >= 1",
-         rules=[c.global_positions_within])
+         rules=[c.global_positions_of])
 def window_tiles_np(n: int, w: int, dilation: int = 1, causal: bool = False, global_idx=None,
                     tile: int = TILE) -> tuple[np.ndarray, np.ndarray]:
     """The tile lists of the window pattern (`longformer_mask_np`): (partial, full), (nt, nt)
@@ -471,7 +471,8 @@ def kernel_policy(policy: str):
         _policy = old
 
 
-@checked(n="int", d="int >= 1", dv="int? >= 1", rules=[c.route_names])
+@checked(n="int", d="int >= 1", dv="int? >= 1", policy="one of? auto, readable",
+         pattern="one of window, multiscale")
 def choose_kernel(device, n: int, dtype=torch.float32, d: int = 64, dv: int | None = None,
                   policy: str | None = None, pattern: str = "window") -> str:
     """Which kernel computes a sparse pattern over N positions: "readable", "dense" or "flex".

@@ -56,7 +56,7 @@ def rel_shift_torch(scores: torch.Tensor) -> torch.Tensor:
 
 @checked(q="float (B, H, Lq, dh)", k="float (B, H, Lk, dh)", v="float (B, H, Lk, dh)",
          r="float* (H, P, dh)", u_bias="float (H, dh)", v_bias="float (H, dh)", scale="number?",
-         rules=[c.queries_last_of_keys, c.table_covers_keys])
+         rules=[c.relative_keys])
 def rel_attention_fast_np(q, k, v, r, u_bias, v_bias, scale=None):
     """`rel_attention_np` with the relative shift: (a) + (c) = (q + u)ᵀ k and (b) + (d) =
     (q + v)ᵀ r, each one matrix product. Same arguments and returns (output, weights)."""
@@ -72,7 +72,7 @@ def rel_attention_fast_np(q, k, v, r, u_bias, v_bias, scale=None):
 
 @checked(q="float (B, H, Lq, dh)", k="float (B, H, Lk, dh)", v="float (B, H, Lk, dh)",
          r="float* (H, P, dh)", u_bias="float (H, dh)", v_bias="float (H, dh)", scale="number?",
-         rules=[c.queries_last_of_keys, c.table_covers_keys])
+         rules=[c.relative_keys])
 def rel_attention_fast_torch(q, k, v, r, u_bias, v_bias, scale=None) -> torch.Tensor:
     """Torch fast path of `rel_attention_torch` (same arguments; returns the output only): the
     kernel `RelMultiHeadAttention(attend=rel_attention_fast_torch)` runs.
@@ -153,7 +153,7 @@ class XLDecoder:
         self._graph = None
 
     @torch.no_grad()
-    @checked(rules=[c.decoder_prompt])
+    @checked(rules=[c.decoder_batch])
     def prefill(self, tokens: torch.Tensor) -> torch.Tensor:
         """Read a prompt (B, P): the model's own call, then the keys and values of its memory
         (the last min(P, context) positions of every layer's input) fill the cache."""
@@ -171,7 +171,7 @@ class XLDecoder:
         self.t.fill_(m)
         return logits
 
-    @checked(rules=[c.decoder_token])
+    @checked(rules=[c.decoder_batch])
     def step(self, token: torch.Tensor) -> torch.Tensor:
         """Logits (B, 1, V) of the token after `token` (B, 1), which goes into the cache."""
         if self._graph is None:
