@@ -673,12 +673,11 @@ def versus_mean(task, arm, expect):
 t = all_of({f"{task}: heads {'below' if e == '<' else 'above'} mean pooling": versus_mean(
     task, "heads", e) for task, e in (("sentiment", "<"), ("paraphrase", ">"),
                                       ("similarity", "<"))})
+poster_gaps = dict(zip(t.parts, (0.253 - 0.460, 0.469 - 0.386, 0.251 - 0.643)))
 lesson.claim("over a frozen encoder, task-specific heads lose to mean pooling on sentiment and STS "
              "and gain on paraphrase", "Table 3, pretrain rows (dev): sentiment 0.253 vs 0.460, "
              "paraphrase 0.469 vs 0.386, STS 0.251 vs 0.643", test=t, fallback=FALLBACK,
-             kind="paper", effect=dict(zip(t.parts, (0.253 - 0.460, 0.469 - 0.386,
-                                                     0.251 - 0.643))),
-             reproduced="Over the frozen encoder the poster's pattern holds.", contradicted=against(
+             kind="paper", effect=poster_gaps, reproduced="Over the frozen encoder the poster's pattern holds.", contradicted=against(
                  t), why="MiniLM was trained for mean pooling; 2 sentiment classes; Bible verse "
              "pairs; the sentiment and similarity read-outs read 64 features; the poster's "
              "paraphrase gain compares two scores below Quora's majority class (about 0.63)")
@@ -971,19 +970,18 @@ print(f"BERT-base (the poster's encoder, 144 D² per token): counted frozen "
 t = all_of({"frozen: within 7-16 %": within(ratios["frozen"], 1.07, 1.16),
             "fine-tuned: within 7-16 %": within(ratios["fine-tuned"], 1.07, 1.16),
             "frozen above fine-tuned": compare(ratios["frozen"], ratios["fine-tuned"], log=True)})
-POSTER_RATIO = {s: np.mean([POSTER[s, arm][3] for arm in ("heads", "heads, U(0.9, 1)")])
-                for s in ("frozen", "fine-tuned")}  # the poster's two head rows, averaged
+frozen_r, tuned_r = (np.mean([POSTER[s, arm][3] for arm in ("heads", "heads, U(0.9, 1)")])
+                     for s in ("frozen", "fine-tuned"))  # the poster's two head rows, averaged
+changed = (f"{STEPS_PER_ROUND} steps per read-out in each round's median and the log-ratio for "
+           "'frozen above fine-tuned', after runs of one step each came out inconclusive and "
+           "partly, their intervals 0.105-0.117 wide against the band's 0.09")
 lesson.claim("task-specific heads add 7-16 % to the training time, more over a frozen encoder",
              "Discussion: 'training times increase between 7% and 16%'; Table 3: 1.159 and 1.131 "
              "(frozen) vs 1.096 and 1.075 (fine-tuned)", test=t, kind="paper",
-             effect=dict(zip(t.parts, (POSTER_RATIO["frozen"], POSTER_RATIO["fine-tuned"],
-                                       POSTER_RATIO["frozen"] / POSTER_RATIO["fine-tuned"]))),
-             changed_after_run=f"{STEPS_PER_ROUND} steps per read-out in each round's median "
-             "and the log-ratio for 'frozen above fine-tuned', after runs of one step each came "
-             "out inconclusive and partly, their intervals 0.105-0.117 wide against the band's "
-             "0.09", reproduced="As in the poster.",
-             contradicted=against(t), why="per training step, MiniLM (6 layers of 384) not "
-             "BERT-base (12 of 768): the head's share differs")
+             effect=dict(zip(t.parts, (frozen_r, tuned_r, frozen_r / tuned_r))),
+             changed_after_run=changed, reproduced="As in the poster.", contradicted=against(t),
+             why="per training step, MiniLM (6 layers of 384) not BERT-base (12 of 768): the "
+             "head's share differs")
 
 # %% [markdown]
 # ## 9. What does a head read — and does it matter?
@@ -1070,16 +1068,17 @@ def moved(rule):
 
 t = all_of({f"more than B's {rule} token": paired(moved("top"), moved(rule), ">")
             for rule in RULES[1:]})
-n_drop = len(next(iter(effects.values()))["mean pooling", "top"])
+changed = (f"all {len(moved('top')[0])} test pairs instead of the first 400, after the runs "
+           "at seeds 0 and +100 came out inconclusive and partly, the head-free rules ahead of "
+           "the head's top token in all 6")
 lesson.claim("the head weighs the tokens that matter: removing its top token moves a model that "
              "never saw the head more than head-free choices", "poster, Approach: the head "
              "'collects information from each token's output in a smarter way' (no number)",
              test=t, fallback=FALLBACK, kind="ours", reproduced="The head's top token matters "
-             "beyond the head.", contradicted=against(t), why="our check of the poster's words: "
-             "mean pooling's |Δp| on MiniLM's fine-tuned top layer, paired over test pairs and "
-             "seeds", changed_after_run=f"all {n_drop} test pairs instead of the first 400, "
-             "after the runs at seeds 0 and +100 came out inconclusive and partly, the "
-             "head-free rules ahead of the head's top token in all 6")
+             "beyond the head.", contradicted=against(t), changed_after_run=changed, why="mean "
+             "pooling's |Δp| on MiniLM's fine-tuned top layer, paired over test pairs and seeds")
+
+
 def which_way(rule):
     """Which deletion moved mean pooling more, the head's top token or `rule`'s, and in how
     many seeds, whatever the test's outcome."""
