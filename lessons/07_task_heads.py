@@ -267,7 +267,7 @@ TOP = lesson.size(full=1, smoke=1, paper=6)  # encoder layers fine-tuned in sect
 CROSS_SEEDS = lesson.size(full=[], smoke=lesson.seeds(2), paper=lesson.seeds(3))
 MAX_LEN = 256
 sentences, sent_labels, verses, fallback = ct.lesson_texts(n_sent_train, n_sent_test,
-                                                           32 * n_anchors, seed=lesson.seed(0))
+                                                           128 * n_anchors, seed=lesson.seed(0))
 verses = verses[:lesson.size(full=None, smoke=128 * n_anchors)]  # smoke: the first verses
 MATCH = dict(tolerance=lesson.size(full=2.0, smoke=3.0, paper=3.0),  # in the scorer's logits
              parallel=0.25)  # a candidate sharing more than 1/4 of A's content words: never used

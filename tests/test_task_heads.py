@@ -485,7 +485,7 @@ def test_offline_text_fallbacks():
     for text, label in zip(texts, labels):
         words = set(text.split())
         assert len(words & set(ct.POSITIVE_WORDS if label else ct.NEGATIVE_WORDS)) >= 1
-    verses = ct.template_verses(640, np.random.default_rng(0))
+    verses = ct.template_verses(128 * 20, np.random.default_rng(0))  # as many as the lesson's
     pairs = ct.bible_pairs(verses, 20, np.random.default_rng(0), min_distance=10)
     nearby = [ct.jaccard(ct.content_words(pairs.texts[a]), ct.content_words(pairs.texts[b]))
               for a, b in zip(pairs.a[pairs.level == 1], pairs.b[pairs.level == 1])]
