@@ -6,7 +6,7 @@ read-out must beat, training until the validation score stops rising, and the an
     lexical     what a pair's words alone tell (`LexicalViews`, `LEXICAL_FEATURES`): overlaps,
                 character n-gram and word TF-IDF cosines, lengths, shared names
     baselines   `best_threshold` (a score turned into a classifier), `LinearProbe` (logistic or
-                ridge regression to convergence)
+                ridge regression to convergence), `with_products` (features and their products)
     training    Task, by_length, predict, fit (patience counted after the warm-up),
                 finetune (LP-FT's second stage), per_run, mean_std, results_table
     analysis    drop_token, token_picks and drop_effects (what removing one token does),
@@ -173,6 +173,14 @@ class LexicalViews:
 
 
 # ============================================================================ reference lines
+def with_products(x: np.ndarray) -> np.ndarray:
+    """(N, F) features -> (N, F + F(F+1)/2): each feature, then every product of two (squares
+    included), so that a linear probe on them is a quadratic model of the features."""
+    x = np.asarray(x, float)
+    i, j = np.triu_indices(x.shape[1])
+    return np.concatenate([x, x[:, i] * x[:, j]], axis=1)
+
+
 def best_threshold(scores, labels) -> float:
     """The threshold t that classifies `scores > t` as 1 with the highest accuracy on these
     (training) labels: a zero-shot score (e.g. a cosine) turned into a classifier.
@@ -255,8 +263,9 @@ class BiblePairs(NamedTuple):
         2  the same verse: a paraphrase that rewords almost everything
         1  the next verse: same passage, other content
         0  a far verse that is no parallel of verse i and whose lexical score (logistic
-           regression on `LEXICAL_FEATURES`) is the closest to level 2's, within `tolerance`
-           logits: not a paraphrase, and words can hardly tell it from one
+           regression on `LEXICAL_FEATURES`) lies within `tolerance` logits of level 2's,
+           chosen so that the signed gaps stay centred on 0: not a paraphrase, and the
+           scorer rates it above the paraphrase about as often as below
     Levels 2 and 0 are the paraphrase task (one positive, one negative per anchor); all three
     the similarity task. Every row of an anchor is in the anchor's split, and no verse appears
     in two anchors' rows, so no sentence is in two splits.
@@ -266,21 +275,27 @@ class BiblePairs(NamedTuple):
     b: np.ndarray  # (P,) index of sentence B
     level: np.ndarray  # (P,) 2 / 1 / 0 as above
     split: np.ndarray  # (P,) index into SPLIT_NAMES
-    gap: np.ndarray  # (P,) |scorer(A, negative) - scorer(A, paraphrase)| of the row's anchor
+    gap: np.ndarray  # (P,) scorer(A, negative) - scorer(A, paraphrase) of the row's anchor
     scorer: tuple  # (w (10,), b): the lexical scorer the negatives were matched on
 
 
 def bible_pairs(verses: list, n_anchors: int, rng: np.random.Generator,
                 fractions: tuple = (0.6, 0.1, 0.1, 0.2), min_distance: int = 50,
-                tolerance: float = 3.0, parallel: float = 0.25, n_scorer: int = 500,
-                chunk: int = 128) -> BiblePairs:
+                tolerance: float = 3.0, parallel: float = 0.25, centre: float = 0.1,
+                n_scorer: int = 500, chunk: int = 128) -> BiblePairs:
     """`BiblePairs` from verses [(web, bbe), ...] in Bible order (`load_parallel("web-bbe")`):
     `n_anchors` anchors, their splits drawn with the shares `fractions` (train, val, select,
     test). A negative is more than `min_distance` verses away, within `tolerance` logits of the
     paraphrase's lexical score, and no *parallel*: a verse sharing more than `parallel` of the
     anchor's content words (Jaccard) in WEB or in BBE, the same saying elsewhere ("The word of
-    Yahweh came to me, saying,")."""
+    Yahweh came to me, saying,"). Of the candidates within the tolerance each anchor takes the
+    one that brings the sum of the signed gaps chosen so far closest to 0, and an anchor whose
+    best candidate would leave their mean beyond ±`centre` logits (their sum beyond
+    ±`tolerance` while few are chosen) is skipped: the closest match alone mostly falls below
+    the paraphrase (few far verses share as many words), and "the positive scores higher"
+    would then tell the pairs apart."""
     tolerance = check_number("tolerance", tolerance, low=0.0)
+    centre = check_number("centre", centre, low=0.0)
     fractions = np.asarray(fractions, float)
     if fractions.shape != (len(SPLIT_NAMES),) or not np.isclose(fractions.sum(), 1):
         fail("fractions", f"{len(SPLIT_NAMES)} shares ({', '.join(SPLIT_NAMES)}) summing to 1",
@@ -302,10 +317,11 @@ def bible_pairs(verses: list, n_anchors: int, rng: np.random.Generator,
     scorer = LinearProbe("logistic", 1e-2).fit(torch.from_numpy(x), torch.from_numpy(y)).as_line()
     positive = views.pairs(web, bbe) @ scorer[0] + scorer[1]  # (A,) each paraphrase's score
     is_parallel = _parallels(verses, anchors, others, parallel)
-    used, seen, chosen = np.zeros(C, bool), set(), []  # chosen: (anchor, negative, score gap)
+    used, seen, chosen = np.zeros(C, bool), set(), []  # chosen: (anchor, negative, signed gap)
+    balance = 0.0  # the sum of the signed gaps chosen so far
     for start in range(0, A, chunk):  # anchors `chunk` at a time, against every candidate
         rows = np.arange(start, min(start + chunk, A))
-        gaps = np.abs(views.score(web[rows], np.arange(C), scorer) - positive[rows][:, None])
+        gaps = views.score(web[rows], np.arange(C), scorer) - positive[rows][:, None]
         gaps[is_parallel(rows) | (np.abs(anchors[rows][:, None] - others) <= min_distance)] = np.inf
         for k, r in enumerate(rows):
             i = anchors[r]
@@ -314,11 +330,14 @@ def bible_pairs(verses: list, n_anchors: int, rng: np.random.Generator,
                    for x, y in zip(verses[i], verses[i + 1])) or len(own) < 3 or own & seen:
                 continue  # the next verse says the same again (a refrain), or a text is used
             gap = np.where(used, np.inf, gaps[k])
-            near = np.flatnonzero(gap <= tolerance)
-            near = near[np.lexsort((rng.random(len(near)), gap[near]))]  # closest, ties at random
+            near = np.flatnonzero(np.abs(gap) <= tolerance)
+            # the candidate that keeps the running sum nearest 0 first, ties at random
+            near = near[np.lexsort((rng.random(len(near)), np.abs(balance + gap[near])))]
             j = next((j for j in near if verses[others[j]][1] not in seen | own), None)
-            if j is not None:
+            if j is not None and abs(balance + gap[j]) <= max(tolerance,
+                                                              centre * (len(chosen) + 1)):
                 used[j] = True
+                balance += gap[j]
                 seen.update(own | {verses[others[j]][1]})
                 chosen.append((i, others[j], gap[j]))
             if len(chosen) == n_anchors:
