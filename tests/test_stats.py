@@ -36,6 +36,10 @@ from minattn.course.stats import (
     within,
 )
 
+# The rule's calibration by simulation (no-effect rates, power at the lessons' sizes): seconds
+# each, so `make test` runs them and `make check` (the editing loop) leaves them out.
+CALIBRATION = pytest.mark.slow
+
 LIMIT = 0.025  # the rule's level on each side
 
 
@@ -253,6 +257,7 @@ def _false_rates(make, sims, rng, expect=">"):
 SIZES = [(2, 2), (2, 3), (3, 3), (4, 4), (5, 5), (8, 8), (10, 10), (2, 8), (8, 2), (3, 8)]
 
 
+@CALIBRATION
 @pytest.mark.parametrize("na,nb", SIZES, ids=[f"{a}v{b}" for a, b in SIZES])
 def test_two_arms_with_no_effect(na, nb):
     """Normal runs, equal or 3x unequal spreads: reproduced at most 2.5 % (Monte Carlo error
@@ -266,6 +271,7 @@ def test_two_arms_with_no_effect(na, nb):
         assert up <= LIMIT + slack, (na, nb, sd_b, up)
 
 
+@CALIBRATION
 @pytest.mark.parametrize("n", [2, 3, 4, 8, 12])
 def test_one_arm_against_a_line_with_no_effect(n):
     """The one-sample t test is exact on normal runs: its 2.5 % is checked up to the Monte
@@ -301,6 +307,7 @@ def test_all_or_nothing_runs_with_no_effect(n):
         assert up <= LIMIT + 1e-12, (n, p, up)
 
 
+@CALIBRATION
 @pytest.mark.parametrize("runs", [2, 3, 4, 8])
 def test_paired_one_arm_against_a_line_with_a_seed_effect(runs):
     """Lesson 04's one-arm form (`paired(hits, line)`): per-item hits with item difficulty and
@@ -316,6 +323,7 @@ def test_paired_one_arm_against_a_line_with_a_seed_effect(runs):
     assert up <= LIMIT and down <= LIMIT, (runs, up, down)
 
 
+@CALIBRATION
 @pytest.mark.parametrize("runs", [2, 3, 5, 8])
 def test_paired_two_arms_with_a_seed_effect(runs):
     rng = np.random.default_rng(10 + runs)
@@ -356,6 +364,7 @@ def test_a_flat_curve_with_noise_rarely_counts_as_still_rising():
     assert gated / 500 <= 0.05
 
 
+@CALIBRATION
 def test_power_at_the_lessons_sizes(capsys):
     """Printed, not asserted (`pytest -s` shows it): the chance that a real effect of 1, 2 or
     4 run-to-run standard deviations comes out reproduced at each size."""
@@ -377,6 +386,7 @@ def _slack(sims):
     return 3 * math.sqrt(LIMIT * (1 - LIMIT) / sims)
 
 
+@CALIBRATION
 @pytest.mark.parametrize("na,nb", [(2, 3), (3, 3), (3, 8), (8, 3)])
 def test_float_ties_with_no_effect(na, nb):
     """Runs that often come out identical (all at a value whose float std is ~1e-17, 0.531 or
@@ -422,6 +432,7 @@ def test_within_at_an_edge_of_the_range(n):
         assert up <= LIMIT + _slack(sims), (n, true, up)
 
 
+@CALIBRATION
 @pytest.mark.parametrize("k", [2, 3, 4])
 def test_all_of_contradicted_at_most_2_5_percent(k):
     """k parts, each on its line: "contradicted" is held at 2.5 % for the whole claim (a
@@ -448,6 +459,7 @@ def test_resolution_at_a_ceiling_never_decides_a_tie(fail):
     assert p <= LIMIT, (fail, p)
 
 
+@CALIBRATION
 @pytest.mark.parametrize("na,nb", [(36, 8), (8, 36), (5, 5)])
 def test_skewed_runs_on_the_log_scale(na, nb):
     """Steps-to-threshold-like numbers (lognormal, sigma 0.8) with no effect: compared with
