@@ -1,8 +1,8 @@
-"""A pytest plugin (`-p swap_mistake`, this folder on PYTHONPATH): the visible tests run once per
-typical mistake of a student, each in a process forked after collection with that mistake
-swapped into the library (see README.md here). MINATTN_MISTAKES lists the mistake files
-(os.pathsep between them); each run writes its exercise report to MINATTN_MISTAKE_REPORTS/<the
-file's stem>.json.
+"""A pytest plugin (`-p swap_mistake`, this folder on PYTHONPATH): the visible tests of an
+exercise run once per typical mistake of a student, each in a process forked after collection
+with that mistake swapped into the library (see README.md here). MINATTN_MISTAKES lists the
+mistake files (os.pathsep between them); each run writes its exercise report to
+MINATTN_MISTAKE_REPORTS/<the file's stem>.json.
 
 Each function a mistake file defines takes the place of the library function of the same name
 that holds a region of its EXERCISE: the code object is swapped, so the wrong body runs with the
@@ -18,7 +18,8 @@ from minattn.course import REPO_ROOT
 from minattn.course.classroom.stubs import holders, resolve
 
 
-def swap_in(path: str) -> None:
+def swap_in(path: str) -> str:
+    """Swap the mistake in; its exercise's id."""
     spec = importlib.util.spec_from_file_location("typical_mistake", path)
     mistake = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mistake)
@@ -34,6 +35,12 @@ def swap_in(path: str) -> None:
         swapped.append(qualname)
     if not swapped:
         raise RuntimeError(f"{path} defines no function of exercise {mistake.EXERCISE}")
+    return mistake.EXERCISE
+
+
+def of_exercise(item, ex_id: str) -> bool:
+    marker = item.get_closest_marker("exercise")
+    return marker is not None and str(marker.args[0]) == ex_id
 
 
 def pytest_runtestloop(session):
@@ -49,7 +56,9 @@ def pytest_runtestloop(session):
             code = 3
             try:
                 session.config.option.exercise_report = str(reports / f"{Path(path).stem}.json")
-                swap_in(path)
+                ex_id = swap_in(path)  # the visible tests of its exercise run, no other
+                session.items[:] = [item for item in session.items if of_exercise(item, ex_id)]
+                session.testscollected = len(session.items)
                 run_tests(session)
                 code = 0
             except BaseException:  # noqa: BLE001 -- no report: the meta-test says so
