@@ -49,8 +49,9 @@ def train(model: torch.nn.Module,
         optimizer: used instead of AdamW(lr, weight_decay), e.g. with parameter groups.
         schedule: step -> learning-rate factor of every group (warm-up, decay; see
             `warmup_linear`), applied before each step.
-        stop: History -> True to end training early, asked after each evaluation (see
-            `KeepBest`); after one at step 0 it is told, but training goes on.
+        stop: History -> True to end training early, asked after each evaluation (lesson 07's
+            `fit` keeps its own best weights); after one at step 0 it is told, but training
+            goes on.
     Returns:
         History with 'loss' every step and each metric of `evaluate`.
     """
@@ -99,33 +100,6 @@ def warmup_linear(warmup: int, steps: int) -> Callable[[int], float]:
             return step / max(warmup, 1)
         return max(0.0, (steps - step) / max(steps - warmup, 1))
     return factor
-
-
-class KeepBest:
-    """Early stopping on a validation metric that should go up: pass as `train(stop=...)`.
-
-    After each evaluation it keeps a copy of the weights if `history[key]` improved, and says
-    stop after `patience` evaluations without improvement; `restore()` loads the best weights
-    back. `best`, `best_step`: the best value and the step it was reached at.
-    """
-
-    def __init__(self, model: torch.nn.Module, key: str, patience: int):
-        self.model, self.key, self.patience = model, key, patience
-        self.best, self.best_step, self.state, self.misses = float("-inf"), 0, None, 0
-
-    def __call__(self, history: History) -> bool:
-        value = history[self.key][-1]
-        if value > self.best:
-            self.best, self.best_step, self.misses = value, history[f"{self.key}_step"][-1], 0
-            self.state = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
-        else:
-            self.misses += 1
-        return self.misses >= self.patience
-
-    def restore(self) -> torch.nn.Module:
-        if self.state is not None:
-            self.model.load_state_dict(self.state)
-        return self.model
 
 
 def count_parameters(model: torch.nn.Module) -> int:
