@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ast
+import copy
 import re
 from pathlib import Path
 
@@ -193,21 +194,41 @@ CASTS = {"astype", "to", "float", "double", "type"}
 MAX_INLINED = 400  # nodes: a name bound to a larger expression stays a name
 
 
-def _inline(node: ast.expr, env: dict) -> ast.expr:
-    """A copy of `node` with every name bound in `env` replaced by its (inlined) expression;
-    nodes keep the line they come from."""
-    import copy
+def _inline(node: ast.AST, env: dict) -> ast.AST:
+    """`node` with every name bound in `env` replaced by its (inlined) expression; nodes keep
+    the line they come from. Unchanged subtrees and the bound expressions are shared, not
+    copied: nothing here changes a tree once it is built."""
+    if isinstance(node, ast.Name):
+        return env.get(node.id, node)
+    changed = {}
+    for field, value in ast.iter_fields(node):
+        if isinstance(value, ast.AST):
+            new = _inline(value, env)
+        elif isinstance(value, list):
+            new = [_inline(v, env) if isinstance(v, ast.AST) else v for v in value]
+            new = value if all(a is b for a, b in zip(new, value)) else new
+        else:
+            continue
+        if new is not value:
+            changed[field] = new
+    if not changed:
+        return node
+    out = copy.copy(node)
+    for field, value in changed.items():
+        setattr(out, field, value)
+    return out
 
-    class Inline(ast.NodeTransformer):
-        def visit_Name(self, name):
-            bound = env.get(name.id)
-            return copy.deepcopy(bound) if bound is not None else name
-    return Inline().visit(copy.deepcopy(node))
 
-
-def _operations(node: ast.AST) -> int:
-    return sum(isinstance(n, (ast.Call, ast.BinOp, ast.Compare, ast.Subscript))
-               for n in ast.walk(node))
+def _operations(node: ast.AST, memo: dict | None = None) -> int:
+    """The calls, operators, comparisons and subscripts in `node` (memo: counts by node id,
+    so that counting every sub-expression of a tree reads each node once)."""
+    if memo is not None and id(node) in memo:
+        return memo[id(node)]
+    count = isinstance(node, (ast.Call, ast.BinOp, ast.Compare, ast.Subscript)) + sum(
+        _operations(child, memo) for child in ast.iter_child_nodes(node))
+    if memo is not None:
+        memo[id(node)] = count
+    return count
 
 
 def _shape(node, modules: set[str], variables: bool, memo: dict | None = None):
@@ -365,9 +386,14 @@ def find_computed_answers(root: Path = REPO_ROOT, folders=("tests", "lessons")) 
             continue
         modules = _modules(tree)
         for expression in _expressions(tree.body):
-            memo = {}
-            for node in ast.walk(expression):
-                if not isinstance(node, ast.expr) or _operations(node) < MIN_OPERATIONS:
+            memo, counts, seen, todo = {}, {}, set(), [expression]
+            while todo:  # every sub-expression, a subtree shared by inlining read once
+                node = todo.pop()
+                if id(node) in seen:
+                    continue
+                seen.add(id(node))
+                todo.extend(ast.iter_child_nodes(node))
+                if not isinstance(node, ast.expr) or _operations(node, counts) < MIN_OPERATIONS:
                     continue
                 shape = _shape(node, modules, variables=False, memo=memo)
                 for e, pattern in patterns:
