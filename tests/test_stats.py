@@ -134,6 +134,9 @@ def test_rates_use_exact_intervals_and_know_what_they_can_reach():
     for k, n in [(0, 1), (0, 6), (3, 6), (6, 6), (5, 12), (17, 40)]:
         ci = scipy_stats.binomtest(k, n).proportion_ci(0.95, method="exact")
         assert np.allclose(rate_interval(k, n), (ci.low, ci.high), atol=1e-9)
+    for n, p in [(1, 0.0), (6, 5 / 6), (18, 0.75), (1024, 0.5), (40, 1.0)]:
+        assert np.allclose(stats._binomial(n, p), scipy_stats.binom.pmf(np.arange(n + 1), n, p),
+                           rtol=1e-9, atol=1e-15)
 
 
 def test_sometimes_is_two_exact_tests_against_a_material_rate():

@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
-from scipy import special, stats
+from scipy import special
 
 LEVEL = 0.95  # every interval is a two-sided 95 % interval: 2.5 % on each side
 ALPHA = (1 - LEVEL) / 2
@@ -748,9 +748,11 @@ def _fisher_p(k_a: int, n_a: int, k_b: int, n_b: int) -> tuple[float, float]:
     """Fisher's exact one-sided p-values (a's rate greater, a's rate less): the tails of the
     hypergeometric count of a's successes given both margins."""
     total, successes = n_a + n_b, k_a + k_b
-    more = float(stats.hypergeom.sf(k_a - 1, total, successes, n_a))
-    less = float(stats.hypergeom.cdf(k_a, total, successes, n_a))
-    return more, less
+    low, high = max(0, n_a - (total - successes)), min(n_a, successes)
+    ways = [math.comb(successes, k) * math.comb(total - successes, n_a - k)
+            for k in range(low, high + 1)]  # exact integers: the tails sum without rounding
+    whole = math.comb(total, n_a)
+    return sum(ways[k_a - low:]) / whole, sum(ways[:k_a - low + 1]) / whole
 
 
 @functools.lru_cache(maxsize=None)
@@ -1039,7 +1041,10 @@ def _at_a_bound(test: Test) -> str:
 
 
 def _binomial(n: int, p: float) -> np.ndarray:
-    return stats.binom.pmf(np.arange(n + 1), n, min(max(p, 0.0), 1.0))
+    """The binomial probabilities of 0 .. n successes at rate p."""
+    k, p = np.arange(n + 1), min(max(p, 0.0), 1.0)
+    return np.exp(special.gammaln(n + 1) - special.gammaln(k + 1) - special.gammaln(n - k + 1)
+                  + special.xlogy(k, p) + special.xlog1py(n - k, -p))
 
 
 def _rate_power(test: Test, effect) -> Power:
