@@ -42,9 +42,24 @@ def checked(*, rules: Sequence[Callable] = (), **specs: str):
         library = np.ndarray if fn.__name__.endswith("_np") else \
             torch.Tensor if fn.__name__.endswith("_torch") or "." in fn.__qualname__ else None
         contract = Contract(specs, rules, library, signature.parameters)
+        # The arguments by name, without signature.bind on every call (it costs as much as
+        # the checks): positions map to names, defaults fill the rest. A call that this cannot
+        # map (*args, **options, a missing or unknown name) goes through signature.bind.
+        names, known = tuple(signature.parameters), set(signature.parameters)
+        defaults = {n: p.default for n, p in signature.parameters.items()
+                    if p.default is not p.empty}
+        plain = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                    for p in signature.parameters.values())
 
         @functools.wraps(fn)
         def call(*args, **kwargs):
+            given = dict(zip(names, args))
+            if plain and len(args) <= len(names) and not kwargs.keys() & given.keys() and \
+                    kwargs.keys() <= known:
+                arguments = {**defaults, **given, **kwargs}
+                if len(arguments) == len(names):
+                    contract(**arguments)
+                    return fn(*args, **kwargs)
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             contract(**bound.arguments)
@@ -254,6 +269,13 @@ def check_same_device(**tensors) -> None:
 #   "float* (B, N, D)"     `*`: its values are not read here (a named rule reads them)
 #   "float? (B, M?, D)"    an axis written `M?` may be empty (M = 0)
 #   "float (4H, H)"        an axis written `4H` is 4 × H
+#   "float (B, self.d_model) like self.q_proj"   an axis written `self.d_model` is that
+#                          attribute of an argument; `like`: the dtype and device of that
+#                          tensor, or of that module's first parameter
+#   "int (B, N) < self.embedding"   ids in [0, n): n a number, an axis, or an argument (or its
+#                          attribute): an nn.Embedding's num_embeddings or an nn.Linear's
+#                          out_features, on whose device the ids must be
+#   "float (B, N, H) where mask"   finite where the bool mask (B, N) is True (None: everywhere)
 #   "int >= 1", "number > 0", "number? >= 0", "bool", "callable?", "one of a, b, c",
 #   "one of? a, b" (a, b or None)
 # Arrays are NumPy for a function named *_np, tensors for *_torch and for modules' methods,
@@ -261,7 +283,8 @@ def check_same_device(**tensors) -> None:
 # share one device. The message is generated: "q: expected float (..., Lq, d) with d = 8,
 # got float32 tensor (2, 3, 4) on cpu".
 ARRAY_KINDS = ("float", "int", "bool", "real")
-_ARRAY = re.compile(r"(\w+)(\??)(\*?)\s+(~?)\((.*)\)")
+_ARRAY = re.compile(r"(\w+)(\??)(\*?)\s+(~?)\(([^)]*)\)(?:\s+like\s+([\w.]+))?"
+                    r"(?:\s*<\s*([\w.]+))?(?:\s+where\s+(\w+))?")
 _SCALAR = re.compile(r"(int|number|bool|callable)(\??)(?:\s*(>=|>|<=)\s*(\S+))?")
 
 
@@ -270,9 +293,11 @@ class Spec:
 
     def __init__(self, name: str, text: str):
         self.name, self.text, self.op, self.bound = name, text, None, None
+        self.like = self.below = self.where = None
         array, scalar = _ARRAY.fullmatch(text), _SCALAR.fullmatch(text)
         if array and array[1] in ARRAY_KINDS:
-            self.kind, optional, unread, broadcast, axes = array.groups()
+            self.kind, optional, unread, broadcast, axes, self.like, self.below, self.where = \
+                array.groups()
             self.optional, self.read, self.broadcast = bool(optional), not unread, bool(broadcast)
             self.axes = tuple(a.strip() for a in axes.split(",") if a.strip())
             self.empty_ok = {a[:-1] for a in self.axes if a.endswith("?")}  # "M?": M may be 0
@@ -344,6 +369,22 @@ class Spec:
                 fail(self.name, self.expected(sizes) + ", every size >= 1", describe(x))
         sizes.update(own)
 
+    def check_like(self, x, args: dict) -> None:
+        ref = resolve(args, self.like)
+        ref = next(ref.parameters()) if isinstance(ref, torch.nn.Module) else ref
+        if x.dtype != ref.dtype or x.device != ref.device:
+            fail(self.name, f"{self.text}: {dtype_name(ref.dtype)} on {ref.device}", describe(x))
+
+    def check_below(self, x, args: dict, sizes: dict) -> None:
+        b = self.below
+        n = int(b) if b.isdigit() else sizes[b] if b in sizes else resolve(args, b)
+        if isinstance(n, torch.nn.Module):
+            weight = n.weight
+            n = n.num_embeddings if isinstance(n, torch.nn.Embedding) else n.out_features
+            if x.device != weight.device:
+                fail(self.name, f"{self.text}, on {b}'s device {weight.device}", describe(x))
+        check_ids(self.name, x, n, b)
+
     def fits(self, x, sizes: dict) -> None:
         """A `~` spec: x broadcasts to the axes as bound by the other arguments."""
         named = self.axes[1:] if self.axes[:1] == ("...",) else self.axes
@@ -362,12 +403,14 @@ class Contract:
         self.specs = [Spec(name, text) for name, text in specs.items()]
         self.specs.sort(key=lambda s: getattr(s, "broadcast", False))  # bind, then broadcast
         self.library = library
+        self.paths = {a for s in self.specs for a in s.axes or () if a != "..." and "." in a}
         self.rules = [(rule, tuple(n for n in inspect.signature(rule).parameters
                                    if parameters is None or n in parameters)) for rule in rules]
 
     def __call__(*contract_and_args, **args) -> None:
         self = contract_and_args[0]  # a method's own `self` is among the arguments
-        sizes, library, dtype, device = {}, self.library, None, None
+        sizes = {path: resolve(args, path) for path in self.paths}
+        library, dtype, device, masked = self.library, None, None, []
         for spec in self.specs:
             x = args[spec.name]
             if x is None and spec.optional:
@@ -394,7 +437,9 @@ class Contract:
                 elif x.dtype != dtype[1]:
                     fail(spec.name, f"{spec.text} of dtype {dtype_name(dtype[1])} ({dtype[0]}'s: "
                          "cast them first)", describe(x))
-                if spec.read:
+                if spec.where is not None:
+                    masked.append((spec, x))
+                elif spec.read:
                     check_finite(spec.name, x)
             if library is torch.Tensor:
                 if device is None:
@@ -402,6 +447,14 @@ class Contract:
                 elif x.device != device[1]:
                     fail(spec.name, f"{spec.text} on {device[0]}'s device, {device[1]}",
                          describe(x))
+            if spec.like is not None:
+                spec.check_like(x, args)
+            if spec.below is not None:
+                spec.check_below(x, args, sizes)
+        for spec, x in masked:  # once every mask is checked: aligned at the leading axes
+            m = args[spec.where]
+            check_finite(spec.name, x, where=None if m is None else
+                         (lambda m=m, x=x: m[(...,) + (None,) * (x.ndim - m.ndim)]))
         for rule, names in self.rules:
             if rule(**{n: args[n] for n in names}) is not None:
                 raise TypeError(f"the rule {rule.__name__} returned a value: a check only "
@@ -410,6 +463,12 @@ class Contract:
 
 def dtype_name(dtype) -> str:
     return str(dtype).removeprefix("torch.")
+
+
+def resolve(args: dict, path: str):
+    """`self.q_proj.weight`: an argument, then its attributes."""
+    first, *attrs = path.split(".")
+    return functools.reduce(getattr, attrs, args[first])
 
 
 # ============================================================ attention (lesson 01)
