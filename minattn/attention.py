@@ -431,7 +431,8 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
-    @checked(query="float* (B, Lq, D)", key="float?* (B, Lk, D)", value="float?* (B, Lk, D)",
+    @checked(query="float* (B, Lq, self.d_model) like self.q_proj", key="float?* (B, Lk, D)",
+             value="float?* (B, Lk, D)",
              mask="bool? ~(B, H, Lq, Lk)", need_weights="bool", key_padding_mask="bool? (B, Lk)",
              rules=[c.mha_module_call])
     def forward(self, query: torch.Tensor, key: torch.Tensor | None = None,
@@ -508,7 +509,8 @@ class RecallAttention(nn.Module):
         self.attention = MultiHeadAttention(d_model, num_heads)
         self.readout = nn.Sequential(nn.LayerNorm(d_model), nn.Linear(d_model, n_values))
 
-    @checked(queries="int (B, Q)", keys="int (B, P)", values="int (B, P)", rules=[c.recall_ids])
+    @checked(queries="int (B, Q) < self.key_embedding", keys="int (B, P) < self.key_embedding",
+             values="int (B, P) < self.value_embedding")
     def forward(self, queries, keys, values, need_weights: bool = False):
         pairs = self.key_embedding(keys) + self.value_embedding(values)  # (B, P, D)
         asked = self.key_embedding(queries)  # (B, Q, D)
@@ -533,7 +535,8 @@ class RecallMeanPool(nn.Module):
                                  nn.Linear(2 * d_model, d_model), nn.LayerNorm(d_model),
                                  nn.Linear(d_model, n_values))
 
-    @checked(queries="int (B, Q)", keys="int (B, P)", values="int (B, P)", rules=[c.recall_ids])
+    @checked(queries="int (B, Q) < self.key_embedding", keys="int (B, P) < self.key_embedding",
+             values="int (B, P) < self.value_embedding")
     def forward(self, queries, keys, values):
         pairs = self.key_embedding(keys) + self.value_embedding(values)  # (B, P, D)
         summary = pairs.mean(dim=1, keepdim=True)  # (B, 1, D): order and binding are gone
@@ -567,7 +570,7 @@ class PositionReader(nn.Module):
         self.attention = MultiHeadAttention(d_model, num_heads=1)
         self.readout = nn.Sequential(nn.LayerNorm(d_model), nn.Linear(d_model, n_symbols))
 
-    @checked(tokens="int (B, N)", rules=[c.tokens_within])
+    @checked(tokens="int (B, N) < self.embedding", rules=[c.tokens_within])
     def forward(self, tokens: torch.Tensor, need_weights: bool = False):
         x = self.embedding(tokens)  # (B, N, D)
         n, d = x.shape[1], x.shape[2]

@@ -410,7 +410,7 @@ class Contract:
     def __call__(*contract_and_args, **args) -> None:
         self = contract_and_args[0]  # a method's own `self` is among the arguments
         sizes = {path: resolve(args, path) for path in self.paths}
-        library, dtype, device, masked = self.library, None, None, []
+        library, dtype, device, later = self.library, None, None, []
         for spec in self.specs:
             x = args[spec.name]
             if x is None and spec.optional:
@@ -437,9 +437,7 @@ class Contract:
                 elif x.dtype != dtype[1]:
                     fail(spec.name, f"{spec.text} of dtype {dtype_name(dtype[1])} ({dtype[0]}'s: "
                          "cast them first)", describe(x))
-                if spec.where is not None:
-                    masked.append((spec, x))
-                elif spec.read:
+                if spec.read and spec.where is None:
                     check_finite(spec.name, x)
             if library is torch.Tensor:
                 if device is None:
@@ -449,12 +447,15 @@ class Contract:
                          describe(x))
             if spec.like is not None:
                 spec.check_like(x, args)
+            if spec.below is not None or spec.where is not None:
+                later.append((spec, x))
+        for spec, x in later:  # once every axis is bound and every mask checked
             if spec.below is not None:
                 spec.check_below(x, args, sizes)
-        for spec, x in masked:  # once every mask is checked: aligned at the leading axes
-            m = args[spec.where]
-            check_finite(spec.name, x, where=None if m is None else
-                         (lambda m=m, x=x: m[(...,) + (None,) * (x.ndim - m.ndim)]))
+            elif spec.read:  # finite where the mask is True (aligned at the first axes)
+                m = args[spec.where]
+                check_finite(spec.name, x, where=None if m is None else
+                             lambda: m[(...,) + (None,) * (x.ndim - m.ndim)])
         for rule, names in self.rules:
             if rule(**{n: args[n] for n in names}) is not None:
                 raise TypeError(f"the rule {rule.__name__} returned a value: a check only "
@@ -466,9 +467,13 @@ def dtype_name(dtype) -> str:
 
 
 def resolve(args: dict, path: str):
-    """`self.q_proj.weight`: an argument, then its attributes."""
-    first, *attrs = path.split(".")
-    return functools.reduce(getattr, attrs, args[first])
+    """`self.q_proj.weight`, `self.layers.0`: an argument, then its attributes or items."""
+    first, *steps = path.split(".")
+    try:
+        return functools.reduce(lambda x, s: x[int(s)] if s.isdigit() else getattr(x, s), steps,
+                                args[first])
+    except (AttributeError, IndexError, TypeError):
+        fail(first, f"an object with {path}", describe(args[first]))
 
 
 # ============================================================ attention (lesson 01)
@@ -573,17 +578,10 @@ def mha_masks(query, key, value, num_heads, mask=None, key_padding_mask=None) ->
     seen_finite(query, key, value, mask, ("query", "key", "value"))
 
 
-def of_module(name, x, module, weight, width) -> None:
-    """x (…, width) in the dtype and on the device of the module's `weight`."""
-    if x.shape[-1] != width or x.dtype != weight.dtype or x.device != weight.device:
-        fail(name, f"(…, {width}) {dtype_name(weight.dtype)} on {weight.device}, the "
-             f"{type(module).__name__}'s width, dtype and device", describe(x))
-
 
 def mha_module_call(self, query, key=None, value=None, mask=None, need_weights=False,
                     key_padding_mask=None) -> None:
     """`MultiHeadAttention.forward`; need_weights only with the built-in kernel."""
-    of_module("query", query, self, self.q_proj.weight, self.d_model)
     if need_weights and self.attend is not None:
         fail("need_weights", "False with a custom attend kernel", f"True with {self.attend}")
     mha_masks(query, key, value, self.num_heads, mask, key_padding_mask)
@@ -599,17 +597,6 @@ def torch_mha_module(self, mha) -> None:
         fail("mha", f"(embed_dim, num_heads, bias) = {ours}", str(theirs))
 
 
-def ids_of(name, ids, table, what="the vocabulary", weight=None) -> None:
-    """ids inside the nn.Embedding `table`'s vocabulary, on its device (or weight's)."""
-    check_ids(name, ids, table.num_embeddings, what)
-    check_same_device(**{name: ids}, weights=table.weight if weight is None else weight)
-
-
-def recall_ids(self, queries, keys, values) -> None:
-    """RecallAttention / RecallMeanPool: ids of their vocabularies."""
-    for name, ids in (("queries", queries), ("keys", keys)):
-        ids_of(name, ids, self.key_embedding)
-    ids_of("values", values, self.value_embedding)
 
 
 POSITIONS = ("none", "sinusoid", "learned")
@@ -621,12 +608,10 @@ def sinusoid_positions(positions, d_model) -> None:
 
 
 def tokens_within(self, tokens) -> None:
-    """A model's (B, N) tokens: ids of its `embedding` (or `embed`), N <= its max_len."""
-    table = getattr(self, "embedding", None) or self.embed
+    """A model's (B, N) tokens: N <= its max_len (or its position table's length)."""
     max_len = self.max_len if hasattr(self, "max_len") else self.position.shape[0]
     if tokens.shape[1] > max_len:
         fail("tokens", f"(B, N) with N <= max_len = {max_len}", describe(tokens))
-    ids_of("tokens", tokens, table)
 
 # ============================================================ sparse (lesson 02)
 # The rules of minattn/sparse.py, minattn/fast/sparse.py and minattn/fast/flex.py that their
@@ -768,9 +753,6 @@ def weights_of_real_queries(weights, query_mask=None) -> None:
         fail("weights", "attention weights >= 0", f"{int(negative.sum())} negative values")
 
 
-def finite_where_kept(x, keep) -> None:
-    check_finite("x", x, where=keep[..., None])
-
 
 def check_head_counts(counts, scales: int | None = None) -> np.ndarray:
     """Head counts per layer and scale: an (L, K) integer array >= 0 (K = scales if given)."""
@@ -878,20 +860,15 @@ def rel_params(params, x, num_heads) -> None:
 
 def rel_layer_call(self, x, memory) -> None:
     """`RelMultiHeadAttention.forward`: M + L within its max_len."""
-    of_module("x", x, self, self.q_proj.weight, self.d_model)
     n_keys = x.shape[1] + (0 if memory is None else memory.shape[1])
     if n_keys > self.max_len:
         fail("memory", f"M + L <= max_len = {self.max_len} positions", f"M + L = {n_keys}")
 
 
-def lm_tokens(self, tokens) -> None:
-    ids_of("tokens", tokens, self.embedding)
-
 
 def xl_memories(self, tokens, memories=None) -> None:
-    """`TransformerXL.forward`: ids of its vocabulary; memories None (the start of a text) or
-    one (B, M, D) tensor or None per layer, as the last call returned them."""
-    lm_tokens(self, tokens)
+    """`TransformerXL.forward`: memories None (the start of a text) or one (B, M, D) tensor or
+    None per layer, as the last call returned them."""
     n_layers, B, D = len(self.layers), tokens.shape[0], self.d_model
     if memories is not None and (not isinstance(memories, (list, tuple))
                                  or len(memories) != n_layers):
@@ -955,13 +932,6 @@ def state_pair(state=None) -> None:
         fail("state", "None or a pair (h, c) of (B, H) arrays", describe(state))
 
 
-def real_states_finite(h, mask=None) -> None:
-    """Encoder states h (B, N, H) finite on the real tokens (padding may hold anything)."""
-    check_finite("h", h, where=None if mask is None else mask[..., None])
-
-
-def target_ids(targets, W2) -> None:
-    check_ids("targets", targets, W2.shape[0], "the output vocabulary")
 
 
 # ============================================================ ibm1 (lesson 06)
@@ -1072,13 +1042,6 @@ def check_covered(t, loglik) -> None:
              f"{int((t > 0).sum())} entries > 0)")
 
 
-def bags_of_vocab(self, xbar) -> None:
-    """`BagOfWordsProxy.forward`: bags over the source vocabulary, as the embedding."""
-    V = self.embed.shape[0]
-    if xbar.shape[1] != V or xbar.dtype != self.embed.dtype:
-        fail("xbar", f"(B, V_x = {V}) of dtype {dtype_name(self.embed.dtype)}", describe(xbar))
-    check_same_device(xbar=xbar, embed=self.embed)
-
 
 def bitext_without_null(bitext) -> None:
     """The proxy has no NULL word."""
@@ -1141,25 +1104,7 @@ def attention_layer(mha) -> None:
         fail("mha", "a minattn MultiHeadAttention", describe(mha))
 
 
-def layer_of_width(states, mha) -> None:
-    """`attention_pool_fast_torch`: mha an attention layer of the states' width and dtype."""
-    attention_layer(mha)
-    of_module("states", states, mha, mha.q_proj.weight, mha.d_model)
 
-
-def head_of_width(self, states=None, a=None) -> None:
-    """A head's input (states, or a pair's a) of its first layer's width, dtype and device."""
-    layer = self.layers[0]
-    of_module("states" if a is None else "a", a if states is None else states, layer,
-              layer.q_proj.weight, layer.d_model)
-
-
-def model_dtype(self, states=None, a=None) -> None:
-    """`SentenceClassifier`, `PairModel`: token states in the model's dtype."""
-    x, dtype = a if states is None else states, next(self.parameters()).dtype
-    if x.dtype != dtype:
-        fail("states" if a is None else "a", f"dtype {dtype_name(dtype)}, the model's",
-             describe(x))
 
 
 # ============================================================ agreement (lesson 08)
@@ -1246,42 +1191,28 @@ def runs_of_one_shape(gold, others, uniform, key_mask=None, row_mask=None) -> No
 
 
 def prefix_mask(self, x, mask=None) -> None:
-    """`AttentionClassifier.states`: ids of the vocabulary, a mask True on a prefix."""
-    ids_of("x", x, self.embed, weight=self.readout.weight)
+    """`AttentionClassifier.states`: a mask True on a prefix."""
     if mask is not None and not torch.equal(
             mask, torch.arange(x.shape[1], device=x.device) < mask.sum(1, keepdim=True)):
         fail("mask", "True on a prefix of each row (padding at the end)", describe(mask))
 
 
-def translator_ids(self, src, tgt_in) -> None:
-    """src and tgt_in inside their vocabularies, on the model's device."""
-    for name, ids, table in (("src", src, self.src_embed), ("tgt_in", tgt_in, self.tgt_embed)):
-        check_ids(name, ids, table.num_embeddings)
-    check_same_device(src=src, weights=self.W_a)
-
-
-def output_ids(self, tgt_out) -> None:
-    check_ids("tgt_out", tgt_out, self.out.out_features, "the output vocabulary")
 
 
 # ============================================================ encoder (lesson 03, 07)
 # The rules of minattn/encoder.py that its specs cannot say.
 def encoder_ids(self, input_ids, attention_mask, token_type_ids=None) -> None:
-    """`MiniLMEncoder.run`: int64 ids of the vocabulary and position table, a right-padded
-    bool or 0/1 attention_mask, token types of their table."""
+    """`MiniLMEncoder.run`: int64 ids, no more than the position table holds, a right-padded
+    bool or 0/1 attention_mask."""
     if input_ids.dtype != torch.long:
         fail("input_ids", "(B, L) int64", describe(input_ids))
-    check_same_device(input_ids=input_ids, weights=self.word_embeddings.weight)
     if attention_mask.is_floating_point() or attention_mask.dtype != torch.bool and \
             bool(((attention_mask != 0) & (attention_mask != 1)).any()):
         fail("attention_mask", "bool, or integers 0/1 (1 = real token)", describe(attention_mask))
-    check_ids("input_ids", input_ids, self.config.vocab_size)
     if input_ids.shape[1] > self.config.max_position_embeddings:
         fail("input_ids", f"L <= {self.config.max_position_embeddings} (the position table)",
              describe(input_ids))
     check_right_padded("attention_mask", attention_mask.bool())
-    if token_type_ids is not None:
-        check_ids("token_type_ids", token_type_ids, self.config.type_vocab_size)
 
 
 def mask_right_padded(mask) -> None:

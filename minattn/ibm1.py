@@ -308,7 +308,7 @@ class BagOfWordsProxy(nn.Module):
         self.embed = nn.Parameter(torch.randn(n_src, d) / d ** 0.5)    # E: (V_x, d)
         self.out = nn.Parameter(torch.randn(n_tgt, d) / d ** 0.5)      # W: (V_y, d)
 
-    @checked(xbar="float* (B, V_x)", rules=[c.bags_of_vocab])
+    @checked(xbar="float* (B, self.embed.shape.0) like self.embed")
     def forward(self, xbar: torch.Tensor) -> torch.Tensor:
         """xbar: (B, V_x) bag of input words (rows sum to 1) -> logits (B, V_y)."""
         return (xbar @ self.embed) @ self.out.T

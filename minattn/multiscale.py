@@ -187,7 +187,7 @@ def measured_scale_torch(weights: torch.Tensor,
     return per_query.sum(dim=(0, 2)) / keep.sum(dim=(0, 2)).clamp(min=1)
 
 
-@checked(x="float* (B, N, D)", keep="bool (B, N)", rules=[c.finite_where_kept])
+@checked(x="float (B, N, D) where keep", keep="bool (B, N)")
 def masked_max_torch(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     """Torch-only (the classifier's max-pool): max over the tokens of x (B, N, D) where keep
     (B, N) is True -> (B, D); an example with no token gives zeros."""

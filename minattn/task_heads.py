@@ -234,7 +234,8 @@ class AttentionPool(nn.Module):
         # a learned query starts like a standardised token state: N(0, 1) features
         self.query = nn.Parameter(torch.randn(d_model)) if query == "learned" else None
 
-    @checked(states="float* (B, L, D)", mask="bool (B, L)", rules=[c.right_padded, c.head_of_width])
+    @checked(states="float* (B, L, self.layers.0.d_model) like self.layers.0.q_proj",
+             mask="bool (B, L)", rules=[c.right_padded])
     def forward(self, states: torch.Tensor, mask: torch.Tensor, need_weights: bool = False):
         states = hide(states, mask[..., None])  # padding may hold garbage: zeroed
         keys_mask = padding_mask_torch(mask.sum(dim=1), mask.shape[1])  # (B, 1, 1, L)
@@ -271,9 +272,9 @@ class CrossAttentionPool(nn.Module):
         self.layers = attention_layers("CrossAttentionPool", d_model, num_heads, num_layers, init)
         self.init, self.read = init, read
 
-    @checked(a="float* (B, La, D)", a_mask="bool (B, La)", b="float* (B, Lb, D)",
-             b_mask="bool (B, Lb)",
-             rules=[c.pair_right_padded, c.head_of_width])
+    @checked(a="float* (B, La, self.layers.0.d_model) like self.layers.0.q_proj",
+             a_mask="bool (B, La)", b="float* (B, Lb, D)", b_mask="bool (B, Lb)",
+             rules=[c.pair_right_padded])
     def forward(self, a: torch.Tensor, a_mask: torch.Tensor, b: torch.Tensor,
                 b_mask: torch.Tensor, need_weights: bool = False):
         a, b = hide(a, a_mask[..., None]), hide(b, b_mask[..., None])  # padding may hold garbage
@@ -349,7 +350,7 @@ class SentenceClassifier(nn.Module):
         self.readout = readout
         self.classifier = nn.Linear(d_model, n_classes)
 
-    @checked(states="float* (B, L, D)", mask="bool (B, L)", rules=[c.right_padded, c.model_dtype])
+    @checked(states="float* (B, L, D) like self", mask="bool (B, L)", rules=[c.right_padded])
     def forward(self, states, mask, need_weights: bool = False):
         if self.encoder is not None:
             states = self.encoder(states, mask)
@@ -388,9 +389,8 @@ class PairModel(nn.Module):
     def score(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         return self.top(pair_features_torch(u, v))[:, 0]
 
-    @checked(a="float* (B, La, D)", a_mask="bool (B, La)", b="float* (B, Lb, D)",
-             b_mask="bool (B, Lb)",
-             rules=[c.pair_right_padded, c.model_dtype])
+    @checked(a="float* (B, La, D) like self", a_mask="bool (B, La)", b="float* (B, Lb, D)",
+             b_mask="bool (B, Lb)", rules=[c.pair_right_padded])
     def embed_pair(self, a, a_mask, b, b_mask, need_weights: bool = False):
         """(u, v), each (B, d_model), and with need_weights the heads' read-out attention
         (A over B's tokens, B over A's): (B, H, La or 1, Lb) and (B, H, Lb or 1, La), None
@@ -409,9 +409,8 @@ class PairModel(nn.Module):
             weights = (a_reads_b, b_reads_a)
         return (u, v, weights) if need_weights else (u, v)
 
-    @checked(a="float* (B, La, D)", a_mask="bool (B, La)", b="float* (B, Lb, D)",
-             b_mask="bool (B, Lb)",
-             rules=[c.pair_right_padded, c.model_dtype])
+    @checked(a="float* (B, La, D) like self", a_mask="bool (B, La)", b="float* (B, Lb, D)",
+             b_mask="bool (B, Lb)", rules=[c.pair_right_padded])
     def forward(self, a, a_mask, b, b_mask, need_weights: bool = False):
         """(B,) logits or similarity scores; with need_weights also `embed_pair`'s weights."""
         u, v, *weights = self.embed_pair(a, a_mask, b, b_mask, need_weights)

@@ -201,7 +201,8 @@ class RelMultiHeadAttention(nn.Module):
         self.u_bias = nn.Parameter(torch.zeros(num_heads, dh))  # u: content bias
         self.v_bias = nn.Parameter(torch.zeros(num_heads, dh))  # v: position bias
 
-    @checked(x="float (B, L, D)", memory="float? (B, M?, D)", need_weights="bool",
+    @checked(x="float (B, L, self.d_model) like self.q_proj", memory="float? (B, M?, self.d_model)",
+             need_weights="bool",
              clamp_len="int?", rules=[c.rel_layer_call])
     def forward(self, x, memory=None, need_weights: bool = False, clamp_len: int | None = None):
         context = x if memory is None else torch.cat([memory, x], dim=1)  # (B, M + L, D)
@@ -287,8 +288,8 @@ class TransformerXL(nn.Module):
         self.final_norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
         self.out_bias = nn.Parameter(torch.zeros(vocab_size))
 
-    @checked(tokens="int (B, L)", mem_len="int?", need_weights="bool", clamp_len="int?",
-             stop_gradient="bool", rules=[c.xl_memories])
+    @checked(tokens="int (B, L) < self.embedding", mem_len="int?", need_weights="bool",
+             clamp_len="int?", stop_gradient="bool", rules=[c.xl_memories])
     def forward(self, tokens, memories=None, mem_len: int | None = None,
                 need_weights: bool = False, clamp_len: int | None = None,
                 stop_gradient: bool = True):
@@ -346,7 +347,7 @@ class VanillaLM(nn.Module):
         self.final_norm = nn.LayerNorm(d_model)
         self.out_bias = nn.Parameter(torch.zeros(vocab_size))
 
-    @checked(tokens="int (B, L)", rules=[c.lm_tokens])
+    @checked(tokens="int (B, L) < self.embedding")
     def forward(self, tokens, memories=None, mem_len=None):
         L = tokens.shape[1]
         h = self.embedding(tokens) * math.sqrt(self.d_model)
