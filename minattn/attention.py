@@ -379,7 +379,7 @@ def causal_mask_torch(n_queries: int, n_keys: int | None = None, device=None) ->
     return j <= i
 
 
-@checked(max_len="int", rules=[c.lengths_torch])
+@checked(lengths="int (B?,) <= max_len", max_len="int")
 def padding_mask_torch(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
     """Torch twin of `padding_mask_np`."""
     keys = torch.arange(max_len, device=lengths.device)

@@ -236,10 +236,12 @@ def hide(x, keep, fill: float = 0.0):
     return np.where(keep, x, fill).astype(x.dtype, copy=False)
 
 
-def check_ids(name: str, ids, n: int, what: str = "the vocabulary") -> None:
-    """Integer ids (NumPy or torch) inside [0, n): the size of `what`."""
+def check_ids(name: str, ids, n: int, what: str = "the vocabulary", closed: bool = False) -> None:
+    """Integer ids (NumPy or torch) inside [0, n) (closed: [0, n]): the size of `what`."""
+    word = "values" if closed else "ids"
+    wanted = f"{word} in [0, {n}{']' if closed else ')'} ({what})"
     if dtype_kind(ids) != "int":
-        fail(name, f"integer ids in [0, {n}) ({what})", describe(ids))
+        fail(name, "integer " + wanted, describe(ids))
     if isinstance(ids, torch.Tensor):
         if _tracing() or ids.numel() == 0 or ids.device.type == "meta":
             return
@@ -249,8 +251,8 @@ def check_ids(name: str, ids, n: int, what: str = "the vocabulary") -> None:
         if ids.size == 0:
             return
         low, high = int(ids.min()), int(ids.max())
-    if low < 0 or high >= n:
-        fail(name, f"ids in [0, {n}) ({what})", f"ids from {low} to {high} in {describe(ids)}")
+    if low < 0 or high >= n + closed:
+        fail(name, wanted, f"{word} from {low} to {high} in {describe(ids)}")
 
 
 def check_same_device(**tensors) -> None:
@@ -274,17 +276,18 @@ def check_same_device(**tensors) -> None:
 #                          tensor, or of that module's first parameter
 #   "int (B, N) < self.embedding"   ids in [0, n): n a number, an axis, or an argument (or its
 #                          attribute): an nn.Embedding's num_embeddings or an nn.Linear's
-#                          out_features, on whose device the ids must be
+#                          out_features, on whose device the ids must be; `<= n`: in [0, n]
 #   "float (B, N, H) where mask"   finite where the bool mask (B, N) is True (None: everywhere)
 #   "int >= 1", "number > 0", "number? >= 0", "bool", "callable?", "one of a, b, c",
-#   "one of? a, b" (a, b or None)
+#   "one of? a, b" (a, b or None), "int in 0 .. N", "int? in 1 .. 2w" (bounds as for `<`)
 # Arrays are NumPy for a function named *_np, tensors for *_torch and for modules' methods,
 # else of the first array's library; float arrays share one dtype and are finite, tensors
 # share one device. The message is generated: "q: expected float (..., Lq, d) with d = 8,
 # got float32 tensor (2, 3, 4) on cpu".
 ARRAY_KINDS = ("float", "int", "bool", "real")
 _ARRAY = re.compile(r"(\w+)(\??)(\*?)\s+(~?)\(([^)]*)\)(?:\s+like\s+([\w.]+))?"
-                    r"(?:\s*<\s*([\w.]+))?(?:\s+where\s+(\w+))?")
+                    r"(?:\s*(<=?)\s*([\w.]+))?(?:\s+where\s+(\w+))?")
+_RANGE = re.compile(r"int(\??) in (\w+) \.\. (\w+)")
 _SCALAR = re.compile(r"(int|number|bool|callable)(\??)(?:\s*(>=|>|<=)\s*(\S+))?")
 
 
@@ -293,11 +296,12 @@ class Spec:
 
     def __init__(self, name: str, text: str):
         self.name, self.text, self.op, self.bound = name, text, None, None
-        self.like = self.below = self.where = None
+        self.like = self.below = self.where = self.closed = None
         array, scalar = _ARRAY.fullmatch(text), _SCALAR.fullmatch(text)
         if array and array[1] in ARRAY_KINDS:
-            self.kind, optional, unread, broadcast, axes, self.like, self.below, self.where = \
-                array.groups()
+            self.kind, optional, unread, broadcast, axes, self.like, self.closed, self.below, \
+                self.where = array.groups()
+            self.closed = self.closed == "<="
             self.optional, self.read, self.broadcast = bool(optional), not unread, bool(broadcast)
             self.axes = tuple(a.strip() for a in axes.split(",") if a.strip())
             self.empty_ok = {a[:-1] for a in self.axes if a.endswith("?")}  # "M?": M may be 0
@@ -307,6 +311,9 @@ class Spec:
                 m := re.fullmatch(r"(\d+)(\D\w*)", a)) else a for a in self.axes[self.dots:])
             self.kinds = ("float", "int", "bool") if self.kind == "real" else (self.kind,)
             self.text = text.replace("?", "").replace("*", "")
+        elif bounds := _RANGE.fullmatch(text):
+            self.kind, self.axes, self.optional = "range", None, bool(bounds[1])
+            self.bounds, self.text = bounds.groups()[1:], text.replace("?", "")
         elif scalar:
             self.kind, optional, self.op, bound = scalar.groups()
             self.optional, self.axes, self.bound = bool(optional), None, \
@@ -375,15 +382,21 @@ class Spec:
         if x.dtype != ref.dtype or x.device != ref.device:
             fail(self.name, f"{self.text}: {dtype_name(ref.dtype)} on {ref.device}", describe(x))
 
+    def check_range(self, x, args: dict, sizes: dict) -> None:
+        low, high = (size_of(b, args, sizes) for b in self.bounds)
+        if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)) or \
+                not low <= x <= high:
+            fail(self.name, f"{self.text} = {low} .. {high}", describe(x))
+
     def check_below(self, x, args: dict, sizes: dict) -> None:
         b = self.below
-        n = int(b) if b.isdigit() else sizes[b] if b in sizes else resolve(args, b)
+        n = size_of(b, args, sizes)
         if isinstance(n, torch.nn.Module):
             weight = n.weight
             n = n.num_embeddings if isinstance(n, torch.nn.Embedding) else n.out_features
             if x.device != weight.device:
                 fail(self.name, f"{self.text}, on {b}'s device {weight.device}", describe(x))
-        check_ids(self.name, x, n, b)
+        check_ids(self.name, x, n, b, self.closed)
 
     def fits(self, x, sizes: dict) -> None:
         """A `~` spec: x broadcasts to the axes as bound by the other arguments."""
@@ -414,6 +427,9 @@ class Contract:
         for spec in self.specs:
             x = args[spec.name]
             if x is None and spec.optional:
+                continue
+            if spec.kind == "range":
+                later.append((spec, x))
                 continue
             if spec.axes is None:
                 spec.check_scalar(x)
@@ -450,7 +466,9 @@ class Contract:
             if spec.below is not None or spec.where is not None:
                 later.append((spec, x))
         for spec, x in later:  # once every axis is bound and every mask checked
-            if spec.below is not None:
+            if spec.kind == "range":
+                spec.check_range(x, args, sizes)
+            elif spec.below is not None:
                 spec.check_below(x, args, sizes)
             elif spec.read:  # finite where the mask is True (aligned at the first axes)
                 m = args[spec.where]
@@ -464,6 +482,13 @@ class Contract:
 
 def dtype_name(dtype) -> str:
     return str(dtype).removeprefix("torch.")
+
+
+def size_of(bound: str, args: dict, sizes: dict):
+    """A spec's bound: a number, `2w` (2 × w), an axis or an argument (or its attribute)."""
+    k, name = re.fullmatch(r"(\d*)(.*)", bound).groups()
+    value = 1 if not name else sizes[name] if name in sizes else resolve(args, name)
+    return int(k) * value if k else value
 
 
 def resolve(args: dict, path: str):
@@ -520,22 +545,15 @@ def floating_dtype(dtype) -> None:
         fail("dtype", "a floating torch dtype such as torch.float32", describe(dtype))
 
 
-def lengths_within(lengths, max_len, like) -> None:
-    """lengths (B,) integers in [0, max_len] of `like`'s library (NumPy: a list too)."""
-    if like is np.ndarray and isinstance(lengths, (list, tuple)):
-        lengths = np.asarray(lengths)  # a list of lengths is read as padding_mask_np does
-    check_array("lengths", lengths, "int", ndim=1, hint="(B,) integers", like=like)
-    if lengths.shape[0] and (int(lengths.min()) < 0 or int(lengths.max()) > max_len):
-        fail("lengths", f"integers in [0, max_len = {max_len}]",
-             f"lengths from {int(lengths.min())} to {int(lengths.max())}")
+
 
 
 def lengths_np(lengths, max_len) -> None:
-    lengths_within(lengths, max_len, np.ndarray)
+    """`padding_mask_np`: (B,) integer lengths in [0, max_len], as an array or a list."""
+    _LENGTHS(lengths=np.asarray(lengths), max_len=max_len)
 
 
-def lengths_torch(lengths, max_len) -> None:
-    lengths_within(lengths, max_len, torch.Tensor)
+_LENGTHS = Contract(dict(lengths="int (B?,) <= max_len", max_len="int"), [], np.ndarray)
 
 
 def params_of(params, x, names, shape_of, owner) -> None:
@@ -699,11 +717,6 @@ def layout_seen_finite(q, k, v, layout, block, causal=False) -> None:
         check_finite(name, x, where=lambda axis=axis: seen_by(axis))
 
 
-def summary_fits_block(block, summary) -> None:
-    if summary > block:
-        fail("summary", f"c <= l = block = {block}", describe(summary))
-
-
 def square_masks(masks) -> None:
     """At least one (N, N) bool NumPy mask, all of one shape."""
     if not masks:
@@ -728,17 +741,11 @@ def kernels_per_layer(attend, layers) -> None:
 # ============================================================ multiscale (lesson 03)
 # The rules of minattn/multiscale.py and minattn/fast/multiscale.py that their specs cannot
 # say: one window per head, the global count, head counts, a model's layers of windows.
-def windows_per_head(q=None, k=None, v=None, windows=None, mask=None, n_global=0, n=None,
-                     self=None) -> None:
-    """One window ω >= 0 per head (of q (B, H, N, d), or of a kernel `self`), n_global in
-    0 .. N; q, k, v finite where the mask lets them count."""
+def windows_per_head(q=None, k=None, v=None, windows=None, mask=None, self=None) -> None:
+    """One window ω >= 0 per head (of q (B, H, N, d), or of a kernel `self`); q, k, v finite
+    where the mask lets them count."""
     heads = q.shape[1] if q is not None else None if self is None else len(self.windows)
     check_windows(windows, heads)
-    n = q.shape[-2] if q is not None else n
-    if n is not None and (isinstance(n_global, (bool, np.bool_)) or not isinstance(
-            n_global, (int, np.integer)) or not 0 <= n_global <= n):
-        fail("n_global", f"an integer in 0 .. N = {n} (leading global positions)",
-             describe(n_global))
     if q is not None:
         seen_finite(q, k, v, mask)
 
@@ -821,12 +828,9 @@ def model_inputs(self, inputs, lengths=None) -> None:
     check_classifier_inputs(inputs, lengths, self.embedding, self.input.weight, self.max_len)
 
 
-def band_kernel(q, w, chunk=None) -> None:
-    """chunk None or 1 .. 2w: the band's two triangles must not overlap."""
+def band_kernel(q) -> None:
     if q.device.type != "cpu":
         fail("q", "tensors on the CPU (PyTorch's fused CPU attention)", describe(q))
-    if chunk is not None and not 1 <= chunk <= 2 * w:
-        fail("chunk", f"an integer in 1 .. 2w = {2 * w}", repr(chunk))
 
 
 # ============================================================ xl (lesson 04)

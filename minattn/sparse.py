@@ -202,7 +202,7 @@ def strided_masks_np(n: int, stride: int) -> tuple[np.ndarray, np.ndarray]:
     return causal & (i - j <= stride), causal & ((i - j) % stride == 0)
 
 
-@checked(n="int >= 1", block="int >= 1", summary="int >= 1", rules=[c.summary_fits_block])
+@checked(n="int >= 1", block="int >= 1", summary="int in 1 .. block")
 def fixed_masks_np(n: int, block: int, summary: int) -> tuple[np.ndarray, np.ndarray]:
     """Sparse Transformer "fixed" pattern (causal), one mask per head: (block, summary).
 
