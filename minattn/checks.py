@@ -417,8 +417,9 @@ class Contract:
         self.specs.sort(key=lambda s: getattr(s, "broadcast", False))  # bind, then broadcast
         self.library = library
         self.paths = {a for s in self.specs for a in s.axes or () if a != "..." and "." in a}
+        parameters = specs if parameters is None else parameters
         self.rules = [(rule, tuple(n for n in inspect.signature(rule).parameters
-                                   if parameters is None or n in parameters)) for rule in rules]
+                                   if n in parameters)) for rule in rules]
 
     def __call__(*contract_and_args, **args) -> None:
         self = contract_and_args[0]  # a method's own `self` is among the arguments
@@ -1031,10 +1032,6 @@ def table_fits(bitext=_ABSENT, indexed=_ABSENT, t=None, counts=None, values=None
                  describe(words) if isinstance(words, str) else f"unknown words {unknown[:5]}")
 
 
-def corpus_mode(bitext=_ABSENT, indexed=_ABSENT, mode=None) -> None:
-    """`em_*`: the corpus and its mode (the table t it starts from is checked by the E-step)."""
-    table_fits(bitext, indexed, mode=mode)
-
 
 def check_covered(t, loglik) -> None:
     """After an E-step: a log-likelihood of -inf or NaN means some target token had
@@ -1059,31 +1056,24 @@ def bitext_without_null(bitext) -> None:
 # say. Token states (B, L, D) of a frozen encoder come right-padded (mask (B, L) bool, True on
 # real tokens), every sentence with its first token ([CLS]) real; what padding holds never
 # counts: the heads select it away.
-def check_right_padded(name: str, mask) -> None:
+def check_right_padded(mask, name: str = "mask") -> None:
     if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
         fail(name, "right-padded rows 1…1 0…0 (real tokens first)",
              "a row with padding before a real token")
 
 
-def _right_padded(name: str, states, mask_name: str, mask) -> None:
-    """mask right-padded (1…1 0…0) with its first token real; states finite where it is."""
-    if not bool(mask[:, 0].all()):
-        fail(mask_name, f"every sentence of {name} with its first token real",
-             "a row whose first token is padding")
-    check_right_padded(mask_name, mask)
-    check_finite(name, states, where=mask[..., None])
+def right_padded(mask=None, a_mask=None, b_mask=None) -> None:
+    """Each mask given right-padded (1…1 0…0), with its first token real."""
+    for name, m in (("mask", mask), ("a_mask", a_mask), ("b_mask", b_mask)):
+        if m is not None and not bool(m[:, 0].all()):
+            fail(name, "every sentence with its first token real",
+                 "a row whose first token is padding")
+        if m is not None:
+            check_right_padded(m, name)
 
 
-def right_padded(states, mask) -> None:
-    _right_padded("states", states, "mask", mask)
-
-
-def pair_right_padded(a, a_mask, b, b_mask) -> None:
-    _right_padded("a", a, "a_mask", a_mask)
-    _right_padded("b", b, "b_mask", b_mask)
-
-
-_TOKEN_STATES = Contract(dict(states="float* (B, L, D)", mask="bool (B, L)"), [right_padded], None)
+_TOKEN_STATES = Contract(dict(states="float (B, L, D) where mask", mask="bool (B, L)"),
+                         [right_padded], None)
 
 
 def check_token_states(states, mask) -> None:
@@ -1216,11 +1206,8 @@ def encoder_ids(self, input_ids, attention_mask, token_type_ids=None) -> None:
     if input_ids.shape[1] > self.config.max_position_embeddings:
         fail("input_ids", f"L <= {self.config.max_position_embeddings} (the position table)",
              describe(input_ids))
-    check_right_padded("attention_mask", attention_mask.bool())
+    check_right_padded(attention_mask.bool(), "attention_mask")
 
-
-def mask_right_padded(mask) -> None:
-    check_right_padded("mask", mask)
 
 
 def check_texts(texts) -> None:
