@@ -279,7 +279,8 @@ def check_same_device(**tensors) -> None:
 #                          out_features, on whose device the ids must be; `<= n`: in [0, n]
 #   "float (B, N, H) where mask"   finite where the bool mask (B, N) is True (None: everywhere)
 #   "int >= 1", "number > 0", "number? >= 0", "bool", "callable?", "one of a, b, c",
-#   "one of? a, b" (a, b or None), "int in 0 .. N", "int? in 1 .. 2w" (bounds as for `<`)
+#   "one of? a, b" (a, b or None), "int in 0 .. N", "int? in 1 .. 2w" (bounds as for `<`),
+#   "int >= 1, divides D", "int, even"
 # Arrays are NumPy for a function named *_np, tensors for *_torch and for modules' methods,
 # else of the first array's library; float arrays share one dtype and are finite, tensors
 # share one device. The message is generated: "q: expected float (..., Lq, d) with d = 8,
@@ -288,7 +289,8 @@ ARRAY_KINDS = ("float", "int", "bool", "real")
 _ARRAY = re.compile(r"(\w+)(\??)(\*?)\s+(~?)\(([^)]*)\)(?:\s+like\s+([\w.]+))?"
                     r"(?:\s*(<=?)\s*([\w.]+))?(?:\s+where\s+(\w+))?")
 _RANGE = re.compile(r"int(\??) in (\w+) \.\. (\w+)")
-_SCALAR = re.compile(r"(int|number|bool|callable)(\??)(?:\s*(>=|>|<=)\s*(\S+))?")
+_SCALAR = re.compile(r"(int|number|bool|callable)(\??)(?:\s*(>=|>|<=)\s*([^\s,]+))?"
+                     r"(?:, (even|divides ([\w.]+)))?")
 
 
 class Spec:
@@ -296,7 +298,7 @@ class Spec:
 
     def __init__(self, name: str, text: str):
         self.name, self.text, self.op, self.bound = name, text, None, None
-        self.like = self.below = self.where = self.closed = None
+        self.like = self.below = self.where = self.closed = self.divides = None
         array, scalar = _ARRAY.fullmatch(text), _SCALAR.fullmatch(text)
         if array and array[1] in ARRAY_KINDS:
             self.kind, optional, unread, broadcast, axes, self.like, self.closed, self.below, \
@@ -315,7 +317,7 @@ class Spec:
             self.kind, self.axes, self.optional = "range", None, bool(bounds[1])
             self.bounds, self.text = bounds.groups()[1:], text.replace("?", "")
         elif scalar:
-            self.kind, optional, self.op, bound = scalar.groups()
+            self.kind, optional, self.op, bound, self.even, self.divides = scalar.groups()
             self.optional, self.axes, self.bound = bool(optional), None, \
                 None if bound is None else float(bound)
             self.text = text.replace("?", "")
@@ -338,6 +340,8 @@ class Spec:
         name, kind, op, bound = self.name, self.kind, self.op, self.bound
         if kind == "int":
             check_size(name, value, 0 if bound is None else int(bound) + (op == ">"))
+            if self.even == "even" and value % 2:
+                fail(name, self.text, describe(value))
         elif kind == "number":
             check_number(name, value, low=bound if op == ">=" else None,
                          high=bound if op == "<=" else None, above=bound if op == ">" else None)
@@ -434,6 +438,8 @@ class Contract:
                 continue
             if spec.axes is None:
                 spec.check_scalar(x)
+                if spec.divides is not None:
+                    later.append((spec, x))
                 continue
             if library is None:
                 library = torch.Tensor if isinstance(x, torch.Tensor) else np.ndarray
@@ -469,6 +475,9 @@ class Contract:
         for spec, x in later:  # once every axis is bound and every mask checked
             if spec.kind == "range":
                 spec.check_range(x, args, sizes)
+            elif spec.divides is not None:
+                if (D := size_of(spec.divides, args, sizes)) % x:
+                    fail(spec.name, f"{spec.text} = {D}", describe(x))
             elif spec.below is not None:
                 spec.check_below(x, args, sizes)
             elif spec.read:  # finite where the mask is True (aligned at the first axes)
@@ -528,25 +537,11 @@ def mask_or_causal(mask, is_causal) -> None:
         fail("mask", "a mask or is_causal=True, not both", f"{describe(mask)} and is_causal=True")
 
 
-def heads_divide(num_heads, x=None, query=None, d_model=None) -> None:
-    """num_heads divides the width D of x or query (B, N, D), or d_model."""
-    D = d_model if d_model is not None else (x if query is None else query).shape[-1]
-    if D % num_heads:
-        fail("num_heads", f"a divisor of the width D = {D}", describe(num_heads))
-
-
-def even_width(d_model) -> None:
-    """A sinusoid table has a sine and a cosine per frequency: an even d_model."""
-    if d_model % 2:
-        fail("d_model", "an even integer (a sine and a cosine per frequency)", describe(d_model))
 
 
 def floating_dtype(dtype) -> None:
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         fail("dtype", "a floating torch dtype such as torch.float32", describe(dtype))
-
-
-
 
 
 def lengths_np(lengths, max_len) -> None:
@@ -597,7 +592,6 @@ def mha_masks(query, key, value, num_heads, mask=None, key_padding_mask=None) ->
     seen_finite(query, key, value, mask, ("query", "key", "value"))
 
 
-
 def mha_module_call(self, query, key=None, value=None, mask=None, need_weights=False,
                     key_padding_mask=None) -> None:
     """`MultiHeadAttention.forward`; need_weights only with the built-in kernel."""
@@ -616,14 +610,12 @@ def torch_mha_module(self, mha) -> None:
         fail("mha", f"(embed_dim, num_heads, bias) = {ours}", str(theirs))
 
 
-
-
 POSITIONS = ("none", "sinusoid", "learned")
 
 
 def sinusoid_positions(positions, d_model) -> None:
-    if positions == "sinusoid":
-        even_width(d_model)
+    if positions == "sinusoid" and d_model % 2:
+        fail("d_model", "an even integer (a sine and a cosine per frequency)", describe(d_model))
 
 
 def tokens_within(self, tokens) -> None:
@@ -667,15 +659,13 @@ def check_layout(layout, block: int, n: int) -> np.ndarray:
     return np.ascontiguousarray(layout)
 
 
-def check_self_attention(q, k, v, scale=None, like=None, finite: bool = True) -> None:
-    """q, k (..., N, d), v (..., N, dv) self-attention inputs, finite unless finite=False."""
-    _self_attention(like, "" if finite else "*")(q=q, k=k, v=v, scale=scale)
+_SELF_ATTENTION = Contract(dict(q="float (..., N, d)", k="float (..., N, d)",
+                                v="float (..., N, dv)"), (), torch.Tensor)
 
 
-@functools.cache
-def _self_attention(like, unread: str) -> Contract:
-    return Contract(dict(q=f"float{unread} (..., N, d)", k=f"float{unread} (..., N, d)",
-                         v=f"float{unread} (..., N, dv)", scale="number?"), (), like)
+def check_self_attention(q, k, v) -> None:
+    """q, k (..., N, d), v (..., N, dv): finite self-attention tensors."""
+    _SELF_ATTENTION(q=q, k=k, v=v)
 
 
 def global_positions_of(q=None, n=None, global_idx=None) -> None:
@@ -759,7 +749,6 @@ def weights_of_real_queries(weights, query_mask=None) -> None:
     negative = weights < 0 if keep is None else (weights < 0) & keep
     if bool(negative.any()):
         fail("weights", "attention weights >= 0", f"{int(negative.sum())} negative values")
-
 
 
 def check_head_counts(counts, scales: int | None = None) -> np.ndarray:
@@ -848,16 +837,12 @@ def relative_keys(q, k, r) -> None:
     check_finite("r", r[:, :Lk])
 
 
-def xl_heads(d_model, num_heads) -> None:
-    """d_model splits into heads and is even (a sine and a cosine per frequency)."""
-    if d_model % num_heads or d_model % 2:
-        fail("num_heads", f"a divisor of an even d_model = {d_model}", describe(num_heads))
-
 
 def rel_params(params, x, num_heads) -> None:
     """(D, D) weights and (H, dh) biases for x's width D; num_heads splits an even D."""
     D = x.shape[-1]
-    xl_heads(D, num_heads)
+    if D % num_heads or D % 2:
+        fail("num_heads", f"a divisor of an even D = {D}", describe(num_heads))
     params_of(params, x, ("w_q", "w_k", "w_v", "w_r", "w_o", "u_bias", "v_bias"),
               lambda n: (D, D) if n[0] == "w" else (num_heads, D // num_heads),
               "RelMultiHeadAttention")
@@ -868,7 +853,6 @@ def rel_layer_call(self, x, memory) -> None:
     n_keys = x.shape[1] + (0 if memory is None else memory.shape[1])
     if n_keys > self.max_len:
         fail("memory", f"M + L <= max_len = {self.max_len} positions", f"M + L = {n_keys}")
-
 
 
 def xl_memories(self, tokens, memories=None) -> None:
@@ -935,8 +919,6 @@ def decoder_on_cuda(self) -> None:
 def state_pair(state=None) -> None:
     if state is not None and (not isinstance(state, (tuple, list)) or len(state) != 2):
         fail("state", "None or a pair (h, c) of (B, H) arrays", describe(state))
-
-
 
 
 # ============================================================ ibm1 (lesson 06)
@@ -1032,7 +1014,6 @@ def table_fits(bitext=_ABSENT, indexed=_ABSENT, t=None, counts=None, values=None
                  describe(words) if isinstance(words, str) else f"unknown words {unknown[:5]}")
 
 
-
 def check_covered(t, loglik) -> None:
     """After an E-step: a log-likelihood of -inf or NaN means some target token had
     probability 0 under t from every word of its source sentence: its posterior 0/0 is
@@ -1041,7 +1022,6 @@ def check_covered(t, loglik) -> None:
         fail("t", "a table that gives every target token some probability from its source "
              "sentence", f"a log-likelihood of {float(loglik)} ({describe(t)}, "
              f"{int((t > 0).sum())} entries > 0)")
-
 
 
 def bitext_without_null(bitext) -> None:
@@ -1096,9 +1076,6 @@ def attention_layer(mha) -> None:
     if not isinstance(mha, torch.nn.Module) or not all(
             hasattr(mha, p) for p in ("q_proj", "k_proj", "v_proj", "out_proj", "num_heads")):
         fail("mha", "a minattn MultiHeadAttention", describe(mha))
-
-
-
 
 
 # ============================================================ agreement (lesson 08)
@@ -1191,8 +1168,6 @@ def prefix_mask(self, x, mask=None) -> None:
         fail("mask", "True on a prefix of each row (padding at the end)", describe(mask))
 
 
-
-
 # ============================================================ encoder (lesson 03, 07)
 # The rules of minattn/encoder.py that its specs cannot say.
 def encoder_ids(self, input_ids, attention_mask, token_type_ids=None) -> None:
@@ -1207,7 +1182,6 @@ def encoder_ids(self, input_ids, attention_mask, token_type_ids=None) -> None:
         fail("input_ids", f"L <= {self.config.max_position_embeddings} (the position table)",
              describe(input_ids))
     check_right_padded(attention_mask.bool(), "attention_mask")
-
 
 
 def check_texts(texts) -> None:

@@ -189,8 +189,8 @@ class RelMultiHeadAttention(nn.Module):
     layers; here each layer has its own (see `official_to_ours`).
     """
 
-    @checked(d_model="int >= 1", num_heads="int >= 1", max_len="int >= 1", attend="callable?",
-             rules=[c.xl_heads])
+    @checked(d_model="int >= 1, even", num_heads="int >= 1, divides d_model", max_len="int >= 1",
+             attend="callable?")
     def __init__(self, d_model: int, num_heads: int, max_len: int = 4096, attend=None):
         super().__init__()
         self.d_model, self.num_heads, self.max_len = d_model, num_heads, max_len
@@ -271,9 +271,9 @@ class TransformerXL(nn.Module):
     which trains small models without a warm-up; `pre_norm=False` is the paper's post-norm.
     """
 
-    @checked(vocab_size="int >= 1", d_model="int >= 1", num_heads="int >= 1",
+    @checked(vocab_size="int >= 1", d_model="int >= 1, even", num_heads="int >= 1, divides d_model",
              num_layers="int >= 1", d_ff="int? >= 1", mem_len="int", max_len="int >= 1",
-             clamp_len="int?", attend="callable?", rules=[c.xl_heads])
+             clamp_len="int?", attend="callable?")
     def __init__(self, vocab_size: int, d_model: int = 128, num_heads: int = 4,
                  num_layers: int = 2, d_ff: int | None = None, mem_len: int = 64,
                  pre_norm: bool = True, max_len: int = 4096, clamp_len: int | None = None,
@@ -334,8 +334,8 @@ class VanillaLM(nn.Module):
     (the same call as `TransformerXL`, so one training loop serves both; memories are ignored).
     """
 
-    @checked(vocab_size="int >= 1", d_model="int >= 1", num_heads="int >= 1",
-             num_layers="int >= 1", d_ff="int? >= 1", rules=[c.xl_heads])
+    @checked(vocab_size="int >= 1", d_model="int >= 1, even", num_heads="int >= 1, divides d_model",
+             num_layers="int >= 1", d_ff="int? >= 1")
     def __init__(self, vocab_size: int, d_model: int = 128, num_heads: int = 4,
                  num_layers: int = 2, d_ff: int | None = None):
         super().__init__()
