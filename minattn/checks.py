@@ -762,31 +762,24 @@ def check_head_counts(counts, scales: int | None = None) -> np.ndarray:
 
 
 def check_classifier_inputs(inputs, lengths, embedding, weight, max_len=None) -> None:
-    """The inputs of lesson 03's classifiers: (B, N) token ids inside the embedding's
-    vocabulary (with an nn.Embedding), else (B, N, d_in) finite vectors of the dtype and width
-    of the first layer's `weight` (·, d_in); lengths None or (B,) integers in 1..N (a sentence
-    has at least one token); N <= max_len where there is one."""
+    """The inputs of lesson 03's classifiers: (B, N) token ids of the nn.Embedding `embedding`,
+    or without one (B, N, d_in) vectors of the dtype and width of the first layer's `weight`
+    (·, d_in); lengths None or (B,) integers in 1..N (a sentence has at least one token);
+    N <= max_len where there is one."""
     if isinstance(embedding, torch.nn.Embedding):
-        check_array("inputs", inputs, "int", ndim=2, hint="(B, N) token ids", like=torch.Tensor)
-        check_ids("inputs", inputs, embedding.num_embeddings, "the embedding's vocabulary")
+        _TOKEN_IDS(inputs=inputs, embedding=embedding, lengths=lengths)
     elif embedding is None:
-        check_array("inputs", inputs, "float", ndim=3, hint="(B, N, d_in)", like=torch.Tensor)
-        if weight is not None and (inputs.shape[-1] != weight.shape[-1]
-                                   or inputs.dtype != weight.dtype):
-            fail("inputs", f"(B, N, {weight.shape[-1]}) {dtype_name(weight.dtype)} vectors, the "
-                 "first layer's width and dtype", describe(inputs))
-        check_finite("inputs", inputs)
-    if inputs.shape[0] == 0 or inputs.shape[1] == 0:
-        fail("inputs", "at least one sequence of at least one token", describe(inputs))
+        _VECTORS(weight=weight, inputs=inputs, lengths=lengths)
     if max_len is not None and inputs.shape[1] > max_len:
         fail("inputs", f"N <= max_len = {max_len}", f"N = {inputs.shape[1]}")
-    if lengths is not None:
-        n = inputs.shape[1]
-        check_array("lengths", lengths, "int", ndim=1, hint="(B,) integers", like=torch.Tensor)
-        if lengths.shape[0] != inputs.shape[0] or int(lengths.min()) < 1 or int(lengths.max()) > n:
-            fail("lengths", f"({inputs.shape[0]},) integers in 1..N = {n}",
-                 f"{describe(lengths)} from {int(lengths.min())} to {int(lengths.max())}"
-                 if lengths.numel() else describe(lengths))
+    if lengths is not None and lengths.numel() and int(lengths.min()) < 1:
+        fail("lengths", "integers in 1..N", f"{describe(lengths)} from {int(lengths.min())}")
+
+
+_TOKEN_IDS = Contract(dict(inputs="int (B, N) < embedding", lengths="int? (B,) <= N"), (),
+                      torch.Tensor)
+_VECTORS = Contract(dict(weight="float?* (h, d_in)", inputs="float (B, N, d_in)",
+                         lengths="int? (B,) <= N"), (), torch.Tensor)
 
 
 def heads_counts(counts, scales) -> None:
@@ -900,13 +893,6 @@ def decoder_model(model, context) -> None:
             fail("context", f"context + 1 <= max_len = {layer.attention.max_len}",
                  f"context + 1 = {context + 1}")
 
-
-def decoder_batch(self, tokens=None, token=None) -> None:
-    """`XLDecoder.prefill`: (B, P) token ids, `XLDecoder.step` (B, 1), B the decoder's batch."""
-    name, x, P = ("tokens", tokens, "P") if token is None else ("token", token, 1)
-    if not isinstance(x, torch.Tensor) or x.ndim != 2 or x.shape[0] != self.batch or \
-            token is not None and x.shape[1] != 1:
-        fail(name, f"({self.batch}, {P}) token ids", describe(x))
 
 
 def decoder_on_cuda(self) -> None:
