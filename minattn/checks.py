@@ -362,7 +362,7 @@ class Spec:
         sizes.update(own)
 
     def check_like(self, x, args: dict) -> None:
-        ref = resolve(args, self.like)
+        ref = follow(args, self.like)
         ref = next(ref.parameters()) if isinstance(ref, torch.nn.Module) else ref
         if x.dtype != ref.dtype or x.device != ref.device:
             fail(self.name, f"{self.text}: {dtype_name(ref.dtype)} on {ref.device}", describe(x))
@@ -418,7 +418,7 @@ class Contract:
 
     def __call__(*contract_and_args, **args) -> None:
         self = contract_and_args[0]  # a method's own `self` is among the arguments
-        sizes = {path: resolve(args, path) for path in self.paths}
+        sizes = {path: follow(args, path) for path in self.paths}
         library, dtype, device, later = self.library, None, None, []
         for spec in self.specs:
             x = args[spec.name]
@@ -488,11 +488,11 @@ def dtype_name(dtype) -> str:
 def size_of(bound: str, args: dict, sizes: dict):
     """A spec's bound: a number, `2w` (2 × w), an axis or an argument (or its attribute)."""
     k, name = re.fullmatch(r"(\d*)(.*)", bound).groups()
-    value = 1 if not name else sizes[name] if name in sizes else resolve(args, name)
+    value = 1 if not name else sizes[name] if name in sizes else follow(args, name)
     return int(k) * value if k else value
 
 
-def resolve(args: dict, path: str):
+def follow(args: dict, path: str):
     """`self.q_proj.weight`, `self.layers.0`: an argument, then its attributes or items."""
     first, *steps = path.split(".")
     try:
