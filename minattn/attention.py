@@ -431,8 +431,8 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
-    @checked(query="float* (B, Lq, self.d_model) like self.q_proj", key="float?* (B, Lk, D)",
-             value="float?* (B, Lk, D)",
+    @checked(query="float* (B, Lq, self.d_model) like self.q_proj",
+             key="float?* (B, Lk, self.d_model)", value="float?* (B, Lk, self.d_model)",
              mask="bool? ~(B, H, Lq, Lk)", need_weights="bool", key_padding_mask="bool? (B, Lk)",
              rules=[c.mha_module_call])
     def forward(self, query: torch.Tensor, key: torch.Tensor | None = None,

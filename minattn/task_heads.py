@@ -273,8 +273,8 @@ class CrossAttentionPool(nn.Module):
         self.init, self.read = init, read
 
     @checked(a="float (B, La, self.layers.0.d_model) like self.layers.0.q_proj where a_mask",
-             a_mask="bool (B, La)", b="float (B, Lb, D) where b_mask", b_mask="bool (B, Lb)",
-             rules=[c.right_padded])
+             b="float (B, Lb, self.layers.0.d_model) where b_mask", a_mask="bool (B, La)",
+             b_mask="bool (B, Lb)", rules=[c.right_padded])
     def forward(self, a: torch.Tensor, a_mask: torch.Tensor, b: torch.Tensor,
                 b_mask: torch.Tensor, need_weights: bool = False):
         a, b = hide(a, a_mask[..., None]), hide(b, b_mask[..., None])  # padding may hold garbage
