@@ -284,7 +284,8 @@ class Spec:
         if array and array[1] in ARRAY_KINDS:
             self.kind, optional, unread, broadcast, axes, self.like, self.closed, self.below, \
                 self.where = array.groups()
-            self.closed = self.closed == "<="
+            self.closed, self.bound_of = self.closed == "<=", self.below and bound(self.below)
+            self.like_of = self.like and bound(self.like)
             self.optional, self.read, self.broadcast = bool(optional), not unread, bool(broadcast)
             self.axes = tuple(a.strip() for a in axes.split(",") if a.strip())
             self.empty_ok = {a[:-1] for a in self.axes if a.endswith("?")}  # "M?": M may be 0
@@ -296,11 +297,13 @@ class Spec:
             self.text = text.replace("?", "").replace("*", "")
         elif bounds := _RANGE.fullmatch(text):
             self.kind, self.axes, self.optional = "range", None, bool(bounds[1])
-            self.bounds, self.text = bounds.groups()[1:], text.replace("?", "")
+            self.low, self.bound_of = int(bounds[2]), bound(bounds[3])
+            self.text = text.replace("?", "")
         elif scalar:
-            self.kind, optional, self.op, bound, self.even, self.divides = scalar.groups()
+            self.kind, optional, self.op, limit, self.even, self.divides = scalar.groups()
             self.optional, self.axes, self.bound = bool(optional), None, \
-                None if bound is None else float(bound)
+                None if limit is None else float(limit)
+            self.bound_of = self.divides and bound(self.divides)
             self.text = text.replace("?", "")
         elif text.startswith(("one of ", "one of? ")):  # "one of? a, b": a, b or None
             self.kind, self.axes, self.optional = "choice", None, text[6] == "?"
@@ -362,13 +365,15 @@ class Spec:
         sizes.update(own)
 
     def check_like(self, x, args: dict) -> None:
-        ref = follow(args, self.like)
-        ref = next(ref.parameters()) if isinstance(ref, torch.nn.Module) else ref
+        ref = self.like_of(args, {})
+        if isinstance(ref, torch.nn.Module):  # its weight, or its first parameter
+            weight = getattr(ref, "weight", None)
+            ref = weight if isinstance(weight, torch.Tensor) else next(ref.parameters())
         if x.dtype != ref.dtype or x.device != ref.device:
             fail(self.name, f"{self.text}: {dtype_name(ref.dtype)} on {ref.device}", describe(x))
 
     def check_range(self, x, args: dict, sizes: dict) -> None:
-        low, high = int(self.bounds[0]), size_of(self.bounds[1], args, sizes)
+        low, high = self.low, self.bound_of(args, sizes)
         if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)) or \
                 not low <= x <= high:
             fail(self.name, f"{self.text} = {high}", describe(x))  # "int in 0 .. N = 5"
@@ -376,7 +381,7 @@ class Spec:
     def check_below(self, x, args: dict, sizes: dict) -> None:
         """`< n`: ids in [0, n) (`<= n`: in [0, n]), on the device of n's module if it is one.
         Read once (one min and max); not while torch.compile traces."""
-        n = size_of(self.below, args, sizes)
+        n = self.bound_of(args, sizes)
         if isinstance(n, torch.nn.Module):
             weight = n.weight
             n = n.num_embeddings if isinstance(n, torch.nn.Embedding) else n.out_features
@@ -411,14 +416,15 @@ class Contract:
         self.specs = [Spec(name, text) for name, text in specs.items()]
         self.specs.sort(key=lambda s: getattr(s, "broadcast", False))  # bind, then broadcast
         self.library = library
-        self.paths = {a for s in self.specs for a in s.axes or () if a != "..." and "." in a}
+        self.paths = {a: bound(a) for s in self.specs for a in s.axes or ()
+                      if a != "..." and "." in a}  # self.d_model
         parameters = specs if parameters is None else parameters
         self.rules = [(rule, tuple(n for n in inspect.signature(rule).parameters
                                    if n in parameters)) for rule in rules]
 
     def __call__(*contract_and_args, **args) -> None:
         self = contract_and_args[0]  # a method's own `self` is among the arguments
-        sizes = {path: follow(args, path) for path in self.paths}
+        sizes = {path: value(args, {}) for path, value in self.paths.items()}
         library, dtype, device, later = self.library, None, None, []
         for spec in self.specs:
             x = args[spec.name]
@@ -467,7 +473,7 @@ class Contract:
             if spec.kind == "range":
                 spec.check_range(x, args, sizes)
             elif spec.divides is not None:
-                if (D := size_of(spec.divides, args, sizes)) % x:
+                if (D := spec.bound_of(args, sizes)) % x:
                     fail(spec.name, f"{spec.text} = {D}", describe(x))
             elif spec.below is not None:
                 spec.check_below(x, args, sizes)
@@ -485,21 +491,26 @@ def dtype_name(dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-def size_of(bound: str, args: dict, sizes: dict):
-    """A spec's bound: a number, `2w` (2 × w), an axis or an argument (or its attribute)."""
-    k, name = re.fullmatch(r"(\d*)(.*)", bound).groups()
-    value = 1 if not name else sizes[name] if name in sizes else follow(args, name)
-    return int(k) * value if k else value
+def bound(text: str) -> Callable:
+    """A bound in a spec, read once: a number, `2w` (2 × w), an axis, or an argument or its
+    attributes and items (`self.embedding`, `self.layers.0.d_model`). Returns the function of
+    a call's arguments and the sizes bound so far that gives its value."""
+    k, name = re.fullmatch(r"(\d*)(.*)", text).groups()
+    k = int(k) if k else 1
+    first, *steps = name.split(".")
+    steps = [int(s) if s.isdigit() else s for s in steps]
 
-
-def follow(args: dict, path: str):
-    """`self.q_proj.weight`, `self.layers.0`: an argument, then its attributes or items."""
-    first, *steps = path.split(".")
-    try:
-        return functools.reduce(lambda x, s: x[int(s)] if s.isdigit() else getattr(x, s), steps,
-                                args[first])
-    except (AttributeError, IndexError, TypeError):
-        fail(first, f"an object with {path}", describe(args[first]))
+    def value(args: dict, sizes: dict):
+        if not name or name in sizes:
+            return k * sizes[name] if name else k
+        x = args[first]
+        try:
+            for step in steps:
+                x = x[step] if step.__class__ is int else getattr(x, step)
+        except (AttributeError, IndexError, TypeError):
+            fail(first, f"an object with {name}", describe(args[first]))
+        return x if k == 1 else k * x
+    return value
 
 
 # ============================================================ attention (lesson 01)
