@@ -513,8 +513,7 @@ def bound(text: str) -> Callable:
     return value
 
 
-# ============================================================ attention (lesson 01)
-# The rules of minattn/attention.py that its specs cannot say.
+# ==================== minattn/attention.py (lesson 01)
 def seen_finite(q, k, v, mask=None, names=("q", "k", "v")) -> None:
     """q, k, v finite wherever the mask lets them count: what it hides (rows that see no key,
     keys no query sees) may hold anything, and the body selects it away (`hide`). With
@@ -626,10 +625,9 @@ def tokens_within(self, tokens) -> None:
     if tokens.shape[1] > max_len:
         fail("tokens", f"(B, N) with N <= max_len = {max_len}", describe(tokens))
 
-# ============================================================ sparse (lesson 02)
-# The rules of minattn/sparse.py, minattn/fast/sparse.py and minattn/fast/flex.py that their
-# specs cannot say; `check_windows`, `check_global_idx` and `check_layout` also serve the fast
-# paths' caches, which read what they return.
+# ==================== minattn/sparse.py, fast/sparse.py, fast/flex.py (lesson 02)
+# `check_windows`, `check_global_idx` and `check_layout` also serve the fast paths' caches,
+# which read what they return.
 def check_windows(windows, num_heads: int | None = None) -> list[int]:
     """One integer ω >= 0 per head; with num_heads, exactly that many."""
     ws = list(as_numpy(windows).reshape(-1)) if not isinstance(windows, (list, tuple)) \
@@ -731,9 +729,7 @@ def kernels_per_layer(attend, layers) -> None:
         fail("attend", f"one kernel per layer ({layers})", f"{len(attend)} kernels")
 
 
-# ============================================================ multiscale (lesson 03)
-# The rules of minattn/multiscale.py and minattn/fast/multiscale.py that their specs cannot
-# say: one window per head, the global count, head counts, a model's layers of windows.
+# ==================== minattn/multiscale.py, fast/multiscale.py (lesson 03)
 def windows_per_head(q=None, k=None, v=None, windows=None, mask=None, self=None) -> None:
     """One window ω >= 0 per head (of q (B, H, N, d), or of a kernel `self`); q, k, v finite
     where the mask lets them count."""
@@ -818,8 +814,7 @@ def band_kernel(q) -> None:
         fail("q", "tensors on the CPU (PyTorch's fused CPU attention)", describe(q))
 
 
-# ============================================================ xl (lesson 04)
-# The rules of minattn/xl.py and minattn/fast/xl.py that their specs cannot say.
+# ==================== minattn/xl.py, fast/xl.py (lesson 04)
 def relative_keys(q, k, r) -> None:
     """The Lq queries are the last Lq of the Lk keys; the relative-position table r (H, P, dh)
     holds a finite row for every distance 0 .. Lk − 1 (rows past Lk are never read)."""
@@ -902,17 +897,15 @@ def decoder_on_cuda(self) -> None:
         fail("XLDecoder.capture", "a model on a CUDA device", str(self.device))
 
 
-# ============================================================ lstm_attention (lesson 05)
-# The rules of minattn/lstm_attention.py that its specs cannot say.
+# ==================== minattn/lstm_attention.py (lesson 05)
 def state_pair(state=None) -> None:
     if state is not None and (not isinstance(state, (tuple, list)) or len(state) != 2):
         fail("state", "None or a pair (h, c) of (B, H) arrays", describe(state))
 
 
-# ============================================================ ibm1 (lesson 06)
-# The rules of minattn/ibm1.py and minattn/fast/ibm1.py that their specs cannot say: a corpus
-# pairs up its sentences, a table belongs to its corpus (the bitext's vocabularies; on the fast
-# path one value per stored entry), probabilities and counts are >= 0, NLTK's mode needs NULL.
+# ==================== minattn/ibm1.py, fast/ibm1.py (lesson 06)
+# A corpus pairs up its sentences, a table belongs to its corpus (the bitext's vocabularies; on
+# the fast path one value per stored entry), probabilities and counts are >= 0.
 def corpus_pairs(sources, targets) -> None:
     """`index_bitext`: the sides pair up (sentences are checked while they are indexed)."""
     sources, targets = list(sources), list(targets)
@@ -1019,11 +1012,9 @@ def bitext_without_null(bitext) -> None:
         fail("bitext", "make_bitext(..., null=False) (the proxy has no NULL word)", "null=True")
 
 
-# ============================================================ task_heads (lesson 07)
-# The rules of minattn/task_heads.py and minattn/fast/task_heads.py that their specs cannot
-# say. Token states (B, L, D) of a frozen encoder come right-padded (mask (B, L) bool, True on
-# real tokens), every sentence with its first token ([CLS]) real; what padding holds never
-# counts: the heads select it away.
+# ==================== minattn/task_heads.py, fast/task_heads.py (lesson 07)
+# Token states (B, L, D) of a frozen encoder come right-padded (mask (B, L) bool, True on real
+# tokens), every sentence with its first token ([CLS]) real; the heads select padding away.
 def check_right_padded(mask, name: str = "mask") -> None:
     if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
         fail(name, "right-padded rows 1…1 0…0 (real tokens first)",
@@ -1066,8 +1057,7 @@ def attention_layer(mha) -> None:
         fail("mha", "a minattn MultiHeadAttention", describe(mha))
 
 
-# ============================================================ agreement (lesson 08)
-# The rules of minattn/agreement.py that its specs cannot say.
+# ==================== minattn/agreement.py (lesson 08)
 def b0_number(b0) -> None:
     """A read-out bias: a number, or a 0-d tensor (a module's bias, not read here)."""
     if not (isinstance(b0, torch.Tensor) and b0.ndim == 0):
@@ -1156,8 +1146,7 @@ def prefix_mask(self, x, mask=None) -> None:
         fail("mask", "True on a prefix of each row (padding at the end)", describe(mask))
 
 
-# ============================================================ encoder (lesson 03, 07)
-# The rules of minattn/encoder.py that its specs cannot say.
+# ==================== minattn/encoder.py (lessons 03, 07)
 def encoder_ids(self, input_ids, attention_mask, token_type_ids=None) -> None:
     """`MiniLMEncoder.run`: int64 ids, no more than the position table holds, a right-padded
     bool or 0/1 attention_mask."""
