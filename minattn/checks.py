@@ -254,11 +254,12 @@ def check_same_device(**tensors) -> None:
 #   "float (4H, H)"        an axis written `4H` is 4 × H
 #   "float (B, self.d_model) like self.q_proj"   an axis written `self.d_model` is that
 #                          attribute of an argument; `like`: the dtype and device of that
-#                          tensor, or of that module's first parameter
+#                          tensor, or of that module's weight (else its first parameter)
 #   "int (B, N) < self.embedding"   ids in [0, n): n a number, an axis, or an argument (or its
 #                          attribute): an nn.Embedding's num_embeddings or an nn.Linear's
 #                          out_features, on whose device the ids must be; `<= n`: in [0, n]
 #   "float (B, N, H) where mask"   finite where the bool mask (B, N) is True (None: everywhere)
+#                          (after the axes: `like`, then `<`, then `where`)
 #   "int >= 1", "number > 0", "number? >= 0", "bool", "callable?", "one of a, b, c",
 #   "one of? a, b" (a, b or None), "int in 0 .. N", "int? in 1 .. 2w" (bounds as for `<`),
 #   "int >= 1, divides D", "int, even"
@@ -271,7 +272,7 @@ _ARRAY = re.compile(r"(\w+)(\??)(\*?)\s+(~?)\(([^)]*)\)(?:\s+like\s+([\w.]+))?"
                     r"(?:\s*(<=?)\s*([\w.]+))?(?:\s+where\s+(\w+))?")
 _RANGE = re.compile(r"int(\??) in (\d+) \.\. (\w+)")
 _SCALAR = re.compile(r"(int|number|bool|callable)(\??)(?:\s*(>=|>|<=)\s*([^\s,]+))?"
-                     r"(?:, (even|divides ([\w.]+)))?")
+                     r"(?:, (?:(even)|divides ([\w.]+)))?")
 
 
 class Spec:
@@ -324,7 +325,7 @@ class Spec:
         name, kind, op, bound = self.name, self.kind, self.op, self.bound
         if kind == "int":
             check_size(name, value, 0 if bound is None else int(bound) + (op == ">"))
-            if self.even == "even" and value % 2:
+            if self.even and value % 2:
                 fail(name, self.text, describe(value))
         elif kind == "number":
             check_number(name, value, low=bound if op == ">=" else None,
