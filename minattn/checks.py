@@ -769,6 +769,8 @@ def check_classifier_inputs(inputs, lengths, embedding, weight, max_len=None) ->
         _TOKEN_IDS(inputs=inputs, embedding=embedding, lengths=lengths)
     elif embedding is None:
         _VECTORS(weight=weight, inputs=inputs, lengths=lengths)
+    elif 0 in inputs.shape[:2]:
+        fail("inputs", "at least one sequence of at least one token", describe(inputs))
     if max_len is not None and inputs.shape[1] > max_len:
         fail("inputs", f"N <= max_len = {max_len}", f"N = {inputs.shape[1]}")
     if lengths is not None and lengths.numel() and int(lengths.min()) < 1:
