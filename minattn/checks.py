@@ -279,7 +279,7 @@ class Spec:
     """One argument's parsed spec (see above)."""
 
     def __init__(self, name: str, text: str):
-        self.name, self.text, self.op, self.bound = name, text, None, None
+        self.name, self.text, self.op, self.limit = name, text, None, None
         self.like = self.below = self.where = self.closed = self.divides = None
         array, scalar = _ARRAY.fullmatch(text), _SCALAR.fullmatch(text)
         if array and array[1] in ARRAY_KINDS:
@@ -302,7 +302,7 @@ class Spec:
             self.text = text.replace("?", "")
         elif scalar:
             self.kind, optional, self.op, limit, self.even, self.divides = scalar.groups()
-            self.optional, self.axes, self.bound = bool(optional), None, \
+            self.optional, self.axes, self.limit = bool(optional), None, \
                 None if limit is None else float(limit)
             self.bound_of = self.divides and bound(self.divides)
             self.text = text.replace("?", "")
@@ -322,14 +322,14 @@ class Spec:
         return self.text + (f" with {', '.join(known)}" if known else "")
 
     def check_scalar(self, value) -> None:
-        name, kind, op, bound = self.name, self.kind, self.op, self.bound
+        name, kind, op, limit = self.name, self.kind, self.op, self.limit
         if kind == "int":
-            check_size(name, value, 0 if bound is None else int(bound) + (op == ">"))
+            check_size(name, value, 0 if limit is None else int(limit) + (op == ">"))
             if self.even and value % 2:
                 fail(name, self.text, describe(value))
         elif kind == "number":
-            check_number(name, value, low=bound if op == ">=" else None,
-                         high=bound if op == "<=" else None, above=bound if op == ">" else None)
+            check_number(name, value, low=limit if op == ">=" else None,
+                         high=limit if op == "<=" else None, above=limit if op == ">" else None)
         elif kind == "bool" and not isinstance(value, (bool, np.bool_)):
             fail(name, "True or False", describe(value))
         elif kind == "callable" and not callable(value):
