@@ -50,11 +50,12 @@ def checked(*, rules: Sequence[Callable] = (), **specs: str):
                     if p.default is not p.empty}
         plain = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
                     for p in signature.parameters.values())
+        positional = sum(p.kind == p.POSITIONAL_OR_KEYWORD for p in signature.parameters.values())
 
         @functools.wraps(fn)
         def call(*args, **kwargs):
             given = dict(zip(names, args))
-            if plain and len(args) <= len(names) and not kwargs.keys() & given.keys() and \
+            if plain and len(args) <= positional and not kwargs.keys() & given.keys() and \
                     kwargs.keys() <= known:
                 arguments = {**defaults, **given, **kwargs}
                 if len(arguments) == len(names):

@@ -356,3 +356,18 @@ def test_spec_grammar_modules_ids_masks_and_ranges():
                           ((h, mask, 0, 1, 2, np.array([0, 4])), r"lengths: .* in \[0, 3\]")]:
         with pytest.raises(ValueError, match="^" + message):
             read_np(*args)
+
+
+def test_a_call_the_signature_refuses_is_a_type_error():
+    """The decorator maps a call's arguments to names without signature.bind where it can;
+    a call it cannot map (too many, missing, unknown or repeated arguments) raises Python's
+    TypeError, as the undecorated function would."""
+    @checked(x="float (N,)", n="int >= 1")
+    def f_np(x, *, n=1):
+        return n
+
+    assert f_np(np.zeros(2), n=2) == 2 and f_np(x=np.zeros(2)) == 1
+    for call in (lambda: f_np(np.zeros(2), 2), lambda: f_np(), lambda: f_np(np.zeros(2), m=1),
+                 lambda: f_np(np.zeros(2), x=np.zeros(2))):
+        with pytest.raises(TypeError):
+            call()
