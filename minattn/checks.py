@@ -515,7 +515,7 @@ def bound(text: str) -> Callable:
     return value
 
 
-# ==================== minattn/attention.py (lesson 01)
+# ==================== attention (lesson 01): minattn/attention.py
 def seen_finite(q, k, v, mask=None, names=("q", "k", "v")) -> None:
     """q, k, v finite wherever the mask lets them count: what it hides (rows that see no key,
     keys no query sees) may hold anything, and the body selects it away (`hide`). With
@@ -627,7 +627,7 @@ def tokens_within(self, tokens) -> None:
     if tokens.shape[1] > max_len:
         fail("tokens", f"(B, N) with N <= max_len = {max_len}", describe(tokens))
 
-# ==================== minattn/sparse.py, fast/sparse.py, fast/flex.py (lesson 02)
+# ==================== sparse (lesson 02): minattn/sparse.py, fast/sparse.py, fast/flex.py
 # `check_windows`, `check_global_idx` and `check_layout` also serve the fast paths' caches,
 # which read what they return.
 def check_windows(windows, num_heads: int | None = None) -> list[int]:
@@ -731,7 +731,7 @@ def kernels_per_layer(attend, layers) -> None:
         fail("attend", f"one kernel per layer ({layers})", f"{len(attend)} kernels")
 
 
-# ==================== minattn/multiscale.py, fast/multiscale.py (lesson 03)
+# ==================== multiscale (lesson 03): minattn/multiscale.py, fast/multiscale.py
 def windows_per_head(q=None, k=None, v=None, windows=None, mask=None, self=None) -> None:
     """One window ω >= 0 per head (of q (B, H, N, d), or of a kernel `self`); q, k, v finite
     where the mask lets them count."""
@@ -818,7 +818,7 @@ def band_kernel(q) -> None:
         fail("q", "tensors on the CPU (PyTorch's fused CPU attention)", describe(q))
 
 
-# ==================== minattn/xl.py, fast/xl.py (lesson 04)
+# ==================== xl (lesson 04): minattn/xl.py, fast/xl.py
 def relative_keys(q, k, r) -> None:
     """The Lq queries are the last Lq of the Lk keys; the relative-position table r (H, P, dh)
     holds a finite row for every distance 0 .. Lk − 1 (rows past Lk are never read)."""
@@ -901,13 +901,13 @@ def decoder_on_cuda(self) -> None:
         fail("XLDecoder.capture", "a model on a CUDA device", str(self.device))
 
 
-# ==================== minattn/lstm_attention.py (lesson 05)
+# ==================== lstm_attention (lesson 05): minattn/lstm_attention.py
 def state_pair(state=None) -> None:
     if state is not None and (not isinstance(state, (tuple, list)) or len(state) != 2):
         fail("state", "None or a pair (h, c) of (B, H) arrays", describe(state))
 
 
-# ==================== minattn/ibm1.py, fast/ibm1.py (lesson 06)
+# ==================== ibm1 (lesson 06): minattn/ibm1.py, fast/ibm1.py
 # A corpus pairs up its sentences, a table belongs to its corpus (the bitext's vocabularies; on
 # the fast path one value per stored entry), probabilities and counts are >= 0.
 def corpus_pairs(sources, targets) -> None:
@@ -1016,7 +1016,7 @@ def bitext_without_null(bitext) -> None:
         fail("bitext", "make_bitext(..., null=False) (the proxy has no NULL word)", "null=True")
 
 
-# ==================== minattn/task_heads.py, fast/task_heads.py (lesson 07)
+# ==================== task_heads (lesson 07): minattn/task_heads.py, fast/task_heads.py
 # Token states (B, L, D) of a frozen encoder come right-padded (mask (B, L) bool, True on real
 # tokens), every sentence with its first token ([CLS]) real; the heads select padding away.
 def check_right_padded(mask, name: str = "mask") -> None:
@@ -1061,7 +1061,7 @@ def attention_layer(mha) -> None:
         fail("mha", "a minattn MultiHeadAttention", describe(mha))
 
 
-# ==================== minattn/agreement.py (lesson 08)
+# ==================== agreement (lesson 08): minattn/agreement.py
 def b0_number(b0) -> None:
     """A read-out bias: a number, or a 0-d tensor (a module's bias, not read here)."""
     if not (isinstance(b0, torch.Tensor) and b0.ndim == 0):
@@ -1150,7 +1150,7 @@ def prefix_mask(self, x, mask=None) -> None:
         fail("mask", "True on a prefix of each row (padding at the end)", describe(mask))
 
 
-# ==================== minattn/encoder.py (lessons 03, 07)
+# ==================== encoder (lessons 03, 07): minattn/encoder.py
 def encoder_ids(self, input_ids, attention_mask, token_type_ids=None) -> None:
     """`MiniLMEncoder.run`: int64 ids, no more than the position table holds, a right-padded
     bool or 0/1 attention_mask."""
