@@ -76,8 +76,8 @@ def bilstm_np(x, lengths, forward_params, backward_params):
     return out
 
 
-@checked(h="float* (B, N, D)", W="float (I, D)", b="float (I,)", v="float (I,)", w="float (D,)",
-         mask="bool? (B, N)", uniform="bool", rules=[c.b0_number, c.real_states_finite])
+@checked(h="float (B, N, D) where mask", W="float (I, D)", b="float (I,)", v="float (I,)",
+         w="float (D,)", mask="bool? (B, N)", uniform="bool", rules=[c.b0_number])
 def classifier_np(h, W, b, v, w, b0, mask=None, uniform=False):
     """Attention classifier: e_i = vᵀ ReLU(W h_i + b), α = softmax(e), z = wᵀ Σ α_i h_i + b₀.
 
@@ -214,8 +214,8 @@ def agreement_row_np(gold, others, uniform, key_mask=None, row_mask=None):
 
 
 # ============================================================================ torch twins
-@checked(h="float* (B, N, D)", W="float (I, D)", b="float (I,)", v="float (I,)", w="float (D,)",
-         mask="bool? (B, N)", uniform="bool", rules=[c.b0_number, c.real_states_finite])
+@checked(h="float (B, N, D) where mask", W="float (I, D)", b="float (I,)", v="float (I,)",
+         w="float (D,)", mask="bool? (B, N)", uniform="bool", rules=[c.b0_number])
 def classifier_torch(h, W, b, v, w, b0, mask=None, uniform=False):
     """Twin of classifier_np."""
     h = h if mask is None else hide(h, mask[..., None])  # padding may hold garbage: zeroed
@@ -273,7 +273,7 @@ class AttentionClassifier(nn.Module):
         self.v = nn.Linear(attn_hidden, 1, bias=False)  # v
         self.readout = nn.Linear(2 * hidden, 1)  # w, b₀
 
-    @checked(x="int (B, N)", mask="bool? (B, N)", rules=[c.prefix_mask])
+    @checked(x="int (B, N) < self.embed", mask="bool? (B, N)", rules=[c.prefix_mask])
     def states(self, x, mask=None):
         """Encoder states h (B, N, 2H), zero at padded positions (the twin of `bilstm_np`)."""
         B, N = x.shape
@@ -334,7 +334,7 @@ class Seq2SeqAttention(nn.Module):
         self.hidden_layer = nn.Linear(2 * hidden, hidden)  # W₁, b₁ of g
         self.out = nn.Linear(hidden, n_tgt)  # W₂, b₂ of g
 
-    @checked(src="int (B, N)", tgt_in="int (B, T)", rules=[c.translator_ids])
+    @checked(src="int (B, N) < self.src_embed", tgt_in="int (B, T) < self.tgt_embed")
     def states(self, src, tgt_in):
         """Encoder states h (B, N, H) and decoder states s (B, T, H)."""
         h, _ = self.encoder(self.src_embed(src))
@@ -351,7 +351,7 @@ class Seq2SeqAttention(nn.Module):
         return output_torch(context, s, *self.output_params()), alpha
 
     @torch.no_grad()
-    @checked(tgt_in="int (B, T)", tgt_out="int (B, T)", rules=[c.output_ids])
+    @checked(tgt_in="int (B, T)", tgt_out="int (B, T) < self.out")
     def probe(self, src, tgt_in, tgt_out):
         """Lexical probe β (B, T, N): p_t(y_t) with c_t := h_i."""
         h, s = self.states(src, tgt_in)

@@ -191,7 +191,7 @@ def additive_scores_np(q: np.ndarray, k: np.ndarray, w_q: np.ndarray, w_k: np.nd
     return np.tanh(hidden) @ v_a  # (..., Lq, Lk)
 
 
-@checked(x="real (B, N, D)", num_heads="int >= 1", rules=[c.heads_divide])
+@checked(x="real (B, N, D)", num_heads="int >= 1, divides D")
 def split_heads_np(x: np.ndarray, num_heads: int) -> np.ndarray:
     """(B, N, H·dh) -> (B, H, N, dh): the heads become a batch axis."""
     B, N, D = x.shape
@@ -206,8 +206,8 @@ def merge_heads_np(x: np.ndarray) -> np.ndarray:
 
 
 @checked(query="float* (B, Lq, D)", key="float* (B, Lk, D)", value="float* (B, Lk, D)",
-         num_heads="int >= 1", mask="bool? ~(B, H, Lq, Lk)", key_padding_mask="bool? (B, Lk)",
-         rules=[c.heads_divide, c.mha_params, c.mha_masks])
+         num_heads="int >= 1, divides D", mask="bool? ~(B, H, Lq, Lk)",
+         key_padding_mask="bool? (B, Lk)", rules=[c.mha_params, c.mha_masks])
 def multi_head_attention_np(query: np.ndarray, key: np.ndarray, value: np.ndarray,
                             params: dict[str, np.ndarray], num_heads: int,
                             mask: np.ndarray | None = None,
@@ -261,7 +261,7 @@ def padding_mask_np(lengths: np.ndarray, max_len: int) -> np.ndarray:
 
 
 # Lesson 01's position table, which Transformer-XL (lesson 04) reuses to encode distances.
-@checked(n_positions="int", d_model="int", clamp_len="int?", rules=[c.even_width])
+@checked(n_positions="int", d_model="int, even", clamp_len="int?")
 def sinusoid_np(n_positions: int, d_model: int, clamp_len: int | None = None) -> np.ndarray:
     """(n_positions, d_model) table R: row δ encodes the position (lesson 01) or the distance
     (lesson 04) δ = 0, 1, ...
@@ -356,7 +356,7 @@ def additive_scores_torch(q: torch.Tensor, k: torch.Tensor, w_q: torch.Tensor,
     return torch.tanh(hidden) @ v_a  # (..., Lq, Lk)
 
 
-@checked(x="real (B, N, D)", num_heads="int >= 1", rules=[c.heads_divide])
+@checked(x="real (B, N, D)", num_heads="int >= 1, divides D")
 def split_heads_torch(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     """(B, N, H·dh) -> (B, H, N, dh)."""
     B, N, D = x.shape
@@ -379,14 +379,14 @@ def causal_mask_torch(n_queries: int, n_keys: int | None = None, device=None) ->
     return j <= i
 
 
-@checked(max_len="int", rules=[c.lengths_torch])
+@checked(lengths="int (B?,) <= max_len", max_len="int")
 def padding_mask_torch(lengths: torch.Tensor, max_len: int) -> torch.Tensor:
     """Torch twin of `padding_mask_np`."""
     keys = torch.arange(max_len, device=lengths.device)
     return (keys[None, :] < lengths[:, None])[:, None, None, :]
 
 
-@checked(n_positions="int", d_model="int", clamp_len="int?", rules=[c.even_width, c.floating_dtype])
+@checked(n_positions="int", d_model="int, even", clamp_len="int?", rules=[c.floating_dtype])
 def sinusoid_torch(n_positions: int, d_model: int, device=None, dtype=torch.float32,
                    clamp_len: int | None = None):
     """Torch twin of `sinusoid_np`, made on `device` in `dtype`."""
@@ -420,7 +420,7 @@ class MultiHeadAttention(nn.Module):
       else     the explicit `attention_torch`, which returns the per-head weights.
     """
 
-    @checked(d_model="int >= 1", num_heads="int >= 1", rules=[c.heads_divide])
+    @checked(d_model="int >= 1", num_heads="int >= 1, divides d_model")
     def __init__(self, d_model: int, num_heads: int, bias: bool = True, attend=None,
                  flash: bool = True):
         super().__init__()
@@ -431,7 +431,8 @@ class MultiHeadAttention(nn.Module):
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
 
-    @checked(query="float* (B, Lq, D)", key="float?* (B, Lk, D)", value="float?* (B, Lk, D)",
+    @checked(query="float* (B, Lq, self.d_model) like self.q_proj",
+             key="float?* (B, Lk, self.d_model)", value="float?* (B, Lk, self.d_model)",
              mask="bool? ~(B, H, Lq, Lk)", need_weights="bool", key_padding_mask="bool? (B, Lk)",
              rules=[c.mha_module_call])
     def forward(self, query: torch.Tensor, key: torch.Tensor | None = None,
@@ -508,7 +509,8 @@ class RecallAttention(nn.Module):
         self.attention = MultiHeadAttention(d_model, num_heads)
         self.readout = nn.Sequential(nn.LayerNorm(d_model), nn.Linear(d_model, n_values))
 
-    @checked(queries="int (B, Q)", keys="int (B, P)", values="int (B, P)", rules=[c.recall_ids])
+    @checked(queries="int (B, Q) < self.key_embedding", keys="int (B, P) < self.key_embedding",
+             values="int (B, P) < self.value_embedding")
     def forward(self, queries, keys, values, need_weights: bool = False):
         pairs = self.key_embedding(keys) + self.value_embedding(values)  # (B, P, D)
         asked = self.key_embedding(queries)  # (B, Q, D)
@@ -533,7 +535,8 @@ class RecallMeanPool(nn.Module):
                                  nn.Linear(2 * d_model, d_model), nn.LayerNorm(d_model),
                                  nn.Linear(d_model, n_values))
 
-    @checked(queries="int (B, Q)", keys="int (B, P)", values="int (B, P)", rules=[c.recall_ids])
+    @checked(queries="int (B, Q) < self.key_embedding", keys="int (B, P) < self.key_embedding",
+             values="int (B, P) < self.value_embedding")
     def forward(self, queries, keys, values):
         pairs = self.key_embedding(keys) + self.value_embedding(values)  # (B, P, D)
         summary = pairs.mean(dim=1, keepdim=True)  # (B, 1, D): order and binding are gone
@@ -567,7 +570,7 @@ class PositionReader(nn.Module):
         self.attention = MultiHeadAttention(d_model, num_heads=1)
         self.readout = nn.Sequential(nn.LayerNorm(d_model), nn.Linear(d_model, n_symbols))
 
-    @checked(tokens="int (B, N)", rules=[c.tokens_within])
+    @checked(tokens="int (B, N) < self.embedding", rules=[c.tokens_within])
     def forward(self, tokens: torch.Tensor, need_weights: bool = False):
         x = self.embedding(tokens)  # (B, N, D)
         n, d = x.shape[1], x.shape[2]

@@ -42,9 +42,25 @@ def checked(*, rules: Sequence[Callable] = (), **specs: str):
         library = np.ndarray if fn.__name__.endswith("_np") else \
             torch.Tensor if fn.__name__.endswith("_torch") or "." in fn.__qualname__ else None
         contract = Contract(specs, rules, library, signature.parameters)
+        # The arguments by name, without signature.bind on every call (it costs as much as
+        # the checks): positions map to names, defaults fill the rest. A call that this cannot
+        # map (*args, **options, a missing or unknown name) goes through signature.bind.
+        names, known = tuple(signature.parameters), set(signature.parameters)
+        defaults = {n: p.default for n, p in signature.parameters.items()
+                    if p.default is not p.empty}
+        plain = all(p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+                    for p in signature.parameters.values())
+        positional = sum(p.kind == p.POSITIONAL_OR_KEYWORD for p in signature.parameters.values())
 
         @functools.wraps(fn)
         def call(*args, **kwargs):
+            given = dict(zip(names, args))
+            if plain and len(args) <= positional and not kwargs.keys() & given.keys() and \
+                    kwargs.keys() <= known:
+                arguments = {**defaults, **given, **kwargs}
+                if len(arguments) == len(names):
+                    contract(**arguments)
+                    return fn(*args, **kwargs)
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             contract(**bound.arguments)
@@ -221,23 +237,6 @@ def hide(x, keep, fill: float = 0.0):
     return np.where(keep, x, fill).astype(x.dtype, copy=False)
 
 
-def check_ids(name: str, ids, n: int, what: str = "the vocabulary") -> None:
-    """Integer ids (NumPy or torch) inside [0, n): the size of `what`."""
-    if dtype_kind(ids) != "int":
-        fail(name, f"integer ids in [0, {n}) ({what})", describe(ids))
-    if isinstance(ids, torch.Tensor):
-        if _tracing() or ids.numel() == 0 or ids.device.type == "meta":
-            return
-        low, high = (int(v) for v in torch.aminmax(ids))
-    else:
-        ids = np.asarray(ids)
-        if ids.size == 0:
-            return
-        low, high = int(ids.min()), int(ids.max())
-    if low < 0 or high >= n:
-        fail(name, f"ids in [0, {n}) ({what})", f"ids from {low} to {high} in {describe(ids)}")
-
-
 def check_same_device(**tensors) -> None:
     """All torch tensors given must live on one device (NumPy arrays and None are ignored)."""
     devices = {name: t.device for name, t in tensors.items() if isinstance(t, torch.Tensor)}
@@ -254,25 +253,41 @@ def check_same_device(**tensors) -> None:
 #   "float* (B, N, D)"     `*`: its values are not read here (a named rule reads them)
 #   "float? (B, M?, D)"    an axis written `M?` may be empty (M = 0)
 #   "float (4H, H)"        an axis written `4H` is 4 × H
+#   "float (B, self.d_model) like self.q_proj"   an axis written `self.d_model` is that
+#                          attribute of an argument; `like`: the dtype and device of that
+#                          tensor, or of that module's weight (else its first parameter)
+#   "int (B, N) < self.embedding"   ids in [0, n): n a number, an axis, or an argument (or its
+#                          attribute): an nn.Embedding's num_embeddings or an nn.Linear's
+#                          out_features, on whose device the ids must be; `<= n`: in [0, n]
+#   "float (B, N, H) where mask"   finite where the bool mask (B, N) is True (None: everywhere)
+#                          (after the axes: `like`, then `<`, then `where`)
 #   "int >= 1", "number > 0", "number? >= 0", "bool", "callable?", "one of a, b, c",
-#   "one of? a, b" (a, b or None)
+#   "one of? a, b" (a, b or None), "int in 0 .. N", "int? in 1 .. 2w" (bounds as for `<`),
+#   "int >= 1, divides D", "int, even"
 # Arrays are NumPy for a function named *_np, tensors for *_torch and for modules' methods,
 # else of the first array's library; float arrays share one dtype and are finite, tensors
 # share one device. The message is generated: "q: expected float (..., Lq, d) with d = 8,
 # got float32 tensor (2, 3, 4) on cpu".
 ARRAY_KINDS = ("float", "int", "bool", "real")
-_ARRAY = re.compile(r"(\w+)(\??)(\*?)\s+(~?)\((.*)\)")
-_SCALAR = re.compile(r"(int|number|bool|callable)(\??)(?:\s*(>=|>|<=)\s*(\S+))?")
+_ARRAY = re.compile(r"(\w+)(\??)(\*?)\s+(~?)\(([^)]*)\)(?:\s+like\s+([\w.]+))?"
+                    r"(?:\s*(<=?)\s*([\w.]+))?(?:\s+where\s+(\w+))?")
+_RANGE = re.compile(r"int(\??) in (\d+) \.\. (\w+)")
+_SCALAR = re.compile(r"(int|number|bool|callable)(\??)(?:\s*(>=|>|<=)\s*([^\s,]+))?"
+                     r"(?:, (?:(even)|divides ([\w.]+)))?")
 
 
 class Spec:
     """One argument's parsed spec (see above)."""
 
     def __init__(self, name: str, text: str):
-        self.name, self.text, self.op, self.bound = name, text, None, None
+        self.name, self.text, self.op, self.limit = name, text, None, None
+        self.like = self.below = self.where = self.closed = self.divides = None
         array, scalar = _ARRAY.fullmatch(text), _SCALAR.fullmatch(text)
         if array and array[1] in ARRAY_KINDS:
-            self.kind, optional, unread, broadcast, axes = array.groups()
+            self.kind, optional, unread, broadcast, axes, self.like, self.closed, self.below, \
+                self.where = array.groups()
+            self.closed, self.bound_of = self.closed == "<=", self.below and bound(self.below)
+            self.like_of = self.like and bound(self.like)
             self.optional, self.read, self.broadcast = bool(optional), not unread, bool(broadcast)
             self.axes = tuple(a.strip() for a in axes.split(",") if a.strip())
             self.empty_ok = {a[:-1] for a in self.axes if a.endswith("?")}  # "M?": M may be 0
@@ -282,10 +297,15 @@ class Spec:
                 m := re.fullmatch(r"(\d+)(\D\w*)", a)) else a for a in self.axes[self.dots:])
             self.kinds = ("float", "int", "bool") if self.kind == "real" else (self.kind,)
             self.text = text.replace("?", "").replace("*", "")
+        elif bounds := _RANGE.fullmatch(text):
+            self.kind, self.axes, self.optional = "range", None, bool(bounds[1])
+            self.low, self.bound_of = int(bounds[2]), bound(bounds[3])
+            self.text = text.replace("?", "")
         elif scalar:
-            self.kind, optional, self.op, bound = scalar.groups()
-            self.optional, self.axes, self.bound = bool(optional), None, \
-                None if bound is None else float(bound)
+            self.kind, optional, self.op, limit, self.even, self.divides = scalar.groups()
+            self.optional, self.axes, self.limit = bool(optional), None, \
+                None if limit is None else float(limit)
+            self.bound_of = self.divides and bound(self.divides)
             self.text = text.replace("?", "")
         elif text.startswith(("one of ", "one of? ")):  # "one of? a, b": a, b or None
             self.kind, self.axes, self.optional = "choice", None, text[6] == "?"
@@ -303,12 +323,14 @@ class Spec:
         return self.text + (f" with {', '.join(known)}" if known else "")
 
     def check_scalar(self, value) -> None:
-        name, kind, op, bound = self.name, self.kind, self.op, self.bound
+        name, kind, op, limit = self.name, self.kind, self.op, self.limit
         if kind == "int":
-            check_size(name, value, 0 if bound is None else int(bound) + (op == ">"))
+            check_size(name, value, 0 if limit is None else int(limit) + (op == ">"))
+            if self.even and value % 2:
+                fail(name, self.text, describe(value))
         elif kind == "number":
-            check_number(name, value, low=bound if op == ">=" else None,
-                         high=bound if op == "<=" else None, above=bound if op == ">" else None)
+            check_number(name, value, low=limit if op == ">=" else None,
+                         high=limit if op == "<=" else None, above=limit if op == ">" else None)
         elif kind == "bool" and not isinstance(value, (bool, np.bool_)):
             fail(name, "True or False", describe(value))
         elif kind == "callable" and not callable(value):
@@ -344,6 +366,40 @@ class Spec:
                 fail(self.name, self.expected(sizes) + ", every size >= 1", describe(x))
         sizes.update(own)
 
+    def check_like(self, x, args: dict) -> None:
+        ref = self.like_of(args, {})
+        if isinstance(ref, torch.nn.Module):  # its weight, or its first parameter
+            weight = getattr(ref, "weight", None)
+            ref = weight if isinstance(weight, torch.Tensor) else next(ref.parameters())
+        if x.dtype != ref.dtype or x.device != ref.device:
+            fail(self.name, f"{self.text}: {dtype_name(ref.dtype)} on {ref.device}", describe(x))
+
+    def check_range(self, x, args: dict, sizes: dict) -> None:
+        low, high = self.low, self.bound_of(args, sizes)
+        if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)) or \
+                not low <= x <= high:
+            fail(self.name, f"{self.text} = {high}", describe(x))  # "int in 0 .. N = 5"
+
+    def check_below(self, x, args: dict, sizes: dict) -> None:
+        """`< n`: ids in [0, n) (`<= n`: in [0, n]), on the device of n's module if it is one.
+        Read once (one min and max); not while torch.compile traces."""
+        n = self.bound_of(args, sizes)
+        if isinstance(n, torch.nn.Module):
+            weight = n.weight
+            n = n.num_embeddings if isinstance(n, torch.nn.Embedding) else n.out_features
+            if x.device != weight.device:
+                fail(self.name, f"{self.text}, on {self.below}'s device {weight.device}",
+                     describe(x))
+        if math.prod(x.shape) == 0 or isinstance(x, torch.Tensor) and (
+                _tracing() or x.device.type == "meta"):
+            return
+        low, high = (int(v) for v in (torch.aminmax(x) if isinstance(x, torch.Tensor) else
+                                      (x.min(), x.max())))
+        if low < 0 or high >= n + self.closed:
+            word = "values" if self.closed else "ids"
+            fail(self.name, f"{word} in [0, {n}{']' if self.closed else ')'} ({self.below})",
+                 f"{word} from {low} to {high} in {describe(x)}")
+
     def fits(self, x, sizes: dict) -> None:
         """A `~` spec: x broadcasts to the axes as bound by the other arguments."""
         named = self.axes[1:] if self.axes[:1] == ("...",) else self.axes
@@ -362,18 +418,27 @@ class Contract:
         self.specs = [Spec(name, text) for name, text in specs.items()]
         self.specs.sort(key=lambda s: getattr(s, "broadcast", False))  # bind, then broadcast
         self.library = library
+        self.paths = {a: bound(a) for s in self.specs for a in s.axes or ()
+                      if a != "..." and "." in a}  # self.d_model
+        parameters = specs if parameters is None else parameters
         self.rules = [(rule, tuple(n for n in inspect.signature(rule).parameters
-                                   if parameters is None or n in parameters)) for rule in rules]
+                                   if n in parameters)) for rule in rules]
 
     def __call__(*contract_and_args, **args) -> None:
         self = contract_and_args[0]  # a method's own `self` is among the arguments
-        sizes, library, dtype, device = {}, self.library, None, None
+        sizes = {path: value(args, {}) for path, value in self.paths.items()}
+        library, dtype, device, later = self.library, None, None, []
         for spec in self.specs:
             x = args[spec.name]
             if x is None and spec.optional:
                 continue
+            if spec.kind == "range":
+                later.append((spec, x))
+                continue
             if spec.axes is None:
                 spec.check_scalar(x)
+                if spec.divides is not None:
+                    later.append((spec, x))
                 continue
             if library is None:
                 library = torch.Tensor if isinstance(x, torch.Tensor) else np.ndarray
@@ -394,7 +459,7 @@ class Contract:
                 elif x.dtype != dtype[1]:
                     fail(spec.name, f"{spec.text} of dtype {dtype_name(dtype[1])} ({dtype[0]}'s: "
                          "cast them first)", describe(x))
-                if spec.read:
+                if spec.read and spec.where is None:
                     check_finite(spec.name, x)
             if library is torch.Tensor:
                 if device is None:
@@ -402,6 +467,22 @@ class Contract:
                 elif x.device != device[1]:
                     fail(spec.name, f"{spec.text} on {device[0]}'s device, {device[1]}",
                          describe(x))
+            if spec.like is not None:
+                spec.check_like(x, args)
+            if spec.below is not None or spec.where is not None:
+                later.append((spec, x))
+        for spec, x in later:  # once every axis is bound and every mask checked
+            if spec.kind == "range":
+                spec.check_range(x, args, sizes)
+            elif spec.divides is not None:
+                if (D := spec.bound_of(args, sizes)) % x:
+                    fail(spec.name, f"{spec.text} = {D}", describe(x))
+            elif spec.below is not None:
+                spec.check_below(x, args, sizes)
+            elif spec.read:  # finite where the mask is True (aligned at the first axes)
+                m = args[spec.where]
+                check_finite(spec.name, x, where=None if m is None else
+                             lambda: m[(...,) + (None,) * (x.ndim - m.ndim)])
         for rule, names in self.rules:
             if rule(**{n: args[n] for n in names}) is not None:
                 raise TypeError(f"the rule {rule.__name__} returned a value: a check only "
@@ -412,8 +493,29 @@ def dtype_name(dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
-# ============================================================ attention (lesson 01)
-# The rules of minattn/attention.py that its specs cannot say.
+def bound(text: str) -> Callable:
+    """A bound in a spec, read once: a number, `2w` (2 × w), an axis, or an argument or its
+    attributes and items (`self.embedding`, `self.layers.0.d_model`). Returns the function of
+    a call's arguments and the sizes bound so far that gives its value."""
+    k, name = re.fullmatch(r"(\d*)(.*)", text).groups()
+    k = int(k) if k else 1
+    first, *steps = name.split(".")
+    steps = [int(s) if s.isdigit() else s for s in steps]
+
+    def value(args: dict, sizes: dict):
+        if not name or name in sizes:
+            return k * sizes[name] if name else k
+        x = args[first]
+        try:
+            for step in steps:
+                x = x[step] if step.__class__ is int else getattr(x, step)
+        except (AttributeError, IndexError, TypeError):
+            fail(first, f"an object with {name}", describe(args[first]))
+        return x if k == 1 else k * x
+    return value
+
+
+# ==================== attention (lesson 01): minattn/attention.py
 def seen_finite(q, k, v, mask=None, names=("q", "k", "v")) -> None:
     """q, k, v finite wherever the mask lets them count: what it hides (rows that see no key,
     keys no query sees) may hold anything, and the body selects it away (`hide`). With
@@ -438,17 +540,6 @@ def mask_or_causal(mask, is_causal) -> None:
         fail("mask", "a mask or is_causal=True, not both", f"{describe(mask)} and is_causal=True")
 
 
-def heads_divide(num_heads, x=None, query=None, d_model=None) -> None:
-    """num_heads divides the width D of x or query (B, N, D), or d_model."""
-    D = d_model if d_model is not None else (x if query is None else query).shape[-1]
-    if D % num_heads:
-        fail("num_heads", f"a divisor of the width D = {D}", describe(num_heads))
-
-
-def even_width(d_model) -> None:
-    """A sinusoid table has a sine and a cosine per frequency: an even d_model."""
-    if d_model % 2:
-        fail("d_model", "an even integer (a sine and a cosine per frequency)", describe(d_model))
 
 
 def floating_dtype(dtype) -> None:
@@ -456,22 +547,12 @@ def floating_dtype(dtype) -> None:
         fail("dtype", "a floating torch dtype such as torch.float32", describe(dtype))
 
 
-def lengths_within(lengths, max_len, like) -> None:
-    """lengths (B,) integers in [0, max_len] of `like`'s library (NumPy: a list too)."""
-    if like is np.ndarray and isinstance(lengths, (list, tuple)):
-        lengths = np.asarray(lengths)  # a list of lengths is read as padding_mask_np does
-    check_array("lengths", lengths, "int", ndim=1, hint="(B,) integers", like=like)
-    if lengths.shape[0] and (int(lengths.min()) < 0 or int(lengths.max()) > max_len):
-        fail("lengths", f"integers in [0, max_len = {max_len}]",
-             f"lengths from {int(lengths.min())} to {int(lengths.max())}")
-
-
 def lengths_np(lengths, max_len) -> None:
-    lengths_within(lengths, max_len, np.ndarray)
+    """`padding_mask_np`: (B,) integer lengths in [0, max_len], as an array or a list."""
+    _LENGTHS(lengths=np.asarray(lengths), max_len=max_len)
 
 
-def lengths_torch(lengths, max_len) -> None:
-    lengths_within(lengths, max_len, torch.Tensor)
+_LENGTHS = Contract(dict(lengths="int (B?,) <= max_len", max_len="int"), [], np.ndarray)
 
 
 def params_of(params, x, names, shape_of, owner) -> None:
@@ -514,17 +595,9 @@ def mha_masks(query, key, value, num_heads, mask=None, key_padding_mask=None) ->
     seen_finite(query, key, value, mask, ("query", "key", "value"))
 
 
-def of_module(name, x, module, weight, width) -> None:
-    """x (…, width) in the dtype and on the device of the module's `weight`."""
-    if x.shape[-1] != width or x.dtype != weight.dtype or x.device != weight.device:
-        fail(name, f"(…, {width}) {dtype_name(weight.dtype)} on {weight.device}, the "
-             f"{type(module).__name__}'s width, dtype and device", describe(x))
-
-
 def mha_module_call(self, query, key=None, value=None, mask=None, need_weights=False,
                     key_padding_mask=None) -> None:
     """`MultiHeadAttention.forward`; need_weights only with the built-in kernel."""
-    of_module("query", query, self, self.q_proj.weight, self.d_model)
     if need_weights and self.attend is not None:
         fail("need_weights", "False with a custom attend kernel", f"True with {self.attend}")
     mha_masks(query, key, value, self.num_heads, mask, key_padding_mask)
@@ -540,39 +613,23 @@ def torch_mha_module(self, mha) -> None:
         fail("mha", f"(embed_dim, num_heads, bias) = {ours}", str(theirs))
 
 
-def ids_of(name, ids, table, what="the vocabulary", weight=None) -> None:
-    """ids inside the nn.Embedding `table`'s vocabulary, on its device (or weight's)."""
-    check_ids(name, ids, table.num_embeddings, what)
-    check_same_device(**{name: ids}, weights=table.weight if weight is None else weight)
-
-
-def recall_ids(self, queries, keys, values) -> None:
-    """RecallAttention / RecallMeanPool: ids of their vocabularies."""
-    for name, ids in (("queries", queries), ("keys", keys)):
-        ids_of(name, ids, self.key_embedding)
-    ids_of("values", values, self.value_embedding)
-
-
 POSITIONS = ("none", "sinusoid", "learned")
 
 
 def sinusoid_positions(positions, d_model) -> None:
-    if positions == "sinusoid":
-        even_width(d_model)
+    if positions == "sinusoid" and d_model % 2:
+        fail("d_model", "an even integer (a sine and a cosine per frequency)", describe(d_model))
 
 
 def tokens_within(self, tokens) -> None:
-    """A model's (B, N) tokens: ids of its `embedding` (or `embed`), N <= its max_len."""
-    table = getattr(self, "embedding", None) or self.embed
+    """A model's (B, N) tokens: N <= its max_len (or its position table's length)."""
     max_len = self.max_len if hasattr(self, "max_len") else self.position.shape[0]
     if tokens.shape[1] > max_len:
         fail("tokens", f"(B, N) with N <= max_len = {max_len}", describe(tokens))
-    ids_of("tokens", tokens, table)
 
-# ============================================================ sparse (lesson 02)
-# The rules of minattn/sparse.py, minattn/fast/sparse.py and minattn/fast/flex.py that their
-# specs cannot say; `check_windows`, `check_global_idx` and `check_layout` also serve the fast
-# paths' caches, which read what they return.
+# ==================== sparse (lesson 02): minattn/sparse.py, fast/sparse.py, fast/flex.py
+# `check_windows`, `check_global_idx` and `check_layout` also serve the fast paths' caches,
+# which read what they return.
 def check_windows(windows, num_heads: int | None = None) -> list[int]:
     """One integer ω >= 0 per head; with num_heads, exactly that many."""
     ws = list(as_numpy(windows).reshape(-1)) if not isinstance(windows, (list, tuple)) \
@@ -604,15 +661,13 @@ def check_layout(layout, block: int, n: int) -> np.ndarray:
     return np.ascontiguousarray(layout)
 
 
-def check_self_attention(q, k, v, scale=None, like=None, finite: bool = True) -> None:
-    """q, k (..., N, d), v (..., N, dv) self-attention inputs, finite unless finite=False."""
-    _self_attention(like, "" if finite else "*")(q=q, k=k, v=v, scale=scale)
+_SELF_ATTENTION = Contract(dict(q="float (..., N, d)", k="float (..., N, d)",
+                                v="float (..., N, dv)"), (), torch.Tensor)
 
 
-@functools.cache
-def _self_attention(like, unread: str) -> Contract:
-    return Contract(dict(q=f"float{unread} (..., N, d)", k=f"float{unread} (..., N, d)",
-                         v=f"float{unread} (..., N, dv)", scale="number?"), (), like)
+def check_self_attention(q, k, v) -> None:
+    """q, k (..., N, d), v (..., N, dv): finite self-attention tensors."""
+    _SELF_ATTENTION(q=q, k=k, v=v)
 
 
 def global_positions_of(q=None, n=None, global_idx=None) -> None:
@@ -655,11 +710,6 @@ def layout_seen_finite(q, k, v, layout, block, causal=False) -> None:
         check_finite(name, x, where=lambda axis=axis: seen_by(axis))
 
 
-def summary_fits_block(block, summary) -> None:
-    if summary > block:
-        fail("summary", f"c <= l = block = {block}", describe(summary))
-
-
 def square_masks(masks) -> None:
     """At least one (N, N) bool NumPy mask, all of one shape."""
     if not masks:
@@ -681,20 +731,12 @@ def kernels_per_layer(attend, layers) -> None:
         fail("attend", f"one kernel per layer ({layers})", f"{len(attend)} kernels")
 
 
-# ============================================================ multiscale (lesson 03)
-# The rules of minattn/multiscale.py and minattn/fast/multiscale.py that their specs cannot
-# say: one window per head, the global count, head counts, a model's layers of windows.
-def windows_per_head(q=None, k=None, v=None, windows=None, mask=None, n_global=0, n=None,
-                     self=None) -> None:
-    """One window ω >= 0 per head (of q (B, H, N, d), or of a kernel `self`), n_global in
-    0 .. N; q, k, v finite where the mask lets them count."""
+# ==================== multiscale (lesson 03): minattn/multiscale.py, fast/multiscale.py
+def windows_per_head(q=None, k=None, v=None, windows=None, mask=None, self=None) -> None:
+    """One window ω >= 0 per head (of q (B, H, N, d), or of a kernel `self`); q, k, v finite
+    where the mask lets them count."""
     heads = q.shape[1] if q is not None else None if self is None else len(self.windows)
     check_windows(windows, heads)
-    n = q.shape[-2] if q is not None else n
-    if n is not None and (isinstance(n_global, (bool, np.bool_)) or not isinstance(
-            n_global, (int, np.integer)) or not 0 <= n_global <= n):
-        fail("n_global", f"an integer in 0 .. N = {n} (leading global positions)",
-             describe(n_global))
     if q is not None:
         seen_finite(q, k, v, mask)
 
@@ -709,10 +751,6 @@ def weights_of_real_queries(weights, query_mask=None) -> None:
         fail("weights", "attention weights >= 0", f"{int(negative.sum())} negative values")
 
 
-def finite_where_kept(x, keep) -> None:
-    check_finite("x", x, where=keep[..., None])
-
-
 def check_head_counts(counts, scales: int | None = None) -> np.ndarray:
     """Head counts per layer and scale: an (L, K) integer array >= 0 (K = scales if given)."""
     counts = as_numpy(counts)
@@ -724,31 +762,26 @@ def check_head_counts(counts, scales: int | None = None) -> np.ndarray:
 
 
 def check_classifier_inputs(inputs, lengths, embedding, weight, max_len=None) -> None:
-    """The inputs of lesson 03's classifiers: (B, N) token ids inside the embedding's
-    vocabulary (with an nn.Embedding), else (B, N, d_in) finite vectors of the dtype and width
-    of the first layer's `weight` (·, d_in); lengths None or (B,) integers in 1..N (a sentence
-    has at least one token); N <= max_len where there is one."""
+    """The inputs of lesson 03's classifiers: (B, N) token ids of the nn.Embedding `embedding`,
+    or without one (B, N, d_in) vectors of the dtype and width of the first layer's `weight`
+    (·, d_in); lengths None or (B,) integers in 1..N (a sentence has at least one token);
+    N <= max_len where there is one."""
     if isinstance(embedding, torch.nn.Embedding):
-        check_array("inputs", inputs, "int", ndim=2, hint="(B, N) token ids", like=torch.Tensor)
-        check_ids("inputs", inputs, embedding.num_embeddings, "the embedding's vocabulary")
+        _TOKEN_IDS(inputs=inputs, embedding=embedding, lengths=lengths)
     elif embedding is None:
-        check_array("inputs", inputs, "float", ndim=3, hint="(B, N, d_in)", like=torch.Tensor)
-        if weight is not None and (inputs.shape[-1] != weight.shape[-1]
-                                   or inputs.dtype != weight.dtype):
-            fail("inputs", f"(B, N, {weight.shape[-1]}) {dtype_name(weight.dtype)} vectors, the "
-                 "first layer's width and dtype", describe(inputs))
-        check_finite("inputs", inputs)
-    if inputs.shape[0] == 0 or inputs.shape[1] == 0:
+        _VECTORS(weight=weight, inputs=inputs, lengths=lengths)
+    elif 0 in inputs.shape[:2]:
         fail("inputs", "at least one sequence of at least one token", describe(inputs))
     if max_len is not None and inputs.shape[1] > max_len:
         fail("inputs", f"N <= max_len = {max_len}", f"N = {inputs.shape[1]}")
-    if lengths is not None:
-        n = inputs.shape[1]
-        check_array("lengths", lengths, "int", ndim=1, hint="(B,) integers", like=torch.Tensor)
-        if lengths.shape[0] != inputs.shape[0] or int(lengths.min()) < 1 or int(lengths.max()) > n:
-            fail("lengths", f"({inputs.shape[0]},) integers in 1..N = {n}",
-                 f"{describe(lengths)} from {int(lengths.min())} to {int(lengths.max())}"
-                 if lengths.numel() else describe(lengths))
+    if lengths is not None and lengths.numel() and int(lengths.min()) < 1:
+        fail("lengths", "integers in 1..N", f"{describe(lengths)} from {int(lengths.min())}")
+
+
+_TOKEN_IDS = Contract(dict(inputs="int (B, N) < embedding", lengths="int? (B,) <= N"), (),
+                      torch.Tensor)
+_VECTORS = Contract(dict(weight="float?* (h, d_in)", inputs="float (B, N, d_in)",
+                         lengths="int? (B,) <= N"), (), torch.Tensor)
 
 
 def heads_counts(counts, scales) -> None:
@@ -780,16 +813,12 @@ def model_inputs(self, inputs, lengths=None) -> None:
     check_classifier_inputs(inputs, lengths, self.embedding, self.input.weight, self.max_len)
 
 
-def band_kernel(q, w, chunk=None) -> None:
-    """chunk None or 1 .. 2w: the band's two triangles must not overlap."""
+def band_kernel(q) -> None:
     if q.device.type != "cpu":
         fail("q", "tensors on the CPU (PyTorch's fused CPU attention)", describe(q))
-    if chunk is not None and not 1 <= chunk <= 2 * w:
-        fail("chunk", f"an integer in 1 .. 2w = {2 * w}", repr(chunk))
 
 
-# ============================================================ xl (lesson 04)
-# The rules of minattn/xl.py and minattn/fast/xl.py that their specs cannot say.
+# ==================== xl (lesson 04): minattn/xl.py, fast/xl.py
 def relative_keys(q, k, r) -> None:
     """The Lq queries are the last Lq of the Lk keys; the relative-position table r (H, P, dh)
     holds a finite row for every distance 0 .. Lk − 1 (rows past Lk are never read)."""
@@ -802,16 +831,12 @@ def relative_keys(q, k, r) -> None:
     check_finite("r", r[:, :Lk])
 
 
-def xl_heads(d_model, num_heads) -> None:
-    """d_model splits into heads and is even (a sine and a cosine per frequency)."""
-    if d_model % num_heads or d_model % 2:
-        fail("num_heads", f"a divisor of an even d_model = {d_model}", describe(num_heads))
-
 
 def rel_params(params, x, num_heads) -> None:
     """(D, D) weights and (H, dh) biases for x's width D; num_heads splits an even D."""
     D = x.shape[-1]
-    xl_heads(D, num_heads)
+    if D % num_heads or D % 2:
+        fail("num_heads", f"a divisor of an even D = {D}", describe(num_heads))
     params_of(params, x, ("w_q", "w_k", "w_v", "w_r", "w_o", "u_bias", "v_bias"),
               lambda n: (D, D) if n[0] == "w" else (num_heads, D // num_heads),
               "RelMultiHeadAttention")
@@ -819,20 +844,14 @@ def rel_params(params, x, num_heads) -> None:
 
 def rel_layer_call(self, x, memory) -> None:
     """`RelMultiHeadAttention.forward`: M + L within its max_len."""
-    of_module("x", x, self, self.q_proj.weight, self.d_model)
     n_keys = x.shape[1] + (0 if memory is None else memory.shape[1])
     if n_keys > self.max_len:
         fail("memory", f"M + L <= max_len = {self.max_len} positions", f"M + L = {n_keys}")
 
 
-def lm_tokens(self, tokens) -> None:
-    ids_of("tokens", tokens, self.embedding)
-
-
 def xl_memories(self, tokens, memories=None) -> None:
-    """`TransformerXL.forward`: ids of its vocabulary; memories None (the start of a text) or
-    one (B, M, D) tensor or None per layer, as the last call returned them."""
-    lm_tokens(self, tokens)
+    """`TransformerXL.forward`: memories None (the start of a text) or one (B, M, D) tensor or
+    None per layer, as the last call returned them."""
     n_layers, B, D = len(self.layers), tokens.shape[0], self.d_model
     if memories is not None and (not isinstance(memories, (list, tuple))
                                  or len(memories) != n_layers):
@@ -876,39 +895,21 @@ def decoder_model(model, context) -> None:
                  f"context + 1 = {context + 1}")
 
 
-def decoder_batch(self, tokens=None, token=None) -> None:
-    """`XLDecoder.prefill`: (B, P) token ids, `XLDecoder.step` (B, 1), B the decoder's batch."""
-    name, x, P = ("tokens", tokens, "P") if token is None else ("token", token, 1)
-    if not isinstance(x, torch.Tensor) or x.ndim != 2 or x.shape[0] != self.batch or \
-            token is not None and x.shape[1] != 1:
-        fail(name, f"({self.batch}, {P}) token ids", describe(x))
-
 
 def decoder_on_cuda(self) -> None:
     if self.device.type != "cuda":
         fail("XLDecoder.capture", "a model on a CUDA device", str(self.device))
 
 
-# ============================================================ lstm_attention (lesson 05)
-# The rules of minattn/lstm_attention.py that its specs cannot say.
+# ==================== lstm_attention (lesson 05): minattn/lstm_attention.py
 def state_pair(state=None) -> None:
     if state is not None and (not isinstance(state, (tuple, list)) or len(state) != 2):
         fail("state", "None or a pair (h, c) of (B, H) arrays", describe(state))
 
 
-def real_states_finite(h, mask=None) -> None:
-    """Encoder states h (B, N, H) finite on the real tokens (padding may hold anything)."""
-    check_finite("h", h, where=None if mask is None else mask[..., None])
-
-
-def target_ids(targets, W2) -> None:
-    check_ids("targets", targets, W2.shape[0], "the output vocabulary")
-
-
-# ============================================================ ibm1 (lesson 06)
-# The rules of minattn/ibm1.py and minattn/fast/ibm1.py that their specs cannot say: a corpus
-# pairs up its sentences, a table belongs to its corpus (the bitext's vocabularies; on the fast
-# path one value per stored entry), probabilities and counts are >= 0, NLTK's mode needs NULL.
+# ==================== ibm1 (lesson 06): minattn/ibm1.py, fast/ibm1.py
+# A corpus pairs up its sentences, a table belongs to its corpus (the bitext's vocabularies; on
+# the fast path one value per stored entry), probabilities and counts are >= 0.
 def corpus_pairs(sources, targets) -> None:
     """`index_bitext`: the sides pair up (sentences are checked while they are indexed)."""
     sources, targets = list(sources), list(targets)
@@ -998,11 +999,6 @@ def table_fits(bitext=_ABSENT, indexed=_ABSENT, t=None, counts=None, values=None
                  describe(words) if isinstance(words, str) else f"unknown words {unknown[:5]}")
 
 
-def corpus_mode(bitext=_ABSENT, indexed=_ABSENT, mode=None) -> None:
-    """`em_*`: the corpus and its mode (the table t it starts from is checked by the E-step)."""
-    table_fits(bitext, indexed, mode=mode)
-
-
 def check_covered(t, loglik) -> None:
     """After an E-step: a log-likelihood of -inf or NaN means some target token had
     probability 0 under t from every word of its source sentence: its posterior 0/0 is
@@ -1013,14 +1009,6 @@ def check_covered(t, loglik) -> None:
              f"{int((t > 0).sum())} entries > 0)")
 
 
-def bags_of_vocab(self, xbar) -> None:
-    """`BagOfWordsProxy.forward`: bags over the source vocabulary, as the embedding."""
-    V = self.embed.shape[0]
-    if xbar.shape[1] != V or xbar.dtype != self.embed.dtype:
-        fail("xbar", f"(B, V_x = {V}) of dtype {dtype_name(self.embed.dtype)}", describe(xbar))
-    check_same_device(xbar=xbar, embed=self.embed)
-
-
 def bitext_without_null(bitext) -> None:
     """The proxy has no NULL word."""
     table_fits(bitext)
@@ -1028,36 +1016,27 @@ def bitext_without_null(bitext) -> None:
         fail("bitext", "make_bitext(..., null=False) (the proxy has no NULL word)", "null=True")
 
 
-# ============================================================ task_heads (lesson 07)
-# The rules of minattn/task_heads.py and minattn/fast/task_heads.py that their specs cannot
-# say. Token states (B, L, D) of a frozen encoder come right-padded (mask (B, L) bool, True on
-# real tokens), every sentence with its first token ([CLS]) real; what padding holds never
-# counts: the heads select it away.
-def check_right_padded(name: str, mask) -> None:
+# ==================== task_heads (lesson 07): minattn/task_heads.py, fast/task_heads.py
+# Token states (B, L, D) of a frozen encoder come right-padded (mask (B, L) bool, True on real
+# tokens), every sentence with its first token ([CLS]) real; the heads select padding away.
+def check_right_padded(mask, name: str = "mask") -> None:
     if bool((mask[:, 1:] & ~mask[:, :-1]).any()):
         fail(name, "right-padded rows 1…1 0…0 (real tokens first)",
              "a row with padding before a real token")
 
 
-def _right_padded(name: str, states, mask_name: str, mask) -> None:
-    """mask right-padded (1…1 0…0) with its first token real; states finite where it is."""
-    if not bool(mask[:, 0].all()):
-        fail(mask_name, f"every sentence of {name} with its first token real",
-             "a row whose first token is padding")
-    check_right_padded(mask_name, mask)
-    check_finite(name, states, where=mask[..., None])
+def right_padded(mask=None, a_mask=None, b_mask=None) -> None:
+    """Each mask given right-padded (1…1 0…0), with its first token real."""
+    for name, m in (("mask", mask), ("a_mask", a_mask), ("b_mask", b_mask)):
+        if m is not None and not bool(m[:, 0].all()):
+            fail(name, "every sentence with its first token real",
+                 "a row whose first token is padding")
+        if m is not None:
+            check_right_padded(m, name)
 
 
-def right_padded(states, mask) -> None:
-    _right_padded("states", states, "mask", mask)
-
-
-def pair_right_padded(a, a_mask, b, b_mask) -> None:
-    _right_padded("a", a, "a_mask", a_mask)
-    _right_padded("b", b, "b_mask", b_mask)
-
-
-_TOKEN_STATES = Contract(dict(states="float* (B, L, D)", mask="bool (B, L)"), [right_padded], None)
+_TOKEN_STATES = Contract(dict(states="float (B, L, D) where mask", mask="bool (B, L)"),
+                         [right_padded], None)
 
 
 def check_token_states(states, mask) -> None:
@@ -1082,29 +1061,7 @@ def attention_layer(mha) -> None:
         fail("mha", "a minattn MultiHeadAttention", describe(mha))
 
 
-def layer_of_width(states, mha) -> None:
-    """`attention_pool_fast_torch`: mha an attention layer of the states' width and dtype."""
-    attention_layer(mha)
-    of_module("states", states, mha, mha.q_proj.weight, mha.d_model)
-
-
-def head_of_width(self, states=None, a=None) -> None:
-    """A head's input (states, or a pair's a) of its first layer's width, dtype and device."""
-    layer = self.layers[0]
-    of_module("states" if a is None else "a", a if states is None else states, layer,
-              layer.q_proj.weight, layer.d_model)
-
-
-def model_dtype(self, states=None, a=None) -> None:
-    """`SentenceClassifier`, `PairModel`: token states in the model's dtype."""
-    x, dtype = a if states is None else states, next(self.parameters()).dtype
-    if x.dtype != dtype:
-        fail("states" if a is None else "a", f"dtype {dtype_name(dtype)}, the model's",
-             describe(x))
-
-
-# ============================================================ agreement (lesson 08)
-# The rules of minattn/agreement.py that its specs cannot say.
+# ==================== agreement (lesson 08): minattn/agreement.py
 def b0_number(b0) -> None:
     """A read-out bias: a number, or a 0-d tensor (a module's bias, not read here)."""
     if not (isinstance(b0, torch.Tensor) and b0.ndim == 0):
@@ -1187,46 +1144,25 @@ def runs_of_one_shape(gold, others, uniform, key_mask=None, row_mask=None) -> No
 
 
 def prefix_mask(self, x, mask=None) -> None:
-    """`AttentionClassifier.states`: ids of the vocabulary, a mask True on a prefix."""
-    ids_of("x", x, self.embed, weight=self.readout.weight)
+    """`AttentionClassifier.states`: a mask True on a prefix."""
     if mask is not None and not torch.equal(
             mask, torch.arange(x.shape[1], device=x.device) < mask.sum(1, keepdim=True)):
         fail("mask", "True on a prefix of each row (padding at the end)", describe(mask))
 
 
-def translator_ids(self, src, tgt_in) -> None:
-    """src and tgt_in inside their vocabularies, on the model's device."""
-    for name, ids, table in (("src", src, self.src_embed), ("tgt_in", tgt_in, self.tgt_embed)):
-        check_ids(name, ids, table.num_embeddings)
-    check_same_device(src=src, weights=self.W_a)
-
-
-def output_ids(self, tgt_out) -> None:
-    check_ids("tgt_out", tgt_out, self.out.out_features, "the output vocabulary")
-
-
-# ============================================================ encoder (lesson 03, 07)
-# The rules of minattn/encoder.py that its specs cannot say.
+# ==================== encoder (lessons 03, 07): minattn/encoder.py
 def encoder_ids(self, input_ids, attention_mask, token_type_ids=None) -> None:
-    """`MiniLMEncoder.run`: int64 ids of the vocabulary and position table, a right-padded
-    bool or 0/1 attention_mask, token types of their table."""
+    """`MiniLMEncoder.run`: int64 ids, no more than the position table holds, a right-padded
+    bool or 0/1 attention_mask."""
     if input_ids.dtype != torch.long:
         fail("input_ids", "(B, L) int64", describe(input_ids))
-    check_same_device(input_ids=input_ids, weights=self.word_embeddings.weight)
     if attention_mask.is_floating_point() or attention_mask.dtype != torch.bool and \
             bool(((attention_mask != 0) & (attention_mask != 1)).any()):
         fail("attention_mask", "bool, or integers 0/1 (1 = real token)", describe(attention_mask))
-    check_ids("input_ids", input_ids, self.config.vocab_size)
     if input_ids.shape[1] > self.config.max_position_embeddings:
         fail("input_ids", f"L <= {self.config.max_position_embeddings} (the position table)",
              describe(input_ids))
-    check_right_padded("attention_mask", attention_mask.bool())
-    if token_type_ids is not None:
-        check_ids("token_type_ids", token_type_ids, self.config.type_vocab_size)
-
-
-def mask_right_padded(mask) -> None:
-    check_right_padded("mask", mask)
+    check_right_padded(attention_mask.bool(), "attention_mask")
 
 
 def check_texts(texts) -> None:

@@ -120,7 +120,8 @@ class MiniLMEncoder(nn.Module):
         self.embedding_norm = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_eps)
         self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
 
-    @checked(input_ids="int (B, L)", attention_mask="real (B, L)", token_type_ids="int? (B, L)",
+    @checked(input_ids="int (B, L) < self.word_embeddings", attention_mask="real (B, L)",
+             token_type_ids="int? (B, L) < self.token_type_embeddings",
              rules=[c.encoder_ids])
     def run(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
             need_weights: bool = False, token_type_ids: torch.Tensor | None = None,
@@ -205,7 +206,7 @@ class TopLayers(nn.Module):
         for p in self.parameters():
             p.requires_grad_(True)
 
-    @checked(states="float* (B, L, D)", mask="bool (B, L)", rules=[c.mask_right_padded])
+    @checked(states="float* (B, L, D)", mask="bool (B, L)", rules=[c.check_right_padded])
     def forward(self, states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         out = [states]
         run_layers(self.layers, states, padding_mask_torch(mask.sum(dim=1), mask.shape[1]), out)

@@ -140,7 +140,7 @@ def m_step_np(counts: np.ndarray, floor: float = 0.0) -> np.ndarray:
     # END EXERCISE
 
 
-@checked(iterations="int", mode="one of textbook, nltk", rules=[c.corpus_mode])
+@checked(iterations="int", mode="one of textbook, nltk", rules=[c.table_fits])
 def em_np(bitext: Bitext, iterations: int, mode: str = "textbook", t: np.ndarray | None = None):
     """Run EM from t (default uniform); returns (t (V_x, V_y), log-likelihood before each step)."""
     floor = MIN_PROB if mode == "nltk" else 0.0
@@ -264,7 +264,7 @@ def m_step_torch(counts: torch.Tensor, floor: float = 0.0) -> torch.Tensor:
     # END EXERCISE
 
 
-@checked(iterations="int", mode="one of textbook, nltk", rules=[c.corpus_mode])
+@checked(iterations="int", mode="one of textbook, nltk", rules=[c.table_fits])
 def em_torch(bitext: Bitext, iterations: int, mode: str = "textbook", t: torch.Tensor | None = None,
              device=None):
     """em_np in torch (float64 unless t says otherwise); returns (t tensor, log-likelihoods)."""
@@ -308,7 +308,7 @@ class BagOfWordsProxy(nn.Module):
         self.embed = nn.Parameter(torch.randn(n_src, d) / d ** 0.5)    # E: (V_x, d)
         self.out = nn.Parameter(torch.randn(n_tgt, d) / d ** 0.5)      # W: (V_y, d)
 
-    @checked(xbar="float* (B, V_x)", rules=[c.bags_of_vocab])
+    @checked(xbar="float* (B, self.embed.shape.0) like self.embed")
     def forward(self, xbar: torch.Tensor) -> torch.Tensor:
         """xbar: (B, V_x) bag of input words (rows sum to 1) -> logits (B, V_y)."""
         return (xbar @ self.embed) @ self.out.T

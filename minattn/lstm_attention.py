@@ -74,8 +74,8 @@ def lstm_np(x, weight_ih, weight_hh, bias_ih, bias_hh, state=None):
     return np.stack(outputs, axis=1), (h, c)
 
 
-@checked(s="float (B, T, H)", h="float* (B, N, H)", W_a="float (K, H, H)", mask="bool? (B, N)",
-         uniform="bool", rules=[c.real_states_finite])
+@checked(s="float (B, T, H)", h="float (B, N, H) where mask", W_a="float (K, H, H)",
+         mask="bool? (B, N)", uniform="bool")
 def luong_attention_np(s, h, W_a, mask=None, uniform=False):
     """Luong "general" attention with K heads summed.
 
@@ -95,9 +95,8 @@ def luong_attention_np(s, h, W_a, mask=None, uniform=False):
     return context, alpha
 
 
-@checked(s="float (B, T, H)", h="float* (B, N, H)", A="float (K, H, H)", a="float (K, H)",
-         P="float (K, H, H)", p="float (K, H)", mask="bool? (B, N)",
-         rules=[c.real_states_finite])
+@checked(s="float (B, T, H)", h="float (B, N, H) where mask", A="float (K, H, H)",
+         a="float (K, H)", P="float (K, H, H)", p="float (K, H)", mask="bool? (B, N)")
 def projected_attention_np(s, h, A, a, P, p, mask=None, uniform=False):
     """The authors' attention step: K heads, each with a biased query map and its own context
     map; the heads' contexts are averaged.
@@ -134,9 +133,8 @@ def log_softmax_np(x):
     return x - m - np.log(np.exp(x - m).sum(axis=-1, keepdims=True))
 
 
-@checked(h="float (B, N, H)", s="float (B, T, H)", targets="int (B, T)",
-         W1="float (h1, 2H)", b1="float (h1)", W2="float (V, h1)", b2="float (V)",
-         rules=[c.target_ids])
+@checked(h="float (B, N, H)", s="float (B, T, H)", targets="int (B, T) < V",
+         W1="float (h1, 2H)", b1="float (h1)", W2="float (V, h1)", b2="float (V)")
 def lexical_probe_np(h, s, targets, W1, b1, W2, b2):
     """β_ti = p_t(y_t) when the model attends only to position i, i.e. c_t := h_i.
 
@@ -150,9 +148,8 @@ def lexical_probe_np(h, s, targets, W1, b1, W2, b2):
     return np.exp(np.take_along_axis(logp, idx, axis=-1)[..., 0])
 
 
-@checked(context="float (B, T, H)", s="float (B, T, H)", targets="int (B, T)",
-         W1="float (h1, 2H)", b1="float (h1)", W2="float (V, h1)", b2="float (V)",
-         rules=[c.target_ids])
+@checked(context="float (B, T, H)", s="float (B, T, H)", targets="int (B, T) < V",
+         W1="float (h1, 2H)", b1="float (h1)", W2="float (V, h1)", b2="float (V)")
 def output_gradient_np(context, s, targets, W1, b1, W2, b2):
     """u_t = ∂ log p_t(y_t) / ∂c_t: how the log-probability of the right word changes with the
     context, back through the output network g (`output_np`):
@@ -169,8 +166,8 @@ def output_gradient_np(context, s, targets, W1, b1, W2, b2):
     return ((residual @ W2) * (1 - a ** 2)) @ W1[:, :context.shape[-1]]
 
 
-@checked(h="float* (B, N, H)", u="float (B, T, H)", alpha="float (B, T, N)",
-         mask="bool? (B, N)", rules=[c.real_states_finite])
+@checked(h="float (B, N, H) where mask", u="float (B, T, H)", alpha="float (B, T, N)",
+         mask="bool? (B, N)")
 def score_gradient_np(alpha, h, u, mask=None):
     """∂ log p_t(y_t) / ∂e_ti = α_ti (u_t·h_i − Σ_j α_tj u_t·h_j): why attention follows the
     probe (one head).
@@ -200,8 +197,8 @@ def lstm_cell_torch(x, h, c, weight_ih, weight_hh, bias_ih, bias_hh):
     return torch.sigmoid(o) * torch.tanh(c_new), c_new
 
 
-@checked(s="float (B, T, H)", h="float* (B, N, H)", W_a="float (K, H, H)", mask="bool? (B, N)",
-         uniform="bool", rules=[c.real_states_finite])
+@checked(s="float (B, T, H)", h="float (B, N, H) where mask", W_a="float (K, H, H)",
+         mask="bool? (B, N)", uniform="bool")
 def luong_attention_torch(s, h, W_a, mask=None, uniform=False):
     """Twin of luong_attention_np: (context (B, T, H), α (B, K, T, N))."""
     h = h if mask is None else hide(h, mask[..., None])  # padding may hold garbage: zeroed
@@ -216,9 +213,8 @@ def luong_attention_torch(s, h, W_a, mask=None, uniform=False):
     return context, alpha
 
 
-@checked(s="float (B, T, H)", h="float* (B, N, H)", A="float (K, H, H)", a="float (K, H)",
-         P="float (K, H, H)", p="float (K, H)", mask="bool? (B, N)",
-         rules=[c.real_states_finite])
+@checked(s="float (B, T, H)", h="float (B, N, H) where mask", A="float (K, H, H)",
+         a="float (K, H)", P="float (K, H, H)", p="float (K, H)", mask="bool? (B, N)")
 def projected_attention_torch(s, h, A, a, P, p, mask=None, uniform=False):
     """Twin of projected_attention_np: (context (B, T, H), α (B, K, T, N))."""
     B, K = s.shape[0], A.shape[0]
@@ -239,9 +235,8 @@ def output_torch(context, s, W1, b1, W2, b2):
     return torch.tanh(torch.cat([context, s], dim=-1) @ W1.T + b1) @ W2.T + b2
 
 
-@checked(h="float (B, N, H)", s="float (B, T, H)", targets="int (B, T)",
-         W1="float (h1, 2H)", b1="float (h1)", W2="float (V, h1)", b2="float (V)",
-         rules=[c.target_ids])
+@checked(h="float (B, N, H)", s="float (B, T, H)", targets="int (B, T) < V",
+         W1="float (h1, 2H)", b1="float (h1)", W2="float (V, h1)", b2="float (V)")
 def lexical_probe_torch(h, s, targets, W1, b1, W2, b2):
     """Twin of lexical_probe_np, one example at a time (the (T, N, V) logits stay small)."""
     betas = []

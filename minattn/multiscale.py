@@ -48,7 +48,7 @@ from .checks import as_numpy, checked, hide
 
 
 # ============================================================================ NumPy reference
-@checked(n="int >= 1", rules=[c.windows_per_head])
+@checked(n="int >= 1", n_global="int in 0 .. n", rules=[c.windows_per_head])
 def scale_mask_np(n: int, windows, n_global: int = 0) -> np.ndarray:
     """(H, N, N) bool: head h lets query i see key j iff |i − j| <= windows[h].
 
@@ -66,7 +66,7 @@ def scale_mask_np(n: int, windows, n_global: int = 0) -> np.ndarray:
 
 
 @checked(q="float* (B, H, N, d)", k="float* (B, H, N, d)", v="float* (B, H, N, dv)",
-         mask="bool? ~(B, H, N, N)", rules=[c.windows_per_head])
+         mask="bool? ~(B, H, N, N)", n_global="int in 0 .. N", rules=[c.windows_per_head])
 def multiscale_attention_np(q: np.ndarray, k: np.ndarray, v: np.ndarray, windows,
                             mask: np.ndarray | None = None,
                             n_global: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -147,7 +147,7 @@ def layer_windows(counts: np.ndarray, scales) -> list[list[int]]:
 
 
 # ============================================================================ PyTorch twins
-@checked(n="int >= 1", rules=[c.windows_per_head])
+@checked(n="int >= 1", n_global="int in 0 .. n", rules=[c.windows_per_head])
 def scale_mask_torch(n: int, windows, device=None, n_global: int = 0) -> torch.Tensor:
     """Torch twin of `scale_mask_np`: (H, N, N) bool on `device`."""
     # BEGIN EXERCISE 3.1 implement: the per-head window mask |i - j| <= ω_h, shape (H, N, N) (~10 min)
@@ -161,7 +161,7 @@ def scale_mask_torch(n: int, windows, device=None, n_global: int = 0) -> torch.T
 
 
 @checked(q="float* (B, H, N, d)", k="float* (B, H, N, d)", v="float* (B, H, N, dv)",
-         mask="bool? ~(B, H, N, N)", rules=[c.windows_per_head])
+         mask="bool? ~(B, H, N, N)", n_global="int in 0 .. N", rules=[c.windows_per_head])
 def multiscale_attention_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, windows,
                                mask: torch.Tensor | None = None, n_global: int = 0
                                ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -187,7 +187,7 @@ def measured_scale_torch(weights: torch.Tensor,
     return per_query.sum(dim=(0, 2)) / keep.sum(dim=(0, 2)).clamp(min=1)
 
 
-@checked(x="float* (B, N, D)", keep="bool (B, N)", rules=[c.finite_where_kept])
+@checked(x="float (B, N, D) where keep", keep="bool (B, N)")
 def masked_max_torch(x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
     """Torch-only (the classifier's max-pool): max over the tokens of x (B, N, D) where keep
     (B, N) is True -> (B, D); an example with no token gives zeros."""

@@ -202,7 +202,7 @@ def strided_masks_np(n: int, stride: int) -> tuple[np.ndarray, np.ndarray]:
     return causal & (i - j <= stride), causal & ((i - j) % stride == 0)
 
 
-@checked(n="int >= 1", block="int >= 1", summary="int >= 1", rules=[c.summary_fits_block])
+@checked(n="int >= 1", block="int >= 1", summary="int in 1 .. block")
 def fixed_masks_np(n: int, block: int, summary: int) -> tuple[np.ndarray, np.ndarray]:
     """Sparse Transformer "fixed" pattern (causal), one mask per head: (block, summary).
 
@@ -439,7 +439,7 @@ class SparseClassifier(nn.Module):
         self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(2 * layers + 1))
         self.head = nn.Linear(d_model, n_classes)
 
-    @checked(tokens="int (B, N)", rules=[c.tokens_within])
+    @checked(tokens="int (B, N) < self.embed", rules=[c.tokens_within])
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         x = self.embed(tokens) + self.position[: tokens.shape[1]]  # (B, N, D)
         for layer, (attn, mlp) in enumerate(zip(self.attn, self.mlp)):

@@ -51,13 +51,13 @@ LN_EPS = 1e-5
 
 
 # ============================================================================ NumPy reference
-@checked(states="float* (B, L, D)", mask="bool (B, L)", rules=[c.right_padded])
+@checked(states="float (B, L, D) where mask", mask="bool (B, L)", rules=[c.right_padded])
 def cls_pool_np(states: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """First-token pooling: (B, L, D), (B, L) -> (B, D), the state of [CLS]."""
     return states[:, 0]
 
 
-@checked(states="float* (B, L, D)", mask="bool (B, L)", rules=[c.right_padded])
+@checked(states="float (B, L, D) where mask", mask="bool (B, L)", rules=[c.right_padded])
 def mean_pool_np(states: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Masked mean pooling: (B, L, D), (B, L) bool -> (B, D), z_b = Σ_i m_bi h_bi / Σ_i m_bi.
 
@@ -77,8 +77,8 @@ def layer_norm_np(x: np.ndarray, eps: float = LN_EPS) -> np.ndarray:
     return (x - mu) / np.sqrt(var + eps)
 
 
-@checked(states="float* (B, L, D)", mask="bool (B, L)", num_heads="int >= 1", query="float? (D,)",
-         rules=[c.right_padded, c.layers_given])
+@checked(states="float (B, L, D) where mask", mask="bool (B, L)", num_heads="int >= 1",
+         query="float? (D,)", rules=[c.right_padded, c.layers_given])
 def attention_pool_np(states: np.ndarray, mask: np.ndarray, layers: list[dict], num_heads: int,
                       normalize: bool = True, query: np.ndarray | None = None
                       ) -> tuple[np.ndarray, np.ndarray]:
@@ -106,9 +106,9 @@ def attention_pool_np(states: np.ndarray, mask: np.ndarray, layers: list[dict], 
     return z[:, 0], weights[:, :, 0]
 
 
-@checked(a="float* (B, La, D)", a_mask="bool (B, La)", b="float* (B, Lb, D)",
-         b_mask="bool (B, Lb)", num_heads="int >= 1",
-         read="one of mean, first", rules=[c.pair_right_padded, c.layers_given])
+@checked(a="float (B, La, D) where a_mask", a_mask="bool (B, La)",
+         b="float (B, Lb, D) where b_mask", b_mask="bool (B, Lb)", num_heads="int >= 1",
+         read="one of mean, first", rules=[c.right_padded, c.layers_given])
 def cross_attention_pool_np(a: np.ndarray, a_mask: np.ndarray, b: np.ndarray,
                             b_mask: np.ndarray, layers: list[dict], num_heads: int,
                             read: str = "mean") -> tuple[np.ndarray, np.ndarray]:
@@ -149,13 +149,13 @@ def pearson_loss_np(pred: np.ndarray, target: np.ndarray, eps: float = 1e-12) ->
 
 
 # ============================================================================ PyTorch
-@checked(states="float* (B, L, D)", mask="bool (B, L)", rules=[c.right_padded])
+@checked(states="float (B, L, D) where mask", mask="bool (B, L)", rules=[c.right_padded])
 def cls_pool_torch(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Torch twin of `cls_pool_np`."""
     return states[:, 0]
 
 
-@checked(states="float* (B, L, D)", mask="bool (B, L)", rules=[c.right_padded])
+@checked(states="float (B, L, D) where mask", mask="bool (B, L)", rules=[c.right_padded])
 def mean_pool_torch(states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Torch twin of `mean_pool_np`."""
     # BEGIN EXERCISE 7.1 implement: masked mean over the real tokens (not the padding) (~10 min)
@@ -234,7 +234,8 @@ class AttentionPool(nn.Module):
         # a learned query starts like a standardised token state: N(0, 1) features
         self.query = nn.Parameter(torch.randn(d_model)) if query == "learned" else None
 
-    @checked(states="float* (B, L, D)", mask="bool (B, L)", rules=[c.right_padded, c.head_of_width])
+    @checked(states="float (B, L, self.layers.0.d_model) like self.layers.0.q_proj where mask",
+             mask="bool (B, L)", rules=[c.right_padded])
     def forward(self, states: torch.Tensor, mask: torch.Tensor, need_weights: bool = False):
         states = hide(states, mask[..., None])  # padding may hold garbage: zeroed
         keys_mask = padding_mask_torch(mask.sum(dim=1), mask.shape[1])  # (B, 1, 1, L)
@@ -271,9 +272,9 @@ class CrossAttentionPool(nn.Module):
         self.layers = attention_layers("CrossAttentionPool", d_model, num_heads, num_layers, init)
         self.init, self.read = init, read
 
-    @checked(a="float* (B, La, D)", a_mask="bool (B, La)", b="float* (B, Lb, D)",
-             b_mask="bool (B, Lb)",
-             rules=[c.pair_right_padded, c.head_of_width])
+    @checked(a="float (B, La, self.layers.0.d_model) like self.layers.0.q_proj where a_mask",
+             b="float (B, Lb, self.layers.0.d_model) where b_mask", a_mask="bool (B, La)",
+             b_mask="bool (B, Lb)", rules=[c.right_padded])
     def forward(self, a: torch.Tensor, a_mask: torch.Tensor, b: torch.Tensor,
                 b_mask: torch.Tensor, need_weights: bool = False):
         a, b = hide(a, a_mask[..., None]), hide(b, b_mask[..., None])  # padding may hold garbage
@@ -349,7 +350,8 @@ class SentenceClassifier(nn.Module):
         self.readout = readout
         self.classifier = nn.Linear(d_model, n_classes)
 
-    @checked(states="float* (B, L, D)", mask="bool (B, L)", rules=[c.right_padded, c.model_dtype])
+    @checked(states="float (B, L, D) like self where mask", mask="bool (B, L)",
+             rules=[c.right_padded])
     def forward(self, states, mask, need_weights: bool = False):
         if self.encoder is not None:
             states = self.encoder(states, mask)
@@ -388,9 +390,8 @@ class PairModel(nn.Module):
     def score(self, u: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         return self.top(pair_features_torch(u, v))[:, 0]
 
-    @checked(a="float* (B, La, D)", a_mask="bool (B, La)", b="float* (B, Lb, D)",
-             b_mask="bool (B, Lb)",
-             rules=[c.pair_right_padded, c.model_dtype])
+    @checked(a="float (B, La, D) like self where a_mask", a_mask="bool (B, La)",
+             b="float (B, Lb, D) where b_mask", b_mask="bool (B, Lb)", rules=[c.right_padded])
     def embed_pair(self, a, a_mask, b, b_mask, need_weights: bool = False):
         """(u, v), each (B, d_model), and with need_weights the heads' read-out attention
         (A over B's tokens, B over A's): (B, H, La or 1, Lb) and (B, H, Lb or 1, La), None
@@ -409,9 +410,8 @@ class PairModel(nn.Module):
             weights = (a_reads_b, b_reads_a)
         return (u, v, weights) if need_weights else (u, v)
 
-    @checked(a="float* (B, La, D)", a_mask="bool (B, La)", b="float* (B, Lb, D)",
-             b_mask="bool (B, Lb)",
-             rules=[c.pair_right_padded, c.model_dtype])
+    @checked(a="float (B, La, D) like self where a_mask", a_mask="bool (B, La)",
+             b="float (B, Lb, D) where b_mask", b_mask="bool (B, Lb)", rules=[c.right_padded])
     def forward(self, a, a_mask, b, b_mask, need_weights: bool = False):
         """(B,) logits or similarity scores; with need_weights also `embed_pair`'s weights."""
         u, v, *weights = self.embed_pair(a, a_mask, b, b_mask, need_weights)

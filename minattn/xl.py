@@ -189,8 +189,8 @@ class RelMultiHeadAttention(nn.Module):
     layers; here each layer has its own (see `official_to_ours`).
     """
 
-    @checked(d_model="int >= 1", num_heads="int >= 1", max_len="int >= 1", attend="callable?",
-             rules=[c.xl_heads])
+    @checked(d_model="int >= 1, even", num_heads="int >= 1, divides d_model", max_len="int >= 1",
+             attend="callable?")
     def __init__(self, d_model: int, num_heads: int, max_len: int = 4096, attend=None):
         super().__init__()
         self.d_model, self.num_heads, self.max_len = d_model, num_heads, max_len
@@ -201,7 +201,8 @@ class RelMultiHeadAttention(nn.Module):
         self.u_bias = nn.Parameter(torch.zeros(num_heads, dh))  # u: content bias
         self.v_bias = nn.Parameter(torch.zeros(num_heads, dh))  # v: position bias
 
-    @checked(x="float (B, L, D)", memory="float? (B, M?, D)", need_weights="bool",
+    @checked(x="float (B, L, self.d_model) like self.q_proj", memory="float? (B, M?, self.d_model)",
+             need_weights="bool",
              clamp_len="int?", rules=[c.rel_layer_call])
     def forward(self, x, memory=None, need_weights: bool = False, clamp_len: int | None = None):
         context = x if memory is None else torch.cat([memory, x], dim=1)  # (B, M + L, D)
@@ -270,9 +271,9 @@ class TransformerXL(nn.Module):
     which trains small models without a warm-up; `pre_norm=False` is the paper's post-norm.
     """
 
-    @checked(vocab_size="int >= 1", d_model="int >= 1", num_heads="int >= 1",
+    @checked(vocab_size="int >= 1", d_model="int >= 1, even", num_heads="int >= 1, divides d_model",
              num_layers="int >= 1", d_ff="int? >= 1", mem_len="int", max_len="int >= 1",
-             clamp_len="int?", attend="callable?", rules=[c.xl_heads])
+             clamp_len="int?", attend="callable?")
     def __init__(self, vocab_size: int, d_model: int = 128, num_heads: int = 4,
                  num_layers: int = 2, d_ff: int | None = None, mem_len: int = 64,
                  pre_norm: bool = True, max_len: int = 4096, clamp_len: int | None = None,
@@ -287,8 +288,8 @@ class TransformerXL(nn.Module):
         self.final_norm = nn.LayerNorm(d_model) if pre_norm else nn.Identity()
         self.out_bias = nn.Parameter(torch.zeros(vocab_size))
 
-    @checked(tokens="int (B, L)", mem_len="int?", need_weights="bool", clamp_len="int?",
-             stop_gradient="bool", rules=[c.xl_memories])
+    @checked(tokens="int (B, L) < self.embedding", mem_len="int?", need_weights="bool",
+             clamp_len="int?", stop_gradient="bool", rules=[c.xl_memories])
     def forward(self, tokens, memories=None, mem_len: int | None = None,
                 need_weights: bool = False, clamp_len: int | None = None,
                 stop_gradient: bool = True):
@@ -333,8 +334,8 @@ class VanillaLM(nn.Module):
     (the same call as `TransformerXL`, so one training loop serves both; memories are ignored).
     """
 
-    @checked(vocab_size="int >= 1", d_model="int >= 1", num_heads="int >= 1",
-             num_layers="int >= 1", d_ff="int? >= 1", rules=[c.xl_heads])
+    @checked(vocab_size="int >= 1", d_model="int >= 1, even", num_heads="int >= 1, divides d_model",
+             num_layers="int >= 1", d_ff="int? >= 1")
     def __init__(self, vocab_size: int, d_model: int = 128, num_heads: int = 4,
                  num_layers: int = 2, d_ff: int | None = None):
         super().__init__()
@@ -346,7 +347,7 @@ class VanillaLM(nn.Module):
         self.final_norm = nn.LayerNorm(d_model)
         self.out_bias = nn.Parameter(torch.zeros(vocab_size))
 
-    @checked(tokens="int (B, L)", rules=[c.lm_tokens])
+    @checked(tokens="int (B, L) < self.embedding")
     def forward(self, tokens, memories=None, mem_len=None):
         L = tokens.shape[1]
         h = self.embedding(tokens) * math.sqrt(self.d_model)

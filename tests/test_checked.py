@@ -315,3 +315,59 @@ def test_spec_grammar_multiples_and_optional_choices():
         gates_np(h, np.zeros((9, 3)))
     with pytest.raises(ValueError, match="^mode: expected one of a, b"):
         gates_np(h, np.zeros((12, 3)), "c")
+
+
+def test_spec_grammar_modules_ids_masks_and_ranges():
+    """An axis `self.d_model` and `like self.proj` (a module's width, dtype and device), ids
+    `< self.embedding`, `where mask` (finite only there), `int in 0 .. N`, `divides H`, `even`
+    and `<= N` each refuse with a message naming the argument; valid calls pass."""
+    class Layer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.d_model, self.proj = 4, torch.nn.Linear(4, 4)
+            self.embedding = torch.nn.Embedding(5, 4)
+
+        @checked(x="float (B, self.d_model) like self.proj", ids="int (B,) < self.embedding")
+        def forward(self, x, ids):
+            return x
+
+    layer, ids = Layer(), torch.tensor([0, 4])
+    layer(torch.zeros(2, 4), ids)
+    with pytest.raises(ValueError, match=r"^x: expected float \(B, self.d_model\) like self.proj "
+                                         r"with self.d_model = 4"):
+        layer(torch.zeros(2, 3), ids)
+    with pytest.raises(ValueError, match=r"^x: .* float32 on cpu, got float64"):
+        layer(torch.zeros(2, 4, dtype=torch.float64), ids)
+    with pytest.raises(ValueError, match=r"^ids: expected ids in \[0, 5\) \(self.embedding\)"):
+        layer(torch.zeros(2, 4), torch.tensor([0, 5]))
+
+    @checked(h="float (B, N, H) where mask", mask="bool? (B, N)", n_global="int in 0 .. N",
+             heads="int >= 1, divides H", width="int, even", lengths="int? (B,) <= N")
+    def read_np(h, mask=None, n_global=0, heads=1, width=2, lengths=None):
+        return h
+
+    h, mask = np.zeros((2, 3, 4)), np.array([[True, True, False]] * 2)
+    h[:, 2] = np.nan  # what the mask hides may hold anything
+    assert read_np(h, mask, 3, 2, lengths=np.array([0, 3])) is h
+    for args, message in [((h,), "h: expected finite values"),
+                          ((h, mask, 4), "n_global: expected int in 0 .. N = 3"),
+                          ((h, mask, 0, 3), "heads: expected int >= 1, divides H = 4"),
+                          ((h, mask, 0, 1, 3), "width: expected int, even"),
+                          ((h, mask, 0, 1, 2, np.array([0, 4])), r"lengths: .* in \[0, 3\]")]:
+        with pytest.raises(ValueError, match="^" + message):
+            read_np(*args)
+
+
+def test_a_call_the_signature_refuses_is_a_type_error():
+    """The decorator maps a call's arguments to names without signature.bind where it can;
+    a call it cannot map (too many, missing, unknown or repeated arguments) raises Python's
+    TypeError, as the undecorated function would."""
+    @checked(x="float (N,)", n="int >= 1")
+    def f_np(x, *, n=1):
+        return n
+
+    assert f_np(np.zeros(2), n=2) == 2 and f_np(x=np.zeros(2)) == 1
+    for call in (lambda: f_np(np.zeros(2), 2), lambda: f_np(), lambda: f_np(np.zeros(2), m=1),
+                 lambda: f_np(np.zeros(2), x=np.zeros(2))):
+        with pytest.raises(TypeError):
+            call()

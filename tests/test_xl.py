@@ -469,7 +469,7 @@ def test_bad_input():
     x = torch.randn(2, 5, 8)
     with pytest.raises(ValueError, match=r"^memory: .*D = 8"):
         rel_multi_head_attention_np(x.numpy(), np.zeros((2, 3, 6)), attn.numpy_params(), 2)
-    with pytest.raises(ValueError, match=r"^memory: .*D = 8"):
+    with pytest.raises(ValueError, match=r"^memory: .*d_model = 8"):
         attn(x, torch.randn(2, 3, 6))  # wrong width
     with pytest.raises(ValueError, match=r"^memory: .*B = 2"):
         attn(x, torch.randn(3, 3, 8))  # wrong batch
@@ -477,7 +477,7 @@ def test_bad_input():
         attn(x, torch.randn(2, 6, 8))
     with pytest.raises(ValueError, match="one memory per layer"):
         TransformerXL(11, 16, 2, 2)(torch.zeros(1, 4, dtype=torch.long), [None])
-    with pytest.raises(ValueError, match="a divisor of an even d_model"):
+    with pytest.raises(ValueError, match="num_heads: expected int >= 1, divides d_model = 10"):
         RelMultiHeadAttention(10, 3)
     with pytest.raises(ValueError, match="distance < length"):
         delayed_copy(2, 8, 8, 4, torch.Generator())

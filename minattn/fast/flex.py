@@ -433,7 +433,7 @@ def flex_multiscale_attention(q, k, v, windows, key_mask: torch.Tensor | None = 
     """`multiscale_attention_fast_torch` through FlexAttention, one call for all heads:
     q, k, v (B, H, N, d), windows (H,), key_mask (B, N) bool or None -> (B, H, N, d). A query
     whose window holds no real key gets zeros, as in the reference."""
-    check_self_attention(q, k, v, like=torch.Tensor)
+    check_self_attention(q, k, v)
     if q.ndim != 4:
         fail("q, k, v of multi-scale attention", "(B, H, N, d)", shape_str(q.shape))
     ws = check_windows(windows, q.shape[1])

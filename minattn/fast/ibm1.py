@@ -354,7 +354,7 @@ def m_step_fast_np(counts: np.ndarray, indexed: IndexedBitext, floor: float = 0.
     # END EXERCISE
 
 
-@checked(iterations="int", mode="one of textbook, nltk", rules=[c.corpus_mode])
+@checked(iterations="int", mode="one of textbook, nltk", rules=[c.table_fits])
 def em_fast_np(indexed: IndexedBitext, iterations: int, mode: str = "textbook",
                t: np.ndarray | None = None):
     """ibm1.em_np: returns (t (E,), log-likelihood before each step)."""

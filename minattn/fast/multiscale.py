@@ -81,7 +81,7 @@ _FLASH_CPU_BACKWARD = getattr(torch.ops.aten,
 
 
 @checked(q="float* (B, H, N, d)", k="float* (B, H, N, d)", v="float* (B, H, N, dv)",
-         mask="bool? ~(B, H, N, N)", dense_below="int",
+         mask="bool? ~(B, H, N, N)", n_global="int in 0 .. N", dense_below="int",
          rules=[c.windows_per_head])
 def multiscale_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, windows,
                                     mask: torch.Tensor | None = None, n_global: int = 0,
@@ -118,7 +118,7 @@ def multiscale_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.T
 
 
 @checked(q="float* (B, H, N, d)", k="float* (B, H, N, d)", v="float* (B, H, N, dv)",
-         mask="bool? ~(B, H, N, N)", rules=[c.windows_per_head])
+         mask="bool? ~(B, H, N, N)", n_global="int in 0 .. N", rules=[c.windows_per_head])
 def multiscale_attention_routed_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
                                            windows, mask: torch.Tensor | None = None,
                                            n_global: int = 0) -> torch.Tensor:
@@ -217,7 +217,7 @@ def _fold_padding(q, k, v, key_mask):
 
 # ============================================================================ the band kernel
 @checked(q="float (B, G, N, d)", k="float (B, G, N, d)", v="float (B, G, N, dv)",
-         w="int >= 1", chunk="int?", rules=[c.band_kernel])
+         w="int >= 1", chunk="int? in 1 .. 2w", rules=[c.band_kernel])
 def band_attention_fast_torch(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w: int,
                               chunk: int | None = None) -> torch.Tensor:
     """|i − j| <= w attention on the CPU from unmasked fused pieces (see the module docstring).

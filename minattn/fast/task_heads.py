@@ -25,7 +25,8 @@ from ..checks import checked, hide
 from ..task_heads import attention_pool_np, layer_norm_torch  # noqa: F401 (the reference)
 
 
-@checked(states="float* (B, L, D)", mask="bool (B, L)", rules=[c.right_padded, c.layer_of_width])
+@checked(states="float (B, L, mha.d_model) like mha.q_proj where mask", mask="bool (B, L)",
+         rules=[c.right_padded])
 def attention_pool_fast_torch(states: torch.Tensor, mask: torch.Tensor, mha: MultiHeadAttention,
                               normalize: bool = True) -> tuple[torch.Tensor, torch.Tensor]:
     """Torch-only fast path of `task_heads.attention_pool_np` with one layer (`mha`), the

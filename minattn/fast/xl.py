@@ -153,7 +153,7 @@ class XLDecoder:
         self._graph = None
 
     @torch.no_grad()
-    @checked(rules=[c.decoder_batch])
+    @checked(tokens="int (self.batch, P)")
     def prefill(self, tokens: torch.Tensor) -> torch.Tensor:
         """Read a prompt (B, P): the model's own call, then the keys and values of its memory
         (the last min(P, context) positions of every layer's input) fill the cache."""
@@ -171,7 +171,7 @@ class XLDecoder:
         self.t.fill_(m)
         return logits
 
-    @checked(rules=[c.decoder_batch])
+    @checked(token="int (self.batch, 1)")
     def step(self, token: torch.Tensor) -> torch.Tensor:
         """Logits (B, 1, V) of the token after `token` (B, 1), which goes into the cache."""
         if self._graph is None:
