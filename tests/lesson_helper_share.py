@@ -23,7 +23,7 @@ MAX_SHARE = 0.50
 # data loading, benchmarking, the course build and the classroom.
 RUNTIME = {"lesson", "stats", "report", "plots", "tables", "utils", "data", "fetch", "bench",
            "checkout", "pages", "course", "prose", "gpu_tier", "classroom", "__init__"}
-SHOWN = re.compile(r"show\(\s*(?:\w+\.)?(\w+)")  # show(fn), show(module.fn): the first name
+SHOWN = re.compile(r"(?<![\w.])show\(([^)]*)\)")  # show(fn, module.fn, ...): every name shown
 
 
 def is_code(line: str) -> bool:
@@ -110,7 +110,8 @@ def shares(root: Path = ROOT) -> dict[str, tuple[int, int]]:
     out = {}
     for lesson in sorted((root / "lessons").glob("[0-9][0-9]_*.py")):
         source = lesson.read_text(encoding="utf-8")
-        shown = set(SHOWN.findall(source))
+        shown = {name.strip().split(".")[-1] for args in SHOWN.findall(source)
+                 for name in args.split(",")}
         hidden = 0
         for stem, names in helper_names(ast.parse(source), helpers).items():
             if stem not in parsed:
