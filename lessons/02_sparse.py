@@ -394,11 +394,11 @@ show(SparseClassifier)
 
 # %%
 N_SEQ = lesson.size(full=512, smoke=96)
-STEPS = lesson.size(full=120, smoke=8)
+STEPS = lesson.size(full=120, smoke=4)
 LONGER = 2  # BigBird (no global token) also trains LONGER times as many steps
 BATCH = lesson.size(full=16, smoke=8)
 SEEDS = lesson.seeds(lesson.size(full=8, smoke=4, paper=16))  # per arm: global and BigBird
-WINDOW_SEEDS = SEEDS[:lesson.size(full=4, smoke=4, paper=8)]  # the control
+WINDOW_SEEDS = SEEDS[:lesson.size(full=4, smoke=2, paper=8)]  # the control
 VOCAB, D_MODEL, HEADS, LAYERS, BB_BLOCK = 3, 32, 2, 2, 8  # tokens: CLS = 0, A = 1, B = 2
 REACHED = 0.99  # a run "learned the task" when its held-out accuracy reaches this
 TASK = f"a synthetic task only long paths solve; 2-layer d=32 models; BigBird {LONGER}× the steps"

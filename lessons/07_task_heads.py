@@ -260,9 +260,9 @@ print("poster: " + ", ".join(f"{what} {n / 768 ** 2:.2f} D²" for what, n in (
 # the lesson falls back to template texts and a random encoder; its claims are then not tested.
 
 # %%
-n_sent_train, n_sent_test = lesson.size(full=(1000, 600), smoke=(60, 40), paper=(8000, 1000))
-n_anchors = lesson.size(full=850, smoke=40, paper=1600)
-FRACTIONS = lesson.size(full=(0.4, 0.1, 0.1, 0.4), smoke=(0.5, 0.15, 0.15, 0.2),
+n_sent_train, n_sent_test = lesson.size(full=(1000, 600), smoke=(36, 24), paper=(8000, 1000))
+n_anchors = lesson.size(full=850, smoke=18, paper=1600)
+FRACTIONS = lesson.size(full=(0.4, 0.1, 0.1, 0.4), smoke=(0.5, 0.12, 0.12, 0.26),
                         paper=(0.55, 0.1, 0.1, 0.25))  # train, val, select, test
 TOP = lesson.size(full=1, smoke=1, paper=6)  # encoder layers fine-tuned in section 7
 # section 7's control, the cross-encoder, needs more steps than full mode holds on one CPU thread
@@ -621,7 +621,7 @@ show(ct.fit)  # the training loop, its checks and when it stops
 
 # %%
 FROZEN_SEEDS = lesson.size(full=lesson.seeds(4), smoke=lesson.seeds(2), paper=lesson.seeds(4))
-MAX_EPOCHS = lesson.size(full=8, smoke=1.5, paper=20)
+MAX_EPOCHS = lesson.size(full=8, smoke=3, paper=20)
 FROZEN = {task: {"first token": dict(pool="cls"), "mean pooling": dict(pool="mean"),
                  "heads": head, **({} if task == "sentiment" else  # the poster's U(0.9, 1) rows
                                    {"heads, U(0.9, 1)": dict(head, init="u09")})}
@@ -745,7 +745,7 @@ lesson.claim("U(0.9, 1) initialisation: about as good as the default on paraphra
 
 # %%
 FT_SEEDS = lesson.size(full=FROZEN_SEEDS[:3], smoke=FROZEN_SEEDS[:2], paper=FROZEN_SEEDS[:3])
-FT_EPOCHS = lesson.size(full=3, smoke=0.5, paper=10)  # the cap; runs stop when they converge
+FT_EPOCHS = lesson.size(full=3, smoke=1, paper=10)  # the cap; runs stop when they converge
 FT_BATCH = lesson.size(full=8, smoke=8, paper=16)
 CHECKS, PATIENCE = 3, 3  # stage 2: validation checks per epoch; checks without a better one
 ENC_LR, HEAD_LR = 3e-5, 1e-4  # BERT's fine-tuning range is 2e-5 to 5e-5 (Devlin et al., A.3)

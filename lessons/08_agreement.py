@@ -218,12 +218,12 @@ for threshold in (0.10, 0.30, 0.40):
 # %%
 KW = dict(length=20, vocab=100, batch=32, lr=1e-3, hidden=lesson.size(full=32, smoke=8, paper=256),
           embed=lesson.size(full=32, smoke=8, paper=300))
-KW_STEPS = lesson.size(full=600, smoke=20, paper=4000)          # frozen uniform attention
-KW_STEPS_LEARNED = lesson.size(full=200, smoke=20, paper=1000)  # learned attention, the contrast
+KW_STEPS = lesson.size(full=600, smoke=10, paper=4000)          # frozen uniform attention
+KW_STEPS_LEARNED = lesson.size(full=200, smoke=10, paper=1000)  # learned attention, the contrast
 KW_SEEDS = lesson.seeds(lesson.size(full=4, smoke=2, paper=5))
-KW_EARLY = lesson.size(full=tuple(range(0, 150, 5)), smoke=(0, 10))  # dense: see "early" below
+KW_EARLY = lesson.size(full=tuple(range(0, 150, 5)), smoke=(0, 5))  # dense: see "early" below
 KW_LATER = [s for s in lesson.size(full=(150, 200, 250, 300, 400, 500, 600, 800, 1000, 1500, 2000,
-                                         2500, 3000, 3500, 4000), smoke=(20,)) if s <= KW_STEPS]
+                                         2500, 3000, 3500, 4000), smoke=(10,)) if s <= KW_STEPS]
 KW_AT = [*KW_EARLY, *KW_LATER]
 show_table([
     {"": "encoder", "authors (A.8)": "bi-LSTM 256 per direction, embeddings 300",
@@ -244,7 +244,7 @@ show_table([
 
 # %%
 show(keyword_task)
-held_out = keyword_task(lesson.size(full=512, smoke=128), KW["length"], KW["vocab"],
+held_out = keyword_task(lesson.size(full=512, smoke=64), KW["length"], KW["vocab"],
                         np.random.default_rng(lesson.seed(4)))
 x_held = torch.tensor(held_out[0], device=lesson.device)
 
@@ -486,8 +486,8 @@ def late_checks(steps: int) -> range:
 
 SENT = dict(hidden=lesson.size(full=32, smoke=8, paper=256),
             embed=lesson.size(full=32, smoke=8, paper=300),
-            steps=lesson.size(full=1500, smoke=20, paper=4000), batch=32, lr=1e-3,
-            n_train=lesson.size(full=None, smoke=300), n_valid=lesson.size(full=None, smoke=100))
+            steps=lesson.size(full=1500, smoke=10, paper=4000), batch=32, lr=1e-3,
+            n_train=lesson.size(full=None, smoke=300), n_valid=lesson.size(full=None, smoke=50))
 SENT["at"] = checkpoints(SENT["steps"],
                          (0, 10, 50, 100, 150, 200, 250, *late_checks(SENT["steps"])),
                          lesson.size(full=250, smoke=5))
@@ -495,12 +495,12 @@ MT = dict(hidden=lesson.size(full=64, smoke=16, paper=256),
           steps=lesson.size(full=2500, smoke=10, paper=10000),
           lr=lesson.size(full=3e-3, smoke=3e-3, paper=1e-3),
           batch=lesson.size(full=32, smoke=32, paper=16),
-          n_valid=lesson.size(full=200, smoke=20, paper=None), max_len=20, tgt_words=500,
+          n_valid=lesson.size(full=200, smoke=10, paper=None), max_len=20, tgt_words=500,
           n_read=lesson.size(full=None, smoke=1500))
 MT["at"] = checkpoints(MT["steps"], (*lesson.size(full=(0, 50, 100, 250, 500, 750), smoke=(0, 2),
                                                   paper=(0, 50, 100, 500, 1000, 1500)),
                                     *late_checks(MT["steps"])),
-                       lesson.size(full=250, smoke=2, paper=2000))
+                       lesson.size(full=250, smoke=5, paper=2000))
 show_table([
     {"": "data", "SST (authors)": "5,130 / 1,421 sentences",
      "ours": "Rotten Tomatoes sentences (80/10/10)",
