@@ -617,7 +617,7 @@ lesson.savefig(fig, "effective_scale")
 # runs on template sentences and random vectors, says "fallback data", and tests no claim.
 
 # %%
-MAX_LEN = 64
+MAX_LEN = lesson.size(full=64, smoke=32)
 SIZES = dict(train=1400, valid=200, test=None)  # None: the whole test split
 try:
     vocab, vectors = load_glove(max_words=100_000)
