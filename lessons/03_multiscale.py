@@ -515,7 +515,7 @@ assert heard["Hier-S"] < heard["deepHier-S"] < N_SEQ == heard["Flex"]
 # %%
 show(effective_scale_task)
 show(fit_effective_scale)
-FLEX_STEPS = lesson.size(full=2500, smoke=6, paper=20_000)
+FLEX_STEPS = lesson.size(full=2500, smoke=3, paper=20_000)
 SMALL_STEPS = lesson.size(full=150, smoke=3, paper=5000)  # Hier-S / deepHier-S: bounded anyway
 FLEX_SEEDS = lesson.seeds(lesson.size(full=10, smoke=6, paper=16))  # 6: either outcome
 BATCH, LINE, STOP, MOST = 32, 4 / 7, 0.5, 0.5
@@ -526,7 +526,7 @@ show_table([dict(setting=s, paper=p, ours=o) for s, p, o in (
     ("positions", "none", "learned"), ("read-out", "MLP([node ; max-pool])", "MLP(node)"),
     ("runs", "not in the slides", f"Flex {len(FLEX_SEEDS)}, Hier-S and deepHier-S 1"))],
            ["setting", "paper", "ours"])
-valid_set, (x_test, y_test) = (effective_scale_task(lesson.size(full=1024, smoke=128), N_SEQ,
+valid_set, (x_test, y_test) = (effective_scale_task(lesson.size(full=1024, smoke=32), N_SEQ,
                                                     D_VEC, 1, torch.Generator().manual_seed(
                                                         lesson.seed(s)), lesson.device)
                                for s in (998, 999))
@@ -617,7 +617,7 @@ lesson.savefig(fig, "effective_scale")
 # runs on template sentences and random vectors, says "fallback data", and tests no claim.
 
 # %%
-MAX_LEN = 64
+MAX_LEN = lesson.size(full=64, smoke=32)
 SIZES = dict(train=1400, valid=200, test=None)  # None: the whole test split
 try:
     vocab, vectors = load_glove(max_words=100_000)
@@ -636,7 +636,7 @@ except DatasetMissing as err:
     vectors = np.random.default_rng(lesson.seed(0)).standard_normal((len(vocab), 50)).astype(
         np.float32)
     FALLBACK = "fallback data: template sentences, random word vectors"
-SIZES = {s: lesson.size(full=n, smoke=min(n or 10**9, 96), paper=n) for s, n in SIZES.items()}
+SIZES = {s: lesson.size(full=n, smoke=min(n or 10**9, 64), paper=n) for s, n in SIZES.items()}
 picked = {s: np.arange(len(t.texts)) if SIZES[s] is None else np.sort(
     np.random.default_rng(lesson.seed(0)).choice(len(t.texts), SIZES[s], replace=False))
           for s, t in texts.items()}
@@ -823,7 +823,7 @@ for claim, paper_numbers, pairs in ORDERINGS:
 # %%
 show(head_statistics_torch)
 ids, lens = corpus["test"]
-sample = torch.argsort(lens, descending=True)[:min(lesson.size(full=256, smoke=32), len(lens))]
+sample = torch.argsort(lens, descending=True)[:min(lesson.size(full=256, smoke=16), len(lens))]
 x = ids[sample, :int(lens[sample].max())].to(lesson.device)  # the longest sentences
 length = lens[sample].to(lesson.device)
 print(f"longest {len(sample)} test sentences: mean length {length.float().mean():.1f} tokens")

@@ -374,7 +374,7 @@ lesson.savefig(fig, "dependency_cone")
 # %%
 SEG = lesson.size(full=32, smoke=16, paper=512)
 MEM = SEG
-STEPS = lesson.size(full=600, smoke=6, paper=400_000)
+STEPS = lesson.size(full=600, smoke=4, paper=400_000)
 CHECK_EVERY = lesson.size(full=50, smoke=1, paper=4000)  # validation checks in the 2nd half
 D_MODEL, N_HEADS, N_LAYERS = lesson.size(full=(128, 4, 2), smoke=(32, 4, 2), paper=(512, 8, 12))
 BATCH = lesson.size(full=32, smoke=4, paper=22)

@@ -285,8 +285,8 @@ print("output word 1: u·h_i − Σ_j α_j u·h_j =", (gain_d - alpha_np[0, 0] @
 # %%
 HIDDEN = lesson.size(full=128, smoke=16, paper=256)
 BATCH = lesson.size(full=8, smoke=8, paper=128)
-STEPS = lesson.size(full=200, smoke=6, paper=200)     # the authors' budget
-LONG = lesson.size(full=400, smoke=10, paper=1000)    # the horizon of 40-of-40 failures
+STEPS = lesson.size(full=200, smoke=4, paper=200)     # the authors' budget
+LONG = lesson.size(full=400, smoke=8, paper=1000)     # the horizon of 40-of-40 failures
 EVAL_EVERY = lesson.size(full=10, smoke=2, paper=10)
 EVAL_PAIRS = lesson.size(full=50, smoke=8, paper=50)
 TRACK = lesson.size(full=8, smoke=2, paper=50)  # pairs on which the probe is also measured
