@@ -88,7 +88,8 @@ def bigram_bpc(train_ids: torch.Tensor, streams: torch.Tensor, vocab_size: int) 
     vocab_size = check_size("vocab_size", vocab_size, 1)
     counts = np.ones((vocab_size, vocab_size))  # add-one: no character pair has probability 0
     ids = train_ids.cpu().numpy()
-    np.add.at(counts, (ids[:-1], ids[1:]), 1)
+    counts += np.bincount(ids[:-1] * vocab_size + ids[1:], minlength=vocab_size ** 2).reshape(
+        vocab_size, vocab_size)  # each (previous, next) pair counted once per occurrence
     log_p = np.log2(counts / counts.sum(1, keepdims=True))
     s = streams.cpu().numpy()
     return float(-log_p[s[:, :-1], s[:, 1:]].mean())
