@@ -540,8 +540,6 @@ def mask_or_causal(mask, is_causal) -> None:
         fail("mask", "a mask or is_causal=True, not both", f"{describe(mask)} and is_causal=True")
 
 
-
-
 def floating_dtype(dtype) -> None:
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         fail("dtype", "a floating torch dtype such as torch.float32", describe(dtype))
@@ -831,7 +829,6 @@ def relative_keys(q, k, r) -> None:
     check_finite("r", r[:, :Lk])
 
 
-
 def rel_params(params, x, num_heads) -> None:
     """(D, D) weights and (H, dh) biases for x's width D; num_heads splits an even D."""
     D = x.shape[-1]
@@ -893,7 +890,6 @@ def decoder_model(model, context) -> None:
         if context + 1 > layer.attention.max_len:
             fail("context", f"context + 1 <= max_len = {layer.attention.max_len}",
                  f"context + 1 = {context + 1}")
-
 
 
 def decoder_on_cuda(self) -> None:
