@@ -73,23 +73,30 @@ def keys_per_query(patterns: dict, sizes) -> tuple[dict, dict]:
 # ============================================================================ training
 def train_two_halves(attend, seed: int, steps: int, held_out, *, n: int, batch: int,
                      d_model: int, heads: int, layers: int, device, eval_at=(), lr=3e-3,
-                     desc: str = "") -> dict:
+                     curve=(), curve_size: int = 256, desc: str = "") -> dict:
     """One SparseClassifier (vocab 3: CLS, A, B) trained with AdamW on fresh `two_halves`
     batches of the run's own generator; held-out accuracy at the steps in eval_at and at the
-    end. attend: a kernel, or one per layer."""
+    end, and on the first curve_size held-out sequences only at the other steps in `curve`
+    (they draw a curve, they decide nothing). attend: a kernel, or one per layer."""
     set_seed(seed)
     model = SparseClassifier(3, n, d_model, heads, layers, attend).to(device)
     train_gen = torch.Generator().manual_seed(seed)
-    tokens, labels = held_out
+    at = [0]  # the step trained last: evaluate() runs after it
+
+    def batch_of(step):
+        at[0] = step
+        return two_halves(batch, n, train_gen, device)
 
     def evaluate():  # 128 sequences at a time: the same logits, a fraction of the memory
+        whole = at[0] == steps or at[0] in eval_at
+        tokens, labels = held_out if whole else (t[:curve_size] for t in held_out)
         with torch.no_grad():
             predicted = torch.cat([model(x).argmax(-1) for x in tokens.split(128)])
             return {"accuracy": (predicted == labels).float().mean().item()}
 
-    return train(model, lambda step: two_halves(batch, n, train_gen, device),
+    return train(model, batch_of,
                  lambda m, x, y: F.cross_entropy(m(x), y), steps=steps, lr=lr,
-                 evaluate=evaluate, eval_at=set(eval_at) | {steps}, desc=desc)
+                 evaluate=evaluate, eval_at=set(eval_at) | set(curve) | {steps}, desc=desc)
 
 
 def accuracy_at(history, step: int) -> float:
@@ -159,12 +166,14 @@ def plot_graph(lesson, sizes, world, fits, laws, reach, n_layers) -> None:
     lesson.savefig(fig, "graph_hops")
 
 
-def plot_training(lesson, histories: dict, majority: float, n: int, smooth: int) -> None:
+def plot_training(lesson, histories: dict, majority: float, n: int, smooth: int,
+                  curve_size: int) -> None:
     """Training loss (raw and running mean) and held-out accuracy of one run per pattern."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), layout="constrained")
     plot_curves(axes[0], histories, "loss", smooth=smooth,
                 title="training loss (first seed): raw, faint, and its running mean")
-    plot_curves(axes[1], histories, "accuracy", title=f"held-out accuracy (first seed), N={n}")
+    plot_curves(axes[1], histories, "accuracy", title=f"held-out accuracy (first seed), N={n}:\n"
+                f"its first {curve_size} sequences between the steps the table reads")
     axes[1].axhline(majority, color="gray", ls=":", lw=1)
     axes[1].annotate("majority-class line", (0, majority), xytext=(2, -12),
                      textcoords="offset points", color="gray", fontsize=8)
