@@ -175,8 +175,9 @@ def plot_training(lesson, histories: dict, majority: float, n: int, smooth: int,
     plot_curves(axes[1], histories, "accuracy", title=f"held-out accuracy (first seed), N={n}:\n"
                 f"its first {curve_size} sequences between the steps the table reads")
     axes[1].axhline(majority, color="gray", ls=":", lw=1)
-    axes[1].annotate("majority-class line", (0, majority), xytext=(2, -12),
-                     textcoords="offset points", color="gray", fontsize=8)
+    axes[1].annotate("majority-class line", (1, majority), xycoords=("axes fraction", "data"),
+                     xytext=(-4, 4), textcoords="offset points", ha="right", color="gray",
+                     fontsize=8)  # at the right, where the window's curve has ended
     axes[1].set_ylim(0.3, 1.05)
     for ax in axes:
         ax.get_legend().remove()
