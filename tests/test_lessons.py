@@ -9,12 +9,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 from pathlib import Path
 
 import pytest
+from forked import FORKER  # tests/ is on sys.path (rootdir conftest)
 
 from minattn.course.course import execute_lesson, lesson_files
 from minattn.course.fetch import data_root
@@ -68,7 +68,8 @@ class SmokeRuns:
 
     def __init__(self):
         self.results, self.done, self.root = {}, {}, None
-        self.proc, self.stopped, self.shared = None, False, None
+        self.stopped, self.shared = False, None
+        self.forker = FORKER
 
     def _folder(self, lesson):
         if self.root is None:
@@ -76,18 +77,15 @@ class SmokeRuns:
         return self.root / lesson.stem
 
     def _execute(self, lesson, folder):
-        """(returncode, output) of one smoke run writing its figures under `folder`."""
+        """(returncode, output) of one smoke run writing its figures under `folder`: the
+        lesson run as a script, in a process forked from one that imported torch once
+        (tests/forked.py)."""
         if self.stopped:
             raise RuntimeError("the test session ended first")
-        self.proc = subprocess.Popen([sys.executable, str(lesson)], cwd=REPO_ROOT,
-                                     env=smoke_env(folder), stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True)
-        try:
-            output, _ = self.proc.communicate(timeout=300)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            raise
-        return self.proc.returncode, output
+        folder.mkdir(parents=True, exist_ok=True)
+        log = folder / "output.txt"
+        code = self.forker.run(lesson, smoke_env(folder), REPO_ROOT, log, timeout=300)
+        return code, log.read_text(errors="replace")
 
     def _run(self, lesson):
         tmp = self._folder(lesson)
@@ -131,8 +129,7 @@ class SmokeRuns:
         """At the end of the session: no new run, the current one killed, the folder removed
         (a shared folder is left to pytest, which keeps its last three sessions' folders)."""
         self.stopped = True
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
+        self.forker.stop()
         if self.root is not None:
             shutil.rmtree(self.root, ignore_errors=True)
 

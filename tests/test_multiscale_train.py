@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import torch
+from forked import FORKER  # tests/ is on sys.path (rootdir conftest)
 from torch import nn
 
 from minattn.course.lesson import REPO_ROOT
@@ -95,10 +94,10 @@ def test_lesson_03_without_its_data_says_fallback_and_tests_nothing(tmp_path):
     (tmp_path / "data").mkdir()
     env = dict(os.environ, MINATTN_SMOKE="1", MINATTN_DATA=str(tmp_path / "data"),
                MINATTN_FIGURES=str(tmp_path / "figures"), MPLBACKEND="Agg")
-    run = subprocess.run([sys.executable, "lessons/03_multiscale.py"], cwd=REPO_ROOT, env=env,
-                         capture_output=True, text=True, timeout=600)
-    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
-    out = run.stdout
+    log = tmp_path / "output.txt"
+    code = FORKER.run(REPO_ROOT / "lessons" / "03_multiscale.py", env, REPO_ROOT, log, timeout=600)
+    out = log.read_text()
+    assert code == 0, out[-8000:]
     assert "fallback data: template sentences" in out
     assert "GloVe 6B 50d vectors not found" in out  # what is missing is said once
     out = out.replace("GloVe 6B 50d vectors not found", "")

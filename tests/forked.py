@@ -1,0 +1,118 @@
+"""Run a lesson as `python lesson.py` runs it, without paying for the imports every time.
+
+Importing torch, its first optimizer's torch._dynamo, matplotlib and scipy takes about 6 s of
+CPU: more than most lessons' smoke runs themselves. `Forker` starts this file once, as a
+process that imports them and waits; each `run(script, env, cwd)` forks it, and the child runs
+the script as `__main__` with that environment, working folder, argv and sys.path[0], its
+stdout and stderr (file descriptors 1 and 2) in a file, and exits as a script does (atexit
+handlers, a traceback and code 1 on an exception). Nothing of the library is imported before
+the fork: every lesson imports minattn afresh and reads its own MINATTN_* settings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+
+class Forker:
+    """The waiting process, started on the first run; `stop()` ends it and a running child."""
+
+    def __init__(self, env: dict):
+        self.env, self.proc = env, None
+
+    def run(self, script: Path, env: dict, cwd: Path, output: Path, timeout: float) -> int:
+        """The script's exit code; its output is in `output`. On time out the waiting process
+        and everything it started are killed (the next run starts a new one), and
+        subprocess.TimeoutExpired is raised."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.proc = subprocess.Popen([sys.executable, __file__], env=self.env, text=True,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         start_new_session=True)  # one group: kill all of it
+        request = dict(script=str(script), env=env, cwd=str(cwd), output=str(output))
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        try:
+            reply = _readline(self.proc, timeout)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise
+        if not reply:
+            self.stop()
+            raise RuntimeError(f"the process that runs {script.name} ended")
+        return json.loads(reply)["code"]
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+# One per test process, shared by the tests that run lessons (started on its first run).
+FORKER = Forker(os.environ.copy())
+
+
+def _readline(proc, timeout: float) -> str:
+    import selectors
+
+    with selectors.DefaultSelector() as selector:
+        selector.register(proc.stdout, selectors.EVENT_READ)
+        if not selector.select(timeout):
+            raise subprocess.TimeoutExpired(proc.args, timeout)
+    return proc.stdout.readline()
+
+
+def _child(request: dict) -> None:
+    """In the forked process: become `python script` and never return."""
+    import runpy
+    import traceback
+
+    script = request["script"]
+    os.environ.clear()
+    os.environ.update(request["env"])
+    os.chdir(request["cwd"])
+    out = os.open(request["output"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    null = os.open(os.devnull, os.O_RDONLY)
+    for fd, to in ((null, 0), (out, 1), (out, 2)):
+        os.dup2(fd, to)
+    os.close(out)
+    os.close(null)
+    sys.stdin = open(0, closefd=False)
+    sys.argv, sys.path[0] = [script], os.path.dirname(os.path.abspath(script))
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit:
+        raise
+    except BaseException:
+        traceback.print_exc()
+        sys.exit(1)
+    sys.exit(0)
+
+
+def _serve() -> None:
+    import matplotlib
+    matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
+    import matplotlib.pyplot  # noqa: F401
+    import numpy  # noqa: F401
+    import scipy.special  # noqa: F401
+    import torch
+    import torch._dynamo  # noqa: F401  (torch's first optimizer imports it)
+    import tqdm  # noqa: F401
+
+    del torch
+    for line in sys.stdin:
+        request = json.loads(line)
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            _child(request)
+        _, status = os.waitpid(pid, 0)
+        print(json.dumps({"code": os.waitstatus_to_exitcode(status)}), flush=True)
+
+
+if __name__ == "__main__":
+    _serve()
