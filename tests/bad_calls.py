@@ -28,7 +28,6 @@ from typing import Callable
 
 import numpy as np
 import torch
-import torch._dynamo  # noqa: F401  (imported lazily by the first meta-device call: not inside a timed call)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -926,6 +925,8 @@ bad("xl", "XLDecoder", "context", "context = 0")(lambda: XF.XLDecoder(xlm, 0))
 
 def survey(entries=BAD) -> dict:
     """{module: Counter(category)} and the list of (entry, category, message)."""
+    import torch._dynamo  # noqa: F401  (the first meta-device call imports it: not in a timed call)
+
     counts, rows = defaultdict(Counter), []
     for entry in entries:
         category, message = classify(entry)

@@ -10,7 +10,6 @@ import math
 
 import numpy as np
 import pytest
-from scipy import stats as scipy_stats
 
 from minattn.course import stats
 from minattn.course.stats import (
@@ -35,6 +34,15 @@ from minattn.course.stats import (
     versus,
     within,
 )
+
+
+@pytest.fixture(scope="module")
+def scipy_stats():
+    """scipy.stats, the reference: imported by the tests that use it, not by every pytest run
+    that collects this file (a second each, and the classroom's runs collect it)."""
+    from scipy import stats as scipy
+
+    return scipy
 
 # The rule's calibration by simulation (no-effect rates, power at the lessons' sizes): seconds
 # each, so `make test` runs them and `make check` (the editing loop) leaves them out.
@@ -118,7 +126,7 @@ def test_noisier_data_is_harder_to_call_the_same():
     assert quiet.outcome == REPRODUCED and noisy.outcome == INCONCLUSIVE
 
 
-def test_rates_use_exact_intervals_and_know_what_they_can_reach():
+def test_rates_use_exact_intervals_and_know_what_they_can_reach(scipy_stats):
     assert rate(6, 6, 0.5).outcome == REPRODUCED
     assert rate(4, 6, 0.5).outcome == INCONCLUSIVE
     assert rate(0, 12, 0.5).outcome == CONTRADICTED
@@ -139,7 +147,7 @@ def test_rates_use_exact_intervals_and_know_what_they_can_reach():
                            rtol=1e-9, atol=1e-15)
 
 
-def test_sometimes_is_two_exact_tests_against_a_material_rate():
+def test_sometimes_is_two_exact_tests_against_a_material_rate(scipy_stats):
     assert sometimes(5, 10).outcome == REPRODUCED
     assert sometimes(1, 10).outcome == INCONCLUSIVE  # 1 of 10 does not put the rate above 0.1
     assert CONTRADICTED not in sometimes(0, 10).reachable  # at 10 runs it can only confirm
@@ -154,7 +162,7 @@ def test_sometimes_is_two_exact_tests_against_a_material_rate():
                 assert p <= LIMIT + 1e-12, (n, material, p)
 
 
-def test_paired_counts_runs_and_items_once_each():
+def test_paired_counts_runs_and_items_once_each(scipy_stats):
     """Seeds that agree: the paired interval is the items' alone (the old rule added the
     run-by-item residual twice, ~1.35x too wide); a seed effect widens it."""
     rng = np.random.default_rng(0)
@@ -189,7 +197,7 @@ def test_gates_decide_from_the_curves():
     assert not converged(losses, lower_is_better=True).passed
 
 
-def test_runs_needed_is_the_noncentral_t_power():
+def test_runs_needed_is_the_noncentral_t_power(scipy_stats):
     n = runs_needed(1.0, 1.0)
     df = n - 1
     assert scipy_stats.nct.sf(scipy_stats.t.ppf(0.975, df), df, math.sqrt(n)) >= 0.8
@@ -215,7 +223,7 @@ def test_a_record_is_decided_again():
         assert (again.outcome, again.ours, again.detail) == (t.outcome, t.ours, t.detail)
 
 
-def test_power_is_the_noncentral_t_chance_at_the_tests_own_spread():
+def test_power_is_the_noncentral_t_chance_at_the_tests_own_spread(scipy_stats):
     t = compare([1.0, 1.4, 0.8, 1.2, 1.1], [0.9, 0.7, 1.0, 0.6, 0.8])
     d = t.measured
     for effect in (0.1, 0.3, 0.6):
@@ -229,7 +237,7 @@ def test_power_is_the_noncentral_t_chance_at_the_tests_own_spread():
     assert stats.power(stats.not_run()).reproduced is None
 
 
-def test_power_of_rates_is_summed_exactly():
+def test_power_of_rates_is_summed_exactly(scipy_stats):
     p = stats.power(rate(5, 6, 0.5))
     chance = sum(scipy_stats.binom.pmf(k, 6, 5 / 6) for k in range(7)
                  if rate(k, 6, 0.5).outcome == REPRODUCED)
@@ -288,7 +296,7 @@ def test_one_arm_against_a_line_with_no_effect(n):
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 8, 12])
-def test_all_or_nothing_runs_with_no_effect(n):
+def test_all_or_nothing_runs_with_no_effect(n, scipy_stats):
     """Runs that either learn (1.0) or stay at the majority line (0.5), with the same chance in
     both arms, summed exactly over every way the runs can fall: the old rule said contradicted
     19-67 % of the time at 2-4 seeds (ties counted as exact), and a t interval on two-valued
@@ -342,7 +350,7 @@ def test_paired_two_arms_with_a_seed_effect(runs):
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 6, 10, 12, 20, 40])
-def test_rates_are_calibrated_exactly(n):
+def test_rates_are_calibrated_exactly(n, scipy_stats):
     """The chance of 'reproduced' when the true rate sits on the line, summed exactly over the
     binomial distribution: at most 2.5 % each way."""
     for line in (0.2, 0.5, 0.8):
@@ -448,7 +456,7 @@ def test_all_of_contradicted_at_most_2_5_percent(k):
 
 
 @pytest.mark.parametrize("fail", [0.01, 0.05, 0.2, 0.5])
-def test_resolution_at_a_ceiling_never_decides_a_tie(fail):
+def test_resolution_at_a_ceiling_never_decides_a_tie(fail, scipy_stats):
     """Lesson 01's case: 16 runs of each arm; one arm always at 1.0, the other's runs fail
     with chance `fail` to the accuracy that makes the true gap exactly the tolerance, 0.01.
     Summed exactly over the number of failed runs: 'the same' at most 2.5 %."""
