@@ -1,7 +1,7 @@
 """Run a lesson as `python lesson.py` runs it, without paying for the imports every time.
 
-Importing torch, its first optimizer's torch._dynamo, matplotlib and scipy takes about 6 s of
-CPU: more than most lessons' smoke runs themselves. `Forker` starts this file once, as a
+Importing torch, its first optimizer's torch._dynamo, matplotlib, scipy and nltk takes about
+6 s of CPU: more than most lessons' smoke runs themselves. `Forker` starts this file once, as a
 process that imports them and waits; each `run(script, env, cwd)` forks it, and the child runs
 the script as `__main__` with that environment, working folder, argv and sys.path[0], its
 stdout and stderr (file descriptors 1 and 2) in a file, and exits as a script does (atexit
@@ -93,17 +93,22 @@ def _child(request: dict) -> None:
     sys.exit(0)
 
 
+# What the lessons import from outside the library, slowest first (torch's first optimizer
+# imports torch._dynamo; lesson 06 imports nltk, which imports scipy.stats).
+PRELOAD = ("torch", "torch._dynamo", "matplotlib.pyplot", "nltk", "scipy.special",
+           "safetensors.torch", "tqdm")
+
+
 def _serve() -> None:
+    import importlib
+
     import matplotlib
     matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
-    import matplotlib.pyplot  # noqa: F401
-    import numpy  # noqa: F401
-    import scipy.special  # noqa: F401
-    import torch
-    import torch._dynamo  # noqa: F401  (torch's first optimizer imports it)
-    import tqdm  # noqa: F401
-
-    del torch
+    for name in PRELOAD:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # a lesson that needs it says so itself
+            pass
     for line in sys.stdin:
         request = json.loads(line)
         sys.stdout.flush()
