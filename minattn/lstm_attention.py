@@ -37,7 +37,7 @@ from torch import nn
 
 from . import checks as c
 from .attention import softmax_np, softmax_torch
-from .checks import checked, fail, hide, shape_str
+from .checks import checked, fail, hide
 
 
 # ============================================================================ NumPy reference
@@ -274,11 +274,9 @@ class OfficialSeq2Seq(nn.Module):
     multi-head study of §5.2 keeps one base network and tries different heads on it).
     """
 
+    @checked(vocab="int >= 1", hidden="int >= 1", heads="int >= 1", uniform="bool")
     def __init__(self, vocab: int, hidden: int = 256, heads: int = 1, uniform: bool = False):
         super().__init__()
-        if min(vocab, hidden, heads) < 1:
-            fail("OfficialSeq2Seq sizes", "positive vocab, hidden, heads",
-                 f"{vocab}, {hidden}, {heads}")
         self.uniform = uniform
         self.embedding = nn.Embedding(vocab, hidden)
         self.encoder = nn.LSTM(hidden, hidden, batch_first=True)
@@ -302,12 +300,10 @@ class OfficialSeq2Seq(nn.Module):
     def output_params(self):
         return (self.hidden_layer.weight, self.hidden_layer.bias, self.out.weight, self.out.bias)
 
+    @checked(src="int (B, N) < self.embedding", tgt_in="int (B, T) < self.embedding")
     def states(self, src, tgt_in):
         """Encoder states h (B, N, H) and decoder states s (B, T, H); the decoder starts from
         the encoder's final (h_N, c_N)."""
-        if src.ndim != 2 or tgt_in.ndim != 2 or src.shape[0] != tgt_in.shape[0]:
-            fail("OfficialSeq2Seq inputs", "src (B, N) and tgt_in (B, T) token ids",
-                 f"{shape_str(src.shape)} and {shape_str(tgt_in.shape)}")
         h, final = self.encoder(self.embedding(src))
         s, _ = self.decoder(self.embedding(tgt_in), final)
         return h, s

@@ -313,14 +313,12 @@ class Standardize(nn.Module):
                 tokens.ndim != 2 or len(tokens) < 2:
             fail("tokens: Standardize needs token states to measure",
                  "a float tensor (T, D) of at least 2 tokens", f"{tokens!r}"[:80])
-        tokens = tokens.double()
+        tokens, self.d_model = tokens.double(), tokens.shape[1]
         self.register_buffer("mean", tokens.mean(0).float())
         self.register_buffer("std", tokens.std(0).clamp_min(min_std).float())
 
+    @checked(states="float (..., self.d_model)")  # the width the tokens measured
     def forward(self, states: torch.Tensor) -> torch.Tensor:
-        if states.shape[-1] != len(self.mean):
-            fail("states", f"(..., {len(self.mean)}) token states, the measured width",
-                 f"{tuple(states.shape)}")
         return (states - self.mean) / self.std
 
 

@@ -287,11 +287,13 @@ def test_distinct_combinations_count_each_set_of_heads_once():
 
 # ----------------------------------------------------------------------------- bad input
 def test_bad_input_raises_value_error(rng):
-    with pytest.raises(ValueError, match="sizes"):
+    with pytest.raises(ValueError, match="^vocab: expected an integer >= 1"):
         la.OfficialSeq2Seq(0, hidden=4)
     model = la.OfficialSeq2Seq(5, hidden=4)
-    with pytest.raises(ValueError, match="inputs"):
+    with pytest.raises(ValueError, match=r"^tgt_in: expected int \(B, T\) .* with B = 2"):
         model(torch.zeros(2, 3, dtype=torch.long), torch.zeros(3, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match=r"^src: expected ids in \[0, 5\)"):
+        model(torch.full((2, 3), 5), torch.zeros(2, 3, dtype=torch.long))
     with pytest.raises(ValueError, match="set_heads"):
         model.set_heads([])
     with pytest.raises(ValueError, match=r"^h: .*H = 3"):

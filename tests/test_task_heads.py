@@ -639,7 +639,8 @@ def test_standardize_uses_the_measured_statistics_and_runs_after_the_encoder(rng
     assert torch.allclose(sent(xt, mt), plain(std(xt), mt), atol=1e-12)
     with pytest.raises(ValueError, match="tokens"):
         th.Standardize(tokens[:1])
-    with pytest.raises(ValueError, match="measured width"):
+    with pytest.raises(ValueError, match=r"states: expected float \(\.\.\., self.d_model\) with "
+                       f"self.d_model = {D}"):
         std(torch.zeros(2, 3, D + 1, dtype=torch.float64))
 
 
