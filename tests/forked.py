@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 
@@ -24,12 +25,18 @@ class Forker:
 
     def __init__(self, env: dict):
         self.env, self.proc = env, None
+        self.lock = threading.Lock()  # one run at a time: the lessons' background thread and
+        # a test may both ask (one process answers one request at a time)
 
     def run(self, script: Path, env: dict, cwd: Path, output: Path, timeout: float) -> int:
         """The script's exit code; its output is in `output`. On time out the waiting process
         and everything it started are killed (the next run starts a new one), and
         subprocess.TimeoutExpired is raised. Off Linux, a plain `python script` (macOS does
         not let a process that loaded some system frameworks fork safely)."""
+        with self.lock:
+            return self._run(script, env, cwd, output, timeout)
+
+    def _run(self, script: Path, env: dict, cwd: Path, output: Path, timeout: float) -> int:
         if sys.platform != "linux":
             with open(output, "w") as out:
                 return subprocess.run([sys.executable, str(script)], env=env, cwd=cwd,
