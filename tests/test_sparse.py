@@ -631,3 +631,20 @@ def test_running_mean_of_a_training_curve():
     np.testing.assert_array_equal(running_mean_np(x, 1), x)
     with pytest.raises(ValueError, match="expected"):
         running_mean_np(x, 0)
+
+
+def test_the_curves_read_the_first_held_out_sequences_and_the_table_reads_them_all():
+    """Lesson 02's training runs: the steps the table and the claims read (eval_at, the last)
+    score the whole held-out set, the curve's other checks its first `curve_size` sequences.
+    Here every sequence is held out twice, with both labels, so any model scores exactly 0.5
+    on the whole set, and almost never exactly 0.5 on its first half."""
+    from minattn.course.sparse import accuracy_at, train_two_halves, two_halves
+
+    tokens, labels = two_halves(16, 24, torch.Generator().manual_seed(0))
+    both = torch.cat([tokens, tokens]), torch.cat([labels, 1 - labels])
+    history = train_two_halves(window_attend(4), 0, 6, both, n=24, batch=4, d_model=8,
+                               heads=2, layers=1, device="cpu", eval_at={3}, curve=(0, 1, 2, 4),
+                               curve_size=16)
+    assert history["accuracy_step"] == [0, 1, 2, 3, 4, 6]
+    assert accuracy_at(history, 3) == accuracy_at(history, 6) == 0.5
+    assert any(accuracy_at(history, step) != 0.5 for step in (0, 1, 2, 4))
