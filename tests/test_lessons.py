@@ -147,6 +147,29 @@ class SmokeRuns:
 SMOKE_RUNS = SmokeRuns()
 
 
+def test_a_forked_run_is_a_script_run(tmp_path):
+    """tests/forked.py runs a file as `python file` would: __main__, its argv, sys.path[0],
+    folder and environment, atexit handlers, and its exit code (1 with a traceback for an
+    exception), the output of both streams in one file."""
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import atexit, os, sys\n"
+        "atexit.register(lambda: print('atexit', flush=True))\n"
+        "print(__name__, sys.argv[0] == __file__, sys.path[0], os.getcwd(), os.environ['X'])\n"
+        "print('to stderr', file=sys.stderr)\n"
+        "if os.environ['X'] == 'raise':\n    raise RuntimeError('boom')\n"
+        "sys.exit(int(os.environ['X']))\n")
+    env = dict(ENVIRON, X="3")
+    log = tmp_path / "log.txt"
+    assert FORKER.run(script, env, REPO_ROOT, log, timeout=60) == 3
+    out = log.read_text()
+    assert out.splitlines()[0] == f"__main__ True {tmp_path} {REPO_ROOT} 3", out
+    assert "to stderr" in out and out.rstrip().endswith("atexit"), out
+    assert FORKER.run(script, dict(env, X="raise"), tmp_path, log, timeout=60) == 1
+    out = log.read_text()
+    assert "RuntimeError: boom" in out and "Traceback" in out and "atexit" in out, out
+
+
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
 def test_lesson_runs_as_script_in_smoke_mode(lesson):
     code, output, figures = SMOKE_RUNS.get(lesson)
