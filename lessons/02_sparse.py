@@ -448,7 +448,10 @@ assert heard["window w=16"][1] == 0 and heard["window w=15 + global"][1] == N_SE
 # before the run (printed above with the number of wrong answers a run may have and still reach
 # the 0.99 line): on a set of 256, 0.99 would allow 2 wrong, and one or two sequences would
 # decide which runs count. Held-out sequences cost evaluation only, no training. The first seed
-# is also evaluated along the way, for the curves, on the first `CURVE_SIZE` of them.
+# is also evaluated along the way, for the curves, on the first `CURVE_SIZE` of them. One run:
+
+# %%
+show(train_two_halves)
 
 # %%
 # The kernels, chosen by name: on a CPU the O(N·w) kernels of minattn/fast/sparse.py, on a GPU
