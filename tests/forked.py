@@ -11,6 +11,7 @@ the fork: every lesson imports minattn afresh and reads its own MINATTN_* settin
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
@@ -65,8 +66,10 @@ class Forker:
             self.proc.wait()
 
 
-# One per test process, shared by the tests that run lessons (started on its first run).
+# One per test process, shared by the tests that run lessons (started on its first run), and
+# ended with it: a test process that stops (Ctrl-C too) leaves no lesson running.
 FORKER = Forker(os.environ.copy())
+atexit.register(FORKER.stop)
 
 
 def _readline(proc, timeout: float) -> str:
