@@ -85,7 +85,6 @@ def _readline(proc, timeout: float) -> str:
 def _child(request: dict) -> None:
     """In the forked process: become `python script` and never return."""
     import runpy
-    import traceback
 
     script = request["script"]
     os.environ.clear()
@@ -103,8 +102,8 @@ def _child(request: dict) -> None:
         runpy.run_path(script, run_name="__main__")
     except SystemExit:
         raise
-    except BaseException:
-        traceback.print_exc()
+    except BaseException:  # what Python does with an uncaught exception
+        sys.excepthook(*sys.exc_info())
         sys.exit(1)
     sys.exit(0)
 

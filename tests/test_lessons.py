@@ -149,15 +149,17 @@ SMOKE_RUNS = SmokeRuns()
 
 def test_a_forked_run_is_a_script_run(tmp_path):
     """tests/forked.py runs a file as `python file` would: __main__, its argv, sys.path[0],
-    folder and environment, atexit handlers, and its exit code (1 with a traceback for an
-    exception), the output of both streams in one file."""
+    folder and environment, atexit handlers, and its exit code (1 for an exception, shown by
+    sys.excepthook: a lesson's one-line messages), the output of both streams in one file."""
     script = tmp_path / "script.py"
     script.write_text(
         "import atexit, os, sys\n"
         "atexit.register(lambda: print('atexit', flush=True))\n"
         "print(__name__, sys.argv[0] == __file__, sys.path[0], os.getcwd(), os.environ['X'])\n"
         "print('to stderr', file=sys.stderr)\n"
-        "if os.environ['X'] == 'raise':\n    raise RuntimeError('boom')\n"
+        "if os.environ['X'] == 'hook':\n"
+        "    sys.excepthook = lambda kind, err, tb: print('one line:', err)\n"
+        "if os.environ['X'] in ('raise', 'hook'):\n    raise RuntimeError('boom')\n"
         "sys.exit(int(os.environ['X']))\n")
     env = dict(ENVIRON, X="3")
     log = tmp_path / "log.txt"
@@ -168,6 +170,9 @@ def test_a_forked_run_is_a_script_run(tmp_path):
     assert FORKER.run(script, dict(env, X="raise"), tmp_path, log, timeout=60) == 1
     out = log.read_text()
     assert "RuntimeError: boom" in out and "Traceback" in out and "atexit" in out, out
+    assert FORKER.run(script, dict(env, X="hook"), tmp_path, log, timeout=60) == 1
+    out = log.read_text()  # the script's own excepthook, as Python calls it
+    assert "one line: boom" in out and "Traceback" not in out, out
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
