@@ -102,7 +102,8 @@ def _child(request: dict) -> None:
         runpy.run_path(script, run_name="__main__")
     except SystemExit:
         raise
-    except BaseException:  # what Python does with an uncaught exception
+    except BaseException:  # what Python does with an uncaught exception: keep it, show it
+        sys.last_type, sys.last_value, sys.last_traceback = sys.exc_info()
         sys.excepthook(*sys.exc_info())
         sys.exit(1)
     sys.exit(0)
