@@ -220,9 +220,13 @@ def padded_torch(bitext: Bitext, device=None):
     key = str(torch.device(device or "cpu"))
     if key not in bitext.cache:
         xs, ys = zip(*bitext.pairs())
-        pad = lambda seqs: torch.nn.utils.rnn.pad_sequence(  # noqa: E731
-            [torch.as_tensor(s, dtype=torch.int64) for s in seqs], batch_first=True)
-        mask = lambda seqs: pad([np.ones(len(s), bool) for s in seqs]).bool()  # noqa: E731
+
+        def pad(seqs):  # (M, longest) ids, 0 after each sequence's end
+            return torch.nn.utils.rnn.pad_sequence(
+                [torch.as_tensor(s, dtype=torch.int64) for s in seqs], batch_first=True)
+
+        def mask(seqs):  # (M, longest) True on real tokens
+            return pad([np.ones(len(s), bool) for s in seqs]).bool()
         bitext.cache[key] = tuple(a.to(device) for a in (pad(xs), mask(xs), pad(ys), mask(ys)))
     return bitext.cache[key]
 

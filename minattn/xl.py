@@ -219,7 +219,8 @@ class RelMultiHeadAttention(nn.Module):
 
     def numpy_params(self) -> dict:
         """The weights as float64 NumPy arrays, keyed as `rel_multi_head_attention_np` expects."""
-        get = lambda t: t.detach().cpu().double().numpy()  # noqa: E731
+        def get(t):
+            return t.detach().cpu().double().numpy()
         params = {f"w_{s}": get(getattr(self, f"{s}_proj").weight) for s in "qkvr"}
         params.update(w_o=get(self.out_proj.weight), u_bias=get(self.u_bias),
                       v_bias=get(self.v_bias))

@@ -457,7 +457,8 @@ def tensors_torch(indexed: IndexedBitext, device=None) -> dict[str, torch.Tensor
     """The index arrays an EM step reads, as torch tensors on `device` (cached on indexed)."""
     key = f"torch:{torch.device(device or 'cpu')}"
     if key not in indexed.cache:
-        as_t = lambda a, dt=torch.int64: torch.as_tensor(np.asarray(a), dtype=dt, device=device)
+        def as_t(a, dt=torch.int64):
+            return torch.as_tensor(np.asarray(a), dtype=dt, device=device)
         indexed.cache[key] = dict(
             point_entry=as_t(indexed.point_entry), point_row=as_t(indexed.point_row),
             point_mult=as_t(indexed.point_mult, torch.float64), entry_src=as_t(indexed.entry_src),
