@@ -438,17 +438,21 @@ show(agreement_row_np)
 # replicate, against the same gold. How many, for translation, comes from the spread that the
 # saved full runs measured (below): enough for power 0.8 at the gain they measured.
 #
-# **Can the table decide?** Two gates, fixed before the runs. The paper's gold is trained "till
-# convergence": a row is *not tested* when the golds' validation curves still rise, one slope
-# shared by the golds over their last checks (`stats.converged`). Those checks are 125 steps
-# apart over the last 1,000 steps (the authors evaluate every 250), and the cell below prints,
-# before training, the gate's power to see golds still gaining 1 point per 250 steps at the
-# noise of the validation set's size; the claims print it again at the noise the golds' checks
-# measured. And the whole table rests on the re-seeded model agreeing with the gold's attention:
-# if attention depends mostly on the seed, that curve stays near chance and no probe's agreement
-# with the gold reads. A row is *not tested* when the re-seeded runs' best agreement with their
-# gold is, on average, at most twice the random baseline (the paper's rows, through their
-# $\xi$, have it at three times or more).
+# **Can the table decide?** Two gates. The paper's gold is trained "till convergence": a row is
+# *not tested* unless the golds' validation curves are shown to rise by less than 1 point per
+# 250 steps — one slope shared by the golds over their last checks, its one-sided 97.5 % upper
+# bound below that rise (`stats.converged(..., within=)`). Golds still gaining a point per 250
+# steps pass at most 2.5 % of the time, however noisy their checks; flat golds pass only when
+# their checks are precise enough to show it. Those checks are 125 steps apart over the last
+# 1,000 steps (the authors evaluate every 250), and the cell below prints, before training, the
+# chance that flat golds pass at the noise of the validation set's size; the claims print it
+# again at the noise the golds' checks measured. (This gate was written after the full runs of
+# the previous version: that one fired on any rise shown above 0, however small; the claims'
+# rows say what it gave.) And the whole table rests on the re-seeded model agreeing with the
+# gold's attention: if attention depends mostly on the seed, that curve stays near chance and
+# no probe's agreement with the gold reads. A row is *not tested* when the re-seeded runs' best
+# agreement with their gold is, on average, at most twice the random baseline (the paper's
+# rows, through their $\xi$, have it at three times or more).
 
 # %%
 # The translation gain A(α, β) − A(α, β^uf), in points, per replicate of the saved full runs
@@ -478,6 +482,11 @@ print(f"replicates: {REPLICATES}")
 # the convergence gate: the golds' last GATE_LAST checks, GATE_EVERY steps apart
 GATE_LAST, GATE_EVERY = lesson.size(full=9, smoke=3), lesson.size(full=125, smoke=5)
 RISE, RISE_PER = 0.01, 250  # a gold still gaining 1 point per 250 steps has not converged
+
+
+def gate_fires(slope: float, noise: float, golds: int) -> float:
+    """The chance that the convergence gate calls golds rising by `slope` per step unfinished."""
+    return converged_power(slope, noise, golds, GATE_LAST, GATE_EVERY, within=RISE / RISE_PER)
 
 
 def late_checks(steps: int) -> range:
@@ -544,10 +553,11 @@ tasks = {"sentiment": sentiment_task(SENT, lesson.seed(0), lesson.device),
 for name, task in tasks.items():  # the gate's power, before any training
     items = int(task.row_mask.sum()) if task.row_mask is not None else len(task.key_mask)
     noise = math.sqrt(0.25 / items)  # the widest binomial spread of a performance on `items`
-    print(f"{name}: the convergence gate sees {REPLICATES[name]} golds still gaining "
-          f"{RISE:.0%} per {RISE_PER} steps with power "
-          f"{converged_power(RISE / RISE_PER, noise, REPLICATES[name], GATE_LAST, GATE_EVERY):.2f}"
-          f" ({GATE_LAST} checks {GATE_EVERY} steps apart, noise {noise:.2%}: {items} items)")
+    golds = REPLICATES[name]
+    print(f"{name}: the convergence gate lets {golds} flat golds through with chance "
+          f"{1 - gate_fires(0.0, noise, golds):.2f}, golds still gaining {RISE:.0%} per "
+          f"{RISE_PER} steps with chance {1 - gate_fires(RISE / RISE_PER, noise, golds):.3f} "
+          f"({GATE_LAST} checks {GATE_EVERY} steps apart, noise {noise:.2%}: {items} items)")
 
 # %% [markdown]
 # **One run, and what it records.** A run seeds torch, builds the model (frozen uniform or
@@ -685,26 +695,30 @@ lesson.savefig(plot_xi_curves({k: v[0] for k, v in replicates.items()},
 # read off $\xi$. Now the claims, one row per data set, each gated as stated above.
 
 # %%
+GATE_CHANGE = (f"the gate now passes golds shown to rise by less than {RISE:.0%} per {RISE_PER} "
+               "steps (before: golds shown to rise at all failed it, which made both rows not "
+               "tested at seeds 0 and +100, on translation golds rising 0.30 ± 0.07 and 0.45 ± "
+               "0.06 points per 250 steps and sentiment golds 1.8 ± 0.1 and 1.7 ± 0.1)")
 TABLE2_CHANGE = (f"the golds' gate: one slope shared by the golds over checks every {GATE_EVERY} "
                  f"steps in the last {(GATE_LAST - 1) * GATE_EVERY} (before: each gold alone over "
                  "its last 4 checks, 250 apart), after seeds +200 had both rows not tested on a "
                  "gold's 1.9-point rise; translation replicates from the saved spread (before: "
-                 "3, inconclusive at +200 on a gain of +6.0 ± 2.3); the ξ part a row of its own")
+                 "3, inconclusive at +200 on a gain of +6.0 ± 2.3); the ξ part a row of its "
+                 "own; " + GATE_CHANGE)
 XI_LINE_CHANGE = ("the line: first the frozen-uniform model's best performance (contradicted in "
                   "an earlier run), then P⁰ (reproduced for translation at seeds 0 and +100, for "
                   "sentiment at 0, inconclusive at +100; a line that only a model made worse by "
-                  "training could miss), now half the way from P⁰ to P*")
+                  "training could miss), now half the way from P⁰ to P*; " + GATE_CHANGE)
 for name, pct in ours.items():
     reps, paper, task = replicates[name], PAPER[name], tasks[name]
     curves = [list(zip(task.at, rep["gold"]["perf"])) for rep in reps]
-    gates = [converged(curves, last=GATE_LAST, what="golds"),
+    gates = [converged(curves, last=GATE_LAST, what="golds", within=RISE / RISE_PER),
              off_floor(pct["re-seeded best agreement with the gold (ours)"],
                        bottom=pct["A_rand"][0], margin=pct["A_rand"][0])]
     noise = check_noise(curves, GATE_LAST)
     print(f"{name}, the gates: {'; '.join(g.detail for g in gates)}; the golds' checks spread by "
-          f"{noise:.2%} about their lines, where the gate sees golds gaining {RISE:.0%} per "
-          f"{RISE_PER} steps with power "
-          f"{converged_power(RISE / RISE_PER, noise, len(reps), GATE_LAST, GATE_EVERY):.2f}")
+          f"{noise:.2%} about their lines, where the gate lets flat golds through with chance "
+          f"{1 - gate_fires(0.0, noise, len(reps)):.2f}")
     t = all_of({"A(α, β^uf) above Â": versus(pct["A(α, β^uf)"], pct["A_rand"][0], gates=gates),
                 "A(α, β) above A(α, β^uf)": versus(np.subtract(pct["A(α, β)"], pct["A(α, β^uf)"]),
                                                    0.0, gates=gates)})
@@ -767,9 +781,9 @@ lesson.summary()
 # * Table 2 asks of real data whether the probe of a model that never learned where to look
 #   agrees with a standard model's attention above chance, and whether a standard model's probe
 #   agrees with it more — on independent replicates, as many as the spread of earlier runs
-#   asks for, gated on converged golds (a gate whose power is printed) and on attention that
-#   other seeds reproduce; and, on a line of our own, whether that probe's $\xi$ buys more than
-#   half of what training adds.
+#   asks for, gated on golds shown to rise by less than a point per 250 steps (the chance that
+#   flat golds pass is printed) and on attention that other seeds reproduce; and, on a line of
+#   our own, whether that probe's $\xi$ buys more than half of what training adds.
 
 # %% [markdown]
 # ## Exercises

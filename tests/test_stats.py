@@ -516,6 +516,24 @@ def test_the_gates_power_is_what_converged_does(runs, slope):
     assert stats.converged_power(1.0, 1.0, 4) > 0.9  # lesson-sized: four runs, 1 SD per check
 
 
+@pytest.mark.parametrize("runs,slope", [(4, 0.0), (4, 0.25), (4, 0.5), (2, 0.5), (4, 1.0)])
+def test_a_gate_within_a_rise_passes_only_runs_shown_below_it(runs, slope):
+    """`converged(..., within=0.5)` on curves rising by `slope` noise SDs per check over their
+    last 6 checks: runs rising by exactly `within` pass at most 2.5 %, and how often the gate
+    fires is `converged_power(..., within=)`'s (flat runs pass with its complement)."""
+    rng = np.random.default_rng(900 + runs + int(8 * slope))
+    sims = 1000
+    fired = sum(not converged([slope * np.arange(6) + rng.normal(0, 1, 6) for _ in range(runs)],
+                              last=6, within=0.5).passed for _ in range(sims)) / sims
+    expected = stats.converged_power(slope, 1.0, runs, last=6, within=0.5)
+    assert abs(fired - expected) <= 3 * math.sqrt(expected * (1 - expected) / sims) + 0.005
+    if slope >= 0.5:
+        assert 1 - fired <= LIMIT + _slack(sims)
+    gate = converged([[0.0, 0.1, 0.2, 0.3]] * 2, within=0.2)  # no noise: the slope itself
+    assert gate.passed and "rise by less than 0.2" in gate.detail, gate
+    assert not converged([[0.0, 0.2, 0.4, 0.6]] * 2, within=0.2).passed
+
+
 def test_closing_fires_on_a_gap_still_closing_not_on_arms_improving_together():
     """The claim's own quantity: two arms falling together keep their gap (the gate passes,
     though each curve alone would fail `converged`); a gap shrinking toward 0 fails it; a gap

@@ -26,7 +26,8 @@ lessons' sizes: two arms (equal and 3x unequal spreads, 2 to 10 runs), one arm a
 `same` with one and two arms, `within` at either edge, `paired` with one and two arms and a seed
 effect, runs that tie (identical floats included) and a tied arm borrowing the other's spread,
 `resolution=` at a ceiling, lognormal runs with log=True, `all_of` of 2, 3 and 4 parts, and the
-gate's power; the rate tests and all-or-nothing runs are summed exactly over the binomial.
+gate's power (`converged` with and without `within=`); the rate tests and all-or-nothing runs
+are summed exactly over the binomial.
 Among fifty claims that were all false, about one would still come out "reproduced": a count
 of outcomes is not a score.
 
@@ -93,7 +94,9 @@ RULE = (
     "spread of runs that differ, never a tie's, so runs tied at a ceiling decide nothing. "
     "Reproduced: the interval lies on the paper's side. Contradicted: it lies wholly on the "
     "other side. Inconclusive: it straddles the line. Not tested: a gate failed — runs still "
-    "rising (the common slope of the runs' last checks above 0 at 2.5 %), or, for a comparison "
+    "rising (the common slope of the runs' last checks above 0 at 2.5 %, or, where the lesson "
+    "states a rise small enough to count as stopped, not shown below it at 2.5 %), or, for a "
+    "comparison "
     "of arms still improving together, the claim's own quantity (their difference, run by run) "
     "moving toward its line over the last checks at 2.5 %, arms at a ceiling or "
     "floor, fallback data, a smoke run, a gate the lesson names (a busy device's budget, "
@@ -272,7 +275,8 @@ class Gate:
     detail: str
 
 
-def converged(curves, last: int = 4, what: str = "runs", lower_is_better: bool = False) -> Gate:
+def converged(curves, last: int = 4, what: str = "runs", lower_is_better: bool = False,
+              within: float | None = None) -> Gate:
     """The runs' curves have stopped rising: over each run's last `last` checks, their common
     least-squares slope (one slope shared by the runs, each run its own level) is not above 0
     at the rule's level (one-sided, 2.5 %). `curves`: one sequence of checks per run, each a
@@ -280,7 +284,12 @@ def converged(curves, last: int = 4, what: str = "runs", lower_is_better: bool =
     of freedom (12 for four runs of four checks) where one run alone has 2 and needs a Bonferroni
     over runs: four runs rising by one noise SD per check are caught 97 % of the time, not 25 %
     (`converged_power` computes it). Runs still rising had not converged, and a comparison of
-    where they ended would be one of unfinished runs."""
+    where they ended would be one of unfinished runs.
+
+    within: a rise per step small enough to count as stopped. The runs then pass only when
+    their common slope is shown below it (its one-sided 97.5 % upper bound < within): runs
+    rising by `within` pass at most 2.5 % of the time, however noisy, and flat runs pass when
+    their checks are precise enough to show it (`converged_power(..., within=)`)."""
     sxy = sxx = ss = 0.0
     df = 0
     for curve in curves:
@@ -298,12 +307,20 @@ def converged(curves, last: int = 4, what: str = "runs", lower_is_better: bool =
         raise ValueError("converged: expected at least one curve")
     slope = sxy / sxx
     se = math.sqrt(max(ss, 0.0) / df / sxx)
-    rising = slope - t_quantile(df) * se > 0 if se > 0 else slope > 0
-    word = "still falling" if lower_is_better else "still rising"
+    verb = "fall" if lower_is_better else "rise"
+    if within is None:
+        rising = slope - t_quantile(df) * se > 0 if se > 0 else slope > 0
+        word, stopped, bound = "still falling" if lower_is_better else "still rising", \
+            "had stopped", ""
+    else:  # stopped only when shown below `within`
+        rising = slope + t_quantile(df) * se >= within
+        word = f"not shown to {verb} by less than {within:.3g} per step"
+        stopped = f"{verb} by less than {within:.3g} per step"
+        bound = f"; {verb}s by at most {slope + t_quantile(df) * se:.3g}"
     return Gate(not rising, "budget",
-                f"{what} {word if rising else 'had stopped'} over their last {last} checks "
+                f"{what} {word if rising else stopped} over their last {last} checks "
                 f"(common slope {slope * (-1 if lower_is_better else 1):+.3g} per step, "
-                f"± {se:.2g}, df {df})")
+                f"± {se:.2g}, df {df}{bound})")
 
 
 def closing(differences, line: float = 0.0, last: int = 4, what: str = "the difference") -> Gate:
@@ -325,17 +342,23 @@ def closing(differences, line: float = 0.0, last: int = 4, what: str = "the diff
 
 
 def converged_power(slope: float, noise: float, runs: int, last: int = 4,
-                    spacing: float = 1.0) -> float:
+                    spacing: float = 1.0, within: float | None = None) -> float:
     """The chance that `converged` sees runs still rising: `runs` curves, each rising by
     `slope` per step over its last `last` checks `spacing` steps apart, each check off its
-    curve by independent normal noise of SD `noise`. Exact: the common slope's t statistic
-    is noncentral t with runs * (last - 2) degrees of freedom."""
+    curve by independent normal noise of SD `noise`. With `within`, `converged`'s: the chance
+    that the runs are not shown to rise by less than `within` (at most 2.5 % at slope = within;
+    1 minus it at slope 0 is the chance that flat runs pass). Exact: the common slope's t
+    statistic is noncentral t with runs * (last - 2) degrees of freedom."""
     if runs < 1 or last < 3 or not noise > 0:
         raise ValueError("converged_power: expected runs >= 1, last >= 3 and noise > 0")
     x = (np.arange(last) - (last - 1) / 2) * spacing
     sxx = runs * float((x * x).sum())
     df = runs * (last - 2)
-    return float(1 - special.nctdtr(df, slope / (noise / math.sqrt(sxx)), t_quantile(df)))
+    if within is None:  # fires when the slope is shown above 0
+        return float(1 - special.nctdtr(df, slope / (noise / math.sqrt(sxx)), t_quantile(df)))
+    # with `within`: fires unless the slope is shown below it, (slope^ - within) / se < -t
+    return float(1 - special.nctdtr(df, (slope - within) / (noise / math.sqrt(sxx)),
+                                    -t_quantile(df)))
 
 
 def off_ceiling(*arms, top: float, margin: float) -> Gate:
