@@ -438,21 +438,21 @@ show(agreement_row_np)
 # replicate, against the same gold. How many, for translation, comes from the spread that the
 # saved full runs measured (below): enough for power 0.8 at the gain they measured.
 #
-# **Can the table decide?** Two gates. The paper's gold is trained "till convergence": a row is
-# *not tested* unless the golds' validation curves are shown to rise by less than 1 point per
-# 250 steps — one slope shared by the golds over their last checks, its one-sided 97.5 % upper
-# bound below that rise (`stats.converged(..., within=)`). Golds still gaining a point per 250
-# steps pass at most 2.5 % of the time, however noisy their checks; flat golds pass only when
-# their checks are precise enough to show it. Those checks are 125 steps apart over the last
+# **Can the table decide?** Two gates. The paper's gold is trained "till convergence": a row is *not
+# tested* unless the golds' validation curves are shown to rise by less than 1 point per 250 steps —
+# one slope shared by the golds over their last checks, its upper confidence bound (one-sided, at
+# the rule's 2.5 %) below that rise (`stats.converged(..., within=)`). Golds still gaining a point
+# per 250 steps pass at most 2.5 % of the time, however noisy their checks; flat golds pass only
+# when their checks are precise enough to show it. Those checks are 125 steps apart over the last
 # 1,000 steps (the authors evaluate every 250), and the cell below prints, before training, the
-# chance that flat golds pass at the noise of the validation set's size; the claims print it
-# again at the noise the golds' checks measured. (This gate was written after the full runs of
-# the previous version: that one fired on any rise shown above 0, however small; the claims'
-# rows say what it gave.) And the whole table rests on the re-seeded model agreeing with the
-# gold's attention: if attention depends mostly on the seed, that curve stays near chance and
-# no probe's agreement with the gold reads. A row is *not tested* when the re-seeded runs' best
-# agreement with their gold is, on average, at most twice the random baseline (the paper's
-# rows, through their $\xi$, have it at three times or more).
+# chance that flat golds pass at the noise of the validation set's size; the claims print it again
+# at the noise the golds' checks measured. (This gate was written after the full runs of the
+# previous version: that one fired on any rise shown above 0, however small; the claims' rows say
+# what it gave.) And the whole table rests on the re-seeded model agreeing with the gold's
+# attention: if attention depends mostly on the seed, that curve stays near chance and no probe's
+# agreement with the gold reads. A row is *not tested* when the re-seeded runs' best agreement with
+# their gold is, on average, at most twice the random baseline (the paper's rows, through their
+# $\xi$, have it at three times or more).
 
 # %%
 # The translation gain A(α, β) − A(α, β^uf), in points, per replicate of the saved full runs
