@@ -271,7 +271,7 @@ def check_same_device(**tensors) -> None:
 ARRAY_KINDS = ("float", "int", "bool", "real")
 _ARRAY = re.compile(r"(\w+)(\??)(\*?)\s+(~?)\(([^)]*)\)(?:\s+like\s+([\w.]+))?"
                     r"(?:\s*(<=?)\s*([\w.]+))?(?:\s+where\s+(\w+))?")
-_RANGE = re.compile(r"int(\??) in (\d+) \.\. (\w+)")
+_RANGE = re.compile(r"int(\??) in (\d+) \.\. ([\w.]+)")
 _SCALAR = re.compile(r"(int|number|bool|callable)(\??)(?:\s*(>=|>|<=)\s*([^\s,]+))?"
                      r"(?:, (?:(even)|divides ([\w.]+)))?")
 

@@ -196,12 +196,10 @@ class TopLayers(nn.Module):
     forward(states (B, L, D) of layer N − n, mask (B, L) bool right-padded) -> (B, L, D).
     """
 
+    @checked(n="int in 1 .. encoder.config.num_hidden_layers")
     def __init__(self, encoder: MiniLMEncoder, n: int):
         super().__init__()
-        total = len(encoder.layers)
-        if not 1 <= n <= total:
-            fail("TopLayers: bad number of layers", f"1 <= n <= {total}", f"n = {n}")
-        self.first = total - n  # the index in `MiniLMEncoder.run`'s list of the input states
+        self.first = len(encoder.layers) - n  # in `MiniLMEncoder.run`'s list: the input states
         self.layers = nn.ModuleList(copy.deepcopy(layer) for layer in encoder.layers[self.first:])
         for p in self.parameters():
             p.requires_grad_(True)

@@ -237,8 +237,10 @@ def test_top_layers_continue_the_encoder_and_train_apart_from_it(tiny):
     assert not torch.allclose(top(states[1], mask)[mask], states[2][mask], atol=1e-3)
     with torch.no_grad():  # a copy: the encoder itself did not move
         assert torch.allclose(encoder(ids, mask)[mask], states[2][mask])
-    with pytest.raises(ValueError, match="number of layers"):
-        TopLayers(encoder, 3)
+    for n in (0, 3):  # of a 2-layer encoder
+        with pytest.raises(ValueError, match=r"^n: expected int in 1 \.\. encoder\.config\."
+                           r"num_hidden_layers = 2, got int"):
+            TopLayers(encoder, n)
 
 
 # ============================================================================ transformers parity
