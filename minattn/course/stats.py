@@ -338,7 +338,8 @@ def closing(differences, line: float = 0.0, last: int = 4, what: str = "the diff
     gate = converged(curves, last=last, what=what, lower_is_better=above)
     toward = "falling toward" if above else "rising toward"
     return Gate(gate.passed, gate.reason, gate.detail.replace(
-        "still falling" if above else "still rising", f"still {toward} {line:g}"))
+        "still falling" if above else "still rising", f"still {toward} {line:g}").replace(
+        "had stopped", f"not {toward} {line:g}"))
 
 
 def converged_power(slope: float, noise: float, runs: int, last: int = 4,
