@@ -1017,8 +1017,8 @@ lesson.savefig(fig, "recall_by_distance")
 # 128, do the same models answer reads farther back than any they were trained on? These runs
 # are still learning at their last step, so each claim counts once its own quantity, read at
 # the runs' last four checks (`claims_read`), is not still moving toward its line (`closing`,
-# as for the comparisons above): a quantity moving toward the line could reach it with more
-# training; one that has settled, or moves away, is what longer training would start from.
+# as for the comparisons above): a quantity still moving toward its line could reach or cross
+# it with more training, so the claim waits; one that has settled, or moves away, is decided.
 
 # %%
 def recall_gate(quantity, line):  # that quantity has stopped moving toward its line
