@@ -5,12 +5,13 @@ computes what the decorated call does.
 arguments as given. Defaults (`key = query`, a model's `mem_len`), masks folded together and
 what a mask hides set to 0 are lines of the body, so `fn.__wrapped__` (what a student copies
 into a notebook) runs alone. Below: the decorated functions of the mechanism files and minattn/fast,
-found by walking the modules, and a table of valid calls covering every function whose check
-once rewrote its arguments, each compared with its undecorated body.
+found by walking the modules, and a table of valid calls covering every one of them (but those
+of WITHOUT_A_CALL, which have no call on the CPU), each compared with its undecorated body.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import pkgutil
@@ -28,6 +29,7 @@ MODULES = [f"minattn.{m}" for m in MECHANISMS] + \
     [f"minattn.fast.{m.name}" for m in pkgutil.iter_modules(minattn.fast.__path__)]
 
 
+@functools.cache  # one walk (10 ms) for the 200 cases below
 def decorated() -> dict:
     """'module.function' or 'module.Class.method' -> the decorated function, for every public
     function and method of MODULES that `@checked` wraps."""
@@ -83,14 +85,19 @@ def garbage(x, keep):
 
 
 def calls():
-    """(name, function of the decorated function -> its result) for valid calls."""
+    """(name, function of the decorated function -> its result) for valid calls: one or more
+    for every function `decorated()` finds, but those of WITHOUT_A_CALL."""
     from minattn import agreement as AG
     from minattn import attention as A
+    from minattn import encoder as E
     from minattn import ibm1 as I
+    from minattn import lstm_attention as LA
     from minattn import multiscale as MS
+    from minattn import sparse as S
     from minattn import task_heads as TH
     from minattn import xl as X
     from minattn.fast import ibm1 as FI
+    from minattn.fast import xl as FX
 
     pad = np.array([[True] * 5, [True] * 3 + [False] * 2])  # (B=2, N=5) key padding
     q, k, v = R(2, 4, 3), R(2, 5, 3, seed=1), R(2, 5, 2, seed=2)
@@ -109,6 +116,21 @@ def calls():
     yield "fast.attention.attention_fast_torch", lambda f: f(tq, tk, tv, tm)
     yield "attention.padding_mask_np", lambda f: f([3, 5], 5)
     yield "attention.split_heads_np", lambda f: f(R(2, 5, 8), 2)
+    scores = garbage(R(2, 4, 5, seed=3), mask)  # what the mask hides may hold NaN
+    yield "attention.softmax_np", lambda f: f(scores, mask)
+    yield "attention.softmax_torch", lambda f: f(torch.as_tensor(scores), tm)
+    additive = (R(6, 3, seed=3), R(6, 2, seed=4), R(6, seed=5))  # w_q, w_k, v_a: dq != dk
+    yield "attention.additive_scores_np", lambda f: f(q, R(2, 5, 2), *additive)
+    yield "attention.additive_scores_torch", \
+        lambda f: f(T(2, 4, 3), T(2, 5, 2), *(torch.as_tensor(w) for w in additive))
+    yield "attention.merge_heads_np", lambda f: f(R(2, 2, 5, 4))
+    yield "attention.causal_mask_np", lambda f: f(3, 5)
+    yield "attention.sinusoid_np", lambda f: f(6, 8, clamp_len=3)
+    yield "attention.split_heads_torch", lambda f: f(x, 2)
+    yield "attention.merge_heads_torch", lambda f: f(T(2, 2, 5, 4))
+    yield "attention.causal_mask_torch", lambda f: f(3, 5)
+    yield "attention.padding_mask_torch", lambda f: f(torch.tensor([3, 5]), 5)
+    yield "attention.sinusoid_torch", lambda f: f(6, 8, dtype=torch.float64, clamp_len=3)
     torch.manual_seed(0)
     mha = A.MultiHeadAttention(8, 2).double()
     xh = garbage(x, key_pad[..., None])
@@ -119,6 +141,20 @@ def calls():
     yield "attention.multi_head_attention_np", \
         lambda f: f(x.numpy(), xh.numpy(), xh.numpy(), params, 2, key_padding_mask=pad)
     yield "attention.MultiHeadAttention.__init__", lambda f: built(A.MultiHeadAttention, f, 8, 2)
+    yield "attention.MultiHeadAttention.load_from_torch", \
+        lambda f: f(A.MultiHeadAttention(8, 2), torch.nn.MultiheadAttention(8, 2))
+    recall = A.RecallAttention(6, 5, d_model=8, num_heads=2).double()
+    mean_pool = A.RecallMeanPool(6, 5, d_model=8).double()
+    asked, keys, values = torch.tensor([[1, 2]] * 2), torch.tensor([[2, 1, 5]] * 2), \
+        torch.tensor([[0, 4, 3]] * 2)
+    yield "attention.RecallAttention.forward", \
+        lambda f: f(recall, asked, keys, values, need_weights=True)
+    yield "attention.RecallMeanPool.forward", lambda f: f(mean_pool, asked, keys, values)
+    yield "attention.PositionReader.__init__", \
+        lambda f: built(A.PositionReader, f, 5, 6, "learned", d_model=8)
+    reader = A.PositionReader(5, 6, "sinusoid", d_model=8).double()
+    yield "attention.PositionReader.forward", \
+        lambda f: f(reader, torch.tensor([[1, 2, 3, 4]]), need_weights=True)
 
     # sparse: global positions as a list, a layout hiding NaN
     n, block = 6, 2
@@ -144,6 +180,51 @@ def calls():
     yield "fast.flex.window_tiles_np", lambda f: f(8, 1, global_idx=[5, 0], tile=2)
     yield "fast.flex.dense_block_sparse_attention", lambda f: f(*st, layout.tolist(), block)
     yield "fast.flex.choose_kernel", lambda f: f("cpu", 8)
+    chain = np.eye(5, k=-1, dtype=bool)  # token i hears token i - 1
+    yield "sparse.sliding_window_mask_np", lambda f: f(n, 1, causal=True)
+    yield "sparse.dilated_window_mask_np", lambda f: f(n, 1, 2)
+    yield "sparse.random_mask_np", lambda f: f(n, 2, 0, causal=True)
+    yield "sparse.block_mask_np", lambda f: f(layout, block, 5)
+    yield "sparse.block_layout_np", lambda f: f(np.tri(5, dtype=bool), block)
+    yield "sparse.bigbird_layout_np", lambda f: f(4, seed=1)
+    yield "sparse.bigbird_layouts_np", lambda f: f(4, 2, 2, seed=1)
+    yield "sparse.bigbird_mask_np", lambda f: f(7, block, seed=1)
+    yield "sparse.strided_masks_np", lambda f: f(n, 2)
+    yield "sparse.fixed_masks_np", lambda f: f(n, 3, 1)
+    yield "sparse.union_np", lambda f: f(chain, chain.T, np.eye(5, dtype=bool))
+    yield "sparse.hops_np", lambda f: f(chain)
+    yield "sparse.reach_np", lambda f: f(chain, chain.T)
+    yield "sparse.diameter_np", lambda f: f(chain | chain.T)
+    yield "fast.sparse.diameter_fast_np", lambda f: f(chain | chain.T)
+    yield "sparse.window_attend", \
+        lambda f: f(1, global_idx=[0])(*(T(1, 2, n, 4, seed=s) for s in (4, 5, 6)))
+    yield "sparse.SparseClassifier.__init__", \
+        lambda f: built(S.SparseClassifier, f, 7, n, 8, 2, 2, S.window_attend(1))
+    torch.manual_seed(0)
+    sparse_clf = S.SparseClassifier(7, n, 8, 2, 2, [S.window_attend(1), S.block_sparse_attend(
+        layout, block)]).double()
+    yield "sparse.SparseClassifier.forward", lambda f: f(sparse_clf, torch.tensor([[1, 2, 3] * 2]))
+    wq, wk, wv = (T(1, 8, 4, seed=s) for s in (7, 8, 9))
+    yield "fast.sparse.band_mask_torch", lambda f: f(3, 1, 2)
+    yield "fast.sparse.unfold_blocks_torch", lambda f: f(wq, 3, 1, 2)
+    yield "fast.sparse.blocked_window_attention_torch", lambda f: f(wq, wk, wv, 1, 2, 4)
+    yield "fast.sparse.window_forward_torch", lambda f: f(wq, wk, wv, 2, True, 4, None)
+    yield "fast.sparse.window_attention_backward_torch", \
+        lambda f: f(wq, wk, wv, T(1, 8, 4, seed=10), 2, 2, 4, None, chunk_scores=64)
+    yield "fast.sparse.sliding_window_attention_fast_torch", \
+        lambda f: f(wq, wk, wv, 2, True, block=4)
+    yield "fast.sparse.dilated_window_attention_fast_torch", \
+        lambda f: f(wq, wk, wv, 1, 2, block=4)
+    yield "fast.flex.layout_tiles_np", lambda f: f(layout, block, n, causal=True, tile=4)
+    yield "fast.flex.multiscale_tiles_np", lambda f: f(8, [1, 3], tile=2)
+    yield "fast.flex.flex_window_attention", lambda f: f(wq, wk, wv, 1, global_idx=[5], tile=4)
+    yield "fast.flex.flex_block_sparse_attention", \
+        lambda f: f(*st, layout, block, causal=True, tile=4)
+    yield "fast.flex.dense_window_attention", lambda f: f(wq, wk, wv, 1, dilation=2, causal=True)
+    yield "fast.flex.window_attention_routed_fast_torch", \
+        lambda f: f(wq, wk, wv, 1, global_idx=[5])
+    yield "fast.flex.block_sparse_attention_routed_fast_torch", \
+        lambda f: f(*st, layout, block, True)
 
     # multiscale: a padding mask hiding NaN, windows as a list
     mpad = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])[:, None, None, :]
@@ -161,6 +242,29 @@ def calls():
         lambda f: vars(built(MS.MultiScaleKernel, f, (1, 3)))
     yield "multiscale.ScaleAllocation.__init__", \
         lambda f: vars(built(MS.ScaleAllocation, f, [[1, 0, 1, 0, 0]]))
+    queries = mpad[:, 0, 0]  # (B, N): the padded queries' weights may hold NaN
+    weights = garbage(T(2, 2, 6, 6, seed=10).abs(), queries[:, None, :, None])
+    yield "multiscale.scale_mask_np", lambda f: f(5, [0, 2], n_global=1)
+    yield "multiscale.scale_mask_torch", lambda f: f(5, [0, 2], n_global=1)
+    yield "multiscale.measured_scale_np", lambda f: f(weights.numpy(), queries.numpy())
+    yield "multiscale.measured_scale_torch", lambda f: f(weights, queries)
+    yield "multiscale.scale_candidates", lambda f: f(32)
+    yield "multiscale.allocate_scales_np", lambda f: f(5, 5, 3, 0.5)
+    yield "multiscale.layer_windows", lambda f: f(np.array([[1, 0, 2], [0, 3, 0]]), [1, 2, 4])
+    yield "multiscale.masked_max_torch", lambda f: f(xh, key_pad)
+    yield "multiscale.MultiScaleKernel.set_windows", \
+        lambda f: after(MS.MultiScaleKernel([1, 3]), f, (2, 0))
+    yield "multiscale.MultiScaleTransformer.__init__", \
+        lambda f: built(MS.MultiScaleTransformer, f, 3, 8, [[0, 2], [1, 3]], 2, max_len=6)
+    torch.manual_seed(0)
+    allocation = MS.ScaleAllocation([[1, 0, 1, 0, 0], [0, 1, 0, 0, 1]])
+    msa = MS.MultiScaleTransformer(3, 8, allocation, 2, embedding=torch.nn.Embedding(7, 3),
+                                   global_node=True).double()
+    yield "multiscale.MultiScaleTransformer.forward", \
+        lambda f: f(msa, torch.tensor([[1, 2, 3, 4, 5], [6, 5, 4, 0, 0]]), torch.tensor([5, 3]))
+    yield "fast.multiscale.band_attention_fast_torch", \
+        lambda f: f(mq[:1], mq[1:], mq[:1] + 1, 2, chunk=3)
+    yield "fast.multiscale.band_pieces", lambda f: f(8, 2, 3)
 
     # xl: the defaults of TransformerXL.forward
     torch.manual_seed(0)
@@ -169,9 +273,52 @@ def calls():
     yield "xl.TransformerXL.forward", lambda f: f(model, tokens)
     yield "xl.TransformerXL.forward", \
         lambda f: f(model, tokens, model(tokens)[1], need_weights=True)
+    # relative attention: 3 queries, 5 keys; the rows of r past Lk are never read (NaN)
+    rel = [T(1, 2, 3, 4), T(1, 2, 5, 4, seed=1), T(1, 2, 5, 4, seed=2),
+           garbage(T(2, 7, 4, seed=3), torch.arange(7)[None, :, None] < 5),
+           T(2, 4, seed=4), T(2, 4, seed=5)]
+    yield "xl.relative_distances_np", lambda f: f(3, 5)
+    yield "xl.relative_distances_torch", lambda f: f(3, 5)
+    yield "xl.rel_attention_np", lambda f: f(*(t.numpy() for t in rel))
+    yield "xl.rel_attention_torch", lambda f: f(*rel)
+    yield "fast.xl.rel_attention_fast_np", lambda f: f(*(t.numpy() for t in rel))
+    yield "fast.xl.rel_attention_fast_torch", lambda f: f(*rel)
+    yield "fast.xl.rel_shift_np", lambda f: f(R(2, 3, 5))
+    yield "fast.xl.rel_shift_torch", lambda f: f(T(2, 3, 5))
+    yield "xl.update_memory_np", lambda f: f(R(2, 2, 4, seed=1), R(2, 3, 4), 4)
+    yield "xl.update_memory_torch", lambda f: f(T(2, 2, 4, seed=1), T(2, 3, 4), 4)
+    torch.manual_seed(0)
+    rel_mha = X.RelMultiHeadAttention(8, 2, max_len=16).double()
+    for bias in (rel_mha.u_bias, rel_mha.v_bias):  # u and v start at 0: make them count
+        torch.nn.init.normal_(bias)
+    rel_params = rel_mha.numpy_params()
+    yield "xl.rel_multi_head_attention_np", \
+        lambda f: f(R(2, 3, 8), R(2, 2, 8, seed=1), rel_params, 2, clamp_len=2)
+    yield "xl.RelMultiHeadAttention.forward", \
+        lambda f: f(rel_mha, x[:, 2:], x[:, :2], need_weights=True, clamp_len=2)
+    yield "xl.RelMultiHeadAttention.__init__", \
+        lambda f: built(X.RelMultiHeadAttention, f, 8, 2, max_len=16)
+    yield "xl.TransformerXL.__init__", \
+        lambda f: built(X.TransformerXL, f, 11, d_model=8, num_heads=2, num_layers=1, mem_len=3)
+    yield "xl.VanillaLM.__init__", lambda f: built(X.VanillaLM, f, 11, 8, 2, 1)
+    torch.manual_seed(0)
+    vanilla = X.VanillaLM(11, 8, 2, 1).double()
+    yield "xl.VanillaLM.forward", lambda f: f(vanilla, tokens)
+    official = {"word_emb.emb_layers.0.weight": T(11, 8), "crit.out_layers.0.bias": T(11),
+                "r_w_bias": T(2, 4, seed=1), "r_r_bias": T(2, 4, seed=2),
+                "layers.0.dec_attn.qkv_net.weight": T(24, 8, seed=3),
+                **{f"layers.0.{name}": T(8, seed=i) for i, name in enumerate(X.OFFICIAL_NAMES)}}
+    yield "xl.official_to_ours", lambda f: f(official, 2)
+
+    def prefilled():  # a decoder that has read the prompt `tokens`
+        decoder = FX.XLDecoder(model, 4, batch=2)
+        decoder.prefill(tokens)
+        return decoder
+    yield "fast.xl.XLDecoder.__init__", lambda f: vars(built(FX.XLDecoder, f, model, 4, batch=2))
+    yield "fast.xl.XLDecoder.prefill", lambda f: after(FX.XLDecoder(model, 4, batch=2), f, tokens)
+    yield "fast.xl.XLDecoder.step", lambda f: after(prefilled(), f, tokens[:, :1])
 
     # lstm attention: padded encoder states hold NaN
-    from minattn import lstm_attention as LA
     lpad = np.array([[True] * 4, [True, True, False, False]])
     h = garbage(R(2, 4, 3, seed=10), lpad[..., None])
     yield "lstm_attention.luong_attention_np", lambda f: f(R(2, 2, 3), h, R(1, 3, 3), lpad)
@@ -180,6 +327,35 @@ def calls():
     yield "lstm_attention.score_gradient_np", \
         lambda f: f(LA.luong_attention_np(R(2, 2, 3), h, R(1, 3, 3), lpad)[1][:, 0], h,
                     R(2, 2, 3, seed=11), lpad)
+    lstm = [R(12, 2, seed=12), R(12, 3, seed=13), R(12, seed=14), R(12, seed=15)]  # H = 3
+    state = [R(2, 3, seed=16), R(2, 3, seed=17)]
+    yield "lstm_attention.lstm_cell_np", lambda f: f(R(2, 2), *state, *lstm)
+    yield "lstm_attention.lstm_cell_torch", \
+        lambda f: f(T(2, 2), *(torch.as_tensor(a) for a in state + lstm))
+    yield "lstm_attention.lstm_np", lambda f: f(R(2, 4, 2), *lstm, state=tuple(state))
+    heads = [R(2, 3, 3, seed=18), R(2, 3, seed=19), R(2, 3, 3, seed=20), R(2, 3, seed=21)]
+    yield "lstm_attention.projected_attention_np", \
+        lambda f: f(R(2, 2, 3), h, *heads, mask=lpad)
+    yield "lstm_attention.projected_attention_torch", \
+        lambda f: f(T(2, 2, 3), *(torch.as_tensor(a) for a in [h] + heads),
+                    mask=torch.as_tensor(lpad), uniform=True)
+    out = [R(5, 6, seed=22), R(5, seed=23), R(7, 5, seed=24), R(7, seed=25)]  # V = 7
+    target_ids = np.array([[6, 0], [2, 2]])  # (B, T) < V
+    yield "lstm_attention.output_np", lambda f: f(R(2, 2, 3), R(2, 2, 3, seed=1), *out)
+    yield "lstm_attention.output_torch", \
+        lambda f: f(T(2, 2, 3), T(2, 2, 3, seed=1), *(torch.as_tensor(a) for a in out))
+    yield "lstm_attention.lexical_probe_np", lambda f: f(R(2, 4, 3), R(2, 2, 3), target_ids, *out)
+    yield "lstm_attention.lexical_probe_torch", \
+        lambda f: f(T(2, 4, 3), T(2, 2, 3), torch.as_tensor(target_ids),
+                    *(torch.as_tensor(a) for a in out))
+    yield "lstm_attention.output_gradient_np", \
+        lambda f: f(R(2, 2, 3), R(2, 2, 3, seed=1), target_ids, *out)
+    yield "lstm_attention.OfficialSeq2Seq.__init__", \
+        lambda f: built(LA.OfficialSeq2Seq, f, 6, hidden=4, heads=2)
+    torch.manual_seed(0)
+    copier = LA.OfficialSeq2Seq(6, hidden=4, heads=2).double()
+    yield "lstm_attention.OfficialSeq2Seq.states", \
+        lambda f: f(copier, torch.tensor([[1, 2, 3]] * 2), torch.tensor([[0, 1]] * 2))
 
     # task heads: padded states hold NaN
     torch.manual_seed(0)
@@ -192,6 +368,32 @@ def calls():
     yield "task_heads.cross_attention_pool_np", \
         lambda f: f(xh.numpy(), pad, xh.numpy(), pad, cross.numpy_params(), 2)
     yield "fast.task_heads.attention_pool_fast_torch", lambda f: f(xh, key_pad, pool.layers[0])
+    yield "task_heads.cls_pool_np", lambda f: f(xh.numpy(), pad)
+    yield "task_heads.cls_pool_torch", lambda f: f(xh, key_pad)
+    yield "task_heads.mean_pool_np", lambda f: f(xh.numpy(), pad)
+    yield "task_heads.mean_pool_torch", lambda f: f(xh, key_pad)
+    yield "task_heads.layer_norm_np", lambda f: f(x.numpy(), eps=1e-3)
+    yield "task_heads.layer_norm_torch", lambda f: f(x, eps=1e-3)
+    yield "task_heads.pearson_loss_np", lambda f: f(R(5), R(5, seed=1))
+    yield "task_heads.pearson_loss_torch", lambda f: f(T(5), T(5, seed=1))
+    yield "task_heads.pair_features_torch", lambda f: f(T(2, 4), T(2, 4, seed=1))
+    yield "task_heads.u09_init_", lambda f: after(A.MultiHeadAttention(8, 2), f)
+    yield "task_heads.attention_layers", lambda f: f("AttentionPool", 8, 2, 2, "u09")
+    yield "task_heads.AttentionPool.__init__", \
+        lambda f: built(TH.AttentionPool, f, 8, 2, 2, query="learned")
+    yield "task_heads.CrossAttentionPool.__init__", \
+        lambda f: built(TH.CrossAttentionPool, f, 8, 2, read="first")
+    torch.manual_seed(0)
+    standardize = TH.Standardize(T(6, 8, seed=1))
+    sentences = TH.SentenceClassifier(TH.AttentionPool(8, 2, 2), 8, 3,
+                                      project=torch.nn.Linear(8, 8)).double()
+    pairs = TH.PairModel(TH.CrossAttentionPool(8, 2), 8).double()
+    yield "task_heads.Standardize.forward", lambda f: f(standardize, x)
+    yield "task_heads.SentenceClassifier.forward", \
+        lambda f: f(sentences, xh, key_pad, need_weights=True)
+    yield "task_heads.PairModel.embed_pair", \
+        lambda f: f(pairs, xh, key_pad, xh[:, :4], key_pad[:, :4], need_weights=True)
+    yield "task_heads.PairModel.forward", lambda f: f(pairs, xh, key_pad, xh[:, 1:], key_pad[:, 1:])
 
     # agreement: default masks, lists, padded states
     a, b = R(3, 5).tolist(), R(3, 5, seed=1).tolist()
@@ -216,6 +418,18 @@ def calls():
     torch.manual_seed(0)
     clf = AG.AttentionClassifier(7, hidden=4)
     yield "agreement.AttentionClassifier.states", lambda f: f(clf, torch.tensor([[1, 2, 3]]))
+    yield "agreement.classifier_probe_np", lambda f: f(R(2, 5, 4), R(4), 0.1, np.array([1, 0]))
+    yield "agreement.classifier_probe_torch", \
+        lambda f: f(T(2, 5, 4), T(4), 0.1, torch.tensor([1, 0]))
+    yield "agreement.agreement_baseline_np", lambda f: f([5, 3, 20])
+    yield "agreement.contextualized_agreement", lambda f: f([0.1, 0.3, 0.5], [0.5, 0.6, 0.7], 0.2)
+    torch.manual_seed(0)
+    translator = AG.Seq2SeqAttention(7, 6, hidden=4, heads=2).double()
+    src, tgt = torch.tensor([[1, 2, 3], [4, 5, 0]]), torch.tensor([[0, 5], [0, 1]])
+    yield "agreement.Seq2SeqAttention.states", lambda f: f(translator, src, tgt)
+    yield "agreement.Seq2SeqAttention.forward", \
+        lambda f: f(translator, src, tgt, torch.tensor([[True] * 3, [True, True, False]]))
+    yield "agreement.Seq2SeqAttention.probe", lambda f: f(translator, src, tgt, tgt.flip(1))
 
     # ibm1: a corpus given as tuples
     sources, targets = (("a", "b"), ("b",)), (("x", "y"), ("y",))
@@ -224,6 +438,73 @@ def calls():
     bitext = I.make_bitext(sources, targets)
     yield "ibm1.em_np", lambda f: f(bitext, 2)
     yield "fast.ibm1.em_fast_np", lambda f: f(FI.index_bitext(sources, targets), 2)
+    table = np.abs(R(3, 2, seed=17)) + 0.1  # (V_x, V_y): NULL, a, b -> x, y
+    yield "ibm1.uniform_table_np", lambda f: f(bitext)
+    yield "ibm1.count_table_np", lambda f: f(bitext)
+    yield "ibm1.token_weights_np", lambda f: f(np.array([0, 1, 0]), "nltk")
+    yield "ibm1.e_step_np", lambda f: f(table, bitext, "nltk")
+    yield "ibm1.m_step_np", lambda f: f(table, floor=1e-12)
+    yield "ibm1.alignment_matrix_np", lambda f: f(table, bitext, 0)
+    yield "ibm1.viterbi_np", lambda f: f(table, bitext)
+    yield "ibm1.top_translations_np", lambda f: f(table, bitext, "a", k=2)
+    yield "ibm1.bag_matrices_np", lambda f: f(bitext)
+    yield "ibm1.proxy_prediction_np", lambda f: f(table)
+    yield "ibm1.e_step_torch", lambda f: f(torch.as_tensor(table), bitext, "nltk")
+    yield "ibm1.m_step_torch", lambda f: f(torch.as_tensor(table), 1e-12)
+    yield "ibm1.em_torch", lambda f: f(bitext, 2)
+    yield "ibm1.BagOfWordsProxy.__init__", lambda f: built(I.BagOfWordsProxy, f, 3, 2, 4)
+    torch.manual_seed(0)
+    proxy = I.BagOfWordsProxy(3, 2, 4).double()
+    yield "ibm1.BagOfWordsProxy.forward", \
+        lambda f: f(proxy, torch.tensor([[0.0, 0.5, 0.5], [0.0, 0.0, 1.0]], dtype=torch.float64))
+    yield "ibm1.proxy_agreement_torch", \
+        lambda f: f(I.make_bitext(sources + (("a",),), targets + (("x",),), null=False), 4)
+    indexed = FI.index_bitext(sources, targets)
+    sparse_table = np.abs(R(len(indexed.entry_src), seed=18)) + 0.1  # (E,)
+    ts = torch.as_tensor(sparse_table)
+    yield "fast.ibm1.target_weights_np", lambda f: f(indexed, "nltk")
+    yield "fast.ibm1.uniform_table_fast_np", lambda f: f(indexed)
+    yield "fast.ibm1.count_table_fast_np", lambda f: f(indexed)
+    yield "fast.ibm1.e_step_fast_np", lambda f: f(sparse_table, indexed, "nltk")
+    yield "fast.ibm1.m_step_fast_np", lambda f: f(sparse_table, indexed, 1e-12)
+    yield "fast.ibm1.viterbi_fast_np", lambda f: f(sparse_table, indexed)
+    yield "fast.ibm1.position_entries_np", lambda f: f(indexed, 0)
+    yield "fast.ibm1.alignment_matrix_fast_np", lambda f: f(sparse_table, indexed, 0)
+    yield "fast.ibm1.to_dense_np", lambda f: f(sparse_table, indexed)
+    yield "fast.ibm1.rows_np", lambda f: f(sparse_table, indexed, ["b", None])
+    yield "fast.ibm1.top_translations_fast_np", lambda f: f(sparse_table, indexed, "a", k=1)
+    yield "fast.ibm1.e_step_fast_torch", lambda f: f(ts, indexed, "nltk")
+    yield "fast.ibm1.m_step_fast_torch", lambda f: f(ts, indexed)
+    yield "fast.ibm1.em_fast_torch", lambda f: f(indexed, 2)
+
+    # encoder: a tiny BERT and a word-level tokenizer, built in memory
+    from tokenizers import Tokenizer, pre_tokenizers, processors
+    from tokenizers.models import WordLevel
+
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "cat", "sat", "a", "dog"]
+    tokenizer = Tokenizer(WordLevel({w: i for i, w in enumerate(words)}, unk_token="[UNK]"))
+    tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", 2), ("[SEP]", 3)])
+    tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+    texts = ["the cat sat", "a dog", "the dog sat on a cat"]
+    torch.manual_seed(0)
+    encoder = E.MiniLMEncoder(E.BertConfig(vocab_size=12, hidden_size=8, num_hidden_layers=2,
+                                           num_attention_heads=2, intermediate_size=16,
+                                           max_position_embeddings=16))
+    ids = torch.tensor([[2, 4, 5, 3, 8, 3], [2, 7, 3, 6, 3, 0]])  # pairs, the second padded
+    types = torch.tensor([[0, 0, 0, 0, 1, 1], [0, 0, 0, 1, 1, 0]])
+    attends = ids != 0
+    yield "encoder.MiniLMEncoder.run", \
+        lambda f: f(encoder, ids, attends.long(), True, types, last_layer=1)
+    yield "encoder.TopLayers.__init__", lambda f: built(E.TopLayers, f, encoder, 1)
+    top = E.TopLayers(encoder, 1)
+    yield "encoder.TopLayers.forward", lambda f: f(top, T(2, 6, 8).float(), attends)
+    yield "encoder.encode_batch", lambda f: f(tokenizer, [("a dog", "the cat sat")] * 2,
+                                              with_types=True)
+    yield "encoder.length_sorted_batches", lambda f: f(tokenizer, texts, 2)
+    yield "encoder.embed", lambda f: f(encoder, tokenizer, texts, batch_size=2)
 
 
 def built(cls, init, *args, **kwargs):
@@ -232,6 +513,25 @@ def built(cls, init, *args, **kwargs):
     obj = cls.__new__(cls)
     init(obj, *args, **kwargs)
     return obj
+
+
+def after(obj, method, *args, **kwargs):
+    """What `method` (decorated or undecorated) returns on `obj`, and `obj` after the call (a
+    module, or a plain object's attributes): for methods that change the object they run on."""
+    result = method(obj, *args, **kwargs)
+    return result, obj if isinstance(obj, torch.nn.Module) else vars(obj)
+
+
+def undecorated(fn):
+    """The body `@checked` wraps: `fn.__wrapped__`. Where `torch.no_grad()` sits above
+    `@checked`, `fn.__wrapped__` is the checked function: its own `__wrapped__` is the body,
+    run under torch.no_grad() as the decorated call runs it."""
+    if not hasattr(fn.__wrapped__, "check"):
+        return fn.__wrapped__
+    outer = [cell.cell_contents for cell in fn.__closure__ or ()]
+    assert any(isinstance(getattr(c, "__self__", None), torch.no_grad) for c in outer), \
+        f"a decorator other than torch.no_grad() above @checked: {fn.__qualname__}"
+    return torch.no_grad()(fn.__wrapped__.__wrapped__)
 
 
 # every function whose check once returned arguments that differed from those given
@@ -263,6 +563,11 @@ REWRITTEN = {
     "agreement.AttentionClassifier.states", "agreement.Seq2SeqAttention.__init__",
     "ibm1.make_bitext", "fast.ibm1.index_bitext",
 }
+
+# The only decorated functions without a call in calls(), each with the reason it has none.
+WITHOUT_A_CALL = {
+    "fast.xl.XLDecoder.capture": "needs CUDA: it records one step as a CUDA graph",
+}
 CALLS = list(calls())
 
 
@@ -277,13 +582,27 @@ def test_every_rewriting_function_has_a_valid_call():
     assert not REWRITTEN - {name for name, _ in CALLS}
 
 
+def test_every_decorated_function_has_a_valid_call():
+    """A newly decorated function needs a call in calls() (or, with no call on the CPU, a line
+    in WITHOUT_A_CALL saying why)."""
+    found, called = set(decorated()), {name for name, _ in CALLS}
+    missing = sorted(found - called - WITHOUT_A_CALL.keys())
+    assert not missing, f"decorated, with no valid call in calls(): {missing}"
+    assert not WITHOUT_A_CALL.keys() & called, \
+        f"in WITHOUT_A_CALL, with a call: {sorted(WITHOUT_A_CALL.keys() & called)}"
+    assert WITHOUT_A_CALL.keys() <= found, \
+        f"in WITHOUT_A_CALL, not decorated: {sorted(WITHOUT_A_CALL.keys() - found)}"
+
+
 @pytest.mark.parametrize("name, call", CALLS, ids=[name for name, _ in CALLS])
 def test_the_undecorated_body_computes_what_the_decorated_call_does(name, call):
+    """The body runs first, on the inputs as calls() made them: a check that changed an input
+    in place (shared by both calls) would then change the decorated call's result."""
     fn = decorated()[name]
     torch.manual_seed(0)
-    with_check = call(fn)
+    body = call(undecorated(fn))
     torch.manual_seed(0)
-    body = call(fn.__wrapped__)
+    with_check = call(fn)
     assert same(with_check, body), name
 
 
