@@ -598,6 +598,8 @@ def test_every_decorated_function_has_a_valid_call():
 def test_the_undecorated_body_computes_what_the_decorated_call_does(name, call):
     """The body runs first, on the inputs as calls() made them: a check that changed an input
     in place (shared by both calls) would then change the decorated call's result."""
+    if name.startswith("fast.flex.flex_"):  # FlexAttention itself: torch >= 2.5
+        pytest.importorskip("torch.nn.attention.flex_attention")
     fn = decorated()[name]
     torch.manual_seed(0)
     body = call(undecorated(fn))
