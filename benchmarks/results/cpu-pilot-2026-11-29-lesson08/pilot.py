@@ -3,8 +3,9 @@ rate annealed to 0 (cosine), and how good are they then? Golds only (standard mo
 the lesson never uses (300, 301), at the lesson's full-mode sizes; the validation performance
 every 50 steps. Run from the repository root:
 
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/results/cpu-pilot-2026-11-29-lesson08/pilot.py OUT.json
-    OMP_NUM_THREADS=1 .venv/bin/python benchmarks/results/cpu-pilot-2026-11-29-lesson08/pilot.py OUT2.json larger
+    PILOT=benchmarks/results/cpu-pilot-2026-11-29-lesson08/pilot.py
+    OMP_NUM_THREADS=1 .venv/bin/python $PILOT OUT.json
+    OMP_NUM_THREADS=1 .venv/bin/python $PILOT OUT2.json larger
 """
 
 import json
@@ -67,14 +68,16 @@ def run(name, task, seed, lr, steps, anneal):
 
 
 if __name__ == "__main__":
-    tasks = {"sentiment": sentiment_task(SENT, 0, "cpu"), "translation": translation_task(MT, 0, "cpu")}
+    tasks = {"sentiment": sentiment_task(SENT, 0, "cpu"),
+             "translation": translation_task(MT, 0, "cpu")}
     out = []
     for name, configs in (LARGER_LR if sys.argv[2:] == ["larger"] else CONFIGS).items():
         for lr, steps, anneal in configs:
             for seed in SEEDS:
                 r = run(name, tasks[name], seed, lr, steps, anneal)
                 c = r["curve"]
-                print(f"{name} lr {lr:g} {steps} steps {'cosine' if anneal else 'constant'} seed {seed}: "
+                schedule = "cosine" if anneal else "constant"
+                print(f"{name} lr {lr:g} {steps} steps {schedule} seed {seed}: "
                       f"final {c[-1][1]:.4f}, best {max(v for _, v in c):.4f} at "
                       f"{max(c, key=lambda t: t[1])[0]}, {r['cpu_s']:.0f} CPU-s", flush=True)
                 out.append(r)
