@@ -944,7 +944,8 @@ def claims_read(model):  # what the claims below read, at one check of their run
             "far, longer memory": far_hit.mean() - hit[distance > 2 * R_MEM].mean()}
 
 
-reads, checks_of = {}, {}  # (training reads, memory at evaluation, seed) -> the reads
+reads = {}  # (training reads, memory at evaluation, seed) -> the reads
+checks_of = {}  # seed of a claims' run -> {quantity: [(step, value) at each of R_CHECKS]}
 for top, data in R_TRAIN.items():
     for seed in R_SEEDS[top]:
         torch.manual_seed(seed)
@@ -956,7 +957,7 @@ for top, data in R_TRAIN.items():
                                    desc=f"recall, reads 1–{top}, seed {seed}",
                                    evaluate=partial(claims_read, model) if claims_run else None,
                                    eval_at=R_CHECKS)
-        if claims_run:  # per quantity, its (step, value) checks
+        if claims_run:
             checks_of[seed] = {q: list(zip(history[f"{q}_step"], history[q]))
                                for q in ("two layers", "far, longer memory")}
         for memory in (R_MEM, 4 * R_MEM):
