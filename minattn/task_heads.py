@@ -303,8 +303,10 @@ class Standardize(nn.Module):
     is ~10× smaller than u) move the output slowly under Adam, whose steps are the same size
     for every weight. μ, σ are buffers (saved and moved with the model, never trained).
 
-    Standardize(tokens (T, D)) measures them; forward(states (B, L, D)) -> (B, L, D).
-    σ is floored at `min_std` (a feature that never varies stays near 0 instead of blowing up).
+    Standardize(tokens (T, D)) measures them; forward(states (B, L, D), mask) -> (B, L, D),
+    token by token: mask (B, L) only says where the states must be finite (padding may hold
+    anything, and stays padding). σ is floored at `min_std` (a feature that never varies stays
+    near 0 instead of blowing up).
     """
 
     def __init__(self, tokens: torch.Tensor, min_std: float = 1e-3):
@@ -317,8 +319,8 @@ class Standardize(nn.Module):
         self.register_buffer("mean", tokens.mean(0).float())
         self.register_buffer("std", tokens.std(0).clamp_min(min_std).float())
 
-    @checked(states="float (..., self.d_model)")  # the width the tokens measured
-    def forward(self, states: torch.Tensor) -> torch.Tensor:
+    @checked(states="float (..., self.d_model) where mask", mask="bool? (...)")
+    def forward(self, states: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         return (states - self.mean) / self.std
 
 
@@ -354,7 +356,7 @@ class SentenceClassifier(nn.Module):
         if self.encoder is not None:
             states = self.encoder(states, mask)
         if self.standardize is not None:
-            states = self.standardize(states)
+            states = self.standardize(states, mask)
         if isinstance(self.readout, nn.Module):  # a head reads the mapped tokens
             z, weights = self.readout(self.project(states), mask, need_weights=need_weights)
         else:  # pool, then map the pooled vector
@@ -397,7 +399,7 @@ class PairModel(nn.Module):
         if self.encoder is not None:
             a, b = self.encoder(a, a_mask), self.encoder(b, b_mask)
         if self.standardize is not None:
-            a, b = self.standardize(a), self.standardize(b)
+            a, b = self.standardize(a, a_mask), self.standardize(b, b_mask)
         weights = (None, None)
         if not isinstance(self.readout, nn.Module):  # pool each sentence, then map it
             u, v = self.project(self.readout(a, a_mask)), self.project(self.readout(b, b_mask))

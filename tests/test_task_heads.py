@@ -625,6 +625,8 @@ def test_standardize_uses_the_measured_statistics_and_runs_after_the_encoder(rng
     b, bm = padded(rng, [2, 6, 4])
     xt, mt, bt, bmt = t64(x, mask, b, bm)
     std = std.double()
+    garbage, b_garbage = (t.masked_fill(~m[..., None], float("nan"))  # what padding may hold
+                          for t, m in ((xt, mt), (bt, bmt)))
     for pool in ("mean", "cross"):
         torch.manual_seed(0)
         model = PairModel(pool_of(pool), D, standardize=std).double()
@@ -632,15 +634,20 @@ def test_standardize_uses_the_measured_statistics_and_runs_after_the_encoder(rng
         plain = PairModel(pool_of(pool), D).double()
         assert torch.allclose(model(xt, mt, bt, bmt), plain(std(xt), mt, std(bt), bmt),
                               atol=1e-12)
+        assert torch.equal(model(garbage, mt, b_garbage, bmt), model(xt, mt, bt, bmt))
     torch.manual_seed(0)
     sent = SentenceClassifier(pool_of("attention"), D, standardize=std).double()
     torch.manual_seed(0)
     plain = SentenceClassifier(pool_of("attention"), D).double()
     assert torch.allclose(sent(xt, mt), plain(std(xt), mt), atol=1e-12)
+    assert torch.equal(sent(garbage, mt), sent(xt, mt))  # the models' contracts, standardised
+    with pytest.raises(ValueError, match=r"states: expected finite values wherever the mask"):
+        std(garbage.masked_fill(~mt[..., None], 0.0).index_fill(1, torch.tensor([0]),
+                                                                   float("nan")), mt)
     with pytest.raises(ValueError, match="tokens"):
         th.Standardize(tokens[:1])
-    with pytest.raises(ValueError, match=r"states: expected float \(\.\.\., self.d_model\) with "
-                       f"self.d_model = {D}"):
+    with pytest.raises(ValueError, match=r"states: expected float \(\.\.\., self.d_model\) where "
+                       f"mask with self.d_model = {D}"):
         std(torch.zeros(2, 3, D + 1, dtype=torch.float64))
 
 
