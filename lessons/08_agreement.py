@@ -712,7 +712,9 @@ XI_LINE_CHANGE = ("the line: first the frozen-uniform model's best performance (
 for name, pct in ours.items():
     reps, paper, task = replicates[name], PAPER[name], tasks[name]
     curves = [list(zip(task.at, rep["gold"]["perf"])) for rep in reps]
-    gates = [converged(curves, last=GATE_LAST, what="golds", within=RISE / RISE_PER),
+    in_points = [[(t / RISE_PER, 100 * p) for t, p in c] for c in curves]  # the gate's units
+    gates = [converged(in_points, last=GATE_LAST, what="golds, in points,", within=100 * RISE,
+                       per=f"{RISE_PER} steps"),
              off_floor(pct["re-seeded best agreement with the gold (ours)"],
                        bottom=pct["A_rand"][0], margin=pct["A_rand"][0])]
     noise = check_noise(curves, GATE_LAST)

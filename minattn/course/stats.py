@@ -276,7 +276,7 @@ class Gate:
 
 
 def converged(curves, last: int = 4, what: str = "runs", lower_is_better: bool = False,
-              within: float | None = None) -> Gate:
+              within: float | None = None, per: str = "step") -> Gate:
     """The runs' curves have stopped rising: over each run's last `last` checks, their common
     least-squares slope (one slope shared by the runs, each run its own level) is not above 0
     at the rule's level (one-sided, 2.5 %). `curves`: one sequence of checks per run, each a
@@ -289,7 +289,8 @@ def converged(curves, last: int = 4, what: str = "runs", lower_is_better: bool =
     within: a rise per step small enough to count as stopped. The runs then pass only when
     their common slope is shown below it (its one-sided 97.5 % upper bound < within): runs
     rising by `within` pass at most 2.5 % of the time, however noisy, and flat runs pass when
-    their checks are precise enough to show it (`converged_power(..., within=)`)."""
+    their checks are precise enough to show it (`converged_power(..., within=)`).
+    per: what one unit of the checks' steps is, for the detail ("250 steps")."""
     sxy = sxx = ss = 0.0
     df = 0
     for curve in curves:
@@ -314,12 +315,12 @@ def converged(curves, last: int = 4, what: str = "runs", lower_is_better: bool =
             "had stopped", ""
     else:  # stopped only when shown below `within`
         rising = slope + t_quantile(df) * se >= within
-        word = f"not shown to {verb} by less than {within:.3g} per step"
-        stopped = f"{verb} by less than {within:.3g} per step"
+        word = f"not shown to {verb} by less than {within:.3g} per {per}"
+        stopped = f"{verb} by less than {within:.3g} per {per}"
         bound = f"; {verb}s by at most {slope + t_quantile(df) * se:.3g}"
     return Gate(not rising, "budget",
                 f"{what} {word if rising else stopped} over their last {last} checks "
-                f"(common slope {slope * (-1 if lower_is_better else 1):+.3g} per step, "
+                f"(common slope {slope * (-1 if lower_is_better else 1):+.3g} per {per}, "
                 f"± {se:.2g}, df {df}{bound})")
 
 
