@@ -253,6 +253,7 @@ def check_same_device(**tensors) -> None:
 #   "float* (B, N, D)"     `*`: its values are not read here (a named rule reads them)
 #   "float? (B, M?, D)"    an axis written `M?` may be empty (M = 0)
 #   "float (4H, H)"        an axis written `4H` is 4 × H
+#   "float (T>=2, D)"      an axis of at least that size
 #   "float (B, self.d_model) like self.q_proj"   an axis written `self.d_model` is that
 #                          attribute of an argument; `like`: the dtype and device of that
 #                          tensor, or of that module's weight (else its first parameter)
@@ -291,7 +292,9 @@ class Spec:
             self.optional, self.read, self.broadcast = bool(optional), not unread, bool(broadcast)
             self.axes = tuple(a.strip() for a in axes.split(",") if a.strip())
             self.empty_ok = {a[:-1] for a in self.axes if a.endswith("?")}  # "M?": M may be 0
-            self.axes = tuple(a.removesuffix("?") for a in self.axes)
+            least = [re.fullmatch(r"(\w+)\s*>=\s*(\d+)", a) for a in self.axes]  # "T>=2"
+            self.least = {m[1]: int(m[2]) for m in least if m}
+            self.axes = tuple(m[1] if m else a.removesuffix("?") for a, m in zip(self.axes, least))
             self.dots = self.axes[:1] == ("...",)  # read once here, not at each call
             self.named = tuple(int(a) if a.isdigit() else (int(m[1]), m[2]) if (
                 m := re.fullmatch(r"(\d+)(\D\w*)", a)) else a for a in self.axes[self.dots:])
@@ -364,6 +367,8 @@ class Spec:
                      describe(x))
             if size < 1 and axis not in self.empty_ok:
                 fail(self.name, self.expected(sizes) + ", every size >= 1", describe(x))
+            if size < self.least.get(axis, 0):
+                fail(self.name, self.expected(sizes), describe(x))
         sizes.update(own)
 
     def check_like(self, x, args: dict) -> None:
@@ -1043,11 +1048,6 @@ def check_token_states(states, mask) -> None:
 def layers_given(layers) -> None:
     if not layers or not isinstance(layers, (list, tuple)):
         fail("layers", "a non-empty list of layer params", describe(layers))
-
-
-def two_or_more(pred) -> None:
-    if pred.shape[0] < 2:
-        fail("pred", "at least 2 values (a correlation)", describe(pred))
 
 
 def attention_layer(mha) -> None:

@@ -45,7 +45,7 @@ from torch import nn
 
 from . import checks as c
 from .attention import MultiHeadAttention, multi_head_attention_np, padding_mask_torch
-from .checks import checked, fail, hide
+from .checks import checked, hide
 
 LN_EPS = 1e-5
 
@@ -137,7 +137,7 @@ def cross_attention_pool_np(a: np.ndarray, a_mask: np.ndarray, b: np.ndarray,
     # END EXERCISE
 
 
-@checked(pred="float (N,)", target="float (N,)", eps="number >= 0", rules=[c.two_or_more])
+@checked(pred="float (N>=2,)", target="float (N,)", eps="number >= 0")  # a correlation
 def pearson_loss_np(pred: np.ndarray, target: np.ndarray, eps: float = 1e-12) -> float:
     """Negative Pearson correlation: −Σ p̃ t̃ / √(Σ p̃² Σ t̃²), p̃ = pred − mean(pred), same for t.
 
@@ -173,7 +173,7 @@ def layer_norm_torch(x: torch.Tensor, eps: float = LN_EPS) -> torch.Tensor:
     return (x - mu) / torch.sqrt(var + eps)
 
 
-@checked(pred="float (N,)", target="float (N,)", eps="number >= 0", rules=[c.two_or_more])
+@checked(pred="float (N>=2,)", target="float (N,)", eps="number >= 0")  # a correlation
 def pearson_loss_torch(pred: torch.Tensor, target: torch.Tensor, eps: float = 1e-12
                        ) -> torch.Tensor:
     """Torch twin of `pearson_loss_np` (a differentiable scalar)."""
@@ -309,12 +309,9 @@ class Standardize(nn.Module):
     near 0 instead of blowing up).
     """
 
+    @checked(tokens="float (T>=2, D)", min_std="number > 0")  # a spread to measure
     def __init__(self, tokens: torch.Tensor, min_std: float = 1e-3):
         super().__init__()
-        if not isinstance(tokens, torch.Tensor) or not tokens.is_floating_point() or \
-                tokens.ndim != 2 or len(tokens) < 2:
-            fail("tokens: Standardize needs token states to measure",
-                 "a float tensor (T, D) of at least 2 tokens", f"{tokens!r}"[:80])
         tokens, self.d_model = tokens.double(), tokens.shape[1]
         self.register_buffer("mean", tokens.mean(0).float())
         self.register_buffer("std", tokens.std(0).clamp_min(min_std).float())

@@ -385,6 +385,8 @@ def calls():
         lambda f: built(TH.CrossAttentionPool, f, 8, 2, read="first")
     torch.manual_seed(0)
     standardize = TH.Standardize(T(6, 8, seed=1))
+    yield "task_heads.Standardize.__init__", \
+        lambda f: built(TH.Standardize, f, T(6, 8, seed=1), min_std=0.5)
     sentences = TH.SentenceClassifier(TH.AttentionPool(8, 2, 2), 8, 3,
                                       project=torch.nn.Linear(8, 8)).double()
     pairs = TH.PairModel(TH.CrossAttentionPool(8, 2), 8).double()
@@ -636,6 +638,17 @@ def test_spec_grammar_multiples_and_optional_choices():
         gates_np(h, np.zeros((9, 3)))
     with pytest.raises(ValueError, match="^mode: expected one of a, b"):
         gates_np(h, np.zeros((12, 3)), "c")
+
+    @checked(x="float (T>=2, D)", y="float (T, D)")  # an axis of at least that size
+    def spread_np(x, y):
+        return x.std(0)
+
+    assert spread_np(np.zeros((2, 3)), np.zeros((2, 3))).shape == (3,)
+    with pytest.raises(ValueError, match=r"^x: expected float \(T>=2, D\), got float64 array "
+                                         r"\(1, 3\)"):
+        spread_np(np.zeros((1, 3)), np.zeros((1, 3)))
+    with pytest.raises(ValueError, match=r"^y: expected float \(T, D\) with T = 2"):
+        spread_np(np.zeros((2, 3)), np.zeros((3, 3)))
 
 
 def test_spec_grammar_modules_ids_masks_and_ranges():

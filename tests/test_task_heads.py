@@ -445,8 +445,10 @@ def test_bad_input_raises_value_error(rng):
         th.cross_attention_pool_np(x, mask, b, bm, cross.numpy_params(), H)
     with pytest.raises(ValueError, match="^target: .*N = 3"):
         th.pearson_loss_np(np.ones(3), np.ones(4))
-    with pytest.raises(ValueError, match="^pred: .*at least 2"):
+    with pytest.raises(ValueError, match=r"^pred: expected float \(N>=2,\), got .* \(1\)"):
         th.pearson_loss_torch(torch.ones(1), torch.ones(1))
+    with pytest.raises(ValueError, match=r"^pred: expected float \(N>=2,\)"):
+        th.pearson_loss_np(np.ones(1), np.ones(1))
     with pytest.raises(ValueError, match="init"):
         th.AttentionPool(D, H, init="uniform")
     with pytest.raises(ValueError, match="^num_layers: .*>= 1"):
@@ -644,7 +646,8 @@ def test_standardize_uses_the_measured_statistics_and_runs_after_the_encoder(rng
     with pytest.raises(ValueError, match=r"states: expected finite values wherever the mask"):
         std(garbage.masked_fill(~mt[..., None], 0.0).index_fill(1, torch.tensor([0]),
                                                                    float("nan")), mt)
-    with pytest.raises(ValueError, match="tokens"):
+    with pytest.raises(ValueError, match=r"^tokens: expected float \(T>=2, D\), got float64 "
+                                         r"tensor \(1, "):
         th.Standardize(tokens[:1])
     with pytest.raises(ValueError, match=r"states: expected float \(\.\.\., self.d_model\) where "
                        f"mask with self.d_model = {D}"):
