@@ -570,7 +570,7 @@ class PositionReader(nn.Module):
         self.attention = MultiHeadAttention(d_model, num_heads=1)
         self.readout = nn.Sequential(nn.LayerNorm(d_model), nn.Linear(d_model, n_symbols))
 
-    @checked(tokens="int (B, N) < self.embedding", rules=[c.tokens_within])
+    @checked(tokens="int (B, N<=self.max_len) < self.embedding")
     def forward(self, tokens: torch.Tensor, need_weights: bool = False):
         x = self.embedding(tokens)  # (B, N, D)
         n, d = x.shape[1], x.shape[2]

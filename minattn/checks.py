@@ -253,7 +253,7 @@ def check_same_device(**tensors) -> None:
 #   "float* (B, N, D)"     `*`: its values are not read here (a named rule reads them)
 #   "float? (B, M?, D)"    an axis written `M?` may be empty (M = 0)
 #   "float (4H, H)"        an axis written `4H` is 4 × H
-#   "float (T>=2, D)"      an axis of at least that size
+#   "float (T>=2, D)"      an axis of at least that size; "(B, N<=self.max_len)": at most
 #   "float (B, self.d_model) like self.q_proj"   an axis written `self.d_model` is that
 #                          attribute of an argument; `like`: the dtype and device of that
 #                          tensor, or of that module's weight (else its first parameter)
@@ -292,9 +292,10 @@ class Spec:
             self.optional, self.read, self.broadcast = bool(optional), not unread, bool(broadcast)
             self.axes = tuple(a.strip() for a in axes.split(",") if a.strip())
             self.empty_ok = {a[:-1] for a in self.axes if a.endswith("?")}  # "M?": M may be 0
-            least = [re.fullmatch(r"(\w+)\s*>=\s*(\d+)", a) for a in self.axes]  # "T>=2"
-            self.least = {m[1]: int(m[2]) for m in least if m}
-            self.axes = tuple(m[1] if m else a.removesuffix("?") for a, m in zip(self.axes, least))
+            limits = [re.fullmatch(r"(\w+)\s*(>=|<=)\s*([\w.]+)", a) for a in self.axes]
+            self.least = {m[1]: int(m[3]) for m in limits if m and m[2] == ">="}  # "T>=2"
+            self.most = {m[1]: (m[3], bound(m[3])) for m in limits if m and m[2] == "<="}
+            self.axes = tuple(m[1] if m else a.removesuffix("?") for a, m in zip(self.axes, limits))
             self.dots = self.axes[:1] == ("...",)  # read once here, not at each call
             self.named = tuple(int(a) if a.isdigit() else (int(m[1]), m[2]) if (
                 m := re.fullmatch(r"(\d+)(\D\w*)", a)) else a for a in self.axes[self.dots:])
@@ -341,7 +342,7 @@ class Spec:
         elif kind == "choice" and value not in self.choices:
             fail(name, self.text, describe(value))
 
-    def bind(self, x, sizes: dict) -> None:
+    def bind(self, x, sizes: dict, args: dict) -> None:
         """Bind x's axes to the sizes named so far, or refuse it."""
         shape, named = tuple(x.shape), self.named
         extra = len(shape) - len(named)
@@ -369,6 +370,9 @@ class Spec:
                 fail(self.name, self.expected(sizes) + ", every size >= 1", describe(x))
             if size < self.least.get(axis, 0):
                 fail(self.name, self.expected(sizes), describe(x))
+            if axis in self.most and size > (limit := self.most[axis][1](args, sizes)):
+                fail(self.name, f"{self.expected(sizes)}, {self.most[axis][0]} = {limit}",
+                     describe(x))
         sizes.update(own)
 
     def check_like(self, x, args: dict) -> None:
@@ -457,7 +461,7 @@ class Contract:
             if spec.broadcast:
                 spec.fits(x, sizes)
             else:
-                spec.bind(x, sizes)
+                spec.bind(x, sizes, args)
             if kind == "float":
                 if dtype is None:
                     dtype = (spec.name, x.dtype)
@@ -624,11 +628,6 @@ def sinusoid_positions(positions, d_model) -> None:
         fail("d_model", "an even integer (a sine and a cosine per frequency)", describe(d_model))
 
 
-def tokens_within(self, tokens) -> None:
-    """A model's (B, N) tokens: N <= its max_len (or its position table's length)."""
-    max_len = self.max_len if hasattr(self, "max_len") else self.position.shape[0]
-    if tokens.shape[1] > max_len:
-        fail("tokens", f"(B, N) with N <= max_len = {max_len}", describe(tokens))
 
 # ==================== sparse (lesson 02): minattn/sparse.py, fast/sparse.py, fast/flex.py
 # `check_windows`, `check_global_idx` and `check_layout` also serve the fast paths' caches,

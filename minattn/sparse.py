@@ -439,7 +439,7 @@ class SparseClassifier(nn.Module):
         self.norms = nn.ModuleList(nn.LayerNorm(d_model) for _ in range(2 * layers + 1))
         self.head = nn.Linear(d_model, n_classes)
 
-    @checked(tokens="int (B, N) < self.embed", rules=[c.tokens_within])
+    @checked(tokens="int (B, N<=self.position.shape.0) < self.embed")
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         x = self.embed(tokens) + self.position[: tokens.shape[1]]  # (B, N, D)
         for layer, (attn, mlp) in enumerate(zip(self.attn, self.mlp)):

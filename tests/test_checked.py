@@ -650,6 +650,18 @@ def test_spec_grammar_multiples_and_optional_choices():
     with pytest.raises(ValueError, match=r"^y: expected float \(T, D\) with T = 2"):
         spread_np(np.zeros((2, 3)), np.zeros((3, 3)))
 
+    class Table:  # an axis of at most an attribute's size
+        rows = 4
+
+        @checked(x="float (N<=self.rows, D)")
+        def read(self, x):
+            return x
+
+    Table().read(torch.zeros(4, 2))
+    with pytest.raises(ValueError, match=r"^x: expected float \(N<=self.rows, D\), self.rows = "
+                                         r"4, got float32 tensor \(5, 2\)"):
+        Table().read(torch.zeros(5, 2))
+
 
 def test_spec_grammar_modules_ids_masks_and_ranges():
     """An axis `self.d_model` and `like self.proj` (a module's width, dtype and device), ids
