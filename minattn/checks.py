@@ -628,7 +628,6 @@ def sinusoid_positions(positions, d_model) -> None:
         fail("d_model", "an even integer (a sine and a cosine per frequency)", describe(d_model))
 
 
-
 # ==================== sparse (lesson 02): minattn/sparse.py, fast/sparse.py, fast/flex.py
 # `check_windows`, `check_global_idx` and `check_layout` also serve the fast paths' caches,
 # which read what they return.

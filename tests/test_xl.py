@@ -32,7 +32,6 @@ from minattn.course.xl import (
     stream_accuracy,
     stream_predictions,
     train_on_streams,
-    windows,
 )
 from minattn.fast.xl import (
     EQUALS,
@@ -434,7 +433,7 @@ def test_recall_reads_and_training_on_streams():
     model = TransformerXL(4 * 3 + 2, 8, 2, 1, mem_len=8)
     history = train_on_streams(model, batch.tokens, batch.targets, 16, 5, lr=1e-3,
                                progress=False, schedule=cosine(5))
-    assert len(history["loss"]) == 5 and len(windows(history["loss"], 2)) == 2
+    assert len(history["loss"]) == 5
     distance, index, hit = recall_reads(model, batch, 16)
     read = batch.targets != -100
     assert len(distance) == len(index) == len(hit) == int(read.sum())

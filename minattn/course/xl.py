@@ -381,13 +381,6 @@ def cosine(steps: int):
     return lambda step: 0.5 * (1 + math.cos(math.pi * (step - 1) / steps))
 
 
-def windows(values, size: int) -> list[float]:
-    """Means of consecutive windows of `size` values (a training curve, checkable by
-    `stats.converged`); a last partial window is dropped."""
-    values = np.asarray(values, dtype=float)
-    return [float(values[i:i + size].mean()) for i in range(0, len(values) - size + 1, size)]
-
-
 def recurrent_lm_loss(stop_gradient: bool = True):
     """A `loss_fn` for `course.train.train` that carries the memory from one batch to the next:
     batch s must be segment s of the same streams. (A `VanillaLM` returns no memory.)
