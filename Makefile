@@ -18,7 +18,8 @@ STAMP  := $(VENV)/.installed-stamp
 # The tested torch. Installed before the rest so pip never picks a different (multi-GB) build.
 TORCH  ?= torch==2.13.0
 # pytest's worker processes for `make test` and `make check` (pytest-xdist; 0: one process);
-# a test file stays on one worker, so that its session fixtures (student copies) are built once
+# a test file stays on one worker, so that its session fixtures (student copies) are built once,
+# and the workers take the longest files first (tests/conftest.py, SLOW_FILES)
 JOBS   ?= 2
 
 .PHONY: setup data notebooks course smoke class-pages lab check-pages check test test-gpu student \
@@ -72,12 +73,12 @@ check-pages: setup
 # dataset skip without it). `make test` runs everything.
 check: setup
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q -n $(JOBS) --dist loadfile -m "not course and not slow" \
+	$(PY) -m pytest -q -n $(JOBS) --dist loadfile --no-loadscope-reorder -m "not course and not slow" \
 		|| { rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests"; exit $$rc; }
 
 test: setup data
 	$(PY) -m ruff check .
-	$(PY) -m pytest -n $(JOBS) --dist loadfile || { rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests"; exit $$rc; }
+	$(PY) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder || { rc=$$?; [ $$rc -ne 5 ] || echo "pytest collected no tests"; exit $$rc; }
 
 # make test-gpu [LESSONS="02 03"] [FULL="01 04" | FULL=all]: on a CUDA machine, the cuda-marked
 # tests and every lesson as a script in smoke mode on the GPU (no notebook packages needed), then

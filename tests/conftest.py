@@ -86,7 +86,18 @@ COURSE_TESTS = ("test_lessons.py", "test_exercises.py", "test_course_pages.py", 
                 "test_lesson_tools.py", "test_gpu_tier.py")
 
 
+# The files that take longest, longest first. Under pytest-xdist (`make test`: `--dist loadfile
+# --no-loadscope-reorder`) a worker takes one file at a time in this order, so that no long
+# file starts when the other worker is nearly done.
+SLOW_FILES = ("test_lessons.py", "test_exercises.py", "test_stats.py", "test_course_pages.py",
+              "test_xl.py", "test_multiscale_train.py", "test_hidden_classroom.py",
+              "test_task_heads.py")
+
+
 def pytest_collection_modifyitems(config, items):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        rank = {name: i for i, name in enumerate(SLOW_FILES)}
+        items.sort(key=lambda item: rank.get(Path(str(item.fspath)).name, len(rank)))
     for item in items:
         if "hidden" in Path(str(item.fspath)).parts:
             item.add_marker(pytest.mark.hidden)
