@@ -204,7 +204,8 @@ class TopLayers(nn.Module):
         for p in self.parameters():
             p.requires_grad_(True)
 
-    @checked(states="float* (B, L, D)", mask="bool (B, L)", rules=[c.check_right_padded])
+    # The states are read everywhere, padding too: attention runs every row as a query.
+    @checked(states="float (B, L, D)", mask="bool (B, L)", rules=[c.check_right_padded])
     def forward(self, states: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         out = [states]
         run_layers(self.layers, states, padding_mask_torch(mask.sum(dim=1), mask.shape[1]), out)

@@ -17,6 +17,7 @@ a student copy imports it with the exercises stubbed (tests/test_exercises.py ch
 
 from __future__ import annotations
 
+import math
 import re
 import signal
 import sys
@@ -670,6 +671,10 @@ bad("encoder", "embed", "texts", "an empty list")(lambda: E.embed(enc, None, [])
 bad("encoder", "TopLayers.forward", "mask", "mask with a 0 before a 1")(
     lambda: E.TopLayers(enc, 1)(torch.zeros(2, 4, 8, dtype=torch.float64),
                                 torch.tensor([[1, 0, 1, 0], [1, 1, 0, 0]], dtype=torch.bool)))
+bad("encoder", "TopLayers.forward", "states", "NaN in a padded row (attention reads it)")(
+    lambda: E.TopLayers(enc, 1)(
+        torch.zeros(1, 4, 8, dtype=torch.float64).index_fill_(1, torch.tensor([3]), math.nan),
+        torch.tensor([[1, 1, 1, 0]], dtype=torch.bool)))
 bad("encoder", "TokenStates.batch", "indices", "fractional indices")(
     lambda: CE.TokenStates(np.zeros((3, 2), np.float16), np.array([0, 1, 3]),
                            np.zeros(3, np.int32)).batch([0.5]))
