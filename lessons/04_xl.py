@@ -1005,7 +1005,7 @@ ax.axhline(CHANCE, color="gray", ls=":", label="chance, knowing the class")
 ax.set_xlabel("distance from the read back to its write")
 ax.set_ylabel("accuracy (mean of the seeds)")
 ax.set_ylim(0, 1.05)
-ax.legend(fontsize=7, loc="center right")
+ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
 lesson.savefig(fig, "recall_by_distance")
 
 # %% [markdown]
