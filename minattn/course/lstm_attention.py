@@ -183,7 +183,7 @@ def train_copy(model, task: CopyTask, seed: int, steps: int = 200, batch: int = 
         fail("train_copy sizes", "steps, batch, eval_every >= 1", f"{steps}, {batch}, {eval_every}")
     device = next(model.parameters()).device
     data_rng, eval_rng = np.random.default_rng(seed), np.random.default_rng([seed, 1])
-    opt = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)  # as `train`'s AdamW
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
     hist: dict = {"step": []}
 
     def evaluate(step):

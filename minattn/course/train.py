@@ -55,10 +55,7 @@ def train(model: torch.nn.Module,
     Returns:
         History with 'loss' every step and each metric of `evaluate`.
     """
-    # foreach: one update over all the parameters at once. PyTorch's default on a CPU loops over
-    # them in Python, which took 14 % of lesson 08's time; the arithmetic is the same, bit for bit.
-    opt = optimizer or torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay,
-                                         foreach=True)
+    opt = optimizer or torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     base_lrs = [group["lr"] for group in opt.param_groups]
     history = History(step=[])
     eval_at = None if eval_at is None else set(eval_at)
