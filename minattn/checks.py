@@ -30,18 +30,18 @@ import numpy as np
 import torch
 
 
-def checked(*, rules: Sequence[Callable] = (), **specs: str):
+def checked(*, rules: Sequence[Callable] = (), library: type | None = None, **specs: str):
     """Decorate a public function so that its arguments are checked first (see the module's
     docstring): one spec per argument (`q="float (..., Lq, d)"`, see `Spec`), then the named
     `rules` an axis string cannot say, each called with the arguments it names. The function
     then runs on its arguments as given. The decorated function keeps its name, docstring and
-    signature."""
+    signature. `library` (np.ndarray or torch.Tensor) is read from the name when not given."""
 
     def decorate(fn):
         signature = inspect.signature(fn)
-        library = np.ndarray if fn.__name__.endswith("_np") else \
-            torch.Tensor if fn.__name__.endswith("_torch") or "." in fn.__qualname__ else None
-        contract = Contract(specs, rules, library, signature.parameters)
+        arrays = library or (np.ndarray if fn.__name__.endswith("_np") else torch.Tensor if
+                             fn.__name__.endswith("_torch") or "." in fn.__qualname__ else None)
+        contract = Contract(specs, rules, arrays, signature.parameters)
         # The arguments by name, without signature.bind on every call (it costs as much as
         # the checks): positions map to names, defaults fill the rest. A call that this cannot
         # map (*args, **options, a missing or unknown name) goes through signature.bind.
@@ -235,14 +235,6 @@ def hide(x, keep, fill: float = 0.0):
     if isinstance(x, torch.Tensor):
         return torch.where(keep, x, torch.tensor(fill, dtype=x.dtype, device=x.device))
     return np.where(keep, x, fill).astype(x.dtype, copy=False)
-
-
-def check_same_device(**tensors) -> None:
-    """All torch tensors given must live on one device (NumPy arrays and None are ignored)."""
-    devices = {name: t.device for name, t in tensors.items() if isinstance(t, torch.Tensor)}
-    if len(set(devices.values())) > 1:
-        listing = ", ".join(f"{n} on {d}" for n, d in devices.items())
-        fail("inputs are on different devices", "one device for all", listing)
 
 
 # ----------------------------------------------------------------------------- specs
@@ -662,15 +654,6 @@ def check_layout(layout, block: int, n: int) -> np.ndarray:
     return np.ascontiguousarray(layout)
 
 
-_SELF_ATTENTION = Contract(dict(q="float (..., N, d)", k="float (..., N, d)",
-                                v="float (..., N, dv)"), (), torch.Tensor)
-
-
-def check_self_attention(q, k, v) -> None:
-    """q, k (..., N, d), v (..., N, dv): finite self-attention tensors."""
-    _SELF_ATTENTION(q=q, k=k, v=v)
-
-
 def global_positions_of(q=None, n=None, global_idx=None) -> None:
     """Global positions: distinct integers in [0, N), N = n or q's length (a list, an array or
     a tensor); where neither is given (`window_attend`), a 1-d integer array."""
@@ -1032,15 +1015,6 @@ def right_padded(mask=None, a_mask=None, b_mask=None) -> None:
                  "a row whose first token is padding")
         if m is not None:
             check_right_padded(m, name)
-
-
-_TOKEN_STATES = Contract(dict(states="float (B, L, D) where mask", mask="bool (B, L)"),
-                         [right_padded], None)
-
-
-def check_token_states(states, mask) -> None:
-    """states (B, L, D) float and mask (B, L) bool, right-padded (`right_padded`)."""
-    _TOKEN_STATES(states=states, mask=mask)
 
 
 def layers_given(layers) -> None:

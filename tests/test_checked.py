@@ -225,6 +225,9 @@ def calls():
         lambda f: f(wq, wk, wv, 1, global_idx=[5])
     yield "fast.flex.block_sparse_attention_routed_fast_torch", \
         lambda f: f(*st, layout, block, True)
+    hq, hk, hv = (T(1, 2, 8, 4, seed=s) for s in (7, 8, 9))
+    yield "fast.flex.flex_multiscale_attention", \
+        lambda f: f(hq, hk, hv, [1, 3], torch.arange(8)[None] < 6, tile=4)
 
     # multiscale: a padding mask hiding NaN, windows as a list
     mpad = torch.tensor([[True] * 6, [True] * 4 + [False] * 2])[:, None, None, :]

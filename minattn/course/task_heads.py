@@ -25,17 +25,8 @@ import numpy as np
 import torch
 from scipy import sparse
 
-from ..checks import (
-    check_array,
-    check_finite,
-    check_number,
-    check_same_device,
-    check_size,
-    check_token_states,
-    describe,
-    fail,
-    hide,
-)
+from .. import checks as c
+from ..checks import check_finite, check_number, check_size, checked, fail, hide
 from ..task_heads import pearson_loss_torch
 from .data import DatasetMissing, load_parallel, load_sentiment, tokenize
 from .encoder import TokenStates
@@ -640,12 +631,13 @@ def results_rows(results: dict, task: str, arms, lines: dict) -> list[dict]:
 
 
 # ============================================================================ analysis
+@checked(states="float (B, L, D) where mask", mask="bool (B, L)", rules=[c.right_padded],
+         library=torch.Tensor)
 def drop_token(states: torch.Tensor, mask: torch.Tensor, index
                ) -> tuple[torch.Tensor, torch.Tensor]:
     """Remove token `index[b]` from sentence b (an intervention: does the prediction move
     without it?). states (B, L, D), mask (B, L) right-padded, index (B,) of real tokens other
     than the first -> states (B, L − 1, D), mask (B, L − 1), still right-padded."""
-    check_token_states(states, mask)
     index = torch.as_tensor(index, device=states.device).reshape(-1)
     lengths = mask.sum(dim=1)
     if len(index) != len(states) or bool(((index < 1) | (index >= lengths)).any()):
@@ -703,17 +695,13 @@ def drop_effects(chunks: Iterable) -> dict:
     return {key: torch.cat(values).numpy() for key, values in out.items()}
 
 
+@checked(weights="float* (B, H, L)", mask="bool (B, L)", library=torch.Tensor)
 def attention_entropy_ratio(weights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Entropy of each read-out row / log(number of real tokens): weights (B, H, L), mask (B, L)
     -> (B, H) in [0, 1]: 1 = uniform (mean pooling), 0 = one token. Sentences of one token
     have no choice to make and count as 1."""
-    check_array("weights", weights, "float", ndim=3, hint="(B, H, L)", like=torch.Tensor)
-    check_array("mask", mask, "bool", ndim=2, hint="(B, L)", like=torch.Tensor)
-    if mask.shape[0] != weights.shape[0] or mask.shape[1] != weights.shape[2]:
-        fail("mask", f"shape (B, L) = ({weights.shape[0]}, {weights.shape[2]})", describe(mask))
-    check_same_device(weights=weights, mask=mask)
     real = mask[:, None, :]
-    check_finite("weights", weights, where=real)
+    check_finite("weights", weights, where=real)  # what the mask hides may hold anything
     if bool(((weights < 0) & real).any()):
         fail("weights", "attention weights >= 0 (rows of a softmax)", "negative values")
     weights = hide(weights, real)

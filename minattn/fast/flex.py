@@ -44,15 +44,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import checks as c
-from ..checks import (
-    check_global_idx,
-    check_layout,
-    check_self_attention,
-    check_windows,
-    checked,
-    fail,
-    shape_str,
-)
+from ..checks import checked, fail
 from ..sparse import (
     block_mask_np,
     global_positions,
@@ -216,7 +208,7 @@ def window_block_mask(n: int, w: int, dilation: int = 1, causal: bool = False,
                       global_idx: tuple = (), device="cpu", tile: int = TILE):
     """The BlockMask of the window pattern (cached per N, pattern, device, tile)."""
     device = torch.device(device)
-    g = check_global_idx(list(global_idx), n)
+    g = c.check_global_idx(list(global_idx), n)
     is_global = None
     if g.size:
         is_global = torch.zeros(n, dtype=torch.bool, device=device)
@@ -238,7 +230,7 @@ def _layout_block_mask(layout_bytes: bytes, nb: int, block: int, n: int, causal:
 def layout_block_mask(layout, block: int, n: int, causal: bool = False, device="cpu",
                       tile: int = TILE):
     """The BlockMask of a block layout (cached per layout, N, device, tile)."""
-    layout = check_layout(layout, block, n)
+    layout = c.check_layout(layout, block, n)
     return _layout_block_mask(layout.tobytes(), len(layout), block, n, bool(causal),
                               torch.device(device), tile)
 
@@ -285,7 +277,7 @@ def multiscale_block_mask(n: int, windows, key_mask=None, device="cpu", tile: in
     With a key padding mask (B, N) the tile lists are narrowed per sequence (`padded_tiles`)
     and the mask_mod also hides the padded keys; that mask is built per call."""
     device = torch.device(device)
-    windows = tuple(check_windows(windows))
+    windows = tuple(c.check_windows(windows))
     if key_mask is None:
         return _multiscale_block_mask(n, windows, device, tile)
     _, full, windows_t = _multiscale_tiles(n, windows, device, tile)
@@ -428,15 +420,14 @@ def flex_block_sparse_attention(q, k, v, layout, block: int, causal: bool = Fals
     return out.reshape(*q.shape[:-1], v.shape[-1])
 
 
+@checked(q="float (B, H, N, d)", k="float (B, H, N, d)", v="float (B, H, N, dv)",
+         key_mask="bool? ~(B, N)", library=torch.Tensor)
 def flex_multiscale_attention(q, k, v, windows, key_mask: torch.Tensor | None = None,
                               tile: int = TILE, compiled: bool | None = None) -> torch.Tensor:
     """`multiscale_attention_fast_torch` through FlexAttention, one call for all heads:
     q, k, v (B, H, N, d), windows (H,), key_mask (B, N) bool or None -> (B, H, N, d). A query
     whose window holds no real key gets zeros, as in the reference."""
-    check_self_attention(q, k, v)
-    if q.ndim != 4:
-        fail("q, k, v of multi-scale attention", "(B, H, N, d)", shape_str(q.shape))
-    ws = check_windows(windows, q.shape[1])
+    ws = c.check_windows(windows, q.shape[1])
     n = q.shape[-2]
     if key_mask is not None:
         key_mask = key_mask.expand(q.shape[0], n).contiguous()
