@@ -455,6 +455,8 @@ bad("multiscale", "band_attention_fast_torch", "w", "w = 0")(
     lambda: FM.band_attention_fast_torch(qmt, kmt, vmt, 0))
 bad("multiscale", "band_attention_fast_torch", "chunk", "chunk > 2w")(
     lambda: FM.band_attention_fast_torch(qmt, kmt, vmt, 2, chunk=5))
+bad("multiscale", "band_attention_fast_torch", "q", "tensors off the CPU")(
+    lambda: FM.band_attention_fast_torch(qmt.to("meta"), kmt.to("meta"), vmt.to("meta"), 2))
 bad("multiscale", "multiscale_attention_routed_fast_torch", "windows", "a negative window")(
     lambda: FM.multiscale_attention_routed_fast_torch(qmt, kmt, vmt, [1, -2]))
 bad("multiscale", "multiscale_attention_torch", "n_global", "n_global > N")(
@@ -711,6 +713,8 @@ bad("lstm_attention", "lstm_cell_torch", "h", "h on another device")(
                                T(16)))
 bad("lstm_attention", "lstm_np", "x", "2-d x")(
     lambda: LA.lstm_np(R(2, 3), R(16, 3), R(16, 4), R(16), R(16)))
+bad("lstm_attention", "lstm_np", "state", "a state without c")(
+    lambda: LA.lstm_np(R(2, 3, 3), R(16, 3), R(16, 4), R(16), R(16), state=(R(2, 4),)))
 bad("lstm_attention", "output_np", "W1", "W1 of the wrong width")(
     lambda: LA.output_np(R(2, 4), R(2, 4), R(5, 7), R(5), R(3, 5), R(3)))
 bad("lstm_attention", "output_torch", "W2", "float32 W2")(
@@ -730,6 +734,10 @@ bad("lstm_attention", "output_gradient_np", "targets", "a target id >= V")(
                                   R(3, 5), R(3)))
 bad("agreement", "classifier_np", "mask", "float mask")(
     lambda: AG.classifier_np(h5, R(4, 4), R(4), R(4), R(4), 0.0, m5.astype(float)))
+bad("agreement", "classifier_np", "b0", "b0 as a string")(
+    lambda: AG.classifier_np(h5, R(4, 4), R(4), R(4), R(4), "0.5", m5))
+bad("agreement", "classifier_probe_np", "b0", "NaN b0")(
+    lambda: AG.classifier_probe_np(h5, R(4), math.nan, np.array([1, 0])))
 bad("agreement", "classifier_torch", "h", "NaN in h")(
     lambda: AG.classifier_torch(with_value(h5t, NAN, (0, 0, 0)), T(4, 4), T(4), T(4), T(4), 0.0))
 bad("agreement", "classifier_probe_np", "labels", "labels of the wrong length")(
