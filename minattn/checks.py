@@ -39,8 +39,9 @@ def checked(*, rules: Sequence[Callable] = (), library: type | None = None, **sp
 
     def decorate(fn):
         signature = inspect.signature(fn)
+        method = fn.__qualname__.split(".")[-2:-1] not in ([], ["<locals>"])  # in a class
         arrays = library or (np.ndarray if fn.__name__.endswith("_np") else torch.Tensor if
-                             fn.__name__.endswith("_torch") or "." in fn.__qualname__ else None)
+                             fn.__name__.endswith("_torch") or method else None)
         contract = Contract(specs, rules, arrays, signature.parameters)
         # The arguments by name, without signature.bind on every call (it costs as much as
         # the checks): positions map to names, defaults fill the rest. A call that this cannot
@@ -295,7 +296,7 @@ class Spec:
             self.text = text.replace("?", "").replace("*", "")
         elif bounds := _RANGE.fullmatch(text):
             self.kind, self.axes, self.optional = "range", None, bool(bounds[1])
-            self.low, self.bound_of = int(bounds[2]), bound(bounds[3])
+            self.low, self.high, self.bound_of = int(bounds[2]), bounds[3], bound(bounds[3])
             self.text = text.replace("?", "")
         elif scalar:
             self.kind, optional, self.op, limit, self.even, self.divides = scalar.groups()
@@ -314,15 +315,17 @@ class Spec:
 
     def expected(self, sizes: dict) -> str:
         """The spec, with the sizes its axes are bound to by the other arguments."""
-        known = [f"{a} = {sizes[a]}" for a in (a.lstrip("0123456789") for a in self.axes or ())
-                 if a in sizes]
+        known = [f"{a} = {sizes[a]}" for a in dict.fromkeys(a.lstrip("0123456789")
+                                                            for a in self.axes or ()) if a in sizes]
         return self.text + (f" with {', '.join(known)}" if known else "")
 
     def check_scalar(self, value) -> None:
         name, kind, op, limit = self.name, self.kind, self.op, self.limit
         if kind == "int":
-            check_size(name, value, 0 if limit is None else int(limit) + (op == ">"))
-            if self.even and value % 2:
+            low = 0 if limit is None or op == "<=" else math.floor(limit) + 1 if op == ">" \
+                else math.ceil(limit)
+            value = check_size(name, value, low)
+            if self.even and value % 2 or op == "<=" and value > limit:
                 fail(name, self.text, describe(value))
         elif kind == "number":
             check_number(name, value, low=limit if op == ">=" else None,
@@ -351,6 +354,8 @@ class Spec:
         for axis, size in zip(named, shape[extra:]):
             if axis.__class__ is tuple:  # k × a size, bound here first when not bound yet
                 k, base = axis
+                if base not in sizes and base not in own and size % k:
+                    fail(self.name, self.expected(sizes), describe(x))
                 want = k * (sizes[base] if base in sizes else own.setdefault(base, size // k))
             else:
                 want = axis if axis.__class__ is int else sizes[axis] if axis in sizes else \
@@ -362,29 +367,30 @@ class Spec:
                 fail(self.name, self.expected(sizes) + ", every size >= 1", describe(x))
             if size < self.least.get(axis, 0):
                 fail(self.name, self.expected(sizes), describe(x))
-            if axis in self.most and size > (limit := self.most[axis][1](args, sizes)):
-                fail(self.name, f"{self.expected(sizes)}, {self.most[axis][0]} = {limit}",
-                     describe(x))
         sizes.update(own)
 
     def check_like(self, x, args: dict) -> None:
         ref = self.like_of(args, {})
         if isinstance(ref, torch.nn.Module):  # its weight, or its first parameter
             weight = getattr(ref, "weight", None)
-            ref = weight if isinstance(weight, torch.Tensor) else next(ref.parameters())
+            ref = weight if isinstance(weight, torch.Tensor) else next(ref.parameters(), None)
+        if ref is None:  # an optional argument not given, or a module without parameters
+            return
         if x.dtype != ref.dtype or x.device != ref.device:
             fail(self.name, f"{self.text}: {dtype_name(ref.dtype)} on {ref.device}", describe(x))
 
     def check_range(self, x, args: dict, sizes: dict) -> None:
         low, high = self.low, self.bound_of(args, sizes)
         if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)) or \
-                not low <= x <= high:
+                x < low or high is not None and x > high:
             fail(self.name, f"{self.text} = {high}", describe(x))  # "int in 0 .. N = 5"
 
     def check_below(self, x, args: dict, sizes: dict) -> None:
         """`< n`: ids in [0, n) (`<= n`: in [0, n]), on the device of n's module if it is one.
         Read once (one min and max); not while torch.compile traces."""
         n = self.bound_of(args, sizes)
+        if n is None:  # bound by an array that was not given
+            return
         if isinstance(n, torch.nn.Module):
             weight = n.weight
             n = n.num_embeddings if isinstance(n, torch.nn.Embedding) else n.out_features
@@ -403,8 +409,8 @@ class Spec:
 
     def fits(self, x, sizes: dict) -> None:
         """A `~` spec: x broadcasts to the axes as bound by the other arguments."""
-        named = self.axes[1:] if self.axes[:1] == ("...",) else self.axes
-        target = tuple(sizes.get("...", ())) + tuple(
+        named = self.axes[1:] if self.dots else self.axes
+        target = tuple(sizes.get("...", ()) if self.dots else ()) + tuple(
             int(a) if a.isdigit() else sizes.get(a) for a in named)
         if x.ndim > len(target) or any(s != 1 and t is not None and s != t for s, t in
                                        zip(reversed(x.shape), reversed(target))):
@@ -422,6 +428,17 @@ class Contract:
         self.paths = {a: bound(a) for s in self.specs for a in s.axes or ()
                       if a != "..." and "." in a}  # self.d_model
         parameters = specs if parameters is None else parameters
+        axes = {a.lstrip("0123456789") for s in self.specs for a in s.axes or ()}
+        for s in self.specs:  # a typo would fail at every call, or never check at all
+            names = [s.name] + [t.lstrip("0123456789").split(".")[0] for t in (
+                s.like, s.below, s.divides, s.where, getattr(s, "high", None),
+                *(text for text, _ in getattr(s, "most", {}).values())) if t]
+            where = next((w for w in self.specs if w.name == s.where), None)
+            if any(n not in parameters and n not in axes for n in names) or where is not None \
+                    and where.broadcast:
+                raise ValueError(f"spec of {s.name}: a name that is no argument or axis, or "
+                                 f"'where' with a broadcast (~) mask: {s.text!r}")
+        self.limited = [s for s in self.specs if getattr(s, "most", None)]
         self.rules = [(rule, tuple(n for n in inspect.signature(rule).parameters
                                    if n in parameters)) for rule in rules]
 
@@ -468,22 +485,28 @@ class Contract:
                 elif x.device != device[1]:
                     fail(spec.name, f"{spec.text} on {device[0]}'s device, {device[1]}",
                          describe(x))
+            if spec.like is not None or spec.below is not None or spec.where is not None:
+                later.append((spec, x))
+        for spec, x in later:  # once every argument's own spec and every axis is checked
             if spec.like is not None:
                 spec.check_like(x, args)
-            if spec.below is not None or spec.where is not None:
-                later.append((spec, x))
-        for spec, x in later:  # once every axis is bound and every mask checked
             if spec.kind == "range":
                 spec.check_range(x, args, sizes)
             elif spec.divides is not None:
-                if (D := spec.bound_of(args, sizes)) % x:
+                if (D := spec.bound_of(args, sizes)) is not None and (x == 0 or D % x):
                     fail(spec.name, f"{spec.text} = {D}", describe(x))
             elif spec.below is not None:
                 spec.check_below(x, args, sizes)
-            elif spec.read:  # finite where the mask is True (aligned at the first axes)
-                m = args[spec.where]
+            elif spec.where is not None and spec.read:  # finite where the mask is True
+                m = args[spec.where]  # (aligned at the first axes)
                 check_finite(spec.name, x, where=None if m is None else
                              lambda: m[(...,) + (None,) * (x.ndim - m.ndim)])
+        for spec in self.limited:  # "(B, N<=self.max_len)", the limit bound by any argument
+            for axis, (text, limit_of) in spec.most.items():
+                if args[spec.name] is not None and (limit := limit_of(args, sizes)) is not None \
+                        and sizes[axis] > limit:
+                    fail(spec.name, f"{spec.text}, {text} = {limit}",
+                         describe(args[spec.name]))
         for rule, names in self.rules:
             if rule(**{n: args[n] for n in names}) is not None:
                 raise TypeError(f"the rule {rule.__name__} returned a value: a check only "
@@ -506,6 +529,8 @@ def bound(text: str) -> Callable:
     def value(args: dict, sizes: dict):
         if not name or name in sizes:
             return k * sizes[name] if name else k
+        if first not in args:  # an axis whose array was not given: nothing to compare with
+            return None
         x = args[first]
         try:
             for step in steps:
@@ -763,7 +788,7 @@ def check_classifier_inputs(inputs, lengths, embedding, weight, max_len=None) ->
 
 
 _TOKEN_IDS = Contract(dict(inputs="int (B, N) < embedding", lengths="int? (B,) <= N"), (),
-                      torch.Tensor)
+                      torch.Tensor, ("inputs", "lengths", "embedding"))
 _VECTORS = Contract(dict(weight="float?* (h, d_in)", inputs="float (B, N, d_in)",
                          lengths="int? (B,) <= N"), (), torch.Tensor)
 

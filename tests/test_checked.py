@@ -666,6 +666,75 @@ def test_spec_grammar_multiples_and_optional_choices():
         Table().read(torch.zeros(5, 2))
 
 
+def test_spec_grammar_edge_cases():
+    """Forms that once misbehaved: an upper bound on an int, a nested function (not a method),
+    a `~` mask without `...`, `like` an argument checked after it or not given, a bound by an
+    array not given, a divisor of 0, a limit bound by a later argument, a size that is no
+    multiple of k; and specs that name no argument fail when the function is decorated."""
+    @checked(n="int <= 5", m="int >= 0.5")
+    def small(n, m=1):
+        return n
+
+    assert small(3) == 3
+    for args, message in [((6,), "n: expected int <= 5"), ((3, 0), "m: expected an integer >= 1")]:
+        with pytest.raises(ValueError, match="^" + message):
+            small(*args)
+
+    def outer():
+        @checked(x="float (N,)")
+        def inner(x):  # no suffix, no class: the first array's library
+            return x.sum()
+        return inner
+
+    assert outer()(np.ones(3)) == 3
+
+    @checked(q="float (..., Lq, d)", mask="bool ~(Lq, Lk)")
+    def masked_np(q, mask):
+        return mask.shape
+
+    assert masked_np(np.zeros((5, 2, 3)), np.ones((1, 7), bool)) == (1, 7)
+    with pytest.raises(ValueError, match=r"^mask: expected a shape broadcastable to \(2, \?\)"):
+        masked_np(np.zeros((5, 2, 3)), np.ones((5, 2, 7), bool))
+
+    @checked(y="float (N,) like x", x="float? (N,)")
+    def like_torch(y, x=None):
+        return y
+
+    like_torch(torch.zeros(3))
+    with pytest.raises(ValueError, match="^x: expected float"):
+        like_torch(torch.zeros(3), torch.zeros(3, dtype=torch.long))
+
+    @checked(x="float? (B, D)", n="int >= 1, divides D", k="int? in 0 .. D", y="float (N<=M,)",
+             z="float (M,)")
+    def later_np(y, z, x=None, n=1, k=None):
+        return n
+
+    assert later_np(np.zeros(2), np.zeros(3), None, 2, 7) == 2  # D is not bound: not compared
+    with pytest.raises(ValueError, match=r"^y: expected float \(N<=M,\), M = 3"):
+        later_np(np.zeros(4), np.zeros(3))
+
+    @checked(n="int, divides D", x="float (D,)")
+    def divides_np(n, x):
+        return n
+
+    with pytest.raises(ValueError, match="^n: expected int, divides D = 4"):
+        divides_np(0, np.zeros(4))
+
+    @checked(w="float (4H, H)")
+    def gates_np(w):
+        return w
+
+    with pytest.raises(ValueError, match=r"^w: expected float \(4H, H\), got"):
+        gates_np(np.zeros((6, 2)))
+    with pytest.raises(ValueError, match=r"^w: expected float \(4H, H\) with H = 2, got"):
+        gates_np(np.zeros((8, 3)))
+
+    for specs in [dict(x="float (N,)", typo="int"), dict(x="int (N,) < vocab"),
+                  dict(h="float (B, N) where mask", mask="bool ~(B, N)")]:
+        with pytest.raises(ValueError, match="^spec of"):
+            checked(**specs)(lambda x=None, h=None, mask=None: None)
+
+
 def test_spec_grammar_modules_ids_masks_and_ranges():
     """An axis `self.d_model` and `like self.proj` (a module's width, dtype and device), ids
     `< self.embedding`, `where mask` (finite only there), `int in 0 .. N`, `divides H`, `even`
