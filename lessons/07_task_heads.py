@@ -228,7 +228,7 @@ print(f"MiniLM encoder: {n_encoder:,} parameters; one attention layer = 4D² + 4
 show_table([{"read-out": name, "parameters": f"+{n:,}",
              "of the encoder": f"{100 * n / n_encoder:.1f} %"} for name, n in LADDER.items()],
            ["read-out", "parameters", "of the encoder"])
-# The poster's Table 2 (BERT-base, D = 768): a cross-attention layer 5D², a projection more
+# The poster's Table 2 (BERT-base, D = 768), its parameter counts in units of D²
 print("poster: " + ", ".join(f"{what} {n / 768 ** 2:.2f} D²" for what, n in (
     ("sentiment, 2 self-attention layers", 4.72e6), ("paraphrase, 1 cross-attention layer",
                                                     3.54e6), ("STS, 3 cross-attention", 11.2e6))))
@@ -577,7 +577,8 @@ for task, kw in HEAD_OF.items():
 show_table(rows, list(rows[0]))
 starts = {init: np.concatenate([STARTS[task, init] for task in HEAD_OF]) for init in
           ("default", "u09")}
-print(f"first-step entropy ratio, all {len(starts['u09'])} heads: U(0.9, 1) "
+print(f"entropy ratio at initialisation (the read-out layer's map), all "
+      f"{len(starts['u09'])} heads: U(0.9, 1) "
       f"{starts['u09'][:, 2].mean():.4f}, default {starts['default'][:, 2].mean():.4f}")
 
 
@@ -586,8 +587,8 @@ def against(test):
     return f"Against the poster: {in_words(test)}."
 
 
-t = all_of({"first attention near uniform (entropy ratio > 0.9)": versus(starts["u09"][:, 2],
-                                                                        0.9, ">"),
+t = all_of({"attention at initialisation near uniform (entropy ratio > 0.9)": versus(
+                starts["u09"][:, 2], 0.9, ">"),
             "output of the mean's size (within 10x)": within(np.log10(starts["u09"][:, 0]),
                                                              -1.0, 1.0)})
 lesson.claim("U(0.9, 1) makes the starting point close to taking a mean of the tokens",

@@ -334,7 +334,7 @@ class Spec:
             fail(name, "True or False", describe(value))
         elif kind == "callable" and not callable(value):
             fail(name, "a function", describe(value))
-        elif kind == "choice" and value not in self.choices:
+        elif kind == "choice" and (value.__hash__ is None or value not in self.choices):
             fail(name, self.text, describe(value))
 
     def bind(self, x, sizes: dict, args: dict) -> None:
