@@ -472,9 +472,9 @@ lesson.savefig(fig, "partner_task")
 # from $U(0, 1)$ and the target $\sum_{i=1}^{K} a_i \odot a_{N-i+1}$. For $K = 1$ the first and
 # the last token must meet, across distance $N - 1$. The paper compares three Multi-Scale
 # Transformers — **Hier-S** (2 layers of 10 heads, all ω = 3), **deepHier-S** (the same with 6
-# layers) and **Flex** (2 layers, scales {3, N/16, N/8, N/4, N/2}, two heads each) — and finds
-# that the extra layers of deepHier-S do not help while Flex does: a large scale in a low layer
-# beats depth.
+# layers) and **Flex** (2 layers, scales {3, N/16, N/8, N/4, N/2}; we give it two heads each)
+# — and finds that the extra layers of deepHier-S do not help while Flex does: a large scale in
+# a low layer beats depth.
 #
 # We test that as a question of **reach**. Every model gets learned positions (so a head can
 # tell *which* tokens it sees, not only that they are near) and reads out from the node alone,
@@ -508,7 +508,7 @@ assert heard["Hier-S"] < heard["deepHier-S"] < N_SEQ == heard["Flex"]
 # sequences is below the blind predictor's, $a_1/2$, on the same sequences, with its 95 %
 # interval over the sequences below 0; the share of crossing runs is then decided by its exact
 # interval against one half. Each run trains on fresh batches until its error on a separate
-# *validation* set falls below 0.5 (well below the line) or the budget ends; the test
+# *validation* set falls below 0.5 (below the line) or the budget ends; the test
 # sequences are scored once, at the end. Hier-S and deepHier-S train briefly, to show where
 # they stop.
 
@@ -591,10 +591,11 @@ ax.grid(alpha=0.3)
 lesson.savefig(fig, "effective_scale")
 
 # %% [markdown]
-# A model first learns what $a_1$ alone can tell, which brings it down towards the 4/7 line.
-# Hier-S and deepHier-S can do nothing more: three times the layers buy deepHier-S nothing, as
-# 18 positions are still short of 20. Flex has to find the one relay path first; the curves
-# show how long that takes for each seed, the table which runs got there. (The paper's own
+# A model can first learn what $a_1$ alone tells, which brings it down at most to the 4/7 line
+# (the curves show whether it gets there). Hier-S and deepHier-S cannot go below it: three
+# times the layers leave deepHier-S 18 positions of reach, still short of 20. Flex has to find
+# the one relay path first; the curves show how long that takes for each seed, the table which
+# runs got there. (The paper's own
 # classifier, with no positions and a max-pool that hands every token to the classifier
 # directly, measures something murkier.)
 
@@ -771,7 +772,7 @@ print(f"attention models vs logistic regression on the {best_linear} (not a pape
 # from 1 (small scales low) to −1 (the reverse), and models whose heads all share one scale,
 # ω ∈ {3, N/16, N/8, N/4} — by rank here, as SNLI's short sentences put N/16 and N/8 below 3 too.
 # Their *orderings* can be checked on MR: does α = 1 beat α = −1, the smallest single scale the
-# fourth, multi-scale every single scale? The paper's gaps (one to four points) are as large as
+# fourth, multi-scale every single scale? The paper's gaps (1.2 to 3.6 points) are as large as
 # the spread of seeds and test error, so full mode trains none of them; `MINATTN_SCALE=paper`
 # trains the ablations and decides the three orderings.
 
@@ -856,7 +857,7 @@ print("departure, untrained -> trained (mean over the heads), per seed: " + "; "
     f"{n}: " + ", ".join(f"{u:.2f} -> {t:.2f}" for u, t in zip(
         per_seed(n + ", untrained", "departure"), per_seed(n, "departure"))) for n in TRAINED))
 departed = all_of({f"{n}'s heads": versus(moved[n], 0.0, ">") for n in TRAINED})
-lesson.claim("Trained heads depart from uniform attention: they pick words", test=departed,
+lesson.claim("Trained heads depart from uniform attention", test=departed,
              kind="ours",
              paper="premise of the slides' look at what heads learn: trained heads are not "
              "uniform", why=f"{len(SEEDS)} seeds, each against its own start", fallback=FALLBACK,
@@ -868,8 +869,9 @@ lesson.claim("Trained from scratch on MR-sized data, a Transformer learns no loc
              kind="reading",
              paper="slides, 'Problem': no locality prior, so it relies on pre-training",
              test=same(ratio, 1.0, 0.1), why=WHY + "; ±10 % of uniform's scale", fallback=FALLBACK,
-             reproduced="The Transformer's heads keep uniform distances: no locality learned.",
-             contradicted="The Transformer's heads moved their distances: it learned locality.")
+             reproduced="On average over its heads, the Transformer's attention keeps uniform "
+             "distances: no locality learned.", contradicted="The Transformer's heads moved "
+             "their distances: it learned locality.")
 
 fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), layout="constrained")
 draw_head_statistics(axes, {n: st[0] for n, st in heads.items()},
@@ -879,15 +881,16 @@ fig.suptitle("every head of the trained models (filled) and of the same models u
 lesson.savefig(fig, "measured_scales")
 
 # %% [markdown]
-# **How far?** On the left, a head on the diagonal looks as far as uniform attention in its
-# window would; each Multi-Scale head is capped by its window. **Which words?** On the right, a
-# head that learned to pick words (sentiment words, wherever they are) departs from uniform
-# even when its distance stays on the diagonal. The claims above say, part by part, what these
-# seeds show: a part that is *not shown by these runs* is undecided at this number of seeds,
-# not a negative. Back to section 7: a Transformer whose heads keep uniform distances has
-# not learned the local prior the windows give the Multi-Scale Transformer for free; whether
-# that prior turned into an accuracy gain these runs can measure is what the MR rows of section
-# 7 say, in their own words. One sentence, read by the most non-uniform head of each model:
+# **How far?** On the left, a head on the diagonal looks as far as uniform attention in its window
+# would; each Multi-Scale head is capped by its window. **Which words?** On the right, a head that
+# learned to pick words (sentiment words, wherever they are) departs from uniform even when its
+# distance stays on the diagonal — and so does one that parks its weight on the node: the departure
+# says that a head chooses, the sentence below shows what. The claims above say, part by part, what
+# these seeds show: a part that is *not shown by these runs* is undecided at this number of seeds,
+# not a negative. Back to section 7: a Transformer whose heads keep uniform distances has not
+# learned the local prior the windows give the Multi-Scale Transformer for free; whether that prior
+# turned into an accuracy gain these runs can measure is what the MR rows of section 7 say, in their
+# own words. One sentence, read by the most non-uniform head of each model:
 
 # %%
 short = torch.nonzero((lens >= 12) & (lens <= 18)).ravel()  # a sentence short enough to read
@@ -922,8 +925,9 @@ lesson.summary()
 #   against uniform attention's (about $N/3$ over $N$ tokens).
 # * Multi-scale attention is multi-head attention with one window per head (distance, not
 #   direction); one factor α spreads the scales over the layers.
-# * No depth of ω = 3 windows reaches what one large window in a low layer reaches; whether
-#   training finds that path is a question about runs, counted run by run.
+# * Windows of ω = 3 reach 3 positions further per layer: 2 or 6 layers of them do not reach
+#   what one large window in a low layer reaches (it would take 7); whether training finds the
+#   large window's path is a question about runs, counted run by run.
 #
 # ## Exercises
 # Build a student copy (`python -m minattn.course.classroom student DIR`), then check your work
@@ -948,13 +952,14 @@ lesson.summary()
 #
 # ## Appendix: going faster
 #
-# Below 65 tokens one dense masked call is fastest; for long documents a head of window ω
-# needs only $O(N\omega)$ of the $N^2$ scores. `multiscale_attention_fast_torch` groups the
-# heads by ω and sends each group to the cheapest kernel — lesson 02's window kernel for small
-# ω, fused attention for ω ≥ N − 1, a **band kernel** in between (`minattn/fast/multiscale.py`).
-# The models above ran `multiscale_attention_routed_fast_torch` (on a CPU this grouped path,
-# on a GPU one call for all heads). All three agree to float64 rounding, with and without
-# padding:
+# Below `DENSE_BELOW` tokens (printed further down) one dense masked call is fastest; for long
+# documents a head of window ω needs only $O(N\omega)$ of the $N^2$ scores.
+# `multiscale_attention_fast_torch` groups the heads by ω and sends each group to the cheapest
+# kernel — lesson 02's window kernel for small ω, fused attention for ω ≥ N − 1, a **band
+# kernel** in between (`minattn/fast/multiscale.py`). The models above ran
+# `multiscale_attention_routed_fast_torch`: on a CPU that is this function, and at their
+# lengths (at most 65 tokens) its one dense masked call; on a GPU, one call for all heads. All
+# three agree to float64 rounding, with and without padding:
 
 # %%
 n, windows = 300, [3, 3, 18, 18, 37, 75, 150, 299]  # {3, 3, N/16, N/16, N/8, N/4, N/2, N − 1}
