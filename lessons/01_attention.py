@@ -210,10 +210,10 @@ assert max(errors.values()) < 1e-5, ("Exercise 1.2 (attention_np / attention_tor
                                      f"attention should match PyTorch's module; got {errors}")
 
 # %% [markdown]
-# The module holds the same lines. Which kernel it runs is chosen in view in `forward`, as
-# nanoGPT's `if self.flash:` does: PyTorch's fused SDPA when you ask for no weights
-# (`flash=True`, the default), the explicit `attention_torch` when you do, or a kernel of
-# another lesson passed as `attend=` (lesson 02's windows, lesson 03's per-head scales).
+# The module holds the same lines. Which kernel it runs is chosen where you can see it, in
+# `forward`, as nanoGPT's `if self.flash:` does: PyTorch's fused SDPA when you ask for no
+# weights (`flash=True`, the default), the explicit `attention_torch` when you do, or a kernel
+# of another lesson passed as `attend=` (lesson 02's windows, lesson 03's per-head scales).
 
 # %%
 show(att.MultiHeadAttention.forward)
@@ -905,7 +905,8 @@ lesson.claim("exact attention with extra memory linear in N, never storing the N
              paper="O(N) additional memory (Dao et al. 2022, FlashAttention, Theorem 1)",
              changed_after_run="identical readings taken as one exact amount, after a run whose "
              "three identical readings (a tie: no spread measured) gave partly",
-             why=f"N = {n2}, B = 1, H = 4, d = 64, {lesson.device.type}", test=all_of(fused),
+             why=f"N = {n2}, B = 1, H = 4, d = 64, {lesson.device.type}: one N, so the test shows "
+             "that no N×N array is stored, not how the memory grows", test=all_of(fused),
              reproduced="The fused kernel needs less than one N×N array; ours stores every head's.",
              contradicted="The fused kernel stores N×N arrays and ours shows no weights stored.")
 
