@@ -541,16 +541,15 @@ lesson.claim("without global tokens, window + random blocks fall short", why=TAS
              contradicted=f"More BigBird runs reach {REACHED} than global-token runs do.")
 
 # %% [markdown]
-# **What holds on every run** is the graph: the window model never has the second half within
-# reach, so it can do no better than the majority label; the global token hands position 0
-# every token in one hop; BigBird's random blocks make the paths exist, but the model must
-# learn to route the evidence through two hops of scattered blocks, and how much of the far
-# half those blocks reach differs from draw to draw (the line under the control puts each run's
-# count beside its accuracy). That is the small-world argument at work — and its limit: random
-# edges make paths short, about log N hops (the diameter of section 2), a global token makes
-# every path two hops, one from the position that answers. Ours is a synthetic task built so that only long paths
-# solve it, on a 2-layer model: the gap is all-or-nothing here, 6.7 points on WikiHop (72.2 vs
-# 65.5 in the table above).
+# **What holds on every run** is the graph: the window model never has the second half within reach,
+# so it can do no better than the majority label; the global token hands position 0 every token in
+# one hop; BigBird's random blocks make the paths exist, but the model must learn to route the
+# evidence through two hops of scattered blocks, and how much of the far half those blocks reach
+# differs from draw to draw (the line under the control puts each run's count beside its accuracy).
+# That is the small-world argument at work — and its limit: random edges make paths short, about log
+# N hops (the diameter of section 2), a global token makes every path two hops, one from the
+# position that answers. Ours is a synthetic task built so that only long paths solve it, on a
+# 2-layer model: the gap is all-or-nothing here, 72.2 vs 65.5 on WikiHop (the table above).
 #
 # ## 4. A kernel that never builds the $N \times N$ mask
 #

@@ -704,15 +704,15 @@ lesson.summary()
 #   table wherever a posterior reads it.
 # * Model 1 ignores word order: in an alignment, repeated words share their posteriors.
 # * The bag-of-words proxy's word logits start moving at $2(C - \text{row mean})$: the
-#   correlation between the two grows with the embedding size $d$ towards 1 (the table of
-#   section 6).
+#   correlation between the two grows with the embedding size $d$ towards 1, and the rate has the
+#   predicted size (the lines of section 6).
 # * Where $C$ is flat (40-of-40 copying) the first-order signal is exactly zero and, since every
-#   pair has the same bags, the proxy can never learn the map: attention has nothing to be
-#   attracted to — the proxy's account of why lesson 05's 40-of-40 copying is learned late or
-#   not at all. Where $C$ has structure (40-of-60), the diagonal gets a head start, and the
-#   network learns (lesson 05's runs). (The paper's §6.2: a fixed non-monotonic permutation is never learned
-#   although its table is as informative — the LSTM's bias toward monotonic attention, a limit
-#   of the count-table story.)
+#   pair has the same bags, the proxy can never learn the map: attention has nothing to be attracted
+#   to — the proxy's account of why lesson 05's 40-of-40 copying is learned late or not at all.
+#   Where $C$ has structure (40-of-60), the diagonal gets a head start, and the network learns
+#   (lesson 05's runs). (The paper's §6.2: a fixed non-monotonic permutation is never learned
+#   although its table is as informative — the LSTM's bias toward monotonic attention, a limit of
+#   the count-table story.)
 #
 # ## Exercises
 #
