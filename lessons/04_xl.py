@@ -352,8 +352,9 @@ lesson.savefig(fig, "dependency_cone")
 #
 # ## 5. Characters of the Penn Treebank: where does XL's gain come from?
 #
-# Three models of the same size — embedding, 2 layers, tied output — read the training text as
-# 32 parallel streams, one segment of each per step, once per seed (seeds printed below):
+# Three models of about the same size (their parameter counts are printed below) — embedding, 2
+# layers, tied output — read the training text as 32 parallel streams, one segment of each per
+# step, once per seed (seeds printed below):
 #
 # * **vanilla**: absolute sinusoidal positions added to the input, every segment read alone;
 # * **relative, no memory**: Transformer-XL's attention (relative positions, $u$, $v$) trained
@@ -501,7 +502,7 @@ def planned(n):  # the same test at n seeds: the saved spread, its standard erro
 
 
 for n in (4, 5, 6, 8):
-    print(f"paired by seed, {n} seeds: {planned(n)}")
+    print(f"paired by seed, {n} seeds, at the saved runs' effect and spread: {planned(n)}")
 print(f"this run: {len(LM_SEEDS)} seeds for the relative model and XL, {len(VANILLA_SEEDS)} for "
       "the vanilla model (its claims measure differences of about 0.2 bpc)")
 
@@ -842,8 +843,8 @@ for name in ("vanilla", "XL"):
 # Nothing in XL's weights depends on the memory length: the relative encodings exist for any
 # distance. So XL can be evaluated with more memory than it was trained with — the paper
 # trains its large enwik8 model with segments and memories of 768 and evaluates with a memory
-# of 3,800 (the settings table above; the lecture's "784" is its attention length in
-# training, not its memory). A longer memory also means distances the model never met in
+# of 3,800 (the settings table above; the "784" often quoted for it is its attention length
+# in training, not its memory). A longer memory also means distances the model never met in
 # training, and the official evaluation does not trust the sinusoids to extrapolate: it
 # **clamps** them (`--clamp_len`), giving every distance beyond $c$ the encoding of $c$:
 #
@@ -903,12 +904,12 @@ lesson.claim("a longer memory at evaluation than in training lowers the perplexi
 
 # %% [markdown]
 # Read the right panel first: the memory's saving is largest at the start of a segment, where
-# it is almost the whole context, and it is there for the relative model too, never trained
-# with a memory — which is why the model trained without memory, given one, comes close to
-# XL. On the left, the curves are flat beyond a few characters of memory: a longer memory
-# only pays a model that has learned dependencies that long. A test that
-# *can* show it needs a task where something lies farther back than the training memory and
-# the model has learned to fetch it by content.
+# it is almost the whole context. It is there for the relative model too, never trained with a
+# memory, though smaller than XL's; that model, given a memory, still ends about level with XL
+# (the lines above), because it reads a segment alone better. On the left, the curves are flat
+# beyond a few characters of memory: on this text, at this size, a longer memory buys nothing
+# these runs can measure. A test that *can* show it pays needs a task where something lies
+# farther back than the training memory and the model has learned to fetch it by content.
 #
 # **Recall by class.** A stream of filler symbols in which, now and then, a symbol of one of
 # 16 classes is *written*; some distance later comes a *read* of that class, and the target is
@@ -1009,17 +1010,17 @@ ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
 lesson.savefig(fig, "recall_by_distance")
 
 # %% [markdown]
-# Trained on reads that one layer reaches, the model answers the reads only two layers reach
-# at about chance: nothing asked it to pass a write up through the lower layer's memory.
-# Trained on reads that need it, it does — with the stop-gradient on, so the lower layer
-# learned to carry a write forward without any gradient from the segment that reads it. The
-# claim is tested on those runs, with the training memory: are the reads only two layers
-# reach answered at least 5 points above chance? And the longer memory: given a memory of
-# 128, do the same models answer reads farther back than any they were trained on? These runs
-# are still learning at their last step, so each claim counts once its own quantity, read at
-# the runs' last four checks (`claims_read`), is not still moving toward its line (`closing`,
-# as for the comparisons above): a quantity still moving toward its line could reach or cross
-# it with more training, so the claim waits; one that has settled, or moves away, is decided.
+# Trained on reads that one layer reaches, the model answers the reads only two layers reach at
+# about chance with its training memory: nothing asked it to pass a write up through the lower
+# layer's memory. Trained on reads that need it, it does — with the stop-gradient on, so the lower
+# layer learned to carry a write forward without any gradient from the segment that reads it. The
+# claim is tested on those runs, with the training memory: are the reads only two layers reach
+# answered at least 5 points above chance? And the longer memory: given a memory of 128, do the
+# same models answer reads farther back than any they were trained on? These runs are still
+# learning at their last step, so each claim counts once its own quantity, read at the runs' last
+# four checks (`claims_read`), is not still moving toward its line (`closing`, as for the
+# comparisons above): a quantity still moving toward its line could reach or cross it with more
+# training, so the claim waits; one that has settled, or moves away, is decided.
 
 # %%
 def recall_gate(quantity, line):  # that quantity has stopped moving toward its line

@@ -226,16 +226,17 @@ KW_LATER = [s for s in lesson.size(full=(150, 200, 250, 300, 400, 500, 600, 800,
                                          2500, 3000, 3500, 4000), smoke=(10,)) if s <= KW_STEPS]
 KW_AT = [*KW_EARLY, *KW_LATER]
 show_table([
-    {"": "encoder", "authors (A.8)": "bi-LSTM 256 per direction, embeddings 300",
+    {"": "encoder", "authors (A.8, their code)": "bi-LSTM 256 per direction, embeddings 300",
      "ours": f"bi-LSTM {KW['hidden']} per direction, embeddings {KW['embed']}"},
-    {"": "optimiser", "authors (A.8)": "Adam, lr 1e-3, batch 32, no clipping",
+    {"": "optimiser", "authors (A.8, their code)": "Adam, lr 1e-3, batch 32, no clipping",
      "ours": f"Adam, lr {KW['lr']:g}, batch {KW['batch']}, no clipping"},
-    {"": "training", "authors (A.8)": "4000 steps on real data",
+    {"": "training", "authors (A.8, their code)": "4000 steps on real data",
      "ours": f"{KW_STEPS} steps uniform, {KW_STEPS_LEARNED} learned, {len(KW_SEEDS)} seeds, "
              "fresh batches"},
-    {"": "evaluations", "authors (A.8)": "steps 0, 10, 50, 100, 150, 200, 250, then every 250",
+    {"": "evaluations",
+     "authors (A.8, their code)": "steps 0, 10, 50, 100, 150, 200, 250, then every 250",
      "ours": f"every {KW_EARLY[1]} steps to {KW_EARLY[-1]}, then {', '.join(map(str, KW_LATER))}"}],
-    ["", "authors (A.8)", "ours"])
+    ["", "authors (A.8, their code)", "ours"])
 
 # %% [markdown]
 # The data: a batch is drawn by rejection, sequence by sequence, until half of it holds the
@@ -360,14 +361,15 @@ for s, r in zip(KW_SEEDS, kw_learned):  # learned attention: knowledge first, at
 # with 75% held-out accuracy, one value per seed. That phase can be short (the figure's middle
 # panel shows how fast the keyword's lead falls), so the early checks are a few steps apart; the
 # table above says at which step each seed got there, and in what share of sequences the keyword
-# then led. Under uniform attention, though, the loss
-# only sees the average $\bar z$: evidence is worth as much at any position, and the LSTM keeps
-# carrying it along. The states that have read the *whole* sequence, the two ends, can say
-# "there was a keyword somewhere" with the least noise. The paper, with its model, saw the last
-# position win "asymptotically"; in a bidirectional LSTM the first position has read everything
-# too, so the second claim has two parts: that an end leads instead of the keyword, and that it
-# is the last one. We read it at the end of this run, our horizon and not the paper's: what
-# a longer run would show, this lesson does not measure.
+# then led. Under uniform attention, though, the loss only sees the average $\bar z$: evidence is
+# worth as much at any position, and the LSTM keeps carrying it along. The states that have read
+# the *whole* sequence, the two ends, can say "there was a keyword somewhere" with the least
+# noise. The paper, with its model, saw the last position win "asymptotically"; in a bidirectional
+# LSTM the first position has read everything too, so the second claim has two parts: that an end
+# leads instead of the keyword, and that the last position's $\tilde z$ is above the keyword's
+# (whether the last beats the first is not tested: the per-seed lines above show both). We read it
+# at the end of this run, our horizon and not the paper's: what a longer run would show, this
+# lesson does not measure.
 
 # %%
 early = {q: [r[q][i] for r, i in zip(kw_uniform, kw_early)] for q in ("keyword k", "next k+1")}
@@ -386,8 +388,9 @@ t = all_of({"an end leads more sequences than the keyword":
 lesson.claim(f"keyword task, uniform attention, at step {KW_STEPS}: the last position's z is the "
              "largest", paper="z_last the largest asymptotically (§6.1, eq. 24, Fig. 7)", test=t,
              why=f"bi-LSTM; 'asymptotically' read at step {KW_STEPS}, the end of this run",
-             reproduced="At the end of the run the evidence has left the keyword for the last "
-             "state.", contradicted=f"Shown the other way: {in_words(t)}.", kind="reading")
+             reproduced="At the end of the run an end leads more sequences than the keyword, and "
+             "the last state says more than the keyword's.",
+             contradicted=f"Shown the other way: {in_words(t)}.", kind="reading")
 
 # %% [markdown]
 # With learned attention the paper's two stages can be watched inside one run: the lines
@@ -415,20 +418,22 @@ show(agreement_row_np)
 
 # %% [markdown]
 # **What the paper claims, and what we test.** §3.2: "$A(\alpha, \beta^{\mathrm{uf}})$ …
-# significantly outperform[s] the random baseline $\hat{A}$, and the contextualized agreement
-# is also non-trivial"; Table 2 also has $A(\alpha, \beta) > A(\alpha, \beta^{\mathrm{uf}})$ on 6
-# of its 7 rows (not on 20 Newsgroups: 65 vs 63). The first claim of each data set tests the two
-# agreements, and its power is computed at the paper's own differences in points. The paper
-# sets $\xi$ beside $P^*$, the performance when training finishes (SST: 78 of 84; Multi30k: 43
-# of 66), and draws no line for "non-trivial", so the second claim is our reading: that
-# $\xi(\alpha, \beta^{\mathrm{uf}})$ recovers more than half of what training adds,
-# $(\xi - P^0)/(P^* - P^0) > \tfrac12$, with $P^0$ the second model's performance at step 0,
-# where its curve starts. Read with $P^0$ at chance (the paper gives none), the paper's rows are
-# above that line (SST $(78 - 50)/(84 - 50) = 0.82$, Multi30k $43/66 = 0.65$), and ours can
-# fall on either side of it. The line was chosen after runs had been seen; its row says what came
-# before. The table also prints $\xi$ as a share of $P^*$, the paper's comparison, and (ours,
-# not the paper's) the best performance of the frozen-uniform model itself, what no attention
-# at all achieves.
+# significantly outperform[s] the random baseline $\hat{A}$, and the contextualized agreement is
+# also non-trivial"; Table 2 also has $A(\alpha, \beta) > A(\alpha, \beta^{\mathrm{uf}})$ on 6 of
+# its 7 rows (not on 20 Newsgroups: 65 vs 63). The first claim of each data set tests the two
+# agreements, and its power is computed at the paper's own differences in points. The paper sets
+# $\xi$ beside $P^*$, the performance when training finishes (we take the gold's best checkpoint;
+# SST: 78 of 84; Multi30k: 43 of 66), and draws no line for "non-trivial", so the second claim is
+# our reading: that $\xi(\alpha, \beta^{\mathrm{uf}})$ recovers more than half of what training
+# adds, $(\xi - P^0)/(P^* - P^0) > \tfrac12$, with $P^0$ the second model's performance at step 0,
+# where its curve starts. Read with $P^0$ at chance (the paper gives none), six of the paper's
+# seven rows are above that line (SST $(78 - 50)/(84 - 50) = 0.82$, Multi30k $43/66 = 0.65$; every
+# row is printed with Table 2 below) and News It-Pt is below it, at 0.40: "non-trivial" in the
+# paper's words is not this line, so a row of ours below it goes against our reading, not against
+# the paper. Ours can fall on either side of it. The line was chosen after runs had been seen; its
+# row says what came before. The table also prints $\xi$ as a share of $P^*$, the paper's
+# comparison, and (ours, not the paper's) the best performance of the frozen-uniform model itself,
+# what no attention at all achieves.
 #
 # **Replicates.** The authors train one gold, 5 re-seeded models (classification) or 1
 # (translation) and one frozen-uniform model. We repeat the translation recipe — a gold, one
@@ -644,6 +649,11 @@ PAPER = {"sentiment": {"A(α, β^uf)": 20, "A(α, β)": 25, "A_rand": 8, "ξ(α,
 KEYS = ["A(α, β^uf)", "A(α, β)", "A_rand", "ξ(α, β^uf)", "ξ(α, β)", "P*"]
 SHARE = "(ξ(α, β^uf) − P⁰) / (P* − P⁰) (ours)"  # what ξ recovers of what training adds
 PAPER_P0 = {"sentiment": 50, "translation": 0}  # P⁰ read as chance: the paper gives none
+TABLE2_XI = {"IMDB": (87, 90, 50), "AG News": (94, 96, 25), "20 NG": (91, 94, 5),
+             "SST": (78, 84, 50), "Multi30k": (43, 66, 0), "IWSLT14": (36, 67, 0),
+             "News It-Pt": (22, 55, 0)}  # Table 2: ξ(α, β^uf), P*, and chance (our P⁰)
+print("the paper's rows, (ξ(α, β^uf) − chance) / (P* − chance): " + ", ".join(
+    f"{row} {(xi - p0) / (p - p0):.2f}" for row, (xi, p, p0) in TABLE2_XI.items()))
 
 
 def paper_share(name: str) -> float:
@@ -730,7 +740,8 @@ for name, pct in ours.items():
                  "a standard model's probe agrees more", test=t, effect=effect,
                  paper=", ".join(f"{k} {paper[k]}" for k in KEYS[:3]) + " (§3.2, Table 2)",
                  reproduced="A model that never learned where to look still knows which word "
-                 "matters, and learning to attend sharpens that knowledge.", why="small models, "
+                 "matters, and a standard model's probe agrees with the gold attention more.",
+                 why="small models, "
                  "minutes of training, other data", contradicted=f"Shown the other way: "
                  f"{in_words(t)}.", fallback=task.fallback, changed_after_run=TABLE2_CHANGE)
     t = versus(pct[SHARE], 0.5, gates=gates)
@@ -751,13 +762,14 @@ for name, pct in ours.items():
 # sentiment data is not SST's split, and our translation reads words of a Bible version rather
 # than subwords of image captions.
 #
-# Why the two data sets differ. A sentiment classifier needs one or two words of a sentence, and
-# which of several opinion words its attention settles on can be a matter of the seed; with
-# attention frozen uniform it may classify as well as with attention (compare the
-# frozen-uniform model's best performance with $P^*$ in the table), and then no agreement is
-# needed for its performance. A translator must look at a different source word for every output
-# word, and which word it needs does not depend on the seed: the re-seeded model's agreement
-# with the gold says how far each holds in this run.
+# Why the two data sets may differ (this run's sentiment rows are not tested when their golds are
+# still rising: their row says so). A sentiment classifier needs one or two words of a sentence,
+# and which of several opinion words its attention settles on can be a matter of the seed; with
+# attention frozen uniform it may classify as well as with attention (compare the frozen-uniform
+# model's best performance with $P^*$ in the table), and then no agreement is needed for its
+# performance. A translator must look at a different source word for every output word, and which
+# word it needs does not depend on the seed: the re-seeded model's agreement with the gold says
+# how far each holds in this run.
 
 # %% [markdown]
 # ## Summary
