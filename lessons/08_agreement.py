@@ -461,7 +461,8 @@ show(agreement_row_np)
 
 # %%
 # The translation gain A(α, β) − A(α, β^uf), in points, per replicate of the saved full runs
-# (benchmarks/results/cpu-full-2026-11-28*/08_agreement.json); of seeds +200, its mean ± SE
+# (benchmarks/results/cpu-full-2026-11-28*/08_agreement.json); of seeds +200, its mean ± SE as
+# issue 44's readers reported it (their run is not saved: cpu-full-2026-11-29-issue44/README.md)
 SAVED_GAIN = {"seeds 0": [10.48, 7.11, 7.33], "seeds +100": [8.15, 10.32, 13.01]}
 SAVED_GAIN_200 = (6.0, 2.3)
 spreads = [np.std(v, ddof=1) for v in SAVED_GAIN.values()] + [SAVED_GAIN_200[1] * math.sqrt(3)]
