@@ -381,6 +381,9 @@ class Spec:
 
     def check_range(self, x, args: dict, sizes: dict) -> None:
         low, high = self.low, self.bound_of(args, sizes)
+        if isinstance(x, torch.Tensor) and x.ndim == 0 and not x.is_floating_point() and \
+                x.dtype != torch.bool and not x.is_complex():
+            x = int(x)  # a 0-d integer tensor, as `check_size` takes it
         if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, np.integer)) or \
                 x < low or high is not None and x > high:
             fail(self.name, f"{self.text} = {high}", describe(x))  # "int in 0 .. N = 5"

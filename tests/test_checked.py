@@ -713,9 +713,11 @@ def test_spec_grammar_edge_cases():
     with pytest.raises(ValueError, match=r"^y: expected float \(N<=M,\), M = 3"):
         later_np(np.zeros(4), np.zeros(3))
 
-    @checked(n="int, divides D", x="float (D,)")
-    def divides_np(n, x):
+    @checked(n="int, divides D", x="float (D,)", k="int in 0 .. D")
+    def divides_np(n, x, k=0):
         return n
+
+    assert divides_np(torch.tensor(2), np.zeros(4), torch.tensor(4)) == 2  # 0-d int tensors
 
     with pytest.raises(ValueError, match="^n: expected int, divides D = 4"):
         divides_np(0, np.zeros(4))
