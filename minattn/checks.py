@@ -608,9 +608,17 @@ def mha_masks(query, key, value, num_heads, mask=None, key_padding_mask=None) ->
     key_padding_mask (B, Lk). When B == Lq a (B, Lk) padding mask has the very shape of an
     (Lq, Lk) mask and would be read as one: a 2-axis mask is refused then, and a 3-axis one
     always ((B, Lq, Lk) and (H, Lq, Lk) cannot be told apart). Then `seen_finite`."""
-    key = query if key is None else key
+    key = query if key is None else key  # the body's defaults: then Lk is the key's length
     value = key if value is None else value
-    B, Lq = query.shape[0], query.shape[1]
+    B, Lq, Lk = query.shape[0], query.shape[1], key.shape[1]
+    keys = {"value": (value, value.shape[-2], (Lk,))}  # how many keys each argument holds
+    if key_padding_mask is not None:
+        keys["key_padding_mask"] = (key_padding_mask, key_padding_mask.shape[-1], (Lk,))
+    if mask is not None:
+        keys["mask"] = (mask, mask.shape[-1], (1, Lk))
+    for name, (x, n, allowed) in keys.items():
+        if n not in allowed:
+            fail(name, f"Lk = {Lk} positions, the key's (the query's when key=None)", describe(x))
     if mask is not None and (mask.ndim == 3 or mask.ndim == 2 and B == Lq > 1):
         fail("mask", "(Lq, Lk) written as mask[None, None] when B == Lq, 4 axes (B, H, Lq, Lk) "
              "(1 where shared), or a (B, Lk) padding mask as key_padding_mask=",
@@ -653,10 +661,11 @@ def sinusoid_positions(positions, d_model) -> None:
 # which read what they return.
 def check_windows(windows, num_heads: int | None = None) -> list[int]:
     """One integer ω >= 0 per head; with num_heads, exactly that many."""
-    ws = list(as_numpy(windows).reshape(-1)) if not isinstance(windows, (list, tuple)) \
-        else list(windows)
-    if not ws or any(isinstance(w, (bool, np.bool_)) or not isinstance(w, (int, np.integer))
-                     or w < 0 for w in ws):
+    ws = list(windows) if isinstance(windows, (list, tuple)) else as_numpy(windows)
+    ws = list(ws.reshape(-1)) if isinstance(ws, np.ndarray) and ws.ndim <= 1 else ws
+    if not isinstance(ws, list) or not ws or any(  # a 2-d array stays an array: refused
+            isinstance(w, (bool, np.bool_)) or not isinstance(w, (int, np.integer)) or w < 0
+            for w in ws):
         fail("windows", "one integer window ω >= 0 per head", repr(windows))
     if num_heads is not None and len(ws) != num_heads:
         fail("windows", f"one window per head, {num_heads}", f"{len(ws)}: {list(map(int, ws))}")

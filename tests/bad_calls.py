@@ -255,6 +255,11 @@ kp = np.ones((4, 4), bool)
 kp[0, 2:] = False
 bad("attention", "MultiHeadAttention.forward", "mask", "(B, Lk) padding mask with B == Lq")(
     lambda: mha(xbt, mask=torch.from_numpy(kp)))
+bad("attention", "MultiHeadAttention.forward", "value", "a value of another length, no key")(
+    lambda: A.MultiHeadAttention(8, 2)(torch.randn(2, 3, 8), value=torch.randn(2, 4, 8)))
+bad("attention", "MultiHeadAttention.forward", "key_padding_mask", "Lk of no key")(
+    lambda: A.MultiHeadAttention(8, 2)(torch.randn(2, 3, 8),
+                                       key_padding_mask=torch.ones(2, 4, dtype=torch.bool)))
 bad("attention", "MultiHeadAttention.forward", "mask", "additive float mask")(
     lambda: mha(xbt, mask=torch.from_numpy(np.where(kp, 0.0, -np.inf))))
 bad("attention", "MultiHeadAttention.forward", "query", "float32 input to a float64 module")(
@@ -419,6 +424,8 @@ bad("multiscale", "measured_scale_torch", "query_mask", "float query mask")(
 bad("multiscale", "measured_scale_torch", "query_mask", "(N,) query mask")(
     lambda: MS.measured_scale_torch(torch.from_numpy(wts), torch.ones(6, dtype=torch.bool)))
 bad("multiscale", "scale_mask_np", "n", "n = 2.5")(lambda: MS.scale_mask_np(2.5, [1, 2]))
+bad("multiscale", "scale_mask_np", "windows", "a 2-d array of windows")(
+    lambda: MS.scale_mask_np(3, np.array([[0, 1], [1, 2]])))
 bad("multiscale", "scale_mask_np", "windows", "a negative window")(
     lambda: MS.scale_mask_np(4, [1, -2]))
 bad("multiscale", "scale_mask_torch", "windows", "a window 1.5")(
