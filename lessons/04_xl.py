@@ -1165,9 +1165,9 @@ lesson.summary()
 # * The ablation splits XL's gain over a vanilla Transformer into the steps of the paper's
 #   Table 6 — relative positions, a memory at evaluation, training with the memory — on
 #   characters, in bits; the memory's saving sits at the start of each segment.
-# * What a token can *see* ($N \cdot M$ back) is used when training asks for it: recall by
-#   class answers reads only two layers reach once the training reads include them, and a
-#   longer memory at evaluation pays where the model has learned to fetch by content.
+# * What a token can *see* ($L - 1 + N \cdot M$ back, with $M = L$) is used when training asks
+#   for it: recall by class answers reads only two layers reach once the training reads include
+#   them, and a longer memory at evaluation pays where the model has learned to fetch by content.
 #   Evaluation with a memory pays once per position; recomputing pays the window per position.
 #
 # ## Exercises

@@ -19,7 +19,9 @@ Shapes: B batch, H heads, dh = D / H, Lq = L queries, Lk = M + L keys. The queri
 last L of the M + L positions (the course's bottom-right causal convention,
 `causal_mask_np(L, M + L)`), so query i sits at position M + i and its distance to key j is
 δ_ij = M + i − j ≥ 0; distances below zero are the future, masked. Through N layers the last
-token of a segment reaches L − 1 + N·M tokens back (Fig. 2).
+token of a segment reaches L − 1 + N·M tokens back when the memory is as long as a segment
+(M = L, the paper's setting; Fig. 2). With M < L it is N·L + M − 1: a memory token near the end
+of its own segment had already seen that segment's beginning.
 
 Read top down: the NumPy reference (`rel_attention_np`: the four terms, one gather per (i, j);
 `update_memory_np`: the memory), its torch twin line for line, then the modules the lesson
