@@ -6,7 +6,8 @@ Vaswani et al., "Attention Is All You Need" (2017), §3.2:
     Attention(Q, K, V) = softmax(Q Kᵀ / √d + M) V                         (§3.2.1, eq. 1)
     MultiHead(X_q, X_k, X_v) = [head_1; …; head_H] W_O,
         head_h = Attention(X_q W_Qʰ, X_k W_Kʰ, X_v W_Vʰ)                    (§3.2.2)
-    PE(p, k) = sin(p ω_k),  PE(p, D/2 + k) = cos(p ω_k),  ω_k = 10000^(−2k/D)   (§3.5)
+    PE(p, 2k) = sin(p ω_k),  PE(p, 2k + 1) = cos(p ω_k),  ω_k = 10000^(−2k/D)    (§3.5)
+        (we store the sines first, then the cosines: the same table, columns permuted)
 
 Shapes: q (..., Lq, d), k (..., Lk, d), v (..., Lk, dv), mask broadcastable to (..., Lq, Lk);
 output (..., Lq, dv), weights (..., Lq, Lk). Multi-head inputs are (B, N, D), heads
