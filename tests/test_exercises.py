@@ -1143,9 +1143,9 @@ def test_grading_survives_submissions_that_hang_crash_break_or_share_a_name(tmp_
     break their own files) without it."""
     root = grading_course(tmp_path)
     subs = tmp_path / "class"
-    carol, erin, ann, bea, dave = (subs / n for n in ("carol", "erin", "a/alice", "b/alice",
-                                                      "dave"))
-    for sub in (carol, erin, ann, bea, dave):
+    carol, erin, ann, bea, dave, frank = (subs / n for n in ("carol", "erin", "a/alice",
+                                                             "b/alice", "dave", "frank"))
+    for sub in (carol, erin, ann, bea, dave, frank):
         make_student_copy(sub, root)
     solve(dave, "9.1", "return x + 1")  # wrong: the gradebook says so without the answer
     solve(dave, "9.1", "return x + 1")
@@ -1153,6 +1153,9 @@ def test_grading_survives_submissions_that_hang_crash_break_or_share_a_name(tmp_
     solve(carol, "9.1", "return x + 2")
     solve(carol, "9.1", "return x + 2")
     solve(carol, "9.2", "import time\n    time.sleep(3600)")  # hangs (without using the CPU)
+    solve(frank, "9.1", "import time\n    time.sleep(3600)")  # hangs first, then
+    solve(frank, "9.1", "return x + 2")
+    solve(frank, "9.2", "return x + x")  # right: the hang before it costs it nothing
     solve(erin, "9.1", "return x +")  # a syntax error: every call of the file fails
     solve(ann, "9.1", "import os\n    os._exit(0)")  # ends the process, "successfully"
     solve(ann, "9.1", "return x + 2")
@@ -1161,20 +1164,23 @@ def test_grading_survives_submissions_that_hang_crash_break_or_share_a_name(tmp_
     (bea / "minattn" / "lib.py").write_text(text.replace("    # END EXERCISE\n", "", 1))
     (bea / ".student-copy").unlink()  # no manifest: graded on what the teacher lists, no more
     unsafe = sandbox_problem() is not None
-    rows = grading.grade([carol, erin, ann, bea, dave, subs / "dave.zip"], tmp_path / "g.csv",
-                         only=["9"], timeout=10, root=root, unsafe=unsafe)
-    assert f"skipped {subs / 'dave.zip'}: not a folder" in capsys.readouterr().out
+    rows = grading.grade([carol, erin, ann, bea, dave, frank, subs / "dave.zip"],
+                         tmp_path / "g.csv", only=["9"], timeout=20, root=root, unsafe=unsafe)
+    said = capsys.readouterr()
+    assert f"skipped {subs / 'dave.zip'}: not a folder" in said.out
+    assert "not handed out" not in said.err  # every copy hands out 9.1 and 9.2
     got = {(r["submission"], r["exercise"]): r for r in rows}
     assert [r["submission"] for r in csv.DictReader((tmp_path / "g.csv").open())] == [
-        n for n in ("carol", "erin", "a/alice", "b/alice", "dave") for _ in range(2)]
+        n for n in ("carol", "erin", "a/alice", "b/alice", "dave", "frank") for _ in range(2)]
     for (name, ex_id), row in got.items():
         assert int(row["total"]) == {"9.1": 4, "9.2": 2}[ex_id], row  # the teacher's count
     assert got["carol", "9.1"]["passed"] == 4
     wrong = got["dave", "9.1"]["first_failure"]  # the test said `assert 2 == 3`
     assert wrong.startswith("test_f: AssertionError (") and not re.search(r"\d", wrong), wrong
     assert got["carol", "9.2"]["passed"] == 0
-    hung = got["carol", "9.2"]["first_failure"]
-    assert "timed out after 10 s (in tests/test_lib.py::test_g)" in hung
+    hung = got["carol", "9.2"]["first_failure"]  # a call's limit: a tenth of the timeout
+    assert "took more than 2 s over g and was ended" in hung, hung
+    assert got["frank", "9.1"]["passed"] == 0 and got["frank", "9.2"]["passed"] == 2
     for ex_id in ("9.1", "9.2"):
         row = got["erin", ex_id]
         assert row["passed"] == 0 and "SyntaxError" in row["first_failure"]
@@ -1187,6 +1193,30 @@ def test_grading_survives_submissions_that_hang_crash_break_or_share_a_name(tmp_
     assert row["passed"] == 0 and row["first_failure"].startswith(
         "exercise 9.1: END marker missing in minattn/lib.py (BEGIN at line 4")
     assert got["b/alice", "9.2"]["passed"] == 2
+
+
+def test_grading_warns_of_an_exercise_the_copy_never_handed_out(tmp_path, capsys):
+    """A copy keeps the teacher's solution of every exercise it did not hand out: grading one
+    of those passes an untouched copy, so the grader says so (the grade is still the tests')."""
+    root = grading_course(tmp_path)
+    sub = tmp_path / "class" / "gus"
+    make_student_copy(sub, root, only=["9.1"])
+    rows = grading.grade([sub], None, only=["9"], timeout=20, root=root,
+                         unsafe=sandbox_problem() is not None)
+    assert {r["exercise"]: r["passed"] for r in rows} == {"9.1": 0, "9.2": 2}
+    assert "warning: gus: 9.2 not handed out in this copy (its manifest lists 9.1)" in \
+        capsys.readouterr().err
+
+
+def test_the_check_refuses_a_copy_whose_environment_imports_another(student, tmp_path):
+    """The console script of another checkout's environment would check that checkout (the
+    teacher's, with its solutions): from inside a copy it refuses, naming both."""
+    proc = subprocess.run([sys.executable, "-m", "minattn.course.classroom", "check", "1.1"],
+                          cwd=student / "tests", capture_output=True, text=True, timeout=120,
+                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+    assert proc.returncode == 2, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert f"this folder belongs to {student.resolve()}" in proc.stderr
+    assert f"found {REPO_ROOT.resolve() / 'minattn'}" in proc.stderr
 
 
 @pytest.mark.slow

@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 
 from .. import REPO_ROOT
+from ..checkout import checkout_of
 from .audit import audit
 from .check import check, exit_on_signals
 from .copies import TOOL, make_student_copy
@@ -102,6 +103,13 @@ def main(argv: list[str] | None = None) -> int:
                   f"{len(removed)} regions removed")
             print(f"Students: cd {args.dest} && make setup && make exercises")
         elif args.command == "check":
+            here = checkout_of(Path.cwd())
+            if here is not None and here != REPO_ROOT.resolve():  # the console script of
+                raise ValueError(  # another copy's environment: it would check that copy
+                    f"this folder belongs to {here}, but `import minattn` found "
+                    f"{REPO_ROOT.resolve() / 'minattn'} (another copy of the course), whose "
+                    f"exercises the check would test. Check this copy with its own: cd {here} "
+                    "&& make exercises")
             exit_on_signals()
             return check(args.ids, args.verbose, timeout=args.timeout or None)
         elif args.command == "grade":

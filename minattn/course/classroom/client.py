@@ -44,9 +44,14 @@ class Worker:
         self.exercise = ""
         self.lock = threading.RLock()
         self.errors = b""
+        self.fresh = False  # the next call is the first of a new process (it imports)
+        self.hung: dict[str, str] = {}  # exercise -> the call that ran past its time limit
 
     # -- process
     def _start(self):
+        if self.exercise in self.hung:  # a hang is not a flaky crash: no second wait
+            raise SubmissionError(f"exercise {self.exercise}'s code ran past the time limit of "
+                                  f"a call ({self.hung[self.exercise]}); not started again")
         if self.starts.get(self.exercise, 0) >= MAX_RESTARTS:
             raise SubmissionError(f"the submission's process was started {MAX_RESTARTS} times "
                                   f"for exercise {self.exercise or '?'}; not again")
@@ -55,6 +60,7 @@ class Worker:
                           self.spec["env"], unsafe=self.spec.get("unsafe", False),
                           stdin=-1, stdout=-1, stderr=-1)
         self.errors = b""
+        self.fresh = True
         if self.spec.get("pidfile"):  # so that a time limit can end it with the test process
             Path(self.spec["pidfile"]).write_text(str(self.proc.pid))
         threading.Thread(target=self._drain, args=(self.proc,), daemon=True).start()
@@ -95,19 +101,44 @@ class Worker:
 
     # -- requests
     def request(self, header: dict, blobs=(), what: str = "a call"):
+        """Send one request and wait for its reply: at most the spec's `call_timeout` seconds
+        (plus `start_timeout` for the first call of a new process, which imports the
+        submission), after which the worker is killed: the hang fails the test that made the
+        call and the exercise's later tests, and the other exercises get a process of their
+        own."""
         with self.lock:
             if self.proc is None or self.proc.poll() is not None:
                 if self.proc is not None:
                     raise self._died(f"ended before {what}", ended=True)
                 self._start()
             self.seq += 1
+            limit = self.spec.get("call_timeout")
+            if limit and self.fresh:
+                limit += self.spec.get("start_timeout", 0)
+            proc, overdue, self.fresh = self.proc, threading.Event(), False
+
+            def kill():
+                overdue.set()
+                with contextlib.suppress(Exception):
+                    proc.kill()
+            timer = threading.Timer(limit, kill) if limit else None
+            if timer is not None:
+                timer.daemon = True
+                timer.start()
             try:
                 send(self.proc.stdin, dict(header, seq=self.seq), blobs)
                 reply, rblobs = receive(self.proc.stdout)
-            except (EOFError, BrokenPipeError, OSError) as err:
+            except (EOFError, BrokenPipeError, OSError, ProtocolError) as err:
+                if overdue.is_set():
+                    self.hung[self.exercise] = f"more than {limit:g} s over {what}"
+                    raise self._died(f"took more than {limit:g} s over {what} and was "
+                                     "ended") from None
+                if isinstance(err, ProtocolError):
+                    raise self._died(f"broke the protocol during {what}: {err}") from None
                 raise self._died(f"ended during {what}", ended=True) from err
-            except ProtocolError as err:
-                raise self._died(f"broke the protocol during {what}: {err}") from None
+            finally:
+                if timer is not None:
+                    timer.cancel()
             if reply.get("seq") != self.seq:
                 raise self._died(f"answered out of turn during {what}")
             return reply, rblobs

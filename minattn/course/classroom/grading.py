@@ -50,12 +50,16 @@ from pathlib import Path
 
 from .. import REPO_ROOT
 from .check import run_pytest, short
-from .copies import source_files
+from .copies import read_copy_manifest, source_files
 from .regions import all_exercises, descriptions, expand_ids, splice
 from .sandbox import INSIDE, UNSAFE, bwrap_problem, check_start, python_executable
 
 FIELDS = ["submission", "exercise", "passed", "total", "first_failure"]
 COLLECTION = 300  # seconds allowed for collecting the teacher's tests, before any submission
+# Seconds one call of a student's function may take (a tenth of --timeout at most), and more
+# for the first call of a new process, which imports the submission (a quarter at most): a hang
+# fails its exercise's tests, and the submission's other exercises still run.
+CALL_TIMEOUT, START_TIMEOUT = 60, 60
 WORKER = "from minattn.course.classroom.worker import serve; serve()"  # in the sandbox, in the copy
 
 
@@ -273,10 +277,17 @@ def grade(submissions, out: Path | None = None, only=None, timeout: float = 600,
             copy = work / "copy"
             copy.mkdir(parents=True)
             all_notes.append(build_graded_copy(sub, copy, ids, root))
+            handed_out = (read_copy_manifest(sub) or {}).get("exercises")
+            if handed_out is not None and (kept := [e for e in ids if e not in handed_out]):
+                print(f"warning: {names[i]}: {' '.join(kept)} not handed out in this copy (its "
+                      f"manifest lists {' '.join(handed_out) or 'none'}): its code there is the "
+                      "teacher's solution unless the student wrote over it", file=sys.stderr)
             specs.append(dict(
                 ids=ids, copy=str(copy), hide=[str(h) for h in hide + [tmp]], unsafe=unsafe,
                 command=[python_executable(), "-s", "-c", WORKER],
                 env=worker_env(copy if unsafe else Path(INSIDE)), timeout=timeout,
+                call_timeout=min(CALL_TIMEOUT, timeout / 10),
+                start_timeout=min(START_TIMEOUT, timeout / 4),
                 report=str(work / "report.json"), status=str(work / "status.json"),
                 pidfile=str(work / "worker.pid")))
         (tmp / "specs.json").write_text(json.dumps(specs))
