@@ -139,6 +139,9 @@ class Worker:
             finally:
                 if timer is not None:
                     timer.cancel()
+            if overdue.is_set():  # the reply came as the limit ran out: too late, and killed
+                self.hung[self.exercise] = f"more than {limit:g} s over {what}"
+                raise self._died(f"took more than {limit:g} s over {what} and was ended")
             if reply.get("seq") != self.seq:
                 raise self._died(f"answered out of turn during {what}")
             return reply, rblobs
