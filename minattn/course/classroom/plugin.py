@@ -28,7 +28,8 @@ verdict, because:
   included, as SubmissionError: a failure, never a skip;
 - a worker that dies or breaks the protocol fails the calling test and is restarted for the
   next (at most client.MAX_RESTARTS starts per exercise; that exercise's later calls fail); a
-  worker that hangs is ended by the grader's time limit (the whole process group).
+  call that runs past its time limit (the spec's call_timeout) ends the worker and fails its
+  exercise's later calls, and the grader's time limit ends the whole process group.
 What the student *can* do is what a student's function can always do: return any value for
 any input (so the teacher's tests, not this channel, decide what is right) and read its own
 copy (which holds only the library, no tests, and no teacher solution of a graded exercise).
