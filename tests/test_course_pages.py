@@ -234,6 +234,14 @@ def test_a_blank_build_keeps_every_notebook_with_outputs_or_edits(tiny_course, m
     assert course.main(["--notebooks-only"]) == 0
     assert (notebooks / "97_tiny.ipynb").read_text() == before
     assert "kept " in capfd.readouterr().out and not (notebooks / "backups").exists()
+    # A run notebook as `make course` writes it (its digest stamped, so not "edited"): kept too.
+    run = nbformat.read(notebooks / "98_other.ipynb", as_version=4)
+    run.cells[-1].outputs = [nbformat.v4.new_output("stream", name="stdout", text="2\n")]
+    course.write_notebook(run, notebooks / "98_other.ipynb")
+    assert not course.edited(course._read(notebooks / "98_other.ipynb"))
+    before = (notebooks / "98_other.ipynb").read_text()
+    assert course.main(["--notebooks-only"]) == 0
+    assert (notebooks / "98_other.ipynb").read_text() == before
 
 
 def test_the_index_lists_every_page_present_and_strips_colour_codes(tmp_path):

@@ -187,8 +187,9 @@ def build_notebooks(out_dir: Path, lessons: list[Path]) -> list[Path]:
     written = []
     for lesson in lessons:
         path = out_dir / f"{lesson.stem}.ipynb"
-        if path.exists() and edited(old := _read(path)):
-            ran = old is not None and any(c.get("outputs") for c in old.cells)
+        old = _read(path) if path.exists() else None
+        ran = old is not None and any(c.get("outputs") for c in old.cells)
+        if path.exists() and (ran or edited(old)):  # a run by `make course` is unedited: kept
             print(f"kept {_rel(path)}: it holds {'outputs' if ran else 'edits'} (move it away "
                   "for a blank one)")
             continue
