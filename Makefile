@@ -68,7 +68,7 @@ lab: setup
 check-pages: setup
 	$(PY) -m minattn.course.pages check $(or $(DIR),notebooks)
 
-# make check: the contributors' loop (52 s on 2 cores): lint, then the mechanisms' and the
+# make check: the contributors' loop (29-48 s on 2 cores): lint, then the mechanisms' and the
 # statistics' tests; no lesson runs, no student copy, no data download (tests that need a
 # dataset skip without it). `make test` runs everything.
 check: setup

@@ -146,6 +146,8 @@ def test_a_run_page_has_no_math_error_broken_image_ansi_or_red_progress(tmp_path
                                                        "\x1b[31mred\x1b[0m"))
     found = check_pages(tmp_path, browser)
     assert found["98_test.html"] == []
+    with pytest.raises(RuntimeError, match="no page to check in"):  # a mistyped DIR= fails
+        check_pages(tmp_path / "notebook-smoke", browser)
     assert [p.split(" ", 1)[1] for p in found["99_raw.html"]] == [
         "of 1 images did not load", "ANSI colour codes in the text",
         "progress outputs on the error background"], found

@@ -519,12 +519,15 @@ def page_problems(result: dict) -> list[str]:
 
 def check_pages(folder: Path, browser: str | None = None) -> dict[str, list[str]]:
     """{page: its problems} for every .html page in a folder (the index and the lessons)."""
+    pages = sorted(p for p in Path(folder).glob("*.html") if not p.name.startswith("."))
+    if not pages:  # a mistyped folder must not pass as "no problem found"
+        raise RuntimeError(f"no page to check in {folder}: build one with make course, make "
+                           "smoke or make class-pages")
     browser = browser or find_browser()
     if browser is None:
         raise RuntimeError("no Chromium to check the pages with: apt-get install chromium "
                            "(or CHROMIUM=/path/to/chrome)")
-    return {page.name: page_problems(probe_page(page, browser))
-            for page in sorted(Path(folder).glob("*.html")) if not page.name.startswith(".")}
+    return {page.name: page_problems(probe_page(page, browser)) for page in pages}
 
 
 def main(argv: list[str] | None = None) -> int:
