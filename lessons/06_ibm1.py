@@ -236,12 +236,16 @@ for name in ["40-of-40", "40-of-60"]:
 # %%
 def em_step(t, bitext):
     """One EM step from the equations: E-step (posteriors, expected counts), then M-step."""
+    # BEGIN EXERCISE 6.1 shown: counts = e_step_np(t, bitext)[0]
     counts = np.zeros_like(t)
     for x, y in bitext.pairs():                   # x: input word ids (NULL first), y: output ids
         for y_j in y:
             a_j = t[x, y_j] / t[x, y_j].sum()     # a_ji for every input position i
             np.add.at(counts[:, y_j], x, a_j)     # count(x_i, y_j) += a_ji (an x may repeat)
+    # END EXERCISE
+    # BEGIN EXERCISE 6.2 shown: return m_step_np(counts)
     return counts / counts.sum(axis=1, keepdims=True)   # t(y | x) = count(x, y) / Σ_y' ...
+    # END EXERCISE
 
 
 ex = make_bitext(EX_SRC, EX_TGT)                           # with NULL (row 0) from here on
