@@ -210,6 +210,7 @@ def test_a_smoke_build_writes_its_own_folders_and_erases_nothing(tiny_course, mo
     index = (root / "notebooks-smoke" / "index.html").read_text()
     assert "not tested (smoke)" in index and '<td class="smoke">smoke</td>' in index
     assert "their outcomes test nothing" in index
+    assert "<th>power</th>" in index and "<h3>The papers&#x27; claims</h3>" in index
     assert "not tested (smoke)" in (root / "figures-smoke" / "REPORT.md").read_text()
 
     # Written over with --out: the edited notebook is kept aside, and said so.

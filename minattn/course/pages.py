@@ -389,14 +389,25 @@ def write_index(out_dir: Path, report: Path | None, claims: list[dict], rule: st
     note = ("<p><b>Smoke</b> rows ran at tiny sizes, in seconds: their numbers are not the "
             "lessons' results, and their outcomes test nothing. <code>make course</code> "
             "runs them in full.</p>" if "smoke" in modes else "")
-    claim_rows = "".join(
-        "<tr>" + "".join(f"<td>{esc(c[k])}</td>" for k in ("lesson", "claim", "paper")) +
-        f"<td>{esc(c['ours'])}{' (smoke)' if c['smoke'] else ''}</td>"
-        f"<td><b>{esc(c['label'] or '(none)')}</b><br>"
-        f"{esc(c.get('finding', ''))}<br><small>runs per arm: {esc(c.get('n', ''))}; "
-        f"{esc(c['detail'])}</small></td>"
-        f"<td>{esc(c['why'])}</td></tr>"
-        for c in claims)
+    from .report import TABLES, _power_cells  # report.py builds on this module
+
+    def claim_row(c):
+        power, way = _power_cells(c.get("power"), c.get("not_run", False))
+        return ("<tr>" + "".join(f"<td>{esc(c[k])}</td>" for k in ("lesson", "claim", "paper"))
+                + f"<td>{esc(c['ours'])}{' (smoke)' if c['smoke'] else ''}</td>"
+                f"<td><b>{esc(c['label'] or '(none)')}</b><br>"
+                f"{esc(c.get('finding', ''))}<br><small>runs per arm: {esc(c.get('n', ''))}; "
+                f"{esc(c['detail'])}</small></td>"
+                f"<td>{esc(power)}<br><small>{esc(way)}</small></td>"
+                f"<td>{esc(c['why'])}</td></tr>")
+    header = ("<table><tr><th>lesson</th><th>claim</th><th>paper</th><th>ours</th>"
+              "<th>outcome</th><th>power</th><th>why they differ</th></tr>")
+    claim_tables = "".join(
+        f"<h3>{esc(title)}</h3>{header}"
+        + "".join(claim_row(c) for c in chosen) + "</table>"
+        for kind, title in TABLES
+        if (chosen := [c for c in claims if (c.get("kind", "paper") == "paper") == (kind ==
+                                                                                  "paper")]))
     link = esc(os.path.relpath(report, out_dir)) if report else ""
     report_link = (f'<p>The same table as Markdown: <a href="{link}">{link}</a>.</p>'
                    if report else "")
@@ -418,10 +429,7 @@ yourself.</p>
 </table>
 <h2>Paper claims, ours beside the paper's</h2>
 <p>{esc(rule)}</p>
-<table><tr><th>lesson</th><th>claim</th><th>paper</th><th>ours</th><th>outcome</th>
-<th>why they differ</th></tr>
-{claim_rows or '<tr><td colspan="6">No lesson recorded a claim.</td></tr>'}
-</table>
+{claim_tables or '<p>No lesson recorded a claim.</p>'}
 {report_link}
 </body></html>
 """
