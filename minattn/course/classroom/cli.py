@@ -99,8 +99,8 @@ def main(argv: list[str] | None = None) -> int:
             removed = make_student_copy(args.dest, only=args.only, force=args.force,
                                         reset=args.reset)
             ids = list(by_id(removed))
-            print(f"student copy in {args.dest}: {len(ids)} exercises ({' '.join(ids)}), "
-                  f"{len(removed)} regions removed")
+            print(f"student copy in {args.dest}: {len(ids)} exercise{'s' * (len(ids) != 1)} "
+                  f"({' '.join(ids)}), {len(removed)} region{'s' * (len(removed) != 1)} removed")
             print(f"Students: cd {args.dest} && make setup && make exercises")
         elif args.command == "check":
             here = checkout_of(Path.cwd())
