@@ -30,6 +30,7 @@ from minattn.course.pages import (
     tidy_notebook,
     write_index,
 )
+from minattn.course.report import claims_html
 
 
 def png() -> str:
@@ -261,7 +262,7 @@ def test_the_index_lists_every_page_present_and_strips_colour_codes(tmp_path):
     claims = [dict(lesson="01_a", claim="c", paper="1", ours="2", why="w", detail="d",
                    outcome="not tested", label="not tested (fallback)", finding="f", n="2",
                    smoke=False)]
-    page = write_index(tmp_path, None, claims, "the rule").read_text()
+    page = write_index(tmp_path, None, claims_html(claims), "the rule").read_text()
     assert page.count("<tr><td>") == 3 + 1 and '<a href="01_a.html">Lesson 01</a>' in page
     assert "about 06_b" in page and "about 07_c" in page and "not run" in page
     assert "FAILED: ValueError: bad" in page and not ANSI.search(page)

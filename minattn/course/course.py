@@ -64,7 +64,7 @@ from .pages import (
     write_index,
     write_whole,
 )
-from .report import collect_claims, write_report
+from .report import claims_html, collect_claims, write_report
 from .settings import SettingsError, settings
 from .stats import RULE
 
@@ -362,7 +362,8 @@ def class_pages(source: Path, dest: Path) -> Path:
         write_notebook(notebook, dest / ipynb.name)
         export_html(notebook, dest / f"{ipynb.stem}.html")
     # the claims table, without a link to the report: the folder is shared on its own
-    return write_index(dest, None, collect_claims(figure_root(smoke)), RULE, about=CLASS_ABOUT)
+    return write_index(dest, None, claims_html(collect_claims(figure_root(smoke))), RULE,
+                       about=CLASS_ABOUT)
 
 
 # ============================================================================ main
@@ -481,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
         if not _STOP["signal"] or any(not r.interrupted for r in runs):
             # the index and report of what is there now (every lesson's latest claims)
             report, text = write_report(figures)
-            index = write_index(out_dir, report, collect_claims(figures), RULE)
+            index = write_index(out_dir, report, claims_html(collect_claims(figures)), RULE)
     except KeyboardInterrupt:  # a second signal between two kernels: at once
         _STOP["signal"] = _STOP["signal"] or signal.SIGINT
     finally:

@@ -358,11 +358,11 @@ def lesson_pages(out_dir: Path) -> list[Path]:
     return sorted(Path(out_dir).glob("[0-9][0-9]_*.ipynb"))
 
 
-def write_index(out_dir: Path, report: Path | None, claims: list[dict], rule: str,
+def write_index(out_dir: Path, report: Path | None, claim_tables: str, rule: str,
                 about: str = "") -> Path:
     """<out_dir>/index.html: every lesson page in the folder (title, summary, whether it ran in
-    full or smoke mode, its run time, links) and the paper claims; `about`: a paragraph on
-    the build (HTML) under the introduction."""
+    full or smoke mode, its run time, links) and the claims' tables (HTML, from
+    `report.claims_html`); `about`: a paragraph on the build (HTML) under the introduction."""
     import nbformat
 
     esc = html.escape
@@ -389,25 +389,6 @@ def write_index(out_dir: Path, report: Path | None, claims: list[dict], rule: st
     note = ("<p><b>Smoke</b> rows ran at tiny sizes, in seconds: their numbers are not the "
             "lessons' results, and their outcomes test nothing. <code>make course</code> "
             "runs them in full.</p>" if "smoke" in modes else "")
-    from .report import TABLES, _power_cells  # report.py builds on this module
-
-    def claim_row(c):
-        power, way = _power_cells(c.get("power"), c.get("not_run", False))
-        return ("<tr>" + "".join(f"<td>{esc(c[k])}</td>" for k in ("lesson", "claim", "paper"))
-                + f"<td>{esc(c['ours'])}{' (smoke)' if c['smoke'] else ''}</td>"
-                f"<td><b>{esc(c['label'] or '(none)')}</b><br>"
-                f"{esc(c.get('finding', ''))}<br><small>runs per arm: {esc(c.get('n', ''))}; "
-                f"{esc(c['detail'])}</small></td>"
-                f"<td>{esc(power)}<br><small>{esc(way)}</small></td>"
-                f"<td>{esc(c['why'])}</td></tr>")
-    header = ("<table><tr><th>lesson</th><th>claim</th><th>paper</th><th>ours</th>"
-              "<th>outcome</th><th>power</th><th>why they differ</th></tr>")
-    claim_tables = "".join(
-        f"<h3>{esc(title)}</h3>{header}"
-        + "".join(claim_row(c) for c in chosen) + "</table>"
-        for kind, title in TABLES
-        if (chosen := [c for c in claims if (c.get("kind", "paper") == "paper") == (kind ==
-                                                                                  "paper")]))
     link = esc(os.path.relpath(report, out_dir)) if report else ""
     report_link = (f'<p>The same table as Markdown: <a href="{link}">{link}</a>.</p>'
                    if report else "")

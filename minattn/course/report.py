@@ -9,6 +9,7 @@ the course's own findings and its readings of a paper's words in another.
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -68,6 +69,31 @@ def _power_cells(p: stats.Power | None, not_run: bool) -> tuple[str, str]:
           "claim": "the claim's value"}[p.source]
     way = f"contradicted with chance {p.contradicted:.2f} at {p.opposite}"
     return f"{p.label} at {at}", way + (f"; {p.note}" if p.note else "")
+
+
+def claims_html(claims: list[dict]) -> str:
+    """The claims as the index page shows them: the papers' and ours apart, each row with its
+    outcome, its finding, and its power and way to contradiction."""
+    esc = html.escape
+
+    def row(c):
+        power, way = _power_cells(c.get("power"), c.get("not_run", False))
+        return ("<tr>" + "".join(f"<td>{esc(c[k])}</td>" for k in ("lesson", "claim", "paper"))
+                + f"<td>{esc(c['ours'])}{' (smoke)' if c['smoke'] else ''}</td>"
+                f"<td><b>{esc(c['label'] or '(none)')}</b><br>"
+                f"{esc(c.get('finding', ''))}<br><small>runs per arm: {esc(c.get('n', ''))}; "
+                f"{esc(c['detail'])}</small></td>"
+                f"<td>{esc(power)}<br><small>{esc(way)}</small></td>"
+                f"<td>{esc(c['why'])}</td></tr>")
+    header = ("<table><tr><th>lesson</th><th>claim</th><th>paper</th><th>ours</th>"
+              "<th>outcome</th><th>power</th><th>why they differ</th></tr>")
+    tables = []
+    for kind, title in TABLES:
+        chosen = [c for c in claims if (c.get("kind", "paper") == "paper") == (kind == "paper")]
+        if chosen:
+            tables.append(f"<h3>{esc(title)}</h3>{header}" + "".join(map(row, chosen))
+                          + "</table>")
+    return "".join(tables)
 
 
 def _table(claims: list[dict]) -> list[str]:
