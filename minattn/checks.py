@@ -611,14 +611,13 @@ def mha_masks(query, key, value, num_heads, mask=None, key_padding_mask=None) ->
     key = query if key is None else key  # the body's defaults: then Lk is the key's length
     value = key if value is None else value
     B, Lq, Lk = query.shape[0], query.shape[1], key.shape[1]
-    keys = {"value": (value, value.shape[-2], (Lk,))}  # how many keys each argument holds
-    if key_padding_mask is not None:
-        keys["key_padding_mask"] = (key_padding_mask, key_padding_mask.shape[-1], (Lk,))
-    if mask is not None:
-        keys["mask"] = (mask, mask.shape[-1], (1, Lk))
-    for name, (x, n, allowed) in keys.items():
-        if n not in allowed:
-            fail(name, f"Lk = {Lk} positions, the key's (the query's when key=None)", describe(x))
+    keys = f"Lk = {Lk} positions, the key's (the query's when key=None)"
+    if value.shape[-2] != Lk:
+        fail("value", keys, describe(value))
+    if key_padding_mask is not None and key_padding_mask.shape[-1] != Lk:
+        fail("key_padding_mask", keys, describe(key_padding_mask))
+    if mask is not None and mask.shape[-1] not in (1, Lk):
+        fail("mask", keys, describe(mask))
     if mask is not None and (mask.ndim == 3 or mask.ndim == 2 and B == Lq > 1):
         fail("mask", "(Lq, Lk) written as mask[None, None] when B == Lq, 4 axes (B, H, Lq, Lk) "
              "(1 where shared), or a (B, Lk) padding mask as key_padding_mask=",

@@ -71,29 +71,44 @@ def _power_cells(p: stats.Power | None, not_run: bool) -> tuple[str, str]:
     return f"{p.label} at {at}", way + (f"; {p.note}" if p.note else "")
 
 
+def _by_table(claims: list[dict]) -> list[tuple[str, str, list[dict]]]:
+    """(key, title, claims) per table of TABLES: the papers' claims, then ours."""
+    return [(key, title, [c for c in claims if (c["kind"] == "paper") == (key == "paper")])
+            for key, title in TABLES]
+
+
+def _outcome(c: dict, bold=lambda text: text) -> str:
+    """A claim's outcome as both pages write it: our reading marked, a claim not tested with
+    what its numbers alone said, a rule changed after a run with what it gave before."""
+    outcome = bold(c["label"]) if c["outcome"] else "(none)"
+    if c["kind"] == "reading":
+        outcome = "our reading: " + outcome
+    if (c["outcome"] == NOT_TESTED and c["computed"] and c["computed"] != NOT_TESTED
+            and not c["not_run"]):
+        outcome += f" (the numbers alone: {c['computed']})"
+    if c["changed_after_run"]:
+        outcome += f" (changed after a run was seen: {c['changed_after_run']})"
+    return outcome
+
+
 def claims_html(claims: list[dict]) -> str:
-    """The claims as the index page shows them: the papers' and ours apart, each row with its
-    outcome, its finding, and its power and way to contradiction."""
+    """The claims as the index page shows them (`collect_claims`' rows): the papers' and ours
+    apart, each row with its outcome, its finding, and its power and way to contradiction."""
     esc = html.escape
 
     def row(c):
-        power, way = _power_cells(c.get("power"), c.get("not_run", False))
+        power, way = _power_cells(c["power"], c["not_run"])
         return ("<tr>" + "".join(f"<td>{esc(c[k])}</td>" for k in ("lesson", "claim", "paper"))
                 + f"<td>{esc(c['ours'])}{' (smoke)' if c['smoke'] else ''}</td>"
-                f"<td><b>{esc(c['label'] or '(none)')}</b><br>"
-                f"{esc(c.get('finding', ''))}<br><small>runs per arm: {esc(c.get('n', ''))}; "
+                f"<td>{_outcome(c, lambda label: f'<b>{esc(label)}</b>')}<br>"
+                f"{esc(c['finding'])}<br><small>runs per arm: {esc(c['n'])}; "
                 f"{esc(c['detail'])}</small></td>"
                 f"<td>{esc(power)}<br><small>{esc(way)}</small></td>"
                 f"<td>{esc(c['why'])}</td></tr>")
     header = ("<table><tr><th>lesson</th><th>claim</th><th>paper</th><th>ours</th>"
               "<th>outcome</th><th>power</th><th>why they differ</th></tr>")
-    tables = []
-    for kind, title in TABLES:
-        chosen = [c for c in claims if (c.get("kind", "paper") == "paper") == (kind == "paper")]
-        if chosen:
-            tables.append(f"<h3>{esc(title)}</h3>{header}" + "".join(map(row, chosen))
-                          + "</table>")
-    return "".join(tables)
+    return "".join(f"<h3>{esc(title)}</h3>{header}" + "".join(map(row, rows)) + "</table>"
+                   for _, title, rows in _by_table(claims) if rows)
 
 
 def _table(claims: list[dict]) -> list[str]:
@@ -112,14 +127,7 @@ def _table(claims: list[dict]) -> list[str]:
               "|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in claims:
         ours = c["ours"] + (" (smoke)" if c["smoke"] else "")
-        outcome = f"**{c['label']}**" if c["outcome"] else "(none)"
-        if c["kind"] == "reading":
-            outcome = "our reading: " + outcome
-        if (c["outcome"] == NOT_TESTED and c["computed"] and c["computed"] != NOT_TESTED
-                and not c["not_run"]):
-            outcome += f" (the numbers alone: {c['computed']})"
-        if c["changed_after_run"]:
-            outcome += f" (changed after a run was seen: {c['changed_after_run']})"
+        outcome = _outcome(c, lambda label: f"**{label}**")
         power, way = _power_cells(c["power"], c["not_run"])
         lines.append("| " + " | ".join(_cell(x) for x in (
             c["lesson"], c["claim"], c["paper"], ours, outcome, power, way, c["n"],
@@ -146,8 +154,7 @@ def report_markdown(claims: list[dict]) -> str:
                   "their numbers and outcomes are not the lesson's results.**", ""]
     if not claims:
         return "\n".join(lines + ["No lesson recorded a claim.", ""])
-    for key, title in TABLES:
-        rows = [c for c in claims if (c["kind"] == "paper") == (key == "paper")]
+    for key, title, rows in _by_table(claims):
         if rows or key == "paper":
             lines += [f"## {title}", ""] + _table(rows)
     return "\n".join(lines)
