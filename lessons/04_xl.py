@@ -54,6 +54,7 @@ from functools import partial
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from scipy.stats import gmean
 from tqdm import tqdm
 
 from minattn.attention import causal_mask_np, softmax_np
@@ -1091,9 +1092,8 @@ for c in speed_contexts:
           f"{estimate(ratios[c])}× faster | XL one token per call "
           f"{np.median(s['XL, one token at a time']):6,.0f} tokens/s")
 short, long = speed_contexts
-speedups = (f"{np.exp(np.mean(np.log(ratios[long]))):,.0f}× faster at context {long}, "
-            f"{np.exp(np.mean(np.log(ratios[short]))):,.0f}× at {short} (geometric means, as "
-            "the test reads them)")
+speedups = (f"{gmean(ratios[long]):,.0f}× faster at context {long}, "
+            f"{gmean(ratios[short]):,.0f}× at {short} (geometric means, as the test reads them)")
 faster = all_of({f"more than 10× at context {long}": versus(ratios[long], 10.0, ">", log=True),
                  "more so at the longer context": compare(ratios[long], ratios[short], ">",
                                                           log=True)})
