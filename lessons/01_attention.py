@@ -120,7 +120,7 @@ lesson.savefig(fig, "three_tokens")
 # The library's versions hold the same lines for any leading (batch, head) axes. Its softmax
 # subtracts the row maximum first — the $e^{-m}$ cancels, and no exponent overflows ($e^{1000}$
 # is `inf` in float64) — and a row with *no* allowed key returns zeros, not NaN. (`@checked`
-# applies the input checks of `minattn/checks.py`, so the body starts with the math.)
+# applies the input contract of `minattn/contract.py`, so the body starts with the math.)
 
 # %%
 show(att.softmax_np)

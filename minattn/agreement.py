@@ -47,7 +47,7 @@ from torch import nn
 
 from . import checks as c
 from .attention import softmax_np, softmax_torch
-from .checks import checked, hide
+from .contract import checked, hide
 from .lstm_attention import (
     lexical_probe_torch,
     lstm_np,

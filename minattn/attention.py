@@ -23,8 +23,8 @@ Conventions (the course's, stated once):
     garbage (NaN in padding) and never reaches a result;
   * causal masks are bottom-right aligned: with Lk > Lq the queries are the last Lq positions.
 
-Every public function checks its inputs first (`@checked(...)`: the checks are in
-minattn/checks.py, section "attention") and refuses bad input with
+Every public function checks its inputs first (`@checked(...)`, minattn/contract.py; the rules
+a spec cannot say are in minattn/checks.py, section "attention") and refuses bad input with
 ValueError("<argument>: expected ..., got ..."); the body starts with the math.
 
 `online_attention_np` computes the same output block by block with a running max and sum (the
@@ -43,7 +43,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import checks as c
-from .checks import POSITIONS, checked, hide
+from .checks import POSITIONS
+from .contract import checked, hide
 
 
 # ============================================================================ NumPy reference

@@ -38,7 +38,7 @@ from torch import nn
 
 from . import checks as c
 from .attention import MultiHeadAttention, padding_mask_torch
-from .checks import check_size, checked, fail, shape_str
+from .contract import check_size, checked, fail, shape_str
 from .task_heads import mean_pool_torch
 
 

@@ -45,7 +45,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import checks as c
-from .checks import check_covered, checked
+from .checks import check_covered
+from .contract import checked
 
 NULL = None          # the NULL source word: src_vocab[0], id 0
 MIN_PROB = 1e-12     # NLTK's M-step floor (IBMModel.MIN_PROB)

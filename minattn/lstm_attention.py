@@ -37,7 +37,7 @@ from torch import nn
 
 from . import checks as c
 from .attention import softmax_np, softmax_torch
-from .checks import checked, fail, hide
+from .contract import checked, fail, hide
 
 
 # ============================================================================ NumPy reference

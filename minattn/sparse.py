@@ -43,7 +43,7 @@ from torch import nn
 
 from . import checks as c
 from .attention import MultiHeadAttention, attention_np, attention_torch
-from .checks import as_numpy, checked, fail, hide
+from .contract import as_numpy, checked, fail, hide
 
 
 # ============================================================================ patterns

@@ -45,7 +45,7 @@ from torch import nn
 
 from . import checks as c
 from .attention import MultiHeadAttention, multi_head_attention_np, padding_mask_torch
-from .checks import checked, hide
+from .contract import checked, hide
 
 LN_EPS = 1e-5
 

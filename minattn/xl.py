@@ -53,7 +53,7 @@ from .attention import (
     split_heads_np,
     split_heads_torch,
 )
-from .checks import checked
+from .contract import checked
 
 
 # ============================================================================ NumPy reference

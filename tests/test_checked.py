@@ -21,7 +21,7 @@ import pytest
 import torch
 
 import minattn.fast
-from minattn.checks import checked
+from minattn.contract import checked
 
 MECHANISMS = ("attention", "sparse", "multiscale", "xl", "lstm_attention", "ibm1", "task_heads",
               "agreement", "encoder")

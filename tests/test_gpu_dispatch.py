@@ -544,7 +544,8 @@ def _host_helpers(device):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from minattn.checks import as_numpy, check_global_idx, check_windows
+    from minattn.checks import check_global_idx, check_windows
+    from minattn.contract import as_numpy
     from minattn.course.plots import heatmap
     from minattn.sparse import block_sparse_attend
 

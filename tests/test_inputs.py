@@ -300,7 +300,7 @@ def test_luong_attention_ignores_padding_and_matches_its_twin(n, garbage, length
 def test_values_are_read_at_the_door_not_inside_a_training_graph():
     """A NaN in data or a parameter is refused; an activation (made under autograd from checked
     inputs) is not read again, so a training step pays for no value check."""
-    from minattn.checks import check_finite, in_graph
+    from minattn.contract import check_finite, in_graph
     leaf = torch.tensor([1.0, float("nan")], requires_grad=True)
     with pytest.raises(ValueError, match="finite"):
         check_finite("x", leaf)
@@ -317,7 +317,7 @@ def test_the_one_reduction_finite_test_matches_the_element_wise_one(dtype):
     """check_finite's fast path (a sum, or a max when -inf is allowed) decides exactly as the
     element-wise test: every bad value anywhere is found, masked-away ones are let through,
     and finite values whose sum overflows are not refused."""
-    from minattn.checks import check_finite
+    from minattn.contract import check_finite
     big = torch.finfo(dtype).max
     g = torch.Generator().manual_seed(0)
     for bad in (float("nan"), math.inf, -math.inf):

@@ -2,9 +2,11 @@
 course's machinery apart, imports one way (mechanism <- fast <- course).
 
     minattn/<mechanism>.py   the math: NumPy reference first, its torch twin, the nn.Modules;
-                             imports only minattn.checks and other mechanisms
-    minattn/checks.py        the input contract (`@checked`); imports nothing of minattn
-    minattn/fast/<name>.py   the same numbers, faster; imports mechanisms and checks
+                             imports only the contract, its rules and other mechanisms
+    minattn/contract.py      the input contract's language (`@checked`); imports nothing of
+                             minattn
+    minattn/checks.py        the contracts' named rules; imports only minattn.contract
+    minattn/fast/<name>.py   the same numbers, faster; imports mechanisms, contract, checks
     minattn/course/          the lessons' tasks, training, figures, statistics, pages, classroom;
                              imports anything, imported by nothing above
 
@@ -92,22 +94,24 @@ def test_no_import_goes_round_in_a_circle():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
-def test_the_checks_import_nothing_of_the_library():
-    assert not library_targets(LIBRARY / "checks.py")
+def test_the_contract_imports_nothing_of_the_library_and_its_rules_only_the_contract():
+    assert not library_targets(LIBRARY / "contract.py")
+    assert library_targets(LIBRARY / "checks.py") == {"minattn.contract"}
 
 
 @pytest.mark.parametrize("name", MECHANISMS)
 def test_a_mechanism_is_one_file_that_reads_top_down(name):
     """minattn/<name>.py, no package of the same name, no claims file; it imports only the
-    checks and other mechanisms; its first function is a NumPy reference and its modules come
-    after every NumPy function (the reference first, then its torch twin, then the modules)."""
+    contract, its rules and other mechanisms; its first function is a NumPy reference and its
+    modules come after every NumPy function (the reference first, then its torch twin, then
+    the modules)."""
     path = LIBRARY / f"{name}.py"
     assert path.is_file(), f"{path.relative_to(ROOT)} does not exist"
     assert not (LIBRARY / name).is_dir(), f"minattn/{name}/ is still a package"
-    allowed = {"minattn.checks"} | {f"minattn.{m}" for m in MECHANISMS}
+    allowed = {"minattn.contract", "minattn.checks"} | {f"minattn.{m}" for m in MECHANISMS}
     wrong = sorted(library_targets(path) - allowed)
-    assert not wrong, f"minattn/{name}.py imports {wrong} (a mechanism imports only checks " \
-                      "and other mechanisms)"
+    assert not wrong, f"minattn/{name}.py imports {wrong} (a mechanism imports only the " \
+                      "contract, its rules and other mechanisms)"
     body = ast.parse(path.read_text(encoding="utf-8")).body
     funcs = [n for n in body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
     classes = [n for n in body if isinstance(n, ast.ClassDef)
@@ -122,7 +126,7 @@ def test_a_mechanism_is_one_file_that_reads_top_down(name):
 
 
 def test_speed_lives_apart_and_imports_no_course():
-    """Every `*_fast_*` function is in minattn/fast/; fast imports mechanisms and checks only."""
+    """Every `*_fast_*` function is in minattn/fast/; fast imports no course module."""
     wrong = []
     for path in library_files():
         rel = path.relative_to(LIBRARY)

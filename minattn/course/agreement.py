@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from ..agreement import agreement_row_np
-from ..checks import check_size, describe, fail
+from ..contract import check_size, describe, fail
 from .data import DatasetMissing, load_parallel, load_sentiment, tokenize
 from .train import length_batches, train
 

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from ..attention import PositionReader, attention_torch, softmax_np
-from ..checks import check_size, fail
+from ..contract import check_size, fail
 from ..fast.attention import attention_fast_torch
 from .bench import peak_memory
 from .train import History, train

@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..checks import fail
+from ..contract import fail
 from .fetch import DIGESTS, MANIFEST, data_root, sha256_file
 
 DATA_DIR = data_root()  # <repo>/data, or $MINATTN_DATA when set (read once, at import)

@@ -20,7 +20,8 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
-from ..checks import check_array, check_size, check_texts, describe, fail
+from ..checks import check_texts
+from ..contract import check_array, check_size, describe, fail
 from ..encoder import MiniLMEncoder, encode_batch, length_sorted_batches, load_bert
 from . import data
 from .fetch import atomic_write

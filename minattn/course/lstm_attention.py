@@ -28,7 +28,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..checks import check_size, describe, fail
+from ..contract import check_size, describe, fail
 from ..lstm_attention import AttentionHead, OfficialSeq2Seq
 
 LEARNED, BAD = 0.95, 0.6  # multihead.py: good if accuracy > 0.95 within the budget, bad if < 0.6

@@ -28,14 +28,8 @@ from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 from torch import nn
 
 from ..attention import MultiHeadAttention
-from ..checks import (
-    check_array,
-    check_classifier_inputs,
-    check_size,
-    describe,
-    fail,
-    shape_str,
-)
+from ..checks import check_classifier_inputs
+from ..contract import check_array, check_size, describe, fail, shape_str
 from ..encoder import encode_batch
 from ..fast.multiscale import PIECE_KINDS
 from ..multiscale import NodeReadout, masked_max_torch, measured_scale_torch

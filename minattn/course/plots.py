@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.ticker import NullLocator
 
-from ..checks import as_numpy
+from ..contract import as_numpy
 
 
 def heatmap(ax, weights, xlabels=None, ylabels=None, title=None, cmap="viridis",

@@ -20,7 +20,7 @@ import torch
 import torch.nn.functional as F
 from matplotlib.patches import Rectangle
 
-from ..checks import check_size, fail
+from ..contract import check_size, fail
 from ..sparse import SparseClassifier, reach_np, sliding_window_mask_np
 from .bench import time_repeats
 from .plots import heatmap, plot_curves

@@ -26,7 +26,7 @@ import torch
 from scipy import sparse
 
 from .. import checks as c
-from ..checks import check_finite, check_number, check_size, checked, fail, hide
+from ..contract import check_finite, check_number, check_size, checked, fail, hide
 from ..task_heads import pearson_loss_torch
 from .data import DatasetMissing, load_parallel, load_sentiment, tokenize
 from .encoder import TokenStates

@@ -7,7 +7,7 @@ from typing import Callable, Iterable
 import torch
 from tqdm import tqdm
 
-from ..checks import check_array, check_size, describe, fail
+from ..contract import check_array, check_size, describe, fail
 
 
 class History(dict):

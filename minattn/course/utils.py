@@ -1,5 +1,5 @@
 """Seeding and device choice for the lessons and benchmarks (the library's input checks are
-minattn/checks.py)."""
+minattn/contract.py and minattn/checks.py)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..checks import check_array, check_size, describe, fail
+from ..contract import check_array, check_size, describe, fail
 from ..fast.xl import XLDecoder, rel_attention_fast_torch
 from ..xl import TransformerXL, VanillaLM
 from .bench import time_interleaved

@@ -39,7 +39,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from ..checks import fail
+from ..contract import fail
 from ..fast.xl import rel_attention_fast_torch
 from ..xl import TransformerXL
 from .data import DatasetMissing, load_lm_text

@@ -18,7 +18,7 @@ from ..attention import (  # noqa: F401 (attention_torch: the reference it equal
     causal_mask_torch,
     hide_unseen,
 )
-from ..checks import checked
+from ..contract import checked
 
 
 @checked(q="float* (..., Lq, d)", k="float* (..., Lk, d)", v="float* (..., Lk, dv)",

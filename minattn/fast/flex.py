@@ -44,7 +44,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import checks as c
-from ..checks import checked, fail
+from ..contract import checked, fail
 from ..sparse import (
     block_mask_np,
     global_positions,

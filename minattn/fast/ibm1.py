@@ -35,7 +35,8 @@ import numpy as np
 import torch
 
 from .. import checks as c
-from ..checks import check_covered, check_sentences, checked
+from ..checks import check_covered, check_sentences
+from ..contract import checked
 from ..ibm1 import MIN_PROB, NULL
 
 PACK_BITS = 63     # bits of one packed int64 sort key (the sign bit stays clear)

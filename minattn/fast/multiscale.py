@@ -64,7 +64,7 @@ import torch.nn.functional as F
 
 from .. import checks as c
 from ..attention import hide_unseen
-from ..checks import checked
+from ..contract import checked
 from ..multiscale import multiscale_attention_np, scale_mask_torch  # noqa: F401  (its reference)
 from . import flex
 from .attention import attention_fast_torch

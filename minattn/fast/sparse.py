@@ -33,7 +33,7 @@ from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
 from .. import checks as c
-from ..checks import checked
+from ..contract import checked
 from ..sparse import (
     block_sparse_attention_torch,
     diameter_np,

@@ -21,7 +21,7 @@ import torch
 
 from .. import checks as c
 from ..attention import MultiHeadAttention
-from ..checks import checked, hide
+from ..contract import checked, hide
 from ..task_heads import attention_pool_np, layer_norm_torch  # noqa: F401 (the reference)
 
 

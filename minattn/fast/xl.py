@@ -26,7 +26,7 @@ import torch.nn.functional as F
 
 from .. import checks as c
 from ..attention import causal_mask_np, causal_mask_torch, sinusoid_torch, softmax_np
-from ..checks import checked
+from ..contract import checked
 from ..xl import rel_attention_np, rel_attention_torch
 
 
