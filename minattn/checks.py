@@ -16,6 +16,7 @@ import math
 import numpy as np
 import torch
 
+from . import contract
 from .contract import (
     Contract,
     as_numpy,
@@ -27,6 +28,14 @@ from .contract import (
     fail,
     shape_str,
 )
+
+
+def __getattr__(name: str):
+    """`minattn.checks.checked` and the rest of the contract's names, for code that imports
+    them from here."""
+    if hasattr(contract, name):
+        return getattr(contract, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # ==================== attention (lesson 01): minattn/attention.py

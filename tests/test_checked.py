@@ -791,3 +791,15 @@ def test_a_call_the_signature_refuses_is_a_type_error():
                  lambda: f_np(np.zeros(2), x=np.zeros(2))):
         with pytest.raises(TypeError):
             call()
+
+
+def test_code_that_imports_the_contract_from_checks_still_finds_it():
+    """The spec language lives in minattn/contract.py; `from minattn.checks import checked`
+    (and the vocabulary) still works, and a name neither module has is an AttributeError."""
+    import minattn.checks as checks
+    import minattn.contract as contract
+    from minattn.checks import hide, in_graph  # noqa: F401 (the import is the test)
+
+    assert checks.checked is contract.checked and checks.Spec is contract.Spec
+    with pytest.raises(AttributeError, match="minattn.checks"):
+        checks.no_such_name  # noqa: B018
