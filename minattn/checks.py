@@ -258,7 +258,12 @@ def windows_per_head(q=None, k=None, v=None, windows=None, mask=None, self=None)
 def weights_of_real_queries(weights, query_mask=None) -> None:
     """`measured_scale_*`: weights >= 0 and finite for the real queries (the padded ones may
     hold anything: the function selects them away)."""
-    keep = None if query_mask is None else query_mask[:, None, :, None]
+    weights_where(weights, None if query_mask is None else query_mask[:, None, :, None])
+
+
+def weights_where(weights, keep) -> None:
+    """Attention weights finite and >= 0 where `keep` (bool, broadcastable; None: everywhere)
+    is True."""
     check_finite("weights", weights, where=keep)
     negative = weights < 0 if keep is None else (weights < 0) & keep
     if bool(negative.any()):
@@ -545,6 +550,20 @@ def right_padded(mask=None, a_mask=None, b_mask=None) -> None:
                  "a row whose first token is padding")
         if m is not None:
             check_right_padded(m, name)
+
+
+def real_token_weights(weights, mask) -> None:
+    """`attention_entropy_ratio`: read-out weights (B, H, L) finite and >= 0 on the real
+    tokens of mask (B, L) (padding may hold anything: the function selects it away)."""
+    weights_where(weights, mask[:, None, :])
+
+
+def one_later_token_each(mask, index) -> None:
+    """`drop_token`: one index per sentence, of a real token other than the first."""
+    index, lengths = torch.as_tensor(index).reshape(-1).cpu(), mask.sum(dim=1).cpu()
+    if len(index) != len(mask) or bool(((index < 1) | (index >= lengths)).any()):
+        fail("index", f"one real token per sentence, not the first: {len(mask)} indices in "
+             "[1, length)", f"{index.tolist()} for lengths {lengths.tolist()}")
 
 
 def layers_given(layers) -> None:

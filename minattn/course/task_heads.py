@@ -26,7 +26,7 @@ import torch
 from scipy import sparse
 
 from .. import checks as c
-from ..contract import check_finite, check_number, check_size, checked, fail, hide
+from ..contract import check_number, check_size, checked, fail, hide
 from ..task_heads import pearson_loss_torch
 from .data import DatasetMissing, load_parallel, load_sentiment, tokenize
 from .encoder import TokenStates
@@ -631,19 +631,14 @@ def results_rows(results: dict, task: str, arms, lines: dict) -> list[dict]:
 
 
 # ============================================================================ analysis
-@checked(states="float (B, L, D) where mask", mask="bool (B, L)", rules=[c.right_padded],
-         library=torch.Tensor)
+@checked(states="float (B, L, D) where mask", mask="bool (B, L)",
+         rules=[c.right_padded, c.one_later_token_each], library=torch.Tensor)
 def drop_token(states: torch.Tensor, mask: torch.Tensor, index
                ) -> tuple[torch.Tensor, torch.Tensor]:
     """Remove token `index[b]` from sentence b (an intervention: does the prediction move
     without it?). states (B, L, D), mask (B, L) right-padded, index (B,) of real tokens other
     than the first -> states (B, L − 1, D), mask (B, L − 1), still right-padded."""
     index = torch.as_tensor(index, device=states.device).reshape(-1)
-    lengths = mask.sum(dim=1)
-    if len(index) != len(states) or bool(((index < 1) | (index >= lengths)).any()):
-        fail("index: drop_token needs one real token per sentence, not the first",
-             f"{len(states)} indices in [1, length)", f"{index.tolist()} for lengths "
-             f"{lengths.tolist()}")
     positions = torch.arange(states.shape[1], device=states.device)
     keep = positions[None, :] != index[:, None]  # (B, L): exactly one False per row
     return (states[keep].view(len(states), -1, states.shape[2]),
@@ -695,16 +690,13 @@ def drop_effects(chunks: Iterable) -> dict:
     return {key: torch.cat(values).numpy() for key, values in out.items()}
 
 
-@checked(weights="float* (B, H, L)", mask="bool (B, L)", library=torch.Tensor)
+@checked(weights="float* (B, H, L)", mask="bool (B, L)", rules=[c.real_token_weights],
+         library=torch.Tensor)
 def attention_entropy_ratio(weights: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """Entropy of each read-out row / log(number of real tokens): weights (B, H, L), mask (B, L)
     -> (B, H) in [0, 1]: 1 = uniform (mean pooling), 0 = one token. Sentences of one token
     have no choice to make and count as 1."""
-    real = mask[:, None, :]
-    check_finite("weights", weights, where=real)  # what the mask hides may hold anything
-    if bool(((weights < 0) & real).any()):
-        fail("weights", "attention weights >= 0 (rows of a softmax)", "negative values")
-    weights = hide(weights, real)
+    weights = hide(weights, mask[:, None, :])  # what the mask hides may hold anything
     plogp = torch.where(weights > 0, weights * torch.log(weights.clamp_min(1e-30)),
                         torch.zeros_like(weights))
     n = mask.sum(dim=1).to(weights.dtype)[:, None]  # (B, 1)
