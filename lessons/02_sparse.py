@@ -265,10 +265,9 @@ assert layers == hops_np(sliding_window_mask_np(n, w)).max() == -(-(n - 1) // w)
 # layers. A single global token cuts that to 2 (any $j \to g \to i$). The Sparse Transformer's
 # two heads are built for the same purpose: the first head carries $j$ to a cell the second
 # head reads (the position within a stride after $j$ that lies a whole number of strides before
-# $i$, or its block's summary cells), the second head
-# carries it from there to any later $i$ — two hops for every pair at $O(N\sqrt N)$ cost
-# (Child et al. 2019, §4.2: $p$ factorised heads connect every input position to every later
-# output position within $p$ steps).
+# $i$, or its block's summary cells), the second head carries it from there to any later $i$ —
+# two hops for every pair at $O(N\sqrt N)$ cost (Child et al. 2019, §4.2: $p$ factorised heads
+# connect every input position to every later output position within $p$ steps).
 #
 # The table counts the diameters with `diameter_fast_np`, a breadth-first search from every
 # token (`minattn/fast/sparse.py`; the tests check it equals `hops_np`'s count), because at
@@ -582,10 +581,9 @@ show(blocked_window_attention_torch)
 # only the non-zero $b \times b$ tiles. The caller picks a kernel by name: the models above
 # were built with `window_attend(16, kernel=window_attention_routed_fast_torch)`, which runs
 # exactly this kernel on a CPU and hands the pattern to fused SDPA or FlexAttention on a GPU
-# (`minattn/fast/flex.py`). Every fast kernel
-# must compute *exactly* what the reference of `minattn/sparse.py` computes with the mask —
-# outputs and gradients, in float64 (`tests/test_sparse.py` checks many sizes). The same check,
-# small:
+# (`minattn/fast/flex.py`). Every fast kernel must compute *exactly* what the reference of
+# `minattn/sparse.py` computes with the mask — outputs and gradients, in float64
+# (`tests/test_sparse.py` checks many sizes). The same check, small:
 
 # %%
 gen = torch.Generator().manual_seed(lesson.seed(0))

@@ -595,9 +595,8 @@ lesson.savefig(fig, "effective_scale")
 # (the curves show whether it gets there). Hier-S and deepHier-S cannot go below it: three
 # times the layers leave deepHier-S 18 positions of reach, still short of 20. Flex has to find
 # the one relay path first; the curves show how long that takes for each seed, the table which
-# runs got there. (The paper's own
-# classifier, with no positions and a max-pool that hands every token to the classifier
-# directly, measures something murkier.)
+# runs got there. (The paper's own classifier, with no positions and a max-pool that hands every
+# token to the classifier directly, measures something murkier.)
 
 # %% [markdown]
 # ## 7. Movie reviews at the size of the paper's MR

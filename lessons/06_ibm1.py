@@ -585,8 +585,8 @@ lesson.savefig(fig, "bible_alignments")
 # $x$ alone predict"). With $E, W$ drawn i.i.d. $\mathcal N(0, 1/d)$ and trained by gradient flow,
 # $\dot\theta = \dot w_y^\top e_x + w_y^\top \dot e_x$. As $d$ grows,
 # $e_x^\top e_{x'} \to [x = x']$, $w_y^\top w_{y'} \to [y = y']$ and the softmax starts uniform,
-# so each of the two terms tends to
-# the same quantity and (the paper's §4.1, eq. 15, worked out in its appendix A.2)
+# so each of the two terms tends to the same quantity and (the paper's §4.1, eq. 15, worked
+# out in its appendix A.2)
 #
 # $$\dot\theta(x, y)\big|_{t=0} \;\to\; 2\Big(C(x, y) - \frac{1}{|V_y|}\sum_{y'} C(x, y')\Big).$$
 #
