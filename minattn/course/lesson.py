@@ -131,8 +131,10 @@ class Lesson:
         """
         path = self.figure_dir / f"{name}.png"
         fig.savefig(path, dpi=110, bbox_inches="tight")
-        if in_notebook():
-            plt.show()
+        if in_notebook():  # the file just written, not a second rendering of the figure
+            from IPython.display import Image, display
+
+            display(Image(filename=str(path)))
         else:
             print(f"  saved figure {shown_path(path)}")
         plt.close(fig)
