@@ -566,6 +566,25 @@ def one_later_token_each(mask, index) -> None:
              "[1, length)", f"{index.tolist()} for lengths {lengths.tolist()}")
 
 
+def three_real_tokens_each(mask) -> None:
+    """`token_picks`: every sentence of 3 real tokens or more (the first is never picked, and
+    the random pick needs a token other than the top one)."""
+    lengths = mask.sum(dim=1)
+    if bool((lengths < 3).any()):
+        fail("mask", "sentences of 3 tokens or more (token_picks)",
+             f"lengths {lengths.tolist()}")
+
+
+def token_scores(rarity, mask) -> None:
+    """`token_picks`: rarity a float score per token, shaped like mask (B, L), finite on the
+    real tokens; any float dtype (only its order is read, in float64)."""
+    check_array("rarity", rarity, "float", 2, "(B, L)", like=torch.Tensor)
+    if rarity.shape != mask.shape:
+        fail("rarity", f"a score per token, shaped like mask {shape_str(mask.shape)}",
+             describe(rarity))
+    check_finite("rarity", rarity, where=mask)
+
+
 def layers_given(layers) -> None:
     if not layers or not isinstance(layers, (list, tuple)):
         fail("layers", "a non-empty list of layer params", describe(layers))

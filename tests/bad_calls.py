@@ -650,6 +650,15 @@ bad("task_heads", "Standardize", "tokens", "one token only")(
     lambda: TH.Standardize(torch.zeros(1, 6)))
 bad("task_heads", "drop_token", "index", "dropping the first token")(
     lambda: CT.drop_token(stt, smt, [0, 1]))
+sm3 = torch.tensor([[1, 1, 1, 0], [1, 1, 1, 1]], dtype=torch.bool)
+bad("task_heads", "token_picks", "mask", "a sentence of 2 tokens")(
+    lambda: CT.token_picks(stt, smt, stt[..., 0], stt[..., 1], torch.Generator()))
+bad("task_heads", "token_picks", "rarity", "a score per sentence, not per token")(
+    lambda: CT.token_picks(stt, sm3, stt[..., 0], stt[:, 0], torch.Generator()))
+bad("task_heads", "token_picks", "rarity", "NaN on a real token")(
+    lambda: CT.token_picks(stt, sm3, stt[..., 0],
+                           torch.from_numpy(with_value(st_[..., 1], NAN, (1, 2))),
+                           torch.Generator()))
 bad("task_heads", "bible_pairs", "fractions", "three shares for four splits")(
     lambda: CT.bible_pairs(CT.template_verses(80, rng), 4, rng, fractions=(0.6, 0.2, 0.2)))
 torch.manual_seed(0)

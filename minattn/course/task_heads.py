@@ -645,6 +645,8 @@ def drop_token(states: torch.Tensor, mask: torch.Tensor, index
             mask[keep].view(len(states), -1))
 
 
+@checked(x="float (B, L, D) where mask", mask="bool (B, L)", weights="float (B, L) where mask",
+         rules=[c.right_padded, c.three_real_tokens_each, c.token_scores], library=torch.Tensor)
 def token_picks(x: torch.Tensor, mask: torch.Tensor, weights: torch.Tensor,
                 rarity: torch.Tensor, generator: torch.Generator) -> dict:
     """The token each rule would remove from each sentence (never the first, [CLS]):
@@ -654,9 +656,6 @@ def token_picks(x: torch.Tensor, mask: torch.Tensor, weights: torch.Tensor,
         farthest  the state farthest (Euclidean) from the sentence's mean state
     The last two need no head: rules a head's choice should beat."""
     n = mask.sum(1)
-    if bool((n < 3).any()):
-        fail("mask: token_picks needs sentences of 3 tokens or more", "lengths >= 3",
-             f"{n.min().item()}")
     other = mask.clone()
     other[:, 0] = False
 
@@ -666,7 +665,7 @@ def token_picks(x: torch.Tensor, mask: torch.Tensor, weights: torch.Tensor,
     top = argmax(weights)
     rand = (torch.rand(len(n), generator=generator).to(x.device) * (n - 2)).long() + 1
     rand = rand + (rand >= top).long()  # 1 .. n-1 without the top token
-    mean = (x * mask[..., None]).sum(1) / n[:, None]
+    mean = torch.where(mask[..., None], x, 0.0).sum(1) / n[:, None]  # padding may hold NaN
     return {"top": top, "random": rand, "rarest": argmax(rarity),
             "farthest": argmax((x - mean[:, None]).norm(dim=-1))}
 
