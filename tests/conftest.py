@@ -146,7 +146,7 @@ def _write(config) -> None:
     path = config.getoption("--exercise-report")
     if path:
         tmp = Path(path).with_suffix(".tmp")
-        tmp.write_text(json.dumps(_RESULTS, indent=1))
+        tmp.write_text(json.dumps(_RESULTS))  # no indent: C's encoder, after every test
         tmp.replace(path)
 
 
