@@ -73,9 +73,12 @@ def test_ctrl_c_in_a_script_keeps_the_previous_claims_and_a_finished_one_replace
         "[1.0, 1.1, 0.9, 1.2], '>'))\nprint('claimed', flush=True)\n"
         "if sys.argv[1:] == ['sleep']:\n    time.sleep(60)\n")
     env = dict(os.environ)
+    # Ctrl-C as a terminal delivers it, even where this suite runs with SIGINT ignored (a
+    # background job of a shell, nohup): Python then installs no KeyboardInterrupt
     proc = subprocess.Popen([sys.executable, str(script), "sleep"], env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
-                            start_new_session=True)
+                            start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     while not proc.stdout.readline().startswith("claimed") and proc.poll() is None:
         pass
     time.sleep(0.2)
