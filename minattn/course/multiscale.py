@@ -19,12 +19,9 @@ from __future__ import annotations
 
 import copy
 
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn.functional as F
-from matplotlib.colors import ListedColormap
-from matplotlib.patches import FancyArrowPatch, Patch, Rectangle
 from torch import nn
 
 from ..attention import MultiHeadAttention
@@ -34,7 +31,6 @@ from ..encoder import encode_batch
 from ..fast.multiscale import PIECE_KINDS
 from ..multiscale import NodeReadout, masked_max_torch, measured_scale_torch
 from .data import tokenize
-from .plots import heatmap
 from .train import History, length_batches, train
 
 
@@ -503,9 +499,13 @@ def fit_sentences(model, data: dict, epochs: int, seed: int, batch_size: int = 6
 
 
 # ============================================================================ figures
+# matplotlib is imported by the functions that draw: every pytest run imports this module
+# for its training code (tests/bad_calls.py), half a second less without pyplot.
 def draw_head_scales(axes, head_mean: np.ndarray, uniform: float) -> None:
     """Two panels: the (L, H) table of each head's mean scale, and per layer the range over
     the heads, their mean and the scale of uniform attention (`uniform`)."""
+    from .plots import heatmap
+
     layers, heads = head_mean.shape
     image = heatmap(axes[0], head_mean, xlabels=range(1, heads + 1),
                     ylabels=range(1, layers + 1), annotate=True, vmax=float(head_mean.max()),
@@ -525,6 +525,9 @@ def draw_head_scales(axes, head_mean: np.ndarray, uniform: float) -> None:
 def draw_model(ax, windows: list[list[int]], n: int) -> None:
     """Layers bottom to top: in each, the window of every head around one query token (black)
     of a sentence of n tokens after the node (red); on top, the classifier's inputs."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import FancyArrowPatch, Rectangle
+
     query = n // 2
     colours = plt.get_cmap("viridis")(np.linspace(0.1, 0.9, len(windows[0])))
     for layer, ws in enumerate(windows):
@@ -585,6 +588,9 @@ def draw_head_statistics(axes, heads: dict[str, dict[str, np.ndarray]],
 def draw_band_pieces(ax, pieces: np.ndarray, chunk: int, window: int) -> None:
     """The (N, N) plan of `band_pieces_np` (kind 1..4 of `PIECE_KINDS`, 0 = outside the band),
     with the chunks of `chunk` queries marked."""
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
     n = pieces.shape[0]
     colours = ["white", "tab:blue", "tab:orange", "tab:green", "tab:red"]
     ax.imshow(pieces, cmap=ListedColormap(colours), vmin=-0.5, vmax=4.5, interpolation="nearest")

@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import time
 
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 import torch.nn.functional as F
-from matplotlib.patches import Rectangle
 
 from ..contract import check_size, fail
 from ..sparse import SparseClassifier, reach_np, sliding_window_mask_np
 from .bench import time_repeats
-from .plots import heatmap, plot_curves
 from .train import train
 from .utils import set_seed
 
@@ -127,8 +124,12 @@ def growth_exponents(times: dict) -> list[float]:
 
 
 # ============================================================================ figures
+# matplotlib is imported by the functions that draw: every pytest run imports this module
+# for its training code (tests/bad_calls.py), half a second less without pyplot.
 def decade_ticks(ax, xs, ys=None):
     """Log axes labelled at the given values, without minor ticks (slow to place)."""
+    import matplotlib.pyplot as plt
+
     ax.set_xticks(xs, [str(x) for x in xs])
     if ys is not None:
         ax.set_yticks(ys, [str(y) for y in ys])
@@ -138,6 +139,10 @@ def decade_ticks(ax, xs, ys=None):
 
 def plot_gallery(lesson, gallery: dict, n: int) -> None:
     """Every pattern of the gallery as a 3 × 3 grid of masks, with its keys per query."""
+    import matplotlib.pyplot as plt
+
+    from .plots import heatmap
+
     fig, axes = plt.subplots(3, 3, figsize=(11, 11.5), layout="constrained")
     for ax, (title, mask) in zip(axes.flat, gallery.items()):
         heatmap(ax, mask, title=f"{title}\n{mask.sum() / n:.1f} keys/query", cmap="Greys", vmax=1)
@@ -147,6 +152,8 @@ def plot_gallery(lesson, gallery: dict, n: int) -> None:
 def plot_graph(lesson, sizes, world, fits, laws, reach, n_layers) -> None:
     """Left: diameters of a window with random edges against N, with the best lines in each
     law; right: the share of connected pairs after L layers, per pattern."""
+    import matplotlib.pyplot as plt
+
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), layout="constrained")
     xs = np.geomspace(sizes[0], sizes[-1], 100)
     axes[0].plot(np.repeat(sizes, len(world)), np.ravel(np.transpose(world)), "o", color="0.6",
@@ -169,6 +176,10 @@ def plot_graph(lesson, sizes, world, fits, laws, reach, n_layers) -> None:
 def plot_training(lesson, histories: dict, majority: float, n: int, smooth: int,
                   curve_size: int) -> None:
     """Training loss (raw and running mean) and held-out accuracy of one run per pattern."""
+    import matplotlib.pyplot as plt
+
+    from .plots import plot_curves
+
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.4), layout="constrained")
     plot_curves(axes[0], histories, "loss", smooth=smooth,
                 title="training loss (first seed): raw, faint, and its running mean")
@@ -189,6 +200,11 @@ def plot_training(lesson, histories: dict, majority: float, n: int, smooth: int,
 def plot_blocked_window(lesson, band: np.ndarray, n: int, w: int, c: int) -> None:
     """The window mask of N tokens with the key span of every block of c queries outlined, and
     the one band every block uses."""
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Rectangle
+
+    from .plots import heatmap
+
     fig, axes = plt.subplots(1, 2, figsize=(11, 5.2), layout="constrained",
                              gridspec_kw=dict(width_ratios=[38, 14]))
     heatmap(axes[0], sliding_window_mask_np(n, w), cmap="Greys", vmax=1,
@@ -212,6 +228,8 @@ def plot_blocked_window(lesson, band: np.ndarray, n: int, w: int, c: int) -> Non
 
 def plot_cost(lesson, cost: dict, sizes, w: int) -> None:
     """The fastest forward time of each kernel against N, on log-log axes."""
+    import matplotlib.pyplot as plt
+
     fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
     for name, times in cost.items():
         ax.plot(list(times), [min(t) for t in times.values()], marker="o", label=name)
