@@ -1,5 +1,5 @@
 """Plot helpers shared by the lessons: attention maps, training curves (one run or every seed of
-several arms), count and alignment tables.
+several arms), log axes ticked at chosen values, count and alignment tables.
 
 Every attention-like matrix is drawn the same way: rows = queries (targets), columns = keys
 (sources).
@@ -37,6 +37,15 @@ def heatmap(ax, weights, xlabels=None, ylabels=None, title=None, cmap="viridis",
     ax.set_xlabel("key")
     ax.set_ylabel("query")
     return im
+
+
+def decade_ticks(ax, xs, ys=None):
+    """Log axes labelled at the given values, without minor ticks (slow to place)."""
+    ax.set_xticks(xs, [str(x) for x in xs])
+    if ys is not None:
+        ax.set_yticks(ys, [str(y) for y in ys])
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_minor_locator(NullLocator())
 
 
 def running_mean_np(values, window: int) -> np.ndarray:

@@ -126,17 +126,6 @@ def growth_exponents(times: dict) -> list[float]:
 # ============================================================================ figures
 # matplotlib is imported by the functions that draw: every pytest run imports this module
 # for its training code (tests/bad_calls.py), half a second less without pyplot.
-def decade_ticks(ax, xs, ys=None):
-    """Log axes labelled at the given values, without minor ticks (slow to place)."""
-    import matplotlib.pyplot as plt
-
-    ax.set_xticks(xs, [str(x) for x in xs])
-    if ys is not None:
-        ax.set_yticks(ys, [str(y) for y in ys])
-    for axis in (ax.xaxis, ax.yaxis):
-        axis.set_minor_locator(plt.NullLocator())
-
-
 def plot_gallery(lesson, gallery: dict, n: int) -> None:
     """Every pattern of the gallery as a 3 × 3 grid of masks, with its keys per query."""
     import matplotlib.pyplot as plt
@@ -153,6 +142,8 @@ def plot_graph(lesson, sizes, world, fits, laws, reach, n_layers) -> None:
     """Left: diameters of a window with random edges against N, with the best lines in each
     law; right: the share of connected pairs after L layers, per pattern."""
     import matplotlib.pyplot as plt
+
+    from .plots import decade_ticks
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.6), layout="constrained")
     xs = np.geomspace(sizes[0], sizes[-1], 100)
@@ -229,6 +220,8 @@ def plot_blocked_window(lesson, band: np.ndarray, n: int, w: int, c: int) -> Non
 def plot_cost(lesson, cost: dict, sizes, w: int) -> None:
     """The fastest forward time of each kernel against N, on log-log axes."""
     import matplotlib.pyplot as plt
+
+    from .plots import decade_ticks
 
     fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
     for name, times in cost.items():
