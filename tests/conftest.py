@@ -86,12 +86,14 @@ COURSE_TESTS = ("test_lessons.py", "test_exercises.py", "test_course_pages.py", 
                 "test_lesson_tools.py", "test_gpu_tier.py")
 
 
-# The files that take longest, longest first. Under pytest-xdist (`make test`: `--dist loadfile
-# --no-loadscope-reorder`) a worker takes one file at a time in this order, so that no long
-# file starts when the other worker is nearly done.
+# The files that take longest (over ~3 s on 2 cores), longest first. Under pytest-xdist (`make
+# test`: `--dist loadfile --no-loadscope-reorder`) a worker takes one file at a time in this
+# order, then the short ones, so that no long file starts when the other worker is nearly done.
 SLOW_FILES = ("test_lessons.py", "test_exercises.py", "test_stats.py", "test_course_pages.py",
-              "test_xl.py", "test_multiscale_train.py", "test_hidden_classroom.py",
-              "test_task_heads.py")
+              "test_hidden_classroom.py", "test_xl.py", "test_hidden_mistakes.py",
+              "test_runner_signals.py", "test_gpu_dispatch.py", "test_lesson_claims.py",
+              "test_layout.py", "test_task_heads.py", "test_recorded_claims.py",
+              "test_checked.py", "test_lesson_tools.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,7 +1,7 @@
 """Every lesson runs top to bottom as a script in smoke mode (new lessons are picked up
-automatically); lesson 01 also runs the way `make course` runs it — once, as a notebook through
-a real Jupyter kernel, kept with its outputs and exported to HTML — and the course report is
-checked on fake claims."""
+automatically), and lesson 03 once more without its data; lesson 01 also runs the way `make
+course` runs it — once, as a notebook through a real Jupyter kernel, kept with its outputs and
+exported to HTML — and the course report is checked on fake claims."""
 
 import ast
 import json
@@ -181,6 +181,32 @@ def test_lesson_runs_as_script_in_smoke_mode(lesson):
     code, output, figures = SMOKE_RUNS.get(lesson)
     assert code == 0, f"{lesson.name} failed:\n{output[-8000:]}"
     assert list(figures.glob("*.png")), f"{lesson.name} saved no figure"
+
+
+@pytest.mark.slow
+def test_lesson_03_without_its_data_says_fallback_and_tests_nothing(tmp_path):
+    """Issue 32: with no GloVe, no sentences and no MiniLM on disk, the lesson runs on
+    template sentences and random vectors, labels them so, and records every claim of the
+    sentence sections with the fallback (not tested)."""
+    (tmp_path / "data").mkdir()
+    env = dict(ENVIRON, MINATTN_SMOKE="1", MINATTN_DATA=str(tmp_path / "data"),
+               MINATTN_FIGURES=str(tmp_path / "figures"), MPLBACKEND="Agg")
+    log = tmp_path / "output.txt"
+    code = FORKER.run(REPO_ROOT / "lessons" / "03_multiscale.py", env, REPO_ROOT, log, timeout=600)
+    out = log.read_text()
+    assert code == 0, out[-8000:]
+    assert "fallback data: template sentences" in out
+    assert "GloVe 6B 50d vectors not found" in out  # what is missing is said once
+    out = out.replace("GloVe 6B 50d vectors not found", "")
+    assert "GloVe 6B 50d" not in out and "as in MR" not in out and "Rotten Tomatoes sentences +"\
+        not in out
+    recorded = json.loads((tmp_path / "figures" / "03_multiscale" / "claims.json").read_text())
+    sentence_claims = [c for c in recorded if c["claim"].startswith(("MR", "Ablation",
+                                                                      "Trained"))]
+    assert len(sentence_claims) == 7  # MR (2), the ablations' orderings (3), the heads (2)
+    for c in sentence_claims:
+        assert c["fallback"].startswith("fallback data") and c["outcome"] == "not tested", c
+    assert not any(c["claim"].startswith("BERT") for c in recorded)  # no MiniLM: not measured
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])

@@ -1,22 +1,14 @@
-"""Lesson 03's training runs (minattn/course/multiscale.py) and the lesson without its data.
-
-The runs are seeded functions of their model and seed; the sentence classifier keeps its best
-development epoch. Without GloVe and the sentences, the lesson falls back to template
-sentences and says so: its settings say "fallback data" and its claims record the fallback.
+"""Lesson 03's training runs (minattn/course/multiscale.py): seeded functions of their model
+and seed; the sentence classifier keeps its best development epoch. (The lesson run without its
+data is in tests/test_lessons.py, beside the other lesson runs.)
 """
 
 from __future__ import annotations
 
-import json
-import os
-
 import numpy as np
-import pytest
 import torch
-from forked import FORKER  # tests/ is on sys.path (rootdir conftest)
 from torch import nn
 
-from minattn.course.lesson import REPO_ROOT
 from minattn.course.multiscale import (
     effective_scale_task,
     fit_effective_scale,
@@ -84,29 +76,3 @@ def test_the_synthetic_runs_are_seeded():
         out.append((fit_partner(pair, 0, 3, test_pairs, 32, 3, progress=False),
                     history["nmse"]))
     assert out[0] == out[1] and len(out[0][1]) == 1  # stopped after its first evaluation
-
-
-@pytest.mark.slow
-def test_lesson_03_without_its_data_says_fallback_and_tests_nothing(tmp_path):
-    """Issue 32: with no GloVe, no sentences and no MiniLM on disk, the lesson runs on
-    template sentences and random vectors, labels them so, and records every claim of the
-    sentence sections with the fallback (not tested)."""
-    (tmp_path / "data").mkdir()
-    env = dict(os.environ, MINATTN_SMOKE="1", MINATTN_DATA=str(tmp_path / "data"),
-               MINATTN_FIGURES=str(tmp_path / "figures"), MPLBACKEND="Agg")
-    log = tmp_path / "output.txt"
-    code = FORKER.run(REPO_ROOT / "lessons" / "03_multiscale.py", env, REPO_ROOT, log, timeout=600)
-    out = log.read_text()
-    assert code == 0, out[-8000:]
-    assert "fallback data: template sentences" in out
-    assert "GloVe 6B 50d vectors not found" in out  # what is missing is said once
-    out = out.replace("GloVe 6B 50d vectors not found", "")
-    assert "GloVe 6B 50d" not in out and "as in MR" not in out and "Rotten Tomatoes sentences +"\
-        not in out
-    recorded = json.loads((tmp_path / "figures" / "03_multiscale" / "claims.json").read_text())
-    sentence_claims = [c for c in recorded if c["claim"].startswith(("MR", "Ablation",
-                                                                      "Trained"))]
-    assert len(sentence_claims) == 7  # MR (2), the ablations' orderings (3), the heads (2)
-    for c in sentence_claims:
-        assert c["fallback"].startswith("fallback data") and c["outcome"] == "not tested", c
-    assert not any(c["claim"].startswith("BERT") for c in recorded)  # no MiniLM: not measured
