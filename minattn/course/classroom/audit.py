@@ -385,22 +385,25 @@ def find_computed_answers(root: Path = REPO_ROOT, folders=("tests", "lessons")) 
         except SyntaxError:
             continue
         modules = _modules(tree)
-        for expression in _expressions(tree.body):
-            memo, counts, seen, todo = {}, {}, set(), [expression]
-            while todo:  # every sub-expression, a subtree shared by inlining read once
-                node = todo.pop()
-                if id(node) in seen:
-                    continue
-                seen.add(id(node))
-                todo.extend(ast.iter_child_nodes(node))
-                if not isinstance(node, ast.expr) or _operations(node, counts) < MIN_OPERATIONS:
-                    continue
-                shape = _shape(node, modules, variables=False, memo=memo)
-                for e, pattern in patterns:
-                    if _matches(pattern, shape, {}):
-                        problems.append(f"exercise {e.id}: {rel}:{node.lineno} computes what "
-                                        f"its region {e.path}:{e.line} returns: call the "
-                                        "library or mark the lines as a shown region")
+        # Every sub-expression of the file's statements, each read once: inlining shares an
+        # assignment's subtree between the statements after it. (The statements are kept in
+        # `todo` and `expressions` until the end: the memos key on the nodes' id().)
+        expressions = list(_expressions(tree.body))
+        memo, counts, seen, todo = {}, {}, set(), list(expressions)
+        while todo:
+            node = todo.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            todo.extend(ast.iter_child_nodes(node))
+            if not isinstance(node, ast.expr) or _operations(node, counts) < MIN_OPERATIONS:
+                continue
+            shape = _shape(node, modules, variables=False, memo=memo)
+            for e, pattern in patterns:
+                if _matches(pattern, shape, {}):
+                    problems.append(f"exercise {e.id}: {rel}:{node.lineno} computes what "
+                                    f"its region {e.path}:{e.line} returns: call the "
+                                    "library or mark the lines as a shown region")
     return sorted(set(problems))
 
 
