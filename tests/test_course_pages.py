@@ -27,6 +27,7 @@ from minattn.course.pages import (
     page_problems,
     printed_text,
     probe_page,
+    probe_pages,
     tidy_notebook,
     write_index,
 )
@@ -133,10 +134,8 @@ def test_a_run_page_has_no_math_error_broken_image_ansi_or_red_progress(tmp_path
     notebook = a_run_notebook()
     tidy_notebook(notebook)
     export_html(notebook, tmp_path / "98_test.html")
-    result = probe_page(tmp_path / "98_test.html", browser)
-    assert page_problems(result) == [] and result["images"] == 1, result
-    assert result["formulas"] == 2, result
-    # and the check sees each problem: raw codes, a bar left on stderr, a broken image
+    # and beside it a page with each problem the check sees: raw codes, a bar left on stderr,
+    # a broken image
     raw = a_run_notebook()
     raw.cells[1].outputs[2].data["image/png"] = "bm90IGEgcG5n"
     raw.cells[1].outputs.append(nbformat.v4.new_output("stream", name="stdout",
@@ -145,13 +144,15 @@ def test_a_run_page_has_no_math_error_broken_image_ansi_or_red_progress(tmp_path
     page = (tmp_path / "99_raw.html").read_text()  # as a page that printed codes raw would be
     (tmp_path / "99_raw.html").write_text(page.replace('<span class="ansi-red-fg">red</span>',
                                                        "\x1b[31mred\x1b[0m"))
-    found = check_pages(tmp_path, browser)
-    assert found["98_test.html"] == []
+    probed = probe_pages(tmp_path, browser)  # the pages `make check-pages` checks
+    result = probed["98_test.html"]
+    assert page_problems(result) == [] and result["images"] == 1, result
+    assert result["formulas"] == 2, result
     with pytest.raises(RuntimeError, match="no page to check in"):  # a mistyped DIR= fails
         check_pages(tmp_path / "notebook-smoke", browser)
-    assert [p.split(" ", 1)[1] for p in found["99_raw.html"]] == [
+    assert [p.split(" ", 1)[1] for p in page_problems(probed["99_raw.html"])] == [
         "of 1 images did not load", "ANSI colour codes in the text",
-        "progress outputs on the error background"], found
+        "progress outputs on the error background"], probed
 
 
 # ============================================================================ builds

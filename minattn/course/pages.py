@@ -508,6 +508,11 @@ def page_problems(result: dict) -> list[str]:
 
 def check_pages(folder: Path, browser: str | None = None) -> dict[str, list[str]]:
     """{page: its problems} for every .html page in a folder (the index and the lessons)."""
+    return {name: page_problems(result) for name, result in probe_pages(folder, browser).items()}
+
+
+def probe_pages(folder: Path, browser: str | None = None) -> dict[str, dict]:
+    """{page: probe_page's result} for every .html page in a folder."""
     pages = sorted(p for p in Path(folder).glob("*.html") if not p.name.startswith("."))
     if not pages:  # a mistyped folder must not pass as "no problem found"
         raise RuntimeError(f"no page to check in {folder}: build one with make course, make "
@@ -516,7 +521,7 @@ def check_pages(folder: Path, browser: str | None = None) -> dict[str, list[str]
     if browser is None:
         raise RuntimeError("no Chromium to check the pages with: apt-get install chromium "
                            "(or CHROMIUM=/path/to/chrome)")
-    return {page.name: page_problems(probe_page(page, browser)) for page in pages}
+    return {page.name: probe_page(page, browser) for page in pages}
 
 
 def main(argv: list[str] | None = None) -> int:
