@@ -74,7 +74,8 @@ def test_ctrl_c_in_a_script_keeps_the_previous_claims_and_a_finished_one_replace
         "if sys.argv[1:] == ['sleep']:\n    time.sleep(60)\n")
     env = dict(os.environ)
     # Ctrl-C as a terminal delivers it, even where this suite runs with SIGINT ignored (a
-    # background job of a shell, nohup): Python then installs no KeyboardInterrupt
+    # background job of a shell, nohup): a child that starts with SIGINT ignored gets no
+    # KeyboardInterrupt from Python, so the child starts with SIGINT at its default
     proc = subprocess.Popen([sys.executable, str(script), "sleep"], env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
                             start_new_session=True,
