@@ -53,7 +53,7 @@ def _versions(q, k, v, block_mask) -> int:
     """How many compiled versions the copy this call runs on holds (1: one for every length)."""
     from torch._dynamo.eval_frame import _debug_get_cache_entry_list
 
-    fn = flex.compiled_copy(flex.specialization(q, k, v, block_mask))
+    fn = flex.compiled_copy(flex.specialization(q, k, v, block_mask, flex.kernel_options(q)))
     return len(_debug_get_cache_entry_list(fn._torchdynamo_orig_callable.__code__))
 
 
@@ -80,7 +80,9 @@ def _ten_lengths_two_dtypes(device, lengths, w, d, grad):
                 torch.testing.assert_close(out.detach().double(), ref, rtol=TOL[dtype],
                                            atol=TOL[dtype])
         bm = flex.window_block_mask(n, w, device=device)
-        assert _versions(q, k, v, bm) == 1, f"{dtype}: recompiled for a new length"
+        versions = _versions(q, k, v, bm)
+        assert versions == 1, (f"{dtype}: {versions} compiled versions (0: no call ran on this "
+                               "copy; 2 or more: it recompiled for a new length)")
     return peaks
 
 

@@ -341,15 +341,21 @@ def compiled_copy(key: tuple):
     return torch.compile(named_copy(key), fullgraph=True, dynamic=True)
 
 
+def kernel_options(q) -> dict | None:
+    """The kernel options a compiled call on q passes: float32 on CUDA multiplies as
+    CUDA_FLOAT32_PRECISION says; everything else takes FlexAttention's defaults (None)."""
+    if q.device.type == "cuda" and q.dtype == torch.float32:
+        return {"FLOAT32_PRECISION": repr(CUDA_FLOAT32_PRECISION)}
+    return None
+
+
 def compiled_flex_attention(q, k, v, block_mask, scale=None):
     """Compiled flex_attention(q, k, v, block_mask=..., scale=...) on (B, H, N, d); a call the
     compiler would run eagerly raises FlexNotCompiledError, saying why."""
     from torch._dynamo import exc
     from torch.fx.experimental import _config as shapes
 
-    options = None
-    if q.device.type == "cuda" and q.dtype == torch.float32:
-        options = {"FLOAT32_PRECISION": repr(CUDA_FLOAT32_PRECISION)}
+    options = kernel_options(q)
     fn = compiled_copy(specialization(q, k, v, block_mask, options))
     limit_hit = getattr(exc, "FailOnRecompileLimitHit", FlexNotCompiledError)
     try:
