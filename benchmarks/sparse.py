@@ -86,9 +86,10 @@ def flex_window(n: int, w: int, device):
     # Inputs that require grad are refused on CPU even under no_grad: pass detached views.
     detach = (lambda x: x.detach()) if device.type == "cpu" else (lambda x: x)
 
-    def run(q, k, v):
-        q, k, v = (detach(x).reshape(-1, 1, *x.shape[-2:]) for x in (q, k, v))
-        return _users_flex()(q, k, v, block_mask=block_mask)
+    def run(q, k, v):  # (B, H, N, d) -> FlexAttention's (B·H, 1, N, d) and back
+        out = _users_flex()(*(detach(x).reshape(-1, 1, *x.shape[-2:]) for x in (q, k, v)),
+                            block_mask=block_mask)
+        return out.reshape(*q.shape[:-1], v.shape[-1])
     return run
 
 
@@ -126,9 +127,13 @@ def measure(n: int, w: int, dense_max: int, with_flex: bool, repeats: int, devic
             fns["flex"] = flex_fn
     with torch.no_grad():  # every contender computes the same numbers (up to rounding)
         ref = fns["window"](q, k, v).float()
-        result["max_diff_vs_window"] = {name: float((f(q, k, v).float() - ref).abs().max())
-                                        for name, f in fns.items()
-                                        if name not in ("window", "full-flash", "block-sparse")}
+        outs = {name: f(q, k, v).float() for name, f in fns.items()
+                if name not in ("window", "full-flash", "block-sparse")}
+        wrong = {name: tuple(out.shape) for name, out in outs.items() if out.shape != ref.shape}
+        if wrong:  # a difference would broadcast (H, 1) against (1, H) without a word
+            raise RuntimeError(f"contenders returned shapes {wrong}, not {tuple(ref.shape)}")
+        result["max_diff_vs_window"] = {name: float((out - ref).abs().max())
+                                        for name, out in outs.items()}
     result["fwd_s"] = time_interleaved({name: forward_only(f, q, k, v) for name, f in fns.items()},
                                        repeats, device=device)
     trainable = {name: f for name, f in fns.items()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import warnings
 
 import pytest
 
@@ -32,17 +33,24 @@ def _section(name: str) -> str:
     return readme[readme.index(begin) + len(begin):readme.index(end)]
 
 
-@pytest.mark.parametrize("name, file, section", [
-    ("sparse", "sparse_bf16.json", "sparse-cuda-bfloat16"),
-    ("multiscale", "multiscale.json", "multiscale-cuda-float32"),
-    ("xl", "xl.json", "xl-cuda"),
+H200 = "NVIDIA H200, torch 2.11.0+cu130 (CUDA 13.0), 2026-11-30"
+
+
+@pytest.mark.parametrize("name, file, section, machine", [
+    ("sparse", "h200-2026-11-30/sparse_bf16.json", "sparse-cuda-bfloat16", H200),
+    ("sparse", "h200-2026-11-30/sparse_fp32.json", "sparse-cuda-float32", H200),
+    ("multiscale", "h200-2026-11-30/multiscale_fp32.json", "multiscale-cuda-float32", H200),
+    ("multiscale", "h200-2026-11-30/multiscale_bf16.json", "multiscale-cuda-bfloat16", H200),
+    ("xl", "h100-2026-11-26/xl.json", "xl-cuda", H100),
 ])
-def test_the_cuda_sections_are_rendered_from_the_saved_measurements(name, file, section):
+def test_the_cuda_sections_are_rendered_from_the_saved_measurements(name, file, section,
+                                                                     machine):
     """Each section names the device, torch and date of its file, shows its numbers, and is
     what `--from-json` renders now (re-render after a change: the command is in the README)."""
-    got, text = _script(name).render(load_json(RESULTS / file), RESULTS / file)
+    path = RESULTS.parent / file
+    got, text = _script(name).render(load_json(path), path)
     assert got == section
-    assert H100 in text and f"rendered from `benchmarks/results/h100-2026-11-26/{file}`" in text
+    assert machine in text and f"rendered from `benchmarks/results/{file}`" in text
     assert _section(section) == text.strip()
 
 
@@ -74,3 +82,22 @@ def test_every_benchmark_takes_from_json(name, monkeypatch):
     monkeypatch.setattr(sys, "argv", [f"{name}.py", "--from-json", "no/such/run.json"])
     with pytest.raises(FileNotFoundError, match="no/such/run.json"):
         script.main()
+
+
+def test_the_sparse_benchmarks_flex_contender_returns_its_inputs_shape(monkeypatch):
+    """The user's FlexAttention runs on (B·H, 1, N, d) and must come back as (B, H, N, d):
+    a (H, 1) against (1, H) difference broadcasts without an error, and its backward fails on
+    CUDA. Eager flex_attention stands in for the compiled one (the same numbers, no compile)."""
+    flex_attention = pytest.importorskip("torch.nn.attention.flex_attention").flex_attention
+    import torch
+
+    script = _script("sparse")
+    monkeypatch.setattr(script, "_users_flex", lambda: flex_attention)
+    q, k, v = torch.randn(3, 1, 3, 64, 8).unbind(0)
+    q, k, v = (x.expand(2, 3, 64, 8) for x in (q, k, v))  # B = 2, H = 3
+    with warnings.catch_warnings():  # "flex_attention called without torch.compile"
+        warnings.simplefilter("ignore", UserWarning)
+        out = script.flex_window(64, 4, torch.device("cpu"))(q, k, v)
+    ref = script.window_attention_fast_torch(q, k, v, 4)
+    assert out.shape == ref.shape == (2, 3, 64, 8)
+    torch.testing.assert_close(out, ref, rtol=1e-5, atol=1e-5)
