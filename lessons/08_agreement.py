@@ -76,6 +76,7 @@ from minattn.course.stats import (
     converged_power,
     estimate,
     in_words,
+    not_run,
     off_floor,
     power,
     runs_needed,
@@ -668,8 +669,8 @@ for name, reps in replicates.items():
     pct = {key: [100 * (r[key] if r[key] is not None else r["P*"]) for r in rows] for key in KEYS}
     pct["ξ(α, β^uf) / P*"] = [x / p for x, p in zip(pct["ξ(α, β^uf)"], pct["P*"])]
     pct["P⁰ (ours)"] = [100 * r["curve_perf"][0] for r in rows]
-    pct[SHARE] = [(x - p0) / (p - p0) for x, p0, p in zip(pct["ξ(α, β^uf)"], pct["P⁰ (ours)"],
-                                                          pct["P*"])]
+    pct[SHARE] = [(x - p0) / (p - p0) if p > p0 else None  # None: training added nothing
+                  for x, p0, p in zip(pct["ξ(α, β^uf)"], pct["P⁰ (ours)"], pct["P*"])]
     pct["re-seeded best agreement with the gold (ours)"] = [100 * r["curve"].max() for r in rows]
     pct["frozen uniform, best performance (ours)"] = [100 * rep["uniform"]["perf"].max()
                                                        for rep in reps]
@@ -682,9 +683,11 @@ for name, pct in ours.items():
     for key in [*KEYS, "ξ(α, β^uf) / P*", "P⁰ (ours)", SHARE,
                 "frozen uniform, best performance (ours)",
                 "re-seeded best agreement with the gold (ours)"]:
+        defined = [x for x in pct[key] if x is not None]
         table.append({"data": name, "quantity": key, "paper": f"{paper[key]:.3g}" if key in paper
-                      else "-", "ours, per replicate": ", ".join(f"{x:.3g}" for x in pct[key]),
-                      "ours, mean ± SE": str(estimate(pct[key]))})
+                      else "-", "ours, per replicate": ", ".join(
+                          "undefined (P* ≤ P⁰)" if x is None else f"{x:.3g}" for x in pct[key]),
+                      "ours, mean ± SE": str(estimate(defined)) if defined else "-"})
 show_table(table, list(table[0]))
 for name, reps in replicates.items():
     last = "; ".join(", ".join(f"{100 * p:.1f}" for p in rep["gold"]["perf"][-4:]) for rep in reps)
@@ -745,7 +748,9 @@ for name, pct in ours.items():
                  why="small models, "
                  "minutes of training, other data", contradicted=f"Shown the other way: "
                  f"{in_words(t)}.", fallback=task.fallback, changed_after_run=TABLE2_CHANGE)
-    t = versus(pct[SHARE], 0.5, gates=gates)
+    untrained = sum(x is None for x in pct[SHARE])
+    t = (not_run(f"P* ≤ P⁰ in {untrained} of {len(reps)} replicates: training added nothing, so "
+                 "the share is undefined") if untrained else versus(pct[SHARE], 0.5, gates=gates))
     lesson.claim(f"{name}: ξ(α, β^uf) is non-trivial, (ξ − P⁰) / (P* − P⁰) > 1/2", test=t,
                  paper=f"ξ(α, β^uf) {paper['ξ(α, β^uf)']} beside P* {paper['P*']} (§3.2)",
                  effect=paper_share(name) - 0.5, why="the line is ours: the paper draws none",

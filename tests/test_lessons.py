@@ -209,6 +209,27 @@ def test_lesson_03_without_its_data_says_fallback_and_tests_nothing(tmp_path):
     assert not any(c["claim"].startswith("BERT") for c in recorded)  # no MiniLM: not measured
 
 
+@pytest.mark.slow
+def test_lesson_08_without_its_data_falls_back_and_runs_to_the_end(tmp_path):
+    """With no sentiment sentences and no Bible on disk the lesson trains on its fallback tasks;
+    there a smoke run's sentiment golds stay at their start (P* = P⁰), where the share
+    (ξ − P⁰) / (P* − P⁰) is undefined: it says so and the lesson goes on (it once stopped on
+    a 0 / 0)."""
+    (tmp_path / "data").mkdir()
+    env = dict(ENVIRON, MINATTN_SMOKE="1", MINATTN_DATA=str(tmp_path / "data"),
+               MINATTN_FIGURES=str(tmp_path / "figures"), MPLBACKEND="Agg")
+    log = tmp_path / "output.txt"
+    code = FORKER.run(REPO_ROOT / "lessons" / "08_agreement.py", env, REPO_ROOT, log, timeout=600)
+    out = log.read_text()
+    assert code == 0, out[-8000:]
+    assert out.count("fallback: ") >= 2  # the keyword task and the synthetic dictionary
+    recorded = json.loads((tmp_path / "figures" / "08_agreement" / "claims.json").read_text())
+    assert all(c["outcome"] == "not tested" for c in recorded), recorded
+    fallbacks = [c["fallback"].split(" (")[0] for c in recorded if c["fallback"]]
+    assert fallbacks == ["the keyword task as 'sentiment'"] * 2 + \
+        ["a synthetic dictionary corpus"] * 2, fallbacks
+
+
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
 def test_every_claim_is_decided_again_from_its_recorded_numbers(lesson):
     """Each recorded claim keeps the call of minattn.course.stats that decided it and its
