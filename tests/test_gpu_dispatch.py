@@ -14,6 +14,7 @@ dense reference, through the kernels' own entry points.
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -175,6 +176,29 @@ def test_the_routes_stand_on_the_saved_measurements():
     at_1k = next(r["fwd_bwd_s"] for r in ms if r["n"] == 1024)
     assert at_1k["masked"] < at_1k["grouped"]
     assert flex.choose_kernel("cuda", 1024, pattern="multiscale") == "dense"
+
+
+def test_the_routes_stand_on_the_h200_measurements():
+    """On one H200 (benchmarks/results/h200-2026-11-30/, `--quick` runs): at every N measured,
+    in float32 and bfloat16, the window dispatch and the multi-scale layer pick the route that
+    was measured faster there, forward + backward (window: dense masked SDPA against compiled
+    FlexAttention; multi-scale: its one masked SDPA call against its FlexAttention call)."""
+    import json
+
+    h200 = REPO_ROOT / "benchmarks" / "results" / "h200-2026-11-30"
+    checked = []
+    for dtype, short in (("float32", "fp32"), ("bfloat16", "bf16")):
+        for r in json.loads((h200 / f"sparse_{short}.json").read_text())["results"]:
+            ms = {who: r["fwd_bwd_s"][who] for who in ("dense", "flex")}
+            assert flex.choose_kernel("cuda", r["n"], getattr(torch, dtype)) == \
+                min(ms, key=ms.get), (dtype, r["n"], ms)
+            checked.append(("window", dtype, r["n"]))
+        for r in json.loads((h200 / f"multiscale_{short}.json").read_text())["results"]:
+            ms = {"dense": r["fwd_bwd_s"]["masked"], "flex": r["fwd_bwd_s"]["flex"]}
+            assert flex.choose_kernel("cuda", r["n"], getattr(torch, dtype),
+                                      pattern="multiscale") == min(ms, key=ms.get), (dtype, ms)
+            checked.append(("multiscale", dtype, r["n"]))
+    assert len(checked) == 12  # N = 4k, 8k, 16k (window) and 1k, 4k, 8k (multi-scale), 2 dtypes
 
 
 # ============================================================================ tile lists
@@ -508,6 +532,24 @@ sys.exit(rc)
     assert "no CUDA device" in result.stdout
 
 
+def test_gpu_tier_collects_only_test_files_that_need_no_notebook_package():
+    """An H200's own Python had no nbformat: `pytest -m cuda tests` stopped at collecting the
+    page tests. The tier collects the files with cuda tests, and none of them (nor the helpers
+    every test file loads) imports a notebook package or NLTK at its top."""
+    files = gpu_tier.cuda_test_files()
+    names = {p.name for p in files}
+    assert {"test_flex_compiled.py", "test_gpu_dispatch.py", "test_xl_decoder.py"} <= names
+    assert not names & {"test_course_pages.py", "test_runner_signals.py"}
+    blocked = set(gpu_tier.NOTEBOOK_PACKAGES) | {"nltk", "IPython"}
+    for path in [*files, REPO_ROOT / "tests" / "conftest.py", REPO_ROOT / "tests" / "expect.py"]:
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+        top = {a.name.split(".")[0] for node in body if isinstance(node, ast.Import)
+               for a in node.names}
+        top |= {node.module.split(".")[0] for node in body
+                if isinstance(node, ast.ImportFrom) and node.module}
+        assert not top & blocked, f"{path.name} imports {sorted(top & blocked)} at its top"
+
+
 def test_gpu_tier_full_all_runs_every_lesson_in_full_after_the_smoke_runs(capsys):
     """make test-gpu FULL=all: the cuda tests, every lesson in smoke mode, then every lesson in
     full mode (listed without running anything, on any machine)."""
@@ -515,7 +557,8 @@ def test_gpu_tier_full_all_runs_every_lesson_in_full_after_the_smoke_runs(capsys
     lessons = [p.relative_to(REPO_ROOT) for p in gpu_tier.lesson_paths()]
     assert len(lessons) >= 7
     assert capsys.readouterr().out.splitlines() == (
-        ["tests  pytest -m cuda tests"] + [f"smoke  {p}" for p in lessons]
+        [f"tests  pytest -m cuda ({len(gpu_tier.cuda_test_files())} files of tests/ with cuda "
+         "tests)"] + [f"smoke  {p}" for p in lessons]
         + [f"full   {p}" for p in lessons])
     makefile = (REPO_ROOT / "Makefile").read_text()
     assert "$(if $(FULL),--full $(FULL))" in makefile
