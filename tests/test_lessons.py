@@ -183,24 +183,29 @@ def test_lesson_runs_as_script_in_smoke_mode(lesson):
     assert list(figures.glob("*.png")), f"{lesson.name} saved no figure"
 
 
+def _smoke_run_without_data(tmp_path, stem: str) -> tuple[str, list[dict]]:
+    """lessons/<stem>.py in smoke mode with an empty data folder: (its output, its claims)."""
+    (tmp_path / "data").mkdir()
+    env = dict(ENVIRON, MINATTN_SMOKE="1", MINATTN_DATA=str(tmp_path / "data"),
+               MINATTN_FIGURES=str(tmp_path / "figures"), MPLBACKEND="Agg")
+    log = tmp_path / "output.txt"
+    code = FORKER.run(REPO_ROOT / "lessons" / f"{stem}.py", env, REPO_ROOT, log, timeout=600)
+    out = log.read_text()
+    assert code == 0, out[-8000:]
+    return out, json.loads((tmp_path / "figures" / stem / "claims.json").read_text())
+
+
 @pytest.mark.slow
 def test_lesson_03_without_its_data_says_fallback_and_tests_nothing(tmp_path):
     """Issue 32: with no GloVe, no sentences and no MiniLM on disk, the lesson runs on
     template sentences and random vectors, labels them so, and records every claim of the
     sentence sections with the fallback (not tested)."""
-    (tmp_path / "data").mkdir()
-    env = dict(ENVIRON, MINATTN_SMOKE="1", MINATTN_DATA=str(tmp_path / "data"),
-               MINATTN_FIGURES=str(tmp_path / "figures"), MPLBACKEND="Agg")
-    log = tmp_path / "output.txt"
-    code = FORKER.run(REPO_ROOT / "lessons" / "03_multiscale.py", env, REPO_ROOT, log, timeout=600)
-    out = log.read_text()
-    assert code == 0, out[-8000:]
+    out, recorded = _smoke_run_without_data(tmp_path, "03_multiscale")
     assert "fallback data: template sentences" in out
     assert "GloVe 6B 50d vectors not found" in out  # what is missing is said once
     out = out.replace("GloVe 6B 50d vectors not found", "")
     assert "GloVe 6B 50d" not in out and "as in MR" not in out and "Rotten Tomatoes sentences +"\
         not in out
-    recorded = json.loads((tmp_path / "figures" / "03_multiscale" / "claims.json").read_text())
     sentence_claims = [c for c in recorded if c["claim"].startswith(("MR", "Ablation",
                                                                       "Trained"))]
     assert len(sentence_claims) == 7  # MR (2), the ablations' orderings (3), the heads (2)
@@ -215,15 +220,8 @@ def test_lesson_08_without_its_data_falls_back_and_runs_to_the_end(tmp_path):
     there a smoke run's sentiment golds stay at their start (P* = P⁰), where the share
     (ξ − P⁰) / (P* − P⁰) is undefined: it says so and the lesson goes on (it once stopped on
     a 0 / 0)."""
-    (tmp_path / "data").mkdir()
-    env = dict(ENVIRON, MINATTN_SMOKE="1", MINATTN_DATA=str(tmp_path / "data"),
-               MINATTN_FIGURES=str(tmp_path / "figures"), MPLBACKEND="Agg")
-    log = tmp_path / "output.txt"
-    code = FORKER.run(REPO_ROOT / "lessons" / "08_agreement.py", env, REPO_ROOT, log, timeout=600)
-    out = log.read_text()
-    assert code == 0, out[-8000:]
+    out, recorded = _smoke_run_without_data(tmp_path, "08_agreement")
     assert out.count("fallback: ") >= 2  # the keyword task and the synthetic dictionary
-    recorded = json.loads((tmp_path / "figures" / "08_agreement" / "claims.json").read_text())
     assert all(c["outcome"] == "not tested" for c in recorded), recorded
     fallbacks = [c["fallback"].split(" (")[0] for c in recorded if c["fallback"]]
     assert fallbacks == ["the keyword task as 'sentiment'"] * 2 + \
