@@ -633,6 +633,18 @@ def test_running_mean_of_a_training_curve():
         running_mean_np(x, 0)
 
 
+def test_a_log_axis_shorter_than_a_decade_gets_labels():
+    """Lesson 02's cost figure: its times span less than a decade in smoke mode, where
+    matplotlib labels only powers of ten (one label, or none). 1-2-5 values label it; a span of
+    decades gets the powers of ten alone."""
+    from minattn.course.plots import ticks_125
+
+    assert ticks_125(0.62, 3.5) == [1.0, 2.0]
+    assert ticks_125(0.9, 1.2) == [0.5, 1.0, 2.0]  # one inside: widened by one on each side
+    assert ticks_125(0.05, 40) == [0.1, 1.0, 10.0]
+    assert ticks_125(0.012, 0.07) == [0.02, 0.05]
+
+
 def test_the_curves_read_the_first_held_out_sequences_and_the_table_reads_them_all():
     """Lesson 02's training runs: the steps the table and the claims read (eval_at, the last)
     score the whole held-out set, the curve's other checks its first `curve_size` sequences.

@@ -7,6 +7,8 @@ Every attention-like matrix is drawn the same way: rows = queries (targets), col
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from matplotlib.ticker import NullLocator
 
@@ -43,9 +45,21 @@ def decade_ticks(ax, xs, ys=None):
     """Log axes labelled at the given values, without minor ticks (slow to place)."""
     ax.set_xticks(xs, [str(x) for x in xs])
     if ys is not None:
-        ax.set_yticks(ys, [str(y) for y in ys])
+        ax.set_yticks(ys, [f"{y:g}" for y in ys])
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_minor_locator(NullLocator())
+
+
+def ticks_125(lo: float, hi: float) -> list[float]:
+    """Tick values 1, 2 and 5 × 10^k between lo and hi (0 < lo <= hi; the powers of ten alone
+    where hi / lo >= 30), widened by one value on each side when fewer than two fall inside: a
+    log axis shorter than a decade still gets labels (matplotlib labels only powers of ten)."""
+    k = range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1)
+    grid = [m * 10.0 ** e for e in k for m in ((1, 2, 5) if hi < 30 * lo else (1,))]
+    inside = [g for g in grid if lo <= g <= hi]
+    if len(inside) < 2:
+        inside = [max(g for g in grid if g <= lo), *inside, min(g for g in grid if g >= hi)]
+    return [float(f"{g:.3g}") for g in sorted(set(inside))]
 
 
 def running_mean_np(values, window: int) -> np.ndarray:

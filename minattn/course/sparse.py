@@ -221,16 +221,18 @@ def plot_cost(lesson, cost: dict, sizes, w: int) -> None:
     """The fastest forward time of each kernel against N, on log-log axes."""
     import matplotlib.pyplot as plt
 
-    from .plots import decade_ticks
+    from .plots import decade_ticks, ticks_125
 
     fig, ax = plt.subplots(figsize=(5.5, 4), layout="constrained")
+    ms = {name: [1e3 * min(t) for t in times.values()] for name, times in cost.items()}
     for name, times in cost.items():
-        ax.plot(list(times), [min(t) for t in times.values()], marker="o", label=name)
+        ax.plot(list(times), ms[name], marker="o", label=name)
     on_gpu = lesson.device.type == "cuda"
     ax.set(xscale="log", yscale="log", xlabel="sequence length N",
-           ylabel=f"forward {'time' if on_gpu else 'CPU time'} (s)",
+           ylabel=f"forward {'time' if on_gpu else 'CPU time'} (ms)",
            title=f"sliding window w={w} on {lesson.device.type}: dense vs blocked kernel")
-    decade_ticks(ax, sizes)
+    every = [t for m in ms.values() for t in m]
+    decade_ticks(ax, sizes, ticks_125(min(every), max(every)))
     ax.grid(alpha=0.3, which="both")
     ax.legend(loc="upper left")
     lesson.savefig(fig, "cost")
