@@ -74,7 +74,7 @@ def running_mean_np(values, window: int) -> np.ndarray:
     return (total[1:] - total[start]) / (np.arange(1, x.size + 1) - start)
 
 
-def plot_curves(ax, histories: dict, key: str, title=None, ylabel=None, logy=False,
+def plot_curves(ax, histories: dict, key: str, title=None, ylabel=None,
                 smooth: int | None = None):
     """Plot `history[key]` against `history['step']` for several named runs on one axis.
 
@@ -91,9 +91,6 @@ def plot_curves(ax, histories: dict, key: str, title=None, ylabel=None, logy=Fal
             ax.plot(steps, hist[key], label=label)
     ax.set_xlabel("training step")
     ax.set_ylabel(ylabel or (f"{key} (running mean over {smooth} steps)" if smooth else key))
-    if logy:
-        ax.set_yscale("log")
-        ax.yaxis.set_minor_locator(NullLocator())  # decades only: placing minor ticks is slow
     if title:
         ax.set_title(title)
     ax.grid(alpha=0.3)
