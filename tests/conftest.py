@@ -17,6 +17,20 @@ import re
 import sys
 from pathlib import Path
 
+# Under pytest-xdist (`make test`: -n 2) each worker takes its share of the cores for torch's
+# threads and NumPy's BLAS, and so do the processes it starts. Two workers that each wake one
+# thread per core keep the cores spinning in waits: on the course's 2-core machine the suite
+# took 3 min 1 s of wall time and 4 min 53 s of CPU that way, 2 min 30 s and 3 min 56 s with one
+# torch thread each. OpenBLAS reads OMP_NUM_THREADS once, when NumPy is first imported, hence
+# before the imports below: a BLAS-bound answer took 2.5 s of CPU beside a busy core with two
+# BLAS threads, 0.8 s with one.
+if _workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    _cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (_cores or 1) // int(_workers))))
+    import torch
+
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+
 import numpy as np
 import pytest
 
@@ -27,17 +41,6 @@ import minattn
 # runs, student copies' checks, sandboxed graders) would compile the library again.
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 sys.dont_write_bytecode = False
-
-# Under pytest-xdist (`make test`: -n 2) each worker takes its share of the cores for torch's
-# threads, and so do the processes it starts. Two workers that each wake one thread per core
-# keep the cores spinning in waits: on the course's 2-core machine the suite took 3 min 1 s of
-# wall time and 4 min 53 s of CPU that way, 2 min 30 s and 3 min 56 s with one thread each.
-if _workers := os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
-    _cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (_cores or 1) // int(_workers))))
-    import torch
-
-    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 # conftest.py at the root puts this checkout first on sys.path; refuse anything else.
 _HERE = Path(__file__).resolve().parents[1]
