@@ -763,10 +763,11 @@ for name, pct in ours.items():
 # How to read the table. The random baseline $\hat{A}$ depends only on how long the inputs are,
 # so it sits close to the paper's for inputs of similar length. A contextualised agreement can
 # never exceed the performance the re-seeded model reaches, so read $\xi$ against $P^*$ (the
-# paper's comparison, printed as a share) before comparing it with the paper's number. Our
-# absolute numbers are not the paper's: the models are much smaller and trained for minutes, our
-# sentiment data is not SST's split, and our translation reads words of a Bible version rather
-# than subwords of image captions.
+# paper's comparison, printed as a share) before comparing it with the paper's number; where
+# a gold never rose above its start ($P^* \le P^0$) the share is undefined, and the table says
+# so. Our absolute numbers are not the paper's: the models are much smaller and trained for
+# minutes, our sentiment data is not SST's split, and our translation reads words of a Bible
+# version rather than subwords of image captions.
 #
 # Why the two data sets may differ (this run's sentiment rows are not tested when their golds are
 # still rising: their row says so). A sentiment classifier needs one or two words of a sentence,
