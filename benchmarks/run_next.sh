@@ -24,7 +24,7 @@ step() {  # step NAME LIMIT COMMAND...
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   $PY -c 'import sys, torch; print(sys.version.split()[0], torch.__version__, torch.version.cuda)'
 } | tee "$OUT/steps.log"
-CUDA_FILES=$($PY -c 'from minattn.course.gpu_tier import cuda_test_files; print(*cuda_test_files())')
+CUDA_FILES=$($PY -c 'from minattn.course.gpu_tier import cuda_test_files; print(*cuda_test_files())') && [ -n "$CUDA_FILES" ] || { echo "no test files with cuda tests (is torch there?)"; exit 1; }
 step cuda_tests 200 $PY -m pytest -p no:cacheprovider -m cuda -rfEs $CUDA_FILES
 step sparse_bf16 100 $PY benchmarks/sparse.py --device cuda --dtype bfloat16 --quick --json "$OUT/sparse_bf16.json"
 step sparse_fp32 100 $PY benchmarks/sparse.py --device cuda --quick --json "$OUT/sparse_fp32.json"
