@@ -1,7 +1,7 @@
 """Every lesson runs top to bottom as a script in smoke mode (new lessons are picked up
-automatically), and lessons 03 and 08 once more without their data; lesson 01 also runs the way `make
-course` runs it — once, as a notebook through a real Jupyter kernel, kept with its outputs and
-exported to HTML — and the course report is checked on fake claims."""
+automatically), and lessons 03 and 08 once more without their data; lesson 01 also runs the
+way `make course` runs it — once, as a notebook through a real Jupyter kernel, kept with its
+outputs and exported to HTML — and the course report is checked on fake claims."""
 
 import ast
 import json
