@@ -1,7 +1,7 @@
-"""Every lesson runs top to bottom as a script in smoke mode (new lessons are picked up
-automatically), and lessons 03 and 08 once more without their data; lesson 01 also runs the
-way `make course` runs it — once, as a notebook through a real Jupyter kernel, kept with its
-outputs and exported to HTML — and the course report is checked on fake claims."""
+"""Every lesson runs top to bottom once in smoke mode (new lessons are picked up
+automatically): lesson 01 the way `make course` runs it, as a notebook through a real Jupyter
+kernel, kept with its outputs and exported to HTML; the others as scripts. Lessons 03 and 08
+run once more without their data, and the course report is checked on fake claims."""
 
 import ast
 import json
@@ -19,11 +19,15 @@ from forked import FORKER  # tests/ is on sys.path (rootdir conftest)
 from minattn.course.course import execute_lesson, lesson_files
 from minattn.course.fetch import data_root
 from minattn.course.lesson import REPO_ROOT
-from minattn.course.pages import export_html
+from minattn.course.pages import export_html, printed_text
 from minattn.course.prose import unsupported
 from minattn.course.stats import NOT_TESTED, redecide
 
 LESSONS = lesson_files()
+# The lesson whose shared smoke run goes through a Jupyter kernel, as `make course` runs every
+# lesson (the others run as scripts, as `python lessons/NN_name.py` does): one run of it serves
+# both its notebook test and the checks every lesson gets.
+NOTEBOOK_LESSON = "01_attention"
 
 # Decimals a lesson's markdown may state without printing them: constants of the method
 # (hyper-parameters, a paper's initialisation) and paper numbers quoted in the text only, each
@@ -56,7 +60,8 @@ def test_there_are_lessons():
 
 
 class SmokeRuns:
-    """Each lesson run once as a script in smoke mode, shared by the checks below.
+    """Each lesson run once in smoke mode (NOTEBOOK_LESSON as a notebook, the others as
+    scripts), shared by the checks below.
 
     In one pytest process, `start(lessons)` (called by tests/conftest.py once the tests are
     collected) runs them one after another in a background thread, beside the rest of the
@@ -79,10 +84,18 @@ class SmokeRuns:
     def _execute(self, lesson, folder):
         """(returncode, output) of one smoke run writing its figures under `folder`: the
         lesson run as a script, in a process forked from one that imported torch once
-        (tests/forked.py)."""
+        (tests/forked.py); NOTEBOOK_LESSON as a notebook, kept in `folder`/notebooks/, its
+        output what its code cells printed."""
         if self.stopped:
             raise RuntimeError("the test session ended first")
         folder.mkdir(parents=True, exist_ok=True)
+        if lesson.stem == NOTEBOOK_LESSON:
+            import nbformat
+
+            run = execute_lesson(lesson, folder / "notebooks", env=smoke_env(folder),
+                                 timeout=300, progress=False)
+            printed = printed_text(nbformat.read(run.notebook, as_version=4))
+            return (0 if run.ok else 1), printed + (f"\n{run.error}" if run.error else "")
         log = folder / "output.txt"
         code = self.forker.run(lesson, smoke_env(folder), REPO_ROOT, log, timeout=300)
         return code, log.read_text(errors="replace")
@@ -98,7 +111,10 @@ class SmokeRuns:
             self.done[lesson].set()
 
     def start(self, lessons):
-        lessons = [lesson for lesson in lessons if lesson not in self.done]
+        """Run `lessons` one after another in a background thread (NOTEBOOK_LESSON excepted:
+        it runs in the thread that asks for it, which can take signals)."""
+        lessons = [lesson for lesson in lessons
+                   if lesson not in self.done and lesson.stem != NOTEBOOK_LESSON]
         for lesson in lessons:
             self.done[lesson] = threading.Event()
         thread = threading.Thread(target=lambda: [self._run(lesson) for lesson in lessons],
@@ -177,7 +193,8 @@ def test_a_forked_run_is_a_script_run(tmp_path):
 
 
 @pytest.mark.parametrize("lesson", LESSONS, ids=[p.stem for p in LESSONS])
-def test_lesson_runs_as_script_in_smoke_mode(lesson):
+def test_lesson_runs_in_smoke_mode(lesson):
+    """Top to bottom (as a script; NOTEBOOK_LESSON as a notebook), saving its figures."""
     code, output, figures = SMOKE_RUNS.get(lesson)
     assert code == 0, f"{lesson.name} failed:\n{output[-8000:]}"
     assert list(figures.glob("*.png")), f"{lesson.name} saved no figure"
@@ -302,25 +319,26 @@ def test_the_prose_check_catches_a_typed_number(tmp_path):
 
 
 @pytest.mark.slow
-def test_lesson_01_runs_as_notebook_with_outputs_and_html(tmp_path):
+def test_lesson_01_runs_as_notebook_with_outputs_and_html():
     """What `make smoke` does for one lesson: execute it once through a Jupyter kernel, keep the
-    outputs, export HTML with the figures embedded."""
+    outputs, export HTML with the figures embedded (the shared smoke run of NOTEBOOK_LESSON)."""
     import nbformat  # nbclient, nbconvert and nbformat are requirements: no skip
 
-    env = smoke_env(tmp_path)  # its MPLBACKEND=Agg is dropped: the kernel shows figures inline
-    (lesson,) = [p for p in LESSONS if p.name.startswith("01_")]
-    run = execute_lesson(lesson, tmp_path / "notebooks", env=env, timeout=300, progress=False)
-    assert run.ok, run.error
-    notebook = nbformat.read(run.notebook, as_version=4)
+    (lesson,) = [p for p in LESSONS if p.stem == NOTEBOOK_LESSON]
+    code, output, figures = SMOKE_RUNS.get(lesson)
+    assert code == 0, output[-8000:]
+    folder = figures.parent.parent  # the run's folder: figures/<stem>/ and notebooks/
+    notebook = nbformat.read(folder / "notebooks" / f"{lesson.stem}.ipynb", as_version=4)
     outputs = [o for c in notebook.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.output_type == "error"]
     images = [o for o in outputs if "image/png" in o.get("data", {})]
     assert len(images) >= 3, "the notebook should show the lesson's figures inline"
     assert any(o.output_type == "stream" and "NumPy vs torch" in o.text for o in outputs)
-    page = run.html.read_text()
+    html = folder / "notebooks" / f"{lesson.stem}.html"
+    page = html.read_text()
     assert page.count("data:image/png;base64,") >= len(images)  # embedded, no side files
     assert images[0]["data"]["image/png"].strip()[:200] in page.replace("\n", "")
-    assert list((tmp_path / "figures" / lesson.stem).glob("*.png")), "figures/ still written"
+    assert list(figures.glob("*.png")), "figures/ still written"
     assert notebook.metadata["minattn"]["smoke"] is True
     # In a browser: every figure loads, no raw colour code, no progress bar on the error
     # background (its formulas: tests/test_course_pages.py typesets every command and
@@ -328,7 +346,7 @@ def test_lesson_01_runs_as_notebook_with_outputs_and_html(tmp_path):
     from minattn.course.pages import find_browser, page_problems, probe_page
 
     if find_browser():
-        result = probe_page(run.html, find_browser(), typeset=False)
+        result = probe_page(html, find_browser(), typeset=False)
         assert page_problems(result) == [] and result["images"] == len(images), result
 
 

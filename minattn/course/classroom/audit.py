@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 import copy
 import re
+from functools import lru_cache
+from itertools import islice
 from pathlib import Path
 
 from .. import REPO_ROOT
@@ -47,6 +49,11 @@ NOT_A_TWIN = re.compile(r"#\s*not a twin of exercise (?P<id>\S+?):")
 SUFFIX = re.compile(r"_(np|torch|numpy|fast|ref|reference)$")
 
 
+# The finders below read the same files: each text is parsed once per process (the trees are
+# only read, never changed).
+_parse = lru_cache(maxsize=512)(ast.parse)
+
+
 def _stem(name: str) -> str:
     return SUFFIX.sub("", name.lstrip("_"))
 
@@ -72,7 +79,7 @@ def function_spans(text: str):
                 walk(child, qual + ".")
             else:
                 walk(child, prefix)
-    walk(ast.parse(text), "")
+    walk(_parse(text), "")
     return out
 
 
@@ -273,6 +280,18 @@ def _shape(node, modules: set[str], variables: bool, memo: dict | None = None):
     return out
 
 
+def _names(pattern) -> set[str]:
+    """The function and attribute names a pattern holds (np.exp's "exp", x.sum's "sum"): any
+    source text whose expressions can take its shape spells each of them."""
+    if not isinstance(pattern, tuple) or not pattern:
+        return set()
+    if pattern[0] == "fn" or (pattern[0] == "Attribute" and isinstance(pattern[-1], str)):
+        own = {pattern[-1]}
+    else:
+        own = set()
+    return own.union(*(_names(p) for p in pattern[1:]))
+
+
 def _matches(pattern, shape, bound: dict) -> bool:
     """True when `shape` is `pattern` with each ("var", name) standing for one sub-expression
     (the same one wherever the name appears)."""
@@ -291,16 +310,22 @@ def _modules(tree: ast.Module) -> set[str]:
     """The names a module imports (np, torch, F, th, ...): a function reached through one is
     named by its attribute."""
     out = {"np", "numpy", "torch", "F"}
-    for node in ast.walk(tree):
+    todo = [tree]
+    while todo:  # statements only (an import is one): expressions hold none
+        node = todo.pop()
         if isinstance(node, ast.Import):
             out |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            inner = getattr(node, field, None)
+            if isinstance(inner, list):
+                todo.extend(inner)
     return out
 
 
 def _bind(env: dict, target: ast.expr, value: ast.expr | None) -> None:
     """Record `target = value` (value already inlined); a name bound otherwise is forgotten."""
     if isinstance(target, ast.Name):
-        if value is not None and sum(1 for _ in ast.walk(value)) <= MAX_INLINED:
+        if value is not None and next(islice(ast.walk(value), MAX_INLINED, None), None) is None:
             env[target.id] = value
         else:
             env.pop(target.id, None)
@@ -367,12 +392,14 @@ def find_computed_answers(root: Path = REPO_ROOT, folders=("tests", "lessons")) 
     `np.where(real, x, 0.0).sum(axis=1) / real.sum(axis=1)` gives the masked mean away
     whatever it names its arrays."""
     root = Path(root)
-    patterns = []
+    patterns, modules_of = [], {}
     for e in all_exercises(root):
         if e.kind == "implement" and (expr := region_expression(root, e)) is not None \
                 and _operations(expr) >= MIN_OPERATIONS:
-            modules = _modules(ast.parse((root / e.path).read_text()))
-            patterns.append((e, _shape(expr, modules, variables=True)))
+            if e.path not in modules_of:
+                modules_of[e.path] = _modules(_parse((root / e.path).read_text()))
+            pattern = _shape(expr, modules_of[e.path], variables=True)
+            patterns.append((e, pattern, _names(pattern)))
     if not patterns:
         return []
     problems = []
@@ -380,8 +407,12 @@ def find_computed_answers(root: Path = REPO_ROOT, folders=("tests", "lessons")) 
         text = (root / rel).read_text()
         if rel.startswith("lessons/"):  # as a copy with every exercise handed out has it
             text = strip_shown(text)
+        # a file that never writes some function or attribute name of a pattern cannot match it
+        candidates = [(e, p) for e, p, names in patterns if all(n in text for n in names)]
+        if not candidates:
+            continue
         try:
-            tree = ast.parse(text)
+            tree = _parse(text)
         except SyntaxError:
             continue
         modules = _modules(tree)
@@ -399,7 +430,7 @@ def find_computed_answers(root: Path = REPO_ROOT, folders=("tests", "lessons")) 
             if not isinstance(node, ast.expr) or _operations(node, counts) < MIN_OPERATIONS:
                 continue
             shape = _shape(node, modules, variables=False, memo=memo)
-            for e, pattern in patterns:
+            for e, pattern in candidates:
                 if _matches(pattern, shape, {}):
                     problems.append(f"exercise {e.id}: {rel}:{node.lineno} computes what "
                                     f"its region {e.path}:{e.line} returns: call the "
@@ -444,7 +475,7 @@ def find_helper_twins(root: Path = REPO_ROOT, files=None) -> list[str]:
     wanted = {tuple(names) for _, _, names in targets}
 
     def has_candidates(path: Path) -> bool:  # import only files with a helper to probe
-        tree = ast.parse(Path(path).read_text())
+        tree = _parse(Path(path).read_text())
         return any(isinstance(node, ast.FunctionDef) and not node.name.startswith("test")
                    and any(tuple(a.arg for a in node.args.args[:len(w)]) == w for w in wanted)
                    for node in tree.body)
@@ -498,7 +529,7 @@ def find_answer_checks(root: Path = REPO_ROOT) -> list[str]:
     kinds = _predict_ids(root)
     problems = []
     for rel in _student_files(root, ("tests",)):
-        tree = ast.parse((root / rel).read_text())
+        tree = _parse((root / rel).read_text())
         for node in ast.walk(tree):
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                     and node.func.attr == "exercise" and node.args
@@ -582,11 +613,14 @@ def find_written_answers(root: Path = REPO_ROOT) -> list[str]:
     if not answers:
         return []
     ids = {e.id for e, _ in answers}
+    anywhere = re.compile("|".join(f for _, v in answers for f in _answer_forms(v)) or "(?!)")
     problems = []
     for rel in _student_files(root, ("tests", "minattn")):
         if rel.startswith("minattn/") and in_plumbing(Path(rel).relative_to("minattn")):
             continue
         text = (root / rel).read_text()
+        if not anywhere.search(text):  # no answer's form anywhere in the file
+            continue
         if rel.startswith("minattn/"):
             text = strip_solutions(text, ids, descriptions(exercises), keep_lines=True)
         for line, chunk in _comments_and_docstrings(text):
