@@ -41,6 +41,7 @@ from minattn.course.bench import (  # noqa: E402
     forward_only,
     machine_record,
     markdown_table,
+    max_differences,
     measured_on,
     peak_memory,
     provenance,
@@ -111,8 +112,14 @@ def measure(n: int, repeats: int, device, dtype) -> dict:
     q, k, v = (torch.randn(batch(device), H, n, D, generator=gen).to(device, dtype)
                .requires_grad_() for _ in range(3))
     fns = contenders(n, device, dtype)
+    # the multi-scale contenders against the masked definition where it fits (full attention
+    # and its zero mask compute something else)
+    same = {m: f for m, f in fns.items() if m not in ("full", "zero mask")}
+    reference = next(m for m in ("masked", "grouped", "readable") if m in same)
     return {"n": n, "windows": windows(n),
             "route": dispatch.choose_kernel(device, n, dtype, D, pattern="multiscale"),
+            "max_diff_vs": reference,
+            "max_diff": max_differences(same, reference, q, k, v),
             "fwd_s": time_interleaved({m: forward_only(f, q, k, v) for m, f in fns.items()},
                                       repeats, device=device),
             "fwd_bwd_s": time_interleaved({m: forward_backward(f, q, k, v)
@@ -212,6 +219,12 @@ def render(payload: dict, source=None) -> tuple[str, str]:
             "the multi-scale layer is faster than 8 full heads.")
     tables = (f"Forward time\n\n{t1}\n\nForward + backward time\n\n{t2}\n\nExtra peak memory, "
               f"forward + backward\n\n{t3}\n")
+    if all("max_diff" in r for r in results):  # (runs saved before they were compared lack it)
+        diffs = [{"N": r["n"], "reference": r["max_diff_vs"], "max abs diff": ", ".join(
+            f"{m} {x:.1e}" for m, x in r["max_diff"].items())} for r in results]
+        tables += ("\nLargest difference of each multi-scale forward from the reference's (the "
+                   "masked definition where it fits)\n\n"
+                   f"{markdown_table(diffs, ['N', 'reference', 'max abs diff'])}\n")
     quick = " --quick" if payload.get("quick") else ""
     if cuda:
         goal = GOAL.get(dtype_name, 1.0)

@@ -103,3 +103,27 @@ def test_the_sparse_benchmarks_flex_contender_returns_its_inputs_shape(monkeypat
     assert seen == [(6, 1, 64, 8)]
     assert out.shape == (2, 3, 64, 8)
     torch.testing.assert_close(out, script.window_attention_fast_torch(q, k, v, 4))
+
+
+def test_contenders_timed_against_each_other_are_checked_to_compute_the_same():
+    """`max_differences`: each contender's largest difference from the reference's forward;
+    an output of another shape is refused rather than broadcast."""
+    import torch
+
+    from minattn.course.bench import max_differences
+
+    q, k, v = torch.randn(3, 1, 2, 5, 4).unbind(0)
+    fns = {"ref": lambda q, k, v: v * 1, "same": lambda q, k, v: v + 0,
+           "off": lambda q, k, v: v + 0.5}
+    assert max_differences(fns, "ref", q, k, v) == {"same": 0.0, "off": pytest.approx(0.5)}
+    fns["(2, 1)"] = lambda q, k, v: v.reshape(2, 1, 5, 4)
+    with pytest.raises(RuntimeError, match=r"\{'\(2, 1\)': \(2, 1, 5, 4\)\}, not \(1, 2, 5, 4\)"):
+        max_differences(fns, "ref", q, k, v)
+
+
+def test_the_multiscale_benchmark_compares_its_contenders_with_the_masked_definition():
+    import torch
+
+    r = _script("multiscale").measure(64, 1, torch.device("cpu"), torch.float32)
+    assert r["max_diff_vs"] == "masked" and set(r["max_diff"]) == {"multiscale", "grouped"}
+    assert max(r["max_diff"].values()) < 1e-5, r["max_diff"]

@@ -162,6 +162,20 @@ def forward_backward(fn: Callable, q, k, v) -> Callable[[], None]:
     return run
 
 
+def max_differences(fns: dict[str, Callable], reference: str, q, k, v) -> dict[str, float]:
+    """Each contender's largest absolute difference from `reference`'s forward output on
+    (q, k, v), in float32: contenders that are timed against each other compute the same
+    numbers, up to rounding. An output of another shape is refused (a difference would
+    broadcast (H, 1) against (1, H) without a word)."""
+    with torch.no_grad():
+        ref = fns[reference](q, k, v).float()
+        outs = {name: f(q, k, v).float() for name, f in fns.items() if name != reference}
+    wrong = {name: tuple(out.shape) for name, out in outs.items() if out.shape != ref.shape}
+    if wrong:
+        raise RuntimeError(f"contenders returned shapes {wrong}, not {tuple(ref.shape)}")
+    return {name: float((out - ref).abs().max()) for name, out in outs.items()}
+
+
 # Operations that only re-read memory (no kernel runs for them on a GPU).
 VIEW_OPS = {"view", "_unsafe_view", "t", "transpose", "expand", "slice", "select", "unsqueeze",
             "squeeze", "alias", "detach", "permute", "as_strided", "unbind", "split",
