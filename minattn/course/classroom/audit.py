@@ -392,13 +392,12 @@ def find_computed_answers(root: Path = REPO_ROOT, folders=("tests", "lessons")) 
     `np.where(real, x, 0.0).sum(axis=1) / real.sum(axis=1)` gives the masked mean away
     whatever it names its arrays."""
     root = Path(root)
-    patterns, modules_of = [], {}
+    patterns = []
     for e in all_exercises(root):
         if e.kind == "implement" and (expr := region_expression(root, e)) is not None \
                 and _operations(expr) >= MIN_OPERATIONS:
-            if e.path not in modules_of:
-                modules_of[e.path] = _modules(_parse((root / e.path).read_text()))
-            pattern = _shape(expr, modules_of[e.path], variables=True)
+            modules = _modules(_parse((root / e.path).read_text()))
+            pattern = _shape(expr, modules, variables=True)
             patterns.append((e, pattern, _names(pattern)))
     if not patterns:
         return []
