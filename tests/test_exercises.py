@@ -1141,9 +1141,11 @@ def grading_course(tmp_path) -> Path:
 def test_grading_survives_submissions_that_hang_crash_break_or_share_a_name(tmp_path, capsys,
                                                                           monkeypatch):
     """In the sandbox when bubblewrap works here, else (these submissions only hang, exit or
-    break their own files) without it. A call's limit is 1 s here (at most a minute, a tenth
-    of the timeout, in a class): every hang waits it out."""
+    break their own files) without it. A call's limit is 1 s here, and 1 s more for a new
+    process's first call, which imports the submission (~0.2 s here; in a class at most a
+    minute each, a tenth and a quarter of the timeout): every hang waits it out."""
     monkeypatch.setattr(grading, "CALL_TIMEOUT", 1)
+    monkeypatch.setattr(grading, "START_TIMEOUT", 1)
     root = grading_course(tmp_path)
     subs = tmp_path / "class"
     carol, erin, ann, bea, dave, frank = (subs / n for n in ("carol", "erin", "a/alice",
@@ -1295,18 +1297,29 @@ def test_an_interrupted_grading_keeps_who_was_graded_and_resumes_with_the_rest(t
     assert rows[1]["passed"] == "2" and rows[2]["passed"] == "4" and rows[3]["passed"] == "0"
 
 
-@pytest.mark.slow
-def test_the_check_ends_everything_it_started_on_ctrl_c_and_on_its_time_limit(tmp_path):
-    root = fake_course(tmp_path / "course")
+def _course_whose_test_hangs(folder: Path) -> tuple[Path, Path]:
+    """A fake course whose one test of exercise 9.1 writes its pid to a file, then hangs:
+    (the course, that file)."""
+    root = fake_course(folder / "course")
     shutil.copytree(REPO_ROOT / "minattn" / "course", root / "minattn" / "course",
                     ignore=shutil.ignore_patterns("__pycache__", "answers"))
     shutil.copy(REPO_ROOT / "conftest.py", root / "conftest.py")
     shutil.copy(REPO_ROOT / "tests" / "conftest.py", root / "tests" / "conftest.py")
-    pid_file = tmp_path / "pytest.pid"
+    pid_file = folder / "pytest.pid"
     (root / "tests" / "test_lib.py").write_text(
         "import os, time, pytest\n\n@pytest.mark.exercise('9.1')\ndef test_f():\n"
         f"    open({str(pid_file)!r}, 'w').write(str(os.getpid()))\n    time.sleep(3600)\n")
+    return root, pid_file
+
+
+@pytest.mark.slow
+def test_the_check_ends_everything_it_started_on_ctrl_c_and_on_its_time_limit(tmp_path):
     cmd = [sys.executable, "-m", "minattn.course.classroom", "check", "9.1"]
+    # the check with a time limit, in a course of its own: it waits out its 4 s meanwhile
+    timed_root, timed_pid = _course_whose_test_hangs(tmp_path / "timed")
+    timed = subprocess.Popen(cmd + ["--timeout", "4"], cwd=timed_root, env=env_for(timed_root),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    root, pid_file = _course_whose_test_hangs(tmp_path / "interrupted")
     proc = subprocess.Popen(cmd, cwd=root, env=env_for(root), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     for _ in range(600):
@@ -1322,13 +1335,11 @@ def test_the_check_ends_everything_it_started_on_ctrl_c_and_on_its_time_limit(tm
             break
         time.sleep(0.1)
     assert not Path(f"/proc/{child}").exists(), "pytest outlived Ctrl-C"
-    pid_file.unlink()
-    proc = subprocess.run(cmd + ["--timeout", "4"], cwd=root, env=env_for(root),
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    if pid_file.exists():  # (its pytest gets there in ~0.6 s of CPU; a busy machine may not)
-        child = int(pid_file.read_text())
+    out, err = timed.communicate(timeout=120)
+    assert timed.returncode == 1, out + err
+    if timed_pid.exists():  # (its pytest gets there in ~0.6 s of CPU; a busy machine may not)
+        child = int(timed_pid.read_text())
         assert not Path(f"/proc/{child}").exists()
-        assert "timed out after 4 s in tests/test_lib.py::test_f" in proc.stdout
-    assert "the check timed out after 4 s in " in proc.stdout
-    assert re.search(r"^9\.1 +implement +FAIL +0/1 +did not finish", proc.stdout, re.M), proc.stdout
+        assert "timed out after 4 s in tests/test_lib.py::test_f" in out
+    assert "the check timed out after 4 s in " in out
+    assert re.search(r"^9\.1 +implement +FAIL +0/1 +did not finish", out, re.M), out
