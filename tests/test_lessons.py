@@ -165,24 +165,29 @@ SMOKE_RUNS = SmokeRuns()
 
 def test_a_forked_run_is_a_script_run(tmp_path):
     """tests/forked.py runs a file as `python file` would: __main__, its argv, sys.path[0],
-    folder and environment, atexit handlers, and its exit code (1 for an exception, shown by
-    sys.excepthook: a lesson's one-line messages), the output of both streams in one file."""
+    folder and environment, its threads joined, then its atexit handlers, and its exit code (1
+    for an exception, shown by sys.excepthook: a lesson's one-line messages; sys.exit's
+    message on stderr), the output of both streams in one file."""
     script = tmp_path / "script.py"
     script.write_text(
-        "import atexit, os, sys\n"
+        "import atexit, os, sys, threading, time\n"
         "atexit.register(lambda: print('atexit', getattr(sys, 'last_value', None), flush=True))\n"
         "print(__name__, sys.argv[0] == __file__, sys.path[0], os.getcwd(), os.environ['X'])\n"
         "print('to stderr', file=sys.stderr)\n"
+        "threading.Thread(target=lambda: (time.sleep(0.3), print('thread ends'))).start()\n"
         "if os.environ['X'] == 'hook':\n"
         "    sys.excepthook = lambda kind, err, tb: print('one line:', err)\n"
         "if os.environ['X'] in ('raise', 'hook'):\n    raise RuntimeError('boom')\n"
+        "if os.environ['X'] == 'say':\n    sys.exit('bye')\n"
         "sys.exit(int(os.environ['X']))\n")
     env = dict(ENVIRON, X="3")
     log = tmp_path / "log.txt"
     assert FORKER.run(script, env, REPO_ROOT, log, timeout=60) == 3
     out = log.read_text()
     assert out.splitlines()[0] == f"__main__ True {tmp_path} {REPO_ROOT} 3", out
-    assert "to stderr" in out and out.rstrip().endswith("atexit None"), out
+    assert "to stderr" in out and out.rstrip().endswith("thread ends\natexit None"), out
+    assert FORKER.run(script, dict(env, X="say"), tmp_path, log, timeout=60) == 1
+    assert "bye\n" in log.read_text(), log.read_text()
     assert FORKER.run(script, dict(env, X="raise"), tmp_path, log, timeout=60) == 1
     out = log.read_text()
     assert "RuntimeError: boom" in out and "Traceback" in out, out
