@@ -270,7 +270,10 @@ def run_notebook(lesson: Path, env: dict, timeout: int = CELL_TIMEOUT,
     # IPC sockets in a folder of this run's own (an absolute path: the kernel's working
     # directory is the repository root, not necessarily ours)
     sockets = tempfile.mkdtemp(prefix="minattn-kernel-")
+    # the kernel is ended at once after its last cell (its outputs, figures and claims are all
+    # written by then): a graceful exit tears down torch's modules, about a second a lesson
     client = EchoingClient(notebook, timeout=timeout, kernel_name="python3",
+                           shutdown_kernel="immediate",
                            resources={"metadata": {"path": str(REPO_ROOT)}},
                            on_cell_executed=on_cell_executed,
                            on_notebook_start=on_notebook_start, on_cell_start=on_cell_start,
